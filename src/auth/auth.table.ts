@@ -1,0 +1,50 @@
+// Organizations, their users and the users' personal access tokens. Timestamps are epoch milliseconds.
+import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+
+export const roles = ['owner', 'admin', 'member'] as const
+export type Role = (typeof roles)[number]
+
+export const organizations = sqliteTable('organizations', {
+  id: integer().primaryKey({ autoIncrement: true }),
+  slug: text().notNull().unique(),
+  name: text().notNull(),
+  createdAt: integer().notNull(),
+})
+
+export const users = sqliteTable(
+  'users',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    sub: text().notNull().unique(),
+    organizationId: integer()
+      .notNull()
+      .references(() => organizations.id),
+    /** Stored lower-cased so sign-in is case-insensitive. */
+    email: text().notNull().unique(),
+    name: text(),
+    role: text({ enum: roles }).notNull(),
+    passwordHash: text().notNull(),
+    createdAt: integer().notNull(),
+  },
+  (t) => [index('users_organization_idx').on(t.organizationId)],
+)
+
+export const personalAccessTokens = sqliteTable(
+  'personal_access_tokens',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    userId: integer()
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    name: text().notNull(),
+    /** SHA-256 of the token; the token itself is shown once and never stored. */
+    tokenHash: text().notNull().unique(),
+    /** Space-separated scopes. */
+    scopes: text().notNull(),
+    createdAt: integer().notNull(),
+    lastUsedAt: integer(),
+    expiresAt: integer(),
+    revokedAt: integer(),
+  },
+  (t) => [index('personal_access_tokens_user_idx').on(t.userId)],
+)

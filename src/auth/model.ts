@@ -1,0 +1,58 @@
+// Scopes, the authenticated caller and the identity (GET /me) schema.
+import { type Static, t } from 'elysia'
+import type { Role } from './auth.table'
+
+export const scopes = ['threads:read', 'threads:read:own', 'threads:write'] as const
+export type Scope = (typeof scopes)[number]
+
+export function isScope(value: string): value is Scope {
+  return (scopes as readonly string[]).includes(value)
+}
+
+/** Who is calling, resolved once per request from the bearer token. */
+export interface Caller {
+  userId: number
+  sub: string
+  name: string | null
+  email: string
+  role: Role
+  organizationId: number
+  organizationSlug: string
+  scopes: ReadonlySet<Scope>
+  /**
+   * Which threads exist for this caller. Only `threads:read` reveals the organization's public threads;
+   * a token with `threads:read:own` (or only `threads:write`) sees its user's own threads and nothing else.
+   */
+  sees: 'organization' | 'own'
+}
+
+export namespace AuthModel {
+  export const me = t.Object(
+    {
+      sub: t.String({ description: 'Stable string ID of the user (JWT subject).' }),
+      name: t.Nullable(t.String()),
+      email: t.Nullable(t.String()),
+      svc_user_id: t.Integer({ description: 'Internal numeric user ID.' }),
+      svc_organization_id: t.Integer({ description: 'Internal numeric organization ID.' }),
+      svc_organization_slug: t.String(),
+      role: t.Union([t.Literal('owner'), t.Literal('admin'), t.Literal('member')], {
+        description: 'Role within the organization: `owner`, `admin` or `member`.',
+      }),
+    },
+    { additionalProperties: false },
+  )
+  export type me = Static<typeof me>
+
+  export const error = t.Object(
+    { error: t.String({ examples: ['invalid_request'] }), message: t.String() },
+    { additionalProperties: false, description: 'Error body: a machine-readable code and a readable message.' },
+  )
+  export const scopeError = t.Object(
+    {
+      error: t.Literal('insufficient_scope'),
+      message: t.String(),
+      required_scope: t.String({ examples: ['threads:read'] }),
+    },
+    { additionalProperties: false },
+  )
+}

@@ -1,0 +1,164 @@
+// Users, organizations and personal access tokens, and turning a bearer token into a Caller.
+import { and, eq, isNull, sql } from 'drizzle-orm'
+import type { Db } from '../db/client'
+import { AppError } from '../shared/errors'
+import { generateSecret, hashPassword, hashSecret } from '../shared/security'
+import { type Role, organizations, personalAccessTokens, users } from './auth.table'
+import { type Caller, type Scope, isScope } from './model'
+
+export const personalAccessTokenPrefix = 'thp_'
+/** last_used_at is written at most this often per token, so reads stay reads. */
+const lastUsedResolutionMs = 60_000
+
+export function parseScopes(value: string): Scope[] {
+  const parts = value.split(/\s+/).filter(Boolean)
+  const unknown = parts.filter((part) => !isScope(part))
+  if (unknown.length > 0) throw new AppError(400, 'invalid_scope', `Unknown scope: ${unknown.join(', ')}`)
+  if (parts.length === 0) throw new AppError(400, 'invalid_scope', 'At least one scope is required')
+  return [...new Set(parts)] as Scope[]
+}
+
+export function findOrCreateOrganization(db: Db, slug: string, now: number): { id: number; created: boolean } {
+  const existing = db.select({ id: organizations.id }).from(organizations).where(eq(organizations.slug, slug)).get()
+  if (existing) return { id: existing.id, created: false }
+  if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(slug)) {
+    throw new AppError(400, 'invalid_request', `Invalid organization slug "${slug}": use a-z, 0-9 and dashes`)
+  }
+  const row = db.insert(organizations).values({ slug, name: slug, createdAt: now }).returning().get()
+  return { id: row.id, created: true }
+}
+
+export interface NewUser {
+  email: string
+  password: string
+  name?: string | null
+  organizationSlug: string
+  role: Role
+}
+
+export async function createUser(db: Db, input: NewUser, now: number): Promise<{ id: number; sub: string }> {
+  const email = input.email.trim().toLowerCase()
+  if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw new AppError(400, 'invalid_request', `Invalid email "${input.email}"`)
+  if (input.password.length < 8) throw new AppError(400, 'invalid_request', 'Password must be at least 8 characters')
+  const passwordHash = await hashPassword(input.password)
+  return db.transaction((tx) => {
+    if (tx.select({ id: users.id }).from(users).where(eq(users.email, email)).get()) {
+      throw new AppError(409, 'conflict', `A user with email ${email} already exists`)
+    }
+    const organization = findOrCreateOrganization(tx as unknown as Db, input.organizationSlug, now)
+    const sub = Bun.randomUUIDv7()
+    const row = tx
+      .insert(users)
+      .values({
+        sub,
+        email,
+        name: input.name ?? null,
+        role: input.role,
+        organizationId: organization.id,
+        passwordHash,
+        createdAt: now,
+      })
+      .returning({ id: users.id })
+      .get()
+    return { id: row.id, sub }
+  })
+}
+
+export function findUserByEmail(db: Db, email: string) {
+  return db
+    .select()
+    .from(users)
+    .where(eq(users.email, email.trim().toLowerCase()))
+    .get()
+}
+
+export interface NewPersonalAccessToken {
+  userId: number
+  name: string
+  scopes: Scope[]
+  expiresAt?: number | null
+}
+
+/** Creates a token and returns it; this is the only time the token itself exists outside the caller. */
+export function createPersonalAccessToken(db: Db, input: NewPersonalAccessToken, now: number): string {
+  const token = generateSecret(personalAccessTokenPrefix)
+  db.insert(personalAccessTokens)
+    .values({
+      userId: input.userId,
+      name: input.name,
+      tokenHash: hashSecret(token),
+      scopes: input.scopes.join(' '),
+      createdAt: now,
+      expiresAt: input.expiresAt ?? null,
+    })
+    .run()
+  return token
+}
+
+export function revokePersonalAccessToken(db: Db, userId: number, tokenId: number, now: number): boolean {
+  const result = db
+    .update(personalAccessTokens)
+    .set({ revokedAt: now })
+    .where(
+      and(
+        eq(personalAccessTokens.id, tokenId),
+        eq(personalAccessTokens.userId, userId),
+        isNull(personalAccessTokens.revokedAt),
+      ),
+    )
+    .returning({ id: personalAccessTokens.id })
+    .get()
+  return result !== undefined
+}
+
+function callerQuery(db: Db) {
+  return db
+    .select({
+      tokenId: personalAccessTokens.id,
+      scopes: personalAccessTokens.scopes,
+      expiresAt: personalAccessTokens.expiresAt,
+      revokedAt: personalAccessTokens.revokedAt,
+      lastUsedAt: personalAccessTokens.lastUsedAt,
+      userId: users.id,
+      sub: users.sub,
+      name: users.name,
+      email: users.email,
+      role: users.role,
+      organizationId: users.organizationId,
+      organizationSlug: organizations.slug,
+    })
+    .from(personalAccessTokens)
+    .innerJoin(users, eq(users.id, personalAccessTokens.userId))
+    .innerJoin(organizations, eq(organizations.id, users.organizationId))
+}
+
+// The token lookup runs on every API request: prepare it once per database.
+const lookups = new WeakMap<Db, ReturnType<typeof prepareLookup>>()
+function prepareLookup(db: Db) {
+  return callerQuery(db)
+    .where(eq(personalAccessTokens.tokenHash, sql.placeholder('hash')))
+    .prepare()
+}
+
+/** The caller behind a personal access token, or null when it is unknown, revoked or expired. */
+export function resolvePersonalAccessToken(db: Db, token: string, now: number): Caller | null {
+  let lookup = lookups.get(db)
+  if (!lookup) lookups.set(db, (lookup = prepareLookup(db)))
+  const row = lookup.get({ hash: hashSecret(token) })
+  if (!row || row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now)) return null
+  if (row.lastUsedAt === null || now - row.lastUsedAt >= lastUsedResolutionMs) {
+    db.update(personalAccessTokens).set({ lastUsedAt: now }).where(eq(personalAccessTokens.id, row.tokenId)).run()
+  }
+  const granted = new Set(row.scopes.split(' ').filter(isScope))
+  return {
+    userId: row.userId,
+    sub: row.sub,
+    name: row.name,
+    email: row.email,
+    role: row.role,
+    organizationId: row.organizationId,
+    organizationSlug: row.organizationSlug,
+    scopes: granted,
+    sees: granted.has('threads:read') ? 'organization' : 'own',
+  }
+}

@@ -1,0 +1,4 @@
+// Every table, re-exported from the feature that owns it, for Drizzle and drizzle-kit.
+export * from '../auth/auth.table'
+export * from '../generation/generations.table'
+export * from '../threads/threads.table'

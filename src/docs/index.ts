@@ -1,0 +1,80 @@
+// OpenAPI document (generated from the routes' TypeBox schemas) and a Swagger UI served from local
+// files, so the documentation works on a machine with no internet access.
+import { join } from 'node:path'
+import { swagger } from '@elysiajs/swagger'
+import { Elysia } from 'elysia'
+import { getAbsoluteFSPath } from 'swagger-ui-dist'
+
+const assets = getAbsoluteFSPath()
+const assetFiles = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'favicon-32x32.png', 'oauth2-redirect.html'])
+
+const page = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8" />
+  <meta name="viewport" content="width=device-width, initial-scale=1" />
+  <title>Threadhouse API</title>
+  <link rel="stylesheet" href="/swagger/assets/swagger-ui.css" />
+  <link rel="icon" href="/swagger/assets/favicon-32x32.png" />
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="/swagger/assets/swagger-ui-bundle.js"></script>
+  <script src="/swagger/init.js"></script>
+</body>
+</html>`
+
+const init = `window.ui = SwaggerUIBundle({
+  url: '/swagger/json',
+  dom_id: '#swagger-ui',
+  validatorUrl: null,
+  oauth2RedirectUrl: location.origin + '/swagger/assets/oauth2-redirect.html',
+  persistAuthorization: true,
+});`
+
+export const description = `Persistent AI conversations (threads) and the OAuth 2.0 authorization server that guards them.
+
+Authenticate with \`Authorization: Bearer <token>\`: a personal access token (\`thp_…\`) or an OAuth access token.
+Errors are \`{ "error": code, "message": text }\`; 403 for a missing scope adds \`required_scope\`.
+See README.md, "Decisions where the specification is silent", for every choice documented here.`
+
+export const docs = (publicUrl: string) =>
+  new Elysia({ name: 'docs' })
+    .use(
+      swagger({
+        // The plugin's own page loads its assets from a CDN: keep it out of the way and serve ours.
+        path: '/swagger/cdn',
+        specPath: '/swagger/json',
+        exclude: ['/swagger', '/swagger/init.js', '/swagger/assets/:file', '/healthz'],
+        documentation: {
+          info: { title: 'Threadhouse API', version: '1.0.0', description },
+          servers: [{ url: publicUrl }],
+          tags: [
+            { name: 'Threads', description: 'Conversations' },
+            { name: 'Messages', description: 'Messages, AI responses and feedback' },
+            { name: 'Identity', description: 'Who the token belongs to' },
+          ],
+          components: {
+            securitySchemes: {
+              bearer: {
+                type: 'http',
+                scheme: 'bearer',
+                description: 'Personal access token or OAuth access token. Scopes: threads:read, threads:read:own, threads:write.',
+              },
+            },
+          },
+          security: [{ bearer: [] }],
+        },
+      }),
+    )
+    .get('/swagger', () => new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8' } }), {
+      detail: { hide: true },
+    })
+    .get('/swagger/init.js', () => new Response(init, { headers: { 'content-type': 'text/javascript' } }), {
+      detail: { hide: true },
+    })
+    .get(
+      '/swagger/assets/:file',
+      ({ params, status }) => (assetFiles.has(params.file) ? Bun.file(join(assets, params.file)) : status(404)),
+      { detail: { hide: true } },
+    )

@@ -1,0 +1,60 @@
+// Live answers in memory, fanned out to any number of listeners. Tokens are kept as one growing string,
+// so a listener joining mid-answer, or resuming from an offset, gets exactly what it missed.
+
+export interface Listener {
+  /** `text` is what was appended; `end` is the answer's length after it (the SSE event id). */
+  token(text: string, end: number): void
+  done(end: number): void
+  error(message: string, end: number): void
+}
+
+interface LiveAnswer {
+  text: string
+  listeners: Set<Listener>
+}
+
+export class Hub {
+  private readonly live = new Map<string, LiveAnswer>()
+
+  /** Starts buffering the answer to a user message (from the moment it is queued). */
+  open(messageId: string): void {
+    if (!this.live.has(messageId)) this.live.set(messageId, { text: '', listeners: new Set() })
+  }
+
+  isLive(messageId: string): boolean {
+    return this.live.has(messageId)
+  }
+
+  text(messageId: string): string {
+    return this.live.get(messageId)?.text ?? ''
+  }
+
+  push(messageId: string, token: string): void {
+    const answer = this.live.get(messageId)
+    if (!answer || token === '') return
+    answer.text += token
+    for (const listener of answer.listeners) listener.token(token, answer.text.length)
+  }
+
+  /**
+   * Adds a listener and replays what it missed after `offset`. Returns an unsubscribe function,
+   * or null when the answer is not live (finished or never started).
+   */
+  subscribe(messageId: string, offset: number, listener: Listener): (() => void) | null {
+    const answer = this.live.get(messageId)
+    if (!answer) return null
+    if (offset < answer.text.length) listener.token(answer.text.slice(offset), answer.text.length)
+    answer.listeners.add(listener)
+    return () => answer.listeners.delete(listener)
+  }
+
+  finish(messageId: string, outcome: { error: string } | null): void {
+    const answer = this.live.get(messageId)
+    if (!answer) return
+    this.live.delete(messageId)
+    for (const listener of answer.listeners) {
+      if (outcome) listener.error(outcome.error, answer.text.length)
+      else listener.done(answer.text.length)
+    }
+  }
+}

@@ -1,0 +1,112 @@
+// Reading an answer: poll (GET …/response) or stream it as server-sent events (GET …/response/stream).
+import { eq } from 'drizzle-orm'
+import { Elysia } from 'elysia'
+import { auth } from '../auth'
+import { AuthModel } from '../auth/model'
+import type { Db } from '../db/client'
+import { notFound } from '../shared/errors'
+import type { Clock } from '../shared/time'
+import { ThreadsModel } from '../threads/model'
+import { type Links, listReplies, requireMessage } from '../threads/service'
+import { generations } from './generations.table'
+import { GenerationModel } from './model'
+import type { GenerationEngine } from './service'
+import { createSseStream, type Heartbeats, sseHeaders } from './sse'
+
+export interface ResponseDeps {
+  db: Db
+  clock: Clock
+  engine: GenerationEngine
+  links: Links
+  heartbeats: Heartbeats
+}
+
+function generationOf(db: Db, messageId: string) {
+  const row = db
+    .select({ status: generations.status, error: generations.error })
+    .from(generations)
+    .where(eq(generations.messageId, messageId))
+    .get()
+  if (!row) throw notFound('Response')
+  return row
+}
+
+/** `Last-Event-ID` is an offset into the answer's text; anything else means "from the start". */
+function resumeOffset(header: string | undefined): number {
+  const offset = Number(header)
+  return Number.isSafeInteger(offset) && offset > 0 ? offset : 0
+}
+
+const errors = { 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
+
+export const responses = (deps: ResponseDeps) =>
+  new Elysia({ name: 'responses', prefix: '/api/v1/threads/:threadId/messages/:messageId' })
+    .use(auth(deps))
+    .get(
+      '/response',
+      ({ caller, params, status }) => {
+        requireMessage(deps.db, caller, params.threadId, params.messageId)
+        const generation = generationOf(deps.db, params.messageId)
+        if (generation.status === 'queued' || generation.status === 'running') {
+          return status(202, { status: 'processing' as const })
+        }
+        return { status: generation.status, messages: listReplies(deps.db, params.messageId, deps.links) }
+      },
+      {
+        scope: 'threads:read',
+        params: ThreadsModel.messageParams,
+        response: { 200: GenerationModel.finished, 202: GenerationModel.processing, ...errors },
+        detail: {
+          summary: 'Poll for the AI response to a user message',
+          tags: ['Messages'],
+          description:
+            '202 while the answer is queued or being generated; 200 once it has ended. 404 when no response ' +
+            'exists for the message (unknown message, or a message that asked for no answer).',
+        },
+      },
+    )
+    .get(
+      '/response/stream',
+      ({ caller, params, headers }) => {
+        requireMessage(deps.db, caller, params.threadId, params.messageId)
+        generationOf(deps.db, params.messageId) // 404 before any stream starts
+        const from = resumeOffset(headers['last-event-id'])
+        const stream = createSseStream(deps.heartbeats, (sink) => {
+          const live = deps.engine.hub.subscribe(params.messageId, from, {
+            token: (token, end) => sink.send({ type: 'token', token }, end),
+            done: (end) => sink.end({ type: 'done' }, end),
+            error: (message, end) => sink.end({ type: 'error', message }, end),
+          })
+          if (live) return live
+          // The answer has ended: replay it from the database.
+          const settled = generationOf(deps.db, params.messageId)
+          const text = listReplies(deps.db, params.messageId, deps.links)
+            .flatMap((message) => message.contents)
+            .map((block) => (block.type === 'text' ? block.text : ''))
+            .join('')
+          if (from < text.length) sink.send({ type: 'token', token: text.slice(from) }, text.length)
+          if (settled.status === 'complete') sink.end({ type: 'done' }, text.length)
+          else sink.end({ type: 'error', message: settled.error ?? 'The response failed' }, text.length)
+          return undefined
+        })
+        return new Response(stream, { headers: sseHeaders })
+      },
+      {
+        scope: 'threads:read',
+        params: ThreadsModel.messageParams,
+        response: errors,
+        detail: {
+          summary: 'Stream the AI response as server-sent events',
+          tags: ['Messages'],
+          description:
+            'Events: `token` `{token}`, `error` `{message}`, `done` `{}`; each is `id:`, `event:` and `data:` ' +
+            'lines then a blank line. Concatenated `token` data equal the stored answer text. `done` comes only ' +
+            'after the thread is back in `ready`; the stream closes after `done` or `error`. A client joining ' +
+            'mid-answer first receives everything so far in one `token` event. Event ids are offsets into the ' +
+            'answer; reconnecting with `Last-Event-ID` resumes exactly after that event. Comment lines ' +
+            '(`: keep-alive`) are sent every 15 s. The access token may also be given as the `access_token` ' +
+            'query parameter for clients such as EventSource that cannot set headers.',
+          responses: { 200: { description: 'text/event-stream', content: { 'text/event-stream': {} } } },
+        },
+      },
+    )

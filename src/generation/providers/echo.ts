@@ -1,0 +1,42 @@
+// The built-in development responder: a short deterministic reply that quotes the user's last message,
+// streamed word by word with a fixed delay, so the whole product can be used without a model.
+import type { GenerationRequest, Generator, GeneratorEvent } from '../types'
+
+export function echoReply(request: Pick<GenerationRequest, 'history'>): string {
+  const users = request.history.filter((message) => message.role === 'user')
+  const last = users.at(-1)
+  const text = last?.contents.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('\n') ?? ''
+  return `Echo (turn ${users.length}): you said “${text}”.`
+}
+
+/** Splits a reply into word-sized tokens that concatenate back to it exactly. */
+export function tokenize(reply: string): string[] {
+  return reply.match(/\s*\S+|\s+$/g) ?? []
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason)
+    const timer = setTimeout(resolve, ms)
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer)
+        reject(signal.reason)
+      },
+      { once: true },
+    )
+  })
+}
+
+export function echoGenerator(tokenDelayMs: number): Generator {
+  return {
+    async *generate(request): AsyncIterable<GeneratorEvent> {
+      for (const token of tokenize(echoReply(request))) {
+        if (tokenDelayMs > 0) await sleep(tokenDelayMs, request.signal)
+        request.signal.throwIfAborted()
+        yield { type: 'text', text: token }
+      }
+    },
+  }
+}

@@ -1,0 +1,176 @@
+// The generation engine on the main thread: a durable queue (the `generations` table) drained with a
+// concurrency limit. It moves threads through their states, persists each answer once, when it ends
+// (never token by token), and feeds the hub that SSE responses listen to.
+import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm'
+import type { Db } from '../db/client'
+import type { Logger } from '../shared/log'
+import type { Clock } from '../shared/time'
+import type { ThreadsModel } from '../threads/model'
+import { insertMessage } from '../threads/service'
+import { messages, threads } from '../threads/threads.table'
+import { generations } from './generations.table'
+import { Hub } from './hub'
+import type { GenerationRunner, HistoryMessage } from './types'
+
+export interface EngineDeps {
+  db: Db
+  runner: GenerationRunner
+  clock: Clock
+  log: Logger
+  concurrency: number
+}
+
+interface Job {
+  messageId: string
+  threadId: string
+  blocks: ThreadsModel.contentBlock[]
+  stopping: boolean
+}
+
+export type GenerationEngine = ReturnType<typeof createGenerationEngine>
+
+export function createGenerationEngine({ db, runner, clock, log, concurrency }: EngineDeps) {
+  const hub = new Hub()
+  const queue: { messageId: string; threadId: string }[] = []
+  const running = new Map<string, Job>()
+  let closed = false
+  const idleWaiters: (() => void)[] = []
+
+  function history(threadId: string, upTo: string): HistoryMessage[] {
+    const target = db.select({ createdAt: messages.createdAt }).from(messages).where(eq(messages.id, upTo)).get()
+    if (!target) return []
+    return db
+      .select({ role: messages.role, contents: messages.contents })
+      .from(messages)
+      .where(and(eq(messages.threadId, threadId), eq(messages.active, true), lte(messages.createdAt, target.createdAt)))
+      .orderBy(asc(messages.createdAt), asc(messages.id))
+      .all() as HistoryMessage[]
+  }
+
+  function settle(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): void {
+    running.delete(job.messageId)
+    const now = clock.now()
+    const text = hub.text(job.messageId)
+    const contents: ThreadsModel.contentBlock[] = text === '' ? [...job.blocks] : [{ type: 'text', text }, ...job.blocks]
+    db.transaction((tx) => {
+      if (contents.length > 0) {
+        insertMessage(tx, { threadId: job.threadId, role: 'assistant', contents, replyTo: job.messageId }, now)
+      }
+      tx.update(generations)
+        .set({ status: outcome, error, finishedAt: now })
+        .where(eq(generations.messageId, job.messageId))
+        .run()
+      // An interrupted answer leaves the thread ready at once: `interrupted` lasts only while stopping.
+      tx.update(threads)
+        .set({ state: outcome === 'error' ? 'error' : 'ready', updatedAt: now })
+        .where(eq(threads.id, job.threadId))
+        .run()
+    })
+    hub.finish(job.messageId, outcome === 'complete' ? null : { error: error ?? 'The response failed' })
+    if (outcome === 'error') log.warn('generation failed', { messageId: job.messageId, error })
+    pump()
+  }
+
+  function start(messageId: string, threadId: string): void {
+    const now = clock.now()
+    const started = db.transaction((tx) => {
+      const claimed = tx
+        .update(generations)
+        .set({ status: 'running', attempts: sql`${generations.attempts} + 1` })
+        .where(and(eq(generations.messageId, messageId), eq(generations.status, 'queued')))
+        .returning({ messageId: generations.messageId })
+        .get()
+      if (!claimed) return false
+      tx.update(threads).set({ state: 'active', updatedAt: now }).where(eq(threads.id, threadId)).run()
+      return true
+    })
+    if (!started) return
+    const job: Job = { messageId, threadId, blocks: [], stopping: false }
+    running.set(messageId, job)
+    runner.run(messageId, history(threadId, messageId), {
+      token: (text) => !closed && hub.push(messageId, text),
+      block: (block) => !closed && job.blocks.push(block),
+      done: () => !closed && settle(job, 'complete', null),
+      error: (message) => !closed && settle(job, 'error', message),
+      cancelled: () => !closed && settle(job, 'interrupted', 'The response was stopped'),
+    })
+  }
+
+  function pump(): void {
+    while (!closed && running.size < concurrency && queue.length > 0) {
+      const next = queue.shift()
+      if (next) start(next.messageId, next.threadId)
+    }
+    if (running.size === 0 && queue.length === 0) for (const resolve of idleWaiters.splice(0)) resolve()
+  }
+
+  return {
+    hub,
+
+    /** Schedules the answer to a user message whose `generations` row was just committed. */
+    enqueue(messageId: string, threadId: string): void {
+      hub.open(messageId)
+      queue.push({ messageId, threadId })
+      pump()
+    },
+
+    /**
+     * Requeues work that a previous process accepted but did not finish, oldest first, and releases
+     * threads that were being stopped. Run once at start-up, before serving.
+     */
+    recover(): number {
+      const pending = db
+        .select({ messageId: generations.messageId, threadId: generations.threadId })
+        .from(generations)
+        .where(inArray(generations.status, ['queued', 'running']))
+        .orderBy(asc(generations.createdAt))
+        .all()
+      db.transaction((tx) => {
+        tx.update(generations)
+          .set({ status: 'queued' })
+          .where(eq(generations.status, 'running'))
+          .run()
+        tx.update(threads)
+          .set({ state: 'waiting' })
+          .where(inArray(threads.state, ['active']))
+          .run()
+        tx.update(threads).set({ state: 'ready' }).where(eq(threads.state, 'interrupted')).run()
+      })
+      for (const { messageId, threadId } of pending) this.enqueue(messageId, threadId)
+      if (pending.length > 0) log.info('requeued unfinished answers', { count: pending.length })
+      return pending.length
+    },
+
+    /**
+     * Stops the answer a thread is producing: the thread is `interrupted` until the generator has let go,
+     * then `ready` with the partial answer kept. Returns false when nothing was running or queued.
+     */
+    interrupt(threadId: string): boolean {
+      const queued = queue.findIndex((item) => item.threadId === threadId)
+      if (queued >= 0) {
+        const [item] = queue.splice(queued, 1)
+        if (!item) return false
+        settle({ ...item, blocks: [], stopping: true }, 'interrupted', 'The response was stopped')
+        return true
+      }
+      const job = [...running.values()].find((candidate) => candidate.threadId === threadId)
+      if (!job || job.stopping) return false
+      job.stopping = true
+      db.update(threads).set({ state: 'interrupted', updatedAt: clock.now() }).where(eq(threads.id, threadId)).run()
+      runner.cancel(job.messageId)
+      return true
+    },
+
+    /** Resolves when nothing is queued or running (tests and graceful shutdown). */
+    idle(): Promise<void> {
+      if (running.size === 0 && queue.length === 0) return Promise.resolve()
+      return new Promise((resolve) => idleWaiters.push(resolve))
+    },
+
+    /** Stops taking work. Unfinished answers stay queued/running in the database for the next start. */
+    async close(): Promise<void> {
+      closed = true
+      await runner.close()
+    },
+  }
+}

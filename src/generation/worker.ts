@@ -1,0 +1,46 @@
+// The generation worker: runs the configured generator for many jobs at once, off the main thread,
+// and posts every token back as soon as it exists.
+import { createGenerator } from './providers'
+import type { FromWorker, Generator, HistoryMessage, ToWorker } from './types'
+
+declare const self: Worker
+
+let generator: Generator | undefined
+const running = new Map<string, AbortController>()
+
+function post(message: FromWorker): void {
+  self.postMessage(message)
+}
+
+async function run(jobId: string, history: HistoryMessage[]): Promise<void> {
+  const controller = new AbortController()
+  running.set(jobId, controller)
+  try {
+    if (!generator) throw new Error('worker used before init')
+    for await (const event of generator.generate({ history, signal: controller.signal })) {
+      if (event.type === 'text') post({ type: 'token', jobId, text: event.text })
+      else post({ type: 'block', jobId, block: event.block })
+    }
+    post({ type: 'done', jobId })
+  } catch (error) {
+    if (controller.signal.aborted) post({ type: 'cancelled', jobId })
+    else post({ type: 'error', jobId, message: error instanceof Error ? error.message : 'The generator failed' })
+  } finally {
+    running.delete(jobId)
+  }
+}
+
+self.onmessage = (event: MessageEvent<ToWorker>) => {
+  const message = event.data
+  switch (message.type) {
+    case 'init':
+      generator = createGenerator(message.settings)
+      break
+    case 'start':
+      void run(message.jobId, message.history)
+      break
+    case 'cancel':
+      running.get(message.jobId)?.abort()
+      break
+  }
+}

@@ -1,0 +1,29 @@
+// Secrets: random with at least 160 bits, prefixed so a leaked one is recognisable, stored only as SHA-256.
+import { sha256 } from '@oslojs/crypto/sha2'
+import { constantTimeEqual } from '@oslojs/crypto/subtle'
+import { encodeBase32LowerCaseNoPadding, encodeHexLowerCase } from '@oslojs/encoding'
+
+/** A new secret such as `thp_…`: 192 random bits in lower-case base32. */
+export function generateSecret(prefix: string): string {
+  const bytes = new Uint8Array(24)
+  crypto.getRandomValues(bytes)
+  return `${prefix}${encodeBase32LowerCaseNoPadding(bytes)}`
+}
+
+export function hashSecret(secret: string): string {
+  return encodeHexLowerCase(sha256(new TextEncoder().encode(secret)))
+}
+
+export function secretsEqual(a: string, b: string): boolean {
+  const left = new TextEncoder().encode(a)
+  const right = new TextEncoder().encode(b)
+  return left.length === right.length && constantTimeEqual(left, right)
+}
+
+export function hashPassword(password: string): Promise<string> {
+  return Bun.password.hash(password, { algorithm: 'argon2id' })
+}
+
+export function verifyPassword(password: string, hash: string): Promise<boolean> {
+  return Bun.password.verify(password, hash)
+}

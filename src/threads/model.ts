@@ -1,0 +1,149 @@
+// TypeBox schemas of the Threads API: validation, TypeScript types and OpenAPI from one source.
+import { type Static, type TSchema, t } from 'elysia'
+
+const uuid = (description?: string) => t.String({ format: 'uuid', description })
+const timestamp = (description: string) => t.String({ format: 'date-time', description })
+
+export namespace ThreadsModel {
+  export const threadState = t.Union(
+    [t.Literal('ready'), t.Literal('waiting'), t.Literal('active'), t.Literal('error'), t.Literal('interrupted')],
+    { description: 'Processing state. A new message is accepted only in `ready`.' },
+  )
+
+  export const thread = t.Object(
+    {
+      id: uuid('Unique thread ID.'),
+      name: t.Nullable(t.String()),
+      state: threadState,
+      is_private: t.Boolean(),
+      archived: t.Boolean(),
+      owner: t.Object({ id: t.String(), name: t.Nullable(t.String()) }, { additionalProperties: false }),
+      created_at: timestamp('Creation time, ISO 8601 UTC.'),
+      updated_at: timestamp('Time of the last update, ISO 8601 UTC.'),
+      app_url: t.String({ description: 'Link to the thread in the web application.' }),
+    },
+    { additionalProperties: false },
+  )
+  export type thread = Static<typeof thread>
+
+  export const textBlock = t.Object({ type: t.Literal('text'), text: t.String() }, { additionalProperties: false })
+  export const imageBlock = t.Object(
+    { type: t.Literal('image'), attachment_id: t.String() },
+    { additionalProperties: false },
+  )
+  export const documentBlock = t.Object(
+    { type: t.Literal('document'), attachment_id: t.String() },
+    { additionalProperties: false },
+  )
+  export const choiceBlock = t.Object(
+    { type: t.Literal('user_get_choice'), tool_use_id: t.String(), question: t.String(), choices: t.Array(t.String()) },
+    { additionalProperties: false },
+  )
+  export const contentBlock = t.Union([textBlock, imageBlock, documentBlock, choiceBlock])
+  export type contentBlock = Static<typeof contentBlock>
+
+  export const message = t.Object(
+    {
+      id: uuid('Unique message ID.'),
+      thread_id: uuid('Owning thread.'),
+      role: t.Union([t.Literal('user'), t.Literal('assistant'), t.Literal('summary')]),
+      contents: t.Array(contentBlock),
+      created_at: timestamp('Creation time, ISO 8601 UTC.'),
+      app_url: t.String({ description: 'Link to the message in the web application.' }),
+    },
+    { additionalProperties: false },
+  )
+  export type message = Static<typeof message>
+
+  const envelope = <T extends TSchema>(item: T) =>
+    t.Object(
+      {
+        data: t.Array(item),
+        first_id: t.Nullable(t.String(), { description: 'ID of the first item; null when the page is empty.' }),
+        last_id: t.Nullable(t.String(), { description: 'ID of the last item: pass it as `after` for the next page.' }),
+        has_more: t.Boolean({ description: 'False when there are no more pages.' }),
+        limit: t.Integer({ minimum: 1, description: 'The limit applied to this request.' }),
+      },
+      { additionalProperties: false },
+    )
+  export const threadList = envelope(thread)
+  export type threadList = Static<typeof threadList>
+  export const messageList = envelope(message)
+  export type messageList = Static<typeof messageList>
+
+  const limit = t.Integer({
+    minimum: 1,
+    default: 50,
+    description: 'Page size, default 50. Values above 200 are clamped to 200 (the applied limit is echoed).',
+  })
+
+  export const listThreadsQuery = t.Object({
+    owned: t.Optional(
+      t.Boolean({ description: 'true: only threads the caller owns; false: only threads owned by others.' }),
+    ),
+    private: t.Optional(t.Boolean({ description: 'true: private threads only; false: public threads only.' })),
+    archived: t.Optional(t.Boolean({ default: false, description: 'true includes archived threads.' })),
+    q: t.Optional(
+      t.String({ maxLength: 500, description: 'Full-text search over thread names and message text (all words).' }),
+    ),
+    sort_by: t.Optional(t.Union([t.Literal('updated_at'), t.Literal('created_at')], { default: 'updated_at' })),
+    sort_dir: t.Optional(t.Union([t.Literal('asc'), t.Literal('desc')], { default: 'desc' })),
+    updated_since: t.Optional(
+      t.String({ format: 'date-time', description: 'Only threads updated after this ISO 8601 time.' }),
+    ),
+    limit: t.Optional(limit),
+    after: t.Optional(uuid('Return threads after this thread ID (the previous page’s `last_id`).')),
+  })
+  export type listThreadsQuery = Static<typeof listThreadsQuery>
+
+  export const listMessagesQuery = t.Object({
+    limit: t.Optional(limit),
+    after: t.Optional(uuid('Return messages after this message ID.')),
+  })
+
+  export const createThreadBody = t.Object(
+    {
+      text: t.Optional(t.String({ minLength: 1, description: 'Initial message; when omitted the thread is empty.' })),
+      name: t.Optional(t.Nullable(t.String({ maxLength: 500 }))),
+      is_private: t.Optional(t.Boolean({ default: false })),
+    },
+    { additionalProperties: false },
+  )
+  export type createThreadBody = Static<typeof createThreadBody>
+
+  export const createThreadResponse = t.Object(
+    {
+      thread_id: t.String(),
+      message_id: t.Nullable(t.String(), { description: 'The initial message, or null when no text was sent.' }),
+    },
+    { additionalProperties: false },
+  )
+
+  export const sendMessageBody = t.Object(
+    {
+      text: t.String({ minLength: 1 }),
+      attachment_ids: t.Optional(
+        t.Array(t.String({ format: 'uuid' }), {
+          maxItems: 25,
+          description: 'Files uploaded to this thread, in display order.',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  )
+  export type sendMessageBody = Static<typeof sendMessageBody>
+
+  export const sendMessageResponse = t.Object({ message_id: t.String() }, { additionalProperties: false })
+
+  export const feedbackBody = t.Object(
+    {
+      positive: t.Boolean({ description: 'true = thumbs up, false = thumbs down.' }),
+      feedback_text: t.Optional(t.String({ maxLength: 1024 })),
+    },
+    { additionalProperties: false },
+  )
+  export type feedbackBody = Static<typeof feedbackBody>
+
+  export const threadParams = t.Object({ threadId: uuid() })
+  export const messageParams = t.Object({ threadId: uuid(), messageId: uuid() })
+}

@@ -1,0 +1,357 @@
+// Threads, messages and feedback as plain functions of (db, caller, input). Controllers stay thin.
+import { and, asc, desc, eq, gt, ne, or, type SQL, sql } from 'drizzle-orm'
+import type { Caller } from '../auth/model'
+import { users } from '../auth/auth.table'
+import type { Db } from '../db/client'
+import { generations } from '../generation/generations.table'
+import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
+import { newId } from '../shared/ids'
+import { toIso } from '../shared/time'
+import type { ThreadsModel } from './model'
+import { matchesSearch, toFtsQuery } from './search'
+import { feedback, messages, threads } from './threads.table'
+
+export const maxPageSize = 200
+
+export interface Links {
+  threadUrl(threadId: string): string
+  messageUrl(threadId: string, messageId: string): string
+}
+
+export function linksFor(publicUrl: string): Links {
+  return {
+    threadUrl: (threadId) => `${publicUrl}/threads/${threadId}`,
+    messageUrl: (threadId, messageId) => `${publicUrl}/threads/${threadId}#message-${messageId}`,
+  }
+}
+
+/** The threads this caller may see: never another organization's; private ones only their owner's. */
+function visibleTo(caller: Caller): SQL {
+  if (caller.sees === 'own') return eq(threads.ownerId, caller.userId)
+  return and(
+    eq(threads.organizationId, caller.organizationId),
+    or(eq(threads.isPrivate, false), eq(threads.ownerId, caller.userId)),
+  ) as SQL
+}
+
+const threadColumns = {
+  seq: threads.seq,
+  id: threads.id,
+  name: threads.name,
+  state: threads.state,
+  isPrivate: threads.isPrivate,
+  archived: threads.archived,
+  ownerId: threads.ownerId,
+  ownerSub: users.sub,
+  ownerName: users.name,
+  createdAt: threads.createdAt,
+  updatedAt: threads.updatedAt,
+}
+
+type ThreadRow = {
+  id: string
+  name: string | null
+  state: ThreadsModel.thread['state']
+  isPrivate: boolean
+  archived: boolean
+  ownerId: number
+  ownerSub: string
+  ownerName: string | null
+  createdAt: number
+  updatedAt: number
+}
+
+function toThread(row: ThreadRow, links: Links): ThreadsModel.thread {
+  return {
+    id: row.id,
+    name: row.name,
+    state: row.state,
+    is_private: row.isPrivate,
+    archived: row.archived,
+    owner: { id: row.ownerSub, name: row.ownerName },
+    created_at: toIso(row.createdAt),
+    updated_at: toIso(row.updatedAt),
+    app_url: links.threadUrl(row.id),
+  }
+}
+
+type MessageRow = typeof messages.$inferSelect
+
+function toMessage(row: MessageRow, links: Links): ThreadsModel.message {
+  return {
+    id: row.id,
+    thread_id: row.threadId,
+    role: row.role,
+    contents: row.contents as ThreadsModel.contentBlock[],
+    created_at: toIso(row.createdAt),
+    app_url: links.messageUrl(row.threadId, row.id),
+  }
+}
+
+function findVisibleThread(db: Db, caller: Caller, threadId: string): ThreadRow | undefined {
+  return db
+    .select(threadColumns)
+    .from(threads)
+    .innerJoin(users, eq(users.id, threads.ownerId))
+    .where(and(eq(threads.id, threadId), visibleTo(caller)))
+    .get()
+}
+
+/** The thread, or 404 when it does not exist for this caller (private, other organization, or unknown). */
+export function requireVisibleThread(db: Db, caller: Caller, threadId: string): ThreadRow {
+  const row = findVisibleThread(db, caller, threadId)
+  if (!row) throw notFound('Thread')
+  return row
+}
+
+export function getThread(db: Db, caller: Caller, threadId: string, links: Links): ThreadsModel.thread {
+  return toThread(requireVisibleThread(db, caller, threadId), links)
+}
+
+function envelope<T extends { id: string }>(rows: T[], limit: number) {
+  const hasMore = rows.length > limit
+  const data = hasMore ? rows.slice(0, limit) : rows
+  return {
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+    has_more: hasMore,
+    limit,
+  }
+}
+
+export function clampLimit(limit: number | undefined): number {
+  return Math.min(limit ?? 50, maxPageSize)
+}
+
+/**
+ * Keyset pagination: the page starts strictly after the `after` thread's current (sort key, id),
+ * compared as a row value so the covering index serves it. See README, "Pagination guarantees".
+ */
+export function listThreads(
+  db: Db,
+  caller: Caller,
+  query: ThreadsModel.listThreadsQuery,
+  links: Links,
+): ThreadsModel.threadList {
+  const limit = clampLimit(query.limit)
+  const sortColumn = query.sort_by === 'created_at' ? threads.createdAt : threads.updatedAt
+  const descending = query.sort_dir !== 'asc'
+  const conditions: (SQL | undefined)[] = [visibleTo(caller)]
+
+  if (query.owned === true) conditions.push(eq(threads.ownerId, caller.userId))
+  if (query.owned === false) conditions.push(ne(threads.ownerId, caller.userId))
+  if (query.private !== undefined) conditions.push(eq(threads.isPrivate, query.private))
+  if (query.archived !== true) conditions.push(eq(threads.archived, false))
+  if (query.updated_since !== undefined) {
+    const since = Date.parse(query.updated_since)
+    if (Number.isNaN(since)) throw invalidRequest('updated_since must be an ISO 8601 timestamp')
+    conditions.push(gt(threads.updatedAt, since))
+  }
+  if (query.q !== undefined && query.q.trim() !== '') {
+    const fts = toFtsQuery(query.q)
+    if (fts === null) return envelope([], limit)
+    conditions.push(matchesSearch(fts))
+  }
+  if (query.after !== undefined) {
+    const cursor = db
+      .select({ key: sortColumn, id: threads.id })
+      .from(threads)
+      .where(and(eq(threads.id, query.after), visibleTo(caller)))
+      .get()
+    if (!cursor) throw invalidRequest('after does not name a thread visible to you')
+    conditions.push(
+      descending
+        ? sql`(${sortColumn}, ${threads.id}) < (${cursor.key}, ${cursor.id})`
+        : sql`(${sortColumn}, ${threads.id}) > (${cursor.key}, ${cursor.id})`,
+    )
+  }
+
+  const order = descending ? [desc(sortColumn), desc(threads.id)] : [asc(sortColumn), asc(threads.id)]
+  const rows = db
+    .select(threadColumns)
+    .from(threads)
+    .innerJoin(users, eq(users.id, threads.ownerId))
+    .where(and(...conditions))
+    .orderBy(...order)
+    .limit(limit + 1)
+    .all()
+  const page = envelope(rows, limit)
+  return { ...page, data: page.data.map((row) => toThread(row, links)) }
+}
+
+export function listMessages(
+  db: Db,
+  caller: Caller,
+  threadId: string,
+  query: { limit?: number; after?: string },
+  links: Links,
+): ThreadsModel.messageList {
+  requireVisibleThread(db, caller, threadId)
+  const limit = clampLimit(query.limit)
+  const conditions: SQL[] = [eq(messages.threadId, threadId), eq(messages.active, true)]
+  if (query.after !== undefined) {
+    const cursor = db
+      .select({ createdAt: messages.createdAt, id: messages.id })
+      .from(messages)
+      .where(and(eq(messages.id, query.after), eq(messages.threadId, threadId)))
+      .get()
+    if (!cursor) throw invalidRequest('after does not name a message of this thread')
+    conditions.push(sql`(${messages.createdAt}, ${messages.id}) > (${cursor.createdAt}, ${cursor.id})`)
+  }
+  const rows = db
+    .select()
+    .from(messages)
+    .where(and(...conditions))
+    .orderBy(asc(messages.createdAt), asc(messages.id))
+    .limit(limit + 1)
+    .all()
+  const page = envelope(rows, limit)
+  return { ...page, data: page.data.map((row) => toMessage(row, links)) }
+}
+
+/** Text of the blocks a message holds, for full-text search. */
+function searchableText(contents: ThreadsModel.contentBlock[]): string {
+  return contents
+    .map((block) => (block.type === 'text' ? block.text : block.type === 'user_get_choice' ? block.question : ''))
+    .filter(Boolean)
+    .join('\n')
+}
+
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
+
+export function insertMessage(
+  tx: Tx,
+  input: { threadId: string; role: MessageRow['role']; contents: ThreadsModel.contentBlock[]; replyTo?: string },
+  now: number,
+): string {
+  const id = newId()
+  tx.insert(messages)
+    .values({
+      id,
+      threadId: input.threadId,
+      role: input.role,
+      contents: input.contents,
+      text: searchableText(input.contents),
+      replyTo: input.replyTo ?? null,
+      createdAt: now,
+    })
+    .run()
+  return id
+}
+
+/** Stores a user message and queues its answer; the caller must enqueue `messageId` after commit. */
+function insertUserMessage(tx: Tx, threadId: string, contents: ThreadsModel.contentBlock[], now: number): string {
+  const messageId = insertMessage(tx, { threadId, role: 'user', contents }, now)
+  tx.insert(generations).values({ messageId, threadId, status: 'queued', createdAt: now }).run()
+  return messageId
+}
+
+/**
+ * Resolves attachment references into content blocks. No attachment can exist before uploads land,
+ * so every reference is unknown for now.
+ */
+function attachmentBlocks(ids: string[] | undefined): ThreadsModel.contentBlock[] {
+  if (!ids || ids.length === 0) return []
+  throw invalidRequest(`Unknown attachment ${ids[0]}: attach only files uploaded to this thread`)
+}
+
+export function createThread(
+  db: Db,
+  caller: Caller,
+  body: ThreadsModel.createThreadBody,
+  now: number,
+): { thread_id: string; message_id: string | null } {
+  const threadId = newId()
+  return db.transaction((tx) => {
+    tx.insert(threads)
+      .values({
+        id: threadId,
+        organizationId: caller.organizationId,
+        ownerId: caller.userId,
+        name: body.name ?? null,
+        state: body.text === undefined ? 'ready' : 'waiting',
+        isPrivate: body.is_private ?? false,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .run()
+    const messageId =
+      body.text === undefined ? null : insertUserMessage(tx, threadId, [{ type: 'text', text: body.text }], now)
+    return { thread_id: threadId, message_id: messageId }
+  })
+}
+
+/**
+ * Sends a user message. The conditional state update is the lock: of two concurrent sends to a ready
+ * thread exactly one moves it to `waiting`; the other gets 409.
+ */
+export function sendMessage(
+  db: Db,
+  caller: Caller,
+  threadId: string,
+  body: ThreadsModel.sendMessageBody,
+  now: number,
+): { message_id: string } {
+  return db.transaction((tx) => {
+    const thread = requireVisibleThread(tx as unknown as Db, caller, threadId)
+    if (thread.ownerId !== caller.userId) {
+      throw new AppError(403, 'forbidden', 'Only the owner of a thread can send messages to it')
+    }
+    const blocks = attachmentBlocks(body.attachment_ids)
+    const moved = tx
+      .update(threads)
+      .set({ state: 'waiting', updatedAt: now })
+      .where(and(eq(threads.id, threadId), eq(threads.state, 'ready')))
+      .returning({ id: threads.id })
+      .get()
+    if (!moved) throw conflict(`The thread is ${thread.state}; a new message is accepted only in ready`)
+    return { message_id: insertUserMessage(tx, threadId, [{ type: 'text', text: body.text }, ...blocks], now) }
+  })
+}
+
+export function submitFeedback(
+  db: Db,
+  caller: Caller,
+  threadId: string,
+  messageId: string,
+  body: ThreadsModel.feedbackBody,
+  now: number,
+): void {
+  requireVisibleThread(db, caller, threadId)
+  const message = db
+    .select({ role: messages.role })
+    .from(messages)
+    .where(and(eq(messages.id, messageId), eq(messages.threadId, threadId)))
+    .get()
+  if (!message) throw notFound('Message')
+  if (message.role !== 'assistant') throw invalidRequest('Feedback can be given only on assistant messages')
+  const values = { positive: body.positive, feedbackText: body.feedback_text ?? null, updatedAt: now }
+  db.insert(feedback)
+    .values({ messageId, userId: caller.userId, createdAt: now, ...values })
+    .onConflictDoUpdate({ target: [feedback.messageId, feedback.userId], set: values })
+    .run()
+}
+
+/** A user message of a visible thread, or 404. */
+export function requireMessage(db: Db, caller: Caller, threadId: string, messageId: string): MessageRow {
+  requireVisibleThread(db, caller, threadId)
+  const row = db
+    .select()
+    .from(messages)
+    .where(and(eq(messages.id, messageId), eq(messages.threadId, threadId)))
+    .get()
+  if (!row) throw notFound('Message')
+  return row
+}
+
+/** The active messages that answer a user message, oldest first. */
+export function listReplies(db: Db, messageId: string, links: Links): ThreadsModel.message[] {
+  return db
+    .select()
+    .from(messages)
+    .where(and(eq(messages.replyTo, messageId), eq(messages.active, true)))
+    .orderBy(asc(messages.createdAt), asc(messages.id))
+    .all()
+    .map((row) => toMessage(row, links))
+}

@@ -1,0 +1,81 @@
+// Threads, their messages and per-user feedback. Each table has an explicit integer rowid (`seq`) so the
+// FTS5 index (raw SQL in the migrations, see search.ts) can follow rows that VACUUM never renumbers.
+import { sql } from 'drizzle-orm'
+import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { organizations, users } from '../auth/auth.table'
+
+export const threadStates = ['ready', 'waiting', 'active', 'error', 'interrupted'] as const
+export type ThreadState = (typeof threadStates)[number]
+export const messageRoles = ['user', 'assistant', 'summary'] as const
+export type MessageRole = (typeof messageRoles)[number]
+
+export const threads = sqliteTable(
+  'threads',
+  {
+    seq: integer().primaryKey({ autoIncrement: true }),
+    id: text().notNull().unique(),
+    organizationId: integer()
+      .notNull()
+      .references(() => organizations.id),
+    ownerId: integer()
+      .notNull()
+      .references(() => users.id),
+    name: text(),
+    state: text({ enum: threadStates }).notNull().default('ready'),
+    isPrivate: integer({ mode: 'boolean' }).notNull().default(false),
+    archived: integer({ mode: 'boolean' }).notNull().default(false),
+    createdAt: integer().notNull(),
+    updatedAt: integer().notNull(),
+  },
+  // Keyset pagination walks (organization, sort key, id); the trailing id makes every key unique.
+  (t) => [
+    index('threads_org_updated_idx').on(t.organizationId, t.updatedAt, t.id),
+    index('threads_org_created_idx').on(t.organizationId, t.createdAt, t.id),
+    index('threads_owner_updated_idx').on(t.ownerId, t.updatedAt, t.id),
+    index('threads_owner_created_idx').on(t.ownerId, t.createdAt, t.id),
+  ],
+)
+
+export const messages = sqliteTable(
+  'messages',
+  {
+    seq: integer().primaryKey({ autoIncrement: true }),
+    id: text().notNull().unique(),
+    threadId: text()
+      .notNull()
+      .references(() => threads.id, { onDelete: 'cascade' }),
+    role: text({ enum: messageRoles }).notNull(),
+    /** The content blocks as JSON, exactly as the API returns them. */
+    contents: text({ mode: 'json' }).notNull(),
+    /** The text of the blocks, for full-text search. */
+    text: text().notNull(),
+    /** Only active messages are listed; compaction deactivates the turns a summary replaces. */
+    active: integer({ mode: 'boolean' }).notNull().default(true),
+    /** For assistant messages: the user message they answer. */
+    replyTo: text(),
+    createdAt: integer().notNull(),
+  },
+  (t) => [
+    index('messages_thread_idx').on(t.threadId, t.createdAt, t.id),
+    index('messages_reply_to_idx')
+      .on(t.replyTo)
+      .where(sql`${t.replyTo} is not null`),
+  ],
+)
+
+export const feedback = sqliteTable(
+  'feedback',
+  {
+    messageId: text()
+      .notNull()
+      .references(() => messages.id, { onDelete: 'cascade' }),
+    userId: integer()
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    positive: integer({ mode: 'boolean' }).notNull(),
+    feedbackText: text(),
+    createdAt: integer().notNull(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.messageId, t.userId] })],
+)

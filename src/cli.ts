@@ -1,7 +1,7 @@
 // Operator CLI (see README, "Operator CLI"). Prints its result on stdout and exits 0, or one error line
 // on stderr and exits 1. A printed secret is always the last line of stdout, alone.
 import { parseArgs } from 'node:util'
-import { roles, type Role } from './auth/auth.table'
+import { type Role, roles } from './auth/auth.table'
 import { createPersonalAccessToken, createUser, findUserByEmail, parseScopes } from './auth/service'
 import { ConfigError, loadConfig } from './config'
 import { migrateDatabase, openDatabase } from './db/client'
@@ -43,7 +43,8 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
     switch (command) {
       case 'user:create': {
         const role = values.role ?? 'member'
-        if (!(roles as readonly string[]).includes(role)) throw new UsageError(`--role must be one of ${roles.join(', ')}`)
+        if (!(roles as readonly string[]).includes(role))
+          throw new UsageError(`--role must be one of ${roles.join(', ')}`)
         const user = await createUser(
           db,
           {
@@ -55,7 +56,9 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
           },
           now,
         )
-        out(`Created user ${values.email?.toLowerCase()} (id ${user.id}, sub ${user.sub}) in ${values.org ?? 'default'}`)
+        out(
+          `Created user ${values.email?.toLowerCase()} (id ${user.id}, sub ${user.sub}) in ${values.org ?? 'default'}`,
+        )
         return
       }
       case 'token:create': {

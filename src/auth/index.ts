@@ -65,6 +65,10 @@ export const identity = (deps: AuthDeps) =>
     {
       scope: 'any',
       response: { 200: AuthModel.me, 401: AuthModel.error },
-      detail: { summary: 'The authenticated user and organization', tags: ['Identity'], description: 'No scope required.' },
+      detail: {
+        summary: 'The authenticated user and organization',
+        tags: ['Identity'],
+        description: 'No scope required.',
+      },
     },
   )

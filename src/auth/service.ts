@@ -3,8 +3,8 @@ import { and, eq, isNull, sql } from 'drizzle-orm'
 import type { Db } from '../db/client'
 import { AppError } from '../shared/errors'
 import { generateSecret, hashPassword, hashSecret } from '../shared/security'
-import { type Role, organizations, personalAccessTokens, users } from './auth.table'
-import { type Caller, type Scope, isScope } from './model'
+import { organizations, personalAccessTokens, type Role, users } from './auth.table'
+import { type Caller, isScope, type Scope } from './model'
 
 export const personalAccessTokenPrefix = 'thp_'
 /** last_used_at is written at most this often per token, so reads stay reads. */
@@ -65,11 +65,7 @@ export async function createUser(db: Db, input: NewUser, now: number): Promise<{
 }
 
 export function findUserByEmail(db: Db, email: string) {
-  return db
-    .select()
-    .from(users)
-    .where(eq(users.email, email.trim().toLowerCase()))
-    .get()
+  return db.select().from(users).where(eq(users.email, email.trim().toLowerCase())).get()
 }
 
 export interface NewPersonalAccessToken {
@@ -143,7 +139,10 @@ function prepareLookup(db: Db) {
 /** The caller behind a personal access token, or null when it is unknown, revoked or expired. */
 export function resolvePersonalAccessToken(db: Db, token: string, now: number): Caller | null {
   let lookup = lookups.get(db)
-  if (!lookup) lookups.set(db, (lookup = prepareLookup(db)))
+  if (!lookup) {
+    lookup = prepareLookup(db)
+    lookups.set(db, lookup)
+  }
   const row = lookup.get({ hash: hashSecret(token) })
   if (!row || row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now)) return null
   if (row.lastUsedAt === null || now - row.lastUsedAt >= lastUsedResolutionMs) {

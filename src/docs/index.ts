@@ -6,7 +6,13 @@ import { Elysia } from 'elysia'
 import { getAbsoluteFSPath } from 'swagger-ui-dist'
 
 const assets = getAbsoluteFSPath()
-const assetFiles = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'favicon-32x32.png', 'oauth2-redirect.html'])
+const assetFiles = new Set([
+  'swagger-ui.css',
+  'swagger-ui-bundle.js',
+  'swagger-ui-standalone-preset.js',
+  'favicon-32x32.png',
+  'oauth2-redirect.html',
+])
 
 const page = `<!doctype html>
 <html lang="en">
@@ -59,7 +65,8 @@ export const docs = (publicUrl: string) =>
               bearer: {
                 type: 'http',
                 scheme: 'bearer',
-                description: 'Personal access token or OAuth access token. Scopes: threads:read, threads:read:own, threads:write.',
+                description:
+                  'Personal access token or OAuth access token. Scopes: threads:read, threads:read:own, threads:write.',
               },
             },
           },

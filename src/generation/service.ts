@@ -51,7 +51,8 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
     running.delete(job.messageId)
     const now = clock.now()
     const text = hub.text(job.messageId)
-    const contents: ThreadsModel.contentBlock[] = text === '' ? [...job.blocks] : [{ type: 'text', text }, ...job.blocks]
+    const contents: ThreadsModel.contentBlock[] =
+      text === '' ? [...job.blocks] : [{ type: 'text', text }, ...job.blocks]
     db.transaction((tx) => {
       if (contents.length > 0) {
         insertMessage(tx, { threadId: job.threadId, role: 'assistant', contents, replyTo: job.messageId }, now)
@@ -126,10 +127,7 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
         .orderBy(asc(generations.createdAt))
         .all()
       db.transaction((tx) => {
-        tx.update(generations)
-          .set({ status: 'queued' })
-          .where(eq(generations.status, 'running'))
-          .run()
+        tx.update(generations).set({ status: 'queued' }).where(eq(generations.status, 'running')).run()
         tx.update(threads)
           .set({ state: 'waiting' })
           .where(inArray(threads.state, ['active']))

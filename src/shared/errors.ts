@@ -46,23 +46,21 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 }
 
 export const errorPlugin = (log: Logger) =>
-  new Elysia({ name: 'errors' })
-    .error({ AppError })
-    .onError({ as: 'global' }, ({ code, error, path }) => {
-      if (error instanceof AppError) {
-        return json(error.status, { error: error.code, message: error.message, ...error.extra }, error.headers)
-      }
-      switch (code) {
-        case 'VALIDATION':
-          return json(400, { error: 'invalid_request', message: describeValidation(error) })
-        case 'PARSE':
-          return json(400, { error: 'invalid_request', message: 'The request body could not be parsed' })
-        case 'NOT_FOUND':
-          return json(404, { error: 'not_found', message: 'No such endpoint' })
-        case 'INVALID_COOKIE_SIGNATURE':
-          return json(400, { error: 'invalid_request', message: 'Invalid cookie' })
-        default:
-          log.error('unhandled error', { path, code: String(code), error: String(error) })
-          return json(500, { error: 'internal_error', message: 'Something went wrong on our side' })
-      }
-    })
+  new Elysia({ name: 'errors' }).error({ AppError }).onError({ as: 'global' }, ({ code, error, path }) => {
+    if (error instanceof AppError) {
+      return json(error.status, { error: error.code, message: error.message, ...error.extra }, error.headers)
+    }
+    switch (code) {
+      case 'VALIDATION':
+        return json(400, { error: 'invalid_request', message: describeValidation(error) })
+      case 'PARSE':
+        return json(400, { error: 'invalid_request', message: 'The request body could not be parsed' })
+      case 'NOT_FOUND':
+        return json(404, { error: 'not_found', message: 'No such endpoint' })
+      case 'INVALID_COOKIE_SIGNATURE':
+        return json(400, { error: 'invalid_request', message: 'Invalid cookie' })
+      default:
+        log.error('unhandled error', { path, code: String(code), error: String(error) })
+        return json(500, { error: 'internal_error', message: 'Something went wrong on our side' })
+    }
+  })

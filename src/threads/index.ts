@@ -6,15 +6,7 @@ import type { Db } from '../db/client'
 import type { GenerationEngine } from '../generation/service'
 import type { Clock } from '../shared/time'
 import { ThreadsModel } from './model'
-import {
-  createThread,
-  getThread,
-  type Links,
-  listMessages,
-  listThreads,
-  sendMessage,
-  submitFeedback,
-} from './service'
+import { createThread, getThread, type Links, listMessages, listThreads, sendMessage, submitFeedback } from './service'
 
 export interface ThreadsDeps {
   db: Db
@@ -129,4 +121,3 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         },
       },
     )
-

@@ -1,7 +1,7 @@
 // Threads, messages and feedback as plain functions of (db, caller, input). Controllers stay thin.
 import { and, asc, desc, eq, gt, ne, or, type SQL, sql } from 'drizzle-orm'
-import type { Caller } from '../auth/model'
 import { users } from '../auth/auth.table'
+import type { Caller } from '../auth/model'
 import type { Db } from '../db/client'
 import { generations } from '../generation/generations.table'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'

@@ -57,9 +57,7 @@ export const messages = sqliteTable(
   },
   (t) => [
     index('messages_thread_idx').on(t.threadId, t.createdAt, t.id),
-    index('messages_reply_to_idx')
-      .on(t.replyTo)
-      .where(sql`${t.replyTo} is not null`),
+    index('messages_reply_to_idx').on(t.replyTo).where(sql`${t.replyTo} is not null`),
   ],
 )
 

@@ -1,0 +1,198 @@
+// Test harness: a fresh in-memory app per test, real HTTP handling through app.handle, real SQLite,
+// and either the real generation worker or a scripted runner the test drives step by step.
+import { createParser, type EventSourceMessage } from 'eventsource-parser'
+import { createApp } from '../src/app'
+import type { Role } from '../src/auth/auth.table'
+import type { Scope } from '../src/auth/model'
+import { createPersonalAccessToken, createUser } from '../src/auth/service'
+import { type Db, migrateDatabase, openDatabase } from '../src/db/client'
+import { createWorkerRunner } from '../src/generation/runner'
+import type { GenerationRunner, HistoryMessage, JobHandlers } from '../src/generation/types'
+import { silentLogger } from '../src/shared/log'
+import type { Clock } from '../src/shared/time'
+
+export const publicUrl = 'http://threadhouse.test'
+
+/** A clock the test moves by hand. */
+export class ManualClock implements Clock {
+  constructor(public ms = Date.parse('2026-01-01T00:00:00.000Z')) {}
+  now(): number {
+    return this.ms
+  }
+  advance(ms: number): void {
+    this.ms += ms
+  }
+}
+
+/** A runner whose jobs wait until the test says what they produce. */
+export class ScriptedRunner implements GenerationRunner {
+  readonly jobs = new Map<string, { history: HistoryMessage[]; handlers: JobHandlers }>()
+  private waiters: (() => void)[] = []
+
+  run(jobId: string, history: HistoryMessage[], handlers: JobHandlers): void {
+    this.jobs.set(jobId, { history, handlers })
+    for (const wake of this.waiters.splice(0)) wake()
+  }
+  cancel(jobId: string): void {
+    const job = this.jobs.get(jobId)
+    this.jobs.delete(jobId)
+    job?.handlers.cancelled()
+  }
+  async close(): Promise<void> {}
+
+  /** Waits until the job for this user message has started. */
+  async started(jobId: string): Promise<JobHandlers> {
+    while (!this.jobs.has(jobId)) await new Promise<void>((resolve) => this.waiters.push(resolve))
+    const job = this.jobs.get(jobId)
+    if (!job) throw new Error('unreachable')
+    return job.handlers
+  }
+}
+
+export interface Harness extends AsyncDisposable {
+  db: Db
+  app: ReturnType<typeof createApp>
+  clock: Clock
+  /** Creates a user (organization `org`, default `default`) and a token with the given scopes. */
+  user(options?: { org?: string; role?: Role; scopes?: Scope[]; name?: string }): Promise<TestUser>
+  call(
+    method: string,
+    path: string,
+    options?: { token?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<Reply>
+}
+
+export interface TestUser {
+  id: number
+  sub: string
+  email: string
+  token: string
+}
+
+export interface Reply {
+  status: number
+  headers: Headers
+  // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
+  body: any
+}
+
+let userCounter = 0
+
+export async function harness(
+  options: { runner?: GenerationRunner; clock?: Clock; echoDelayMs?: number } = {},
+): Promise<Harness> {
+  const db = openDatabase(':memory:')
+  migrateDatabase(db)
+  const clock = options.clock ?? { now: () => Date.now() }
+  const runner =
+    options.runner ?? createWorkerRunner({ provider: 'echo', echoTokenDelayMs: options.echoDelayMs ?? 0 }, silentLogger)
+  const app = createApp({
+    db,
+    config: { PUBLIC_URL: publicUrl, GENERATION_CONCURRENCY: 4 },
+    runner,
+    clock,
+    log: silentLogger,
+    heartbeatMs: 50,
+  })
+
+  async function call(
+    method: string,
+    path: string,
+    { token, body, headers = {} }: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+  ): Promise<Reply> {
+    const init: RequestInit = { method, headers: { ...headers } }
+    const h = init.headers as Record<string, string>
+    if (token) h.authorization = `Bearer ${token}`
+    if (body !== undefined) {
+      h['content-type'] ??= 'application/json'
+      init.body = typeof body === 'string' ? body : JSON.stringify(body)
+    }
+    const response = await app.handle(new Request(`${publicUrl}${path}`, init))
+    const text = await response.text()
+    let parsed: unknown = text
+    try {
+      parsed = text === '' ? null : JSON.parse(text)
+    } catch {}
+    return { status: response.status, headers: response.headers, body: parsed }
+  }
+
+  return {
+    db,
+    app,
+    clock,
+    call,
+    async user({ org = 'default', role = 'member', scopes = ['threads:read', 'threads:write'] as Scope[], name } = {}) {
+      userCounter += 1
+      const email = `user${userCounter}@example.com`
+      const created = await createUser(
+        db,
+        { email, password: 'correct horse battery', name: name ?? `User ${userCounter}`, organizationSlug: org, role },
+        clock.now(),
+      )
+      const token = createPersonalAccessToken(db, { userId: created.id, name: 'test', scopes }, clock.now())
+      return { id: created.id, sub: created.sub, email, token }
+    },
+    async [Symbol.asyncDispose]() {
+      await app.decorator.engine.close()
+      db.$client.close()
+    },
+  }
+}
+
+/** Opens a response stream through the app and parses it with a real SSE parser until it closes. */
+export async function openStream(
+  h: Harness,
+  path: string,
+  token: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; events: AsyncGenerator<EventSourceMessage> }> {
+  const response = await h.app.handle(
+    new Request(`${publicUrl}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } }),
+  )
+  return { status: response.status, headers: response.headers, events: parseEvents(response) }
+}
+
+export async function* parseEvents(response: Response): AsyncGenerator<EventSourceMessage> {
+  const queue: EventSourceMessage[] = []
+  const parser = createParser({ onEvent: (event) => queue.push(event) })
+  const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader()
+  if (!reader) return
+  try {
+    while (true) {
+      const { done, value } = await reader.read()
+      if (done) break
+      parser.feed(value)
+      while (queue.length > 0) yield queue.shift() as EventSourceMessage
+    }
+  } finally {
+    reader.releaseLock()
+  }
+}
+
+/** Collects every event until the stream closes. */
+export async function collect(events: AsyncGenerator<EventSourceMessage>): Promise<EventSourceMessage[]> {
+  const all: EventSourceMessage[] = []
+  for await (const event of events) all.push(event)
+  return all
+}
+
+export function tokensOf(events: EventSourceMessage[]): string {
+  return events
+    .filter((event) => event.event === 'token')
+    .map((event) => JSON.parse(event.data).token)
+    .join('')
+}
+
+/** Polls a condition with no fixed sleep: yields to the event loop between checks, up to a deadline. */
+export async function until<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 5000,
+): Promise<T> {
+  const deadline = performance.now() + timeoutMs
+  while (performance.now() < deadline) {
+    const value = await check()
+    if (value) return value
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  throw new Error('condition not met in time')
+}

@@ -1,0 +1,71 @@
+import { expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { personalAccessTokens } from '../src/auth/auth.table'
+import { createPersonalAccessToken } from '../src/auth/service'
+import { harness, ManualClock } from './helpers'
+
+test('GET /me returns exactly the documented identity fields', async () => {
+  await using h = await harness()
+  const user = await h.user({ org: 'acme', role: 'admin', name: 'Ada' })
+  const reply = await h.call('GET', '/api/v1/me', { token: user.token })
+  expect(reply.status).toBe(200)
+  expect(reply.body).toEqual({
+    sub: user.sub,
+    name: 'Ada',
+    email: user.email,
+    svc_user_id: user.id,
+    svc_organization_id: expect.any(Number),
+    svc_organization_slug: 'acme',
+    role: 'admin',
+  })
+})
+
+test('GET /me needs no scope but does need a valid token', async () => {
+  await using h = await harness()
+  const user = await h.user({ scopes: ['threads:read:own'] })
+  expect((await h.call('GET', '/api/v1/me', { token: user.token })).status).toBe(200)
+
+  const missing = await h.call('GET', '/api/v1/me')
+  expect(missing.status).toBe(401)
+  expect(missing.body).toEqual({ error: 'unauthorized', message: expect.any(String) })
+  expect(missing.headers.get('www-authenticate')).toStartWith('Bearer')
+
+  const wrong = await h.call('GET', '/api/v1/me', { token: 'thp_not-a-real-token' })
+  expect(wrong.status).toBe(401)
+  expect(wrong.headers.get('www-authenticate')).toContain('error="invalid_token"')
+  expect((await h.call('GET', '/api/v1/me', { token: 'garbage' })).status).toBe(401)
+})
+
+test('revoked and expired personal access tokens are refused at once', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  const user = await h.user()
+  const expiring = createPersonalAccessToken(
+    h.db,
+    { userId: user.id, name: 'short', scopes: ['threads:read'], expiresAt: clock.now() + 1000 },
+    clock.now(),
+  )
+  expect((await h.call('GET', '/api/v1/me', { token: expiring })).status).toBe(200)
+  clock.advance(1000)
+  expect((await h.call('GET', '/api/v1/me', { token: expiring })).status).toBe(401)
+
+  h.db
+    .update(personalAccessTokens)
+    .set({ revokedAt: clock.now() })
+    .where(eq(personalAccessTokens.userId, user.id))
+    .run()
+  expect((await h.call('GET', '/api/v1/me', { token: user.token })).status).toBe(401)
+})
+
+test('tokens are stored only as SHA-256 hashes and record their last use', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  const user = await h.user()
+  const rows = h.db.select().from(personalAccessTokens).all()
+  expect(user.token).toStartWith('thp_')
+  expect(JSON.stringify(rows)).not.toContain(user.token.slice(4))
+  expect(rows[0]?.tokenHash).toMatch(/^[0-9a-f]{64}$/)
+  expect(rows[0]?.lastUsedAt).toBeNull()
+  await h.call('GET', '/api/v1/me', { token: user.token })
+  expect(h.db.select().from(personalAccessTokens).get()?.lastUsedAt).toBe(clock.now())
+})

@@ -71,8 +71,11 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
         out(token)
         return
       }
+      case 'help':
+        out(usage)
+        return
       default:
-        throw new UsageError(command ? `Unknown command "${command}"\n${usage}` : usage)
+        throw new UsageError(`${command ? `Unknown command "${command}"` : 'No command'}; see \`bun run cli help\``)
     }
   } finally {
     db.$client.close()

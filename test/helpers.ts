@@ -196,3 +196,45 @@ export async function until<T>(
   }
   throw new Error('condition not met in time')
 }
+
+export interface ServerProcess extends AsyncDisposable {
+  url: string
+  process: ReturnType<typeof Bun.spawn>
+  /** Everything the process printed on standard output so far. */
+  stdout(): string
+}
+
+/** Starts the real server (`bun src/index.ts`) on a free loopback port and waits until it listens. */
+export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
+  const child = Bun.spawn(['bun', 'src/index.ts'], {
+    cwd: `${import.meta.dir}/..`,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  let out = ''
+  void (async () => {
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) out += chunk
+  })()
+  let err = ''
+  // Keep draining stderr after start-up: a closed pipe would kill the server at its next log line.
+  const port = await new Promise<number>((resolve, reject) => {
+    void (async () => {
+      for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
+        err += chunk
+        const match = err.match(/"msg":"listening","port":(\d+)/)
+        if (match) resolve(Number(match[1]))
+      }
+      reject(new Error(`server exited before listening: ${err}`))
+    })()
+  })
+  return {
+    url: `http://127.0.0.1:${port}`,
+    process: child,
+    stdout: () => out,
+    async [Symbol.asyncDispose]() {
+      child.kill('SIGKILL')
+      await child.exited
+    },
+  }
+}

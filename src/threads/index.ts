@@ -21,7 +21,7 @@ const readErrors = { 400: error, 401: error, 403: AuthModel.scopeError, 404: err
 export const threadRoutes = (deps: ThreadsDeps) =>
   new Elysia({ name: 'threads', prefix: '/api/v1/threads' })
     .use(auth(deps))
-    .get('/', ({ caller, query }) => listThreads(deps.db, caller, query, deps.links), {
+    .get('', ({ caller, query }) => listThreads(deps.db, caller, query, deps.links), {
       scope: 'threads:read',
       query: ThreadsModel.listThreadsQuery,
       response: { 200: ThreadsModel.threadList, ...readErrors },
@@ -36,7 +36,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       },
     })
     .post(
-      '/',
+      '',
       ({ caller, body, status }) => {
         const created = createThread(deps.db, caller, body, deps.clock.now())
         if (created.message_id) deps.engine.enqueue(created.message_id, created.thread_id)

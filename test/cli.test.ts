@@ -1,0 +1,112 @@
+// The operator CLI and start-up configuration, run as real processes against a real SQLite file.
+import { afterAll, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { resolvePersonalAccessToken } from '../src/auth/service'
+import { loadConfig } from '../src/config'
+import { openDatabase } from '../src/db/client'
+
+const dir = mkdtempSync(join(tmpdir(), 'threadhouse-cli-'))
+const databasePath = join(dir, 'db.sqlite')
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+async function cli(...args: string[]) {
+  const child = Bun.spawn(['bun', 'src/cli.ts', ...args], {
+    cwd: `${import.meta.dir}/..`,
+    env: { ...process.env, DATABASE_PATH: databasePath },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
+  return { stdout, stderr, code }
+}
+
+test('user:create and token:create; the secret is the last line of stdout', async () => {
+  const created = await cli(
+    'user:create',
+    '--email',
+    'Ops@Example.com',
+    '--password',
+    'hunter2hunter2',
+    '--org',
+    'ops',
+    '--role',
+    'admin',
+    '--name',
+    'Ops',
+  )
+  expect(created).toMatchObject({ code: 0, stderr: '' })
+  expect(created.stdout).toContain('ops@example.com')
+
+  const token = await cli(
+    'token:create',
+    '--email',
+    'ops@example.com',
+    '--scopes',
+    'threads:read threads:write',
+    '--name',
+    'ci',
+  )
+  expect(token.code).toBe(0)
+  const secret = token.stdout.trimEnd().split('\n').at(-1) ?? ''
+  expect(secret).toMatch(/^thp_[a-z2-7]{39}$/)
+
+  const db = openDatabase(databasePath)
+  const caller = resolvePersonalAccessToken(db, secret, Date.now())
+  db.$client.close()
+  expect(caller).toMatchObject({ email: 'ops@example.com', role: 'admin', organizationSlug: 'ops' })
+  expect([...(caller?.scopes ?? [])].sort()).toEqual(['threads:read', 'threads:write'])
+})
+
+test.each([
+  [['user:create', '--email', 'x@example.com'], '--password is required'],
+  [['user:create', '--email', 'ops@example.com', '--password', 'another-password'], 'already exists'],
+  [['user:create', '--email', 'y@example.com', '--password', 'password123', '--role', 'king'], '--role'],
+  [['token:create', '--email', 'nobody@example.com', '--scopes', 'threads:read'], 'No user'],
+  [['token:create', '--email', 'ops@example.com', '--scopes', 'threads:admin'], 'Unknown scope'],
+  [['launch-rockets'], 'Unknown command'],
+  [['user:create', '--bogus'], 'bogus'],
+])('%j fails with one error line and a non-zero exit', async (args, message) => {
+  const result = await cli(...args)
+  expect(result.code).not.toBe(0)
+  expect(result.stdout).toBe('')
+  expect(result.stderr.trim().split('\n')).toHaveLength(1)
+  expect(result.stderr).toContain(message)
+})
+
+test('configuration errors name the variable; unset values take the documented defaults', () => {
+  expect(loadConfig({})).toMatchObject({
+    PORT: 3000,
+    HOST: '0.0.0.0',
+    PUBLIC_URL: 'http://localhost:3000',
+    DATABASE_PATH: 'db/threadhouse.sqlite',
+    UPLOADS_DIR: 'uploads',
+    LLM_PROVIDER: 'echo',
+    ECHO_TOKEN_DELAY_MS: 15,
+    LOG_LEVEL: 'info',
+  })
+  expect(loadConfig({ PORT: '8080' }).PUBLIC_URL).toBe('http://localhost:8080')
+  expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/^PORT/)
+  expect(() => loadConfig({ PORT: '70000' })).toThrow(/^PORT/)
+  expect(() => loadConfig({ LOG_LEVEL: 'loud' })).toThrow(/^LOG_LEVEL/)
+  expect(() => loadConfig({ PUBLIC_URL: 'https://example.com/' })).toThrow(/^PUBLIC_URL/)
+  expect(() => loadConfig({ LLM_PROVIDER: 'skynet' })).toThrow(/^LLM_PROVIDER/)
+  expect(() => loadConfig({ ADMIN_EMAIL: 'a@b.c' })).toThrow(/ADMIN_PASSWORD/)
+})
+
+test('the server refuses to start on a bad variable, with one line naming it', async () => {
+  const child = Bun.spawn(['bun', 'src/index.ts'], {
+    cwd: `${import.meta.dir}/..`,
+    env: { ...process.env, DATABASE_PATH: databasePath, ECHO_TOKEN_DELAY_MS: 'soon' },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited])
+  expect(code).toBe(1)
+  expect(stderr.trim().split('\n')).toEqual([expect.stringContaining('ECHO_TOKEN_DELAY_MS')])
+})

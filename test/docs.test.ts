@@ -1,0 +1,52 @@
+import { expect, test } from 'bun:test'
+import { harness } from './helpers'
+
+test('OpenAPI describes every API endpoint with schemas, security and tags', async () => {
+  await using h = await harness()
+  const { status, body: spec } = await h.call('GET', '/swagger/json')
+  expect(status).toBe(200)
+  expect(spec.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' })
+  const operations = Object.entries(spec.paths as Record<string, Record<string, { tags?: string[] }>>).flatMap(
+    ([path, methods]) => Object.entries(methods).map(([method, op]) => ({ id: `${method.toUpperCase()} ${path}`, op })),
+  )
+  expect(operations.map((o) => o.id).sort()).toEqual(
+    [
+      'GET /api/v1/me',
+      'GET /api/v1/threads',
+      'POST /api/v1/threads',
+      'GET /api/v1/threads/{threadId}',
+      'GET /api/v1/threads/{threadId}/messages',
+      'POST /api/v1/threads/{threadId}/messages',
+      'POST /api/v1/threads/{threadId}/messages/{messageId}/feedback',
+      'GET /api/v1/threads/{threadId}/messages/{messageId}/response',
+      'GET /api/v1/threads/{threadId}/messages/{messageId}/response/stream',
+    ].sort(),
+  )
+  for (const { op } of operations) expect(op.tags?.length).toBeGreaterThan(0)
+  const list = spec.paths['/api/v1/threads'].get
+  expect(Object.keys(list.responses)).toEqual(expect.arrayContaining(['200', '401', '403']))
+  expect(JSON.stringify(spec.paths['/api/v1/threads'].post.requestBody)).toContain('is_private')
+})
+
+test('Swagger UI is served from local assets only', async () => {
+  await using h = await harness()
+  const page = await h.call('GET', '/swagger')
+  expect(page.status).toBe(200)
+  expect(page.body).toContain('/swagger/assets/swagger-ui-bundle.js')
+  expect(page.body).not.toMatch(/https?:\/\//)
+  const bundle = await h.app.handle(new Request('http://threadhouse.test/swagger/assets/swagger-ui-bundle.js'))
+  expect(bundle.status).toBe(200)
+  expect((await bundle.text()).length).toBeGreaterThan(100_000)
+  expect((await h.call('GET', '/swagger/assets/..%2Fpackage.json')).status).toBe(404)
+})
+
+test('GET /healthz answers without a token', async () => {
+  await using h = await harness()
+  expect(await h.call('GET', '/healthz')).toMatchObject({ status: 200, body: { status: 'ok' } })
+})
+
+test('unknown routes are JSON 404s', async () => {
+  await using h = await harness()
+  const reply = await h.call('GET', '/api/v1/nothing-here')
+  expect(reply).toMatchObject({ status: 404, body: { error: 'not_found', message: expect.any(String) } })
+})

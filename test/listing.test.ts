@@ -1,0 +1,224 @@
+// Listing threads: keyset pagination for every sort, filters, limits and full-text search.
+import { describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { threads } from '../src/threads/threads.table'
+import { type Harness, harness, ManualClock } from './helpers'
+
+type Page = { data: { id: string; name: string }[]; first_id: string | null; last_id: string | null; has_more: boolean }
+
+async function walk(h: Harness, token: string, query: string, between?: (page: number) => Promise<void>) {
+  const seen: string[] = []
+  let after: string | null = null
+  for (let page = 0; page < 50; page++) {
+    const reply = await h.call('GET', `/api/v1/threads?${query}${after ? `&after=${after}` : ''}`, { token })
+    expect(reply.status).toBe(200)
+    const body = reply.body as Page
+    seen.push(...body.data.map((t) => t.name))
+    expect(body.first_id).toBe(body.data[0]?.id ?? null)
+    expect(body.last_id).toBe(body.data.at(-1)?.id ?? null)
+    if (!body.has_more) return seen
+    after = body.last_id
+    await between?.(page)
+  }
+  throw new Error('pagination did not end')
+}
+
+describe('keyset pagination', () => {
+  for (const sortBy of ['created_at', 'updated_at']) {
+    for (const sortDir of ['asc', 'desc']) {
+      test(`${sortBy} ${sortDir}: every thread exactly once, in order, with inserts between pages`, async () => {
+        const clock = new ManualClock()
+        await using h = await harness({ clock })
+        const owner = await h.user()
+        const names = Array.from({ length: 10 }, (_, i) => `t${String(i).padStart(2, '0')}`)
+        for (const name of names) {
+          clock.advance(1000)
+          await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name } })
+        }
+        // Reverse the update order so updated_at and created_at disagree.
+        for (const name of [...names].reverse()) {
+          clock.advance(1000)
+          h.db.update(threads).set({ updatedAt: clock.now() }).where(eq(threads.name, name)).run()
+        }
+        let extra = 0
+        const seen = await walk(h, owner.token, `limit=3&sort_by=${sortBy}&sort_dir=${sortDir}`, async () => {
+          clock.advance(1000)
+          await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: `new${extra++}` } })
+        })
+        const byCreation = sortBy === 'created_at' ? names : [...names].reverse()
+        const expected = sortDir === 'asc' ? byCreation : [...byCreation].reverse()
+        // Threads created during the run sort after the cursor only in ascending order: they show at the end.
+        const old = seen.filter((name) => !name.startsWith('new'))
+        expect(old).toEqual(expected)
+        if (sortDir === 'desc') expect(seen).toEqual(expected)
+        else
+          expect(seen.filter((name) => name.startsWith('new'))).toEqual(
+            Array.from({ length: extra }, (_, i) => `new${i}`),
+          )
+      })
+    }
+  }
+
+  test('ties on the sort key are broken by ID, so equal timestamps never repeat or vanish', async () => {
+    const clock = new ManualClock()
+    await using h = await harness({ clock })
+    const owner = await h.user()
+    for (let i = 0; i < 7; i++)
+      await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: `same${i}` } })
+    const seen = await walk(h, owner.token, 'limit=2')
+    expect(seen.sort()).toEqual(Array.from({ length: 7 }, (_, i) => `same${i}`))
+  })
+
+  test('updated_at: a thread updated mid-run moves, the others still appear exactly once', async () => {
+    const clock = new ManualClock()
+    await using h = await harness({ clock })
+    const owner = await h.user()
+    const ids: string[] = []
+    for (let i = 0; i < 6; i++) {
+      clock.advance(1000)
+      ids.push(
+        (await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: `u${i}` } })).body.thread_id,
+      )
+    }
+    const seen = await walk(h, owner.token, 'limit=2&sort_by=updated_at&sort_dir=desc', async (page) => {
+      if (page !== 0) return
+      clock.advance(1000)
+      h.db.update(threads).set({ updatedAt: clock.now() }).where(eq(threads.name, 'u1')).run()
+    })
+    expect(seen.filter((name) => name !== 'u1')).toEqual(['u5', 'u4', 'u3', 'u2', 'u0'])
+  })
+
+  test('limit: default 50, above 200 clamped and echoed, below 1 or fractional is 400', async () => {
+    await using h = await harness()
+    const owner = await h.user()
+    const get = (query: string) => h.call('GET', `/api/v1/threads?${query}`, { token: owner.token })
+    expect((await get('')).body.limit).toBe(50)
+    expect((await get('limit=500')).body.limit).toBe(200)
+    for (const bad of ['limit=0', 'limit=-1', 'limit=1.5', 'limit=abc']) {
+      const reply = await get(bad)
+      expect(reply.status).toBe(400)
+      expect(reply.body.error).toBe('invalid_request')
+    }
+    const { thread_id } = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body
+    expect(
+      (await h.call('GET', `/api/v1/threads/${thread_id}/messages?limit=999`, { token: owner.token })).body.limit,
+    ).toBe(200)
+    expect((await h.call('GET', `/api/v1/threads/${thread_id}/messages?limit=0`, { token: owner.token })).status).toBe(
+      400,
+    )
+  })
+
+  test('an unknown cursor and bad query values are 400', async () => {
+    await using h = await harness()
+    const owner = await h.user()
+    for (const query of [
+      `after=${crypto.randomUUID()}`,
+      'after=nope',
+      'sort_by=name',
+      'sort_dir=up',
+      'owned=maybe',
+      'updated_since=yesterday',
+    ]) {
+      const reply = await h.call('GET', `/api/v1/threads?${query}`, { token: owner.token })
+      expect(reply.status).toBe(400)
+      expect(reply.body).toEqual({ error: 'invalid_request', message: expect.any(String) })
+    }
+  })
+
+  test('messages paginate oldest first and the cursor must belong to the thread', async () => {
+    await using h = await harness()
+    const owner = await h.user()
+    const { thread_id } = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'm0' } })).body
+    for (let i = 1; i < 4; i++) {
+      await h.app.decorator.engine.idle()
+      await h.call('POST', `/api/v1/threads/${thread_id}/messages`, { token: owner.token, body: { text: `m${i}` } })
+    }
+    await h.app.decorator.engine.idle()
+    const texts: string[] = []
+    let after = ''
+    for (;;) {
+      const page = await h.call('GET', `/api/v1/threads/${thread_id}/messages?limit=3${after}`, { token: owner.token })
+      texts.push(...page.body.data.map((m: { contents: { text: string }[] }) => m.contents[0]?.text))
+      if (!page.body.has_more) break
+      after = `&after=${page.body.last_id}`
+    }
+    expect(texts.filter((text) => /^m\d$/.test(text))).toEqual(['m0', 'm1', 'm2', 'm3'])
+    expect(texts).toHaveLength(8)
+    const other = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body.thread_id
+    const foreign = await h.call('GET', `/api/v1/threads/${other}/messages?after=${thread_id}`, { token: owner.token })
+    expect(foreign.status).toBe(400)
+  })
+})
+
+describe('filters', () => {
+  test('owned, private, archived and updated_since', async () => {
+    const clock = new ManualClock()
+    await using h = await harness({ clock })
+    const me = await h.user({ org: 'acme' })
+    const mate = await h.user({ org: 'acme' })
+    const create = async (token: string, name: string, isPrivate = false) => {
+      clock.advance(1000)
+      return (await h.call('POST', '/api/v1/threads', { token, body: { name, is_private: isPrivate } })).body.thread_id
+    }
+    await create(me.token, 'mine-public')
+    await create(me.token, 'mine-private', true)
+    const old = await create(mate.token, 'theirs-archived')
+    h.db.update(threads).set({ archived: true }).where(eq(threads.id, old)).run()
+    const since = new Date(clock.now()).toISOString()
+    await create(mate.token, 'theirs-new')
+
+    const names = async (query: string) =>
+      (await h.call('GET', `/api/v1/threads?${query}`, { token: me.token })).body.data.map(
+        (t: { name: string }) => t.name,
+      )
+    expect(await names('')).toEqual(['theirs-new', 'mine-private', 'mine-public'])
+    expect(await names('archived=true')).toEqual(['theirs-new', 'theirs-archived', 'mine-private', 'mine-public'])
+    expect(await names('owned=true')).toEqual(['mine-private', 'mine-public'])
+    expect(await names('owned=false')).toEqual(['theirs-new'])
+    expect(await names('private=true')).toEqual(['mine-private'])
+    expect(await names('private=false&archived=true')).toEqual(['theirs-new', 'theirs-archived', 'mine-public'])
+    expect(await names(`updated_since=${encodeURIComponent(since)}`)).toEqual(['theirs-new'])
+  })
+})
+
+describe('search', () => {
+  test('matches every word across names and message text, keeps the sort order, paginates', async () => {
+    const clock = new ManualClock()
+    await using h = await harness({ clock })
+    const owner = await h.user()
+    const make = async (body: object) => {
+      clock.advance(1000)
+      await h.call('POST', '/api/v1/threads', { token: owner.token, body })
+      await h.app.decorator.engine.idle()
+    }
+    await make({ name: 'Garden plans', text: 'tomatoes and basil' })
+    await make({ name: 'Kitchen', text: 'basil pesto recipe' })
+    await make({ name: 'Travel', text: 'train to Zürich' })
+    await make({ name: 'Basil the cat' })
+
+    const names = async (q: string, extra = '') =>
+      (await h.call('GET', `/api/v1/threads?q=${encodeURIComponent(q)}${extra}`, { token: owner.token })).body.data.map(
+        (t: { name: string }) => t.name,
+      )
+    expect(await names('basil')).toEqual(['Basil the cat', 'Kitchen', 'Garden plans'])
+    expect(await names('basil pesto')).toEqual(['Kitchen'])
+    expect(await names('zurich')).toEqual(['Travel'])
+    expect(await names('garden')).toEqual(['Garden plans'])
+    expect(await names('nothing-like-this')).toEqual([])
+    expect(await names('"basil" OR NEAR(')).toEqual([])
+    expect(await names('***')).toEqual([])
+    expect(await names('basil', '&sort_by=created_at&sort_dir=asc')).toEqual([
+      'Garden plans',
+      'Kitchen',
+      'Basil the cat',
+    ])
+
+    const first = await h.call('GET', '/api/v1/threads?q=basil&limit=2', { token: owner.token })
+    expect(first.body.has_more).toBe(true)
+    const second = await h.call('GET', `/api/v1/threads?q=basil&limit=2&after=${first.body.last_id}`, {
+      token: owner.token,
+    })
+    expect(second.body.data.map((t: { name: string }) => t.name)).toEqual(['Garden plans'])
+    expect(second.body.has_more).toBe(false)
+  })
+})

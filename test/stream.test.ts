@@ -1,0 +1,157 @@
+// The response stream: SSE framing, joining mid-answer, resuming with Last-Event-ID, replay after the
+// end, errors, heartbeats, and clients that go away.
+import { expect, test } from 'bun:test'
+import { collect, harness, openStream, parseEvents, publicUrl, ScriptedRunner, tokensOf } from './helpers'
+
+async function started(runner: ScriptedRunner, h: Awaited<ReturnType<typeof harness>>, token: string) {
+  const created = (await h.call('POST', '/api/v1/threads', { token, body: { text: 'tell me' } })).body
+  const job = await runner.started(created.message_id)
+  const path = `/api/v1/threads/${created.thread_id}/messages/${created.message_id}/response/stream`
+  return { ...created, job, path }
+}
+
+test('the real worker streams tokens that concatenate to the stored answer, then done', async () => {
+  await using h = await harness({ echoDelayMs: 1 })
+  const owner = await h.user()
+  const { thread_id, message_id } = (
+    await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'stream this please' } })
+  ).body
+  const stream = await openStream(h, `/api/v1/threads/${thread_id}/messages/${message_id}/response/stream`, owner.token)
+  expect(stream.status).toBe(200)
+  expect(stream.headers.get('content-type')).toStartWith('text/event-stream')
+  const events = await collect(stream.events)
+  expect(events.at(-1)).toMatchObject({ event: 'done', data: '{}' })
+  expect(events.filter((e) => e.event === 'token').length).toBeGreaterThan(1)
+  const stored = (await h.call('GET', `/api/v1/threads/${thread_id}/messages`, { token: owner.token })).body.data[1]
+  expect(tokensOf(events)).toBe(stored.contents[0].text)
+  // `done` is sent only once the thread is ready again.
+  expect((await h.call('GET', `/api/v1/threads/${thread_id}`, { token: owner.token })).body.state).toBe('ready')
+})
+
+test('raw framing: id, event and data lines, then a blank line', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner })
+  const owner = await h.user()
+  const { job, path } = await started(runner, h, owner.token)
+  job.token('Hi')
+  job.token(' there')
+  job.done()
+  const response = await h.app.handle(
+    new Request(`${publicUrl}${path}`, { headers: { authorization: `Bearer ${owner.token}` } }),
+  )
+  expect(await response.text()).toBe(
+    'id: 8\nevent: token\ndata: {"token":"Hi there"}\n\nid: 8\nevent: done\ndata: {}\n\n',
+  )
+})
+
+test('a client joining mid-answer gets everything so far, then the live rest', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner })
+  const owner = await h.user()
+  const { job, path } = await started(runner, h, owner.token)
+  job.token('Once ')
+  job.token('upon ')
+  const stream = await openStream(h, path, owner.token)
+  const first = await stream.events.next()
+  expect(first.value).toMatchObject({ event: 'token', id: '10', data: JSON.stringify({ token: 'Once upon ' }) })
+  job.token('a time')
+  job.done()
+  const rest = await collect(stream.events)
+  expect(rest.map((e) => [e.event, e.id, e.data])).toEqual([
+    ['token', '16', JSON.stringify({ token: 'a time' })],
+    ['done', '16', '{}'],
+  ])
+})
+
+test('Last-Event-ID resumes without gaps or duplicates, live and after the end', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner })
+  const owner = await h.user()
+  const { job, path } = await started(runner, h, owner.token)
+  const first = await openStream(h, path, owner.token)
+  job.token('abc')
+  job.token('def')
+  const got = [(await first.events.next()).value, (await first.events.next()).value]
+  expect(got.map((e) => e?.id)).toEqual(['3', '6'])
+  await first.events.return(undefined) // the client drops the connection
+
+  job.token('ghi')
+  const resumed = await openStream(h, path, owner.token, { 'last-event-id': '3' })
+  expect((await resumed.events.next()).value).toMatchObject({ id: '9', data: JSON.stringify({ token: 'defghi' }) })
+  job.token('!')
+  job.done()
+  expect(tokensOf(await collect(resumed.events))).toBe('!')
+
+  const afterEnd = await openStream(h, path, owner.token, { 'last-event-id': '6' })
+  const replay = await collect(afterEnd.events)
+  expect(replay.map((e) => [e.event, e.id, e.data])).toEqual([
+    ['token', '10', JSON.stringify({ token: 'ghi!' })],
+    ['done', '10', '{}'],
+  ])
+  const whole = await collect((await openStream(h, path, owner.token)).events)
+  expect(tokensOf(whole)).toBe('abcdefghi!')
+})
+
+test('a failure ends the stream with an error event after the partial answer', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner })
+  const owner = await h.user()
+  const { job, path } = await started(runner, h, owner.token)
+  const live = await openStream(h, path, owner.token)
+  job.token('partial')
+  job.error('The model is unavailable')
+  const events = await collect(live.events)
+  expect(events.map((e) => [e.event, e.data])).toEqual([
+    ['token', JSON.stringify({ token: 'partial' })],
+    ['error', JSON.stringify({ message: 'The model is unavailable' })],
+  ])
+  const later = await collect((await openStream(h, path, owner.token)).events)
+  expect(later.map((e) => e.event)).toEqual(['token', 'error'])
+})
+
+test('idle streams receive comment heartbeats', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner })
+  const owner = await h.user()
+  const { job, path } = await started(runner, h, owner.token)
+  const response = await h.app.handle(
+    new Request(`${publicUrl}${path}`, { headers: { authorization: `Bearer ${owner.token}` } }),
+  )
+  const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader()
+  const chunk = await reader?.read()
+  expect(chunk?.value).toBe(': keep-alive\n\n')
+  await reader?.cancel()
+  job.done()
+})
+
+test('a client that disconnects never stops or loses the generation', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner })
+  const owner = await h.user()
+  const { job, path, thread_id, message_id } = await started(runner, h, owner.token)
+  const response = await h.app.handle(
+    new Request(`${publicUrl}${path}`, { headers: { authorization: `Bearer ${owner.token}` } }),
+  )
+  const events = parseEvents(response)
+  job.token('kept ')
+  await events.next()
+  await events.return(undefined)
+  job.token('going')
+  job.done()
+  const poll = await h.call('GET', `/api/v1/threads/${thread_id}/messages/${message_id}/response`, {
+    token: owner.token,
+  })
+  expect(poll.body.messages[0].contents).toEqual([{ type: 'text', text: 'kept going' }])
+})
+
+test('many listeners receive the same tokens', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner })
+  const owner = await h.user()
+  const { job, path } = await started(runner, h, owner.token)
+  const streams = await Promise.all(Array.from({ length: 20 }, () => openStream(h, path, owner.token)))
+  for (const word of ['a', 'b', 'c']) job.token(word)
+  job.done()
+  const all = await Promise.all(streams.map((s) => collect(s.events)))
+  for (const events of all) expect(tokensOf(events)).toBe('abc')
+})

@@ -29,7 +29,7 @@ test('a server killed mid-generation finishes the answer after restart', async (
         body: JSON.stringify({ text: 'survive the crash' }),
       })
       expect(reply.status).toBe(201)
-      created = await reply.json()
+      created = (await reply.json()) as typeof created
       const stream = await fetch(
         `${first.url}/api/v1/threads/${created.thread_id}/messages/${created.message_id}/response/stream`,
         { headers },
@@ -49,9 +49,9 @@ test('a server killed mid-generation finishes the answer after restart', async (
     expect(events.at(-1)?.event).toBe('done')
     expect(tokensOf(events)).toBe('Echo (turn 1): you said “survive the crash”.')
 
-    const thread = await (await fetch(base, { headers })).json()
+    const thread = (await (await fetch(base, { headers })).json()) as { state: string }
     expect(thread.state).toBe('ready')
-    const messages = await (await fetch(`${base}/messages`, { headers })).json()
+    const messages = (await (await fetch(`${base}/messages`, { headers })).json()) as { data: { role: string }[] }
     expect(messages.data.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant'])
   } finally {
     rmSync(dir, { recursive: true, force: true })

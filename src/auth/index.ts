@@ -42,6 +42,7 @@ export function checkScope(caller: Caller, requirement: Requirement): void {
 export const auth = (deps: AuthDeps) =>
   new Elysia({ name: 'auth' }).use(bearer()).macro({
     scope: (requirement: Requirement) => ({
+      detail: { security: [{ bearer: [] }], 'x-required-scope': requirement === 'any' ? null : requirement },
       resolve({ bearer }) {
         const caller = resolveCaller(deps, bearer)
         checkScope(caller, requirement)

@@ -41,8 +41,10 @@ const init = `window.ui = SwaggerUIBundle({
 export const description = `Persistent AI conversations (threads) and the OAuth 2.0 authorization server that guards them.
 
 Authenticate with \`Authorization: Bearer <token>\`: a personal access token (\`thp_…\`) or an OAuth access token.
+Each operation names the scope it needs in \`x-required-scope\`; scopes never imply each other, except that
+\`threads:read:own\` is accepted where \`threads:read\` is (with only the token user's own threads visible).
 Errors are \`{ "error": code, "message": text }\`; 403 for a missing scope adds \`required_scope\`.
-See README.md, "Decisions where the specification is silent", for every choice documented here.`
+README.md, "API behaviour where the specification is silent", lists every choice made where the contract is open.`
 
 export const docs = (publicUrl: string) =>
   new Elysia({ name: 'docs' })

@@ -107,7 +107,7 @@ export namespace ThreadsModel {
       name: t.Optional(t.Nullable(t.String({ maxLength: 500 }))),
       is_private: t.Optional(t.Boolean({ default: false })),
     },
-    { additionalProperties: false },
+    { additionalProperties: false, examples: [{ name: 'Trip', text: 'Plan a weekend in Lyon' }] },
   )
   export type createThreadBody = Static<typeof createThreadBody>
 
@@ -129,7 +129,7 @@ export namespace ThreadsModel {
         }),
       ),
     },
-    { additionalProperties: false },
+    { additionalProperties: false, examples: [{ text: 'And if it rains?' }] },
   )
   export type sendMessageBody = Static<typeof sendMessageBody>
 
@@ -140,7 +140,7 @@ export namespace ThreadsModel {
       positive: t.Boolean({ description: 'true = thumbs up, false = thumbs down.' }),
       feedback_text: t.Optional(t.String({ maxLength: 1024 })),
     },
-    { additionalProperties: false },
+    { additionalProperties: false, examples: [{ positive: false, feedback_text: 'Missed the question' }] },
   )
   export type feedbackBody = Static<typeof feedbackBody>
 

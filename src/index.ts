@@ -32,8 +32,10 @@ async function shutdown(signal: string): Promise<void> {
   if (stopping) return
   stopping = true
   log.info('shutting down', { signal })
-  await app.stop()
+  // Unfinished answers stay queued in the database and are run again at the next start. Open streams
+  // are cut (not left hanging), so their clients reconnect to the next process.
   await app.decorator.engine.close()
+  await app.stop(true)
   db.$client.close()
   process.exit(0)
 }

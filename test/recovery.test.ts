@@ -4,7 +4,7 @@ import { expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { collect, parseEvents, startServer, tokensOf } from './helpers'
+import { collect, harness, parseEvents, startServer, tokensOf } from './helpers'
 
 test('a server killed mid-generation finishes the answer after restart', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-recovery-'))
@@ -57,3 +57,40 @@ test('a server killed mid-generation finishes the answer after restart', async (
     rmSync(dir, { recursive: true, force: true })
   }
 }, 30_000)
+
+test('at start-up, unfinished answers are requeued and one cut short three times fails instead', async () => {
+  await using h = await harness()
+  const owner = await h.user()
+  // Build by hand the state a crashed process leaves behind: answers `running`, threads `active`.
+  const make = async () => {
+    const { thread_id } = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body
+    const now = Date.now()
+    const messageId = crypto.randomUUID()
+    h.db.$client.run(
+      `insert into messages (id, thread_id, role, contents, text, created_at) values (?, ?, 'user', '[{"type":"text","text":"again"}]', 'again', ?)`,
+      [messageId, thread_id, now],
+    )
+    return { thread_id, messageId }
+  }
+  const stuck = await make()
+  const poison = await make()
+  h.db.$client.run(
+    `insert into generations (message_id, thread_id, status, attempts, created_at) values (?, ?, 'running', 1, 1)`,
+    [stuck.messageId, stuck.thread_id],
+  )
+  h.db.$client.run(
+    `insert into generations (message_id, thread_id, status, attempts, created_at) values (?, ?, 'running', 3, 2)`,
+    [poison.messageId, poison.thread_id],
+  )
+  h.db.$client.run(`update threads set state = 'active'`)
+
+  expect(h.app.decorator.engine.recover()).toBe(1)
+  await h.app.decorator.engine.idle()
+  const state = async (id: string) => (await h.call('GET', `/api/v1/threads/${id}`, { token: owner.token })).body.state
+  expect(await state(stuck.thread_id)).toBe('ready')
+  expect(await state(poison.thread_id)).toBe('error')
+  const poll = await h.call('GET', `/api/v1/threads/${poison.thread_id}/messages/${poison.messageId}/response`, {
+    token: owner.token,
+  })
+  expect(poll.body).toEqual({ status: 'error', messages: [] })
+})

@@ -27,6 +27,9 @@ interface Job {
   stopping: boolean
 }
 
+/** Attempts an answer gets across restarts before its thread moves to `error`. */
+const maxAttempts = 3
+
 export type GenerationEngine = ReturnType<typeof createGenerationEngine>
 
 export function createGenerationEngine({ db, runner, clock, log, concurrency }: EngineDeps) {
@@ -49,6 +52,20 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
 
   function settle(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): void {
     running.delete(job.messageId)
+    try {
+      store(job, outcome, error)
+      hub.finish(job.messageId, outcome === 'complete' ? null : { error: error ?? 'The response failed' })
+      if (outcome === 'error') log.warn('generation failed', { messageId: job.messageId, error })
+    } catch (failure) {
+      // The database refused the answer (disk full, I/O error): the job stays `running` in the table and
+      // is run again at the next start; listeners are told now rather than left waiting.
+      log.error('could not store an answer', { messageId: job.messageId, error: String(failure) })
+      hub.finish(job.messageId, { error: 'The response could not be saved' })
+    }
+    pump()
+  }
+
+  function store(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): void {
     const now = clock.now()
     const text = hub.text(job.messageId)
     const contents: ThreadsModel.contentBlock[] =
@@ -67,9 +84,6 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
         .where(eq(threads.id, job.threadId))
         .run()
     })
-    hub.finish(job.messageId, outcome === 'complete' ? null : { error: error ?? 'The response failed' })
-    if (outcome === 'error') log.warn('generation failed', { messageId: job.messageId, error })
-    pump()
   }
 
   function start(messageId: string, threadId: string): void {
@@ -121,22 +135,32 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
      */
     recover(): number {
       const pending = db
-        .select({ messageId: generations.messageId, threadId: generations.threadId })
+        .select({ messageId: generations.messageId, threadId: generations.threadId, attempts: generations.attempts })
         .from(generations)
         .where(inArray(generations.status, ['queued', 'running']))
         .orderBy(asc(generations.createdAt))
         .all()
+      // An answer whose generation was cut short this often is likely what brings the process down:
+      // give up on it instead of crashing in a loop.
+      const poisoned = pending.filter((job) => job.attempts >= maxAttempts)
+      const retried = pending.filter((job) => job.attempts < maxAttempts)
+      const now = clock.now()
       db.transaction((tx) => {
         tx.update(generations).set({ status: 'queued' }).where(eq(generations.status, 'running')).run()
-        tx.update(threads)
-          .set({ state: 'waiting' })
-          .where(inArray(threads.state, ['active']))
-          .run()
+        tx.update(threads).set({ state: 'waiting' }).where(eq(threads.state, 'active')).run()
         tx.update(threads).set({ state: 'ready' }).where(eq(threads.state, 'interrupted')).run()
+        for (const job of poisoned) {
+          tx.update(generations)
+            .set({ status: 'error', error: 'The response failed repeatedly', finishedAt: now })
+            .where(eq(generations.messageId, job.messageId))
+            .run()
+          tx.update(threads).set({ state: 'error', updatedAt: now }).where(eq(threads.id, job.threadId)).run()
+        }
       })
-      for (const { messageId, threadId } of pending) this.enqueue(messageId, threadId)
-      if (pending.length > 0) log.info('requeued unfinished answers', { count: pending.length })
-      return pending.length
+      for (const { messageId, threadId } of retried) this.enqueue(messageId, threadId)
+      if (pending.length > 0)
+        log.info('recovered unfinished answers', { requeued: retried.length, failed: poisoned.length })
+      return retried.length
     },
 
     /**

@@ -10,14 +10,16 @@ import { createGenerationEngine } from './generation/service'
 import { Heartbeats } from './generation/sse'
 import type { GenerationRunner } from './generation/types'
 import { errorPlugin } from './shared/errors'
+import { httpBasics } from './shared/http'
 import type { Logger } from './shared/log'
+import { RateLimiter } from './shared/rate-limit'
 import type { Clock } from './shared/time'
 import { threadRoutes } from './threads'
 import { linksFor } from './threads/service'
 
 export interface AppDeps {
   db: Db
-  config: Pick<Config, 'PUBLIC_URL' | 'GENERATION_CONCURRENCY'>
+  config: Config
   runner: GenerationRunner
   clock: Clock
   log: Logger
@@ -33,19 +35,19 @@ export function createApp(deps: AppDeps) {
     log: deps.log,
     concurrency: deps.config.GENERATION_CONCURRENCY,
   })
+  const perMinute = (max: number) => (max > 0 ? new RateLimiter({ max, windowMs: 60_000 }, deps.clock) : undefined)
   const shared = {
     db: deps.db,
     clock: deps.clock,
     engine,
+    tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
     links: linksFor(deps.config.PUBLIC_URL),
     heartbeats: new Heartbeats(deps.heartbeatMs ?? 15_000),
   }
   return new Elysia({ normalize: false })
     .decorate('engine', engine)
     .use(errorPlugin(deps.log))
-    .onAfterHandle(({ set }) => {
-      set.headers['x-content-type-options'] = 'nosniff'
-    })
+    .use(httpBasics({ log: deps.log, config: deps.config, ipLimiter: perMinute(deps.config.RATE_LIMIT_IP_PER_MINUTE) }))
     .get(
       '/healthz',
       () => {

@@ -17,6 +17,16 @@ const variables = {
   GENERATION_CONCURRENCY: { schema: T.Integer({ minimum: 1, maximum: 256 }), fallback: 8 },
   ADMIN_EMAIL: { schema: T.String({ pattern: '^[^@\\s]+@[^@\\s]+$' }), fallback: undefined },
   ADMIN_PASSWORD: { schema: T.String({ minLength: 8 }), fallback: undefined },
+  /** Comma-separated origins allowed to call the API from a browser; empty means CORS stays closed. */
+  CORS_ORIGINS: { schema: T.String({ pattern: '^(https?://[^/,\\s]+)(,https?://[^/,\\s]+)*$' }), fallback: '' },
+  /** Take the client IP from X-Forwarded-For (only behind a reverse proxy that sets it). */
+  TRUST_PROXY: { schema: T.Boolean(), fallback: false },
+  /** Requests per minute per token on the API; 0 turns the limit off. */
+  RATE_LIMIT_API_PER_MINUTE: { schema: T.Integer({ minimum: 0 }), fallback: 600 },
+  /** Requests per minute per client IP, everywhere; 0 turns the limit off. */
+  RATE_LIMIT_IP_PER_MINUTE: { schema: T.Integer({ minimum: 0 }), fallback: 1200 },
+  /** Attempts per minute per client IP at sign-in, registration and the token endpoint. */
+  RATE_LIMIT_AUTH_PER_MINUTE: { schema: T.Integer({ minimum: 0 }), fallback: 30 },
   LOG_LEVEL: {
     schema: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error')]),
     fallback: 'info',
@@ -35,6 +45,10 @@ export class ConfigError extends Error {}
 function parseOne(name: string, raw: string, schema: (typeof variables)[keyof Variables]['schema']): unknown {
   const isNumber = schema.type === 'integer'
   if (isNumber && !/^-?\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`)
+  if (schema.type === 'boolean') {
+    if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be true or false, got "${raw}"`)
+    return raw === 'true'
+  }
   const value = isNumber ? Number(raw) : raw
   if (!Value.Check(schema, value)) {
     const first = Value.Errors(schema, value).First()

@@ -5,10 +5,11 @@ import { createApp } from '../src/app'
 import type { Role } from '../src/auth/auth.table'
 import type { Scope } from '../src/auth/model'
 import { createPersonalAccessToken, createUser } from '../src/auth/service'
+import { type Config, loadConfig } from '../src/config'
 import { type Db, migrateDatabase, openDatabase } from '../src/db/client'
 import { createWorkerRunner } from '../src/generation/runner'
 import type { GenerationRunner, HistoryMessage, JobHandlers } from '../src/generation/types'
-import { silentLogger } from '../src/shared/log'
+import { type Logger, silentLogger } from '../src/shared/log'
 import type { Clock } from '../src/shared/time'
 
 export const publicUrl = 'http://threadhouse.test'
@@ -79,7 +80,13 @@ export interface Reply {
 let userCounter = 0
 
 export async function harness(
-  options: { runner?: GenerationRunner; clock?: Clock; echoDelayMs?: number } = {},
+  options: {
+    runner?: GenerationRunner
+    clock?: Clock
+    echoDelayMs?: number
+    config?: Partial<Config>
+    log?: Logger
+  } = {},
 ): Promise<Harness> {
   const db = openDatabase(':memory:')
   migrateDatabase(db)
@@ -88,10 +95,10 @@ export async function harness(
     options.runner ?? createWorkerRunner({ provider: 'echo', echoTokenDelayMs: options.echoDelayMs ?? 0 }, silentLogger)
   const app = createApp({
     db,
-    config: { PUBLIC_URL: publicUrl, GENERATION_CONCURRENCY: 4 },
+    config: { ...loadConfig({}), PUBLIC_URL: publicUrl, GENERATION_CONCURRENCY: 4, ...options.config },
     runner,
     clock,
-    log: silentLogger,
+    log: options.log ?? silentLogger,
     heartbeatMs: 50,
   })
 

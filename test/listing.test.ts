@@ -118,6 +118,7 @@ describe('keyset pagination', () => {
       'sort_dir=up',
       'owned=maybe',
       'updated_since=yesterday',
+      'privat=true',
     ]) {
       const reply = await h.call('GET', `/api/v1/threads?${query}`, { token: owner.token })
       expect(reply.status).toBe(400)

@@ -4,6 +4,7 @@ import { bearer } from '@elysiajs/bearer'
 import { Elysia } from 'elysia'
 import type { Db } from '../db/client'
 import { AppError } from '../shared/errors'
+import type { RateLimiter } from '../shared/rate-limit'
 import type { Clock } from '../shared/time'
 import { AuthModel, type Caller, type Scope } from './model'
 import { personalAccessTokenPrefix, resolvePersonalAccessToken } from './service'
@@ -11,6 +12,8 @@ import { personalAccessTokenPrefix, resolvePersonalAccessToken } from './service
 export interface AuthDeps {
   db: Db
   clock: Clock
+  /** Requests per token; absent when the limit is turned off. */
+  tokenLimiter?: RateLimiter
 }
 
 /** What a route needs: a scope, or just a valid token (`any`, as for GET /me). */
@@ -45,6 +48,7 @@ export const auth = (deps: AuthDeps) =>
       detail: { security: [{ bearer: [] }], 'x-required-scope': requirement === 'any' ? null : requirement },
       resolve({ bearer }) {
         const caller = resolveCaller(deps, bearer)
+        deps.tokenLimiter?.take(caller.credential)
         checkScope(caller, requirement)
         return { caller }
       },

@@ -11,6 +11,8 @@ export function isScope(value: string): value is Scope {
 
 /** Who is calling, resolved once per request from the bearer token. */
 export interface Caller {
+  /** Which credential authenticated the request (for example `pat:12`): the key of per-token limits. */
+  credential: string
   userId: number
   sub: string
   name: string | null
@@ -27,6 +29,13 @@ export interface Caller {
 }
 
 export namespace AuthModel {
+  /** RFC 6750 §2.3: for clients such as EventSource that cannot send an Authorization header. */
+  export const accessTokenQuery = {
+    access_token: t.Optional(
+      t.String({ description: 'The bearer token, for clients that cannot set the Authorization header.' }),
+    ),
+  }
+
   export const me = t.Object(
     {
       sub: t.String({ description: 'Stable string ID of the user (JWT subject).' }),

@@ -150,6 +150,7 @@ export function resolvePersonalAccessToken(db: Db, token: string, now: number): 
   }
   const granted = new Set(row.scopes.split(' ').filter(isScope))
   return {
+    credential: `pat:${row.tokenId}`,
     userId: row.userId,
     sub: row.sub,
     name: row.name,

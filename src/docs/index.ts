@@ -12,6 +12,7 @@ const assetFiles = new Set([
   'swagger-ui-standalone-preset.js',
   'favicon-32x32.png',
   'oauth2-redirect.html',
+  'oauth2-redirect.js',
 ])
 
 const page = `<!doctype html>
@@ -76,14 +77,28 @@ export const docs = (publicUrl: string) =>
         },
       }),
     )
-    .get('/swagger', () => new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8' } }), {
-      detail: { hide: true },
-    })
+    .get(
+      '/swagger',
+      ({ set }) => {
+        set.headers['content-type'] = 'text/html; charset=utf-8'
+        // Swagger UI sets inline styles; every script and stylesheet is served from here.
+        set.headers['content-security-policy'] =
+          "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'"
+        return page
+      },
+      { detail: { hide: true } },
+    )
     .get('/swagger/init.js', () => new Response(init, { headers: { 'content-type': 'text/javascript' } }), {
       detail: { hide: true },
     })
     .get(
       '/swagger/assets/:file',
-      ({ params, status }) => (assetFiles.has(params.file) ? Bun.file(join(assets, params.file)) : status(404)),
+      ({ params, status, set }) => {
+        if (!assetFiles.has(params.file)) return status(404)
+        // The OAuth redirect page only runs its companion script.
+        if (params.file.endsWith('.html'))
+          set.headers['content-security-policy'] = "default-src 'none'; script-src 'self'"
+        return Bun.file(join(assets, params.file))
+      },
       { detail: { hide: true } },
     )

@@ -1,6 +1,6 @@
 // Reading an answer: poll (GET …/response) or stream it as server-sent events (GET …/response/stream).
 import { eq } from 'drizzle-orm'
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
 import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { Db } from '../db/client'
@@ -94,6 +94,7 @@ export const responses = (deps: ResponseDeps) =>
       {
         scope: 'threads:read',
         params: ThreadsModel.messageParams,
+        query: t.Object(AuthModel.accessTokenQuery),
         response: errors,
         detail: {
           summary: 'Stream the AI response as server-sent events',

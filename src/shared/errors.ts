@@ -1,5 +1,6 @@
 // One error type for the whole API and one plugin that renders it as the spec's `{ error, message }`.
 import { Elysia } from 'elysia'
+import { requestIdOf } from './http'
 import type { Logger } from './log'
 
 export class AppError extends Error {
@@ -46,21 +47,32 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 }
 
 export const errorPlugin = (log: Logger) =>
-  new Elysia({ name: 'errors' }).error({ AppError }).onError({ as: 'global' }, ({ code, error, path }) => {
-    if (error instanceof AppError) {
-      return json(error.status, { error: error.code, message: error.message, ...error.extra }, error.headers)
-    }
-    switch (code) {
-      case 'VALIDATION':
-        return json(400, { error: 'invalid_request', message: describeValidation(error) })
-      case 'PARSE':
-        return json(400, { error: 'invalid_request', message: 'The request body could not be parsed' })
-      case 'NOT_FOUND':
-        return json(404, { error: 'not_found', message: 'No such endpoint' })
-      case 'INVALID_COOKIE_SIGNATURE':
-        return json(400, { error: 'invalid_request', message: 'Invalid cookie' })
-      default:
-        log.error('unhandled error', { path, code: String(code), error: String(error) })
-        return json(500, { error: 'internal_error', message: 'Something went wrong on our side' })
-    }
-  })
+  new Elysia({ name: 'errors' })
+    .error({ AppError })
+    .onError({ as: 'global' }, ({ code, error, path, set, request }) => {
+      const respond = (status: number, body: unknown, headers?: Record<string, string>): Response => {
+        set.status = status // read by the access log
+        return json(status, body, headers)
+      }
+      if (error instanceof AppError) {
+        return respond(error.status, { error: error.code, message: error.message, ...error.extra }, error.headers)
+      }
+      switch (code) {
+        case 'VALIDATION':
+          return respond(400, { error: 'invalid_request', message: describeValidation(error) })
+        case 'PARSE':
+          return respond(400, { error: 'invalid_request', message: 'The request body could not be parsed' })
+        case 'NOT_FOUND':
+          return respond(404, { error: 'not_found', message: 'No such endpoint' })
+        case 'INVALID_COOKIE_SIGNATURE':
+          return respond(400, { error: 'invalid_request', message: 'Invalid cookie' })
+        default:
+          log.error('unhandled error', {
+            requestId: requestIdOf(request),
+            path,
+            code: String(code),
+            error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+          })
+          return respond(500, { error: 'internal_error', message: 'Something went wrong on our side' })
+      }
+    })

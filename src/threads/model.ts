@@ -1,5 +1,6 @@
 // TypeBox schemas of the Threads API: validation, TypeScript types and OpenAPI from one source.
 import { type Static, type TSchema, t } from 'elysia'
+import { AuthModel } from '../auth/model'
 
 const uuid = (description?: string) => t.String({ format: 'uuid', description })
 const timestamp = (description: string) => t.String({ format: 'date-time', description })
@@ -78,6 +79,7 @@ export namespace ThreadsModel {
   })
 
   export const listThreadsQuery = t.Object({
+    ...AuthModel.accessTokenQuery,
     owned: t.Optional(
       t.Boolean({ description: 'true: only threads the caller owns; false: only threads owned by others.' }),
     ),
@@ -97,6 +99,7 @@ export namespace ThreadsModel {
   export type listThreadsQuery = Static<typeof listThreadsQuery>
 
   export const listMessagesQuery = t.Object({
+    ...AuthModel.accessTokenQuery,
     limit: t.Optional(limit),
     after: t.Optional(uuid('Return messages after this message ID.')),
   })

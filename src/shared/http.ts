@@ -1,0 +1,85 @@
+// Cross-cutting HTTP concerns: request IDs, JSON access logs, security headers, the client's IP and
+// the per-IP rate limit.
+import { cors } from '@elysiajs/cors'
+import { Elysia } from 'elysia'
+import type { Config } from '../config'
+import type { Logger } from './log'
+import type { RateLimiter } from './rate-limit'
+
+export interface HttpDeps {
+  log: Logger
+  config: Pick<Config, 'PUBLIC_URL' | 'TRUST_PROXY' | 'CORS_ORIGINS'>
+  ipLimiter?: RateLimiter
+}
+
+interface RequestInfo {
+  id: string
+  startedAt: number
+  ip: string | null
+}
+
+const requests = new WeakMap<Request, RequestInfo>()
+const incomingId = /^[\w.-]{1,64}$/
+
+/** The request's ID (echoed in `x-request-id`), for log lines written outside this plugin. */
+export function requestIdOf(request: Request): string | undefined {
+  return requests.get(request)?.id
+}
+
+export function clientIpOf(request: Request): string | null {
+  return requests.get(request)?.ip ?? null
+}
+
+type RequestIpServer = { requestIP(request: Request): { address: string } | null } | null
+
+function resolveIp(request: Request, server: RequestIpServer, trustProxy: boolean): string | null {
+  if (trustProxy) {
+    const forwarded = request.headers.get('x-forwarded-for')?.split(',')[0]?.trim()
+    if (forwarded) return forwarded
+  }
+  return server?.requestIP(request)?.address ?? null
+}
+
+export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
+  const strictTransport = config.PUBLIC_URL.startsWith('https://')
+  const origins = config.CORS_ORIGINS.split(',').filter(Boolean)
+  const app = new Elysia({ name: 'http' })
+    .onRequest(({ request, set, server }) => {
+      const given = request.headers.get('x-request-id')
+      const id = given && incomingId.test(given) ? given : crypto.randomUUID()
+      const ip = resolveIp(request, server as RequestIpServer, config.TRUST_PROXY)
+      requests.set(request, { id, startedAt: performance.now(), ip })
+      set.headers['x-request-id'] = id
+      set.headers['x-content-type-options'] = 'nosniff'
+      set.headers['x-frame-options'] = 'DENY'
+      set.headers['referrer-policy'] = 'no-referrer'
+      // API answers are data, never documents: nothing in them may load or run.
+      set.headers['content-security-policy'] = "default-src 'none'; frame-ancestors 'none'"
+      if (strictTransport) set.headers['strict-transport-security'] = 'max-age=31536000'
+      if (ip && ipLimiter) ipLimiter.take(`ip:${ip}`)
+    })
+    .onAfterResponse({ as: 'global' }, ({ request, set, path, responseValue }) => {
+      const info = requests.get(request)
+      if (!info) return
+      const status = responseValue instanceof Response ? responseValue.status : Number(set.status ?? 200)
+      // Only the path: query strings may carry an access_token.
+      log.info('request', {
+        requestId: info.id,
+        method: request.method,
+        path,
+        status,
+        ms: Math.round((performance.now() - info.startedAt) * 10) / 10,
+      })
+    })
+  if (origins.length === 0) return app
+  return app.use(
+    cors({
+      origin: origins,
+      methods: ['GET', 'POST', 'PATCH', 'DELETE'],
+      allowedHeaders: ['authorization', 'content-type', 'last-event-id'],
+      exposeHeaders: ['x-request-id', 'retry-after', 'www-authenticate'],
+      credentials: false,
+      maxAge: 600,
+    }),
+  )
+}

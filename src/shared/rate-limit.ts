@@ -1,0 +1,53 @@
+// Fixed-window rate limits kept in memory: one process serves the whole team, so no shared store is
+// needed. Windows are keyed by what is limited (a token, an IP, an email) and forgotten when they end.
+import { AppError } from './errors'
+import type { Clock } from './time'
+
+export interface Limit {
+  /** Requests allowed per window. */
+  max: number
+  windowMs: number
+}
+
+export class RateLimiter {
+  private readonly windows = new Map<string, { start: number; count: number }>()
+  private sweptAt = 0
+
+  constructor(
+    private readonly limit: Limit,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Counts one request for `key`; throws 429 with Retry-After when the window is full. */
+  take(key: string): void {
+    const now = this.clock.now()
+    this.sweep(now)
+    let window = this.windows.get(key)
+    if (!window || now - window.start >= this.limit.windowMs) {
+      window = { start: now, count: 0 }
+      this.windows.set(key, window)
+    }
+    window.count += 1
+    if (window.count > this.limit.max) {
+      const retryAfter = Math.max(1, Math.ceil((window.start + this.limit.windowMs - now) / 1000))
+      throw new AppError(
+        429,
+        'rate_limited',
+        `Too many requests; retry in ${retryAfter} s`,
+        {},
+        {
+          'retry-after': String(retryAfter),
+        },
+      )
+    }
+  }
+
+  /** Drops ended windows now and then, so memory stays bounded by the keys seen in one window. */
+  private sweep(now: number): void {
+    if (now - this.sweptAt < this.limit.windowMs) return
+    this.sweptAt = now
+    for (const [key, window] of this.windows) {
+      if (now - window.start >= this.limit.windowMs) this.windows.delete(key)
+    }
+  }
+}

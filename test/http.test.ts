@@ -1,0 +1,108 @@
+// Cross-cutting HTTP behaviour: security headers, request IDs and logs, rate limits, CORS.
+import { expect, test } from 'bun:test'
+import { createLogger } from '../src/shared/log'
+import { harness, ManualClock, until } from './helpers'
+
+test('every response carries security headers and a request ID', async () => {
+  await using h = await harness()
+  const user = await h.user()
+  for (const reply of [
+    await h.call('GET', '/api/v1/me', { token: user.token }),
+    await h.call('GET', '/api/v1/me'),
+    await h.call('GET', '/api/v1/threads/not-a-uuid', { token: user.token }),
+    await h.call('GET', '/nowhere'),
+  ]) {
+    expect(reply.headers.get('x-content-type-options')).toBe('nosniff')
+    expect(reply.headers.get('x-frame-options')).toBe('DENY')
+    expect(reply.headers.get('referrer-policy')).toBe('no-referrer')
+    expect(reply.headers.get('content-security-policy')).toContain("frame-ancestors 'none'")
+    expect(reply.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
+    expect(reply.headers.get('strict-transport-security')).toBeNull()
+  }
+  const echoed = await h.call('GET', '/healthz', { headers: { 'x-request-id': 'trace-42' } })
+  expect(echoed.headers.get('x-request-id')).toBe('trace-42')
+  const refused = await h.call('GET', '/healthz', { headers: { 'x-request-id': 'bad id\u0007' } })
+  expect(refused.headers.get('x-request-id')).not.toContain('bad')
+})
+
+test('HSTS is sent when the public URL is https', async () => {
+  await using h = await harness({ config: { PUBLIC_URL: 'https://threads.example.com' } })
+  expect((await h.call('GET', '/healthz')).headers.get('strict-transport-security')).toContain('max-age=')
+})
+
+test('access logs are JSON lines with the request ID, and never the token or the query string', async () => {
+  const lines: string[] = []
+  await using h = await harness({ log: createLogger('info', (line) => lines.push(line)) })
+  const owner = await h.user()
+  await h.call('GET', `/api/v1/threads?q=secret-words&access_token=${owner.token}`, {
+    token: owner.token,
+    headers: { 'x-request-id': 'req-1' },
+  })
+  // The access log is written after the response has gone out.
+  await until(() => lines.some((line) => line.includes('req-1')))
+  const parsed = lines.map((line) => JSON.parse(line))
+  expect(parsed).toContainEqual(
+    expect.objectContaining({
+      level: 'info',
+      msg: 'request',
+      requestId: 'req-1',
+      method: 'GET',
+      path: '/api/v1/threads',
+      status: 200,
+    }),
+  )
+  const all = lines.join('\n')
+  expect(all).not.toContain(owner.token)
+  expect(all).not.toContain('secret-words')
+})
+
+test('per-token rate limit answers 429 with Retry-After, and recovers when the window ends', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock, config: { RATE_LIMIT_API_PER_MINUTE: 3 } })
+  const a = await h.user()
+  const b = await h.user()
+  for (let i = 0; i < 3; i++) expect((await h.call('GET', '/api/v1/me', { token: a.token })).status).toBe(200)
+  const limited = await h.call('GET', '/api/v1/me', { token: a.token })
+  expect(limited.status).toBe(429)
+  expect(limited.body).toEqual({ error: 'rate_limited', message: expect.any(String) })
+  expect(limited.headers.get('retry-after')).toBe('60')
+  expect((await h.call('GET', '/api/v1/me', { token: b.token })).status).toBe(200)
+  clock.advance(30_000)
+  expect((await h.call('GET', '/api/v1/me', { token: a.token })).headers.get('retry-after')).toBe('30')
+  clock.advance(30_000)
+  expect((await h.call('GET', '/api/v1/me', { token: a.token })).status).toBe(200)
+})
+
+test('per-IP rate limit uses X-Forwarded-For only behind a trusted proxy', async () => {
+  await using h = await harness({ config: { RATE_LIMIT_IP_PER_MINUTE: 2, TRUST_PROXY: true } })
+  const from = (ip: string) => h.call('GET', '/healthz', { headers: { 'x-forwarded-for': `${ip}, 10.0.0.1` } })
+  expect((await from('192.0.2.1')).status).toBe(200)
+  expect((await from('192.0.2.1')).status).toBe(200)
+  expect((await from('192.0.2.1')).status).toBe(429)
+  expect((await from('192.0.2.2')).status).toBe(200)
+
+  await using untrusted = await harness({ config: { RATE_LIMIT_IP_PER_MINUTE: 1 } })
+  for (let i = 0; i < 3; i++) {
+    const reply = await untrusted.call('GET', '/healthz', { headers: { 'x-forwarded-for': '192.0.2.1' } })
+    expect(reply.status).toBe(200)
+  }
+})
+
+test('CORS is closed by default and opens only to configured origins', async () => {
+  await using closed = await harness()
+  const plain = await closed.call('GET', '/healthz', { headers: { origin: 'https://app.example' } })
+  expect(plain.headers.get('access-control-allow-origin')).toBeNull()
+
+  await using open = await harness({ config: { CORS_ORIGINS: 'https://app.example' } })
+  const allowed = await open.call('OPTIONS', '/api/v1/threads', {
+    headers: {
+      origin: 'https://app.example',
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'authorization, content-type',
+    },
+  })
+  expect(allowed.status).toBeLessThan(300)
+  expect(allowed.headers.get('access-control-allow-origin')).toBe('https://app.example')
+  const other = await open.call('GET', '/healthz', { headers: { origin: 'https://evil.example' } })
+  expect(other.headers.get('access-control-allow-origin')).toBeNull()
+})

@@ -56,6 +56,14 @@ export function createApp(deps: AppDeps) {
       },
       { detail: { hide: true } },
     )
+    .get(
+      '/readyz',
+      ({ status }) => {
+        deps.db.$client.query('select 1').get()
+        return engine.accepting() ? { status: 'ready' } : status(503, { status: 'stopping' })
+      },
+      { detail: { hide: true } },
+    )
     .get('/', ({ redirect }) => redirect('/swagger', 302), { detail: { hide: true } })
     .use(docs(deps.config.PUBLIC_URL))
     .use(identity(shared))

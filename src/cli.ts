@@ -1,5 +1,6 @@
 // Operator CLI (see README, "Operator CLI"). Prints its result on stdout and exits 0, or one error line
 // on stderr and exits 1. A printed secret is always the last line of stdout, alone.
+import { existsSync, statSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { type Role, roles } from './auth/auth.table'
 import { createPersonalAccessToken, createUser, findUserByEmail, parseScopes } from './auth/service'
@@ -11,7 +12,8 @@ import { systemClock } from './shared/time'
 const usage = `Usage: bun run cli <command> [options]
 
   user:create --email E --password P [--name N] [--org SLUG] [--role owner|admin|member]
-  token:create --email E --scopes "S1 S2" [--name N]`
+  token:create --email E --scopes "S1 S2" [--name N]
+  backup --to FILE`
 
 class UsageError extends Error {}
 
@@ -32,6 +34,7 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
       org: { type: 'string' },
       role: { type: 'string' },
       scopes: { type: 'string' },
+      to: { type: 'string' },
     },
     strict: true,
   })
@@ -69,6 +72,14 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
         const token = createPersonalAccessToken(db, { userId: user.id, name: values.name ?? 'cli', scopes }, now)
         out(`Personal access token for ${user.email} with scopes: ${scopes.join(' ')}`)
         out(token)
+        return
+      }
+      case 'backup': {
+        const target = required(values, 'to')
+        if (existsSync(target)) throw new UsageError(`${target} already exists; choose a new file`)
+        // VACUUM INTO reads one consistent snapshot while the server keeps writing (WAL).
+        db.$client.run('VACUUM INTO ?', [target])
+        out(`Backed up ${config.DATABASE_PATH} to ${target} (${statSync(target).size} bytes)`)
         return
       }
       case 'help':

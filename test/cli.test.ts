@@ -1,4 +1,5 @@
 // The operator CLI and start-up configuration, run as real processes against a real SQLite file.
+import { Database } from 'bun:sqlite'
 import { afterAll, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -6,6 +7,7 @@ import { join } from 'node:path'
 import { resolvePersonalAccessToken } from '../src/auth/service'
 import { loadConfig } from '../src/config'
 import { openDatabase } from '../src/db/client'
+import { startServer, until } from './helpers'
 
 const dir = mkdtempSync(join(tmpdir(), 'threadhouse-cli-'))
 const databasePath = join(dir, 'db.sqlite')
@@ -110,3 +112,39 @@ test('the server refuses to start on a bad variable, with one line naming it', a
   expect(code).toBe(1)
   expect(stderr.trim().split('\n')).toEqual([expect.stringContaining('ECHO_TOKEN_DELAY_MS')])
 })
+
+test('backup makes a consistent copy while the server writes', async () => {
+  const env = { DATABASE_PATH: databasePath, ECHO_TOKEN_DELAY_MS: '0' }
+  await using server = await startServer(env)
+  const token = (await cli('token:create', '--email', 'ops@example.com', '--scopes', 'threads:write')).stdout
+    .trimEnd()
+    .split('\n')
+    .at(-1)
+  let writes = 0
+  let writing = true
+  const writer = (async () => {
+    while (writing) {
+      const reply = await fetch(`${server.url}/api/v1/threads`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `w${writes}`, text: 'keep writing' }),
+      })
+      expect(reply.status).toBe(201)
+      writes += 1
+    }
+  })()
+  await until(() => writes >= 5)
+  const target = join(dir, 'backup.sqlite')
+  const result = await cli('backup', '--to', target)
+  writing = false
+  await writer
+  expect(result).toMatchObject({ code: 0, stderr: '' })
+  expect((await cli('backup', '--to', target)).stderr).toContain('already exists')
+
+  const copy = new Database(target, { readonly: true })
+  expect(copy.query('pragma integrity_check').get()).toEqual({ integrity_check: 'ok' })
+  const copied = (copy.query('select count(*) as n from threads').get() as { n: number }).n
+  copy.close()
+  expect(copied).toBeGreaterThanOrEqual(5)
+  expect(copied).toBeLessThanOrEqual(writes)
+}, 30_000)

@@ -40,9 +40,13 @@ test('Swagger UI is served from local assets only', async () => {
   expect((await h.call('GET', '/swagger/assets/..%2Fpackage.json')).status).toBe(404)
 })
 
-test('GET /healthz answers without a token', async () => {
+test('health and readiness answer without a token; readiness fails once shutdown begins', async () => {
   await using h = await harness()
   expect(await h.call('GET', '/healthz')).toMatchObject({ status: 200, body: { status: 'ok' } })
+  expect(await h.call('GET', '/readyz')).toMatchObject({ status: 200, body: { status: 'ready' } })
+  await h.app.decorator.engine.close()
+  expect(await h.call('GET', '/readyz')).toMatchObject({ status: 503, body: { status: 'stopping' } })
+  expect((await h.call('GET', '/healthz')).status).toBe(200)
 })
 
 test('unknown routes are JSON 404s', async () => {

@@ -183,6 +183,11 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
       return true
     },
 
+    /** False once shutdown has begun: the readiness probe then fails so no new work is routed here. */
+    accepting(): boolean {
+      return !closed
+    },
+
     /** Resolves when nothing is queued or running (tests and graceful shutdown). */
     idle(): Promise<void> {
       if (running.size === 0 && queue.length === 0) return Promise.resolve()

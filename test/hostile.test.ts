@@ -23,7 +23,7 @@ async function world() {
   return { h, token: owner.token, thread: created.thread_id as string, message: created.message_id as string }
 }
 
-const endpoints = (thread: string, message: string) => [
+const endpoints = (thread: string, message: string): [string, string][] => [
   ['GET', '/api/v1/me'],
   ['GET', '/api/v1/threads'],
   ['POST', '/api/v1/threads'],

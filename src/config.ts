@@ -14,6 +14,8 @@ const variables = {
   UPLOADS_DIR: { schema: T.String({ minLength: 1 }), fallback: 'uploads' },
   LLM_PROVIDER: { schema: T.Union([T.Literal('echo')]), fallback: 'echo' },
   ECHO_TOKEN_DELAY_MS: { schema: Millis, fallback: 15 },
+  /** How long SIGTERM waits for running answers to finish before interrupting them. */
+  SHUTDOWN_GRACE_MS: { schema: T.Integer({ minimum: 0, maximum: 600_000 }), fallback: 10_000 },
   GENERATION_CONCURRENCY: { schema: T.Integer({ minimum: 1, maximum: 256 }), fallback: 8 },
   ADMIN_EMAIL: { schema: T.String({ pattern: '^[^@\\s]+@[^@\\s]+$' }), fallback: undefined },
   ADMIN_PASSWORD: { schema: T.String({ minLength: 8 }), fallback: undefined },

@@ -32,10 +32,12 @@ async function shutdown(signal: string): Promise<void> {
   if (stopping) return
   stopping = true
   log.info('shutting down', { signal })
-  // Unfinished answers stay queued in the database and are run again at the next start. Open streams
-  // are cut (not left hanging), so their clients reconnect to the next process.
-  await app.decorator.engine.close()
+  // Stop listening first; running answers get a grace period to finish and reach their streams; what is
+  // still unfinished then stays queued in the database for the next start.
+  const closing = app.server?.stop(false)
+  await app.decorator.engine.close(config.SHUTDOWN_GRACE_MS)
   await app.stop(true)
+  await closing
   db.$client.close()
   process.exit(0)
 }

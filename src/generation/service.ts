@@ -27,6 +27,8 @@ interface Job {
   stopping: boolean
 }
 
+export const restartMessage = 'The server is restarting; this answer will be generated again once it is back'
+
 /** Attempts an answer gets across restarts before its thread moves to `error`. */
 const maxAttempts = 3
 
@@ -36,8 +38,11 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
   const hub = new Hub()
   const queue: { messageId: string; threadId: string }[] = []
   const running = new Map<string, Job>()
+  /** Draining: running answers may finish, nothing new starts. Closed: the engine ignores the runner. */
+  let draining = false
   let closed = false
   const idleWaiters: (() => void)[] = []
+  const drainWaiters: (() => void)[] = []
 
   function history(threadId: string, upTo: string): HistoryMessage[] {
     const target = db.select({ createdAt: messages.createdAt }).from(messages).where(eq(messages.id, upTo)).get()
@@ -112,10 +117,11 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
   }
 
   function pump(): void {
-    while (!closed && running.size < concurrency && queue.length > 0) {
+    while (!draining && running.size < concurrency && queue.length > 0) {
       const next = queue.shift()
       if (next) start(next.messageId, next.threadId)
     }
+    if (running.size === 0) for (const resolve of drainWaiters.splice(0)) resolve()
     if (running.size === 0 && queue.length === 0) for (const resolve of idleWaiters.splice(0)) resolve()
   }
 
@@ -185,7 +191,7 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
 
     /** False once shutdown has begun: the readiness probe then fails so no new work is routed here. */
     accepting(): boolean {
-      return !closed
+      return !draining
     },
 
     /** Resolves when nothing is queued or running (tests and graceful shutdown). */
@@ -194,9 +200,27 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
       return new Promise((resolve) => idleWaiters.push(resolve))
     },
 
-    /** Stops taking work. Unfinished answers stay queued/running in the database for the next start. */
-    async close(): Promise<void> {
+    /**
+     * Graceful stop: starts nothing new, lets running answers finish for up to `graceMs`, then tells the
+     * listeners of every unfinished answer that it will be generated again after the restart. Unfinished
+     * answers stay queued/running in the database, and the next start runs them.
+     */
+    async close(graceMs = 0): Promise<void> {
+      draining = true
+      if (running.size > 0 && graceMs > 0) {
+        let timer: ReturnType<typeof setTimeout> | undefined
+        await Promise.race([
+          new Promise<void>((resolve) => drainWaiters.push(resolve)),
+          new Promise<void>((resolve) => {
+            timer = setTimeout(resolve, graceMs)
+          }),
+        ])
+        clearTimeout(timer)
+      }
       closed = true
+      for (const messageId of [...running.keys(), ...queue.map((item) => item.messageId)]) {
+        hub.finish(messageId, { error: restartMessage })
+      }
       await runner.close()
     },
   }

@@ -209,6 +209,7 @@ export interface ServerProcess extends AsyncDisposable {
   process: ReturnType<typeof Bun.spawn>
   /** Everything the process printed on standard output so far. */
   stdout(): string
+  stderr(): string
 }
 
 /** Starts the real server (`bun src/index.ts`) on a free loopback port and waits until it listens. */
@@ -239,6 +240,7 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
     url: `http://127.0.0.1:${port}`,
     process: child,
     stdout: () => out,
+    stderr: () => err,
     async [Symbol.asyncDispose]() {
       child.kill('SIGKILL')
       await child.exited

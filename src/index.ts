@@ -4,6 +4,7 @@ import { firstRun } from './bootstrap'
 import { ConfigError, loadConfig } from './config'
 import { migrateDatabase, openDatabase } from './db/client'
 import { createWorkerRunner } from './generation/runner'
+import { maxRequestBodyBytes } from './shared/http'
 import { createLogger } from './shared/log'
 import { systemClock } from './shared/time'
 
@@ -23,7 +24,7 @@ await firstRun(db, config, systemClock)
 
 const runner = createWorkerRunner({ provider: config.LLM_PROVIDER, echoTokenDelayMs: config.ECHO_TOKEN_DELAY_MS }, log)
 const app = createApp({ db, config, runner, clock: systemClock, log })
-app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60 })
+app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60, maxRequestBodySize: maxRequestBodyBytes })
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
 app.decorator.engine.recover()
 

@@ -106,3 +106,18 @@ test('CORS is closed by default and opens only to configured origins', async () 
   const other = await open.call('GET', '/healthz', { headers: { origin: 'https://evil.example' } })
   expect(other.headers.get('access-control-allow-origin')).toBeNull()
 })
+
+test('JSON bodies over 1 MiB are refused with 413 before they are parsed', async () => {
+  await using h = await harness()
+  const owner = await h.user()
+  const body = JSON.stringify({ text: 'x'.repeat(1024 * 1024) })
+  // Real clients send Content-Length; a chunked body is bounded by Bun's maxRequestBodySize instead.
+  const reply = await h.call('POST', '/api/v1/threads', {
+    token: owner.token,
+    body,
+    headers: { 'content-length': String(body.length) },
+  })
+  expect(reply.status).toBe(413)
+  expect(reply.body).toEqual({ error: 'payload_too_large', message: expect.any(String) })
+  expect(h.db.$client.query('select count(*) as n from threads').get()).toEqual({ n: 0 })
+})

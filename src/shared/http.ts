@@ -3,6 +3,7 @@
 import { cors } from '@elysiajs/cors'
 import { Elysia } from 'elysia'
 import type { Config } from '../config'
+import { AppError } from './errors'
 import type { Logger } from './log'
 import type { RateLimiter } from './rate-limit'
 
@@ -17,6 +18,11 @@ interface RequestInfo {
   startedAt: number
   ip: string | null
 }
+
+/** JSON bodies are small; only multipart uploads may be larger (Bun's own cap covers those). */
+export const maxJsonBodyBytes = 1024 * 1024
+/** Bun refuses any body above this before it is read: five 3 MiB files plus multipart overhead. */
+export const maxRequestBodyBytes = 16 * 1024 * 1024
 
 const requests = new WeakMap<Request, RequestInfo>()
 const incomingId = /^[\w.-]{1,64}$/
@@ -57,6 +63,10 @@ export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
       set.headers['content-security-policy'] = "default-src 'none'; frame-ancestors 'none'"
       if (strictTransport) set.headers['strict-transport-security'] = 'max-age=31536000'
       if (ip && ipLimiter) ipLimiter.take(`ip:${ip}`)
+      const length = Number(request.headers.get('content-length') ?? 0)
+      if (length > maxJsonBodyBytes && !request.headers.get('content-type')?.startsWith('multipart/form-data')) {
+        throw new AppError(413, 'payload_too_large', `Request bodies are limited to ${maxJsonBodyBytes} bytes`)
+      }
     })
     .onAfterResponse({ as: 'global' }, ({ request, set, path, responseValue }) => {
       const info = requests.get(request)

@@ -39,10 +39,27 @@ export interface Generator {
   generate(request: GenerationRequest): AsyncIterable<GeneratorEvent>
 }
 
-export interface ProviderSettings {
-  provider: 'echo'
-  echoTokenDelayMs: number
+/** How a real model is reached and used; see README, "AI providers". */
+export interface ModelSettings {
+  provider: 'openai'
+  model: string
+  /** The vendor's own endpoint when absent. */
+  baseUrl?: string
+  apiKey?: string
+  extraHeaders: Record<string, string>
+  systemPrompt: string
+  maxOutputTokens: number
+  /** The model's context window in tokens: older turns are summarised to stay within it. */
+  contextTokens: number
+  /** The longest wait for the provider to start answering or to send the next piece. */
+  timeoutMs: number
+  /** Attempts per request, the first included, when the provider fails transiently. */
+  maxAttempts: number
+  /** Wait before the first retry; doubled for each later one. */
+  retryBaseDelayMs: number
 }
+
+export type ProviderSettings = { provider: 'echo'; echoTokenDelayMs: number } | ModelSettings
 
 export type ToWorker =
   | { type: 'init'; settings: ProviderSettings }

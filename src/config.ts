@@ -19,7 +19,7 @@ const variables = {
   PUBLIC_URL: { schema: T.String({ pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*[^/?#\\s])?$' }), fallback: undefined },
   DATABASE_PATH: { schema: T.String({ minLength: 1 }), fallback: 'db/threadhouse.sqlite' },
   UPLOADS_DIR: { schema: T.String({ minLength: 1 }), fallback: 'uploads' },
-  LLM_PROVIDER: { schema: T.Union([T.Literal('echo'), T.Literal('openai')]), fallback: 'echo' },
+  LLM_PROVIDER: { schema: T.Union([T.Literal('echo'), T.Literal('openai'), T.Literal('anthropic')]), fallback: 'echo' },
   ECHO_TOKEN_DELAY_MS: { schema: Millis, fallback: 15 },
   LLM_BASE_URL: { schema: HttpUrl, fallback: undefined },
   LLM_API_KEY: { schema: T.String({ minLength: 1 }), fallback: undefined },

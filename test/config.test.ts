@@ -52,8 +52,8 @@ test('each bad value is named in one line', () => {
   expect(failure({ LLM_PROVIDER: 'openai', LLM_API_KEY: secret })).toBe(
     'LLM_MODEL is required when LLM_PROVIDER is openai',
   )
-  expect(failure({ LLM_PROVIDER: 'openai', LLM_MODEL: 'gpt-4.1-mini' })).toBe(
-    'LLM_API_KEY is required when LLM_PROVIDER is openai and LLM_BASE_URL is not set',
+  expect(failure({ LLM_PROVIDER: 'anthropic', LLM_MODEL: 'claude-sonnet-4-5' })).toBe(
+    'LLM_API_KEY is required when LLM_PROVIDER is anthropic and LLM_BASE_URL is not set',
   )
   expect(failure({ LLM_BASE_URL: 'localhost:11434' })).toStartWith('LLM_BASE_URL is invalid ("localhost:11434")')
   expect(failure({ LLM_TIMEOUT_MS: '2s' })).toBe('LLM_TIMEOUT_MS must be a whole number, got "2s"')
@@ -78,8 +78,8 @@ test('values that may hold secrets are never repeated in the error', () => {
 test('what is logged about the provider leaves out the key, header values and URL credentials', () => {
   const settings = providerSettings(
     loadConfig({
-      LLM_PROVIDER: 'openai',
-      LLM_MODEL: 'gpt-4.1-mini',
+      LLM_PROVIDER: 'anthropic',
+      LLM_MODEL: 'claude-sonnet-4-5',
       LLM_API_KEY: secret,
       LLM_BASE_URL: 'https://user:pass@proxy.example.com/anthropic',
       LLM_EXTRA_HEADERS: JSON.stringify({ 'X-Proxy-Key': secret }),
@@ -87,8 +87,8 @@ test('what is logged about the provider leaves out the key, header values and UR
   )
   const logged = describeProvider(settings)
   expect(logged).toEqual({
-    provider: 'openai',
-    model: 'gpt-4.1-mini',
+    provider: 'anthropic',
+    model: 'claude-sonnet-4-5',
     baseUrl: 'https://proxy.example.com/anthropic',
     extraHeaders: ['X-Proxy-Key'],
   })

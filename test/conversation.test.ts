@@ -4,6 +4,7 @@ import { afterAll, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { anthropicMessages } from '../src/generation/providers/anthropic'
 import { loadHistory, summaryHeading, toTurns } from '../src/generation/providers/conversation'
 import { openaiMessages } from '../src/generation/providers/openai'
 import type { HistoryMessage } from '../src/generation/types'
@@ -57,6 +58,10 @@ test('attachments become labelled parts: images as image input, documents as tex
     type: 'image_url',
     image_url: { url: `data:image/png;base64,${pixel.toString('base64')}` },
   })
+  expect(anthropicMessages(turns)[0]?.content).toContainEqual({
+    type: 'image',
+    source: { type: 'base64', media_type: 'image/png', data: pixel.toString('base64') },
+  })
 })
 
 test('a model without image input gets a textual stand-in', async () => {
@@ -99,6 +104,35 @@ test('summaries lead as user context, choices pair with the answer, user turns m
     },
     { role: 'tool', tool_call_id: 'call_1', content: 'Blue' },
     { role: 'user', content: 'Navy, actually' },
+  ])
+  expect(anthropicMessages(turns)).toEqual([
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: summaryHeading },
+        { type: 'text', text: 'They talked about paint.' },
+        { type: 'text', text: 'Pick a colour for me' },
+      ],
+    },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'Happy to.' },
+        {
+          type: 'tool_use',
+          id: 'call_1',
+          name: 'user_get_choice',
+          input: { question: 'Red or blue?', choices: ['Red', 'Blue'] },
+        },
+      ],
+    },
+    {
+      role: 'user',
+      content: [
+        { type: 'tool_result', tool_use_id: 'call_1', content: 'Blue' },
+        { type: 'text', text: 'Navy, actually' },
+      ],
+    },
   ])
 })
 

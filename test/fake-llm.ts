@@ -1,6 +1,6 @@
-// Loopback HTTP servers that speak the OpenAI Chat Completions streaming protocol byte for byte as its
-// documentation shows it. Each request gets the next scripted reply; every request is recorded, with
-// a promise that settles when the client hangs up early.
+// Loopback HTTP servers that speak the OpenAI Chat Completions and Anthropic Messages streaming
+// protocols byte for byte as their documentation shows them. Each request gets the next scripted
+// reply; every request is recorded, with a promise that settles when the client hangs up early.
 import type { EventSourceMessage } from 'eventsource-parser'
 import type { ModelSettings } from '../src/generation/types'
 import type { ThreadsModel } from '../src/threads/model'
@@ -177,14 +177,113 @@ export function openaiError(
   return Response.json({ error: { ...error, param: null } }, { status, headers })
 }
 
+// Anthropic Messages: named events, `ping`s in between, `message_stop` at the end.
+
+export function anthropicEvent(type: string, data: Record<string, unknown>): string {
+  return `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
+}
+
+function messageStart(): string {
+  return anthropicEvent('message_start', {
+    message: {
+      id: 'msg_fake01',
+      type: 'message',
+      role: 'assistant',
+      content: [],
+      model: 'test-model',
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: 25, output_tokens: 1 },
+    },
+  })
+}
+
+function messageEnd(stopReason: string): string[] {
+  return [
+    anthropicEvent('message_delta', {
+      delta: { stop_reason: stopReason, stop_sequence: null },
+      usage: { output_tokens: 15 },
+    }),
+    anthropicEvent('message_stop', {}),
+  ]
+}
+
+export function anthropicTextStart(): string[] {
+  return [
+    messageStart(),
+    anthropicEvent('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+    anthropicEvent('ping', {}),
+  ]
+}
+
+export function anthropicTextDelta(text: string, index = 0): string {
+  return anthropicEvent('content_block_delta', { index, delta: { type: 'text_delta', text } })
+}
+
+export function anthropicText(tokens: string[]): string[] {
+  return [
+    ...anthropicTextStart(),
+    ...tokens.map((token) => anthropicTextDelta(token)),
+    anthropicEvent('content_block_stop', { index: 0 }),
+    ...messageEnd('end_turn'),
+  ]
+}
+
+/** Text in block 0, then a `tool_use` block whose input arrives as `input_json_delta` pieces. */
+export function anthropicChoice(
+  tokens: string[],
+  id: string,
+  input: { question: string; choices: string[] },
+): string[] {
+  const json = JSON.stringify(input)
+  const half = Math.ceil(json.length / 2)
+  return [
+    ...anthropicTextStart(),
+    ...tokens.map((token) => anthropicTextDelta(token)),
+    anthropicEvent('content_block_stop', { index: 0 }),
+    anthropicEvent('content_block_start', {
+      index: 1,
+      content_block: { type: 'tool_use', id, name: 'user_get_choice', input: {} },
+    }),
+    anthropicEvent('content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '' } }),
+    anthropicEvent('content_block_delta', {
+      index: 1,
+      delta: { type: 'input_json_delta', partial_json: json.slice(0, half) },
+    }),
+    anthropicEvent('content_block_delta', {
+      index: 1,
+      delta: { type: 'input_json_delta', partial_json: json.slice(half) },
+    }),
+    anthropicEvent('content_block_stop', { index: 1 }),
+    ...messageEnd('tool_use'),
+  ]
+}
+
+export function anthropicStreamError(type: string, message: string): string {
+  return anthropicEvent('error', { error: { type, message } })
+}
+
+export function anthropicError(
+  status: number,
+  type: string,
+  message: string,
+  headers: Record<string, string> = {},
+): Response {
+  return Response.json({ type: 'error', error: { type, message }, request_id: 'req_fake01' }, { status, headers })
+}
+
 export const testApiKey = 'sk-test-0123456789abcdef-secret'
 
 /** Settings pointing a provider at a fake server: quick timeouts and retries, so tests stay fast. */
-export function settingsFor(provider: 'openai', fake: FakeLlm, overrides: Partial<ModelSettings> = {}): ModelSettings {
+export function settingsFor(
+  provider: 'openai' | 'anthropic',
+  fake: FakeLlm,
+  overrides: Partial<ModelSettings> = {},
+): ModelSettings {
   return {
     provider,
     model: 'test-model',
-    baseUrl: `${fake.url}/v1`,
+    baseUrl: provider === 'openai' ? `${fake.url}/v1` : fake.url,
     apiKey: testApiKey,
     extraHeaders: { 'X-Title': 'Threadhouse tests' },
     systemPrompt: 'You are a test assistant.',

@@ -41,7 +41,7 @@ export interface Generator {
 
 /** How a real model is reached and used; see README, "AI providers". */
 export interface ModelSettings {
-  provider: 'openai'
+  provider: 'openai' | 'anthropic'
   model: string
   /** The vendor's own endpoint when absent. */
   baseUrl?: string

@@ -1,5 +1,6 @@
 // Picks the generator the worker runs, from the settings it was started with.
 import type { Generator, ProviderSettings } from '../types'
+import { anthropicModel } from './anthropic'
 import { echoGenerator } from './echo'
 import { modelGenerator } from './model'
 import { openaiModel } from './openai'
@@ -10,5 +11,7 @@ export function createGenerator(settings: ProviderSettings): Generator {
       return echoGenerator(settings.echoTokenDelayMs)
     case 'openai':
       return modelGenerator(openaiModel(settings), settings)
+    case 'anthropic':
+      return modelGenerator(anthropicModel(settings), settings)
   }
 }

@@ -1,8 +1,9 @@
 // A real model behind the Generator interface. The vendor adapters (openai.ts, anthropic.ts) only know
 // how to make one streaming request; everything around it is here, the same for both: reading the
-// history, retrying transient failures, falling back when a model has no tool support, and turning
-// every failure into a sentence for the user.
+// history, compacting it when it outgrows the context budget, retrying transient failures, falling
+// back when a model has no tool support, and turning every failure into a sentence for the user.
 import type { GenerationRequest, Generator, GeneratorEvent, ModelSettings } from '../types'
+import { planCompaction, summaryMessage, summaryRequest } from './compaction'
 import { type ChoiceTool, type LoadedMessage, loadHistory, type Turn, toTurns } from './conversation'
 import { failure, ProviderFailure } from './failures'
 import { type RetryPolicy, withRetries } from './retry'
@@ -27,6 +28,20 @@ export interface ChatModel {
 
 function retryPolicy(settings: ModelSettings): RetryPolicy {
   return { maxAttempts: settings.maxAttempts, baseDelayMs: settings.retryBaseDelayMs }
+}
+
+async function summarise(
+  model: ChatModel,
+  replaced: LoadedMessage[],
+  settings: ModelSettings,
+  signal: AbortSignal,
+): Promise<string> {
+  const request = summaryRequest(replaced, settings)
+  let text = ''
+  for await (const event of withRetries(() => model.reply(request, signal), retryPolicy(settings), signal)) {
+    if (event.type === 'text') text += event.text
+  }
+  return text.trim()
 }
 
 export function modelGenerator(model: ChatModel, settings: ModelSettings): Generator {
@@ -57,7 +72,16 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings): Gener
   return {
     async *generate({ history, signal }: GenerationRequest): AsyncIterable<GeneratorEvent> {
       try {
-        yield* answer(await loadHistory(history, 'inline'), signal)
+        let messages = await loadHistory(history, 'inline')
+        const plan = planCompaction(messages, settings)
+        if (plan) {
+          const text = await summarise(model, plan.replaced, settings, signal)
+          if (text !== '') {
+            yield { type: 'summary', text, replaces: plan.replaced.map((message) => message.id) }
+            messages = [summaryMessage(text), ...plan.kept]
+          }
+        }
+        yield* answer(messages, signal)
       } catch (error) {
         if (signal.aborted || error instanceof ProviderFailure) throw error
         throw failure('unexpected', settings)

@@ -121,6 +121,8 @@ const toolsRefused =
 
 function kindOfStatus(status: number, reply: ErrorReply): FailureKind {
   const text = `${reply.type ?? ''} ${reply.message ?? ''}`
+  // Checked first: some servers refuse tools with a 5xx, which would otherwise be retried in vain.
+  if (toolsRefused.test(text)) return 'tools_unsupported'
   if (status === 401) return 'auth'
   if (status === 402) return 'quota'
   if (status === 403) return 'permission'
@@ -131,7 +133,6 @@ function kindOfStatus(status: number, reply: ErrorReply): FailureKind {
   if (status === 408 || status === 409 || status >= 500) return 'server_error'
   if (/context|too long|too many tokens|maximum.*tokens/i.test(text)) return 'context_too_long'
   if (/model/i.test(text) && /not (found|exist)|does not exist|unknown/i.test(text)) return 'model_not_found'
-  if (toolsRefused.test(text)) return 'tools_unsupported'
   return 'bad_request'
 }
 

@@ -5,6 +5,13 @@ import { Value } from '@sinclair/typebox/value'
 
 const Port = T.Integer({ minimum: 0, maximum: 65535 })
 const Millis = T.Integer({ minimum: 0, maximum: 60_000 })
+const HttpUrl = T.String({ pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$' })
+// Header names as HTTP defines them (RFC 9110 tokens); values are any single-line strings.
+const ExtraHeaders = T.Record(
+  T.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }),
+  T.String({ pattern: '^[^\\r\\n]*$' }),
+  { additionalProperties: false },
+)
 
 const variables = {
   PORT: { schema: Port, fallback: 3000 },
@@ -12,10 +19,19 @@ const variables = {
   PUBLIC_URL: { schema: T.String({ pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*[^/?#\\s])?$' }), fallback: undefined },
   DATABASE_PATH: { schema: T.String({ minLength: 1 }), fallback: 'db/threadhouse.sqlite' },
   UPLOADS_DIR: { schema: T.String({ minLength: 1 }), fallback: 'uploads' },
-  LLM_PROVIDER: { schema: T.Union([T.Literal('echo')]), fallback: 'echo' },
+  LLM_PROVIDER: { schema: T.Union([T.Literal('echo'), T.Literal('openai'), T.Literal('anthropic')]), fallback: 'echo' },
   ECHO_TOKEN_DELAY_MS: { schema: Millis, fallback: 15 },
   /** How long SIGTERM waits for running answers to finish before interrupting them. */
   SHUTDOWN_GRACE_MS: { schema: T.Integer({ minimum: 0, maximum: 600_000 }), fallback: 10_000 },
+  LLM_BASE_URL: { schema: HttpUrl, fallback: undefined },
+  LLM_API_KEY: { schema: T.String({ minLength: 1 }), fallback: undefined },
+  LLM_MODEL: { schema: T.String({ minLength: 1 }), fallback: undefined },
+  LLM_SYSTEM_PROMPT: { schema: T.String({ minLength: 1 }), fallback: 'You are a helpful assistant.' },
+  LLM_MAX_OUTPUT_TOKENS: { schema: T.Integer({ minimum: 1, maximum: 1_000_000 }), fallback: 4096 },
+  LLM_CONTEXT_TOKENS: { schema: T.Integer({ minimum: 512, maximum: 100_000_000 }), fallback: 100_000 },
+  LLM_TIMEOUT_MS: { schema: T.Integer({ minimum: 1, maximum: 3_600_000 }), fallback: 120_000 },
+  LLM_MAX_ATTEMPTS: { schema: T.Integer({ minimum: 1, maximum: 10 }), fallback: 3 },
+  LLM_EXTRA_HEADERS: { schema: ExtraHeaders, fallback: {} as Record<string, string> },
   GENERATION_CONCURRENCY: { schema: T.Integer({ minimum: 1, maximum: 256 }), fallback: 8 },
   ADMIN_EMAIL: { schema: T.String({ pattern: '^[^@\\s]+@[^@\\s]+$' }), fallback: undefined },
   ADMIN_PASSWORD: { schema: T.String({ minLength: 8 }), fallback: undefined },
@@ -44,19 +60,52 @@ export type Config = {
 
 export class ConfigError extends Error {}
 
-function parseOne(name: string, raw: string, schema: (typeof variables)[keyof Variables]['schema']): unknown {
-  const isNumber = schema.type === 'integer'
-  if (isNumber && !/^-?\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`)
-  if (schema.type === 'boolean') {
+/** Variables whose values are never repeated in an error line, since they may hold secrets. */
+const secret = new Set<string>(['LLM_API_KEY', 'LLM_EXTRA_HEADERS', 'ADMIN_PASSWORD'])
+
+function decode(name: string, raw: string, type: unknown): unknown {
+  if (type === 'integer') {
+    if (!/^-?\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`)
+    return Number(raw)
+  }
+  if (type === 'boolean') {
     if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be true or false, got "${raw}"`)
     return raw === 'true'
   }
-  const value = isNumber ? Number(raw) : raw
+  if (type === 'object') {
+    try {
+      return JSON.parse(raw)
+    } catch {
+      throw new ConfigError(`${name} must be a JSON object such as {"X-Title":"Threadhouse"} (the value is not shown)`)
+    }
+  }
+  return raw
+}
+
+function parseOne(name: string, raw: string, schema: (typeof variables)[keyof Variables]['schema']): unknown {
+  const value = decode(name, raw, schema.type)
   if (!Value.Check(schema, value)) {
     const first = Value.Errors(schema, value).First()
-    throw new ConfigError(`${name} is invalid ("${raw}"): ${first?.message ?? 'unexpected value'}`)
+    const shown = secret.has(name) ? '' : ` ("${raw}")`
+    const where = first?.path ? ` at ${first.path}` : ''
+    throw new ConfigError(`${name} is invalid${shown}${where}: ${first?.message ?? 'unexpected value'}`)
   }
   return value
+}
+
+/** Rules that span variables: a real provider needs a model, and a key unless it runs elsewhere. */
+function checkProvider(config: Config): void {
+  const provider = config.LLM_PROVIDER
+  if (provider === 'echo') return
+  if (config.LLM_MODEL === undefined) throw new ConfigError(`LLM_MODEL is required when LLM_PROVIDER is ${provider}`)
+  if (config.LLM_API_KEY === undefined && config.LLM_BASE_URL === undefined) {
+    throw new ConfigError(`LLM_API_KEY is required when LLM_PROVIDER is ${provider} and LLM_BASE_URL is not set`)
+  }
+  if (config.LLM_CONTEXT_TOKENS <= config.LLM_MAX_OUTPUT_TOKENS) {
+    throw new ConfigError(
+      `LLM_CONTEXT_TOKENS (${config.LLM_CONTEXT_TOKENS}) must be larger than LLM_MAX_OUTPUT_TOKENS (${config.LLM_MAX_OUTPUT_TOKENS})`,
+    )
+  }
 }
 
 /** Reads the configuration from an environment map (process.env by default); throws ConfigError. */
@@ -70,5 +119,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if ((config.ADMIN_EMAIL === undefined) !== (config.ADMIN_PASSWORD === undefined)) {
     throw new ConfigError('ADMIN_EMAIL and ADMIN_PASSWORD must be set together')
   }
+  checkProvider(config as Config)
   return config as Config
 }

@@ -4,6 +4,7 @@ import { firstRun } from './bootstrap'
 import { ConfigError, loadConfig } from './config'
 import { migrateDatabase, openDatabase } from './db/client'
 import { createWorkerRunner } from './generation/runner'
+import { describeProvider, providerSettings } from './generation/settings'
 import { maxRequestBodyBytes } from './shared/http'
 import { createLogger } from './shared/log'
 import { systemClock } from './shared/time'
@@ -22,7 +23,9 @@ const db = openDatabase(config.DATABASE_PATH)
 migrateDatabase(db)
 await firstRun(db, config, systemClock)
 
-const runner = createWorkerRunner({ provider: config.LLM_PROVIDER, echoTokenDelayMs: config.ECHO_TOKEN_DELAY_MS }, log)
+const settings = providerSettings(config)
+log.info('generator', describeProvider(settings))
+const runner = createWorkerRunner(settings, log)
 const app = createApp({ db, config, runner, clock: systemClock, log })
 app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60, maxRequestBodySize: maxRequestBodyBytes })
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })

@@ -24,6 +24,8 @@ export function createWorkerRunner(settings: ProviderSettings, log: Logger): Gen
           return handlers.token(message.text)
         case 'block':
           return handlers.block(message.block)
+        case 'summary':
+          return handlers.summary(message.text, message.replaces)
         case 'done':
           jobs.delete(message.jobId)
           return handlers.done()

@@ -10,6 +10,7 @@ import { insertMessage } from '../threads/service'
 import { messages, threads } from '../threads/threads.table'
 import { generations } from './generations.table'
 import { Hub } from './hub'
+import { type Compaction, storeSummary } from './summaries'
 import type { GenerationRunner, HistoryMessage } from './types'
 
 export interface EngineDeps {
@@ -25,6 +26,7 @@ interface Job {
   threadId: string
   blocks: ThreadsModel.contentBlock[]
   stopping: boolean
+  compaction?: Compaction
 }
 
 export const restartMessage = 'The server is restarting; this answer will be generated again once it is back'
@@ -48,7 +50,7 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
     const target = db.select({ createdAt: messages.createdAt }).from(messages).where(eq(messages.id, upTo)).get()
     if (!target) return []
     return db
-      .select({ role: messages.role, contents: messages.contents })
+      .select({ id: messages.id, role: messages.role, contents: messages.contents })
       .from(messages)
       .where(and(eq(messages.threadId, threadId), eq(messages.active, true), lte(messages.createdAt, target.createdAt)))
       .orderBy(asc(messages.createdAt), asc(messages.id))
@@ -76,6 +78,8 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
     const contents: ThreadsModel.contentBlock[] =
       text === '' ? [...job.blocks] : [{ type: 'text', text }, ...job.blocks]
     db.transaction((tx) => {
+      // A summary stays valid whatever happens to the answer, so it is kept even when the answer fails.
+      if (job.compaction) storeSummary(tx, job.threadId, job.compaction, now)
       if (contents.length > 0) {
         insertMessage(tx, { threadId: job.threadId, role: 'assistant', contents, replyTo: job.messageId }, now)
       }
@@ -110,6 +114,9 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
     runner.run(messageId, history(threadId, messageId), {
       token: (text) => !closed && hub.push(messageId, text),
       block: (block) => !closed && job.blocks.push(block),
+      summary: (text, replaces) => {
+        if (!closed) job.compaction = { text, replaces }
+      },
       done: () => !closed && settle(job, 'complete', null),
       error: (message) => !closed && settle(job, 'error', message),
       cancelled: () => !closed && settle(job, 'interrupted', 'The response was stopped'),

@@ -2,9 +2,23 @@
 // the generation worker.
 import type { ThreadsModel } from '../threads/model'
 
+/** What a generator needs to read an attachment; resolved on the main thread from a block's attachment_id. */
+export interface AttachmentFile {
+  filename: string
+  /** The sniffed media type, such as image/png, application/pdf or text/markdown. */
+  mediaType: string
+  /** Where the bytes are (for images, the resized variant). */
+  path: string
+  /** Text extracted from a document (PDF) when uploading, if any. */
+  text?: string
+}
+
 export interface HistoryMessage {
+  id: string
   role: 'user' | 'assistant' | 'summary'
   contents: ThreadsModel.contentBlock[]
+  /** The files behind this message's `image` and `document` blocks, by attachment_id. */
+  attachments?: Record<string, AttachmentFile>
 }
 
 export interface GenerationRequest {
@@ -12,17 +26,40 @@ export interface GenerationRequest {
   signal: AbortSignal
 }
 
-/** Text arrives token by token; other content blocks (such as `user_get_choice`) arrive whole. */
-export type GeneratorEvent = { type: 'text'; text: string } | { type: 'block'; block: ThreadsModel.contentBlock }
+/**
+ * Text arrives token by token; other content blocks (such as `user_get_choice`) arrive whole. A
+ * `summary` replaces the named older messages of the history with one `summary` message.
+ */
+export type GeneratorEvent =
+  | { type: 'text'; text: string }
+  | { type: 'block'; block: ThreadsModel.contentBlock }
+  | { type: 'summary'; text: string; replaces: string[] }
 
 export interface Generator {
   generate(request: GenerationRequest): AsyncIterable<GeneratorEvent>
 }
 
-export interface ProviderSettings {
-  provider: 'echo'
-  echoTokenDelayMs: number
+/** How a real model is reached and used; see README, "AI providers". */
+export interface ModelSettings {
+  provider: 'openai' | 'anthropic'
+  model: string
+  /** The vendor's own endpoint when absent. */
+  baseUrl?: string
+  apiKey?: string
+  extraHeaders: Record<string, string>
+  systemPrompt: string
+  maxOutputTokens: number
+  /** The model's context window in tokens: older turns are summarised to stay within it. */
+  contextTokens: number
+  /** The longest wait for the provider to start answering or to send the next piece. */
+  timeoutMs: number
+  /** Attempts per request, the first included, when the provider fails transiently. */
+  maxAttempts: number
+  /** Wait before the first retry; doubled for each later one. */
+  retryBaseDelayMs: number
 }
+
+export type ProviderSettings = { provider: 'echo'; echoTokenDelayMs: number } | ModelSettings
 
 export type ToWorker =
   | { type: 'init'; settings: ProviderSettings }
@@ -32,6 +69,7 @@ export type ToWorker =
 export type FromWorker =
   | { type: 'token'; jobId: string; text: string }
   | { type: 'block'; jobId: string; block: ThreadsModel.contentBlock }
+  | { type: 'summary'; jobId: string; text: string; replaces: string[] }
   | { type: 'done'; jobId: string }
   | { type: 'error'; jobId: string; message: string }
   | { type: 'cancelled'; jobId: string }
@@ -40,6 +78,8 @@ export type FromWorker =
 export interface JobHandlers {
   token(text: string): void
   block(block: ThreadsModel.contentBlock): void
+  /** The history was compacted: store `text` as a summary and deactivate `replaces`. */
+  summary(text: string, replaces: string[]): void
   done(): void
   error(message: string): void
   cancelled(): void

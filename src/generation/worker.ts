@@ -19,7 +19,8 @@ async function run(jobId: string, history: HistoryMessage[]): Promise<void> {
     if (!generator) throw new Error('worker used before init')
     for await (const event of generator.generate({ history, signal: controller.signal })) {
       if (event.type === 'text') post({ type: 'token', jobId, text: event.text })
-      else post({ type: 'block', jobId, block: event.block })
+      else if (event.type === 'block') post({ type: 'block', jobId, block: event.block })
+      else post({ type: 'summary', jobId, text: event.text, replaces: event.replaces })
     }
     post({ type: 'done', jobId })
   } catch (error) {

@@ -1,0 +1,155 @@
+// Anthropic's Messages API, streamed, through the official `@anthropic-ai/sdk`.
+import Anthropic from '@anthropic-ai/sdk'
+import type {
+  ContentBlockParam,
+  MessageCreateParamsStreaming,
+  MessageParam,
+  RawMessageStreamEvent,
+  Tool,
+} from '@anthropic-ai/sdk/resources/messages'
+import type { ModelSettings } from '../types'
+import { choiceBlock, choiceToolDescription, choiceToolName, choiceToolSchema, toolUseId } from './choice-tool'
+import type { Part, Turn } from './conversation'
+import { IdleDeadline } from './deadline'
+import { type FailureContext, failure, ProviderFailure, replyFailure } from './failures'
+import type { ChatModel, ModelRequest, ReplyEvent } from './model'
+
+const anthropicUrl = 'https://api.anthropic.com'
+
+const choiceTool: Tool = {
+  name: choiceToolName,
+  description: choiceToolDescription,
+  input_schema: choiceToolSchema as unknown as Tool.InputSchema,
+}
+
+type ImageMediaType = 'image/jpeg' | 'image/png' | 'image/gif' | 'image/webp'
+
+function partBlock(part: Part): ContentBlockParam {
+  if (part.type === 'text') return { type: 'text', text: part.text }
+  return { type: 'image', source: { type: 'base64', media_type: part.mediaType as ImageMediaType, data: part.data } }
+}
+
+function turnMessage(turn: Turn): MessageParam {
+  if (turn.role === 'assistant') {
+    const content: ContentBlockParam[] = turn.text === '' ? [] : [{ type: 'text', text: turn.text }]
+    if (turn.choice) {
+      const { tool_use_id, question, choices } = turn.choice
+      content.push({ type: 'tool_use', id: toolUseId(tool_use_id), name: choiceToolName, input: { question, choices } })
+    }
+    return { role: 'assistant', content }
+  }
+  // A tool result has to come first in the user turn that follows the tool call.
+  const result: ContentBlockParam[] = turn.answers
+    ? [{ type: 'tool_result', tool_use_id: toolUseId(turn.answers.toolUseId), content: turn.answers.text }]
+    : []
+  return { role: 'user', content: [...result, ...turn.parts.map(partBlock)] }
+}
+
+export function anthropicMessages(turns: Turn[]): MessageParam[] {
+  return turns.map(turnMessage)
+}
+
+function anthropicFailure(error: unknown, context: FailureContext, phase: 'connecting' | 'streaming'): unknown {
+  if (error instanceof Anthropic.APIConnectionTimeoutError) return failure('timeout', context)
+  if (error instanceof Anthropic.APIConnectionError) return failure('unreachable', context)
+  if (error instanceof Anthropic.APIError) {
+    return replyFailure(
+      {
+        status: error.status,
+        type: error.type ?? undefined,
+        message: error.apiMessage ?? undefined,
+        headers: error.headers,
+      },
+      context,
+    )
+  }
+  if (error instanceof SyntaxError) return failure('bad_response', context)
+  return failure(phase === 'streaming' ? 'stream_broken' : 'unreachable', context)
+}
+
+interface PendingToolUse {
+  id: string
+  name: string
+  json: string
+}
+
+export function anthropicModel(settings: ModelSettings): ChatModel {
+  const client = new Anthropic({
+    // A key is always passed, so the SDK never looks for credentials in the environment or on disk.
+    apiKey: settings.apiKey ?? 'unused',
+    baseURL: settings.baseUrl ?? anthropicUrl,
+    defaultHeaders: settings.extraHeaders,
+    timeout: settings.timeoutMs,
+    // Retries are ours (retry.ts): they also cover `overloaded_error` events inside the stream.
+    maxRetries: 0,
+    logLevel: 'off',
+  })
+  const context: FailureContext = { model: settings.model, apiKey: settings.apiKey }
+
+  return {
+    async *reply(request: ModelRequest, signal: AbortSignal): AsyncIterable<ReplyEvent> {
+      using deadline = new IdleDeadline(settings.timeoutMs, signal)
+      const params: MessageCreateParamsStreaming = {
+        model: settings.model,
+        max_tokens: request.maxOutputTokens,
+        messages: anthropicMessages(request.turns),
+        stream: true,
+        ...(request.system === '' ? {} : { system: request.system }),
+        ...(request.choiceTool === 'offer' ? { tools: [choiceTool] } : {}),
+      }
+      const toolUses = new Map<number, PendingToolUse>()
+      let finished = false
+      let phase: 'connecting' | 'streaming' = 'connecting'
+      try {
+        const stream = await client.messages.create(params, { signal: deadline.signal })
+        phase = 'streaming'
+        for await (const event of stream as AsyncIterable<RawMessageStreamEvent>) {
+          deadline.touch()
+          const text = readEvent(event, toolUses)
+          if (text) yield { type: 'text', text }
+          if (event.type === 'message_stop') finished = true
+        }
+      } catch (error) {
+        signal.throwIfAborted()
+        if (deadline.timedOut) throw failure('timeout', context)
+        if (error instanceof ProviderFailure) throw error
+        throw anthropicFailure(error, context, phase)
+      }
+      // The SDK ends quietly when its request is aborted, so an early end is checked for here.
+      signal.throwIfAborted()
+      if (deadline.timedOut) throw failure('timeout', context)
+      if (!finished) throw failure('stream_broken', context)
+      const choice = firstChoice(toolUses)
+      if (choice) yield choice
+    },
+  }
+}
+
+/** Returns the text an event adds; tool input JSON is gathered per content block. Thinking is dropped. */
+function readEvent(event: RawMessageStreamEvent, toolUses: Map<number, PendingToolUse>): string {
+  if (event.type === 'content_block_start') {
+    const block = event.content_block
+    if (block.type === 'text') return block.text
+    if (block.type === 'tool_use') toolUses.set(event.index, { id: block.id, name: block.name, json: '' })
+    return ''
+  }
+  if (event.type === 'content_block_delta') {
+    const delta = event.delta
+    if (delta.type === 'text_delta') return delta.text
+    if (delta.type === 'input_json_delta') {
+      const use = toolUses.get(event.index)
+      if (use) use.json += delta.partial_json
+    }
+  }
+  return ''
+}
+
+/** Only the first question is kept: the user can answer one at a time. */
+function firstChoice(toolUses: Map<number, PendingToolUse>): ReplyEvent | null {
+  for (const [, use] of [...toolUses.entries()].sort(([a], [b]) => a - b)) {
+    if (use.name !== choiceToolName) continue
+    const block = choiceBlock(use.id, use.json)
+    if (block) return { type: 'block', block }
+  }
+  return null
+}

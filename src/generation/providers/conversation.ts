@@ -1,0 +1,161 @@
+// A thread's history in a vendor-neutral form that each provider maps to its own message format.
+// Two steps: `loadHistory` reads what the stored blocks point to (attachment files) into parts, one
+// loaded message per stored message, so that sizes can be estimated and IDs kept for compaction;
+// `toTurns` then pairs `user_get_choice` questions with their answers and merges what must be merged.
+import type { HistoryMessage } from '../types'
+import type { ChoiceBlock } from './choice-tool'
+
+export type Part =
+  | { type: 'text'; text: string }
+  /** `data` is base64; `mediaType` one of the image types uploads accept. */
+  | { type: 'image'; mediaType: string; data: string }
+
+export interface LoadedMessage {
+  id: string
+  role: 'user' | 'assistant' | 'summary'
+  parts: Part[]
+  /** The question an assistant message asked with the choice tool. */
+  choice?: ChoiceBlock
+}
+
+/** `inline` sends images as image input; `describe` sends a textual stand-in, for models without vision. */
+export type ImageInput = 'inline' | 'describe'
+
+/** `offer` gives the model the choice tool; `withhold` writes earlier choices into the text instead. */
+export type ChoiceTool = 'offer' | 'withhold'
+
+export type Turn =
+  | {
+      role: 'user'
+      parts: Part[]
+      /** This message answers the choice the previous turn asked: its text is the tool's result. */
+      answers?: { toolUseId: string; text: string }
+    }
+  | { role: 'assistant'; text: string; choice?: ChoiceBlock }
+
+const textPart = (text: string): Part => ({ type: 'text', text })
+
+type AttachmentRef = { type: 'image' | 'document'; attachment_id: string }
+
+async function readText(path: string): Promise<string | null> {
+  try {
+    return await Bun.file(path).text()
+  } catch {
+    return null
+  }
+}
+
+async function readBase64(path: string): Promise<string | null> {
+  try {
+    return Buffer.from(await Bun.file(path).arrayBuffer()).toString('base64')
+  } catch {
+    return null
+  }
+}
+
+/** Each attachment is labelled with its filename, so the model can tell them apart and name them. */
+async function attachmentParts(block: AttachmentRef, message: HistoryMessage, images: ImageInput): Promise<Part[]> {
+  const file = message.attachments?.[block.attachment_id]
+  if (!file) return [textPart('[An attachment that is no longer available]')]
+  const name = JSON.stringify(file.filename)
+  if (file.mediaType.startsWith('image/')) {
+    if (images === 'describe') return [textPart(`[Image ${name} attached; this model cannot see images]`)]
+    const data = await readBase64(file.path)
+    if (data === null) return [textPart(`[Image ${name} attached but could not be read]`)]
+    return [textPart(`Image ${name}:`), { type: 'image', mediaType: file.mediaType, data }]
+  }
+  if (file.mediaType === 'application/pdf') {
+    if (file.text === undefined) return [textPart(`[PDF ${name} attached; its text could not be extracted]`)]
+    return [textPart(`<file name=${name}>\n${file.text}\n</file>`)]
+  }
+  if (file.mediaType.startsWith('text/')) {
+    const text = await readText(file.path)
+    if (text === null) return [textPart(`[File ${name} attached but could not be read]`)]
+    return [textPart(`<file name=${name}>\n${text}\n</file>`)]
+  }
+  return [textPart(`[File ${name} (${file.mediaType}) attached; it cannot be shown to the model]`)]
+}
+
+async function loadMessage(message: HistoryMessage, images: ImageInput): Promise<LoadedMessage> {
+  const parts: Part[] = []
+  let choice: ChoiceBlock | undefined
+  for (const block of message.contents) {
+    if (block.type === 'text') {
+      if (block.text !== '') parts.push(textPart(block.text))
+    } else if (block.type === 'user_get_choice') {
+      choice ??= block
+    } else {
+      parts.push(...(await attachmentParts(block, message, images)))
+    }
+  }
+  return { id: message.id, role: message.role, parts, choice }
+}
+
+export function loadHistory(history: HistoryMessage[], images: ImageInput): Promise<LoadedMessage[]> {
+  return Promise.all(history.map((message) => loadMessage(message, images)))
+}
+
+export function textOf(parts: Part[]): string {
+  return parts.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n\n')
+}
+
+/** A choice written out, for a model that is not offered the tool or for a question nobody answered. */
+export function describeChoice(choice: ChoiceBlock): string {
+  return `[I asked the user: ${choice.question} Options: ${choice.choices.join(' | ')}]`
+}
+
+export const summaryHeading = 'Summary of the earlier part of this conversation, condensed to save space:'
+
+function userTurn(message: LoadedMessage, previous: Turn | undefined): Turn {
+  if (previous?.role !== 'assistant' || !previous.choice) return { role: 'user', parts: message.parts }
+  // The message's own text comes first (uploads follow it): that text is the user's pick.
+  const [first, ...rest] = message.parts
+  const answer = first?.type === 'text' ? first.text : '(no answer)'
+  const parts = first?.type === 'text' ? rest : message.parts
+  return { role: 'user', parts, answers: { toolUseId: previous.choice.tool_use_id, text: answer } }
+}
+
+function assistantTurn(message: LoadedMessage, next: LoadedMessage | undefined, tool: ChoiceTool): Turn {
+  const text = textOf(message.parts)
+  if (!message.choice) return { role: 'assistant', text }
+  if (tool === 'offer' && next?.role === 'user') return { role: 'assistant', text, choice: message.choice }
+  return { role: 'assistant', text: [text, describeChoice(message.choice)].filter(Boolean).join('\n\n') }
+}
+
+function isEmpty(turn: Turn): boolean {
+  return turn.role === 'user' ? turn.parts.length === 0 && !turn.answers : turn.text === '' && !turn.choice
+}
+
+/**
+ * Builds the turns to send. Summaries become user turns (every vendor accepts those anywhere), and
+ * consecutive user turns are merged, since several chat templates of local models insist that roles
+ * alternate.
+ */
+export function toTurns(messages: LoadedMessage[], tool: ChoiceTool): Turn[] {
+  const turns: Turn[] = []
+  messages.forEach((message, index) => {
+    const previous = turns.at(-1)
+    const turn =
+      message.role === 'summary'
+        ? ({ role: 'user', parts: [textPart(summaryHeading), ...message.parts] } satisfies Turn)
+        : message.role === 'assistant'
+          ? assistantTurn(message, messages[index + 1], tool)
+          : userTurn(message, previous)
+    if (isEmpty(turn)) return
+    if (turn.role === 'user' && !turn.answers && previous?.role === 'user') {
+      previous.parts.push(...turn.parts)
+      return
+    }
+    turns.push(turn.role === 'user' ? { ...turn, parts: [...turn.parts] } : turn)
+  })
+  return turns
+}
+
+/** The history as plain text, for the model that writes a summary of it. */
+export function transcriptEntry(message: LoadedMessage): string {
+  const text = message.parts.map((part) => (part.type === 'text' ? part.text : '[image]')).join('\n')
+  if (message.role === 'summary') return `Earlier summary:\n${text}`
+  if (message.role === 'user') return `User: ${text}`
+  const asked = message.choice ? `\n${describeChoice(message.choice)}` : ''
+  return `Assistant: ${text}${asked}`
+}

@@ -1,0 +1,91 @@
+// A real model behind the Generator interface. The vendor adapters (openai.ts, anthropic.ts) only know
+// how to make one streaming request; everything around it is here, the same for both: reading the
+// history, compacting it when it outgrows the context budget, retrying transient failures, falling
+// back when a model has no tool support, and turning every failure into a sentence for the user.
+import type { GenerationRequest, Generator, GeneratorEvent, ModelSettings } from '../types'
+import { planCompaction, summaryMessage, summaryRequest } from './compaction'
+import { type ChoiceTool, type LoadedMessage, loadHistory, type Turn, toTurns } from './conversation'
+import { failure, ProviderFailure } from './failures'
+import { type RetryPolicy, withRetries } from './retry'
+
+export interface ModelRequest {
+  system: string
+  turns: Turn[]
+  maxOutputTokens: number
+  choiceTool: ChoiceTool
+}
+
+/** Text and content blocks of one reply, as they arrive. */
+export type ReplyEvent = Extract<GeneratorEvent, { type: 'text' } | { type: 'block' }>
+
+export interface ChatModel {
+  /**
+   * One attempt at one reply, streamed. Throws a ProviderFailure when the provider fails, and the
+   * signal's reason when the signal aborts; ends normally only when the reply is complete.
+   */
+  reply(request: ModelRequest, signal: AbortSignal): AsyncIterable<ReplyEvent>
+}
+
+function retryPolicy(settings: ModelSettings): RetryPolicy {
+  return { maxAttempts: settings.maxAttempts, baseDelayMs: settings.retryBaseDelayMs }
+}
+
+async function summarise(
+  model: ChatModel,
+  replaced: LoadedMessage[],
+  settings: ModelSettings,
+  signal: AbortSignal,
+): Promise<string> {
+  const request = summaryRequest(replaced, settings)
+  let text = ''
+  for await (const event of withRetries(() => model.reply(request, signal), retryPolicy(settings), signal)) {
+    if (event.type === 'text') text += event.text
+  }
+  return text.trim()
+}
+
+export function modelGenerator(model: ChatModel, settings: ModelSettings): Generator {
+  // Learnt once per process: a model that refused the tool will refuse it again.
+  let choiceTool: ChoiceTool = 'offer'
+
+  async function* answer(messages: LoadedMessage[], signal: AbortSignal): AsyncIterable<ReplyEvent> {
+    while (true) {
+      const request: ModelRequest = {
+        system: settings.systemPrompt,
+        turns: toTurns(messages, choiceTool),
+        maxOutputTokens: settings.maxOutputTokens,
+        choiceTool,
+      }
+      try {
+        yield* withRetries(() => model.reply(request, signal), retryPolicy(settings), signal)
+        return
+      } catch (error) {
+        // Many local models (and llama.cpp without --jinja) reject any request offering tools.
+        if (!(error instanceof ProviderFailure) || error.kind !== 'tools_unsupported' || choiceTool === 'withhold') {
+          throw error
+        }
+        choiceTool = 'withhold'
+      }
+    }
+  }
+
+  return {
+    async *generate({ history, signal }: GenerationRequest): AsyncIterable<GeneratorEvent> {
+      try {
+        let messages = await loadHistory(history, 'inline')
+        const plan = planCompaction(messages, settings)
+        if (plan) {
+          const text = await summarise(model, plan.replaced, settings, signal)
+          if (text !== '') {
+            yield { type: 'summary', text, replaces: plan.replaced.map((message) => message.id) }
+            messages = [summaryMessage(text), ...plan.kept]
+          }
+        }
+        yield* answer(messages, signal)
+      } catch (error) {
+        if (signal.aborted || error instanceof ProviderFailure) throw error
+        throw failure('unexpected', settings)
+      }
+    },
+  }
+}

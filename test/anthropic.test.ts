@@ -1,0 +1,218 @@
+// The `anthropic` provider against a loopback server speaking the Messages streaming protocol, through
+// the real worker: what the server is sent, what reaches the API client, what is stored, the state.
+import { expect, test } from 'bun:test'
+import { createWorkerRunner } from '../src/generation/runner'
+import type { ModelSettings } from '../src/generation/types'
+import { silentLogger } from '../src/shared/log'
+import {
+  anthropicChoice,
+  anthropicError,
+  anthropicStreamError,
+  anthropicText,
+  anthropicTextDelta,
+  anthropicTextStart,
+  ask,
+  eventsOf,
+  FakeLlm,
+  Feed,
+  messagesOf,
+  settingsFor,
+  sse,
+  stateOf,
+  testApiKey,
+} from './fake-llm'
+import { collect, type Harness, harness, openStream, tokensOf, until } from './helpers'
+
+async function setup(fake: FakeLlm, overrides: Partial<ModelSettings> = {}): Promise<{ h: Harness; token: string }> {
+  const h = await harness({ runner: createWorkerRunner(settingsFor('anthropic', fake, overrides), silentLogger) })
+  const user = await h.user()
+  return { h, token: user.token }
+}
+
+function errorOf(events: { event?: string; data: string }[]): string | undefined {
+  const last = events.at(-1)
+  return last?.event === 'error' ? JSON.parse(last.data).message : undefined
+}
+
+test('streams the answer token by token and stores it', async () => {
+  await using fake = new FakeLlm()
+  fake.reply(() => sse(anthropicText(['Bonjour', ' à', ' tous'])))
+  const { h, token } = await setup(fake)
+  await using _ = h
+
+  const answer = await ask(h, token, 'Greet in French')
+  expect(eventsOf(answer.events)).toEqual([
+    { event: 'token', data: { token: 'Bonjour' } },
+    { event: 'token', data: { token: ' à' } },
+    { event: 'token', data: { token: ' tous' } },
+    { event: 'done', data: {} },
+  ])
+  const [request] = fake.received
+  expect(request?.path).toBe('/v1/messages')
+  expect(request?.headers.get('x-api-key') ?? request?.headers.get('authorization')).toContain(testApiKey)
+  expect(request?.headers.get('anthropic-version')).toBeString()
+  expect(request?.headers.get('x-title')).toBe('Threadhouse tests')
+  expect(request?.body).toMatchObject({
+    model: 'test-model',
+    max_tokens: 256,
+    stream: true,
+    system: 'You are a test assistant.',
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'Greet in French' }] }],
+    tools: [{ name: 'user_get_choice', input_schema: { type: 'object', required: ['question', 'choices'] } }],
+  })
+  const stored = await messagesOf(h, token, answer.threadId)
+  expect(stored[1]?.contents).toEqual([{ type: 'text', text: 'Bonjour à tous' }])
+  expect(await stateOf(h, token, answer.threadId)).toBe('ready')
+})
+
+test('a tool_use block becomes a choice block, and the reply goes back as its tool_result', async () => {
+  await using fake = new FakeLlm()
+  const input = { question: 'Which city?', choices: ['Lyon', 'Nice', 'Lille'] }
+  fake.reply(
+    () => sse(anthropicChoice(['Let me check. '], 'toolu_01A09q90qw90lq917835lq9', input)),
+    () => sse(anthropicText(['Nice is sunny.'])),
+  )
+  const { h, token } = await setup(fake)
+  await using _ = h
+
+  const first = await ask(h, token, 'Weather in France?')
+  expect(tokensOf(first.events)).toBe('Let me check. ')
+  const stored = await messagesOf(h, token, first.threadId)
+  expect(stored[1]?.contents).toEqual([
+    { type: 'text', text: 'Let me check. ' },
+    { type: 'user_get_choice', tool_use_id: 'toolu_01A09q90qw90lq917835lq9', ...input },
+  ])
+
+  await ask(h, token, 'Nice', first.threadId)
+  expect(fake.received[1]?.body.messages).toEqual([
+    { role: 'user', content: [{ type: 'text', text: 'Weather in France?' }] },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'Let me check. ' },
+        { type: 'tool_use', id: 'toolu_01A09q90qw90lq917835lq9', name: 'user_get_choice', input },
+      ],
+    },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_01A09q90qw90lq917835lq9', content: 'Nice' }] },
+  ])
+})
+
+test('an overloaded_error event before any text is retried', async () => {
+  await using fake = new FakeLlm()
+  fake.reply(
+    () => sse([...anthropicTextStart(), anthropicStreamError('overloaded_error', 'Overloaded')]),
+    () => sse(anthropicText(['Back.'])),
+  )
+  const { h, token } = await setup(fake)
+  await using _ = h
+  const answer = await ask(h, token, 'Hi')
+  expect(tokensOf(answer.events)).toBe('Back.')
+  expect(answer.events.at(-1)?.event).toBe('done')
+  expect(fake.received).toHaveLength(2)
+})
+
+test('an error event after text ends the answer in error, keeping the text', async () => {
+  await using fake = new FakeLlm()
+  fake.reply(() =>
+    sse([...anthropicTextStart(), anthropicTextDelta('The first'), anthropicStreamError('api_error', 'Internal')]),
+  )
+  const { h, token } = await setup(fake)
+  await using _ = h
+  const answer = await ask(h, token, 'Hi')
+  expect(eventsOf(answer.events)).toEqual([
+    { event: 'token', data: { token: 'The first' } },
+    { event: 'error', data: { message: 'The AI provider had an internal error. Please try again later.' } },
+  ])
+  expect(fake.received).toHaveLength(1)
+  expect((await messagesOf(h, token, answer.threadId))[1]?.contents).toEqual([{ type: 'text', text: 'The first' }])
+  expect(await stateOf(h, token, answer.threadId)).toBe('error')
+})
+
+test('HTTP errors map to helpful messages', async () => {
+  await using fake = new FakeLlm()
+  fake.reply(
+    () => anthropicError(401, 'authentication_error', 'invalid x-api-key'),
+    () => anthropicError(404, 'not_found_error', 'model: test-model'),
+    () => anthropicError(400, 'invalid_request_error', 'prompt is too long: 215000 tokens > 200000 maximum'),
+    () =>
+      anthropicError(403, 'permission_error', 'Your API key does not have permission to use the specified resource.'),
+  )
+  const { h, token } = await setup(fake)
+  await using _ = h
+  const messages: (string | undefined)[] = []
+  for (const text of ['one', 'two', 'three', 'four']) messages.push(errorOf((await ask(h, token, text)).events))
+  expect(messages).toEqual([
+    'The AI provider rejected the API key. An administrator should check LLM_API_KEY.',
+    'The AI provider does not offer the model "test-model". An administrator should check LLM_MODEL (with Ollama, pull the model first).',
+    'This conversation is too long for the model. An administrator can lower LLM_CONTEXT_TOKENS so that older turns get summarised.',
+    'The AI provider refused the request: the API key has no access to this model or feature.',
+  ])
+  expect(fake.received).toHaveLength(4)
+})
+
+test('rate limits and overload are retried within the bound, honouring retry-after', async () => {
+  await using fake = new FakeLlm()
+  fake.reply(
+    () =>
+      anthropicError(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', {
+        'retry-after': '0',
+      }),
+    () => anthropicError(529, 'overloaded_error', 'Overloaded'),
+    () => anthropicError(529, 'overloaded_error', 'Overloaded'),
+  )
+  const { h, token } = await setup(fake)
+  await using _ = h
+  const answer = await ask(h, token, 'Hi')
+  expect(errorOf(answer.events)).toBe(
+    'The AI provider is overloaded right now. Please try again shortly. (gave up after 3 attempts)',
+  )
+  expect(fake.received).toHaveLength(3)
+})
+
+test('a stalled stream times out and a dropped one breaks off, both keeping the partial answer', async () => {
+  await using fake = new FakeLlm()
+  fake.reply(() => new Feed([...anthropicTextStart(), anthropicTextDelta('Waiting')]).response())
+  const { h, token } = await setup(fake, { timeoutMs: 1000 })
+  await using _ = h
+  const stalled = await ask(h, token, 'Hi')
+  expect(eventsOf(stalled.events)).toEqual([
+    { event: 'token', data: { token: 'Waiting' } },
+    { event: 'error', data: { message: 'The AI provider did not respond in time (see LLM_TIMEOUT_MS).' } },
+  ])
+  await fake.received[0]?.hungUp
+
+  fake.reply(() => new Feed([...anthropicTextStart(), anthropicTextDelta('Cut')]).response())
+  const sent = await h.call('POST', '/api/v1/threads', { token, body: { text: 'Again' } })
+  const stream = await openStream(
+    h,
+    `/api/v1/threads/${sent.body.thread_id}/messages/${sent.body.message_id}/response/stream`,
+    token,
+  )
+  await stream.events.next()
+  await fake.crash()
+  expect(eventsOf(await collect(stream.events))).toEqual([
+    { event: 'error', data: { message: 'The connection to the AI provider broke off in the middle of the answer.' } },
+  ])
+  expect((await messagesOf(h, token, sent.body.thread_id))[1]?.contents).toEqual([{ type: 'text', text: 'Cut' }])
+})
+
+test('stopping the answer aborts the upstream request at once', async () => {
+  await using fake = new FakeLlm()
+  fake.reply(() => new Feed([...anthropicTextStart(), anthropicTextDelta('Once')]).response())
+  const { h, token } = await setup(fake, { timeoutMs: 60_000 })
+  await using _ = h
+  const sent = await h.call('POST', '/api/v1/threads', { token, body: { text: 'Story' } })
+  const threadId: string = sent.body.thread_id
+  const stream = await openStream(
+    h,
+    `/api/v1/threads/${threadId}/messages/${sent.body.message_id}/response/stream`,
+    token,
+  )
+  await stream.events.next()
+  h.app.decorator.engine.interrupt(threadId)
+  await fake.received[0]?.hungUp
+  expect(eventsOf(await collect(stream.events))).toEqual([
+    { event: 'error', data: { message: 'The response was stopped' } },
+  ])
+  await until(async () => (await stateOf(h, token, threadId)) === 'ready')
+})

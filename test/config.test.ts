@@ -1,0 +1,96 @@
+// Provider configuration: read from the environment, each bad value stopped with one clear line that
+// names the variable and never repeats a secret.
+import { expect, test } from 'bun:test'
+import { ConfigError, loadConfig } from '../src/config'
+import { describeProvider, providerSettings } from '../src/generation/settings'
+
+const secret = 'sk-live-do-not-print-me'
+
+function failure(env: Record<string, string>): string {
+  try {
+    loadConfig(env)
+  } catch (error) {
+    if (error instanceof ConfigError) return error.message
+    throw error
+  }
+  throw new Error('expected a configuration error')
+}
+
+test('echo stays the default and needs nothing else', () => {
+  expect(providerSettings(loadConfig({}))).toEqual({ provider: 'echo', echoTokenDelayMs: 15 })
+})
+
+test('a real provider is configured entirely from LLM_* variables', () => {
+  const config = loadConfig({
+    LLM_PROVIDER: 'openai',
+    LLM_BASE_URL: 'http://ollama:11434/v1',
+    LLM_MODEL: 'llama3.2',
+    LLM_SYSTEM_PROMPT: 'Answer in French.',
+    LLM_MAX_OUTPUT_TOKENS: '1024',
+    LLM_CONTEXT_TOKENS: '8192',
+    LLM_TIMEOUT_MS: '300000',
+    LLM_MAX_ATTEMPTS: '5',
+    LLM_EXTRA_HEADERS: '{"HTTP-Referer":"https://threads.example.com","X-Title":"Threadhouse"}',
+  })
+  expect(providerSettings(config)).toEqual({
+    provider: 'openai',
+    model: 'llama3.2',
+    baseUrl: 'http://ollama:11434/v1',
+    apiKey: undefined,
+    extraHeaders: { 'HTTP-Referer': 'https://threads.example.com', 'X-Title': 'Threadhouse' },
+    systemPrompt: 'Answer in French.',
+    maxOutputTokens: 1024,
+    contextTokens: 8192,
+    timeoutMs: 300_000,
+    maxAttempts: 5,
+    retryBaseDelayMs: 500,
+  })
+})
+
+test('each bad value is named in one line', () => {
+  expect(failure({ LLM_PROVIDER: 'gemini' })).toStartWith('LLM_PROVIDER is invalid ("gemini")')
+  expect(failure({ LLM_PROVIDER: 'openai', LLM_API_KEY: secret })).toBe(
+    'LLM_MODEL is required when LLM_PROVIDER is openai',
+  )
+  expect(failure({ LLM_PROVIDER: 'anthropic', LLM_MODEL: 'claude-sonnet-4-5' })).toBe(
+    'LLM_API_KEY is required when LLM_PROVIDER is anthropic and LLM_BASE_URL is not set',
+  )
+  expect(failure({ LLM_BASE_URL: 'localhost:11434' })).toStartWith('LLM_BASE_URL is invalid ("localhost:11434")')
+  expect(failure({ LLM_TIMEOUT_MS: '2s' })).toBe('LLM_TIMEOUT_MS must be a whole number, got "2s"')
+  expect(failure({ LLM_MAX_ATTEMPTS: '0' })).toStartWith('LLM_MAX_ATTEMPTS is invalid ("0")')
+  expect(failure({ LLM_PROVIDER: 'openai', LLM_MODEL: 'm', LLM_API_KEY: secret, LLM_CONTEXT_TOKENS: '4096' })).toBe(
+    'LLM_CONTEXT_TOKENS (4096) must be larger than LLM_MAX_OUTPUT_TOKENS (4096)',
+  )
+})
+
+test('values that may hold secrets are never repeated in the error', () => {
+  const notJson = failure({ LLM_EXTRA_HEADERS: `Authorization: Bearer ${secret}` })
+  expect(notJson).toStartWith('LLM_EXTRA_HEADERS must be a JSON object')
+  expect(notJson).not.toContain(secret)
+  const badValue = failure({ LLM_EXTRA_HEADERS: JSON.stringify({ 'X-Key': 42, secret }) })
+  expect(badValue).toStartWith('LLM_EXTRA_HEADERS is invalid')
+  const badName = failure({ LLM_EXTRA_HEADERS: JSON.stringify({ 'Bad Header': secret }) })
+  expect(badName).toStartWith('LLM_EXTRA_HEADERS is invalid')
+  expect(badName).not.toContain(secret)
+  expect(failure({ ADMIN_EMAIL: 'a@b.c', ADMIN_PASSWORD: 'short' })).not.toContain('short')
+})
+
+test('what is logged about the provider leaves out the key, header values and URL credentials', () => {
+  const settings = providerSettings(
+    loadConfig({
+      LLM_PROVIDER: 'anthropic',
+      LLM_MODEL: 'claude-sonnet-4-5',
+      LLM_API_KEY: secret,
+      LLM_BASE_URL: 'https://user:pass@proxy.example.com/anthropic',
+      LLM_EXTRA_HEADERS: JSON.stringify({ 'X-Proxy-Key': secret }),
+    }),
+  )
+  const logged = describeProvider(settings)
+  expect(logged).toEqual({
+    provider: 'anthropic',
+    model: 'claude-sonnet-4-5',
+    baseUrl: 'https://proxy.example.com/anthropic',
+    extraHeaders: ['X-Proxy-Key'],
+  })
+  expect(JSON.stringify(logged)).not.toContain(secret)
+})

@@ -1,0 +1,58 @@
+// Provider failures told apart: what is retried, and what the user reads.
+import { expect, test } from 'bun:test'
+import { replyFailure, retryAfterMs } from '../src/generation/providers/failures'
+
+const context = { model: 'gpt-test', apiKey: 'sk-proj-abcdef0123456789' }
+
+test('a plain bad request shows the provider’s reason, without anything key-like', () => {
+  const failure = replyFailure(
+    { status: 400, message: `temperature must be <= 2 (key sk-proj-abcdef0123456789, org key_live_998877665544)` },
+    context,
+  )
+  expect(failure.kind).toBe('bad_request')
+  expect(failure.transient).toBe(false)
+  expect(failure.message).toBe(
+    'The AI provider rejected the request (HTTP 400): temperature must be <= 2 (key [key], org [key])',
+  )
+})
+
+test('an exhausted quota is not retried, a rate limit is', () => {
+  const quota = replyFailure(
+    {
+      status: 429,
+      type: 'insufficient_quota',
+      message: 'You exceeded your current quota, please check your plan and billing details.',
+    },
+    context,
+  )
+  expect([quota.kind, quota.transient, quota.message]).toEqual([
+    'quota',
+    false,
+    'The AI provider account has run out of credit or quota.',
+  ])
+  const limited = replyFailure({ status: 429, type: 'rate_limit_exceeded', message: 'Slow down' }, context)
+  expect([limited.kind, limited.transient]).toEqual(['rate_limited', true])
+})
+
+test('a context overflow and a tool refusal are recognised from the message', () => {
+  const overflow = replyFailure(
+    { status: 400, type: 'context_length_exceeded', message: "This model's maximum context length is 8192 tokens." },
+    context,
+  )
+  expect(overflow.kind).toBe('context_too_long')
+  const llamacpp = replyFailure({ status: 500, message: 'tools param requires --jinja flag' }, context)
+  expect(llamacpp.kind).toBe('tools_unsupported')
+  const ollama = replyFailure(
+    { status: 400, message: 'registry.ollama.ai/library/gemma2:2b does not support tools' },
+    context,
+  )
+  expect(ollama.kind).toBe('tools_unsupported')
+})
+
+test('Retry-After is read in seconds, as a date, or as OpenAI’s retry-after-ms', () => {
+  const now = Date.parse('2026-01-01T00:00:00Z')
+  expect(retryAfterMs(new Headers({ 'retry-after': '2' }), now)).toBe(2000)
+  expect(retryAfterMs(new Headers({ 'retry-after': 'Thu, 01 Jan 2026 00:00:05 GMT' }), now)).toBe(5000)
+  expect(retryAfterMs(new Headers({ 'retry-after-ms': '150', 'retry-after': '9' }), now)).toBe(150)
+  expect(retryAfterMs(new Headers(), now)).toBeUndefined()
+})

@@ -1,6 +1,8 @@
 // Builds the whole HTTP application from its dependencies. No side effects: nothing listens, no
 // timer starts and no work is recovered until src/index.ts (or a test) says so.
 import { Elysia } from 'elysia'
+import { attachmentRoutes } from './attachments'
+import { maxRequestBytes } from './attachments/limits'
 import { identity } from './auth'
 import type { Config } from './config'
 import type { Db } from './db/client'
@@ -17,7 +19,7 @@ import { linksFor } from './threads/service'
 
 export interface AppDeps {
   db: Db
-  config: Pick<Config, 'PUBLIC_URL' | 'GENERATION_CONCURRENCY'>
+  config: Pick<Config, 'PUBLIC_URL' | 'GENERATION_CONCURRENCY' | 'UPLOADS_DIR'>
   runner: GenerationRunner
   clock: Clock
   log: Logger
@@ -39,8 +41,10 @@ export function createApp(deps: AppDeps) {
     engine,
     links: linksFor(deps.config.PUBLIC_URL),
     heartbeats: new Heartbeats(deps.heartbeatMs ?? 15_000),
+    uploadsDir: deps.config.UPLOADS_DIR,
   }
-  return new Elysia({ normalize: false })
+  // No request needs more than an upload can hold: Bun refuses longer bodies (413) while they stream in.
+  return new Elysia({ normalize: false, serve: { maxRequestBodySize: maxRequestBytes } })
     .decorate('engine', engine)
     .use(errorPlugin(deps.log))
     .onAfterHandle(({ set }) => {
@@ -58,6 +62,7 @@ export function createApp(deps: AppDeps) {
     .use(docs(deps.config.PUBLIC_URL))
     .use(identity(shared))
     .use(threadRoutes(shared))
+    .use(attachmentRoutes(shared))
     .use(responses(shared))
 }
 

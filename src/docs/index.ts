@@ -41,7 +41,8 @@ const init = `window.ui = SwaggerUIBundle({
 export const description = `Persistent AI conversations (threads) and the OAuth 2.0 authorization server that guards them.
 
 Authenticate with \`Authorization: Bearer <token>\`: a personal access token (\`thp_…\`) or an OAuth access token.
-Errors are \`{ "error": code, "message": text }\`; 403 for a missing scope adds \`required_scope\`.
+Errors are \`{ "error": code, "message": text }\`; 403 for a missing scope adds \`required_scope\`. The attachment upload, as the
+specification shows, answers 400 and 413 with \`{ "message" }\` and 422 with \`{ "message", "reason" }\`.
 See README.md, "Decisions where the specification is silent", for every choice documented here.`
 
 export const docs = (publicUrl: string) =>
@@ -58,6 +59,7 @@ export const docs = (publicUrl: string) =>
           tags: [
             { name: 'Threads', description: 'Conversations' },
             { name: 'Messages', description: 'Messages, AI responses and feedback' },
+            { name: 'Attachments', description: 'Files uploaded to a thread, for messages to show and use' },
             { name: 'Identity', description: 'Who the token belongs to' },
           ],
           components: {

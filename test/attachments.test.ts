@@ -501,3 +501,81 @@ describe('who may upload', () => {
     expectNothingStored(s.h)
   })
 })
+
+describe('messages that reference attachments', () => {
+  async function uploaded(s: { h: Harness; owner: TestUser; threadId: string }, ...files: Upload[]) {
+    const reply = await upload(s.h, s.owner.token, s.threadId, form(...files))
+    expect(reply.status).toBe(201)
+    return reply.body.map((attachment: { id: string }) => attachment.id) as string[]
+  }
+
+  function send(s: { h: Harness; owner: TestUser; threadId: string }, body: unknown) {
+    return s.h.call('POST', `/api/v1/threads/${s.threadId}/messages`, { token: s.owner.token, body })
+  }
+
+  async function messagesOf(s: { h: Harness; owner: TestUser; threadId: string }) {
+    await s.h.app.decorator.engine.idle()
+    return (await s.h.call('GET', `/api/v1/threads/${s.threadId}/messages`, { token: s.owner.token })).body.data
+  }
+
+  test('the text block comes first, then one block per ID in the order given, from several uploads', async () => {
+    await using s = await setup()
+    const [report, photo] = await uploaded(
+      s,
+      { name: 'report.pdf', bytes: await pdf(2) },
+      { name: 'photo.png', bytes: await png() },
+    )
+    const [notes] = await uploaded(s, { name: 'notes.md', bytes: '# Notes' })
+    const sent = await send(s, { text: 'Look at these', attachment_ids: [notes, photo, report] })
+    expect(sent.status).toBe(201)
+    const [user] = await messagesOf(s)
+    expect(user.contents).toEqual([
+      { type: 'text', text: 'Look at these' },
+      { type: 'document', attachment_id: notes },
+      { type: 'image', attachment_id: photo },
+      { type: 'document', attachment_id: report },
+    ])
+  })
+
+  test('a file may be attached to several messages', async () => {
+    await using s = await setup()
+    const [photo] = await uploaded(s, { name: 'photo.png', bytes: await png() })
+    expect((await send(s, { text: 'first', attachment_ids: [photo] })).status).toBe(201)
+    await s.h.app.decorator.engine.idle()
+    expect((await send(s, { text: 'again', attachment_ids: [photo] })).status).toBe(201)
+    const users = (await messagesOf(s)).filter((message: { role: string }) => message.role === 'user')
+    expect(users.map((message: { contents: unknown[] }) => message.contents[1])).toEqual([
+      { type: 'image', attachment_id: photo },
+      { type: 'image', attachment_id: photo },
+    ])
+  })
+
+  test('400 naming the ID for an unknown ID, another thread’s file, or an ID listed twice; nothing is sent', async () => {
+    await using s = await setup()
+    const [mine] = await uploaded(s, { name: 'mine.txt', bytes: 'mine' })
+    const other = await s.h.call('POST', '/api/v1/threads', { token: s.owner.token, body: {} })
+    const [elsewhere] = (
+      await upload(s.h, s.owner.token, other.body.thread_id, form({ name: 'elsewhere.txt', bytes: 'x' }))
+    ).body.map((attachment: { id: string }) => attachment.id)
+    const unknown = Bun.randomUUIDv7()
+    for (const [ids, named] of [
+      [[mine, unknown], unknown],
+      [[elsewhere], elsewhere],
+      [[mine, mine], mine],
+    ] as const) {
+      const reply = await send(s, { text: 'hi', attachment_ids: ids })
+      expect(reply.status).toBe(400)
+      expect(reply.body).toEqual({ error: 'invalid_request', message: expect.stringContaining(named) })
+    }
+    expect(await messagesOf(s)).toEqual([])
+    const thread = await s.h.call('GET', `/api/v1/threads/${s.threadId}`, { token: s.owner.token })
+    expect(thread.body.state).toBe('ready')
+  })
+
+  test('at most 25 attachments per message', async () => {
+    await using s = await setup()
+    const ids = Array.from({ length: 26 }, () => Bun.randomUUIDv7())
+    const reply = await send(s, { text: 'too many', attachment_ids: ids })
+    expect(reply).toMatchObject({ status: 400, body: { error: 'invalid_request' } })
+  })
+})

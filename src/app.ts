@@ -34,6 +34,7 @@ export function createApp(deps: AppDeps) {
     clock: deps.clock,
     log: deps.log,
     concurrency: deps.config.GENERATION_CONCURRENCY,
+    uploadsDir: deps.config.UPLOADS_DIR,
   })
   const shared = {
     db: deps.db,

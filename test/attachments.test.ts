@@ -5,7 +5,7 @@ import { PDFDocument } from 'pdf-lib'
 import sharp, { type Sharp } from 'sharp'
 import { attachments } from '../src/attachments/attachments.table'
 import { imageLimits, maxRequestBytes, pdfLimits, textLimits } from '../src/attachments/limits'
-import { type Harness, harness, publicUrl, type TestUser } from './helpers'
+import { type Harness, harness, publicUrl, ScriptedRunner, type TestUser } from './helpers'
 
 // Fixtures, made here so that every byte a test sends is visible in the test.
 
@@ -97,8 +97,10 @@ function form(...files: Upload[]): FormData {
   return body
 }
 
-async function setup(): Promise<{ h: Harness; owner: TestUser; threadId: string } & AsyncDisposable> {
-  const h = await harness()
+async function setup(
+  options: Parameters<typeof harness>[0] = {},
+): Promise<{ h: Harness; owner: TestUser; threadId: string } & AsyncDisposable> {
+  const h = await harness(options)
   const owner = await h.user()
   const created = await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })
   return { h, owner, threadId: created.body.thread_id, [Symbol.asyncDispose]: () => h[Symbol.asyncDispose]() }
@@ -577,5 +579,48 @@ describe('messages that reference attachments', () => {
     const ids = Array.from({ length: 26 }, () => Bun.randomUUIDv7())
     const reply = await send(s, { text: 'too many', attachment_ids: ids })
     expect(reply).toMatchObject({ status: 400, body: { error: 'invalid_request' } })
+  })
+
+  test('the echo responder names each attached file and its type', async () => {
+    await using s = await setup()
+    const ids = await uploaded(
+      s,
+      { name: 'photo.png', bytes: await png() },
+      { name: 'report.pdf', bytes: await pdf(1) },
+      { name: 'table.csv', bytes: 'a,b' },
+    )
+    await send(s, { text: 'What is in these?', attachment_ids: ids })
+    const [, answer] = await messagesOf(s)
+    expect(answer.contents).toEqual([
+      {
+        type: 'text',
+        text:
+          'Echo (turn 1): you said “What is in these?”. ' +
+          'Attached: photo.png (image/png), report.pdf (application/pdf), table.csv (text/csv).',
+      },
+    ])
+  })
+
+  test('a generator gets each file’s name, type and a path to read: the scaled copy of a large image', async () => {
+    const runner = new ScriptedRunner()
+    await using s = await setup({ runner })
+    const [large, small, notes] = (await uploaded(
+      s,
+      { name: 'large.jpg', bytes: await jpeg(2000, 1600) },
+      { name: 'small.png', bytes: await png() },
+      { name: 'notes.md', bytes: '# Notes' },
+    )) as [string, string, string]
+    const sent = await send(s, { text: 'see', attachment_ids: [notes, large, small] })
+    await runner.started(sent.body.message_id)
+    const history = runner.jobs.get(sent.body.message_id)?.history ?? []
+    expect(history.map((message) => message.attachments)).toEqual([
+      [
+        { id: notes, filename: 'notes.md', mediaType: 'text/markdown', path: join(s.h.uploadsDir, notes) },
+        { id: large, filename: 'large.jpg', mediaType: 'image/jpeg', path: join(s.h.uploadsDir, `${large}.resized`) },
+        { id: small, filename: 'small.png', mediaType: 'image/png', path: join(s.h.uploadsDir, small) },
+      ],
+    ])
+    const scaled = await sharp(history[0]?.attachments[1]?.path).metadata()
+    expect([scaled.width, scaled.height]).toEqual([1568, 1254])
   })
 })

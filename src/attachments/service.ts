@@ -3,12 +3,13 @@
 import { renameSync } from 'node:fs'
 import { mkdir, rm } from 'node:fs/promises'
 import { extname, resolve } from 'node:path'
-import { count, eq } from 'drizzle-orm'
+import { count, eq, inArray } from 'drizzle-orm'
 import { fileTypeFromBuffer } from 'file-type'
 import { PDFDocument } from 'pdf-lib'
 import sharp from 'sharp'
 import type { Caller } from '../auth/model'
 import type { Db } from '../db/client'
+import type { HistoryAttachment } from '../generation/types'
 import { AppError, invalidRequest } from '../shared/errors'
 import { newId } from '../shared/ids'
 import type { Clock } from '../shared/time'
@@ -124,8 +125,20 @@ function resizedPath(uploadsDir: string, id: string): string {
 }
 
 /** The file a model should read: the scaled copy of a large image, otherwise the original. */
-export function modelReadyPath(uploadsDir: string, attachment: { id: string; resized: boolean }): string {
+function modelReadyPath(uploadsDir: string, attachment: { id: string; resized: boolean }): string {
   return attachment.resized ? resizedPath(uploadsDir, attachment.id) : originalPath(uploadsDir, attachment.id)
+}
+
+/** The files behind these attachment IDs, as generators read them, by ID. */
+export function filesForModel(db: Db, uploadsDir: string, ids: string[]): Map<string, HistoryAttachment> {
+  if (ids.length === 0) return new Map()
+  const rows = db.select().from(attachments).where(inArray(attachments.id, ids)).all()
+  return new Map(
+    rows.map((row) => [
+      row.id,
+      { id: row.id, filename: row.filename, mediaType: row.mediaType, path: modelReadyPath(uploadsDir, row) },
+    ]),
+  )
 }
 
 function storedCount(db: Pick<Db, 'select'>, threadId: string): number {

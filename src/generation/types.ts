@@ -2,9 +2,20 @@
 // the generation worker.
 import type { ThreadsModel } from '../threads/model'
 
+/** A file a message refers to, as a provider reads it. */
+export interface HistoryAttachment {
+  id: string
+  filename: string
+  mediaType: string
+  /** Absolute path of the bytes to give a model: for a large image, its copy scaled to the model bound. */
+  path: string
+}
+
 export interface HistoryMessage {
   role: 'user' | 'assistant' | 'summary'
   contents: ThreadsModel.contentBlock[]
+  /** The files that the message's image and document blocks refer to, in block order. */
+  attachments: HistoryAttachment[]
 }
 
 export interface GenerationRequest {

@@ -624,3 +624,28 @@ describe('messages that reference attachments', () => {
     expect([scaled.width, scaled.height]).toEqual([1568, 1254])
   })
 })
+
+describe('GET /api/v1/limits', () => {
+  test('lists the upload limits for any valid token, and only for one', async () => {
+    await using h = await harness()
+    const user = await h.user({ scopes: ['threads:read:own'] })
+    const reply = await h.call('GET', '/api/v1/limits', { token: user.token })
+    expect(reply.status).toBe(200)
+    expect(reply.body).toEqual({
+      files_per_request: 5,
+      files_per_thread: 25,
+      attachments_per_message: 25,
+      request_max_bytes: 15 * 1024 * 1024 + 64 * 1024,
+      filename_max_length: 255,
+      image: {
+        media_types: ['image/jpeg', 'image/png', 'image/gif', 'image/webp'],
+        max_bytes: 3 * 1024 * 1024,
+        max_pixels: 50_000_000,
+        model_longest_side: 1568,
+      },
+      pdf: { media_types: ['application/pdf'], max_bytes: 2.5 * 1024 * 1024, max_pages: 100 },
+      text: { media_types: ['text/plain', 'text/markdown', 'text/csv'], max_bytes: 512 * 1024 },
+    })
+    expect((await h.call('GET', '/api/v1/limits')).status).toBe(401)
+  })
+})

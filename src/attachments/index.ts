@@ -1,9 +1,17 @@
-// Attachment routes: HTTP in, HTTP out; reading, checking and storing files lives in service.ts.
+// Attachment routes and GET /limits: HTTP in, HTTP out; reading, checking and storing files lives in service.ts.
 import { Elysia, t } from 'elysia'
 import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import { errorShapes } from '../shared/errors'
-import { filesPerRequest, filesPerThread, imageLimits, maxRequestBytes, pdfLimits, textLimits } from './limits'
+import {
+  filesPerRequest,
+  filesPerThread,
+  imageLimits,
+  maxRequestBytes,
+  pdfLimits,
+  publishedLimits,
+  textLimits,
+} from './limits'
 import { AttachmentsModel } from './model'
 import { type UploadDeps, uploadAttachments } from './service'
 
@@ -12,14 +20,14 @@ const mib = (bytes: number) => `${bytes / (1024 * 1024)} MiB`
 const uploadDescription = `Multipart form data, one file per part: \`attachments[0]\` (required), \`attachments[1]\`, … numbered without gaps; at most ${filesPerRequest} files per request and ${filesPerThread} per thread. Only the thread's owner may upload. Uploading stores files; it sends no message.
 
 The type is decided from the bytes, never from the name or declared type, though a name or declared type that contradicts the bytes (a PNG named \`.pdf\`) is refused:
-- images: JPEG, PNG, GIF, WebP (animations accepted), at most ${mib(imageLimits.maxBytes)} and ${imageLimits.maxPixels} pixels (all frames counted), fully decoded; images longer than ${imageLimits.modelLongestSide} px on a side also get a scaled copy that models read;
+- images: JPEG, PNG, GIF, WebP (animations accepted), at most ${mib(imageLimits.maxBytes)} and ${imageLimits.maxPixels.toLocaleString('en-US')} pixels (all frames counted), fully decoded; images longer than ${imageLimits.modelLongestSide} px on a side also get a scaled copy that models read;
 - PDF: at most ${mib(pdfLimits.maxBytes)} and ${pdfLimits.maxPages} pages; encrypted or password-protected PDFs are refused;
 - text: plain, Markdown (\`.md\`) or CSV (\`.csv\`), at most ${mib(textLimits.maxBytes)}, valid UTF-8 without NUL bytes.
 
 All or nothing: when any file is refused, none is stored. Display names are reduced to their last path segment, without control characters, at most 255 characters. GET /api/v1/limits lists these limits.
 
 Errors on this route:
-- 400 \`{message}\`: not multipart, unparsable, a missing, misnamed, repeated or non-file part, more than ${filesPerRequest} files, or more than the thread's ${filesPerThread};
+- 400 \`{message}\`: not multipart, unparsable, a missing, misnamed, repeated or non-file part, more than ${filesPerRequest} files, or more files than the thread has room for (${filesPerThread} in all);
 - 413 \`{message}\`: a body longer than ${maxRequestBytes} bytes, refused before it is read;
 - 422 \`{message, reason: {file, part, code, limit?}}\`: a file broke a content rule; \`code\` is one of ${AttachmentsModel.rejectionCodes.map((code) => `\`${code}\``).join(', ')};
 - 403 \`{error, message}\`: the caller can see the thread but does not own it, or lacks \`threads:write\`;
@@ -59,3 +67,14 @@ export const attachmentRoutes = (deps: UploadDeps) =>
         },
       },
     )
+    .get('/limits', () => publishedLimits, {
+      scope: 'any',
+      response: { 200: AttachmentsModel.limits, 401: AuthModel.error },
+      detail: {
+        summary: 'The upload and attachment limits',
+        tags: ['Attachments'],
+        description:
+          'The limits that the upload route and `attachment_ids` enforce, machine-readable. Sizes are in bytes. ' +
+          'No scope required; any valid token may call it.',
+      },
+    })

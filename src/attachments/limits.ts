@@ -1,4 +1,6 @@
 // The upload limits, in one place: validation, the request-size guard, GET /limits and the docs all read them.
+import type { AttachmentsModel } from './model'
+
 const MiB = 1024 * 1024
 
 export const imageLimits = {
@@ -34,3 +36,20 @@ export const filenameMaxLength = 255
  */
 export const maxRequestBytes =
   filesPerRequest * Math.max(imageLimits.maxBytes, pdfLimits.maxBytes, textLimits.maxBytes) + 64 * 1024
+
+/** The limits as GET /api/v1/limits publishes them, so that clients need not hard-code them. */
+export const publishedLimits: AttachmentsModel.limits = {
+  files_per_request: filesPerRequest,
+  files_per_thread: filesPerThread,
+  attachments_per_message: attachmentsPerMessage,
+  request_max_bytes: maxRequestBytes,
+  filename_max_length: filenameMaxLength,
+  image: {
+    media_types: [...imageLimits.mediaTypes],
+    max_bytes: imageLimits.maxBytes,
+    max_pixels: imageLimits.maxPixels,
+    model_longest_side: imageLimits.modelLongestSide,
+  },
+  pdf: { media_types: [...pdfLimits.mediaTypes], max_bytes: pdfLimits.maxBytes, max_pages: pdfLimits.maxPages },
+  text: { media_types: [...textLimits.mediaTypes], max_bytes: textLimits.maxBytes },
+}

@@ -1,5 +1,5 @@
 // TypeBox schemas of the attachment upload and of GET /limits: validation, types and OpenAPI from one source.
-import { type Static, t } from 'elysia'
+import { type Static, type TSchema, t } from 'elysia'
 import { filesPerRequest } from './limits'
 
 export namespace AttachmentsModel {
@@ -63,4 +63,34 @@ export namespace AttachmentsModel {
     { message: t.String(), reason: t.Optional(reason) },
     { additionalProperties: false, description: 'A file broke a content rule; nothing was stored.' },
   )
+
+  const kindLimits = <T extends Record<string, TSchema>>(extra: T) =>
+    t.Object(
+      {
+        media_types: t.Array(t.String(), { description: 'The types accepted, as detected from the bytes.' }),
+        max_bytes: t.Integer({ description: 'Largest accepted file, in bytes.' }),
+        ...extra,
+      },
+      { additionalProperties: false },
+    )
+
+  export const limits = t.Object(
+    {
+      files_per_request: t.Integer({ description: 'Files in one upload request.' }),
+      files_per_thread: t.Integer({ description: 'Files uploaded to one thread, in total.' }),
+      attachments_per_message: t.Integer({ description: 'Entries of `attachment_ids` in one message.' }),
+      request_max_bytes: t.Integer({ description: 'Longer upload bodies are refused with 413, unread.' }),
+      filename_max_length: t.Integer({ description: 'Longer display names are shortened, keeping the extension.' }),
+      image: kindLimits({
+        max_pixels: t.Integer({ description: 'Width × height, all frames of an animation counted.' }),
+        model_longest_side: t.Integer({
+          description: 'Images longer than this on a side also get a copy scaled to fit it, which models read.',
+        }),
+      }),
+      pdf: kindLimits({ max_pages: t.Integer() }),
+      text: kindLimits({}),
+    },
+    { additionalProperties: false },
+  )
+  export type limits = Static<typeof limits>
 }

@@ -447,6 +447,23 @@ describe('hostile and malformed uploads store nothing', () => {
     expect(storedFiles(s.h)).toEqual(before)
   })
 
+  test('of two concurrent batches that each fit but not together, one is stored and the other leaves nothing', async () => {
+    await using s = await setup()
+    for (let batch = 0; batch < 4; batch += 1) {
+      const files = Array.from({ length: 5 }, (_, n) => ({ name: `${batch}-${n}.txt`, bytes: 'x' }))
+      await upload(s.h, s.owner.token, s.threadId, form(...files))
+    }
+    const batch = (tag: string) =>
+      form(...Array.from({ length: 5 }, (_, n) => ({ name: `${tag}-${n}.txt`, bytes: 'x' })))
+    const replies = await Promise.all([
+      upload(s.h, s.owner.token, s.threadId, batch('a')),
+      upload(s.h, s.owner.token, s.threadId, batch('b')),
+    ])
+    expect(replies.map((reply) => reply.status).sort()).toEqual([201, 400])
+    expect(s.h.db.select().from(attachments).all()).toHaveLength(25)
+    expect(storedFiles(s.h)).toHaveLength(25)
+  })
+
   test('a batch that would cross the thread quota is refused whole', async () => {
     await using s = await setup()
     for (let batch = 0; batch < 4; batch += 1) {

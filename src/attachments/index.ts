@@ -4,6 +4,7 @@ import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import { errorShapes } from '../shared/errors'
 import {
+  filenameMaxLength,
   filesPerRequest,
   filesPerThread,
   imageLimits,
@@ -24,7 +25,7 @@ The type is decided from the bytes, never from the name or declared type, though
 - PDF: at most ${mib(pdfLimits.maxBytes)} and ${pdfLimits.maxPages} pages; encrypted or password-protected PDFs are refused;
 - text: plain, Markdown (\`.md\`) or CSV (\`.csv\`), at most ${mib(textLimits.maxBytes)}, valid UTF-8 without NUL bytes.
 
-All or nothing: when any file is refused, none is stored. Display names are reduced to their last path segment, without control characters, at most 255 characters. GET /api/v1/limits lists these limits.
+All or nothing: when any file is refused, none is stored. Display names are reduced to their last path segment, without control characters, at most ${filenameMaxLength} characters. GET /api/v1/limits lists these limits.
 
 Errors on this route:
 - 400 \`{message}\`: not multipart, unparsable, a missing, misnamed, repeated or non-file part, more than ${filesPerRequest} files, or more files than the thread has room for (${filesPerThread} in all);

@@ -321,6 +321,11 @@ describe('hostile and malformed uploads store nothing', () => {
       async () => ({ name: 'latin1.txt', bytes: new Uint8Array([0x63, 0x61, 0x66, 0xe9]) }),
       { code: 'invalid_text' },
     ],
+    [
+      'a large file of no recognised type, refused for its type rather than its size',
+      async () => ({ name: 'blob.bin', bytes: new Uint8Array(textLimits.maxBytes + 1).fill(0xff) }),
+      { code: 'unsupported_type' },
+    ],
     ['a text file with a NUL byte', async () => ({ name: 'nul.txt', bytes: 'a\u0000b' }), { code: 'invalid_text' }],
   ]
 

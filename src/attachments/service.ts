@@ -172,8 +172,8 @@ async function readParts(request: Request): Promise<Part[]> {
   for (const [name, value] of entries) {
     const index = Number(partName.exec(name)?.[1] ?? Number.NaN)
     if (!(index < entries.length)) {
-      const expected = `attachments[0] to attachments[${entries.length - 1}]`
-      throw invalidRequest(`Unexpected part ${JSON.stringify(name.slice(0, 100))}: name the files ${expected}`)
+      const expected = 'attachments[0], attachments[1], … numbered without gaps'
+      throw invalidRequest(`Unexpected part ${JSON.stringify(name.slice(0, 100))}: name the file parts ${expected}`)
     }
     if (parts[index]) throw invalidRequest(`Part ${name} appears more than once`)
     if (typeof value === 'string') throw invalidRequest(`Part ${name} must be a file`)
@@ -228,32 +228,37 @@ async function inspectPdf(part: Part, bytes: Uint8Array): Promise<Accepted> {
   return { part, kind: 'pdf', mediaType: 'application/pdf', bytes, resized: null }
 }
 
-function inspectText(part: Part, bytes: Uint8Array, mediaType: string): Accepted {
-  if (bytes.includes(0)) throw rejected(part, 'invalid_text', 'contains NUL bytes')
+/** Text has no signature: bytes are text when they are UTF-8 without NUL. */
+function isText(bytes: Uint8Array): boolean {
+  if (bytes.includes(0)) return false
   try {
     new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+    return true
   } catch {
-    throw rejected(part, 'invalid_text', 'is neither valid UTF-8 text nor an accepted image or PDF')
+    return false
   }
-  return { part, kind: 'text', mediaType, bytes, resized: null }
 }
+
+const acceptedTypes = 'accepted are JPEG, PNG, GIF and WebP images, PDFs and UTF-8 text'
 
 /** Decides a file's type from its bytes and checks it against that type's rules; throws 422 on the first break. */
 async function inspect(part: Part): Promise<Accepted> {
   const bytes = await part.file.bytes()
   if (bytes.length === 0) throw rejected(part, 'empty', 'is empty')
   const sniffed = (await fileTypeFromBuffer(bytes))?.mime
-  // Text has no signature: whatever file-type does not recognise is judged as text.
   const claimed = [
     claims[extname(part.filename).toLowerCase()],
     claims[part.file.type.split(';')[0]?.trim().toLowerCase() ?? ''],
   ]
-  const found = sniffed
-    ? sniffedKinds[sniffed]
-    : { kind: 'text' as const, mediaType: claimed.find((claim) => claim?.kind === 'text')?.mediaType ?? 'text/plain' }
-  if (!found) {
-    throw rejected(part, 'unsupported_type', `is ${sniffed}; accepted are JPEG, PNG, GIF, WebP, PDF and UTF-8 text`)
+  const textClaim = claimed.find((claim) => claim?.kind === 'text')
+  // Checked before the size, so that a large binary file is refused for what it is rather than as long text.
+  if (!sniffed && !isText(bytes)) {
+    throw textClaim
+      ? rejected(part, 'invalid_text', 'is not UTF-8 text free of NUL bytes')
+      : rejected(part, 'unsupported_type', `is of no recognised type; ${acceptedTypes}`)
   }
+  const found = sniffed ? sniffedKinds[sniffed] : text(textClaim?.mediaType ?? 'text/plain')
+  if (!found) throw rejected(part, 'unsupported_type', `is ${sniffed}; ${acceptedTypes}`)
   const contradiction = claimed.find((claim) => claim && claim.kind !== found.kind)
   if (contradiction) {
     throw rejected(part, 'type_mismatch', `claims to be ${contradiction.mediaType} but its bytes are ${found.kind}`)
@@ -268,7 +273,7 @@ async function inspect(part: Part): Promise<Accepted> {
     case 'pdf':
       return inspectPdf(part, bytes)
     case 'text':
-      return inspectText(part, bytes, found.mediaType)
+      return { part, kind: 'text', mediaType: found.mediaType, bytes, resized: null }
   }
 }
 

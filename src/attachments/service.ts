@@ -101,7 +101,7 @@ function rejected(part: Part, code: AttachmentsModel.rejectionCode, problem: str
 }
 
 /** The display name: the last path segment, without control or format characters, at most 255 characters. */
-export function sanitizeFilename(raw: string): string {
+function sanitizeFilename(raw: string): string {
   const base =
     raw
       .normalize('NFC')
@@ -197,10 +197,10 @@ async function inspectImage(part: Part, bytes: Uint8Array, mediaType: string): P
   const fits = Math.max(header.width, header.pageHeight ?? header.height) <= side
   try {
     // Both paths decode every pixel, which is what finds truncated or corrupt image data.
-    if (fits) await open(imageLimits.maxPixels).stats()
+    const decoder = open(imageLimits.maxPixels)
     const resized = fits
-      ? null
-      : await open(imageLimits.maxPixels).autoOrient().resize({ width: side, height: side, fit: 'inside' }).toBuffer()
+      ? await decoder.stats().then(() => null)
+      : await decoder.autoOrient().resize({ width: side, height: side, fit: 'inside' }).toBuffer()
     return { part, kind: 'image', mediaType, bytes, resized }
   } catch {
     throw rejected(part, 'corrupt', 'is a damaged or truncated image')

@@ -1,6 +1,8 @@
 // Builds the whole HTTP application from its dependencies. No side effects: nothing listens, no
 // timer starts and no work is recovered until src/index.ts (or a test) says so.
 import { Elysia } from 'elysia'
+import { attachmentRoutes } from './attachments'
+import { maxRequestBytes } from './attachments/limits'
 import { identity } from './auth'
 import type { Config } from './config'
 import type { Db } from './db/client'
@@ -34,6 +36,7 @@ export function createApp(deps: AppDeps) {
     clock: deps.clock,
     log: deps.log,
     concurrency: deps.config.GENERATION_CONCURRENCY,
+    uploadsDir: deps.config.UPLOADS_DIR,
   })
   const perMinute = (max: number) => (max > 0 ? new RateLimiter({ max, windowMs: 60_000 }, deps.clock) : undefined)
   const shared = {
@@ -43,8 +46,10 @@ export function createApp(deps: AppDeps) {
     tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
     links: linksFor(deps.config.PUBLIC_URL),
     heartbeats: new Heartbeats(deps.heartbeatMs ?? 15_000),
+    uploadsDir: deps.config.UPLOADS_DIR,
   }
-  return new Elysia({ normalize: false })
+  // No request needs more than an upload can hold: Bun refuses longer bodies (413) while they stream in.
+  return new Elysia({ normalize: false, serve: { maxRequestBodySize: maxRequestBytes } })
     .decorate('engine', engine)
     .use(errorPlugin(deps.log))
     .use(httpBasics({ log: deps.log, config: deps.config, ipLimiter: perMinute(deps.config.RATE_LIMIT_IP_PER_MINUTE) }))
@@ -68,6 +73,7 @@ export function createApp(deps: AppDeps) {
     .use(docs(deps.config.PUBLIC_URL))
     .use(identity(shared))
     .use(threadRoutes(shared))
+    .use(attachmentRoutes(shared))
     .use(responses(shared))
 }
 

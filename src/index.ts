@@ -5,7 +5,6 @@ import { ConfigError, loadConfig } from './config'
 import { migrateDatabase, openDatabase } from './db/client'
 import { createWorkerRunner } from './generation/runner'
 import { describeProvider, providerSettings } from './generation/settings'
-import { maxRequestBodyBytes } from './shared/http'
 import { createLogger } from './shared/log'
 import { systemClock } from './shared/time'
 
@@ -27,7 +26,7 @@ const settings = providerSettings(config)
 log.info('generator', describeProvider(settings))
 const runner = createWorkerRunner(settings, log)
 const app = createApp({ db, config, runner, clock: systemClock, log })
-app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60, maxRequestBodySize: maxRequestBodyBytes })
+app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60 })
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
 app.decorator.engine.recover()
 

@@ -12,6 +12,8 @@ test('OpenAPI describes every API endpoint with schemas, security and tags', asy
   expect(operations.map((o) => o.id).sort()).toEqual(
     [
       'GET /api/v1/me',
+      'GET /api/v1/limits',
+      'POST /api/v1/threads/{threadId}/attachments',
       'GET /api/v1/threads',
       'POST /api/v1/threads',
       'GET /api/v1/threads/{threadId}',

@@ -1,5 +1,8 @@
 // Test harness: a fresh in-memory app per test, real HTTP handling through app.handle, real SQLite,
 // and either the real generation worker or a scripted runner the test drives step by step.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { createApp } from '../src/app'
 import type { Role } from '../src/auth/auth.table'
@@ -52,6 +55,8 @@ export class ScriptedRunner implements GenerationRunner {
 
 export interface Harness extends AsyncDisposable {
   db: Db
+  /** Where this app stores attachments: a fresh temporary folder unless the test passed one. */
+  uploadsDir: string
   app: ReturnType<typeof createApp>
   clock: Clock
   /** Creates a user (organization `org`, default `default`) and a token with the given scopes. */
@@ -86,16 +91,24 @@ export async function harness(
     echoDelayMs?: number
     config?: Partial<Config>
     log?: Logger
+    uploadsDir?: string
   } = {},
 ): Promise<Harness> {
   const db = openDatabase(':memory:')
+  const uploadsDir = options.uploadsDir ?? mkdtempSync(join(tmpdir(), 'threadhouse-uploads-'))
   migrateDatabase(db)
   const clock = options.clock ?? { now: () => Date.now() }
   const runner =
     options.runner ?? createWorkerRunner({ provider: 'echo', echoTokenDelayMs: options.echoDelayMs ?? 0 }, silentLogger)
   const app = createApp({
     db,
-    config: { ...loadConfig({}), PUBLIC_URL: publicUrl, GENERATION_CONCURRENCY: 4, ...options.config },
+    config: {
+      ...loadConfig({}),
+      PUBLIC_URL: publicUrl,
+      GENERATION_CONCURRENCY: 4,
+      UPLOADS_DIR: uploadsDir,
+      ...options.config,
+    },
     runner,
     clock,
     log: options.log ?? silentLogger,
@@ -110,7 +123,9 @@ export async function harness(
     const init: RequestInit = { method, headers: { ...headers } }
     const h = init.headers as Record<string, string>
     if (token) h.authorization = `Bearer ${token}`
-    if (body !== undefined) {
+    if (body instanceof FormData || body instanceof Blob) {
+      init.body = body
+    } else if (body !== undefined) {
       h['content-type'] ??= 'application/json'
       init.body = typeof body === 'string' ? body : JSON.stringify(body)
     }
@@ -125,6 +140,7 @@ export async function harness(
 
   return {
     db,
+    uploadsDir,
     app,
     clock,
     call,
@@ -142,6 +158,7 @@ export async function harness(
     async [Symbol.asyncDispose]() {
       await app.decorator.engine.close()
       db.$client.close()
+      if (options.uploadsDir === undefined) rmSync(uploadsDir, { recursive: true, force: true })
     },
   }
 }

@@ -1,4 +1,5 @@
 // Every table, re-exported from the feature that owns it, for Drizzle and drizzle-kit.
+export * from '../attachments/attachments.table'
 export * from '../auth/auth.table'
 export * from '../generation/generations.table'
 export * from '../threads/threads.table'

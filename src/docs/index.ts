@@ -44,7 +44,8 @@ export const description = `Persistent AI conversations (threads) and the OAuth 
 Authenticate with \`Authorization: Bearer <token>\`: a personal access token (\`thp_…\`) or an OAuth access token.
 Each operation names the scope it needs in \`x-required-scope\`; scopes never imply each other, except that
 \`threads:read:own\` is accepted where \`threads:read\` is (with only the token user's own threads visible).
-Errors are \`{ "error": code, "message": text }\`; 403 for a missing scope adds \`required_scope\`.
+Errors are \`{ "error": code, "message": text }\`; 403 for a missing scope adds \`required_scope\`. The attachment upload, as the
+specification shows, answers 400 and 413 with \`{ "message" }\` and 422 with \`{ "message", "reason" }\`.
 README.md, "API behaviour where the specification is silent", lists every choice made where the contract is open.`
 
 export const docs = (publicUrl: string) =>
@@ -61,6 +62,7 @@ export const docs = (publicUrl: string) =>
           tags: [
             { name: 'Threads', description: 'Conversations' },
             { name: 'Messages', description: 'Messages, AI responses and feedback' },
+            { name: 'Attachments', description: 'Files uploaded to a thread, for messages to show and use' },
             { name: 'Identity', description: 'Who the token belongs to' },
           ],
           components: {

@@ -2,6 +2,7 @@
 // concurrency limit. It moves threads through their states, persists each answer once, when it ends
 // (never token by token), and feeds the hub that SSE responses listen to.
 import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm'
+import { filesForModel } from '../attachments/service'
 import type { Db } from '../db/client'
 import type { Logger } from '../shared/log'
 import type { Clock } from '../shared/time'
@@ -19,6 +20,7 @@ export interface EngineDeps {
   clock: Clock
   log: Logger
   concurrency: number
+  uploadsDir: string
 }
 
 interface Job {
@@ -36,7 +38,7 @@ const maxAttempts = 3
 
 export type GenerationEngine = ReturnType<typeof createGenerationEngine>
 
-export function createGenerationEngine({ db, runner, clock, log, concurrency }: EngineDeps) {
+export function createGenerationEngine({ db, runner, clock, log, concurrency, uploadsDir }: EngineDeps) {
   const hub = new Hub()
   const queue: { messageId: string; threadId: string }[] = []
   const running = new Map<string, Job>()
@@ -49,12 +51,22 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
   function history(threadId: string, upTo: string): HistoryMessage[] {
     const target = db.select({ createdAt: messages.createdAt }).from(messages).where(eq(messages.id, upTo)).get()
     if (!target) return []
-    return db
+    const rows = db
       .select({ id: messages.id, role: messages.role, contents: messages.contents })
       .from(messages)
       .where(and(eq(messages.threadId, threadId), eq(messages.active, true), lte(messages.createdAt, target.createdAt)))
       .orderBy(asc(messages.createdAt), asc(messages.id))
-      .all() as HistoryMessage[]
+      .all() as Omit<HistoryMessage, 'attachments'>[]
+    const referenced = (contents: ThreadsModel.contentBlock[]) =>
+      contents.flatMap((block) => ('attachment_id' in block ? [block.attachment_id] : []))
+    const files = filesForModel(db, uploadsDir, [...new Set(rows.flatMap((row) => referenced(row.contents)))])
+    return rows.map((row) => {
+      const own = referenced(row.contents).flatMap((id) => {
+        const file = files.get(id)
+        return file ? [[id, file] as const] : []
+      })
+      return own.length === 0 ? row : { ...row, attachments: Object.fromEntries(own) }
+    })
   }
 
   function settle(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): void {

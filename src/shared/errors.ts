@@ -1,4 +1,5 @@
-// One error type for the whole API and one plugin that renders it as the spec's `{ error, message }`.
+// One error type for the whole API and one plugin that renders it: the spec's `{ error, message }` everywhere,
+// except on routes that opt into the bare `{ message, ...extra }` the spec gives the attachment upload.
 import { Elysia } from 'elysia'
 import { requestIdOf } from './http'
 import type { Logger } from './log'
@@ -46,33 +47,55 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   })
 }
 
+/** Every failure as an AppError, so that one place decides the body's shape. */
+function toAppError(code: string | number, error: unknown, path: string, request: Request, log: Logger): AppError {
+  if (error instanceof AppError) return error
+  switch (code) {
+    case 'VALIDATION':
+      return invalidRequest(describeValidation(error as Parameters<typeof describeValidation>[0]))
+    case 'PARSE':
+      return invalidRequest('The request body could not be parsed')
+    case 'NOT_FOUND':
+      return new AppError(404, 'not_found', 'No such endpoint')
+    case 'INVALID_COOKIE_SIGNATURE':
+      return invalidRequest('Invalid cookie')
+    default:
+      log.error('unhandled error', {
+        requestId: requestIdOf(request),
+        path,
+        code: String(code),
+        error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      })
+      return new AppError(500, 'internal_error', 'Something went wrong on our side')
+  }
+}
+
+/** Requests whose route asked for bare client-error bodies (see `errorShapes`). */
+const bareRequests = new WeakSet<Request>()
+/** The statuses a bare route renders without `error`; 401, 403 and 404 keep the usual `{ error, message }`. */
+const bareStatuses = new Set([400, 413, 422])
+
 export const errorPlugin = (log: Logger) =>
   new Elysia({ name: 'errors' })
     .error({ AppError })
     .onError({ as: 'global' }, ({ code, error, path, set, request }) => {
-      const respond = (status: number, body: unknown, headers?: Record<string, string>): Response => {
-        set.status = status // read by the access log
-        return json(status, body, headers)
-      }
-      if (error instanceof AppError) {
-        return respond(error.status, { error: error.code, message: error.message, ...error.extra }, error.headers)
-      }
-      switch (code) {
-        case 'VALIDATION':
-          return respond(400, { error: 'invalid_request', message: describeValidation(error) })
-        case 'PARSE':
-          return respond(400, { error: 'invalid_request', message: 'The request body could not be parsed' })
-        case 'NOT_FOUND':
-          return respond(404, { error: 'not_found', message: 'No such endpoint' })
-        case 'INVALID_COOKIE_SIGNATURE':
-          return respond(400, { error: 'invalid_request', message: 'Invalid cookie' })
-        default:
-          log.error('unhandled error', {
-            requestId: requestIdOf(request),
-            path,
-            code: String(code),
-            error: error instanceof Error ? (error.stack ?? error.message) : String(error),
-          })
-          return respond(500, { error: 'internal_error', message: 'Something went wrong on our side' })
-      }
+      const failure = toAppError(code, error, path, request, log)
+      const body =
+        bareRequests.has(request) && bareStatuses.has(failure.status)
+          ? { message: failure.message, ...failure.extra }
+          : { error: failure.code, message: failure.message, ...failure.extra }
+      set.status = failure.status // read by the access log
+      return json(failure.status, body, failure.headers)
     })
+
+/**
+ * Route option `bareClientErrors: true`: the route's 400, 413 and 422 become `{ message, ...extra }`. The
+ * request is marked in `transform`, which runs before validation, so malformed parameters are covered too.
+ */
+export const errorShapes = new Elysia({ name: 'error-shapes' }).macro({
+  bareClientErrors: {
+    transform({ request }) {
+      bareRequests.add(request)
+    },
+  },
+})

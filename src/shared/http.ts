@@ -19,10 +19,8 @@ interface RequestInfo {
   ip: string | null
 }
 
-/** JSON bodies are small; only multipart uploads may be larger (Bun's own cap covers those). */
+/** JSON bodies are small; only multipart uploads may be larger (Bun's own cap, set in createApp, covers those). */
 export const maxJsonBodyBytes = 1024 * 1024
-/** Bun refuses any body above this before it is read: five 3 MiB files plus multipart overhead. */
-export const maxRequestBodyBytes = 16 * 1024 * 1024
 
 const requests = new WeakMap<Request, RequestInfo>()
 const incomingId = /^[\w.-]{1,64}$/

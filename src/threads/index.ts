@@ -1,5 +1,6 @@
 // Threads, messages and feedback routes: HTTP in, HTTP out; behaviour lives in service.ts.
 import { Elysia, t } from 'elysia'
+import { attachmentsPerMessage } from '../attachments/limits'
 import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { Db } from '../db/client'
@@ -97,7 +98,11 @@ export const threadRoutes = (deps: ThreadsDeps) =>
           tags: ['Messages'],
           description:
             'The thread must be `ready`, otherwise 409. Only the thread’s owner may send (403 `forbidden` for ' +
-            'other members who can see it).',
+            `other members who can see it). \`attachment_ids\` (at most ${attachmentsPerMessage}) name files ` +
+            'uploaded to this same thread, possibly by several uploads; the message’s `contents` is the text ' +
+            'block, then one `image` or `document` block (PDFs and text files) per ID, in the order given. An ' +
+            'unknown ID, another thread’s attachment or an ID listed twice gives 400 `invalid_request` naming the ' +
+            'ID. A file may be attached to any number of messages.',
         },
       },
     )

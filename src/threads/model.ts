@@ -1,5 +1,6 @@
 // TypeBox schemas of the Threads API: validation, TypeScript types and OpenAPI from one source.
 import { type Static, type TSchema, t } from 'elysia'
+import { attachmentsPerMessage } from '../attachments/limits'
 import { AuthModel } from '../auth/model'
 
 const uuid = (description?: string) => t.String({ format: 'uuid', description })
@@ -127,7 +128,7 @@ export namespace ThreadsModel {
       text: t.String({ minLength: 1 }),
       attachment_ids: t.Optional(
         t.Array(t.String({ format: 'uuid' }), {
-          maxItems: 25,
+          maxItems: attachmentsPerMessage,
           description: 'Files uploaded to this thread, in display order.',
         }),
       ),

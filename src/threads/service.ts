@@ -1,5 +1,6 @@
 // Threads, messages and feedback as plain functions of (db, caller, input). Controllers stay thin.
-import { and, asc, desc, eq, gt, ne, or, type SQL, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, inArray, ne, or, type SQL, sql } from 'drizzle-orm'
+import { attachments } from '../attachments/attachments.table'
 import { users } from '../auth/auth.table'
 import type { Caller } from '../auth/model'
 import type { Db } from '../db/client'
@@ -248,12 +249,26 @@ function insertUserMessage(tx: Tx, threadId: string, contents: ThreadsModel.cont
 }
 
 /**
- * Resolves attachment references into content blocks. No attachment can exist before uploads land,
- * so every reference is unknown for now.
+ * The content blocks for the files a message references, in the order given. Each ID must name a file uploaded
+ * to this same thread: an unknown ID and another thread's ID get the same 400, so IDs reveal nothing.
  */
-function attachmentBlocks(ids: string[] | undefined): ThreadsModel.contentBlock[] {
+function attachmentBlocks(tx: Tx, threadId: string, ids: string[] | undefined): ThreadsModel.contentBlock[] {
   if (!ids || ids.length === 0) return []
-  throw invalidRequest(`Unknown attachment ${ids[0]}: attach only files uploaded to this thread`)
+  const repeated = ids.find((id, index) => ids.indexOf(id) !== index)
+  if (repeated) throw invalidRequest(`Attachment ${repeated} is listed more than once`)
+  const kinds = new Map(
+    tx
+      .select({ id: attachments.id, kind: attachments.kind })
+      .from(attachments)
+      .where(and(eq(attachments.threadId, threadId), inArray(attachments.id, ids)))
+      .all()
+      .map(({ id, kind }) => [id, kind]),
+  )
+  return ids.map((id) => {
+    const kind = kinds.get(id)
+    if (!kind) throw invalidRequest(`Unknown attachment ${id}: attach only files uploaded to this thread`)
+    return { type: kind === 'image' ? 'image' : 'document', attachment_id: id }
+  })
 }
 
 export function createThread(
@@ -298,7 +313,7 @@ export function sendMessage(
     if (thread.ownerId !== caller.userId) {
       throw new AppError(403, 'forbidden', 'Only the owner of a thread can send messages to it')
     }
-    const blocks = attachmentBlocks(body.attachment_ids)
+    const blocks = attachmentBlocks(tx, threadId, body.attachment_ids)
     const moved = tx
       .update(threads)
       .set({ state: 'waiting', updatedAt: now })

@@ -1,12 +1,17 @@
-// The built-in development responder: a short deterministic reply that quotes the user's last message,
-// streamed word by word with a fixed delay, so the whole product can be used without a model.
+// The built-in development responder: a short deterministic reply that quotes the user's last message and
+// names its attachments, streamed word by word with a fixed delay, so the whole product can be used without a model.
 import type { GenerationRequest, Generator, GeneratorEvent } from '../types'
 
 export function echoReply(request: Pick<GenerationRequest, 'history'>): string {
   const users = request.history.filter((message) => message.role === 'user')
   const last = users.at(-1)
   const text = last?.contents.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('\n') ?? ''
-  return `Echo (turn ${users.length}): you said “${text}”.`
+  const files = (last?.contents ?? []).flatMap((block) => {
+    const file = 'attachment_id' in block ? last?.attachments?.[block.attachment_id] : undefined
+    return file ? [`${file.filename} (${file.mediaType})`] : []
+  })
+  const attached = files.length === 0 ? '' : ` Attached: ${files.join(', ')}.`
+  return `Echo (turn ${users.length}): you said “${text}”.${attached}`
 }
 
 /** Splits a reply into word-sized tokens that concatenate back to it exactly. */

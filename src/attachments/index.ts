@@ -1,0 +1,81 @@
+// Attachment routes and GET /limits: HTTP in, HTTP out; reading, checking and storing files lives in service.ts.
+import { Elysia, t } from 'elysia'
+import { auth } from '../auth'
+import { AuthModel } from '../auth/model'
+import { errorShapes } from '../shared/errors'
+import {
+  filenameMaxLength,
+  filesPerRequest,
+  filesPerThread,
+  imageLimits,
+  maxRequestBytes,
+  pdfLimits,
+  publishedLimits,
+  textLimits,
+} from './limits'
+import { AttachmentsModel } from './model'
+import { type UploadDeps, uploadAttachments } from './service'
+
+const mib = (bytes: number) => `${bytes / (1024 * 1024)} MiB`
+
+const uploadDescription = `Multipart form data, one file per part: \`attachments[0]\` (required), \`attachments[1]\`, … numbered without gaps; at most ${filesPerRequest} files per request and ${filesPerThread} per thread. Only the thread's owner may upload. Uploading stores files; it sends no message.
+
+The type is decided from the bytes, never from the name or declared type, though a name or declared type that contradicts the bytes (a PNG named \`.pdf\`) is refused:
+- images: JPEG, PNG, GIF, WebP (animations accepted), at most ${mib(imageLimits.maxBytes)} and ${imageLimits.maxPixels.toLocaleString('en-US')} pixels (all frames counted), fully decoded; images longer than ${imageLimits.modelLongestSide} px on a side also get a scaled copy that models read;
+- PDF: at most ${mib(pdfLimits.maxBytes)} and ${pdfLimits.maxPages} pages; encrypted or password-protected PDFs are refused;
+- text: plain, Markdown (\`.md\`) or CSV (\`.csv\`), at most ${mib(textLimits.maxBytes)}, valid UTF-8 without NUL bytes.
+
+All or nothing: when any file is refused, none is stored. Display names are reduced to their last path segment, without control characters, at most ${filenameMaxLength} characters. GET /api/v1/limits lists these limits.
+
+Errors on this route:
+- 400 \`{message}\`: not multipart, unparsable, a missing, misnamed, repeated or non-file part, more than ${filesPerRequest} files, or more files than the thread has room for (${filesPerThread} in all);
+- 413 \`{message}\`: a body longer than ${maxRequestBytes} bytes, refused before it is read;
+- 422 \`{message, reason: {file, part, code, limit?}}\`: a file broke a content rule; \`code\` is one of ${AttachmentsModel.rejectionCodes.map((code) => `\`${code}\``).join(', ')};
+- 403 \`{error, message}\`: the caller can see the thread but does not own it, or lacks \`threads:write\`;
+- 404 \`{error, message}\`: the thread does not exist for the caller.`
+
+export const attachmentRoutes = (deps: UploadDeps) =>
+  new Elysia({ name: 'attachments', prefix: '/api/v1' })
+    .use(auth(deps))
+    .use(errorShapes)
+    .post(
+      '/threads/:threadId/attachments',
+      async ({ caller, params, request, status }) =>
+        status(201, await uploadAttachments(deps, caller, params.threadId, request)),
+      {
+        scope: 'threads:write',
+        bareClientErrors: true,
+        // The service reads the form itself, after authorization and a size check: nothing is parsed before.
+        parse: 'none',
+        params: AttachmentsModel.threadParams,
+        response: {
+          201: AttachmentsModel.uploaded,
+          400: AttachmentsModel.badRequest,
+          401: AuthModel.error,
+          403: t.Union([AuthModel.scopeError, AuthModel.error]),
+          404: AuthModel.error,
+          413: AttachmentsModel.badRequest,
+          422: AttachmentsModel.unprocessable,
+        },
+        detail: {
+          summary: 'Upload files to a thread',
+          tags: ['Attachments'],
+          description: uploadDescription,
+          requestBody: {
+            required: true,
+            content: { 'multipart/form-data': { schema: AttachmentsModel.uploadForm } },
+          },
+        },
+      },
+    )
+    .get('/limits', () => publishedLimits, {
+      scope: 'any',
+      response: { 200: AttachmentsModel.limits, 401: AuthModel.error },
+      detail: {
+        summary: 'The upload and attachment limits',
+        tags: ['Attachments'],
+        description:
+          'The limits that the upload route and `attachment_ids` enforce, machine-readable. Sizes are in bytes. ' +
+          'No scope required; any valid token may call it.',
+      },
+    })

@@ -1,0 +1,55 @@
+// The upload limits, in one place: validation, the request-size guard, GET /limits and the docs all read them.
+import type { AttachmentsModel } from './model'
+
+const MiB = 1024 * 1024
+
+export const imageLimits = {
+  mediaTypes: ['image/jpeg', 'image/png', 'image/gif', 'image/webp'],
+  maxBytes: 3 * MiB,
+  /** Decoded pixels, all frames of an animation counted: a decompression bomb stops here, before decoding. */
+  maxPixels: 50_000_000,
+  /** Images whose longest side exceeds this also get a copy scaled to fit it, which models are given. */
+  modelLongestSide: 1568,
+} as const
+
+export const pdfLimits = {
+  mediaTypes: ['application/pdf'],
+  maxBytes: 2.5 * MiB,
+  maxPages: 100,
+} as const
+
+export const textLimits = {
+  mediaTypes: ['text/plain', 'text/markdown', 'text/csv'],
+  maxBytes: 0.5 * MiB,
+} as const
+
+export const filesPerRequest = 5
+export const filesPerThread = 25
+export const attachmentsPerMessage = 25
+export const filenameMaxLength = 255
+
+/**
+ * The largest upload body worth reading: five files at the largest per-file limit, plus room for the multipart
+ * boundaries and part headers (a 255-character name percent-encoded is under 1 KiB a part). Bun refuses
+ * anything longer while it streams in (413), and the route refuses a longer declared Content-Length before
+ * reading a byte.
+ */
+export const maxRequestBytes =
+  filesPerRequest * Math.max(imageLimits.maxBytes, pdfLimits.maxBytes, textLimits.maxBytes) + 64 * 1024
+
+/** The limits as GET /api/v1/limits publishes them, so that clients need not hard-code them. */
+export const publishedLimits: AttachmentsModel.limits = {
+  files_per_request: filesPerRequest,
+  files_per_thread: filesPerThread,
+  attachments_per_message: attachmentsPerMessage,
+  request_max_bytes: maxRequestBytes,
+  filename_max_length: filenameMaxLength,
+  image: {
+    media_types: [...imageLimits.mediaTypes],
+    max_bytes: imageLimits.maxBytes,
+    max_pixels: imageLimits.maxPixels,
+    model_longest_side: imageLimits.modelLongestSide,
+  },
+  pdf: { media_types: [...pdfLimits.mediaTypes], max_bytes: pdfLimits.maxBytes, max_pages: pdfLimits.maxPages },
+  text: { media_types: [...textLimits.mediaTypes], max_bytes: textLimits.maxBytes },
+}

@@ -1,0 +1,343 @@
+// Attachment uploads: read the form, decide each file's type from its bytes, check it against the limits,
+// then store every file and row together, or nothing. Nothing here sees an Elysia Context.
+import { renameSync } from 'node:fs'
+import { mkdir, rm } from 'node:fs/promises'
+import { extname, resolve } from 'node:path'
+import { count, eq, inArray } from 'drizzle-orm'
+import { fileTypeFromBuffer } from 'file-type'
+import { PDFDocument } from 'pdf-lib'
+import sharp from 'sharp'
+import type { Caller } from '../auth/model'
+import type { Db } from '../db/client'
+import type { AttachmentFile } from '../generation/types'
+import { AppError, invalidRequest } from '../shared/errors'
+import { newId } from '../shared/ids'
+import type { Clock } from '../shared/time'
+import { requireVisibleThread } from '../threads/service'
+import { type AttachmentKind, attachments } from './attachments.table'
+import {
+  filenameMaxLength,
+  filesPerRequest,
+  filesPerThread,
+  imageLimits,
+  maxRequestBytes,
+  pdfLimits,
+  textLimits,
+} from './limits'
+import type { AttachmentsModel } from './model'
+
+export interface UploadDeps {
+  db: Db
+  clock: Clock
+  uploadsDir: string
+}
+
+/** A file part of the form, in index order. Its name and declared type are claims, checked against the bytes. */
+interface Part {
+  name: string
+  file: File
+  filename: string
+}
+
+interface Accepted {
+  part: Part
+  kind: AttachmentKind
+  mediaType: string
+  bytes: Uint8Array
+  /** The model-ready copy of a large image, or null when the original already fits. */
+  resized: Uint8Array | null
+}
+
+const limitsOf = { image: imageLimits, pdf: pdfLimits, text: textLimits } as const
+
+type Found = { kind: AttachmentKind; mediaType: string }
+const image = (mediaType: string): Found => ({ kind: 'image', mediaType })
+const text = (mediaType: string): Found => ({ kind: 'text', mediaType })
+const pdf: Found = { kind: 'pdf', mediaType: 'application/pdf' }
+
+/** What a sniffed media type makes a file. APNG is PNG to every reader that matters. */
+const sniffedKinds: Record<string, Found> = {
+  'image/jpeg': image('image/jpeg'),
+  'image/png': image('image/png'),
+  'image/apng': image('image/png'),
+  'image/gif': image('image/gif'),
+  'image/webp': image('image/webp'),
+  'application/pdf': pdf,
+}
+
+/**
+ * What a file's extension or declared type claims. Claims never decide the type, but one that contradicts
+ * the bytes (a PNG named .pdf) refuses the file; names and types not listed here claim nothing. Bun 1.4 fills
+ * File.type from the name when a part declares its type after Content-Disposition, the usual order
+ * (oven-sh/bun#33012), so in practice the extension is the claim that counts.
+ */
+const claims: Record<string, Found> = {
+  ...sniffedKinds,
+  'text/plain': text('text/plain'),
+  'text/markdown': text('text/markdown'),
+  'text/csv': text('text/csv'),
+  '.jpg': image('image/jpeg'),
+  '.jpeg': image('image/jpeg'),
+  '.png': image('image/png'),
+  '.gif': image('image/gif'),
+  '.webp': image('image/webp'),
+  '.pdf': pdf,
+  '.txt': text('text/plain'),
+  '.md': text('text/markdown'),
+  '.markdown': text('text/markdown'),
+  '.csv': text('text/csv'),
+}
+
+const partName = /^attachments\[(\d)\]$/
+
+function rejected(part: Part, code: AttachmentsModel.rejectionCode, problem: string, limit?: number): AppError {
+  const reason: AttachmentsModel.reason = {
+    file: part.filename,
+    part: part.name,
+    code,
+    ...(limit !== undefined && { limit }),
+  }
+  return new AppError(422, 'unprocessable_file', `${part.name} (${part.filename}) ${problem}`, { reason })
+}
+
+/** The display name: the last path segment, without control or format characters, at most 255 characters. */
+function sanitizeFilename(raw: string): string {
+  const base =
+    raw
+      .normalize('NFC')
+      .replace(/[\p{Cc}\p{Cf}]/gu, '')
+      .split(/[/\\]/)
+      .at(-1)
+      ?.trim() ?? ''
+  if (base === '' || base === '.' || base === '..') return 'attachment'
+  const chars = [...base]
+  if (chars.length <= filenameMaxLength) return base
+  const extension = [...extname(base)].length <= 16 ? [...extname(base)] : []
+  return [...chars.slice(0, filenameMaxLength - extension.length), ...extension].join('')
+}
+
+function originalPath(uploadsDir: string, id: string): string {
+  return resolve(uploadsDir, id)
+}
+
+function resizedPath(uploadsDir: string, id: string): string {
+  return resolve(uploadsDir, `${id}.resized`)
+}
+
+/** The file a model should read: the scaled copy of a large image, otherwise the original. */
+function modelReadyPath(uploadsDir: string, attachment: { id: string; resized: boolean }): string {
+  return attachment.resized ? resizedPath(uploadsDir, attachment.id) : originalPath(uploadsDir, attachment.id)
+}
+
+/** The files behind these attachment IDs, as generators read them, by ID. */
+export function filesForModel(db: Db, uploadsDir: string, ids: string[]): Map<string, AttachmentFile> {
+  if (ids.length === 0) return new Map()
+  const rows = db.select().from(attachments).where(inArray(attachments.id, ids)).all()
+  return new Map(
+    rows.map((row) => [
+      row.id,
+      { filename: row.filename, mediaType: row.mediaType, path: modelReadyPath(uploadsDir, row) },
+    ]),
+  )
+}
+
+function storedCount(db: Pick<Db, 'select'>, threadId: string): number {
+  return db.select({ n: count() }).from(attachments).where(eq(attachments.threadId, threadId)).get()?.n ?? 0
+}
+
+function quotaExceeded(stored: number): AppError {
+  const room = Math.max(0, filesPerThread - stored)
+  return invalidRequest(`A thread holds at most ${filesPerThread} files; this one has ${stored}, room for ${room} more`)
+}
+
+/**
+ * The file parts, which must be named attachments[0] to attachments[n-1], each once. A body that declares more
+ * bytes than any valid upload needs is refused before a byte of it is read.
+ */
+async function readParts(request: Request): Promise<Part[]> {
+  if (Number(request.headers.get('content-length')) > maxRequestBytes) {
+    throw new AppError(413, 'payload_too_large', `An upload body may have at most ${maxRequestBytes} bytes`)
+  }
+  if (!request.headers.get('content-type')?.toLowerCase().startsWith('multipart/form-data')) {
+    throw invalidRequest('Send the files as multipart/form-data')
+  }
+  const form = await request.formData().catch(() => null)
+  if (!form) throw invalidRequest('The multipart body could not be parsed')
+  const entries = [...form.entries()]
+  if (entries.length === 0) throw invalidRequest('Part attachments[0] is required')
+  if (entries.length > filesPerRequest) {
+    throw invalidRequest(`At most ${filesPerRequest} files per request; this one has ${entries.length} parts`)
+  }
+  const parts: Part[] = []
+  for (const [name, value] of entries) {
+    const index = Number(partName.exec(name)?.[1] ?? Number.NaN)
+    if (!(index < entries.length)) {
+      const expected = 'attachments[0], attachments[1], … numbered without gaps'
+      throw invalidRequest(`Unexpected part ${JSON.stringify(name.slice(0, 100))}: name the file parts ${expected}`)
+    }
+    if (parts[index]) throw invalidRequest(`Part ${name} appears more than once`)
+    if (typeof value === 'string') throw invalidRequest(`Part ${name} must be a file`)
+    parts[index] = { name, file: value, filename: sanitizeFilename(value.name) }
+  }
+  return parts
+}
+
+async function inspectImage(part: Part, bytes: Uint8Array, mediaType: string): Promise<Accepted> {
+  const open = (limitInputPixels: number | false) => sharp(bytes, { animated: true, limitInputPixels, failOn: 'error' })
+  // The header alone gives the size, so a bomb is refused without decoding a pixel of it.
+  const header = await open(false)
+    .metadata()
+    .catch(() => null)
+  if (!header) throw rejected(part, 'corrupt', 'is not a readable image')
+  // With `animated`, height spans every frame: the pixel count is what decoding would really cost.
+  if (header.width * header.height > imageLimits.maxPixels) {
+    throw rejected(part, 'too_many_pixels', `has more than ${imageLimits.maxPixels} pixels`, imageLimits.maxPixels)
+  }
+  const side = imageLimits.modelLongestSide
+  const fits = Math.max(header.width, header.pageHeight ?? header.height) <= side
+  try {
+    // Both paths decode every pixel, which is what finds truncated or corrupt image data.
+    const decoder = open(imageLimits.maxPixels)
+    const resized = fits
+      ? await decoder.stats().then(() => null)
+      : await decoder.autoOrient().resize({ width: side, height: side, fit: 'inside' }).toBuffer()
+    return { part, kind: 'image', mediaType, bytes, resized }
+  } catch {
+    throw rejected(part, 'corrupt', 'is a damaged or truncated image')
+  }
+}
+
+async function inspectPdf(part: Part, bytes: Uint8Array): Promise<Accepted> {
+  const raw = Buffer.from(bytes).toString('latin1')
+  // Encryption is declared in the trailer or cross-reference stream dictionary, which are never encrypted
+  // themselves; pdf-lib would only fail to parse such a file, unable to say why.
+  if (/\/Encrypt\s*(?:\d+\s+\d+\s+R|<<)/.test(raw)) {
+    throw rejected(part, 'password_protected', 'is encrypted or password-protected')
+  }
+  // pdf-lib recovers from a cut-off file by scanning what is left; the missing end marker gives it away.
+  if (!raw.slice(-1024).includes('%%EOF')) throw rejected(part, 'corrupt', 'is a truncated PDF')
+  const document = await PDFDocument.load(bytes, { updateMetadata: false, throwOnInvalidObject: true }).catch(
+    () => null,
+  )
+  if (!document) throw rejected(part, 'corrupt', 'is a damaged PDF')
+  const pages = document.getPageCount()
+  if (pages === 0) throw rejected(part, 'empty', 'has no pages')
+  if (pages > pdfLimits.maxPages) {
+    throw rejected(part, 'too_many_pages', `has ${pages} pages; at most ${pdfLimits.maxPages}`, pdfLimits.maxPages)
+  }
+  return { part, kind: 'pdf', mediaType: 'application/pdf', bytes, resized: null }
+}
+
+/** Text has no signature: bytes are text when they are UTF-8 without NUL. */
+function isText(bytes: Uint8Array): boolean {
+  if (bytes.includes(0)) return false
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const acceptedTypes = 'accepted are JPEG, PNG, GIF and WebP images, PDFs and UTF-8 text'
+
+/** Decides a file's type from its bytes and checks it against that type's rules; throws 422 on the first break. */
+async function inspect(part: Part): Promise<Accepted> {
+  const bytes = await part.file.bytes()
+  if (bytes.length === 0) throw rejected(part, 'empty', 'is empty')
+  const sniffed = (await fileTypeFromBuffer(bytes))?.mime
+  const claimed = [
+    claims[extname(part.filename).toLowerCase()],
+    claims[part.file.type.split(';')[0]?.trim().toLowerCase() ?? ''],
+  ]
+  const textClaim = claimed.find((claim) => claim?.kind === 'text')
+  // Checked before the size, so that a large binary file is refused for what it is rather than as long text.
+  if (!sniffed && !isText(bytes)) {
+    throw textClaim
+      ? rejected(part, 'invalid_text', 'is not UTF-8 text free of NUL bytes')
+      : rejected(part, 'unsupported_type', `is of no recognised type; ${acceptedTypes}`)
+  }
+  const found = sniffed ? sniffedKinds[sniffed] : text(textClaim?.mediaType ?? 'text/plain')
+  if (!found) throw rejected(part, 'unsupported_type', `is ${sniffed}; ${acceptedTypes}`)
+  const contradiction = claimed.find((claim) => claim && claim.kind !== found.kind)
+  if (contradiction) {
+    throw rejected(part, 'type_mismatch', `claims to be ${contradiction.mediaType} but its bytes are ${found.kind}`)
+  }
+  const { maxBytes } = limitsOf[found.kind]
+  if (bytes.length > maxBytes) {
+    throw rejected(part, 'too_large', `has ${bytes.length} bytes; ${found.kind} files may have ${maxBytes}`, maxBytes)
+  }
+  switch (found.kind) {
+    case 'image':
+      return inspectImage(part, bytes, found.mediaType)
+    case 'pdf':
+      return inspectPdf(part, bytes)
+    case 'text':
+      return { part, kind: 'text', mediaType: found.mediaType, bytes, resized: null }
+  }
+}
+
+/**
+ * Writes every file under a temporary name, then inserts the rows and renames the files in one transaction:
+ * if anything fails, the transaction rolls back and every file written is removed.
+ */
+async function store(deps: UploadDeps, threadId: string, accepted: Accepted[]): Promise<AttachmentsModel.attachment[]> {
+  const now = deps.clock.now()
+  const planned = accepted.map((file) => ({ ...file, id: newId() }))
+  const files = planned.flatMap(({ id, bytes, resized }) => [
+    { path: originalPath(deps.uploadsDir, id), bytes },
+    ...(resized ? [{ path: resizedPath(deps.uploadsDir, id), bytes: resized }] : []),
+  ])
+  try {
+    await mkdir(deps.uploadsDir, { recursive: true })
+    await Promise.all(files.map(({ path, bytes }) => Bun.write(`${path}.tmp`, bytes)))
+    deps.db.transaction((tx) => {
+      // Counted again here: a concurrent upload may have landed while these files were being checked.
+      const stored = storedCount(tx, threadId)
+      if (stored + planned.length > filesPerThread) throw quotaExceeded(stored)
+      tx.insert(attachments)
+        .values(
+          planned.map(({ id, part, kind, mediaType, bytes, resized }) => ({
+            id,
+            threadId,
+            kind,
+            mediaType,
+            filename: part.filename,
+            sizeBytes: bytes.length,
+            resized: resized !== null,
+            createdAt: now,
+          })),
+        )
+        .run()
+      for (const { path } of files) renameSync(`${path}.tmp`, path)
+    })
+  } catch (error) {
+    await Promise.all(files.flatMap(({ path }) => [rm(`${path}.tmp`, { force: true }), rm(path, { force: true })]))
+    throw error
+  }
+  return planned.map(({ id, part }) => ({ id, filename: part.filename }))
+}
+
+/**
+ * Stores the files of an upload request for the thread's owner. Ownership and the thread's quota are checked
+ * before a byte of the body is read; every file is checked before any is stored.
+ */
+export async function uploadAttachments(
+  deps: UploadDeps,
+  caller: Caller,
+  threadId: string,
+  request: Request,
+): Promise<AttachmentsModel.attachment[]> {
+  const thread = requireVisibleThread(deps.db, caller, threadId)
+  if (thread.ownerId !== caller.userId) {
+    throw new AppError(403, 'forbidden', 'Only the owner of a thread can upload files to it')
+  }
+  const stored = storedCount(deps.db, threadId)
+  if (stored >= filesPerThread) throw quotaExceeded(stored)
+  const parts = await readParts(request)
+  if (stored + parts.length > filesPerThread) throw quotaExceeded(stored)
+  // One at a time: decoding five large images at once would multiply the memory an upload can take.
+  const accepted: Accepted[] = []
+  for (const part of parts) accepted.push(await inspect(part))
+  return store(deps, threadId, accepted)
+}

@@ -1,5 +1,6 @@
 // Boot: config → open db → migrate → first run → createApp → listen → recover queued work.
 import { createApp } from './app'
+import { sweepUploads } from './attachments/service'
 import { firstRun } from './bootstrap'
 import { ConfigError, loadConfig } from './config'
 import { migrateDatabase, openDatabase } from './db/client'
@@ -21,6 +22,8 @@ const log = createLogger(config.LOG_LEVEL)
 const db = openDatabase(config.DATABASE_PATH)
 migrateDatabase(db)
 await firstRun(db, config, systemClock)
+const swept = await sweepUploads(db, config.UPLOADS_DIR)
+if (swept > 0) log.info('removed stray upload files left by a crash', { count: swept })
 
 const settings = providerSettings(config)
 log.info('generator', describeProvider(settings))

@@ -5,6 +5,7 @@ import { PDFDocument } from 'pdf-lib'
 import sharp, { type Sharp } from 'sharp'
 import { attachments } from '../src/attachments/attachments.table'
 import { imageLimits, maxRequestBytes, pdfLimits, textLimits } from '../src/attachments/limits'
+import { sweepUploads } from '../src/attachments/service'
 import { type Harness, harness, publicUrl, ScriptedRunner, type TestUser } from './helpers'
 
 // Fixtures, made here so that every byte a test sends is visible in the test.
@@ -669,5 +670,25 @@ describe('GET /api/v1/limits', () => {
       text: { media_types: ['text/plain', 'text/markdown', 'text/csv'], max_bytes: 512 * 1024 },
     })
     expect((await h.call('GET', '/api/v1/limits')).status).toBe(401)
+  })
+})
+
+describe('start-up sweep', () => {
+  test('removes temporary and orphaned files, keeps every attachment’s files and dotfiles', async () => {
+    await using s = await setup()
+    const reply = await upload(
+      s.h,
+      s.owner.token,
+      s.threadId,
+      form({ name: 'big.jpg', bytes: await jpeg(2000, 1600) }, { name: 'notes.md', bytes: '# Notes' }),
+    )
+    expect(reply.status).toBe(201)
+    const kept = storedFiles(s.h)
+    const orphan = crypto.randomUUID()
+    for (const name of [`${orphan}`, `${orphan}.resized`, `${kept[0]}.tmp`, 'junk', '.gitkeep']) {
+      await Bun.write(join(s.h.uploadsDir, name), 'x')
+    }
+    expect(await sweepUploads(s.h.db, s.h.uploadsDir)).toBe(4)
+    expect(storedFiles(s.h)).toEqual(['.gitkeep', ...kept].sort())
   })
 })

@@ -1,9 +1,10 @@
 // History conversion, checked on hand-made history objects: summaries, choices and their answers,
-// and attachments (which no upload can create yet, so the files here are written by the test).
+// and attachments (files written by the test; PDF text is extracted and cached beside the file).
 import { afterAll, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { PDFDocument, StandardFonts } from 'pdf-lib'
 import { anthropicMessages } from '../src/generation/providers/anthropic'
 import { loadHistory, summaryHeading, toTurns } from '../src/generation/providers/conversation'
 import { openaiMessages } from '../src/generation/providers/openai'
@@ -20,6 +21,12 @@ const pixel = Buffer.from(
 
 async function withFiles(): Promise<HistoryMessage> {
   await Bun.write(join(folder, 'chart.png'), pixel)
+  const report = await PDFDocument.create()
+  const font = await report.embedFont(StandardFonts.Helvetica)
+  report.addPage().drawText('Q3 up 4%', { x: 50, y: 700, font, size: 12 })
+  report.addPage().drawText('Outlook: steady', { x: 50, y: 700, font, size: 12 })
+  await Bun.write(join(folder, 'x.pdf'), await report.save())
+  await Bun.write(join(folder, 'scan.pdf'), 'not really a PDF')
   await Bun.write(join(folder, 'notes.md'), '# Notes\nBuy milk.')
   return {
     id: 'm1',
@@ -35,7 +42,7 @@ async function withFiles(): Promise<HistoryMessage> {
     attachments: {
       img: { filename: 'chart.png', mediaType: 'image/png', path: join(folder, 'chart.png') },
       md: { filename: 'notes.md', mediaType: 'text/markdown', path: join(folder, 'notes.md') },
-      pdf: { filename: 'report.pdf', mediaType: 'application/pdf', path: join(folder, 'x.pdf'), text: 'Q3 up 4%' },
+      pdf: { filename: 'report.pdf', mediaType: 'application/pdf', path: join(folder, 'x.pdf') },
       scan: { filename: 'scan.pdf', mediaType: 'application/pdf', path: join(folder, 'scan.pdf') },
     },
   }
@@ -48,10 +55,11 @@ test('attachments become labelled parts: images as image input, documents as tex
     { type: 'text', text: 'Image "chart.png":' },
     { type: 'image', mediaType: 'image/png', data: pixel.toString('base64') },
     { type: 'text', text: '<file name="notes.md">\n# Notes\nBuy milk.\n</file>' },
-    { type: 'text', text: '<file name="report.pdf">\nQ3 up 4%\n</file>' },
+    { type: 'text', text: '<file name="report.pdf">\nQ3 up 4%\n\nOutlook: steady\n</file>' },
     { type: 'text', text: '[PDF "scan.pdf" attached; its text could not be extracted]' },
     { type: 'text', text: '[An attachment that is no longer available]' },
   ])
+  expect(await Bun.file(join(folder, 'x.pdf.txt')).text()).toBe('Q3 up 4%\n\nOutlook: steady')
   const turns = toTurns(loaded ? [loaded] : [], 'offer')
   const openai = openaiMessages({ system: '', turns })
   expect(openai[0]?.content).toContainEqual({

@@ -1,7 +1,7 @@
 // Attachment uploads: read the form, decide each file's type from its bytes, check it against the limits,
 // then store every file and row together, or nothing. Nothing here sees an Elysia Context.
 import { renameSync } from 'node:fs'
-import { mkdir, rm } from 'node:fs/promises'
+import { mkdir, readdir, rm } from 'node:fs/promises'
 import { extname, resolve } from 'node:path'
 import { count, eq, inArray } from 'drizzle-orm'
 import { fileTypeFromBuffer } from 'file-type'
@@ -127,6 +127,29 @@ function resizedPath(uploadsDir: string, id: string): string {
 /** The file a model should read: the scaled copy of a large image, otherwise the original. */
 function modelReadyPath(uploadsDir: string, attachment: { id: string; resized: boolean }): string {
   return attachment.resized ? resizedPath(uploadsDir, attachment.id) : originalPath(uploadsDir, attachment.id)
+}
+
+/**
+ * Removes what a crash can leave in the uploads folder: temporary files, and files whose transaction never
+ * committed. Kept: each attachment's original, its scaled copy and its extracted text. Run at start-up.
+ */
+export async function sweepUploads(db: Db, uploadsDir: string): Promise<number> {
+  const names = await readdir(uploadsDir).catch(() => [] as string[])
+  const known = new Set(
+    db
+      .select({ id: attachments.id })
+      .from(attachments)
+      .all()
+      .map((row) => row.id),
+  )
+  const kept = /^([0-9a-f-]{36})(\.resized)?(\.txt)?$/
+  const stray = names.filter((name) => {
+    if (name.startsWith('.')) return false // .gitkeep and the like belong to the operator
+    const match = kept.exec(name)
+    return !match?.[1] || !known.has(match[1])
+  })
+  await Promise.all(stray.map((name) => rm(resolve(uploadsDir, name), { force: true, recursive: true })))
+  return stray.length
 }
 
 /** The files behind these attachment IDs, as generators read them, by ID. */

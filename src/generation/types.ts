@@ -9,8 +9,6 @@ export interface AttachmentFile {
   mediaType: string
   /** Where the bytes are (for images, the resized variant). */
   path: string
-  /** Text extracted from a document (PDF) when uploading, if any. */
-  text?: string
 }
 
 export interface HistoryMessage {

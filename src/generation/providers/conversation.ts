@@ -2,8 +2,10 @@
 // Two steps: `loadHistory` reads what the stored blocks point to (attachment files) into parts, one
 // loaded message per stored message, so that sizes can be estimated and IDs kept for compaction;
 // `toTurns` then pairs `user_get_choice` questions with their answers and merges what must be merged.
+
 import type { HistoryMessage } from '../types'
 import type { ChoiceBlock } from './choice-tool'
+import { pdfText } from './pdf-text'
 
 export type Part =
   | { type: 'text'; text: string }
@@ -65,8 +67,9 @@ async function attachmentParts(block: AttachmentRef, message: HistoryMessage, im
     return [textPart(`Image ${name}:`), { type: 'image', mediaType: file.mediaType, data }]
   }
   if (file.mediaType === 'application/pdf') {
-    if (file.text === undefined) return [textPart(`[PDF ${name} attached; its text could not be extracted]`)]
-    return [textPart(`<file name=${name}>\n${file.text}\n</file>`)]
+    const text = await pdfText(file.path)
+    if (text === null) return [textPart(`[PDF ${name} attached; its text could not be extracted]`)]
+    return [textPart(`<file name=${name}>\n${text}\n</file>`)]
   }
   if (file.mediaType.startsWith('text/')) {
     const text = await readText(file.path)

@@ -3,7 +3,7 @@
 // answered (or its thread is in `error`), no thread is stuck, and SQLite reports no corruption.
 import { Database } from 'bun:sqlite'
 import { expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
@@ -13,6 +13,7 @@ test('SIGKILL at random points loses nothing that was acknowledged', async () =>
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-crash-'))
   const env = {
     DATABASE_PATH: join(dir, 'db.sqlite'),
+    UPLOADS_DIR: join(dir, 'uploads'),
     ECHO_TOKEN_DELAY_MS: '2',
     RATE_LIMIT_API_PER_MINUTE: '0',
     ADMIN_EMAIL: 'owner@example.com',
@@ -47,10 +48,19 @@ test('SIGKILL at random points loses nothing that was acknowledged', async () =>
               { headers },
             )
             await collect(parseEvents(stream))
+            const files = new FormData()
+            files.append('attachments[0]', new File([`notes for round ${round}\n`.repeat(500)], 'notes.txt'))
+            const uploaded = await fetch(`${server.url}/api/v1/threads/${body.thread_id}/attachments`, {
+              method: 'POST',
+              headers: { authorization: headers.authorization },
+              body: files,
+            })
+            const attachmentIds =
+              uploaded.status === 201 ? ((await uploaded.json()) as { id: string }[]).map((file) => file.id) : []
             const followUp = await fetch(`${server.url}/api/v1/threads/${body.thread_id}/messages`, {
               method: 'POST',
               headers,
-              body: JSON.stringify({ text: 'and then?' }),
+              body: JSON.stringify({ text: 'and then?', attachment_ids: attachmentIds }),
             })
             if (followUp.status === 201) {
               acknowledged.messages.set(((await followUp.json()) as { message_id: string }).message_id, body.thread_id)

@@ -95,6 +95,10 @@ test('SIGKILL at random points loses nothing that was acknowledged', async () =>
       expect(db.query("select count(*) as n from generations where status in ('queued', 'running')").get()).toEqual({
         n: 0,
       })
+      // Uploads: no temporary or orphaned file survives the start-up sweep, and every row has its file.
+      const rows = (db.query('select id from attachments').all() as { id: string }[]).map((row) => row.id)
+      expect(rows.length).toBeGreaterThan(0)
+      expect(readdirSync(env.UPLOADS_DIR).sort()).toEqual([...rows].sort())
     } finally {
       db.close()
     }

@@ -1,6 +1,7 @@
 // The `openai` provider against a loopback server speaking Chat Completions streaming, through the
 // real worker: what the server is sent, what reaches the API client, what is stored, the thread state.
 import { expect, test } from 'bun:test'
+import sharp from 'sharp'
 import { createWorkerRunner } from '../src/generation/runner'
 import type { ModelSettings } from '../src/generation/types'
 import { silentLogger } from '../src/shared/log'
@@ -361,4 +362,41 @@ test('an error sent inside the stream before any token is retried (OpenRouter st
   const answer = await ask(h, token, 'Hi')
   expect(tokensOf(answer.events)).toBe('Recovered.')
   expect(fake.received).toHaveLength(2)
+})
+
+test('a text-only model gets a stand-in for an uploaded image instead of a failed answer', async () => {
+  await using fake = new FakeLlm()
+  fake.reply(
+    () =>
+      openaiError(400, {
+        message: 'this model does not support image input',
+        type: 'invalid_request_error',
+        code: null,
+      }),
+    () => sse(openaiText(['A chart, you say?'])),
+  )
+  const { h, token } = await setup(fake)
+  await using _ = h
+  const { thread_id } = (await h.call('POST', '/api/v1/threads', { token, body: {} })).body
+  const files = new FormData()
+  const pixel = await sharp({ create: { width: 4, height: 4, channels: 3, background: '#08f' } })
+    .png()
+    .toBuffer()
+  files.append('attachments[0]', new File([pixel], 'chart.png'))
+  const uploaded = await h.call('POST', `/api/v1/threads/${thread_id}/attachments`, { token, body: files })
+  expect(uploaded.status).toBe(201)
+  const sent = await h.call('POST', `/api/v1/threads/${thread_id}/messages`, {
+    token,
+    body: { text: 'What is this?', attachment_ids: [uploaded.body[0].id] },
+  })
+  const events = await collect(
+    (await openStream(h, `/api/v1/threads/${thread_id}/messages/${sent.body.message_id}/response/stream`, token))
+      .events,
+  )
+  expect(tokensOf(events)).toBe('A chart, you say?')
+  expect(JSON.stringify(fake.received[0]?.body)).toContain('image_url')
+  const retried = JSON.stringify(fake.received[1]?.body)
+  expect(retried).not.toContain('image_url')
+  expect(retried).toContain('this model cannot see images')
+  expect(retried).toContain('chart.png')
 })

@@ -94,6 +94,16 @@ async function loadMessage(message: HistoryMessage, images: ImageInput): Promise
   return { id: message.id, role: message.role, parts, choice }
 }
 
+/** The same messages with every image replaced by a stand-in, for a model that turned out to be text-only. */
+export function withoutImages(messages: LoadedMessage[]): LoadedMessage[] {
+  return messages.map((message) => ({
+    ...message,
+    parts: message.parts.map((part) =>
+      part.type === 'image' ? textPart('[An image is attached here; this model cannot see images]') : part,
+    ),
+  }))
+}
+
 export function loadHistory(history: HistoryMessage[], images: ImageInput): Promise<LoadedMessage[]> {
   return Promise.all(history.map((message) => loadMessage(message, images)))
 }

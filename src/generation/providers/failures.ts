@@ -16,6 +16,7 @@ export type FailureKind =
   | 'stream_broken'
   | 'context_too_long'
   | 'tools_unsupported'
+  | 'images_unsupported'
   | 'bad_request'
   | 'bad_response'
   | 'unexpected'
@@ -83,6 +84,7 @@ const sentences: Record<FailureKind, (context: FailureContext, status?: number) 
     'This conversation is too long for the model. An administrator can lower LLM_CONTEXT_TOKENS so that ' +
     'older turns get summarised.',
   tools_unsupported: () => 'The model does not support tools.',
+  images_unsupported: () => 'The model does not accept images.',
   bad_request: () => 'The AI provider rejected the request.',
   bad_response: () => 'The AI provider sent an answer that could not be read.',
   unexpected: () => 'Something went wrong while generating the answer.',
@@ -119,10 +121,15 @@ export function retryAfterMs(headers: Headers | undefined, now: number = Date.no
 const toolsRefused =
   /does not support tools|tools? (is |are )?not supported|not support (tools|function calling)|requires --jinja|tool.?choice requires/i
 
+/** How servers say that the model takes no image input (text-only models behind vision-capable APIs). */
+const imagesRefused =
+  /does not support (image|vision|multimodal)|(image|vision|multimodal)[^.]{0,40}not supported|image input is not|cannot (read|process|accept) images|no vision/i
+
 function kindOfStatus(status: number, reply: ErrorReply): FailureKind {
   const text = `${reply.type ?? ''} ${reply.message ?? ''}`
   // Checked first: some servers refuse tools with a 5xx, which would otherwise be retried in vain.
   if (toolsRefused.test(text)) return 'tools_unsupported'
+  if (imagesRefused.test(text)) return 'images_unsupported'
   if (status === 401) return 'auth'
   if (status === 402) return 'quota'
   if (status === 403) return 'permission'
@@ -150,7 +157,7 @@ function kindOfStreamError(reply: ErrorReply): FailureKind {
 export function replyFailure(reply: ErrorReply, context: FailureContext): ProviderFailure {
   const kind = reply.status === undefined ? kindOfStreamError(reply) : kindOfStatus(reply.status, reply)
   const status = reply.status
-  if (kind === 'bad_request' || kind === 'tools_unsupported') {
+  if (kind === 'bad_request' || kind === 'tools_unsupported' || kind === 'images_unsupported') {
     const detail = reply.message ? `: ${scrub(reply.message, context)}` : ''
     return new ProviderFailure(
       kind,

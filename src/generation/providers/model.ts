@@ -4,7 +4,15 @@
 // back when a model has no tool support, and turning every failure into a sentence for the user.
 import type { GenerationRequest, Generator, GeneratorEvent, ModelSettings } from '../types'
 import { planCompaction, summaryMessage, summaryRequest } from './compaction'
-import { type ChoiceTool, type LoadedMessage, loadHistory, type Turn, toTurns } from './conversation'
+import {
+  type ChoiceTool,
+  type ImageInput,
+  type LoadedMessage,
+  loadHistory,
+  type Turn,
+  toTurns,
+  withoutImages,
+} from './conversation'
 import { failure, ProviderFailure } from './failures'
 import { type RetryPolicy, withRetries } from './retry'
 
@@ -45,10 +53,12 @@ async function summarise(
 }
 
 export function modelGenerator(model: ChatModel, settings: ModelSettings): Generator {
-  // Learnt once per process: a model that refused the tool will refuse it again.
+  // Learnt once per process: a model that refused the tool, or images, will refuse them again.
   let choiceTool: ChoiceTool = 'offer'
+  let images: ImageInput = 'inline'
 
-  async function* answer(messages: LoadedMessage[], signal: AbortSignal): AsyncIterable<ReplyEvent> {
+  async function* answer(initial: LoadedMessage[], signal: AbortSignal): AsyncIterable<ReplyEvent> {
+    let messages = initial
     while (true) {
       const request: ModelRequest = {
         system: settings.systemPrompt,
@@ -60,11 +70,19 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings): Gener
         yield* withRetries(() => model.reply(request, signal), retryPolicy(settings), signal)
         return
       } catch (error) {
+        if (!(error instanceof ProviderFailure)) throw error
         // Many local models (and llama.cpp without --jinja) reject any request offering tools.
-        if (!(error instanceof ProviderFailure) || error.kind !== 'tools_unsupported' || choiceTool === 'withhold') {
-          throw error
+        if (error.kind === 'tools_unsupported' && choiceTool === 'offer') {
+          choiceTool = 'withhold'
+          continue
         }
-        choiceTool = 'withhold'
+        // A text-only model gets each image as a labelled stand-in rather than a failed answer.
+        if (error.kind === 'images_unsupported' && images === 'inline') {
+          images = 'describe'
+          messages = withoutImages(messages)
+          continue
+        }
+        throw error
       }
     }
   }
@@ -72,7 +90,7 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings): Gener
   return {
     async *generate({ history, signal }: GenerationRequest): AsyncIterable<GeneratorEvent> {
       try {
-        let messages = await loadHistory(history, 'inline')
+        let messages = await loadHistory(history, images)
         const plan = planCompaction(messages, settings)
         if (plan) {
           const text = await summarise(model, plan.replaced, settings, signal)

@@ -1,4 +1,6 @@
 // Every table, re-exported from the feature that owns it, for Drizzle and drizzle-kit.
 export * from '../auth/auth.table'
+export * from '../auth/sessions.table'
 export * from '../generation/generations.table'
+export * from '../oauth/oauth.table'
 export * from '../threads/threads.table'

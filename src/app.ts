@@ -2,6 +2,7 @@
 // timer starts and no work is recovered until src/index.ts (or a test) says so.
 import { Elysia } from 'elysia'
 import { identity } from './auth'
+import { signin } from './auth/signin'
 import type { Config } from './config'
 import type { Db } from './db/client'
 import { docs } from './docs'
@@ -39,6 +40,8 @@ export function createApp(deps: AppDeps) {
     engine,
     links: linksFor(deps.config.PUBLIC_URL),
     heartbeats: new Heartbeats(deps.heartbeatMs ?? 15_000),
+    publicUrl: deps.config.PUBLIC_URL,
+    csrfKey: crypto.getRandomValues(new Uint8Array(32)),
   }
   return new Elysia({ normalize: false })
     .decorate('engine', engine)
@@ -59,6 +62,7 @@ export function createApp(deps: AppDeps) {
     .use(identity(shared))
     .use(threadRoutes(shared))
     .use(responses(shared))
+    .use(signin(shared))
 }
 
 export type App = ReturnType<typeof createApp>

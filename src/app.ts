@@ -10,6 +10,7 @@ import { responses } from './generation'
 import { createGenerationEngine } from './generation/service'
 import { Heartbeats } from './generation/sse'
 import type { GenerationRunner } from './generation/types'
+import { oauthRoutes } from './oauth'
 import { errorPlugin } from './shared/errors'
 import type { Logger } from './shared/log'
 import type { Clock } from './shared/time'
@@ -18,7 +19,7 @@ import { linksFor } from './threads/service'
 
 export interface AppDeps {
   db: Db
-  config: Pick<Config, 'PUBLIC_URL' | 'GENERATION_CONCURRENCY'>
+  config: Pick<Config, 'PUBLIC_URL' | 'GENERATION_CONCURRENCY' | 'OAUTH_OPEN_REGISTRATION'>
   runner: GenerationRunner
   clock: Clock
   log: Logger
@@ -63,6 +64,7 @@ export function createApp(deps: AppDeps) {
     .use(threadRoutes(shared))
     .use(responses(shared))
     .use(signin(shared))
+    .use(oauthRoutes({ ...shared, openRegistration: deps.config.OAUTH_OPEN_REGISTRATION }))
 }
 
 export type App = ReturnType<typeof createApp>

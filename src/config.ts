@@ -17,6 +17,8 @@ const variables = {
   GENERATION_CONCURRENCY: { schema: T.Integer({ minimum: 1, maximum: 256 }), fallback: 8 },
   ADMIN_EMAIL: { schema: T.String({ pattern: '^[^@\\s]+@[^@\\s]+$' }), fallback: undefined },
   ADMIN_PASSWORD: { schema: T.String({ minLength: 8 }), fallback: undefined },
+  /** RFC 7591 registration without a registration token; `false` requires one. */
+  OAUTH_OPEN_REGISTRATION: { schema: T.Boolean(), fallback: true },
   LOG_LEVEL: {
     schema: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error')]),
     fallback: 'info',
@@ -33,6 +35,10 @@ export type Config = {
 export class ConfigError extends Error {}
 
 function parseOne(name: string, raw: string, schema: (typeof variables)[keyof Variables]['schema']): unknown {
+  if (schema.type === 'boolean') {
+    if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be true or false, got "${raw}"`)
+    return raw === 'true'
+  }
   const isNumber = schema.type === 'integer'
   if (isNumber && !/^-?\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`)
   const value = isNumber ? Number(raw) : raw

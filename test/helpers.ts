@@ -79,7 +79,7 @@ export interface Reply {
 let userCounter = 0
 
 export async function harness(
-  options: { runner?: GenerationRunner; clock?: Clock; echoDelayMs?: number } = {},
+  options: { runner?: GenerationRunner; clock?: Clock; echoDelayMs?: number; openRegistration?: boolean } = {},
 ): Promise<Harness> {
   const db = openDatabase(':memory:')
   migrateDatabase(db)
@@ -88,7 +88,11 @@ export async function harness(
     options.runner ?? createWorkerRunner({ provider: 'echo', echoTokenDelayMs: options.echoDelayMs ?? 0 }, silentLogger)
   const app = createApp({
     db,
-    config: { PUBLIC_URL: publicUrl, GENERATION_CONCURRENCY: 4 },
+    config: {
+      PUBLIC_URL: publicUrl,
+      GENERATION_CONCURRENCY: 4,
+      OAUTH_OPEN_REGISTRATION: options.openRegistration ?? true,
+    },
     runner,
     clock,
     log: silentLogger,

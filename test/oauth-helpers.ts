@@ -153,3 +153,108 @@ export async function postOAuth(
   const text = await response.text()
   return { status: response.status, headers: response.headers, body: text === '' ? null : JSON.parse(text) }
 }
+
+export const loopbackRedirect = 'http://127.0.0.1/callback'
+
+/** Registers a client through POST /oauth/register and returns the response body. */
+export async function register(
+  h: Harness,
+  metadata: Record<string, unknown> = {},
+  registrationToken?: string,
+  // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
+): Promise<any> {
+  const reply = await h.call('POST', '/oauth/register', {
+    body: {
+      client_name: 'Test app',
+      redirect_uris: [loopbackRedirect],
+      token_endpoint_auth_method: 'none',
+      ...metadata,
+    },
+    headers: registrationToken ? { authorization: `Bearer ${registrationToken}` } : {},
+  })
+  if (reply.status !== 201) throw new Error(`registration failed: ${reply.status} ${JSON.stringify(reply.body)}`)
+  return reply.body
+}
+
+export interface AuthorizationOptions {
+  clientId: string
+  redirectUri?: string
+  scope?: string
+  state?: string
+  /** Omit PKCE entirely (confidential clients may). */
+  withoutPkce?: 'yes'
+}
+
+/** Runs sign-in-free authorization for a signed-in browser: approves, and returns the code and PKCE verifier. */
+export async function approve(
+  browser: Browser,
+  options: AuthorizationOptions,
+): Promise<{ code: string; verifier: string | undefined; location: URL }> {
+  const { verifier, challenge } = pkce()
+  const path = authorizeUrl({
+    response_type: 'code',
+    client_id: options.clientId,
+    redirect_uri: options.redirectUri ?? 'http://127.0.0.1:53682/callback',
+    scope: options.scope ?? 'threads:read threads:write',
+    state: options.state ?? 'state-1',
+    code_challenge: options.withoutPkce ? undefined : challenge,
+    code_challenge_method: options.withoutPkce ? undefined : 'S256',
+  })
+  const response = await decide(browser, path, 'approve')
+  const location = locationOf(response)
+  const code = location.searchParams.get('code')
+  if (!code) throw new Error(`no code in ${location.href}`)
+  return { code, verifier: options.withoutPkce ? undefined : verifier, location }
+}
+
+/** A signed-in browser for a new user of organization `org`. */
+export async function signedIn(
+  h: Harness,
+  options: Parameters<Harness['user']>[0] = {},
+): Promise<{ browser: Browser; user: Awaited<ReturnType<Harness['user']>> }> {
+  const user = await h.user(options)
+  const browser = Browser.inProcess(h)
+  const response = await browser.signIn(user.email)
+  if (response.status !== 303) throw new Error(`sign-in failed: ${response.status}`)
+  return { browser, user }
+}
+
+/** Public client, signed-in user, approval and code exchange: the tokens of a fresh grant. */
+export async function publicGrant(
+  h: Harness,
+  browser: Browser,
+  clientId: string,
+  scope = 'threads:read threads:write',
+): Promise<TokenReply> {
+  const redirectUri = 'http://127.0.0.1:53682/callback'
+  const { code, verifier } = await approve(browser, { clientId, redirectUri, scope })
+  return postOAuth(h, '/oauth/token', {
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: redirectUri,
+    client_id: clientId,
+    code_verifier: verifier ?? '',
+  })
+}
+
+/** Calls a settings operation as the signed-in browser, with the session's CSRF token on writes. */
+export async function settings(
+  browser: Browser,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<TokenReply> {
+  const session = await browser.get('/settings/api/session')
+  const csrf = session.status === 200 ? ((await session.json()) as { csrf_token: string }).csrf_token : ''
+  const response = await browser.request(method, `/settings/api${path}`, {
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: {
+      ...(method === 'GET' ? {} : { 'x-csrf-token': csrf }),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
+  })
+  const text = await response.text()
+  return { status: response.status, headers: response.headers, body: text === '' ? null : JSON.parse(text) }
+}

@@ -165,7 +165,7 @@ test('under https the cookies are Secure and __Host- prefixed', async () => {
   await createUser(db, { email: 'a@example.com', password, organizationSlug: 'default', role: 'member' }, Date.now())
   const app = createApp({
     db,
-    config: { PUBLIC_URL: 'https://threadhouse.example', GENERATION_CONCURRENCY: 1 },
+    config: { PUBLIC_URL: 'https://threadhouse.example', GENERATION_CONCURRENCY: 1, OAUTH_OPEN_REGISTRATION: true },
     runner: new ScriptedRunner(),
     clock: { now: () => Date.now() },
     log: silentLogger,

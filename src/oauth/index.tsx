@@ -125,6 +125,7 @@ function consentPage(request: ValidAuthorizationRequest, session: PageSession, a
 const authorizeDetail = {
   summary: 'Authorization endpoint (browser)',
   tags: ['OAuth'],
+  security: [],
   description:
     'Starts the authorization code flow (RFC 6749 §4.1) with PKCE S256. A signed-out person is sent to ' +
     '`/login?next=…` and back; a signed-in one sees the consent page. Approval redirects (303) to `redirect_uri` ' +
@@ -179,6 +180,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       detail: {
         summary: 'Authorization server metadata (RFC 8414)',
         tags: ['OAuth'],
+        security: [],
         responses: { 200: jsonResponse('Metadata', OAuthModel.authorizationServerMetadata) },
       },
     })
@@ -186,6 +188,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       detail: {
         summary: 'Protected resource metadata for the host (RFC 9728)',
         tags: ['OAuth'],
+        security: [],
         responses: { 200: jsonResponse('Metadata', OAuthModel.protectedResourceMetadata) },
       },
     })
@@ -196,6 +199,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
         detail: {
           summary: 'Protected resource metadata for the API (RFC 9728)',
           tags: ['OAuth'],
+          security: [],
           description:
             'Named by `resource_metadata` in every API 401 `WWW-Authenticate` header; MCP clients probe this ' +
             'path-suffixed form first.',
@@ -262,6 +266,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
         detail: {
           summary: 'Consent decision (browser form)',
           tags: ['OAuth'],
+          security: [{ session: [] }],
           description:
             'The consent page posts the same query string back with `decision` = `approve` ("Allow") or `deny` ' +
             '("Deny") and the hidden `csrf` field. The request is validated again in full.',

@@ -22,6 +22,7 @@ import { createRegistrationToken } from './service'
 const error = AuthModel.error
 const writeErrors = { 400: error, 401: error, 403: error, 404: error }
 const tags = ['Settings']
+const security = [{ session: [] }]
 const csrfHeader = 'x-csrf-token'
 
 function requireWriteAllowed(request: Request, account: PageSession, publicUrl: string): void {
@@ -54,7 +55,7 @@ export const oauthSettings = (deps: WebDeps) =>
       {
         account: true,
         response: { 200: OAuthModel.settingsSession, 401: error },
-        detail: { summary: 'The signed-in person and the CSRF token for writes', tags },
+        detail: { summary: 'The signed-in person and the CSRF token for writes', tags, security },
       },
     )
     .get('/connected-apps', ({ account }) => listConnectedApps(deps.db, account.user.id, deps.clock.now()), {
@@ -63,6 +64,7 @@ export const oauthSettings = (deps: WebDeps) =>
       detail: {
         summary: 'Connected apps: apps holding live tokens for you',
         tags,
+        security,
         description: 'One entry per app: its name, every scope it holds for you and when its tokens were last used.',
       },
     })
@@ -80,6 +82,7 @@ export const oauthSettings = (deps: WebDeps) =>
         detail: {
           summary: 'Revoke a connected app (204)',
           tags,
+          security,
           description: 'Every token the app holds for you stops working at once; other people’s grants are untouched.',
         },
       },
@@ -97,6 +100,7 @@ export const oauthSettings = (deps: WebDeps) =>
         detail: {
           summary: 'Create a confidential OAuth client (any member)',
           tags,
+          security,
           description:
             'RFC 7591 field names. `token_endpoint_auth_method` is `client_secret_basic` (default) or ' +
             '`client_secret_post`; public clients come only from dynamic registration. The secret is in this ' +
@@ -117,6 +121,7 @@ export const oauthSettings = (deps: WebDeps) =>
         detail: {
           summary: 'Generate a registration token (any member)',
           tags,
+          security,
           description:
             'Single use, valid 60 minutes. A client registered with it at POST /oauth/register belongs to your ' +
             'organization at once.',
@@ -132,7 +137,7 @@ export const oauthSettings = (deps: WebDeps) =>
       {
         account: true,
         response: { 200: t.Array(OAuthModel.clientSummary), 401: error, 403: error },
-        detail: { summary: 'List the organization’s OAuth clients (owners and admins)', tags },
+        detail: { summary: 'List the organization’s OAuth clients (owners and admins)', tags, security },
       },
     )
     .get(
@@ -145,7 +150,7 @@ export const oauthSettings = (deps: WebDeps) =>
         account: true,
         params: OAuthModel.clientParams,
         response: { 200: OAuthModel.clientDetail, 401: error, 403: error, 404: error },
-        detail: { summary: 'One OAuth client with its metadata (owners and admins)', tags },
+        detail: { summary: 'One OAuth client with its metadata (owners and admins)', tags, security },
       },
     )
     .post(
@@ -162,6 +167,7 @@ export const oauthSettings = (deps: WebDeps) =>
         detail: {
           summary: 'Rotate a confidential client’s secret (owners and admins)',
           tags,
+          security,
           description: 'The old secret fails at once; the new one is in this response only. Issued tokens stay valid.',
         },
       },
@@ -181,6 +187,7 @@ export const oauthSettings = (deps: WebDeps) =>
         detail: {
           summary: 'Delete an OAuth client (owners and admins, 204)',
           tags,
+          security,
           description: 'Removes the client and every code, grant and token it had; its tokens fail at once.',
         },
       },

@@ -1,5 +1,6 @@
 // Discovery documents: RFC 8414 authorization server metadata and RFC 9728 protected resource metadata.
 import { scopes } from '../auth/model'
+import type { OAuthModel } from './model'
 import { clientAuthMethods } from './oauth.table'
 
 /** Where the API's protected resource metadata lives; every API 401 points here (RFC 9728 §5.1). */
@@ -7,7 +8,7 @@ export function resourceMetadataUrl(publicUrl: string): string {
   return `${publicUrl}/.well-known/oauth-protected-resource/api/v1`
 }
 
-export function authorizationServerMetadata(publicUrl: string) {
+export function authorizationServerMetadata(publicUrl: string): OAuthModel.authorizationServerMetadata {
   return {
     issuer: publicUrl,
     authorization_endpoint: `${publicUrl}/oauth/authorize`,
@@ -30,7 +31,10 @@ export function authorizationServerMetadata(publicUrl: string) {
  * RFC 9728 §3.3: `resource` must be the identifier the well-known path was built from, so the root document
  * describes the whole host and the path-suffixed one (which MCP clients try first) describes /api/v1.
  */
-export function protectedResourceMetadata(publicUrl: string, path: '' | '/api/v1') {
+export function protectedResourceMetadata(
+  publicUrl: string,
+  path: '' | '/api/v1',
+): OAuthModel.protectedResourceMetadata {
   return {
     resource: `${publicUrl}${path}`,
     authorization_servers: [publicUrl],

@@ -41,6 +41,7 @@ export namespace OAuthModel {
     },
     { description: 'RFC 8414 authorization server metadata.' },
   )
+  export type authorizationServerMetadata = Static<typeof authorizationServerMetadata>
 
   export const protectedResourceMetadata = t.Object(
     {
@@ -53,6 +54,7 @@ export namespace OAuthModel {
     },
     { description: 'RFC 9728 protected resource metadata.' },
   )
+  export type protectedResourceMetadata = Static<typeof protectedResourceMetadata>
 
   export const authorizeQuery = t.Object({
     response_type: t.Literal('code', { description: 'Must be `code`.' }),

@@ -4,16 +4,12 @@
 import { Elysia } from 'elysia'
 import { param, readForm } from '../shared/forms'
 import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
-import type { PageSession } from '../web/index'
-import { consentPageHeaders, type WebDeps, web } from '../web/index'
-import type { Viewer } from '../web/layout'
-import { ConsentPage } from '../web/pages/consent'
-import { MessagePage } from '../web/pages/message'
-import { type Client, isLoopbackRedirect, isVerified } from './clients'
+import { consentPageHeaders, type PageSession, type WebDeps, web } from '../web/index'
 import { InvalidRequest, noStore, OAuthError, oauthErrorResponse, TemporarilyUnavailable } from './errors'
 import { authorizationServerMetadata, protectedResourceMetadata } from './metadata'
-import { OAuthModel, scopeDescriptions } from './model'
-import { FixedWindowRateLimiter, type RateLimitPolicy, registrationRateLimit } from './ratelimit'
+import { OAuthModel } from './model'
+import { consentFormRefusedPage, consentPage, errorPage, refusalPage } from './pages'
+import { FixedWindowRateLimiter, registrationRateLimit } from './ratelimit'
 import {
   type AuthorizationCheckResult,
   approveAuthorization,
@@ -23,13 +19,11 @@ import {
   organizationMayUse,
   registerClient,
   revokeToken,
-  type ValidAuthorizationRequest,
 } from './service'
 import { oauthSettings } from './settings'
 
 export interface OAuthRoutesDeps extends WebDeps {
   openRegistration: boolean
-  registrationRateLimit?: RateLimitPolicy
 }
 
 /** Discovery, token, revocation and registration may be called from browser-based clients on other origins. */
@@ -58,68 +52,6 @@ function oauthFailure(error: unknown): Response {
 
 function redirectTo(location: string): Response {
   return new Response(null, { status: 303, headers: { location } })
-}
-
-function viewerOf(session: PageSession): Viewer {
-  return { email: session.user.email, csrf: session.csrf }
-}
-
-/** How the consent page names where the browser goes next. */
-function describeRedirect(redirectUri: string): string {
-  const url = new URL(redirectUri)
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return `${url.protocol} (an app on this device)`
-  return isLoopbackRedirect(redirectUri) ? `${url.host} (an app on this computer)` : url.host
-}
-
-function clientLinks(client: Client): { label: string; href: string }[] {
-  const links = [
-    { label: 'Website', href: client.clientUri },
-    { label: 'Privacy policy', href: client.policyUri },
-    { label: 'Terms of service', href: client.tosUri },
-  ]
-  return links.filter((link): link is { label: string; href: string } => link.href !== null)
-}
-
-function errorPage(error: OAuthError, session: PageSession | null): JSX.Element {
-  return (
-    <MessagePage
-      title="This sign-in request cannot be completed"
-      message="The app that sent you here made a request Threadhouse cannot accept, so you have not been sent back to it. Contact the app's developer if this keeps happening."
-      detail={`${error.error}: ${error.description}`}
-      viewer={session ? viewerOf(session) : undefined}
-    />
-  )
-}
-
-function refusalPage(deps: OAuthRoutesDeps, request: ValidAuthorizationRequest, session: PageSession): JSX.Element {
-  return (
-    <MessagePage
-      title="This app belongs to another organization"
-      message={`"${request.client.name}" was approved by another organization and can only be used there. Ask its developer to register it again for your organization, or ask an administrator for a registration token.`}
-      viewer={viewerOf(session)}
-      action={{ href: denyAuthorizationLocation(deps, request), label: `Return to ${request.client.name}` }}
-    />
-  )
-}
-
-function consentPage(request: ValidAuthorizationRequest, session: PageSession, action: string): JSX.Element {
-  const { client } = request
-  return (
-    <ConsentPage
-      viewer={viewerOf(session)}
-      action={action}
-      csrf={session.csrf}
-      clientName={client.name}
-      verified={isVerified(client)}
-      logoUri={client.logoUri}
-      links={clientLinks(client)}
-      redirectTarget={describeRedirect(request.redirectUri)}
-      scopes={request.scopes.map((scope) => ({ scope, description: scopeDescriptions[scope] }))}
-      claimsForOrganization={
-        organizationMayUse(client, session.user) === 'unclaimed' ? session.user.organizationSlug : null
-      }
-    />
-  )
 }
 
 const authorizeDetail = {
@@ -157,7 +89,7 @@ function jsonResponse(description: string, schema: object) {
 const oauthErrorResponse400 = jsonResponse('RFC 6749 §5.2 error', OAuthModel.error)
 
 export const oauthRoutes = (deps: OAuthRoutesDeps) => {
-  const limiter = new FixedWindowRateLimiter(deps.registrationRateLimit ?? registrationRateLimit, deps.clock)
+  const limiter = new FixedWindowRateLimiter(registrationRateLimit, deps.clock)
 
   /** The signed-in answer to a valid authorization request: the consent page, or a refusal. */
   function answer(
@@ -169,7 +101,10 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
     if (checked.kind === 'error-redirect') return redirectTo(checked.location)
     if (!session) return redirectTo(`/login?next=${encodeURIComponent(url.pathname + url.search)}`)
     if (organizationMayUse(checked.request.client, session.user) === 'other-organization') {
-      return { status: 403, page: refusalPage(deps, checked.request, session) }
+      return {
+        status: 403,
+        page: refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session),
+      }
     }
     return { status: 200, page: consentPage(checked.request, session, url.pathname + url.search) }
   }
@@ -231,13 +166,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           !csrfTokenMatches(session.csrf, param(form, 'csrf'))
         ) {
           set.status = 403
-          return html(
-            <MessagePage
-              title="Your answer could not be accepted"
-              message="The consent form did not come from a Threadhouse page, or it has expired. Go back to the app and start again."
-              viewer={viewerOf(session)}
-            />,
-          )
+          return html(consentFormRefusedPage(session))
         }
         const checked = checkAuthorizationRequest(deps, url.searchParams, 'POST /oauth/authorize')
         if (
@@ -258,7 +187,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
         const approved = approveAuthorization(deps, checked.request, session.user)
         if (approved.kind === 'redirect') return redirectTo(approved.location)
         set.status = 403
-        return html(refusalPage(deps, checked.request, session))
+        return html(refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session))
       },
       {
         session: true,

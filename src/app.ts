@@ -4,6 +4,7 @@ import { Elysia } from 'elysia'
 import { attachmentRoutes } from './attachments'
 import { maxRequestBytes } from './attachments/limits'
 import { identity } from './auth'
+import { signin } from './auth/signin'
 import type { Config } from './config'
 import type { Db } from './db/client'
 import { docs } from './docs'
@@ -11,6 +12,7 @@ import { responses } from './generation'
 import { createGenerationEngine } from './generation/service'
 import { Heartbeats } from './generation/sse'
 import type { GenerationRunner } from './generation/types'
+import { oauthRoutes } from './oauth'
 import { errorPlugin } from './shared/errors'
 import { httpBasics } from './shared/http'
 import type { Logger } from './shared/log'
@@ -47,6 +49,8 @@ export function createApp(deps: AppDeps) {
     links: linksFor(deps.config.PUBLIC_URL),
     heartbeats: new Heartbeats(deps.heartbeatMs ?? 15_000),
     uploadsDir: deps.config.UPLOADS_DIR,
+    publicUrl: deps.config.PUBLIC_URL,
+    csrfKey: crypto.getRandomValues(new Uint8Array(32)),
   }
   // No request needs more than an upload can hold: Bun refuses longer bodies (413) while they stream in.
   return new Elysia({ normalize: false, serve: { maxRequestBodySize: maxRequestBytes } })
@@ -75,6 +79,8 @@ export function createApp(deps: AppDeps) {
     .use(threadRoutes(shared))
     .use(attachmentRoutes(shared))
     .use(responses(shared))
+    .use(signin(shared))
+    .use(oauthRoutes({ ...shared, openRegistration: deps.config.OAUTH_OPEN_REGISTRATION }))
 }
 
 export type App = ReturnType<typeof createApp>

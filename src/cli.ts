@@ -6,13 +6,15 @@ import { type Role, roles } from './auth/auth.table'
 import { createPersonalAccessToken, createUser, findUserByEmail, parseScopes } from './auth/service'
 import { ConfigError, loadConfig } from './config'
 import { migrateDatabase, openDatabase } from './db/client'
+import { createRegistrationToken } from './oauth/service'
 import { AppError } from './shared/errors'
-import { systemClock } from './shared/time'
+import { systemClock, toIso } from './shared/time'
 
 const usage = `Usage: bun run cli <command> [options]
 
   user:create --email E --password P [--name N] [--org SLUG] [--role owner|admin|member]
   token:create --email E --scopes "S1 S2" [--name N]
+  registration-token:create --email E
   backup --to FILE`
 
 class UsageError extends Error {}
@@ -72,6 +74,18 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
         const token = createPersonalAccessToken(db, { userId: user.id, name: values.name ?? 'cli', scopes }, now)
         out(`Personal access token for ${user.email} with scopes: ${scopes.join(' ')}`)
         out(token)
+        return
+      }
+      case 'registration-token:create': {
+        const email = required(values, 'email')
+        const user = findUserByEmail(db, email)
+        if (!user) throw new UsageError(`No user with email ${email}`)
+        const created = createRegistrationToken(db, user, now)
+        out(
+          `Registration token for ${user.email}'s organization: single use, valid until ${toIso(created.expiresAt)}. ` +
+            'Send it as "Authorization: Bearer <token>" to POST /oauth/register.',
+        )
+        out(created.token)
         return
       }
       case 'backup': {

@@ -45,6 +45,8 @@ const variables = {
   RATE_LIMIT_IP_PER_MINUTE: { schema: T.Integer({ minimum: 0 }), fallback: 1200 },
   /** Attempts per minute per client IP at sign-in, registration and the token endpoint. */
   RATE_LIMIT_AUTH_PER_MINUTE: { schema: T.Integer({ minimum: 0 }), fallback: 30 },
+  /** RFC 7591 registration without a registration token; `false` requires one. */
+  OAUTH_OPEN_REGISTRATION: { schema: T.Boolean(), fallback: true },
   LOG_LEVEL: {
     schema: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error')]),
     fallback: 'info',

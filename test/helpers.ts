@@ -92,6 +92,7 @@ export async function harness(
     config?: Partial<Config>
     log?: Logger
     uploadsDir?: string
+    openRegistration?: boolean
   } = {},
 ): Promise<Harness> {
   const db = openDatabase(':memory:')
@@ -107,6 +108,7 @@ export async function harness(
       PUBLIC_URL: publicUrl,
       GENERATION_CONCURRENCY: 4,
       UPLOADS_DIR: uploadsDir,
+      OAUTH_OPEN_REGISTRATION: options.openRegistration ?? true,
       ...options.config,
     },
     runner,

@@ -7,12 +7,12 @@ import { count, eq, inArray } from 'drizzle-orm'
 import { fileTypeFromBuffer } from 'file-type'
 import { PDFDocument } from 'pdf-lib'
 import sharp from 'sharp'
+import type { AuthDeps } from '../auth'
 import type { Caller } from '../auth/model'
 import type { Db } from '../db/client'
 import type { AttachmentFile } from '../generation/types'
 import { AppError, invalidRequest } from '../shared/errors'
 import { newId } from '../shared/ids'
-import type { Clock } from '../shared/time'
 import { requireVisibleThread } from '../threads/service'
 import { type AttachmentKind, attachments } from './attachments.table'
 import {
@@ -26,9 +26,7 @@ import {
 } from './limits'
 import type { AttachmentsModel } from './model'
 
-export interface UploadDeps {
-  db: Db
-  clock: Clock
+export interface UploadDeps extends AuthDeps {
   uploadsDir: string
 }
 

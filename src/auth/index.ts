@@ -3,6 +3,8 @@
 import { bearer } from '@elysiajs/bearer'
 import { Elysia } from 'elysia'
 import type { Db } from '../db/client'
+import { resourceMetadataUrl } from '../oauth/metadata'
+import { accessTokenPrefix, resolveOAuthAccessToken } from '../oauth/tokens'
 import { AppError } from '../shared/errors'
 import type { RateLimiter } from '../shared/rate-limit'
 import type { Clock } from '../shared/time'
@@ -14,22 +16,31 @@ export interface AuthDeps {
   clock: Clock
   /** Requests per token; absent when the limit is turned off. */
   tokenLimiter?: RateLimiter
+  publicUrl: string
 }
 
 /** What a route needs: a scope, or just a valid token (`any`, as for GET /me). */
 export type Requirement = Scope | 'any'
 
-function unauthorized(message: string, tokenSent: boolean): AppError {
-  const challenge = tokenSent ? 'Bearer realm="threadhouse", error="invalid_token"' : 'Bearer realm="threadhouse"'
+// Every 401 names the protected resource metadata (RFC 9728 §5.1), which is how MCP clients find the
+// authorization server with nothing configured by hand.
+function unauthorized(publicUrl: string, message: string, tokenSent: boolean): AppError {
+  const error = tokenSent ? ', error="invalid_token"' : ''
+  const challenge = `Bearer realm="threadhouse"${error}, resource_metadata="${resourceMetadataUrl(publicUrl)}"`
   return new AppError(401, 'unauthorized', message, {}, { 'www-authenticate': challenge })
 }
 
+/** Each kind of bearer token is recognised by its prefix and resolved to the same Caller. */
+function resolveToken(deps: AuthDeps, token: string): Caller | null {
+  if (token.startsWith(personalAccessTokenPrefix)) return resolvePersonalAccessToken(deps.db, token, deps.clock.now())
+  if (token.startsWith(accessTokenPrefix)) return resolveOAuthAccessToken(deps.db, token, deps.clock.now())
+  return null
+}
+
 export function resolveCaller(deps: AuthDeps, token: string | undefined): Caller {
-  if (!token) throw unauthorized('A bearer token is required', false)
-  const caller = token.startsWith(personalAccessTokenPrefix)
-    ? resolvePersonalAccessToken(deps.db, token, deps.clock.now())
-    : null
-  if (!caller) throw unauthorized('The bearer token is invalid, expired or revoked', true)
+  if (!token) throw unauthorized(deps.publicUrl, 'A bearer token is required', false)
+  const caller = resolveToken(deps, token)
+  if (!caller) throw unauthorized(deps.publicUrl, 'The bearer token is invalid, expired or revoked', true)
   return caller
 }
 

@@ -4,6 +4,9 @@ import { join } from 'node:path'
 import { swagger } from '@elysiajs/swagger'
 import { Elysia } from 'elysia'
 import { getAbsoluteFSPath } from 'swagger-ui-dist'
+import { scopes } from '../auth/model'
+import { docsClientId } from '../oauth/clients'
+import { scopeDescriptions } from '../oauth/model'
 
 const assets = getAbsoluteFSPath()
 const assetFiles = new Set([
@@ -31,13 +34,16 @@ const page = `<!doctype html>
 </body>
 </html>`
 
+// "Authorize" uses the built-in public client (see src/oauth/clients.ts) with PKCE, so it works against this
+// server with nothing registered by hand.
 const init = `window.ui = SwaggerUIBundle({
   url: '/swagger/json',
   dom_id: '#swagger-ui',
   validatorUrl: null,
   oauth2RedirectUrl: location.origin + '/swagger/assets/oauth2-redirect.html',
   persistAuthorization: true,
-});`
+});
+window.ui.initOAuth({ clientId: '${docsClientId}', usePkceWithAuthorizationCodeGrant: true, scopes: ${JSON.stringify(scopes)} });`
 
 export const description = `Persistent AI conversations (threads) and the OAuth 2.0 authorization server that guards them.
 
@@ -56,6 +62,8 @@ export const docs = (publicUrl: string) =>
         path: '/swagger/cdn',
         specPath: '/swagger/json',
         exclude: ['/swagger', '/swagger/init.js', '/swagger/assets/:file', '/healthz'],
+        // Otherwise every path with a dot is dropped, and with it the /.well-known discovery documents.
+        excludeStaticFile: false,
         documentation: {
           info: { title: 'Threadhouse API', version: '1.0.0', description },
           servers: [{ url: publicUrl }],
@@ -64,6 +72,11 @@ export const docs = (publicUrl: string) =>
             { name: 'Messages', description: 'Messages, AI responses and feedback' },
             { name: 'Attachments', description: 'Files uploaded to a thread, for messages to show and use' },
             { name: 'Identity', description: 'Who the token belongs to' },
+            { name: 'OAuth', description: 'OAuth 2.0 authorization server (outside /api/v1)' },
+            {
+              name: 'Settings',
+              description: 'Operations behind the settings screens: session cookie, X-CSRF-Token on writes',
+            },
           ],
           components: {
             securitySchemes: {
@@ -73,9 +86,32 @@ export const docs = (publicUrl: string) =>
                 description:
                   'Personal access token or OAuth access token. Scopes: threads:read, threads:read:own, threads:write.',
               },
+              oauth2: {
+                type: 'oauth2',
+                description: `Authorization code with PKCE. In this page, Authorize uses the built-in public client \`${docsClientId}\` (no secret).`,
+                flows: {
+                  authorizationCode: {
+                    authorizationUrl: `${publicUrl}/oauth/authorize`,
+                    tokenUrl: `${publicUrl}/oauth/token`,
+                    refreshUrl: `${publicUrl}/oauth/token`,
+                    scopes: scopeDescriptions,
+                  },
+                },
+              },
+              registrationToken: {
+                type: 'http',
+                scheme: 'bearer',
+                description: 'Registration token (thrg_…) for POST /oauth/register; single use, 60 minutes.',
+              },
+              session: {
+                type: 'apiKey',
+                in: 'cookie',
+                name: 'threadhouse_session',
+                description: 'Browser session from /login (named __Host-threadhouse_session under https).',
+              },
             },
           },
-          security: [{ bearer: [] }],
+          security: [{ bearer: [] }, { oauth2: [] }],
         },
       }),
     )

@@ -16,6 +16,7 @@ import { createSseStream, type Heartbeats, sseHeaders } from './sse'
 export interface ResponseDeps {
   db: Db
   clock: Clock
+  publicUrl: string
   engine: GenerationEngine
   links: Links
   heartbeats: Heartbeats

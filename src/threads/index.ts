@@ -12,6 +12,7 @@ import { createThread, getThread, type Links, listMessages, listThreads, sendMes
 export interface ThreadsDeps {
   db: Db
   clock: Clock
+  publicUrl: string
   engine: GenerationEngine
   links: Links
 }

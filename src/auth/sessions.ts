@@ -1,0 +1,99 @@
+// Browser sessions: a random cookie value, stored only as its SHA-256, that expires after 30 days unused.
+import { eq } from 'drizzle-orm'
+import type { Db } from '../db/client'
+import { generateSecret, hashSecret, verifyPassword } from '../shared/security'
+import { organizations, type Role, users } from './auth.table'
+import { findUserByEmail } from './service'
+import { sessions } from './sessions.table'
+
+export const sessionTokenPrefix = 'thss_'
+const day = 24 * 60 * 60 * 1000
+export const sessionLifetimeMs = 30 * day
+/** The expiry moves only once less than this is left, so most page views read the session without writing. */
+const renewWhenLessThanMs = 15 * day
+
+/** The signed-in person as the web pages see them. */
+export interface SessionUser {
+  id: number
+  sub: string
+  email: string
+  name: string | null
+  role: Role
+  organizationId: number
+  organizationSlug: string
+}
+
+export interface ValidSession {
+  user: SessionUser
+  expiresAt: number
+  /** True when this request moved the expiry, so the cookie must be sent again with the new lifetime. */
+  renewed: boolean
+}
+
+export interface NewSession {
+  token: string
+  expiresAt: number
+}
+
+export function createSession(db: Db, userId: number, now: number): NewSession {
+  const token = generateSecret(sessionTokenPrefix)
+  const expiresAt = now + sessionLifetimeMs
+  db.insert(sessions)
+    .values({ tokenHash: hashSecret(token), userId, createdAt: now, expiresAt })
+    .run()
+  return { token, expiresAt }
+}
+
+export function validateSession(db: Db, token: string, now: number): ValidSession | null {
+  if (!token.startsWith(sessionTokenPrefix)) return null
+  const row = db
+    .select({
+      id: sessions.id,
+      expiresAt: sessions.expiresAt,
+      user: {
+        id: users.id,
+        sub: users.sub,
+        email: users.email,
+        name: users.name,
+        role: users.role,
+        organizationId: users.organizationId,
+        organizationSlug: organizations.slug,
+      },
+    })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .innerJoin(organizations, eq(organizations.id, users.organizationId))
+    .where(eq(sessions.tokenHash, hashSecret(token)))
+    .get()
+  if (!row) return null
+  if (row.expiresAt <= now) {
+    db.delete(sessions).where(eq(sessions.id, row.id)).run()
+    return null
+  }
+  if (row.expiresAt - now >= renewWhenLessThanMs) return { user: row.user, expiresAt: row.expiresAt, renewed: false }
+  const expiresAt = now + sessionLifetimeMs
+  db.update(sessions).set({ expiresAt }).where(eq(sessions.id, row.id)).run()
+  return { user: row.user, expiresAt, renewed: true }
+}
+
+export function invalidateSession(db: Db, token: string): void {
+  db.delete(sessions)
+    .where(eq(sessions.tokenHash, hashSecret(token)))
+    .run()
+}
+
+// Verifying against a real argon2id hash when the email is unknown keeps both answers equally slow, so the
+// sign-in form does not reveal which emails have accounts.
+let dummyHash: Promise<string> | undefined
+function hashForUnknownUser(): Promise<string> {
+  dummyHash ??= Bun.password.hash(generateSecret(''), { algorithm: 'argon2id' })
+  return dummyHash
+}
+
+/** Checks the credentials and opens a session, or returns null when either is wrong. */
+export async function signIn(db: Db, email: string, password: string, now: number): Promise<NewSession | null> {
+  const user = findUserByEmail(db, email)
+  const matches = await verifyPassword(password, user?.passwordHash ?? (await hashForUnknownUser()))
+  if (!user || !matches) return null
+  return createSession(db, user.id, now)
+}

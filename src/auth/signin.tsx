@@ -1,0 +1,119 @@
+// Sign-in and sign-out pages: GET/POST /login and POST /logout. Behaviour lives in sessions.ts.
+import { Elysia } from 'elysia'
+import { param, readForm } from '../shared/forms'
+import { anonymousCsrfToken, csrfTokenMatches, isSameOriginRequest, newCsrfNonce, sessionCsrfToken } from '../web/csrf'
+import {
+  clearCookie,
+  cookieNames,
+  pageHeaders,
+  safeNextPath,
+  setSessionCookie,
+  usesHttps,
+  type WebDeps,
+  web,
+} from '../web/index'
+import { LoginPage } from '../web/pages/login'
+import { MessagePage } from '../web/pages/message'
+import { invalidateSession, signIn } from './sessions'
+
+const refusedMessage =
+  'This form could not be accepted because it did not come from a Threadhouse page, or it has expired. ' +
+  'Go back, reload the page and try again.'
+
+export const signin = (deps: WebDeps) => {
+  const names = cookieNames(deps.publicUrl)
+  const csrfCookie = {
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: usesHttps(deps.publicUrl),
+    path: '/',
+  } as const
+  return new Elysia({ name: 'signin' })
+    .use(web(deps))
+    .onBeforeHandle(({ set }) => {
+      Object.assign(set.headers, pageHeaders)
+    })
+    .get(
+      '/login',
+      ({ query, session, cookie, html, redirect }) => {
+        const next = safeNextPath(query.next, deps.publicUrl)
+        if (session) return redirect(next, 303)
+        // Keep an existing nonce so that two open sign-in tabs both work.
+        const existing = cookie[names.csrf]?.value
+        const nonce = typeof existing === 'string' && existing.length > 0 ? existing : newCsrfNonce()
+        cookie[names.csrf]?.set({ value: nonce, ...csrfCookie })
+        return html(<LoginPage next={next} csrf={anonymousCsrfToken(deps.csrfKey, nonce)} />)
+      },
+      { session: true, detail: { hide: true } },
+    )
+    .post(
+      '/login',
+      async ({ request, cookie, html, redirect, set }) => {
+        const form = (await readForm(request)) ?? new URLSearchParams()
+        const next = safeNextPath(param(form, 'next'), deps.publicUrl)
+        const email = param(form, 'email') ?? ''
+        const nonce = cookie[names.csrf]?.value
+        const formIsOurs =
+          isSameOriginRequest(request.headers, deps.publicUrl) &&
+          typeof nonce === 'string' &&
+          csrfTokenMatches(anonymousCsrfToken(deps.csrfKey, nonce), param(form, 'csrf'))
+        if (!formIsOurs) {
+          // The page shown with the refusal must itself work, so it gets a nonce (the visitor's, if they had one).
+          const retry = typeof nonce === 'string' && nonce.length > 0 ? nonce : newCsrfNonce()
+          cookie[names.csrf]?.set({ value: retry, ...csrfCookie })
+          set.status = 403
+          return html(
+            <LoginPage
+              next={next}
+              email={email}
+              csrf={anonymousCsrfToken(deps.csrfKey, retry)}
+              error={refusedMessage}
+            />,
+          )
+        }
+        const opened = await signIn(deps.db, email, param(form, 'password') ?? '', deps.clock.now())
+        if (!opened) {
+          set.status = 401
+          return html(
+            <LoginPage
+              next={next}
+              email={email}
+              csrf={anonymousCsrfToken(deps.csrfKey, nonce)}
+              error="The email or password is not correct."
+            />,
+          )
+        }
+        const sessionCookie = cookie[names.session]
+        if (sessionCookie) setSessionCookie(sessionCookie, deps.publicUrl, opened.token, opened.expiresAt)
+        const used = cookie[names.csrf]
+        if (used) clearCookie(used, deps.publicUrl)
+        return redirect(next, 303)
+      },
+      { parse: 'none', detail: { hide: true } },
+    )
+    .post(
+      '/logout',
+      async ({ request, session, cookie, html, redirect, set }) => {
+        if (!session) return redirect('/login', 303)
+        const form = (await readForm(request)) ?? new URLSearchParams()
+        const formIsOurs =
+          isSameOriginRequest(request.headers, deps.publicUrl) &&
+          csrfTokenMatches(sessionCsrfToken(session.token), param(form, 'csrf'))
+        if (!formIsOurs) {
+          set.status = 403
+          return html(
+            <MessagePage
+              title="Sign-out refused"
+              message={refusedMessage}
+              viewer={{ email: session.user.email, csrf: session.csrf }}
+            />,
+          )
+        }
+        invalidateSession(deps.db, session.token)
+        const ended = cookie[names.session]
+        if (ended) clearCookie(ended, deps.publicUrl)
+        return redirect('/login', 303)
+      },
+      { session: true, parse: 'none', detail: { hide: true } },
+    )
+}

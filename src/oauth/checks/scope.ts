@@ -1,0 +1,25 @@
+// RFC 6749 §3.3: the scope is required here (the specification lists it as required), must name known scopes,
+// and may not exceed what the client registered for.
+import { isScope, type Scope } from '../../auth/model'
+import { InvalidScope } from '../errors'
+import { type AuthorizationCheck, clientOf } from './types'
+
+export function parseScopeParameter(value: string): Scope[] {
+  const requested = value.split(' ').filter(Boolean)
+  const unknown = requested.filter((scope) => !isScope(scope))
+  if (unknown.length > 0) throw new InvalidScope(`Unknown scope: ${unknown.join(', ')}`)
+  if (requested.length === 0) throw new InvalidScope('At least one scope is required')
+  return [...new Set(requested)] as Scope[]
+}
+
+export const scopeIsAllowed: AuthorizationCheck = (request) => {
+  const client = clientOf(request)
+  const value = request.params.get('scope')
+  if (!value) throw new InvalidScope('scope is required')
+  const requested = parseScopeParameter(value)
+  const notAllowed = requested.filter((scope) => !client.scopes.includes(scope))
+  if (notAllowed.length > 0) {
+    throw new InvalidScope(`This client is not registered for ${notAllowed.join(', ')}`)
+  }
+  request.scopes = requested
+}

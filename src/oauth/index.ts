@@ -1,0 +1,334 @@
+// The OAuth 2.0 authorization server over HTTP: discovery documents, the authorization endpoint with its
+// consent page, the token, revocation and registration endpoints, and the settings operations. HTTP in, HTTP
+// out; the behaviour lives in service.ts and management.ts, and every request rule in checks/.
+import { Elysia } from 'elysia'
+import { param, readForm } from '../shared/forms'
+import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
+import { consentPageHeaders, type PageSession, type WebDeps, web } from '../web/index'
+import { InvalidRequest, noStore, OAuthError, oauthErrorResponse, TemporarilyUnavailable } from './errors'
+import { authorizationServerMetadata, protectedResourceMetadata } from './metadata'
+import { OAuthModel } from './model'
+import { consentFormRefusedPage, consentPage, errorPage, refusalPage } from './pages'
+import { FixedWindowRateLimiter, registrationRateLimit } from './ratelimit'
+import {
+  type AuthorizationCheckResult,
+  approveAuthorization,
+  checkAuthorizationRequest,
+  denyAuthorizationLocation,
+  exchangeToken,
+  organizationMayUse,
+  registerClient,
+  revokeToken,
+} from './service'
+import { oauthSettings } from './settings'
+
+export interface OAuthRoutesDeps extends WebDeps {
+  openRegistration: boolean
+}
+
+/** Discovery, token, revocation and registration may be called from browser-based clients on other origins. */
+const cors = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-methods': 'GET, POST, OPTIONS',
+  'access-control-allow-headers': 'Authorization, Content-Type, MCP-Protocol-Version',
+  'access-control-max-age': '86400',
+} as const
+
+function preflight(): Response {
+  return new Response(null, { status: 204, headers: cors })
+}
+
+function json(body: unknown, status: number, headers: Record<string, string> = {}): Response {
+  return Response.json(body, { status, headers: { ...cors, ...headers } })
+}
+
+/** OAuth endpoints answer in RFC 6749 form, not the API's `{ error, message }`. */
+function oauthFailure(error: unknown): Response {
+  if (!(error instanceof OAuthError)) throw error
+  const response = oauthErrorResponse(error)
+  for (const [name, value] of Object.entries(cors)) response.headers.set(name, value)
+  return response
+}
+
+function redirectTo(location: string): Response {
+  return new Response(null, { status: 303, headers: { location } })
+}
+
+const authorizeDetail = {
+  summary: 'Authorization endpoint (browser)',
+  tags: ['OAuth'],
+  security: [],
+  description:
+    'Starts the authorization code flow (RFC 6749 §4.1) with PKCE S256. A signed-out person is sent to ' +
+    '`/login?next=…` and back; a signed-in one sees the consent page. Approval redirects (303) to `redirect_uri` ' +
+    'with `code`, `state` and `iss` (RFC 9207); the code is single-use and valid for 60 seconds. Unknown clients ' +
+    'and unregistered redirect URIs get an error page, never a redirect; every other error redirects with ' +
+    '`error`, `error_description`, `state` and `iss`. Deny gives `access_denied`.',
+  parameters: Object.entries(OAuthModel.authorizeQuery.properties).map(([name, schema]) => ({
+    name,
+    in: 'query',
+    required: (OAuthModel.authorizeQuery.required as string[] | undefined)?.includes(name) ?? false,
+    schema,
+  })),
+  responses: {
+    200: { description: 'Consent page (HTML)' },
+    303: { description: 'Redirect to the client (code or error), or to /login' },
+    400: { description: 'Error page: unknown client or unregistered redirect_uri' },
+    403: { description: 'Refusal page: the client belongs to another organization' },
+  },
+}
+
+function formBody(schema: object) {
+  return { required: true, content: { 'application/x-www-form-urlencoded': { schema } } }
+}
+
+function jsonResponse(description: string, schema: object) {
+  return { description, content: { 'application/json': { schema } } }
+}
+
+const oauthErrorResponse400 = jsonResponse('RFC 6749 §5.2 error', OAuthModel.error)
+
+export const oauthRoutes = (deps: OAuthRoutesDeps) => {
+  const limiter = new FixedWindowRateLimiter(registrationRateLimit, deps.clock)
+
+  /** The signed-in answer to a valid authorization request: the consent page, or a refusal. */
+  function answer(
+    checked: AuthorizationCheckResult,
+    session: PageSession | null,
+    url: URL,
+  ): { status: number; page: JSX.Element } | Response {
+    if (checked.kind === 'error-page') return { status: 400, page: errorPage(checked.error, session) }
+    if (checked.kind === 'error-redirect') return redirectTo(checked.location)
+    if (!session) return redirectTo(`/login?next=${encodeURIComponent(url.pathname + url.search)}`)
+    if (organizationMayUse(checked.request.client, session.user) === 'other-organization') {
+      return {
+        status: 403,
+        page: refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session),
+      }
+    }
+    return { status: 200, page: consentPage(checked.request, session, url.pathname + url.search) }
+  }
+
+  return new Elysia({ name: 'oauth' })
+    .use(web(deps))
+    .get('/.well-known/oauth-authorization-server', () => json(authorizationServerMetadata(deps.publicUrl), 200), {
+      detail: {
+        summary: 'Authorization server metadata (RFC 8414)',
+        tags: ['OAuth'],
+        security: [],
+        responses: { 200: jsonResponse('Metadata', OAuthModel.authorizationServerMetadata) },
+      },
+    })
+    .get('/.well-known/oauth-protected-resource', () => json(protectedResourceMetadata(deps.publicUrl, ''), 200), {
+      detail: {
+        summary: 'Protected resource metadata for the host (RFC 9728)',
+        tags: ['OAuth'],
+        security: [],
+        responses: { 200: jsonResponse('Metadata', OAuthModel.protectedResourceMetadata) },
+      },
+    })
+    .get(
+      '/.well-known/oauth-protected-resource/api/v1',
+      () => json(protectedResourceMetadata(deps.publicUrl, '/api/v1'), 200),
+      {
+        detail: {
+          summary: 'Protected resource metadata for the API (RFC 9728)',
+          tags: ['OAuth'],
+          security: [],
+          description:
+            'Named by `resource_metadata` in every API 401 `WWW-Authenticate` header; MCP clients probe this ' +
+            'path-suffixed form first.',
+          responses: { 200: jsonResponse('Metadata', OAuthModel.protectedResourceMetadata) },
+        },
+      },
+    )
+    .get(
+      '/oauth/authorize',
+      ({ request, session, html, set }) => {
+        Object.assign(set.headers, consentPageHeaders)
+        const url = new URL(request.url)
+        const result = answer(checkAuthorizationRequest(deps, url.searchParams, 'GET /oauth/authorize'), session, url)
+        if (result instanceof Response) return result
+        set.status = result.status
+        return html(result.page)
+      },
+      { session: true, detail: authorizeDetail },
+    )
+    .post(
+      '/oauth/authorize',
+      async ({ request, session, html, set }) => {
+        Object.assign(set.headers, consentPageHeaders)
+        const url = new URL(request.url)
+        if (!session) return redirectTo(`/login?next=${encodeURIComponent(url.pathname + url.search)}`)
+        const form = (await readForm(request)) ?? new URLSearchParams()
+        if (
+          !isSameOriginRequest(request.headers, deps.publicUrl) ||
+          !csrfTokenMatches(session.csrf, param(form, 'csrf'))
+        ) {
+          set.status = 403
+          return html(consentFormRefusedPage(session))
+        }
+        const checked = checkAuthorizationRequest(deps, url.searchParams, 'POST /oauth/authorize')
+        if (
+          checked.kind !== 'valid' ||
+          organizationMayUse(checked.request.client, session.user) === 'other-organization'
+        ) {
+          const shown = answer(checked, session, url)
+          if (shown instanceof Response) return shown
+          set.status = shown.status
+          return html(shown.page)
+        }
+        const decision = param(form, 'decision')
+        if (decision === 'deny') return redirectTo(denyAuthorizationLocation(deps, checked.request))
+        if (decision !== 'approve') {
+          set.status = 400
+          return html(errorPage(new InvalidRequest('decision must be "approve" or "deny"'), session))
+        }
+        const approved = approveAuthorization(deps, checked.request, session.user)
+        if (approved.kind === 'redirect') return redirectTo(approved.location)
+        set.status = 403
+        return html(refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session))
+      },
+      {
+        session: true,
+        parse: 'none',
+        detail: {
+          summary: 'Consent decision (browser form)',
+          tags: ['OAuth'],
+          security: [{ session: [] }],
+          description:
+            'The consent page posts the same query string back with `decision` = `approve` ("Allow") or `deny` ' +
+            '("Deny") and the hidden `csrf` field. The request is validated again in full.',
+          requestBody: formBody({
+            type: 'object',
+            required: ['decision', 'csrf'],
+            properties: { decision: { type: 'string', enum: ['approve', 'deny'] }, csrf: { type: 'string' } },
+          }),
+          responses: {
+            303: { description: 'Redirect to the client with `code` (or `error=access_denied`), `state` and `iss`' },
+            403: { description: 'CSRF or Origin check failed, or the client belongs to another organization' },
+          },
+        },
+      },
+    )
+    .options('/oauth/token', preflight, { detail: { hide: true } })
+    .post(
+      '/oauth/token',
+      async ({ request }) => {
+        try {
+          const form = await readForm(request)
+          if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
+          const payload = exchangeToken(deps, { form, authorization: request.headers.get('authorization') })
+          return json(payload, 200, noStore)
+        } catch (error) {
+          return oauthFailure(error)
+        }
+      },
+      {
+        parse: 'none',
+        detail: {
+          summary: 'Token endpoint: exchange a code, or refresh',
+          tags: ['OAuth'],
+          security: [],
+          description:
+            'Form-encoded. Confidential clients authenticate with the method they registered: ' +
+            '`client_secret_basic` (Authorization: Basic) or `client_secret_post` (`client_id` + `client_secret` ' +
+            'in the body); public clients send `client_id` and PKCE’s `code_verifier`. Access tokens last 3600 s. ' +
+            'Refresh tokens rotate on every use and last 30 days from issue; presenting a used refresh token ' +
+            'revokes every token of that authorization (no grace window). A narrower `scope` on refresh is ' +
+            'allowed, a wider one is `invalid_scope`. Responses carry `Cache-Control: no-store`.',
+          requestBody: formBody(OAuthModel.tokenRequest),
+          responses: {
+            200: jsonResponse('Tokens', OAuthModel.tokenResponse),
+            400: oauthErrorResponse400,
+            401: jsonResponse('invalid_client (with WWW-Authenticate: Basic when Basic was used)', OAuthModel.error),
+          },
+        },
+      },
+    )
+    .options('/oauth/token/revoke', preflight, { detail: { hide: true } })
+    .post(
+      '/oauth/token/revoke',
+      async ({ request }) => {
+        try {
+          const form = await readForm(request)
+          if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
+          revokeToken(deps, { form, authorization: request.headers.get('authorization') })
+          return new Response(null, { status: 200, headers: { ...cors, ...noStore } })
+        } catch (error) {
+          return oauthFailure(error)
+        }
+      },
+      {
+        parse: 'none',
+        detail: {
+          summary: 'Revoke a token (RFC 7009)',
+          tags: ['OAuth'],
+          security: [],
+          description:
+            'Client authentication as at the token endpoint. Revoking a refresh token revokes every token of ' +
+            'its authorization; revoking an access token revokes that token. Always 200 (empty body) once the ' +
+            'client is authenticated, whether the token existed, was already revoked or belongs to another ' +
+            'client (which keeps it).',
+          requestBody: formBody(OAuthModel.revocationRequest),
+          responses: {
+            200: { description: 'Done (empty body)' },
+            400: oauthErrorResponse400,
+            401: jsonResponse('invalid_client', OAuthModel.error),
+          },
+        },
+      },
+    )
+    .options('/oauth/register', preflight, { detail: { hide: true } })
+    .post(
+      '/oauth/register',
+      async ({ request, server }) => {
+        try {
+          const retryAfter = limiter.take(server?.requestIP(request)?.address ?? 'unknown')
+          if (retryAfter !== null) {
+            throw new TemporarilyUnavailable('Too many registrations from this address; try again later', retryAfter)
+          }
+          const text = await request.text()
+          let body: unknown = null
+          try {
+            body = JSON.parse(text)
+          } catch {
+            // validateClientMetadata answers invalid_client_metadata for anything that is not a JSON object.
+          }
+          const registered = registerClient(deps, {
+            body,
+            authorization: request.headers.get('authorization'),
+            openRegistration: deps.openRegistration,
+          })
+          return json(registered, 201, noStore)
+        } catch (error) {
+          return oauthFailure(error)
+        }
+      },
+      {
+        parse: 'none',
+        detail: {
+          summary: 'Dynamic client registration (RFC 7591)',
+          tags: ['OAuth'],
+          security: [{ registrationToken: [] }, {}],
+          description:
+            'Open registration (no Authorization header; unless the operator set OAUTH_OPEN_REGISTRATION=false): ' +
+            'the client belongs to no organization until the first organization whose user approves it. With ' +
+            '`Authorization: Bearer <registration token>` (single use, 60 minutes) the client belongs to that ' +
+            'token’s organization at once; a used, expired or unknown token is 401. Rate limit: 30 requests per ' +
+            'client address per hour (429 with Retry-After).',
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: OAuthModel.registrationRequest } },
+          },
+          responses: {
+            201: jsonResponse('The registered client; `client_secret` appears only here', OAuthModel.registered),
+            400: jsonResponse('invalid_redirect_uri or invalid_client_metadata', OAuthModel.error),
+            401: jsonResponse('invalid_token: registration token missing, used, expired or unknown', OAuthModel.error),
+            429: jsonResponse('temporarily_unavailable: rate limited', OAuthModel.error),
+          },
+        },
+      },
+    )
+    .use(oauthSettings(deps))
+}

@@ -1,0 +1,46 @@
+// Discovery documents: RFC 8414 authorization server metadata and RFC 9728 protected resource metadata.
+import { scopes } from '../auth/model'
+import type { OAuthModel } from './model'
+import { clientAuthMethods } from './oauth.table'
+
+/** Where the API's protected resource metadata lives; every API 401 points here (RFC 9728 §5.1). */
+export function resourceMetadataUrl(publicUrl: string): string {
+  return `${publicUrl}/.well-known/oauth-protected-resource/api/v1`
+}
+
+export function authorizationServerMetadata(publicUrl: string): OAuthModel.authorizationServerMetadata {
+  return {
+    issuer: publicUrl,
+    authorization_endpoint: `${publicUrl}/oauth/authorize`,
+    token_endpoint: `${publicUrl}/oauth/token`,
+    revocation_endpoint: `${publicUrl}/oauth/token/revoke`,
+    registration_endpoint: `${publicUrl}/oauth/register`,
+    scopes_supported: [...scopes],
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    token_endpoint_auth_methods_supported: [...clientAuthMethods],
+    revocation_endpoint_auth_methods_supported: [...clientAuthMethods],
+    code_challenge_methods_supported: ['S256'],
+    authorization_response_iss_parameter_supported: true,
+    service_documentation: `${publicUrl}/swagger`,
+  }
+}
+
+/**
+ * RFC 9728 §3.3: `resource` must be the identifier the well-known path was built from, so the root document
+ * describes the whole host and the path-suffixed one (which MCP clients try first) describes /api/v1.
+ */
+export function protectedResourceMetadata(
+  publicUrl: string,
+  path: '' | '/api/v1',
+): OAuthModel.protectedResourceMetadata {
+  return {
+    resource: `${publicUrl}${path}`,
+    authorization_servers: [publicUrl],
+    scopes_supported: [...scopes],
+    bearer_methods_supported: ['header'],
+    resource_name: 'Threadhouse API',
+    resource_documentation: `${publicUrl}/swagger`,
+  }
+}

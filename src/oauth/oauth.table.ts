@@ -1,0 +1,137 @@
+// The OAuth 2.0 authorization server's state: clients, registration tokens, authorization codes, grants and
+// the tokens issued under them. Every secret is stored as a SHA-256 hash only. Timestamps are epoch ms.
+import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { organizations, users } from '../auth/auth.table'
+
+/** How a client came to exist; only `builtin` and `settings` clients have names Threadhouse vouches for. */
+export const clientOrigins = ['builtin', 'settings', 'token_registration', 'open_registration'] as const
+export type ClientOrigin = (typeof clientOrigins)[number]
+
+export const clientAuthMethods = ['client_secret_basic', 'client_secret_post', 'none'] as const
+export type ClientAuthMethod = (typeof clientAuthMethods)[number]
+
+export const oauthClients = sqliteTable(
+  'oauth_clients',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    clientId: text().notNull().unique(),
+    origin: text({ enum: clientOrigins }).notNull(),
+    /** Null for an openly registered client until the first organization approves it (and for `builtin`). */
+    organizationId: integer().references(() => organizations.id, { onDelete: 'cascade' }),
+    /** The member who created it (settings) or issued its registration token; null for open registration. */
+    ownerId: integer().references(() => users.id, { onDelete: 'set null' }),
+    name: text().notNull(),
+    redirectUris: text({ mode: 'json' }).notNull().$type<string[]>(),
+    /** Space-separated scopes the client may ask for. */
+    scopes: text().notNull(),
+    grantTypes: text({ mode: 'json' }).notNull().$type<string[]>(),
+    responseTypes: text({ mode: 'json' }).notNull().$type<string[]>(),
+    tokenEndpointAuthMethod: text({ enum: clientAuthMethods }).notNull(),
+    /** SHA-256 of the client secret; null for public clients. */
+    secretHash: text(),
+    clientUri: text(),
+    logoUri: text(),
+    tosUri: text(),
+    policyUri: text(),
+    createdAt: integer().notNull(),
+    lastUsedAt: integer(),
+  },
+  (t) => [index('oauth_clients_organization_idx').on(t.organizationId)],
+)
+
+/** Single-use bearer tokens that let a client register into their issuer's organization (RFC 7591 §3). */
+export const oauthRegistrationTokens = sqliteTable('oauth_registration_tokens', {
+  id: integer().primaryKey({ autoIncrement: true }),
+  tokenHash: text().notNull().unique(),
+  userId: integer()
+    .notNull()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  organizationId: integer()
+    .notNull()
+    .references(() => organizations.id, { onDelete: 'cascade' }),
+  createdAt: integer().notNull(),
+  expiresAt: integer().notNull(),
+  usedAt: integer(),
+})
+
+/**
+ * One approval of a client by a user: the family of every token issued from one authorization code.
+ * Revoking the grant kills every token in the family at once.
+ */
+export const oauthGrants = sqliteTable(
+  'oauth_grants',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    clientId: integer()
+      .notNull()
+      .references(() => oauthClients.id, { onDelete: 'cascade' }),
+    userId: integer()
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    /** The scopes the user approved: the most any token of this family may carry. */
+    scopes: text().notNull(),
+    createdAt: integer().notNull(),
+    /** When the family's newest token (usually its refresh token) expires; an app is "connected" until then. */
+    expiresAt: integer().notNull(),
+    lastUsedAt: integer(),
+    revokedAt: integer(),
+  },
+  (t) => [index('oauth_grants_user_idx').on(t.userId), index('oauth_grants_client_idx').on(t.clientId)],
+)
+
+export const oauthAuthorizationCodes = sqliteTable(
+  'oauth_authorization_codes',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    codeHash: text().notNull().unique(),
+    clientId: integer()
+      .notNull()
+      .references(() => oauthClients.id, { onDelete: 'cascade' }),
+    userId: integer()
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    /** The redirect URI exactly as the authorization request sent it (port included). */
+    redirectUri: text().notNull(),
+    scopes: text().notNull(),
+    /** PKCE S256 challenge, when the request carried one. */
+    codeChallenge: text(),
+    createdAt: integer().notNull(),
+    expiresAt: integer().notNull(),
+    usedAt: integer(),
+    /** The grant its first use created, so that a replay can revoke it. */
+    grantId: integer().references(() => oauthGrants.id, { onDelete: 'cascade' }),
+  },
+  (t) => [index('oauth_authorization_codes_client_idx').on(t.clientId)],
+)
+
+export const oauthAccessTokens = sqliteTable(
+  'oauth_access_tokens',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tokenHash: text().notNull().unique(),
+    grantId: integer()
+      .notNull()
+      .references(() => oauthGrants.id, { onDelete: 'cascade' }),
+    scopes: text().notNull(),
+    createdAt: integer().notNull(),
+    expiresAt: integer().notNull(),
+    revokedAt: integer(),
+  },
+  (t) => [index('oauth_access_tokens_grant_idx').on(t.grantId)],
+)
+
+export const oauthRefreshTokens = sqliteTable(
+  'oauth_refresh_tokens',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tokenHash: text().notNull().unique(),
+    grantId: integer()
+      .notNull()
+      .references(() => oauthGrants.id, { onDelete: 'cascade' }),
+    createdAt: integer().notNull(),
+    expiresAt: integer().notNull(),
+    /** Set when the token is exchanged; presenting it again afterwards revokes the whole grant. */
+    usedAt: integer(),
+  },
+  (t) => [index('oauth_refresh_tokens_grant_idx').on(t.grantId)],
+)

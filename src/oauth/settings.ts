@@ -1,0 +1,194 @@
+// The JSON operations behind the settings screens (the pages come with the web application). Session-cookie
+// authenticated; every write also needs the session's CSRF token in `X-CSRF-Token` and a same-origin request.
+import { Elysia, t } from 'elysia'
+import { AuthModel } from '../auth/model'
+import { AppError } from '../shared/errors'
+import { toIso } from '../shared/time'
+import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
+import { type PageSession, type WebDeps, web } from '../web/index'
+import {
+  createConfidentialClient,
+  deleteOrganizationClient,
+  getOrganizationClient,
+  listConnectedApps,
+  listOrganizationClients,
+  requireOrganizationAdmin,
+  revokeConnectedApp,
+  rotateClientSecret,
+} from './management'
+import { OAuthModel } from './model'
+import { createRegistrationToken } from './service'
+
+const error = AuthModel.error
+const writeErrors = { 400: error, 401: error, 403: error, 404: error }
+const tags = ['Settings']
+const security = [{ session: [] }]
+const csrfHeader = 'x-csrf-token'
+
+function requireWriteAllowed(request: Request, account: PageSession, publicUrl: string): void {
+  if (
+    !isSameOriginRequest(request.headers, publicUrl) ||
+    !csrfTokenMatches(account.csrf, request.headers.get(csrfHeader))
+  ) {
+    throw new AppError(403, 'csrf_failed', 'Send the CSRF token from GET /settings/api/session as X-CSRF-Token')
+  }
+}
+
+export const oauthSettings = (deps: WebDeps) =>
+  new Elysia({ name: 'oauth-settings', prefix: '/settings/api' })
+    .use(web(deps))
+    .onAfterHandle(({ set }) => {
+      set.headers['cache-control'] = 'no-store'
+    })
+    .get(
+      '/session',
+      ({ account }) => ({
+        user: {
+          id: account.user.sub,
+          email: account.user.email,
+          name: account.user.name,
+          role: account.user.role,
+          organization_slug: account.user.organizationSlug,
+        },
+        csrf_token: account.csrf,
+      }),
+      {
+        account: true,
+        response: { 200: OAuthModel.settingsSession, 401: error },
+        detail: { summary: 'The signed-in person and the CSRF token for writes', tags, security },
+      },
+    )
+    .get('/connected-apps', ({ account }) => listConnectedApps(deps.db, account.user.id, deps.clock.now()), {
+      account: true,
+      response: { 200: t.Array(OAuthModel.connectedApp), 401: error },
+      detail: {
+        summary: 'Connected apps: apps holding live tokens for you',
+        tags,
+        security,
+        description: 'One entry per app: its name, every scope it holds for you and when its tokens were last used.',
+      },
+    })
+    .delete(
+      '/connected-apps/:clientId',
+      ({ account, params, request, set }) => {
+        requireWriteAllowed(request, account, deps.publicUrl)
+        revokeConnectedApp(deps.db, account.user.id, params.clientId, deps.clock.now())
+        set.status = 204
+      },
+      {
+        account: true,
+        params: OAuthModel.clientParams,
+        response: writeErrors,
+        detail: {
+          summary: 'Revoke a connected app (204)',
+          tags,
+          security,
+          description: 'Every token the app holds for you stops working at once; other people’s grants are untouched.',
+        },
+      },
+    )
+    .post(
+      '/oauth-clients',
+      ({ account, body, request, status }) => {
+        requireWriteAllowed(request, account, deps.publicUrl)
+        return status(201, createConfidentialClient(deps.db, account.user, body, deps.clock.now()))
+      },
+      {
+        account: true,
+        body: OAuthModel.registrationRequest,
+        response: { 201: OAuthModel.registered, ...writeErrors },
+        detail: {
+          summary: 'Create a confidential OAuth client (any member)',
+          tags,
+          security,
+          description:
+            'RFC 7591 field names. `token_endpoint_auth_method` is `client_secret_basic` (default) or ' +
+            '`client_secret_post`; public clients come only from dynamic registration. The secret is in this ' +
+            'response only. The client belongs to your organization.',
+        },
+      },
+    )
+    .post(
+      '/registration-tokens',
+      ({ account, request, status }) => {
+        requireWriteAllowed(request, account, deps.publicUrl)
+        const created = createRegistrationToken(deps.db, account.user, deps.clock.now())
+        return status(201, { registration_token: created.token, expires_at: toIso(created.expiresAt) })
+      },
+      {
+        account: true,
+        response: { 201: OAuthModel.registrationToken, ...writeErrors },
+        detail: {
+          summary: 'Generate a registration token (any member)',
+          tags,
+          security,
+          description:
+            'Single use, valid 60 minutes. A client registered with it at POST /oauth/register belongs to your ' +
+            'organization at once.',
+        },
+      },
+    )
+    .get(
+      '/oauth-clients',
+      ({ account }) => {
+        requireOrganizationAdmin(account.user)
+        return listOrganizationClients(deps.db, account.user.organizationId)
+      },
+      {
+        account: true,
+        response: { 200: t.Array(OAuthModel.clientSummary), 401: error, 403: error },
+        detail: { summary: 'List the organization’s OAuth clients (owners and admins)', tags, security },
+      },
+    )
+    .get(
+      '/oauth-clients/:clientId',
+      ({ account, params }) => {
+        requireOrganizationAdmin(account.user)
+        return getOrganizationClient(deps.db, account.user.organizationId, params.clientId)
+      },
+      {
+        account: true,
+        params: OAuthModel.clientParams,
+        response: { 200: OAuthModel.clientDetail, 401: error, 403: error, 404: error },
+        detail: { summary: 'One OAuth client with its metadata (owners and admins)', tags, security },
+      },
+    )
+    .post(
+      '/oauth-clients/:clientId/secret',
+      ({ account, params, request }) => {
+        requireWriteAllowed(request, account, deps.publicUrl)
+        requireOrganizationAdmin(account.user)
+        return rotateClientSecret(deps.db, account.user.organizationId, params.clientId)
+      },
+      {
+        account: true,
+        params: OAuthModel.clientParams,
+        response: { 200: OAuthModel.rotatedSecret, ...writeErrors, 409: error },
+        detail: {
+          summary: 'Rotate a confidential client’s secret (owners and admins)',
+          tags,
+          security,
+          description: 'The old secret fails at once; the new one is in this response only. Issued tokens stay valid.',
+        },
+      },
+    )
+    .delete(
+      '/oauth-clients/:clientId',
+      ({ account, params, request, set }) => {
+        requireWriteAllowed(request, account, deps.publicUrl)
+        requireOrganizationAdmin(account.user)
+        deleteOrganizationClient(deps.db, account.user.organizationId, params.clientId)
+        set.status = 204
+      },
+      {
+        account: true,
+        params: OAuthModel.clientParams,
+        response: writeErrors,
+        detail: {
+          summary: 'Delete an OAuth client (owners and admins, 204)',
+          tags,
+          security,
+          description: 'Removes the client and every code, grant and token it had; its tokens fail at once.',
+        },
+      },
+    )

@@ -1,0 +1,138 @@
+// Access and refresh tokens: their lifetimes, issuing a pair under a grant, and turning an access token into
+// the same Caller a personal access token gives, so every API endpoint accepts both.
+import { and, eq, isNull, sql } from 'drizzle-orm'
+import { organizations, users } from '../auth/auth.table'
+import { type Caller, isScope, type Scope } from '../auth/model'
+import type { Db } from '../db/client'
+import { generateSecret, hashSecret } from '../shared/security'
+import { oauthAccessTokens, oauthClients, oauthGrants, oauthRefreshTokens } from './oauth.table'
+
+export const accessTokenPrefix = 'tho_'
+export const refreshTokenPrefix = 'thr_'
+export const authorizationCodePrefix = 'thc_'
+export const registrationTokenPrefix = 'thrg_'
+
+export const accessTokenLifetimeSeconds = 3600
+const day = 24 * 60 * 60 * 1000
+/** Each refresh issues a new refresh token with a fresh 30 days: an app used monthly stays connected. */
+export const refreshTokenLifetimeMs = 30 * day
+/** last_used_at is written at most this often per grant, so API reads stay reads. */
+const lastUsedResolutionMs = 60_000
+
+export interface TokenPayload {
+  access_token: string
+  token_type: 'Bearer'
+  expires_in: number
+  refresh_token?: string
+  scope: string
+}
+
+export interface IssueTokensInput {
+  grantId: number
+  /** What this access token may do: the grant's scopes, or fewer when a refresh asked for less. */
+  scopes: Scope[]
+  /** Clients registered without the refresh_token grant get access tokens only. */
+  grantTypes: string[]
+}
+
+/** Issues an access token (and a refresh token when the client may refresh) and moves the grant's expiry. */
+export function issueTokens(db: Db, input: IssueTokensInput, now: number): TokenPayload {
+  const accessToken = generateSecret(accessTokenPrefix)
+  const accessExpiresAt = now + accessTokenLifetimeSeconds * 1000
+  db.insert(oauthAccessTokens)
+    .values({
+      tokenHash: hashSecret(accessToken),
+      grantId: input.grantId,
+      scopes: input.scopes.join(' '),
+      createdAt: now,
+      expiresAt: accessExpiresAt,
+    })
+    .run()
+  const payload: TokenPayload = {
+    access_token: accessToken,
+    token_type: 'Bearer',
+    expires_in: accessTokenLifetimeSeconds,
+    scope: input.scopes.join(' '),
+  }
+  let grantExpiresAt = accessExpiresAt
+  if (input.grantTypes.includes('refresh_token')) {
+    const refreshToken = generateSecret(refreshTokenPrefix)
+    grantExpiresAt = now + refreshTokenLifetimeMs
+    db.insert(oauthRefreshTokens)
+      .values({
+        tokenHash: hashSecret(refreshToken),
+        grantId: input.grantId,
+        createdAt: now,
+        expiresAt: grantExpiresAt,
+      })
+      .run()
+    payload.refresh_token = refreshToken
+  }
+  db.update(oauthGrants).set({ expiresAt: grantExpiresAt }).where(eq(oauthGrants.id, input.grantId)).run()
+  return payload
+}
+
+/** Revokes a grant, and with it every access and refresh token issued under it. */
+export function revokeGrant(db: Db, grantId: number, now: number): void {
+  db.update(oauthGrants)
+    .set({ revokedAt: now })
+    .where(and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAt)))
+    .run()
+}
+
+function prepareLookup(db: Db) {
+  return db
+    .select({
+      scopes: oauthAccessTokens.scopes,
+      expiresAt: oauthAccessTokens.expiresAt,
+      revokedAt: oauthAccessTokens.revokedAt,
+      grantId: oauthGrants.id,
+      grantRevokedAt: oauthGrants.revokedAt,
+      grantLastUsedAt: oauthGrants.lastUsedAt,
+      clientId: oauthGrants.clientId,
+      userId: users.id,
+      sub: users.sub,
+      name: users.name,
+      email: users.email,
+      role: users.role,
+      organizationId: users.organizationId,
+      organizationSlug: organizations.slug,
+    })
+    .from(oauthAccessTokens)
+    .innerJoin(oauthGrants, eq(oauthGrants.id, oauthAccessTokens.grantId))
+    .innerJoin(users, eq(users.id, oauthGrants.userId))
+    .innerJoin(organizations, eq(organizations.id, users.organizationId))
+    .where(eq(oauthAccessTokens.tokenHash, sql.placeholder('hash')))
+    .prepare()
+}
+
+// The lookup runs on every API request made with an OAuth token: prepare it once per database.
+const lookups = new WeakMap<Db, ReturnType<typeof prepareLookup>>()
+
+/** The caller behind an OAuth access token, or null when it is unknown, expired or revoked (itself or its grant). */
+export function resolveOAuthAccessToken(db: Db, token: string, now: number): Caller | null {
+  let lookup = lookups.get(db)
+  if (!lookup) {
+    lookup = prepareLookup(db)
+    lookups.set(db, lookup)
+  }
+  const row = lookup.get({ hash: hashSecret(token) })
+  if (!row || row.revokedAt !== null || row.grantRevokedAt !== null || row.expiresAt <= now) return null
+  if (row.grantLastUsedAt === null || now - row.grantLastUsedAt >= lastUsedResolutionMs) {
+    db.update(oauthGrants).set({ lastUsedAt: now }).where(eq(oauthGrants.id, row.grantId)).run()
+    db.update(oauthClients).set({ lastUsedAt: now }).where(eq(oauthClients.id, row.clientId)).run()
+  }
+  const granted = new Set(row.scopes.split(' ').filter(isScope))
+  return {
+    credential: `grant:${row.grantId}`,
+    userId: row.userId,
+    sub: row.sub,
+    name: row.name,
+    email: row.email,
+    role: row.role,
+    organizationId: row.organizationId,
+    organizationSlug: row.organizationSlug,
+    scopes: granted,
+    sees: granted.has('threads:read') ? 'organization' : 'own',
+  }
+}

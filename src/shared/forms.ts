@@ -1,0 +1,24 @@
+// Form-encoded bodies read by hand rather than by the framework, so a handler sees repeated fields (which the
+// OAuth RFCs require us to refuse) and decides itself how to answer a malformed body.
+export async function readForm(request: Request): Promise<URLSearchParams | null> {
+  const type = request.headers.get('content-type') ?? ''
+  if (!type.toLowerCase().startsWith('application/x-www-form-urlencoded')) return null
+  return new URLSearchParams(await request.text())
+}
+
+/** Names that occur more than once in the parameters. */
+export function repeatedNames(params: URLSearchParams): string[] {
+  const seen = new Set<string>()
+  const repeated = new Set<string>()
+  for (const name of params.keys()) {
+    if (seen.has(name)) repeated.add(name)
+    seen.add(name)
+  }
+  return [...repeated]
+}
+
+/** A parameter's value, with an empty value read as absent (RFC 6749 §3.1). */
+export function param(params: URLSearchParams, name: string): string | undefined {
+  const value = params.get(name)
+  return value === null || value === '' ? undefined : value
+}

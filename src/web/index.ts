@@ -1,0 +1,131 @@
+// Shared plumbing of the server-rendered pages: HTML rendering, the stylesheet, security headers, the session
+// cookie and the `session` macro that resolves who is signed in.
+import { join } from 'node:path'
+import { html } from '@elysiajs/html'
+import { type Cookie, Elysia } from 'elysia'
+import { type SessionUser, validateSession } from '../auth/sessions'
+import type { Db } from '../db/client'
+import { AppError } from '../shared/errors'
+import type { Clock } from '../shared/time'
+import { sessionCsrfToken } from './csrf'
+import { stylesheetPath } from './layout'
+
+export interface WebDeps {
+  db: Db
+  clock: Clock
+  publicUrl: string
+  /** Signs the pre-sign-in CSRF cookie; random per process, so a sign-in form left open across a restart expires. */
+  csrfKey: Uint8Array
+}
+
+/** A signed-in request: the person, their session cookie value and the CSRF token their forms must carry. */
+export interface PageSession {
+  user: SessionUser
+  token: string
+  csrf: string
+}
+
+const stylesheet = Bun.file(join(import.meta.dir, 'styles.css'))
+
+/** Headers every page gets: no framing, no referrer leaks, no caching of pages that hold CSRF tokens. */
+export const pageHeaders = {
+  'content-security-policy':
+    "default-src 'none'; style-src 'self'; img-src 'self' https:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+} as const
+
+/**
+ * The consent page leaves out `form-action`: browsers apply it to the redirect that follows the form post, and
+ * that redirect goes to the client's own (possibly loopback or private-use scheme) redirect URI.
+ */
+export const consentPageHeaders = {
+  ...pageHeaders,
+  'content-security-policy':
+    "default-src 'none'; style-src 'self'; img-src 'self' https:; frame-ancestors 'none'; base-uri 'none'",
+} as const
+
+export interface CookieNames {
+  session: string
+  csrf: string
+}
+
+export function usesHttps(publicUrl: string): boolean {
+  return publicUrl.startsWith('https://')
+}
+
+/** Under https the `__Host-` prefix makes browsers refuse these cookies from subdomains or plain http. */
+export function cookieNames(publicUrl: string): CookieNames {
+  const prefix = usesHttps(publicUrl) ? '__Host-' : ''
+  return { session: `${prefix}threadhouse_session`, csrf: `${prefix}threadhouse_csrf` }
+}
+
+export function setSessionCookie(cookie: Cookie<unknown>, publicUrl: string, token: string, expiresAt: number): void {
+  cookie.set({
+    value: token,
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: usesHttps(publicUrl),
+    path: '/',
+    expires: new Date(expiresAt),
+  })
+}
+
+/** Browsers only accept the deletion of a `__Host-` cookie that repeats its Secure and Path attributes. */
+export function clearCookie(cookie: Cookie<unknown>, publicUrl: string): void {
+  cookie.set({ value: '', httpOnly: true, sameSite: 'lax', secure: usesHttps(publicUrl), path: '/', maxAge: 0 })
+}
+
+/**
+ * Where to go after signing in: only a path on this server, never another origin (`//evil.example`,
+ * `/\evil.example` and absolute URLs all fall back to `/`).
+ */
+export function safeNextPath(next: string | null | undefined, publicUrl: string): string {
+  if (!next?.startsWith('/') || next.startsWith('//') || next.includes('\\')) return '/'
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
+  if (/[\u0000-\u001f\u007f]/.test(next)) return '/'
+  const base = new URL(publicUrl)
+  const target = new URL(next, base)
+  if (target.origin !== base.origin) return '/'
+  return `${target.pathname}${target.search}${target.hash}`
+}
+
+function resolveSession(
+  deps: WebDeps,
+  names: CookieNames,
+  cookie: Record<string, Cookie<unknown>>,
+): PageSession | null {
+  const sessionCookie = cookie[names.session]
+  const token = sessionCookie?.value
+  if (!sessionCookie || typeof token !== 'string') return null
+  const valid = validateSession(deps.db, token, deps.clock.now())
+  if (!valid) return null
+  if (valid.renewed) setSessionCookie(sessionCookie, deps.publicUrl, token, valid.expiresAt)
+  return { user: valid.user, token, csrf: sessionCsrfToken(token) }
+}
+
+export const web = (deps: WebDeps) => {
+  const names = cookieNames(deps.publicUrl)
+  return new Elysia({ name: 'web' })
+    .use(html({ contentType: 'text/html; charset=utf-8', autoDetect: false }))
+    .get(stylesheetPath, () => new Response(stylesheet, { headers: { 'content-type': 'text/css; charset=utf-8' } }), {
+      detail: { hide: true },
+    })
+    .macro({
+      /** Pages: `session` is the signed-in person, or null, and each page decides what a visitor sees. */
+      session: {
+        resolve({ cookie }): { session: PageSession | null } {
+          return { session: resolveSession(deps, names, cookie) }
+        },
+      },
+      /** JSON operations behind the settings screens: 401 without a valid session. */
+      account: {
+        resolve({ cookie }): { account: PageSession } {
+          const account = resolveSession(deps, names, cookie)
+          if (!account) throw new AppError(401, 'unauthorized', 'Sign in first: no valid session cookie')
+          return { account }
+        },
+      },
+    })
+}

@@ -1,0 +1,49 @@
+// The sign-in page. Field names, the button text and `next` are fixed by the operator contract.
+import { escapeHtml } from '@kitajs/html'
+import { Layout } from '../layout'
+
+export interface LoginPageProps {
+  next: string
+  csrf: string
+  email?: string
+  error?: string
+}
+
+export function LoginPage({ next, csrf, email, error }: LoginPageProps): JSX.Element {
+  return (
+    <Layout title="Sign in">
+      <section class="card" aria-labelledby="login-title">
+        <h1 id="login-title">Sign in to Threadhouse</h1>
+        {error ? (
+          <p class="alert" role="alert" safe>
+            {error}
+          </p>
+        ) : null}
+        <form method="post" action="/login">
+          <input type="hidden" name="csrf" value={csrf} />
+          <input type="hidden" name="next" value={escapeHtml(next)} />
+          <div class="field">
+            <label for="email">Email</label>
+            <input
+              id="email"
+              name="email"
+              type="email"
+              autocomplete="username"
+              required
+              value={escapeHtml(email ?? '')}
+            />
+          </div>
+          <div class="field">
+            <label for="password">Password</label>
+            <input id="password" name="password" type="password" autocomplete="current-password" required />
+          </div>
+          <div class="actions">
+            <button type="submit" class="primary">
+              Sign in
+            </button>
+          </div>
+        </form>
+      </section>
+    </Layout>
+  )
+}

@@ -1,0 +1,189 @@
+// Dynamic client registration (RFC 7591): open or with a single-use 60-minute registration token, metadata
+// validation, the response, the operator switch and the rate limit.
+import { expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { oauthClients, oauthRegistrationTokens } from '../src/oauth/oauth.table'
+import { createRegistrationToken } from '../src/oauth/service'
+import { harness, ManualClock } from './helpers'
+
+test('open registration of a public client answers 201 with every registered field', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  const reply = await h.call('POST', '/oauth/register', {
+    body: {
+      client_name: 'Desktop app',
+      redirect_uris: ['http://127.0.0.1/callback', 'com.example.desktop:/oauth'],
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      scope: 'threads:read threads:write',
+      client_uri: 'https://desktop.example/',
+      logo_uri: 'https://desktop.example/logo.png',
+      tos_uri: 'https://desktop.example/tos',
+      policy_uri: 'https://desktop.example/privacy',
+      software_id: 'ignored',
+      contacts: ['ignored@example.com'],
+      made_up_field: { nested: true },
+    },
+  })
+  expect(reply.status).toBe(201)
+  expect(reply.headers.get('cache-control')).toBe('no-store')
+  expect(reply.body).toEqual({
+    client_id: expect.stringMatching(/^thcl_/),
+    client_id_issued_at: Math.floor(clock.now() / 1000),
+    client_name: 'Desktop app',
+    redirect_uris: ['http://127.0.0.1/callback', 'com.example.desktop:/oauth'],
+    token_endpoint_auth_method: 'none',
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    scope: 'threads:read threads:write',
+    client_uri: 'https://desktop.example/',
+    logo_uri: 'https://desktop.example/logo.png',
+    tos_uri: 'https://desktop.example/tos',
+    policy_uri: 'https://desktop.example/privacy',
+  })
+  const stored = h.db.select().from(oauthClients).where(eq(oauthClients.clientId, reply.body.client_id)).get()
+  expect(stored).toMatchObject({ origin: 'open_registration', organizationId: null, ownerId: null, secretHash: null })
+})
+
+test('confidential clients get a secret once, kept only as a hash; defaults fill the rest', async () => {
+  await using h = await harness()
+  const reply = await h.call('POST', '/oauth/register', {
+    body: { client_name: 'Web app', redirect_uris: ['https://web.example/cb'] },
+  })
+  expect(reply.status).toBe(201)
+  expect(reply.body).toEqual({
+    client_id: expect.any(String),
+    client_id_issued_at: expect.any(Number),
+    client_name: 'Web app',
+    redirect_uris: ['https://web.example/cb'],
+    token_endpoint_auth_method: 'client_secret_basic',
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    scope: 'threads:read threads:read:own threads:write',
+    client_secret: expect.stringMatching(/^ths_[a-z2-7]{39}$/),
+    client_secret_expires_at: 0,
+  })
+  const stored = h.db.select().from(oauthClients).where(eq(oauthClients.clientId, reply.body.client_id)).get()
+  expect(JSON.stringify(stored)).not.toContain(reply.body.client_secret.slice(4))
+  expect(stored?.secretHash).toMatch(/^[0-9a-f]{64}$/)
+})
+
+test('invalid metadata is refused with invalid_redirect_uri or invalid_client_metadata', async () => {
+  await using h = await harness()
+  const valid = { client_name: 'App', redirect_uris: ['https://app.example/cb'] }
+  const cases: [unknown, string][] = [
+    [{ client_name: 'App' }, 'invalid_redirect_uri'],
+    [{ ...valid, redirect_uris: [] }, 'invalid_redirect_uri'],
+    [{ ...valid, redirect_uris: 'https://app.example/cb' }, 'invalid_redirect_uri'],
+    [{ ...valid, redirect_uris: [42] }, 'invalid_redirect_uri'],
+    [{ ...valid, redirect_uris: ['/relative'] }, 'invalid_redirect_uri'],
+    [{ ...valid, redirect_uris: ['http://app.example/cb'] }, 'invalid_redirect_uri'],
+    [{ ...valid, redirect_uris: ['http://192.168.1.10/cb'] }, 'invalid_redirect_uri'],
+    [{ ...valid, redirect_uris: ['https://app.example/cb#fragment'] }, 'invalid_redirect_uri'],
+    [{ ...valid, redirect_uris: ['https://user:pass@app.example/cb'] }, 'invalid_redirect_uri'],
+    [{ ...valid, redirect_uris: ['javascript:alert(1)'] }, 'invalid_redirect_uri'],
+    [{ ...valid, redirect_uris: ['data:text/html,hi'] }, 'invalid_redirect_uri'],
+    [{ ...valid, redirect_uris: ['com.example.app:/cb'] }, 'invalid_redirect_uri'],
+    [
+      { ...valid, redirect_uris: ['com.example.app:/cb'], token_endpoint_auth_method: 'client_secret_post' },
+      'invalid_redirect_uri',
+    ],
+    [{ redirect_uris: ['https://app.example/cb'] }, 'invalid_client_metadata'],
+    [{ ...valid, client_name: '   ' }, 'invalid_client_metadata'],
+    [{ ...valid, client_name: 7 }, 'invalid_client_metadata'],
+    [{ ...valid, client_name: 'x'.repeat(101) }, 'invalid_client_metadata'],
+    [{ ...valid, token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata'],
+    [{ ...valid, scope: 'threads:read admin' }, 'invalid_client_metadata'],
+    [{ ...valid, grant_types: ['client_credentials'] }, 'invalid_client_metadata'],
+    [{ ...valid, grant_types: ['refresh_token'] }, 'invalid_client_metadata'],
+    [{ ...valid, response_types: ['token'] }, 'invalid_client_metadata'],
+    [{ ...valid, logo_uri: 'http://app.example/logo.png' }, 'invalid_client_metadata'],
+    [{ ...valid, client_uri: 'javascript:alert(1)' }, 'invalid_client_metadata'],
+    [{ ...valid, policy_uri: 'not a url' }, 'invalid_client_metadata'],
+    [[valid], 'invalid_client_metadata'],
+    ['{not json', 'invalid_client_metadata'],
+  ]
+  for (const [body, error] of cases) {
+    const reply = await h.call('POST', '/oauth/register', { body })
+    expect({ body, status: reply.status, error: reply.body.error }).toEqual({ body, status: 400, error })
+    expect(reply.body.error_description).toEqual(expect.any(String))
+  }
+  // Private-use schemes are fine for public clients.
+  const native = await h.call('POST', '/oauth/register', {
+    body: {
+      ...valid,
+      redirect_uris: ['com.example.app:/cb', 'cursor://anysphere/oauth'],
+      token_endpoint_auth_method: 'none',
+    },
+  })
+  expect(native.status).toBe(201)
+})
+
+test('a registration token ties the client to its organization and works once, for 60 minutes', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  const member = await h.user({ org: 'acme' })
+  const issue = () =>
+    createRegistrationToken(h.db, { id: member.id, organizationId: orgOf(h, member.id) }, clock.now()).token
+  const token = issue()
+  expect(token).toMatch(/^thrg_[a-z2-7]{39}$/)
+  const body = { client_name: 'Team tool', redirect_uris: ['https://tool.example/cb'] }
+  const registerWith = (bearer: string, payload: unknown = body) =>
+    h.call('POST', '/oauth/register', { body: payload, headers: { authorization: `Bearer ${bearer}` } })
+
+  // Invalid metadata does not use the token up.
+  expect((await registerWith(token, { client_name: 'x' })).status).toBe(400)
+  const first = await registerWith(token)
+  expect(first.status).toBe(201)
+  const stored = h.db.select().from(oauthClients).where(eq(oauthClients.clientId, first.body.client_id)).get()
+  expect(stored).toMatchObject({
+    origin: 'token_registration',
+    organizationId: orgOf(h, member.id),
+    ownerId: member.id,
+  })
+
+  const used = await registerWith(token)
+  expect(used.status).toBe(401)
+  expect(used.body.error).toBe('invalid_token')
+  expect(used.headers.get('www-authenticate')).toStartWith('Bearer realm="threadhouse", error="invalid_token"')
+
+  const expiring = issue()
+  clock.advance(60 * 60_000)
+  expect((await registerWith(expiring)).status).toBe(401)
+  expect((await registerWith('thrg_made_up')).status).toBe(401)
+  const malformed = await h.call('POST', '/oauth/register', { body, headers: { authorization: 'Basic abc' } })
+  expect(malformed.status).toBe(401)
+  expect(JSON.stringify(h.db.select().from(oauthRegistrationTokens).all())).not.toContain(token.slice(5))
+})
+
+test('with OAUTH_OPEN_REGISTRATION=false only registration tokens work', async () => {
+  await using h = await harness({ openRegistration: false })
+  const member = await h.user()
+  const body = { client_name: 'App', redirect_uris: ['https://app.example/cb'] }
+  const open = await h.call('POST', '/oauth/register', { body })
+  expect(open.status).toBe(401)
+  expect(open.body.error).toBe('invalid_token')
+  const token = createRegistrationToken(h.db, { id: member.id, organizationId: orgOf(h, member.id) }, Date.now()).token
+  const withToken = await h.call('POST', '/oauth/register', { body, headers: { authorization: `Bearer ${token}` } })
+  expect(withToken.status).toBe(201)
+})
+
+test('registration is rate-limited to 30 requests per address per hour', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  const body = { client_name: 'App', redirect_uris: ['https://app.example/cb'] }
+  for (let i = 0; i < 30; i++) expect((await h.call('POST', '/oauth/register', { body })).status).toBe(201)
+  const limited = await h.call('POST', '/oauth/register', { body })
+  expect(limited.status).toBe(429)
+  expect(limited.body.error).toBe('temporarily_unavailable')
+  expect(limited.headers.get('retry-after')).toBe('3600')
+  clock.advance(60 * 60_000)
+  expect((await h.call('POST', '/oauth/register', { body })).status).toBe(201)
+})
+
+function orgOf(h: Awaited<ReturnType<typeof harness>>, userId: number): number {
+  const user = h.db.query.users.findFirst({ where: (users, { eq }) => eq(users.id, userId) }).sync()
+  if (!user) throw new Error('no such user')
+  return user.organizationId
+}

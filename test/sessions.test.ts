@@ -1,0 +1,184 @@
+// Sign-in, sessions and CSRF: the contract's form fields, cookie attributes, sliding expiry and same-origin rules.
+import { expect, test } from 'bun:test'
+import { createApp } from '../src/app'
+import { createUser } from '../src/auth/service'
+import { sessions } from '../src/auth/sessions.table'
+import { loadConfig } from '../src/config'
+import { migrateDatabase, openDatabase } from '../src/db/client'
+import { silentLogger } from '../src/shared/log'
+import { safeNextPath } from '../src/web/index'
+import { harness, ManualClock, ScriptedRunner } from './helpers'
+import { Browser, hiddenField, password } from './oauth-helpers'
+
+test('the sign-in page has the contract fields, landmarks, labels and the local stylesheet only', async () => {
+  await using h = await harness()
+  const browser = Browser.inProcess(h)
+  const response = await browser.get('/login?next=/somewhere')
+  expect(response.status).toBe(200)
+  expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8')
+  const html = await response.text()
+  expect(html).toStartWith('<!doctype html>')
+  expect(html).toContain('<input id="email" name="email" type="email"')
+  expect(html).toContain('<input id="password" name="password" type="password"')
+  expect(html).toContain('<label for="email">')
+  expect(html).toContain('<label for="password">')
+  expect(html).toMatch(/<button type="submit" class="primary">\s*Sign in\s*<\/button>/)
+  expect(hiddenField(html, 'next')).toBe('/somewhere')
+  expect(hiddenField(html, 'csrf').length).toBeGreaterThan(20)
+  expect(html).toContain('<main id="main">')
+  expect(html).toContain('<header')
+  expect(html).not.toMatch(/(src|href)="https?:/)
+  const css = await browser.get('/assets/threadhouse.css')
+  expect(css.headers.get('content-type')).toBe('text/css; charset=utf-8')
+  expect(await css.text()).toContain('prefers-color-scheme: dark')
+  expect(response.headers.get('x-frame-options')).toBe('DENY')
+  expect(response.headers.get('content-security-policy')).toContain("frame-ancestors 'none'")
+})
+
+test('signing in sets an HttpOnly, SameSite=Lax session cookie and 303s to next', async () => {
+  await using h = await harness()
+  const user = await h.user()
+  const browser = Browser.inProcess(h)
+  const response = await browser.signIn(user.email, password, '/oauth/authorize?client_id=x&state=a%26b')
+  expect(response.status).toBe(303)
+  expect(response.headers.get('location')).toBe('/oauth/authorize?client_id=x&state=a%26b')
+  const cookie = response.headers.getSetCookie().find((line) => line.startsWith('threadhouse_session='))
+  expect(cookie).toBeDefined()
+  expect(cookie).toContain('HttpOnly')
+  expect(cookie).toContain('SameSite=Lax')
+  expect(cookie).toContain('Path=/')
+  expect(cookie).not.toContain('Secure')
+  const token = browser.cookies.get('threadhouse_session') ?? ''
+  expect(token).toStartWith('thss_')
+  // Stored only as a hash.
+  const rows = h.db.select().from(sessions).all()
+  expect(rows).toHaveLength(1)
+  expect(JSON.stringify(rows)).not.toContain(token)
+  // A signed-in visit to /login goes straight on.
+  const again = await browser.get('/login?next=/elsewhere')
+  expect(again.status).toBe(303)
+  expect(again.headers.get('location')).toBe('/elsewhere')
+})
+
+test('wrong passwords and unknown emails get the same 401 answer', async () => {
+  await using h = await harness()
+  const user = await h.user()
+  const wrong = await Browser.inProcess(h).signIn(user.email, 'not the password')
+  const unknown = await Browser.inProcess(h).signIn('nobody@example.com', password)
+  expect(wrong.status).toBe(401)
+  expect(unknown.status).toBe(401)
+  const text = await wrong.text()
+  expect(text).toContain('The email or password is not correct.')
+  expect(text).toContain(`value="${user.email}"`)
+  expect(wrong.headers.getSetCookie().some((line) => line.includes('threadhouse_session='))).toBe(false)
+})
+
+test('next only ever leads to a path on this server', () => {
+  const base = 'http://threadhouse.test'
+  expect(safeNextPath('/oauth/authorize?a=1#x', base)).toBe('/oauth/authorize?a=1#x')
+  for (const hostile of [
+    'https://evil.example/',
+    '//evil.example/path',
+    '/\\evil.example',
+    '\\\\evil.example',
+    'javascript:alert(1)',
+    '/ok\n/evil',
+    '',
+    undefined,
+  ]) {
+    expect(safeNextPath(hostile, base)).toBe('/')
+  }
+})
+
+test('a hostile next is replaced by / after sign-in', async () => {
+  await using h = await harness()
+  const user = await h.user()
+  const response = await Browser.inProcess(h).signIn(user.email, password, '//evil.example/')
+  expect(response.status).toBe(303)
+  expect(response.headers.get('location')).toBe('/')
+})
+
+test('the sign-in form needs its CSRF token and a same-origin request', async () => {
+  await using h = await harness()
+  const user = await h.user()
+  const browser = Browser.inProcess(h)
+  const html = await (await browser.get('/login')).text()
+  const csrf = hiddenField(html, 'csrf')
+  const missing = await browser.postForm('/login', { email: user.email, password, next: '/' })
+  expect(missing.status).toBe(403)
+  const forged = await browser.postForm('/login', { email: user.email, password, next: '/', csrf: 'x'.repeat(43) })
+  expect(forged.status).toBe(403)
+  const crossSite = await browser.postForm(
+    '/login',
+    { email: user.email, password, next: '/', csrf },
+    { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
+  )
+  expect(crossSite.status).toBe(403)
+  // Without the cookie the token means nothing.
+  const stranger = Browser.inProcess(h)
+  expect((await stranger.postForm('/login', { email: user.email, password, next: '/', csrf })).status).toBe(403)
+  const sameOrigin = await browser.postForm(
+    '/login',
+    { email: user.email, password, next: '/', csrf },
+    { origin: 'http://threadhouse.test', 'sec-fetch-site': 'same-origin' },
+  )
+  expect(sameOrigin.status).toBe(303)
+})
+
+test('sessions slide: used sessions live on, idle ones expire after 30 days', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  const user = await h.user()
+  const browser = Browser.inProcess(h)
+  await browser.signIn(user.email)
+  const day = 24 * 60 * 60 * 1000
+  const signedIn = async () => (await browser.get('/login?next=/x')).status === 303
+  clock.advance(20 * day)
+  const renewal = await browser.get('/login?next=/x')
+  expect(renewal.status).toBe(303)
+  expect(renewal.headers.getSetCookie().some((line) => line.startsWith('threadhouse_session=thss_'))).toBe(true)
+  clock.advance(29 * day)
+  expect(await signedIn()).toBe(true)
+  clock.advance(30 * day)
+  expect(await signedIn()).toBe(false)
+  expect(h.db.select().from(sessions).all()).toHaveLength(0)
+})
+
+test('sign-out needs the session CSRF token and ends the session', async () => {
+  await using h = await harness()
+  const user = await h.user()
+  const browser = Browser.inProcess(h)
+  await browser.signIn(user.email)
+  const refused = await browser.postForm('/logout', { csrf: 'wrong' })
+  expect(refused.status).toBe(403)
+  // The refusal page is itself signed in, so its sign-out form carries the right token.
+  const csrf = hiddenField(await refused.text(), 'csrf')
+  const out = await browser.postForm('/logout', { csrf })
+  expect(out.status).toBe(303)
+  expect(out.headers.get('location')).toBe('/login')
+  expect(browser.cookies.has('threadhouse_session')).toBe(false)
+  expect(h.db.select().from(sessions).all()).toHaveLength(0)
+})
+
+test('under https the cookies are Secure and __Host- prefixed', async () => {
+  const db = openDatabase(':memory:')
+  migrateDatabase(db)
+  await createUser(db, { email: 'a@example.com', password, organizationSlug: 'default', role: 'member' }, Date.now())
+  const app = createApp({
+    db,
+    config: { ...loadConfig({}), PUBLIC_URL: 'https://threadhouse.example', GENERATION_CONCURRENCY: 1 },
+    runner: new ScriptedRunner(),
+    clock: { now: () => Date.now() },
+    log: silentLogger,
+  })
+  const browser = new Browser((request) => app.handle(request), 'https://threadhouse.example')
+  const page = await browser.get('/login')
+  expect(page.headers.getSetCookie()[0]).toMatch(/^__Host-threadhouse_csrf=.*; Secure/)
+  const response = await browser.signIn('a@example.com')
+  expect(response.status).toBe(303)
+  const cookie = response.headers.getSetCookie().find((line) => line.startsWith('__Host-threadhouse_session='))
+  expect(cookie).toContain('Secure')
+  expect(cookie).toContain('HttpOnly')
+  await app.decorator.engine.close()
+  db.$client.close()
+})

@@ -12,6 +12,7 @@ import {
   type WebDeps,
   web,
 } from '../web/index'
+import { viewerOf } from '../web/layout'
 import { LoginPage } from '../web/pages/login'
 import { MessagePage } from '../web/pages/message'
 import { invalidateSession, signIn } from './sessions'
@@ -101,13 +102,7 @@ export const signin = (deps: WebDeps) => {
           csrfTokenMatches(sessionCsrfToken(session.token), param(form, 'csrf'))
         if (!formIsOurs) {
           set.status = 403
-          return html(
-            <MessagePage
-              title="Sign-out refused"
-              message={refusedMessage}
-              viewer={{ email: session.user.email, csrf: session.csrf }}
-            />,
-          )
+          return html(<MessagePage title="Sign-out refused" message={refusedMessage} viewer={viewerOf(session)} />)
         }
         invalidateSession(deps.db, session.token)
         const ended = cookie[names.session]

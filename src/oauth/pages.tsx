@@ -1,17 +1,13 @@
 // The pages of the authorization endpoint: consent, the error page shown when there is nowhere safe to
 // redirect, and the refusals. Plain data in, JSX out; index.ts decides which one a request gets.
 import type { PageSession } from '../web/index'
-import type { Viewer } from '../web/layout'
+import { viewerOf } from '../web/layout'
 import { ConsentPage } from '../web/pages/consent'
 import { MessagePage } from '../web/pages/message'
 import { type Client, isLoopbackRedirect, isVerified } from './clients'
 import type { OAuthError } from './errors'
 import { scopeDescriptions } from './model'
 import { organizationMayUse, type ValidAuthorizationRequest } from './service'
-
-function viewerOf(session: PageSession): Viewer {
-  return { email: session.user.email, csrf: session.csrf }
-}
 
 /** How the consent page names where the browser goes next. */
 function describeRedirect(redirectUri: string): string {

@@ -1,6 +1,7 @@
 // The one page layout every server-rendered page uses (sign-in, consent, and later the web application):
 // landmarks, a skip link, the local stylesheet, and the signed-in person with a sign-out form.
 import type { PropsWithChildren } from '@kitajs/html'
+import type { PageSession } from '.'
 
 export const stylesheetPath = '/assets/threadhouse.css'
 
@@ -8,6 +9,12 @@ export const stylesheetPath = '/assets/threadhouse.css'
 export interface Viewer {
   email: string
   csrf: string
+  /** Owners and admins also see the organization's administration. */
+  isAdmin: boolean
+}
+
+export function viewerOf(session: PageSession): Viewer {
+  return { email: session.user.email, csrf: session.csrf, isAdmin: session.user.role !== 'member' }
 }
 
 export interface LayoutProps {
@@ -36,6 +43,13 @@ export function Layout({ title, viewer, children }: PropsWithChildren<LayoutProp
           <a class="brand" href="/">
             Threadhouse
           </a>
+          {viewer ? (
+            <nav aria-label="Main">
+              <a href="/threads">Threads</a>
+              <a href="/settings">Settings</a>
+              {viewer.isAdmin ? <a href="/admin">Administration</a> : null}
+            </nav>
+          ) : null}
           {viewer ? (
             <form method="post" action="/logout">
               <span safe>{viewer.email}</span>

@@ -1,4 +1,5 @@
-// The authorization matrix, generated: every API endpoint × token state × scope set × who is asking
+// The authorization matrix, generated: every API endpoint × token kind (personal or OAuth) × token state ×
+// scope set × who is asking
 // (owner, member of the same organization, member of another organization) × public or private thread.
 // The expected status comes from a small oracle written from the specification, not from the code.
 import { expect, test } from 'bun:test'
@@ -6,11 +7,15 @@ import { eq } from 'drizzle-orm'
 import { personalAccessTokens } from '../src/auth/auth.table'
 import type { Scope } from '../src/auth/model'
 import { createPersonalAccessToken } from '../src/auth/service'
+import { createClient, validateClientMetadata } from '../src/oauth/clients'
+import { oauthGrants } from '../src/oauth/oauth.table'
+import { issueTokens, revokeGrant } from '../src/oauth/tokens'
 import { hashSecret } from '../src/shared/security'
 import { type Harness, harness, ManualClock } from './helpers'
 
 type Who = 'owner' | 'member' | 'stranger'
 type TokenState = 'none' | 'malformed' | 'revoked' | 'expired' | 'valid'
+type TokenKind = 'personal' | 'oauth'
 type Requirement = 'read' | 'write' | 'any'
 
 interface Endpoint {
@@ -178,9 +183,42 @@ test('every endpoint × token state × scope set × caller × visibility answers
     })
     return { thread: created.thread_id, question: created.message_id, answer: poll.body.messages[0].id }
   }
-  function tokenFor(who: Who, scopes: Scope[], state: TokenState): string | undefined {
+  const { client } = createClient(
+    h.db,
+    {
+      metadata: validateClientMetadata({ client_name: 'Matrix', redirect_uris: ['https://app.example/cb'] }),
+      origin: 'open_registration',
+      organizationId: null,
+      ownerId: null,
+    },
+    clock.now(),
+  )
+  /** An OAuth access token as the token endpoint issues it, for a grant of these scopes. */
+  function oauthTokenFor(who: Who, scopes: Scope[], state: TokenState): string {
+    const issuedAt = state === 'expired' ? clock.now() - 2 * 3600_000 : clock.now()
+    const grant = h.db
+      .insert(oauthGrants)
+      .values({
+        clientId: client.id,
+        userId: people[who].id,
+        scopes: scopes.join(' '),
+        createdAt: issuedAt,
+        expiresAt: issuedAt,
+      })
+      .returning()
+      .get()
+    const { access_token } = issueTokens(
+      h.db,
+      { grantId: grant.id, scopes, grantTypes: ['authorization_code'] },
+      issuedAt,
+    )
+    if (state === 'revoked') revokeGrant(h.db, grant.id, clock.now())
+    return access_token
+  }
+  function tokenFor(kind: TokenKind, who: Who, scopes: Scope[], state: TokenState): string | undefined {
     if (state === 'none') return undefined
-    if (state === 'malformed') return 'thp_this-is-not-a-token'
+    if (state === 'malformed') return kind === 'oauth' ? 'tho_this-is-not-a-token' : 'thp_this-is-not-a-token'
+    if (kind === 'oauth') return oauthTokenFor(who, scopes, state)
     const token = createPersonalAccessToken(
       h.db,
       { userId: people[who].id, name: 'matrix', scopes, expiresAt: state === 'expired' ? clock.now() - 1 : null },
@@ -198,19 +236,20 @@ test('every endpoint × token state × scope set × caller × visibility answers
 
   const mismatches: string[] = []
   let cases = 0
-  for (const endpoint of endpoints) {
-    for (const state of ['none', 'malformed', 'revoked', 'expired', 'valid'] as TokenState[]) {
-      for (const scopes of scopeSets) {
-        for (const who of ['owner', 'member', 'stranger'] as Who[]) {
-          for (const visibility of ['public', 'private'] as const) {
-            const token = tokenFor(who, scopes, state)
-            const want = expected(endpoint, state, scopes, who, visibility === 'private')
-            const got = await endpoint.request(h, fixtures[visibility], token)
-            cases += 1
-            if (got !== want) {
-              mismatches.push(
-                `${endpoint.name} ${state} [${scopes.join(' ')}] ${who} ${visibility}: ${got}, expected ${want}`,
-              )
+  const states: TokenState[] = ['none', 'malformed', 'revoked', 'expired', 'valid']
+  const callers: Who[] = ['owner', 'member', 'stranger']
+  for (const kind of ['personal', 'oauth'] as TokenKind[]) {
+    for (const endpoint of endpoints) {
+      for (const state of states) {
+        for (const scopes of scopeSets) {
+          for (const who of callers) {
+            for (const visibility of ['public', 'private'] as const) {
+              const token = tokenFor(kind, who, scopes, state)
+              const want = expected(endpoint, state, scopes, who, visibility === 'private')
+              const got = await endpoint.request(h, fixtures[visibility], token)
+              cases += 1
+              const label = `${kind} ${endpoint.name} ${state} [${scopes.join(' ')}] ${who} ${visibility}`
+              if (got !== want) mismatches.push(`${label}: ${got}, expected ${want}`)
             }
           }
         }
@@ -218,5 +257,5 @@ test('every endpoint × token state × scope set × caller × visibility answers
     }
   }
   expect(mismatches).toEqual([])
-  expect(cases).toBe(endpoints.length * 5 * scopeSets.length * 3 * 2)
+  expect(cases).toBe(2 * endpoints.length * states.length * scopeSets.length * callers.length * 2)
 }, 120_000)

@@ -5,6 +5,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { collect, parseEvents, startServer } from './helpers'
+import { authorizeUrl, Browser, basic, decide, locationOf } from './oauth-helpers'
 
 test('no plaintext secret in the database or the logs', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-secrets-'))
@@ -34,7 +35,69 @@ test('no plaintext secret in the database or the logs', async () => {
     await collect(parseEvents(await fetch(`${stream}?access_token=${second}`)))
     await fetch(`${server.url}/api/v1/me`, { headers: { authorization: 'Bearer thp_wrong-token-canary' } })
 
-    const secrets = [password, token, second, token.slice(4), second.slice(4)]
+    // The OAuth side: a registration token, a confidential client, sign-in, consent, code, tokens, refresh.
+    const registrationToken =
+      Bun.spawnSync(['bun', 'src/cli.ts', 'registration-token:create', '--email', 'owner@example.com'], {
+        cwd: `${import.meta.dir}/..`,
+        env: { ...process.env, ...env },
+      })
+        .stdout.toString()
+        .trim()
+        .split('\n')
+        .at(-1) ?? ''
+    const registered = (await (
+      await fetch(`${server.url}/oauth/register`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${registrationToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ client_name: 'Canary app', redirect_uris: ['http://127.0.0.1/callback'] }),
+      })
+    ).json()) as { client_id: string; client_secret: string }
+    const browser = Browser.overHttp(server.url)
+    expect((await browser.signIn('owner@example.com', password)).status).toBe(303)
+    const session = [...browser.cookies.values()].join(' ')
+    const consent = await decide(
+      browser,
+      authorizeUrl({
+        response_type: 'code',
+        client_id: registered.client_id,
+        redirect_uri: 'http://127.0.0.1:5000/callback',
+        scope: 'threads:read',
+        state: 'canary',
+      }),
+      'approve',
+    )
+    const code = locationOf(consent).searchParams.get('code') ?? ''
+    const exchange = async (fields: Record<string, string>) =>
+      (await (
+        await fetch(`${server.url}/oauth/token`, {
+          method: 'POST',
+          headers: { authorization: basic(registered.client_id, registered.client_secret) },
+          body: new URLSearchParams(fields),
+        })
+      ).json()) as { access_token: string; refresh_token: string }
+    const issued = await exchange({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: 'http://127.0.0.1:5000/callback',
+    })
+    const refreshed = await exchange({ grant_type: 'refresh_token', refresh_token: issued.refresh_token })
+    expect(
+      (await fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${refreshed.access_token}` } }))
+        .status,
+    ).toBe(200)
+
+    const oauthSecrets = [
+      registrationToken,
+      registered.client_secret,
+      code,
+      issued.access_token,
+      issued.refresh_token,
+      refreshed.access_token,
+      refreshed.refresh_token,
+      ...session.split(' '),
+    ]
+    for (const value of oauthSecrets) expect(value.length).toBeGreaterThan(20)
+    const secrets = [password, token, second, token.slice(4), second.slice(4), ...oauthSecrets]
     const files = readdirSync(dir).filter((name) => name.startsWith('db.sqlite'))
     expect(files.length).toBeGreaterThan(0)
     for (const file of files) {

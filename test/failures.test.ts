@@ -1,6 +1,8 @@
 // Provider failures told apart: what is retried, and what the user reads.
 import { expect, test } from 'bun:test'
-import { replyFailure, retryAfterMs } from '../src/generation/providers/failures'
+import { describeForLog, ProviderFailure, replyFailure, retryAfterMs } from '../src/generation/providers/failures'
+import { type ChatModel, modelGenerator } from '../src/generation/providers/model'
+import { type FakeLlm, settingsFor } from './fake-llm'
 
 const context = { model: 'gpt-test', apiKey: 'sk-proj-abcdef0123456789' }
 
@@ -55,4 +57,32 @@ test('Retry-After is read in seconds, as a date, or as OpenAI’s retry-after-ms
   expect(retryAfterMs(new Headers({ 'retry-after': 'Thu, 01 Jan 2026 00:00:05 GMT' }), now)).toBe(5000)
   expect(retryAfterMs(new Headers({ 'retry-after-ms': '150', 'retry-after': '9' }), now)).toBe(150)
   expect(retryAfterMs(new Headers(), now)).toBeUndefined()
+})
+
+test('an unforeseen error inside a model generator becomes a plain sentence, and its cause goes to the log', async () => {
+  const key = 'sk-secret-key-0123456789'
+  const broken: ChatModel = {
+    // biome-ignore lint/correctness/useYield: the model fails before its first event
+    async *reply() {
+      throw new TypeError(`cannot read choices of undefined (while using ${key})`)
+    },
+  }
+  const settings = settingsFor('openai', { url: 'http://127.0.0.1:1' } as FakeLlm, { apiKey: key })
+  const generator = modelGenerator(broken, settings)
+  let caught: unknown
+  try {
+    for await (const _ of generator.generate({
+      history: [{ id: 'm', role: 'user', contents: [{ type: 'text', text: 'hi' }] }],
+      signal: new AbortController().signal,
+    })) {
+    }
+  } catch (error) {
+    caught = error
+  }
+  expect(caught).toBeInstanceOf(ProviderFailure)
+  expect((caught as ProviderFailure).message).toBe('Something went wrong while generating the answer.')
+  const logged = describeForLog(caught, key)
+  expect(logged).toContain('TypeError: cannot read choices of undefined')
+  expect(logged).not.toContain(key)
+  expect(describeForLog(replyFailure({ status: 429 }, { model: 'm' }), key)).toBeNull()
 })

@@ -17,6 +17,7 @@ export function createWorkerRunner(settings: ProviderSettings, log: Logger): Gen
     const created = new Worker(new URL('./worker.ts', import.meta.url))
     created.onmessage = (event: MessageEvent<FromWorker>) => {
       const message = event.data
+      if (message.type === 'log') return log.error('generator error', { jobId: message.jobId, error: message.message })
       const handlers = jobs.get(message.jobId)
       if (!handlers) return
       switch (message.type) {

@@ -71,6 +71,8 @@ export type FromWorker =
   | { type: 'done'; jobId: string }
   | { type: 'error'; jobId: string; message: string }
   | { type: 'cancelled'; jobId: string }
+  /** What went wrong inside the generator, for the server log (the user gets a plain sentence). */
+  | { type: 'log'; jobId: string; message: string }
 
 /** Receives one job's output, in order. Exactly one of done, error or cancelled ends it. */
 export interface JobHandlers {

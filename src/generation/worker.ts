@@ -1,11 +1,13 @@
 // The generation worker: runs the configured generator for many jobs at once, off the main thread,
 // and posts every token back as soon as it exists.
 import { createGenerator } from './providers'
+import { describeForLog, ProviderFailure } from './providers/failures'
 import type { FromWorker, Generator, HistoryMessage, ToWorker } from './types'
 
 declare const self: Worker
 
 let generator: Generator | undefined
+let apiKey: string | undefined
 const running = new Map<string, AbortController>()
 
 function post(message: FromWorker): void {
@@ -24,8 +26,10 @@ async function run(jobId: string, history: HistoryMessage[]): Promise<void> {
     }
     post({ type: 'done', jobId })
   } catch (error) {
-    if (controller.signal.aborted) post({ type: 'cancelled', jobId })
-    else post({ type: 'error', jobId, message: error instanceof Error ? error.message : 'The generator failed' })
+    if (controller.signal.aborted) return post({ type: 'cancelled', jobId })
+    const forLog = describeForLog(error, apiKey)
+    if (forLog) post({ type: 'log', jobId, message: forLog })
+    post({ type: 'error', jobId, message: error instanceof ProviderFailure ? error.message : 'The generator failed' })
   } finally {
     running.delete(jobId)
   }
@@ -36,6 +40,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
   switch (message.type) {
     case 'init':
       generator = createGenerator(message.settings)
+      apiKey = 'apiKey' in message.settings ? message.settings.apiKey : undefined
       break
     case 'start':
       void run(message.jobId, message.history)

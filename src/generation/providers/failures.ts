@@ -166,3 +166,14 @@ export function replyFailure(reply: ErrorReply, context: FailureContext): Provid
   }
   return new ProviderFailure(kind, sentences[kind](context, status), retryAfterMs(reply.headers))
 }
+
+/**
+ * A bug or an unforeseen failure, as text for the server log, with the API key taken out; null for an
+ * ordinary provider failure, whose sentence already says everything.
+ */
+export function describeForLog(error: unknown, apiKey: string | undefined): string | null {
+  const original = error instanceof ProviderFailure ? error.cause : error
+  if (original === undefined) return null
+  const text = original instanceof Error ? (original.stack ?? original.message) : String(original)
+  return apiKey ? text.split(apiKey).join('[key]') : text
+}

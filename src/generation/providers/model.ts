@@ -102,7 +102,8 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings): Gener
         yield* answer(messages, signal)
       } catch (error) {
         if (signal.aborted || error instanceof ProviderFailure) throw error
-        throw failure('unexpected', settings)
+        // The user reads a plain sentence; the original goes to the server log (see worker.ts).
+        throw Object.assign(failure('unexpected', settings), { cause: error })
       }
     },
   }

@@ -46,6 +46,7 @@ export function createApp(deps: AppDeps) {
     clock: deps.clock,
     engine,
     tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
+    authLimiter: perMinute(deps.config.RATE_LIMIT_AUTH_PER_MINUTE),
     links: linksFor(deps.config.PUBLIC_URL),
     heartbeats: new Heartbeats(deps.heartbeatMs ?? 15_000),
     uploadsDir: deps.config.UPLOADS_DIR,

@@ -5,6 +5,7 @@ import { clientIpOf } from '../shared/http'
 import type { RateLimiter } from '../shared/rate-limit'
 import { anonymousCsrfToken, csrfTokenMatches, isSameOriginRequest, newCsrfNonce, sessionCsrfToken } from '../web/csrf'
 import {
+  changePasswordPath,
   clearCookie,
   cookieNames,
   pageHeaders,
@@ -109,6 +110,7 @@ export const signin = (deps: SigninDeps) => {
         if (sessionCookie) setSessionCookie(sessionCookie, deps.publicUrl, opened.token, opened.expiresAt)
         const used = cookie[names.csrf]
         if (used) clearCookie(used, deps.publicUrl)
+        if (opened.mustChangePassword) return redirect(`${changePasswordPath}?next=${encodeURIComponent(next)}`, 303)
         return redirect(next, 303)
       },
       { parse: 'none', detail: { hide: true } },

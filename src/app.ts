@@ -20,6 +20,7 @@ import { RateLimiter } from './shared/rate-limit'
 import type { Clock } from './shared/time'
 import { threadRoutes } from './threads'
 import { linksFor } from './threads/service'
+import { settingsPages } from './web/settings'
 
 export interface AppDeps {
   db: Db
@@ -82,6 +83,7 @@ export function createApp(deps: AppDeps) {
     .use(responses(shared))
     .use(signin(shared))
     .use(oauthRoutes({ ...shared, openRegistration: deps.config.OAUTH_OPEN_REGISTRATION }))
+    .use(settingsPages(shared))
 }
 
 export type App = ReturnType<typeof createApp>

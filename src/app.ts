@@ -20,6 +20,7 @@ import { RateLimiter } from './shared/rate-limit'
 import type { Clock } from './shared/time'
 import { threadRoutes } from './threads'
 import { linksFor } from './threads/service'
+import { adminPages } from './web/admin'
 import { settingsPages } from './web/settings'
 
 export interface AppDeps {
@@ -84,6 +85,7 @@ export function createApp(deps: AppDeps) {
     .use(signin(shared))
     .use(oauthRoutes({ ...shared, openRegistration: deps.config.OAUTH_OPEN_REGISTRATION }))
     .use(settingsPages(shared))
+    .use(adminPages(shared))
 }
 
 export type App = ReturnType<typeof createApp>

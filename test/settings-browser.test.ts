@@ -38,7 +38,8 @@ let session: BrowserSession
 let page: Page
 const dialogs: string[] = []
 
-beforeAll(async () => {
+/** A fresh database, server process and browser; the module-level handles point at them. */
+async function launch(): Promise<void> {
   dir = mkdtempSync(join(tmpdir(), 'threadhouse-settings-browser-'))
   const port = freePort()
   server = await startServer({
@@ -63,13 +64,17 @@ beforeAll(async () => {
   await session.context.route(`${callbackOrigin}/**`, (route) =>
     route.fulfill({ contentType: 'text/html', body: 'ok' }),
   )
-}, 60_000)
+}
 
-afterAll(async () => {
+async function shutdown(): Promise<void> {
   await session?.[Symbol.asyncDispose]()
   await server?.[Symbol.asyncDispose]()
-  rmSync(dir, { recursive: true, force: true })
-})
+  if (dir) rmSync(dir, { recursive: true, force: true })
+  dir = ''
+}
+
+beforeAll(launch, 60_000)
+afterAll(shutdown)
 
 /** Nothing hostile ran: no dialog, no script, no CSP refusal of an injected inline script. */
 async function expectNoScriptRan(): Promise<void> {
@@ -292,6 +297,10 @@ describe('settings and administration in Chromium', () => {
   test.if(screenshots)(
     'screenshots for docs/screenshots/',
     async () => {
+      // A fresh server, so the pictures show realistic data rather than the attack strings above.
+      await shutdown()
+      await launch()
+      await signIn(ownerEmail, ownerPassword)
       await page.setViewportSize({ width: 1100, height: 720 })
       await page.goto('/settings/tokens')
       await page.getByLabel('Name').fill('CI pipeline')
@@ -318,7 +327,7 @@ describe('settings and administration in Chromium', () => {
         }),
       })
       const client = (await registration.json()) as { client_id: string }
-      const { challenge } = pkce()
+      const { verifier, challenge } = pkce()
       await page.goto(
         `/oauth/authorize?${new URLSearchParams({
           response_type: 'code',
@@ -331,6 +340,17 @@ describe('settings and administration in Chromium', () => {
       )
       await page.getByRole('button', { name: 'Allow' }).click()
       await page.waitForURL(`${callbackOrigin}/callback?**`)
+      const exchanged = await fetch(`${server.url}/oauth/token`, {
+        method: 'POST',
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          code: new URL(page.url()).searchParams.get('code') ?? '',
+          redirect_uri: `${callbackOrigin}/callback`,
+          client_id: client.client_id,
+          code_verifier: verifier,
+        }),
+      })
+      await me(((await exchanged.json()) as { access_token: string }).access_token)
       await page.goto('/settings/apps')
       await shoot('settings-connected-apps')
 

@@ -1,5 +1,6 @@
-// The JSON operations behind the settings screens (the pages come with the web application). Session-cookie
-// authenticated; every write also needs the session's CSRF token in `X-CSRF-Token` and a same-origin request.
+// The JSON operations behind the settings screens, for scripts and single-page clients (the server-rendered pages,
+// src/web/settings.tsx and admin.tsx, call the same services). Session-cookie authenticated; every write also
+// needs the session's CSRF token in `X-CSRF-Token` and a same-origin request.
 import { Elysia, t } from 'elysia'
 import { isOrganizationAdmin } from '../auth/members'
 import { AuthModel } from '../auth/model'

@@ -20,6 +20,8 @@ import { RateLimiter } from './shared/rate-limit'
 import type { Clock } from './shared/time'
 import { threadRoutes } from './threads'
 import { linksFor } from './threads/service'
+import { adminPages } from './web/admin'
+import { settingsPages } from './web/settings'
 
 export interface AppDeps {
   db: Db
@@ -46,6 +48,7 @@ export function createApp(deps: AppDeps) {
     clock: deps.clock,
     engine,
     tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
+    authLimiter: perMinute(deps.config.RATE_LIMIT_AUTH_PER_MINUTE),
     links: linksFor(deps.config.PUBLIC_URL),
     heartbeats: new Heartbeats(deps.heartbeatMs ?? 15_000),
     uploadsDir: deps.config.UPLOADS_DIR,
@@ -81,6 +84,8 @@ export function createApp(deps: AppDeps) {
     .use(responses(shared))
     .use(signin(shared))
     .use(oauthRoutes({ ...shared, openRegistration: deps.config.OAUTH_OPEN_REGISTRATION }))
+    .use(settingsPages(shared))
+    .use(adminPages(shared))
 }
 
 export type App = ReturnType<typeof createApp>

@@ -43,7 +43,10 @@ const variables = {
   RATE_LIMIT_API_PER_MINUTE: { schema: T.Integer({ minimum: 0 }), fallback: 600 },
   /** Requests per minute per client IP, everywhere; 0 turns the limit off. */
   RATE_LIMIT_IP_PER_MINUTE: { schema: T.Integer({ minimum: 0 }), fallback: 1200 },
-  /** Attempts per minute per client IP at sign-in, registration and the token endpoint. */
+  /**
+   * Attempts per minute at sign-in (per client IP and per email) and at the token and revocation endpoints
+   * (per client IP); 0 turns these off. Registration keeps its own stricter 30 per IP per hour.
+   */
   RATE_LIMIT_AUTH_PER_MINUTE: { schema: T.Integer({ minimum: 0 }), fallback: 30 },
   /** RFC 7591 registration without a registration token; `false` requires one. */
   OAUTH_OPEN_REGISTRATION: { schema: T.Boolean(), fallback: true },

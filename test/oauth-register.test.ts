@@ -171,15 +171,18 @@ test('with OAUTH_OPEN_REGISTRATION=false only registration tokens work', async (
 
 test('registration is rate-limited to 30 requests per address per hour', async () => {
   const clock = new ManualClock()
-  await using h = await harness({ clock })
+  // The address comes from the shared resolution, so behind a trusted proxy it is X-Forwarded-For's.
+  await using h = await harness({ clock, config: { TRUST_PROXY: true } })
   const body = { client_name: 'App', redirect_uris: ['https://app.example/cb'] }
-  for (let i = 0; i < 30; i++) expect((await h.call('POST', '/oauth/register', { body })).status).toBe(201)
-  const limited = await h.call('POST', '/oauth/register', { body })
+  const from = (ip: string) => h.call('POST', '/oauth/register', { body, headers: { 'x-forwarded-for': ip } })
+  for (let i = 0; i < 30; i++) expect((await from('192.0.2.1')).status).toBe(201)
+  const limited = await from('192.0.2.1')
   expect(limited.status).toBe(429)
   expect(limited.body.error).toBe('temporarily_unavailable')
   expect(limited.headers.get('retry-after')).toBe('3600')
+  expect((await from('192.0.2.2')).status).toBe(201)
   clock.advance(60 * 60_000)
-  expect((await h.call('POST', '/oauth/register', { body })).status).toBe(201)
+  expect((await from('192.0.2.1')).status).toBe(201)
 })
 
 function orgOf(h: Awaited<ReturnType<typeof harness>>, userId: number): number {

@@ -119,7 +119,7 @@ test('any member creates confidential clients (secret once) and registration tok
   await register(h, {}, registrationToken.body.registration_token)
 })
 
-test('admins list and view their organization’s clients; members may not; other organizations are invisible', async () => {
+test('admins list and view their organization’s clients; members list their own; other organizations are invisible', async () => {
   await using h = await harness()
   const admin = await signedIn(h, { org: 'acme', role: 'admin', name: 'Ada' })
   const member = await signedIn(h, { org: 'acme' })
@@ -134,7 +134,10 @@ test('admins list and view their organization’s clients; members may not; othe
   await publicGrant(h, admin.browser, open.client_id)
   await register(h, { client_name: 'Never approved' })
 
-  expect((await settings(member.browser, 'GET', '/oauth-clients')).status).toBe(403)
+  // A member lists only the clients they created; the detail panel stays with owners and admins.
+  const own = await settings(member.browser, 'GET', '/oauth-clients')
+  expect(own.body.map((client: { client_id: string }) => client.client_id)).toEqual([created.client_id])
+  expect((await settings(member.browser, 'GET', `/oauth-clients/${created.client_id}`)).status).toBe(403)
   const list = await settings(admin.browser, 'GET', '/oauth-clients')
   expect(list.status).toBe(200)
   expect(list.body.map((client: { client_name: string }) => client.client_name).sort()).toEqual([

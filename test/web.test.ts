@@ -12,3 +12,120 @@ test('no page renders unescaped dynamic text (xss-scan)', async () => {
   expect(out).toContain('No XSS vulnerabilities found')
   expect(code).toBe(0)
 }, 60_000)
+
+// The scanner proves every dynamic child asks for escaping; rendering each settings and administration page
+// with hostile text in every field and parsing the result as a browser would proves the answer: the only
+// script is the local copy script, no element carries an event handler, and no link or image leaves the rules.
+interface Markup {
+  scripts: string[]
+  handlers: string[]
+  urls: string[]
+}
+
+async function markupOf(html: string): Promise<Markup> {
+  const found: Markup = { scripts: [], handlers: [], urls: [] }
+  const rewriter = new HTMLRewriter().on('*', {
+    element(element) {
+      if (element.tagName === 'script') found.scripts.push(element.getAttribute('src') ?? '(inline)')
+      for (const [name, value] of element.attributes) {
+        if (name.startsWith('on')) found.handlers.push(`${element.tagName} ${name}`)
+        if (name === 'href' || name === 'src' || name === 'action') found.urls.push(value)
+      }
+    },
+  })
+  await rewriter.transform(new Response(html)).text()
+  return found
+}
+
+test('settings and administration pages render hostile values as text', async () => {
+  const { TokensPage } = await import('../src/web/pages/settings/tokens')
+  const { AppsPage } = await import('../src/web/pages/settings/apps')
+  const { ClientsPage } = await import('../src/web/pages/settings/clients')
+  const { PasswordPage } = await import('../src/web/pages/settings/password')
+  const { SettingsRegistrationPage } = await import('../src/web/pages/settings/registration')
+  const { AdminClientPage, AdminClientsPage, DeleteClientPage } = await import('../src/web/pages/admin/clients')
+  const { MembersPage, RemoveMemberPage } = await import('../src/web/pages/admin/members')
+  const evil = `"'><script>alert(1)</script><img src=x onerror=alert(1)>`
+  const viewer = { email: evil, csrf: 'csrf', isAdmin: true }
+  const client = {
+    client_id: evil,
+    client_name: evil,
+    owner: { id: evil, name: evil, email: evil },
+    redirect_uris: [evil],
+    token_endpoint_auth_method: 'client_secret_basic',
+    verified: false,
+    registered_via: 'open_registration' as const,
+    created_at: '2026-01-01T00:00:00.000Z',
+    last_used_at: null,
+    scope: evil,
+    grant_types: [evil],
+    response_types: ['code'],
+    client_uri: `https://x.example/${evil}`,
+    logo_uri: `https://x.example/${evil}`,
+    tos_uri: `javascript:${evil}`,
+    policy_uri: evil,
+  }
+  const member = {
+    id: 2,
+    sub: evil,
+    email: evil,
+    name: evil,
+    role: 'member' as const,
+    createdAt: 0,
+    mustChangePassword: true,
+  }
+  const token = { id: 1, name: evil, scopes: [], createdAt: 0, lastUsedAt: null, expiresAt: null }
+  const app = {
+    client_id: evil,
+    client_name: evil,
+    verified: false,
+    scopes: [evil],
+    connected_at: client.created_at,
+    last_used_at: null,
+  }
+  const pages = [
+    TokensPage({
+      viewer,
+      tokens: [token],
+      now: 0,
+      error: evil,
+      notice: evil,
+      form: { name: evil, scopes: [], expiresInDays: evil },
+      created: { name: evil, token: evil },
+    }),
+    AppsPage({ viewer, apps: [app], error: evil, notice: evil }),
+    ClientsPage({
+      viewer,
+      clients: [client],
+      error: evil,
+      form: { name: evil, redirectUris: evil },
+      created: { clientId: evil, clientSecret: evil, name: evil },
+    }),
+    PasswordPage({ viewer, required: true, next: evil, error: evil, notice: evil }),
+    SettingsRegistrationPage({ viewer, created: { token: evil, expiresAt: 0 } }),
+    AdminClientsPage({ viewer, clients: [client], notice: evil }),
+    AdminClientPage({ viewer, client, publicUrl: 'http://threadhouse.test', rotatedSecret: evil, error: evil }),
+    DeleteClientPage({ viewer, client }),
+    MembersPage({
+      viewer,
+      actor: { id: 1, role: 'owner' },
+      members: [member],
+      signInUrl: evil,
+      error: evil,
+      notice: evil,
+      form: { email: evil, name: evil, role: 'member' },
+      added: { member, oneTimePassword: evil },
+    }),
+    RemoveMemberPage({ viewer, member }),
+  ]
+  for (const page of pages) {
+    const html = await page
+    expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;')
+    const markup = await markupOf(html)
+    expect(markup.handlers).toEqual([])
+    expect(markup.scripts.filter((src) => src !== '/assets/copy.js')).toEqual([])
+    // Links and images stay on this server or go to https; a stored `javascript:` link is dropped.
+    const strays = markup.urls.filter((url) => !/^(\/|#|https:\/\/x\.example\/)/.test(url))
+    expect(strays).toEqual([])
+  }
+})

@@ -24,7 +24,14 @@ export const users = sqliteTable(
     name: text(),
     role: text({ enum: roles }).notNull(),
     passwordHash: text().notNull(),
+    /** Set for a password an admin saw (a one-time password): the person must choose their own before anything else. */
+    mustChangePassword: integer({ mode: 'boolean' }).notNull().default(false),
     createdAt: integer().notNull(),
+    /**
+     * When an admin removed the person from the organization. The row stays so their threads keep an owner;
+     * a removed user cannot sign in and none of their sessions or tokens work.
+     */
+    removedAt: integer(),
   },
   (t) => [index('users_organization_idx').on(t.organizationId)],
 )

@@ -1,5 +1,5 @@
 // Users, organizations and personal access tokens, and turning a bearer token into a Caller.
-import { and, eq, isNull, sql } from 'drizzle-orm'
+import { and, desc, eq, isNull, sql } from 'drizzle-orm'
 import type { Db } from '../db/client'
 import { AppError } from '../shared/errors'
 import { generateSecret, hashPassword, hashSecret } from '../shared/security'
@@ -34,12 +34,18 @@ export interface NewUser {
   name?: string | null
   organizationSlug: string
   role: Role
+  /** For a one-time password chosen by someone else: the person must replace it at first sign-in. */
+  mustChangePassword?: boolean
 }
+
+export const minimumPasswordLength = 8
 
 export async function createUser(db: Db, input: NewUser, now: number): Promise<{ id: number; sub: string }> {
   const email = input.email.trim().toLowerCase()
   if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw new AppError(400, 'invalid_request', `Invalid email "${input.email}"`)
-  if (input.password.length < 8) throw new AppError(400, 'invalid_request', 'Password must be at least 8 characters')
+  if (input.password.length < minimumPasswordLength) {
+    throw new AppError(400, 'invalid_request', `Password must be at least ${minimumPasswordLength} characters`)
+  }
   const passwordHash = await hashPassword(input.password)
   return db.transaction((tx) => {
     if (tx.select({ id: users.id }).from(users).where(eq(users.email, email)).get()) {
@@ -56,6 +62,7 @@ export async function createUser(db: Db, input: NewUser, now: number): Promise<{
         role: input.role,
         organizationId: organization.id,
         passwordHash,
+        mustChangePassword: input.mustChangePassword ?? false,
         createdAt: now,
       })
       .returning({ id: users.id })
@@ -64,8 +71,13 @@ export async function createUser(db: Db, input: NewUser, now: number): Promise<{
   })
 }
 
+/** An active user by email; people removed from their organization are not found (they may not sign in). */
 export function findUserByEmail(db: Db, email: string) {
-  return db.select().from(users).where(eq(users.email, email.trim().toLowerCase())).get()
+  return db
+    .select()
+    .from(users)
+    .where(and(eq(users.email, email.trim().toLowerCase()), isNull(users.removedAt)))
+    .get()
 }
 
 export interface NewPersonalAccessToken {
@@ -89,6 +101,34 @@ export function createPersonalAccessToken(db: Db, input: NewPersonalAccessToken,
     })
     .run()
   return token
+}
+
+/** A personal access token as the settings page lists it; the token itself is never stored. */
+export interface PersonalAccessTokenSummary {
+  id: number
+  name: string
+  scopes: Scope[]
+  createdAt: number
+  lastUsedAt: number | null
+  expiresAt: number | null
+}
+
+/** The person's tokens that are not revoked, newest first; expired ones stay listed until revoked. */
+export function listPersonalAccessTokens(db: Db, userId: number): PersonalAccessTokenSummary[] {
+  return db
+    .select({
+      id: personalAccessTokens.id,
+      name: personalAccessTokens.name,
+      scopes: personalAccessTokens.scopes,
+      createdAt: personalAccessTokens.createdAt,
+      lastUsedAt: personalAccessTokens.lastUsedAt,
+      expiresAt: personalAccessTokens.expiresAt,
+    })
+    .from(personalAccessTokens)
+    .where(and(eq(personalAccessTokens.userId, userId), isNull(personalAccessTokens.revokedAt)))
+    .orderBy(desc(personalAccessTokens.createdAt), desc(personalAccessTokens.id))
+    .all()
+    .map((row) => ({ ...row, scopes: row.scopes.split(' ').filter(isScope) }))
 }
 
 export function revokePersonalAccessToken(db: Db, userId: number, tokenId: number, now: number): boolean {
@@ -116,6 +156,7 @@ function callerQuery(db: Db) {
       revokedAt: personalAccessTokens.revokedAt,
       lastUsedAt: personalAccessTokens.lastUsedAt,
       userId: users.id,
+      removedAt: users.removedAt,
       sub: users.sub,
       name: users.name,
       email: users.email,
@@ -145,6 +186,8 @@ export function resolvePersonalAccessToken(db: Db, token: string, now: number): 
   }
   const row = lookup.get({ hash: hashSecret(token) })
   if (!row || row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now)) return null
+  // Removal revokes every token already; this also covers one made afterwards by hand.
+  if (row.removedAt !== null) return null
   if (row.lastUsedAt === null || now - row.lastUsedAt >= lastUsedResolutionMs) {
     db.update(personalAccessTokens).set({ lastUsedAt: now }).where(eq(personalAccessTokens.id, row.tokenId)).run()
   }

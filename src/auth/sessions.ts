@@ -1,5 +1,5 @@
 // Browser sessions: a random cookie value, stored only as its SHA-256, that expires after 30 days unused.
-import { eq } from 'drizzle-orm'
+import { and, eq, isNull, ne } from 'drizzle-orm'
 import type { Db } from '../db/client'
 import { generateSecret, hashSecret, verifyPassword } from '../shared/security'
 import { organizations, type Role, users } from './auth.table'
@@ -21,6 +21,8 @@ export interface SessionUser {
   role: Role
   organizationId: number
   organizationSlug: string
+  /** Signed in with a one-time password: every page but the change-password page sends them there. */
+  mustChangePassword: boolean
 }
 
 export interface ValidSession {
@@ -58,12 +60,13 @@ export function validateSession(db: Db, token: string, now: number): ValidSessio
         role: users.role,
         organizationId: users.organizationId,
         organizationSlug: organizations.slug,
+        mustChangePassword: users.mustChangePassword,
       },
     })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .innerJoin(organizations, eq(organizations.id, users.organizationId))
-    .where(eq(sessions.tokenHash, hashSecret(token)))
+    .where(and(eq(sessions.tokenHash, hashSecret(token)), isNull(users.removedAt)))
     .get()
   if (!row) return null
   if (row.expiresAt <= now) {
@@ -82,6 +85,18 @@ export function invalidateSession(db: Db, token: string): void {
     .run()
 }
 
+/** Signs the person out everywhere except the browser holding `keepToken` (after a password change). */
+export function invalidateOtherSessions(db: Db, userId: number, keepToken: string): void {
+  db.delete(sessions)
+    .where(and(eq(sessions.userId, userId), ne(sessions.tokenHash, hashSecret(keepToken))))
+    .run()
+}
+
+/** What a successful sign-in opens, and whether the person must first replace a one-time password. */
+export interface SignedIn extends NewSession {
+  mustChangePassword: boolean
+}
+
 // Verifying against a real argon2id hash when the email is unknown keeps both answers equally slow, so the
 // sign-in form does not reveal which emails have accounts.
 let dummyHash: Promise<string> | undefined
@@ -90,10 +105,10 @@ function hashForUnknownUser(): Promise<string> {
   return dummyHash
 }
 
-/** Checks the credentials and opens a session, or returns null when either is wrong. */
-export async function signIn(db: Db, email: string, password: string, now: number): Promise<NewSession | null> {
+/** Checks the credentials and opens a session, or returns null when either is wrong or the person was removed. */
+export async function signIn(db: Db, email: string, password: string, now: number): Promise<SignedIn | null> {
   const user = findUserByEmail(db, email)
   const matches = await verifyPassword(password, user?.passwordHash ?? (await hashForUnknownUser()))
   if (!user || !matches) return null
-  return createSession(db, user.id, now)
+  return { ...createSession(db, user.id, now), mustChangePassword: user.mustChangePassword }
 }

@@ -1,8 +1,11 @@
 // Sign-in and sign-out pages: GET/POST /login and POST /logout. Behaviour lives in sessions.ts.
 import { Elysia } from 'elysia'
 import { param, readForm } from '../shared/forms'
+import { clientIpOf } from '../shared/http'
+import type { RateLimiter } from '../shared/rate-limit'
 import { anonymousCsrfToken, csrfTokenMatches, isSameOriginRequest, newCsrfNonce, sessionCsrfToken } from '../web/csrf'
 import {
+  changePasswordPath,
   clearCookie,
   cookieNames,
   pageHeaders,
@@ -15,13 +18,19 @@ import {
 import { viewerOf } from '../web/layout'
 import { LoginPage } from '../web/pages/login'
 import { MessagePage } from '../web/pages/message'
+import { signInRetryAfter } from './attempts'
 import { invalidateSession, signIn } from './sessions'
 
 const refusedMessage =
   'This form could not be accepted because it did not come from a Threadhouse page, or it has expired. ' +
   'Go back, reload the page and try again.'
 
-export const signin = (deps: WebDeps) => {
+export interface SigninDeps extends WebDeps {
+  /** Sign-in attempts per client address and per email (RATE_LIMIT_AUTH_PER_MINUTE); absent when turned off. */
+  authLimiter?: RateLimiter
+}
+
+export const signin = (deps: SigninDeps) => {
   const names = cookieNames(deps.publicUrl)
   const csrfCookie = {
     httpOnly: true,
@@ -72,6 +81,19 @@ export const signin = (deps: WebDeps) => {
             />,
           )
         }
+        const retryAfter = signInRetryAfter(deps.authLimiter, clientIpOf(request), email)
+        if (retryAfter !== null) {
+          set.status = 429
+          set.headers['retry-after'] = String(retryAfter)
+          return html(
+            <LoginPage
+              next={next}
+              email={email}
+              csrf={anonymousCsrfToken(deps.csrfKey, nonce)}
+              error={`Too many sign-in attempts. Wait ${retryAfter} seconds, then try again.`}
+            />,
+          )
+        }
         const opened = await signIn(deps.db, email, param(form, 'password') ?? '', deps.clock.now())
         if (!opened) {
           set.status = 401
@@ -88,6 +110,7 @@ export const signin = (deps: WebDeps) => {
         if (sessionCookie) setSessionCookie(sessionCookie, deps.publicUrl, opened.token, opened.expiresAt)
         const used = cookie[names.csrf]
         if (used) clearCookie(used, deps.publicUrl)
+        if (opened.mustChangePassword) return redirect(`${changePasswordPath}?next=${encodeURIComponent(next)}`, 303)
         return redirect(next, 303)
       },
       { parse: 'none', detail: { hide: true } },

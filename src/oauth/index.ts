@@ -3,13 +3,14 @@
 // out; the behaviour lives in service.ts and management.ts, and every request rule in checks/.
 import { Elysia } from 'elysia'
 import { param, readForm } from '../shared/forms'
+import { clientIpOf } from '../shared/http'
+import { type Limit, RateLimiter } from '../shared/rate-limit'
 import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
 import { consentPageHeaders, type PageSession, type WebDeps, web } from '../web/index'
 import { InvalidRequest, noStore, OAuthError, oauthErrorResponse, TemporarilyUnavailable } from './errors'
 import { authorizationServerMetadata, protectedResourceMetadata } from './metadata'
 import { OAuthModel } from './model'
 import { consentFormRefusedPage, consentPage, errorPage, refusalPage } from './pages'
-import { FixedWindowRateLimiter, registrationRateLimit } from './ratelimit'
 import {
   type AuthorizationCheckResult,
   approveAuthorization,
@@ -24,6 +25,24 @@ import { oauthSettings } from './settings'
 
 export interface OAuthRoutesDeps extends WebDeps {
   openRegistration: boolean
+  /** Token and revocation requests per client address (RATE_LIMIT_AUTH_PER_MINUTE); absent when turned off. */
+  authLimiter?: RateLimiter
+}
+
+/** 30 registrations per client address per hour: far above what real clients need, far below a flood. */
+export const registrationRateLimit: Limit = { max: 30, windowMs: 60 * 60_000 }
+
+/**
+ * Counts a request against a per-address limit and refuses it in RFC 6749 form. Requests whose address is
+ * unknown (handled in-process, never by Bun's server) are not counted, as with the global per-IP limit.
+ */
+function limitByAddress(limiter: RateLimiter | undefined, bucket: string, request: Request): void {
+  const ip = clientIpOf(request)
+  if (!limiter || ip === null) return
+  const retryAfter = limiter.hit(`${bucket}:${ip}`)
+  if (retryAfter !== null) {
+    throw new TemporarilyUnavailable(`Too many ${bucket} requests from this address; try again later`, retryAfter)
+  }
 }
 
 /** Discovery, token, revocation and registration may be called from browser-based clients on other origins. */
@@ -89,7 +108,7 @@ function jsonResponse(description: string, schema: object) {
 const oauthErrorResponse400 = jsonResponse('RFC 6749 §5.2 error', OAuthModel.error)
 
 export const oauthRoutes = (deps: OAuthRoutesDeps) => {
-  const limiter = new FixedWindowRateLimiter(registrationRateLimit, deps.clock)
+  const registrationLimiter = new RateLimiter(registrationRateLimit, deps.clock)
 
   /** The signed-in answer to a valid authorization request: the consent page, or a refusal. */
   function answer(
@@ -216,6 +235,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       '/oauth/token',
       async ({ request }) => {
         try {
+          limitByAddress(deps.authLimiter, 'token', request)
           const form = await readForm(request)
           if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
           const payload = exchangeToken(deps, { form, authorization: request.headers.get('authorization') })
@@ -236,12 +256,15 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
             'in the body); public clients send `client_id` and PKCE’s `code_verifier`. Access tokens last 3600 s. ' +
             'Refresh tokens rotate on every use and last 30 days from issue; presenting a used refresh token ' +
             'revokes every token of that authorization (no grace window). A narrower `scope` on refresh is ' +
-            'allowed, a wider one is `invalid_scope`. Responses carry `Cache-Control: no-store`.',
+            'allowed, a wider one is `invalid_scope`. Responses carry `Cache-Control: no-store`. Rate limit: ' +
+            'RATE_LIMIT_AUTH_PER_MINUTE requests (default 30) per client address per minute, shared with ' +
+            'revocation (429 `temporarily_unavailable` with Retry-After).',
           requestBody: formBody(OAuthModel.tokenRequest),
           responses: {
             200: jsonResponse('Tokens', OAuthModel.tokenResponse),
             400: oauthErrorResponse400,
             401: jsonResponse('invalid_client (with WWW-Authenticate: Basic when Basic was used)', OAuthModel.error),
+            429: jsonResponse('temporarily_unavailable: rate limited', OAuthModel.error),
           },
         },
       },
@@ -251,6 +274,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       '/oauth/token/revoke',
       async ({ request }) => {
         try {
+          limitByAddress(deps.authLimiter, 'token', request)
           const form = await readForm(request)
           if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
           revokeToken(deps, { form, authorization: request.headers.get('authorization') })
@@ -269,12 +293,13 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
             'Client authentication as at the token endpoint. Revoking a refresh token revokes every token of ' +
             'its authorization; revoking an access token revokes that token. Always 200 (empty body) once the ' +
             'client is authenticated, whether the token existed, was already revoked or belongs to another ' +
-            'client (which keeps it).',
+            'client (which keeps it). Counts against the token endpoint’s per-address rate limit.',
           requestBody: formBody(OAuthModel.revocationRequest),
           responses: {
             200: { description: 'Done (empty body)' },
             400: oauthErrorResponse400,
             401: jsonResponse('invalid_client', OAuthModel.error),
+            429: jsonResponse('temporarily_unavailable: rate limited', OAuthModel.error),
           },
         },
       },
@@ -282,12 +307,9 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
     .options('/oauth/register', preflight, { detail: { hide: true } })
     .post(
       '/oauth/register',
-      async ({ request, server }) => {
+      async ({ request }) => {
         try {
-          const retryAfter = limiter.take(server?.requestIP(request)?.address ?? 'unknown')
-          if (retryAfter !== null) {
-            throw new TemporarilyUnavailable('Too many registrations from this address; try again later', retryAfter)
-          }
+          limitByAddress(registrationLimiter, 'registration', request)
           const text = await request.text()
           let body: unknown = null
           try {

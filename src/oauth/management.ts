@@ -157,6 +157,17 @@ export function listOrganizationClients(db: Db, organizationId: number): OAuthMo
     .map((row) => summaryOf(db, toClient(row)))
 }
 
+/** The clients a member created (or issued the registration token for) in their current organization. */
+export function listOwnClients(db: Db, user: Pick<SessionUser, 'id' | 'organizationId'>): OAuthModel.clientSummary[] {
+  return db
+    .select()
+    .from(oauthClients)
+    .where(and(eq(oauthClients.ownerId, user.id), eq(oauthClients.organizationId, user.organizationId)))
+    .orderBy(desc(oauthClients.createdAt), desc(oauthClients.id))
+    .all()
+    .map((row) => summaryOf(db, toClient(row)))
+}
+
 export function getOrganizationClient(db: Db, organizationId: number, clientId: string): OAuthModel.clientDetail {
   const client = organizationClient(db, organizationId, clientId)
   return {

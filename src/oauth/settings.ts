@@ -1,6 +1,8 @@
-// The JSON operations behind the settings screens (the pages come with the web application). Session-cookie
-// authenticated; every write also needs the session's CSRF token in `X-CSRF-Token` and a same-origin request.
+// The JSON operations behind the settings screens, for scripts and single-page clients (the server-rendered pages,
+// src/web/settings.tsx and admin.tsx, call the same services). Session-cookie authenticated; every write also
+// needs the session's CSRF token in `X-CSRF-Token` and a same-origin request.
 import { Elysia, t } from 'elysia'
+import { isOrganizationAdmin } from '../auth/members'
 import { AuthModel } from '../auth/model'
 import { AppError } from '../shared/errors'
 import { toIso } from '../shared/time'
@@ -12,6 +14,7 @@ import {
   getOrganizationClient,
   listConnectedApps,
   listOrganizationClients,
+  listOwnClients,
   requireOrganizationAdmin,
   revokeConnectedApp,
   rotateClientSecret,
@@ -130,14 +133,21 @@ export const oauthSettings = (deps: WebDeps) =>
     )
     .get(
       '/oauth-clients',
-      ({ account }) => {
-        requireOrganizationAdmin(account.user)
-        return listOrganizationClients(deps.db, account.user.organizationId)
-      },
+      ({ account }) =>
+        isOrganizationAdmin(account.user.role)
+          ? listOrganizationClients(deps.db, account.user.organizationId)
+          : listOwnClients(deps.db, account.user),
       {
         account: true,
         response: { 200: t.Array(OAuthModel.clientSummary), 401: error, 403: error },
-        detail: { summary: 'List the organization’s OAuth clients (owners and admins)', tags, security },
+        detail: {
+          summary: 'List OAuth clients: all of the organization’s (owners and admins) or your own (members)',
+          tags,
+          security,
+          description:
+            'Owners and admins see every client of the organization; a member sees the clients they created ' +
+            'here or registered with a registration token they generated.',
+        },
       },
     )
     .get(

@@ -91,6 +91,7 @@ function prepareLookup(db: Db) {
       grantLastUsedAt: oauthGrants.lastUsedAt,
       clientId: oauthGrants.clientId,
       userId: users.id,
+      removedAt: users.removedAt,
       sub: users.sub,
       name: users.name,
       email: users.email,
@@ -118,6 +119,7 @@ export function resolveOAuthAccessToken(db: Db, token: string, now: number): Cal
   }
   const row = lookup.get({ hash: hashSecret(token) })
   if (!row || row.revokedAt !== null || row.grantRevokedAt !== null || row.expiresAt <= now) return null
+  if (row.removedAt !== null) return null
   if (row.grantLastUsedAt === null || now - row.grantLastUsedAt >= lastUsedResolutionMs) {
     db.update(oauthGrants).set({ lastUsedAt: now }).where(eq(oauthGrants.id, row.grantId)).run()
     db.update(oauthClients).set({ lastUsedAt: now }).where(eq(oauthClients.id, row.clientId)).run()

@@ -1,5 +1,7 @@
 // Fixed-window rate limits kept in memory: one process serves the whole team, so no shared store is
 // needed. Windows are keyed by what is limited (a token, an IP, an email) and forgotten when they end.
+// The API, sign-in and the OAuth endpoints all count with this one class; each answers a refusal in its own
+// form (JSON error, a page, an RFC 6749 error), so `hit` reports and `take` throws the API's 429.
 import { AppError } from './errors'
 import type { Clock } from './time'
 
@@ -18,8 +20,8 @@ export class RateLimiter {
     private readonly clock: Clock,
   ) {}
 
-  /** Counts one request for `key`; throws 429 with Retry-After when the window is full. */
-  take(key: string): void {
+  /** Counts one request for `key`: null while allowed, else the whole seconds until its window ends. */
+  hit(key: string): number | null {
     const now = this.clock.now()
     this.sweep(now)
     let window = this.windows.get(key)
@@ -28,18 +30,21 @@ export class RateLimiter {
       this.windows.set(key, window)
     }
     window.count += 1
-    if (window.count > this.limit.max) {
-      const retryAfter = Math.max(1, Math.ceil((window.start + this.limit.windowMs - now) / 1000))
-      throw new AppError(
-        429,
-        'rate_limited',
-        `Too many requests; retry in ${retryAfter} s`,
-        {},
-        {
-          'retry-after': String(retryAfter),
-        },
-      )
-    }
+    if (window.count <= this.limit.max) return null
+    return Math.max(1, Math.ceil((window.start + this.limit.windowMs - now) / 1000))
+  }
+
+  /** Counts one request for `key`; throws the API's 429 with Retry-After when the window is full. */
+  take(key: string): void {
+    const retryAfter = this.hit(key)
+    if (retryAfter === null) return
+    throw new AppError(
+      429,
+      'rate_limited',
+      `Too many requests; retry in ${retryAfter} s`,
+      {},
+      { 'retry-after': String(retryAfter) },
+    )
   }
 
   /** Drops ended windows now and then, so memory stays bounded by the keys seen in one window. */

@@ -33,10 +33,14 @@ export function csrfTokenMatches(expected: string, given: string | null | undefi
 /**
  * Whether the browser vouches that a request came from our own origin. Browsers send Sec-Fetch-Site and Origin
  * on form posts; scripts (curl, tests) send neither and are judged by the CSRF token alone.
+ *
+ * Where Sec-Fetch-Site is sent it decides alone: our pages' `Referrer-Policy: no-referrer` makes browsers send
+ * `Origin: null` on their own same-origin form posts (Fetch, "serializing a request origin"), so Origin can only
+ * be compared for browsers without fetch metadata.
  */
 export function isSameOriginRequest(headers: Headers, publicUrl: string): boolean {
   const site = headers.get('sec-fetch-site')
-  if (site !== null && site !== 'same-origin' && site !== 'none') return false
+  if (site !== null) return site === 'same-origin' || site === 'none'
   const origin = headers.get('origin')
   return origin === null || origin === new URL(publicUrl).origin
 }

@@ -105,6 +105,23 @@ function resolveSession(
   return { user: valid.user, token, csrf: sessionCsrfToken(token) }
 }
 
+/** Where a person signed in with a one-time password must choose their own before anything else. */
+export const changePasswordPath = '/settings/password'
+
+/** The only pages a person with a one-time password may use: choosing a new password, and signing out. */
+const openToOneTimePasswords = new Set([changePasswordPath, '/logout'])
+
+/** The change-password page, coming back to this request's page afterwards when it was a plain visit. */
+export function changePasswordLocation(request: Request): string {
+  const url = new URL(request.url)
+  if (request.method !== 'GET') return changePasswordPath
+  return `${changePasswordPath}?next=${encodeURIComponent(url.pathname + url.search)}`
+}
+
+function mustChangePasswordFirst(session: PageSession | null, request: Request): boolean {
+  return session?.user.mustChangePassword === true && !openToOneTimePasswords.has(new URL(request.url).pathname)
+}
+
 export const web = (deps: WebDeps) => {
   const names = cookieNames(deps.publicUrl)
   return new Elysia({ name: 'web' })
@@ -118,12 +135,23 @@ export const web = (deps: WebDeps) => {
         resolve({ cookie }): { session: PageSession | null } {
           return { session: resolveSession(deps, names, cookie) }
         },
+        // Every page, whoever wrote it, first sends a person holding a one-time password to choose their own.
+        beforeHandle(context) {
+          // Elysia runs this after `resolve` above but does not type what resolve added.
+          const { session } = context as unknown as { session: PageSession | null }
+          if (mustChangePasswordFirst(session, context.request)) {
+            return context.redirect(changePasswordLocation(context.request), 303)
+          }
+        },
       },
       /** JSON operations behind the settings screens: 401 without a valid session. */
       account: {
         resolve({ cookie }): { account: PageSession } {
           const account = resolveSession(deps, names, cookie)
           if (!account) throw new AppError(401, 'unauthorized', 'Sign in first: no valid session cookie')
+          if (account.user.mustChangePassword) {
+            throw new AppError(403, 'password_change_required', `Choose a new password first at ${changePasswordPath}`)
+          }
           return { account }
         },
       },

@@ -1,0 +1,56 @@
+// Passwords people choose and the one-time passwords admins hand out: generating a one-time password, and
+// changing a password (which also ends the person's other sessions and clears the must-change flag).
+import { encodeBase32LowerCaseNoPadding } from '@oslojs/encoding'
+import { eq } from 'drizzle-orm'
+import type { Db } from '../db/client'
+import { AppError } from '../shared/errors'
+import { hashPassword, verifyPassword } from '../shared/security'
+import { users } from './auth.table'
+import { minimumPasswordLength } from './service'
+import { invalidateOtherSessions } from './sessions'
+
+/** Long passwords are welcome; this only bounds the work argon2 is asked to do. */
+export const maximumPasswordLength = 1024
+
+/**
+ * 80 random bits as four groups of four letters and digits (`k3xq-7mfa-…`): enough for a password that works
+ * once and must be replaced at first sign-in, and short enough to pass on by hand.
+ */
+export function generateOneTimePassword(): string {
+  const bytes = new Uint8Array(10)
+  crypto.getRandomValues(bytes)
+  return (encodeBase32LowerCaseNoPadding(bytes).match(/.{4}/g) ?? []).join('-')
+}
+
+export interface PasswordChange {
+  userId: number
+  currentPassword: string
+  newPassword: string
+  /** The session making the change stays signed in; every other one ends. */
+  keepSessionToken: string
+}
+
+function refuse(message: string): AppError {
+  return new AppError(400, 'invalid_request', message)
+}
+
+/** Replaces the person's password once the current one is proven; throws a readable 400 otherwise. */
+export async function changePassword(db: Db, change: PasswordChange): Promise<void> {
+  const user = db.select({ passwordHash: users.passwordHash }).from(users).where(eq(users.id, change.userId)).get()
+  if (!user || !(await verifyPassword(change.currentPassword, user.passwordHash))) {
+    throw refuse('The current password is not correct.')
+  }
+  if (change.newPassword.length < minimumPasswordLength) {
+    throw refuse(`The new password must be at least ${minimumPasswordLength} characters long.`)
+  }
+  if (change.newPassword.length > maximumPasswordLength) {
+    throw refuse(`The new password must be at most ${maximumPasswordLength} characters long.`)
+  }
+  if (change.newPassword === change.currentPassword) {
+    throw refuse('The new password must differ from the current one.')
+  }
+  const passwordHash = await hashPassword(change.newPassword)
+  db.update(users).set({ passwordHash, mustChangePassword: false }).where(eq(users.id, change.userId)).run()
+  // Anyone else holding the old password (the admin who set a one-time one, a thief) is signed out.
+  invalidateOtherSessions(db, change.userId, change.keepSessionToken)
+}

@@ -1,0 +1,275 @@
+// The settings pages over HTTP: API tokens, connected apps, OAuth clients, registration tokens and the
+// password, for any signed-in member. Every write is a CSRF-checked form post; writes that create a secret
+// answer with the page showing it (once, never in a URL or cookie), the others redirect back (POST-redirect-GET).
+import { Elysia } from 'elysia'
+import { isScope } from '../auth/model'
+import { changePassword } from '../auth/passwords'
+import { createPersonalAccessToken, listPersonalAccessTokens, revokePersonalAccessToken } from '../auth/service'
+import { createConfidentialClient, listConnectedApps, listOwnClients, revokeConnectedApp } from '../oauth/management'
+import { createRegistrationToken } from '../oauth/service'
+import { AppError } from '../shared/errors'
+import { param } from '../shared/forms'
+import { account, accountPageHeaders, RefusedFormPage, readTrustedForm } from './account'
+import { type PageSession, safeNextPath, type WebDeps } from './index'
+import { viewerOf } from './layout'
+import { AppsPage } from './pages/settings/apps'
+import { type ClientFormValues, ClientsPage } from './pages/settings/clients'
+import { PasswordPage } from './pages/settings/password'
+import { SettingsRegistrationPage } from './pages/settings/registration'
+import { type TokenFormValues, TokensPage, tokenLifetimeChoices } from './pages/settings/tokens'
+
+/** Confirmations after a redirect, chosen by a fixed key so a URL can never put words on the page. */
+export const settingsNotices: Record<string, string> = {
+  'token-revoked': 'The token was revoked. It no longer works.',
+  'app-revoked': 'The app was disconnected. Every token it held for you stopped working.',
+  'password-changed': 'Your password was changed, and your other sessions were signed out.',
+}
+
+export function noticeFor(notices: Record<string, string>, key: string | undefined): string | null {
+  return key !== undefined && Object.hasOwn(notices, key) ? (notices[key] ?? null) : null
+}
+
+/** An expected refusal (bad input, not found, not allowed) becomes a message on the page; anything else is a bug. */
+export function refusalOf(error: unknown): AppError {
+  if (error instanceof AppError) return error
+  throw error
+}
+
+const day = 24 * 60 * 60 * 1000
+
+/** Reads the create-token form, or says in one sentence what is wrong with it. */
+function parseTokenForm(form: URLSearchParams): { values: TokenFormValues; error: string | null } {
+  const requested = form.getAll('scope')
+  const values: TokenFormValues = {
+    name: (form.get('name') ?? '').trim(),
+    scopes: requested.filter(isScope),
+    expiresInDays: form.get('expires_in_days') ?? '',
+  }
+  const lifetimes = tokenLifetimeChoices.map((choice) => String(choice.days))
+  if (values.name === '') return { values, error: 'Give the token a name.' }
+  if (values.name.length > 100) return { values, error: 'The name must be at most 100 characters.' }
+  if (values.scopes.length !== requested.length) return { values, error: 'Choose scopes from the list.' }
+  if (values.scopes.length === 0) return { values, error: 'Choose at least one scope.' }
+  if (values.expiresInDays !== '' && !lifetimes.includes(values.expiresInDays)) {
+    return { values, error: 'Choose an expiry from the list.' }
+  }
+  return { values, error: null }
+}
+
+function expiryOf(values: TokenFormValues, now: number): number | null {
+  return values.expiresInDays === '' ? null : now + Number(values.expiresInDays) * day
+}
+
+function redirectUrisOf(text: string): string[] {
+  return text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter(Boolean)
+}
+
+export const settingsPages = (deps: WebDeps) => {
+  const now = (): number => deps.clock.now()
+
+  function tokensPage(member: PageSession, extra: Partial<Parameters<typeof TokensPage>[0]> = {}): JSX.Element {
+    const tokens = listPersonalAccessTokens(deps.db, member.user.id)
+    return <TokensPage viewer={viewerOf(member)} tokens={tokens} now={now()} {...extra} />
+  }
+
+  function appsPage(member: PageSession, extra: Partial<Parameters<typeof AppsPage>[0]> = {}): JSX.Element {
+    return <AppsPage viewer={viewerOf(member)} apps={listConnectedApps(deps.db, member.user.id, now())} {...extra} />
+  }
+
+  function clientsPage(member: PageSession, extra: Partial<Parameters<typeof ClientsPage>[0]> = {}): JSX.Element {
+    return <ClientsPage viewer={viewerOf(member)} clients={listOwnClients(deps.db, member.user)} {...extra} />
+  }
+
+  return new Elysia({ name: 'settings-pages' })
+    .use(account(deps))
+    .onBeforeHandle(({ set }) => {
+      Object.assign(set.headers, accountPageHeaders)
+    })
+    .get('/settings', ({ redirect }) => redirect('/settings/tokens', 303), { member: true, detail: { hide: true } })
+    .get(
+      '/settings/tokens',
+      ({ member, query, html }) => html(tokensPage(member, { notice: noticeFor(settingsNotices, query.notice) })),
+      {
+        member: true,
+        detail: { hide: true },
+      },
+    )
+    .post(
+      '/settings/tokens',
+      async ({ member, request, html, set }) => {
+        const form = await readTrustedForm(request, member, deps.publicUrl)
+        if (!form) {
+          set.status = 403
+          return html(<RefusedFormPage session={member} />)
+        }
+        const { values, error } = parseTokenForm(form)
+        if (error) {
+          set.status = 400
+          return html(tokensPage(member, { error, form: values }))
+        }
+        const token = createPersonalAccessToken(
+          deps.db,
+          {
+            userId: member.user.id,
+            name: values.name,
+            scopes: values.scopes,
+            expiresAt: expiryOf(values, now()),
+          },
+          now(),
+        )
+        return html(tokensPage(member, { created: { name: values.name, token } }))
+      },
+      { member: true, parse: 'none', detail: { hide: true } },
+    )
+    .post(
+      '/settings/tokens/:id/revoke',
+      async ({ member, request, params, html, redirect, set }) => {
+        const form = await readTrustedForm(request, member, deps.publicUrl)
+        if (!form) {
+          set.status = 403
+          return html(<RefusedFormPage session={member} />)
+        }
+        const id = Number(params.id)
+        if (!Number.isSafeInteger(id) || !revokePersonalAccessToken(deps.db, member.user.id, id, now())) {
+          set.status = 404
+          return html(tokensPage(member, { error: 'That token does not exist or was already revoked.' }))
+        }
+        return redirect('/settings/tokens?notice=token-revoked', 303)
+      },
+      { member: true, parse: 'none', detail: { hide: true } },
+    )
+    .get(
+      '/settings/apps',
+      ({ member, query, html }) => html(appsPage(member, { notice: noticeFor(settingsNotices, query.notice) })),
+      {
+        member: true,
+        detail: { hide: true },
+      },
+    )
+    .post(
+      '/settings/apps/:clientId/revoke',
+      async ({ member, request, params, html, redirect, set }) => {
+        const form = await readTrustedForm(request, member, deps.publicUrl)
+        if (!form) {
+          set.status = 403
+          return html(<RefusedFormPage session={member} />)
+        }
+        try {
+          revokeConnectedApp(deps.db, member.user.id, params.clientId, now())
+        } catch (error) {
+          const refusal = refusalOf(error)
+          set.status = refusal.status
+          return html(appsPage(member, { error: 'That app holds no tokens for you.' }))
+        }
+        return redirect('/settings/apps?notice=app-revoked', 303)
+      },
+      { member: true, parse: 'none', detail: { hide: true } },
+    )
+    .get('/settings/clients', ({ member, html }) => html(clientsPage(member)), { member: true, detail: { hide: true } })
+    .post(
+      '/settings/clients',
+      async ({ member, request, html, set }) => {
+        const form = await readTrustedForm(request, member, deps.publicUrl)
+        if (!form) {
+          set.status = 403
+          return html(<RefusedFormPage session={member} />)
+        }
+        const values: ClientFormValues = {
+          name: form.get('client_name') ?? '',
+          redirectUris: form.get('redirect_uris') ?? '',
+        }
+        try {
+          const created = createConfidentialClient(
+            deps.db,
+            member.user,
+            { client_name: values.name, redirect_uris: redirectUrisOf(values.redirectUris) },
+            now(),
+          )
+          return html(
+            clientsPage(member, {
+              created: {
+                clientId: created.client_id,
+                clientSecret: created.client_secret ?? '',
+                name: created.client_name,
+              },
+            }),
+          )
+        } catch (error) {
+          const refusal = refusalOf(error)
+          set.status = refusal.status
+          return html(clientsPage(member, { error: refusal.message, form: values }))
+        }
+      },
+      { member: true, parse: 'none', detail: { hide: true } },
+    )
+    .get(
+      '/settings/registration-token',
+      ({ member, html }) => html(<SettingsRegistrationPage viewer={viewerOf(member)} />),
+      {
+        member: true,
+        detail: { hide: true },
+      },
+    )
+    .post(
+      '/settings/registration-token',
+      async ({ member, request, html, set }) => {
+        const form = await readTrustedForm(request, member, deps.publicUrl)
+        if (!form) {
+          set.status = 403
+          return html(<RefusedFormPage session={member} />)
+        }
+        const created = createRegistrationToken(deps.db, member.user, now())
+        return html(<SettingsRegistrationPage viewer={viewerOf(member)} created={created} />)
+      },
+      { member: true, parse: 'none', detail: { hide: true } },
+    )
+    .get(
+      '/settings/password',
+      ({ member, query, html }) =>
+        html(
+          <PasswordPage
+            viewer={viewerOf(member)}
+            required={member.user.mustChangePassword}
+            next={safeNextPath(query.next, deps.publicUrl)}
+            notice={noticeFor(settingsNotices, query.notice)}
+          />,
+        ),
+      { member: true, detail: { hide: true } },
+    )
+    .post(
+      '/settings/password',
+      async ({ member, request, html, redirect, set }) => {
+        const form = await readTrustedForm(request, member, deps.publicUrl)
+        if (!form) {
+          set.status = 403
+          return html(<RefusedFormPage session={member} />)
+        }
+        const next = safeNextPath(param(form, 'next'), deps.publicUrl)
+        const newPassword = form.get('new_password') ?? ''
+        const page = (error: string): JSX.Element => (
+          <PasswordPage viewer={viewerOf(member)} required={member.user.mustChangePassword} next={next} error={error} />
+        )
+        if (newPassword !== (form.get('confirm_password') ?? '')) {
+          set.status = 400
+          return html(page('The two new passwords do not match.'))
+        }
+        try {
+          await changePassword(deps.db, {
+            userId: member.user.id,
+            currentPassword: form.get('current_password') ?? '',
+            newPassword,
+            keepSessionToken: member.token,
+          })
+        } catch (error) {
+          const refusal = refusalOf(error)
+          set.status = refusal.status
+          return html(page(refusal.message))
+        }
+        return redirect(member.user.mustChangePassword ? next : '/settings/password?notice=password-changed', 303)
+      },
+      { member: true, parse: 'none', detail: { hide: true } },
+    )
+}

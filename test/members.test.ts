@@ -1,0 +1,110 @@
+// Member management as plain services: the role rules, removal locking a person out of every door (sign-in,
+// sessions, personal and OAuth tokens), and a one-time password holding the session on the change-password page.
+import { expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { users } from '../src/auth/auth.table'
+import { type Actor, addMember, changeMemberRole, removeMember } from '../src/auth/members'
+import { changePassword, generateOneTimePassword } from '../src/auth/passwords'
+import { createPersonalAccessToken } from '../src/auth/service'
+import { signIn } from '../src/auth/sessions'
+import { type Harness, harness } from './helpers'
+import { Browser, password, publicGrant, register, settings, signedIn } from './oauth-helpers'
+
+function actor(h: Harness, id: number): Actor {
+  const row = h.db.select().from(users).where(eq(users.id, id)).get()
+  if (!row) throw new Error('no such user')
+  return { id: row.id, role: row.role, organizationId: row.organizationId, organizationSlug: 'default' }
+}
+
+async function refusal(run: () => unknown): Promise<number> {
+  try {
+    await run()
+  } catch (error) {
+    return (error as { status: number }).status
+  }
+  return 200
+}
+
+test('one-time passwords are 80 random bits in four readable groups', () => {
+  const seen = new Set(Array.from({ length: 50 }, generateOneTimePassword))
+  expect(seen.size).toBe(50)
+  for (const value of seen) expect(value).toMatch(/^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$/)
+})
+
+test('role rules: owners do anything, admins never touch or make owners, the last owner stays', async () => {
+  await using h = await harness()
+  const owner = actor(h, (await h.user({ role: 'owner' })).id)
+  const admin = actor(h, (await h.user({ role: 'admin' })).id)
+  const memberUser = await h.user()
+  const member = actor(h, memberUser.id)
+  const subOf = (a: Actor) => h.db.select({ sub: users.sub }).from(users).where(eq(users.id, a.id)).get()?.sub ?? ''
+  const now = Date.now()
+
+  expect(
+    await refusal(() => addMember(h.db, member, { email: 'a@example.com', name: null, role: 'member' }, now)),
+  ).toBe(403)
+  expect(await refusal(() => addMember(h.db, admin, { email: 'b@example.com', name: null, role: 'owner' }, now))).toBe(
+    403,
+  )
+  expect(await refusal(() => changeMemberRole(h.db, admin, subOf(owner), 'member'))).toBe(403)
+  expect(await refusal(() => changeMemberRole(h.db, admin, subOf(member), 'owner'))).toBe(403)
+  expect(await refusal(() => removeMember(h.db, admin, subOf(owner), now))).toBe(403)
+  expect(await refusal(() => changeMemberRole(h.db, owner, subOf(owner), 'admin'))).toBe(409)
+  expect(await refusal(() => removeMember(h.db, owner, subOf(owner), now))).toBe(409)
+  expect(await refusal(() => removeMember(h.db, admin, subOf(admin), now))).toBe(409)
+  expect(changeMemberRole(h.db, admin, subOf(member), 'admin').role).toBe('admin')
+  expect(changeMemberRole(h.db, owner, subOf(admin), 'owner').role).toBe('owner')
+  // With a second owner, the first may step down, and may then be removed by the other.
+  expect(changeMemberRole(h.db, owner, subOf(owner), 'member').role).toBe('member')
+  expect(removeMember(h.db, { ...admin, role: 'owner' }, subOf(owner), now).id).toBe(owner.id)
+  // People of other organizations are not found.
+  const stranger = actor(h, (await h.user({ org: 'globex', role: 'owner' })).id)
+  expect(await refusal(() => changeMemberRole(h.db, stranger, subOf(member), 'member'))).toBe(404)
+})
+
+test('a removed member is locked out of every door, and nobody else is touched', async () => {
+  await using h = await harness()
+  const owner = actor(h, (await h.user({ role: 'owner' })).id)
+  const { browser, user } = await signedIn(h)
+  const colleague = await signedIn(h)
+  const app = await register(h)
+  const grant = (await publicGrant(h, browser, app.client_id)).body
+  const theirs = (await publicGrant(h, colleague.browser, app.client_id)).body
+  removeMember(h.db, owner, user.sub, Date.now())
+
+  expect((await browser.get('/login?next=/x')).status).toBe(200)
+  expect(await signIn(h.db, user.email, password, Date.now())).toBeNull()
+  for (const token of [user.token, grant.access_token]) {
+    expect((await h.call('GET', '/api/v1/me', { token })).status).toBe(401)
+  }
+  // A token made afterwards by hand (the CLI) does not work either.
+  const late = createPersonalAccessToken(h.db, { userId: user.id, name: 'late', scopes: ['threads:read'] }, Date.now())
+  expect((await h.call('GET', '/api/v1/me', { token: late })).status).toBe(401)
+  expect((await h.call('GET', '/api/v1/me', { token: theirs.access_token })).status).toBe(200)
+  expect((await h.call('GET', '/api/v1/me', { token: colleague.user.token })).status).toBe(200)
+})
+
+test('a one-time password keeps the session on the change-password page until it is replaced', async () => {
+  await using h = await harness()
+  const owner = actor(h, (await h.user({ role: 'owner' })).id)
+  const added = await addMember(h.db, owner, { email: 'New@Example.com', name: ' Nia ', role: 'member' }, Date.now())
+  expect(added.member).toMatchObject({ email: 'new@example.com', name: 'Nia', mustChangePassword: true })
+  const browser = Browser.inProcess(h)
+  const signedInAt = await browser.signIn('new@example.com', added.oneTimePassword, '/somewhere')
+  expect(signedInAt.headers.get('location')).toBe(`/settings/password?next=${encodeURIComponent('/somewhere')}`)
+  const visit = await browser.get('/login?next=/x')
+  expect(visit.status).toBe(303)
+  expect(visit.headers.get('location')).toBe(`/settings/password?next=${encodeURIComponent('/login?next=/x')}`)
+  const json = await settings(browser, 'GET', '/connected-apps')
+  expect(json.body.error).toBe('password_change_required')
+
+  const row = h.db.select().from(users).where(eq(users.email, 'new@example.com')).get()
+  await changePassword(h.db, {
+    userId: row?.id ?? 0,
+    currentPassword: added.oneTimePassword,
+    newPassword: 'chosen by me',
+    keepSessionToken: browser.cookies.get('threadhouse_session') ?? '',
+  })
+  expect((await browser.get('/login?next=/x')).headers.get('location')).toBe('/x')
+  expect((await settings(browser, 'GET', '/connected-apps')).status).toBe(200)
+})

@@ -19,6 +19,7 @@ import type { Logger } from './shared/log'
 import { RateLimiter } from './shared/rate-limit'
 import type { Clock } from './shared/time'
 import { threadRoutes } from './threads'
+import { threadPages } from './threads/pages'
 import { linksFor } from './threads/service'
 
 export interface AppDeps {
@@ -73,13 +74,13 @@ export function createApp(deps: AppDeps) {
       },
       { detail: { hide: true } },
     )
-    .get('/', ({ redirect }) => redirect('/swagger', 302), { detail: { hide: true } })
     .use(docs(deps.config.PUBLIC_URL))
     .use(identity(shared))
     .use(threadRoutes(shared))
     .use(attachmentRoutes(shared))
     .use(responses(shared))
     .use(signin(shared))
+    .use(threadPages(shared))
     .use(oauthRoutes({ ...shared, openRegistration: deps.config.OAUTH_OPEN_REGISTRATION }))
 }
 

@@ -375,14 +375,15 @@ export interface CheckedFiles {
  * file, which is no file at all.
  */
 export async function checkFormFiles(files: File[]): Promise<CheckedFiles> {
-  const chosen = files.filter((file) => file.name !== '' || file.size > 0)
+  // A part without a file name arrives as a Blob, whose `name` is undefined whatever the typings say.
+  const chosen = files.filter((file) => (file.name ?? '') !== '' || file.size > 0)
   if (chosen.length > filesPerRequest) {
     throw invalidRequest(`At most ${filesPerRequest} files at a time; ${chosen.length} were chosen`)
   }
   const parts = chosen.map((file, index) => ({
     name: `attachments[${index}]`,
     file,
-    filename: sanitizeFilename(file.name),
+    filename: sanitizeFilename(file.name ?? ''),
   }))
   return { accepted: await inspectAll(parts) }
 }

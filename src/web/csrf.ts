@@ -32,11 +32,13 @@ export function csrfTokenMatches(expected: string, given: string | null | undefi
 
 /**
  * Whether the browser vouches that a request came from our own origin. Browsers send Sec-Fetch-Site and Origin
- * on form posts; scripts (curl, tests) send neither and are judged by the CSRF token alone.
+ * on form posts; scripts (curl, tests) send neither and are judged by the CSRF token alone. Where Sec-Fetch-Site
+ * is sent it decides: our pages' `Referrer-Policy: no-referrer` makes browsers send `Origin: null` even on
+ * same-origin form posts, and `null` names no site, so it is left to the token too.
  */
 export function isSameOriginRequest(headers: Headers, publicUrl: string): boolean {
   const site = headers.get('sec-fetch-site')
-  if (site !== null && site !== 'same-origin' && site !== 'none') return false
+  if (site !== null) return site === 'same-origin' || site === 'none'
   const origin = headers.get('origin')
-  return origin === null || origin === new URL(publicUrl).origin
+  return origin === null || origin === 'null' || origin === new URL(publicUrl).origin
 }

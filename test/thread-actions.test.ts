@@ -5,7 +5,7 @@ import sharp from 'sharp'
 import { continuationSummary } from '../src/threads/continuation'
 import { harness, publicUrl, ScriptedRunner } from './helpers'
 
-async function png(): Promise<Uint8Array> {
+async function png(): Promise<Uint8Array<ArrayBuffer>> {
   return new Uint8Array(
     await sharp({ create: { width: 8, height: 6, channels: 3, background: '#36c' } })
       .png()

@@ -7,7 +7,7 @@ import { type Browser, hiddenField, signedIn } from './oauth-helpers'
 
 const xss = '<img src=x onerror=alert(1)><script>alert(2)</script>'
 
-async function png(): Promise<Uint8Array> {
+async function png(): Promise<Uint8Array<ArrayBuffer>> {
   return new Uint8Array(
     await sharp({ create: { width: 8, height: 6, channels: 3, background: '#36c' } })
       .png()

@@ -59,6 +59,7 @@ export const threadPageHeaders = {
 } as const
 
 const threadScript = Bun.file(join(import.meta.dir, '../web/thread.js'))
+const icon = Bun.file(join(import.meta.dir, '../web/icon.svg'))
 
 const refusedMessage =
   'This form could not be accepted because it did not come from a Threadhouse page, or it has expired. ' +
@@ -267,6 +268,10 @@ export const threadPages = (deps: ThreadPagesDeps) =>
       () => new Response(threadScript, { headers: { 'content-type': 'text/javascript; charset=utf-8' } }),
       { detail: { hide: true } },
     )
+    // Browsers ask for it on every page; a 404 there is an error in every console.
+    .get('/favicon.ico', () => new Response(icon, { headers: { 'content-type': 'image/svg+xml' } }), {
+      detail: { hide: true },
+    })
     .get('/', ({ session }) => (session ? seeOther('/threads') : loginRedirect('/threads')), {
       session: true,
       detail: { hide: true },

@@ -4,6 +4,8 @@ import { Elysia } from 'elysia'
 import { attachmentRoutes } from './attachments'
 import { maxRequestBytes } from './attachments/limits'
 import { identity } from './auth'
+import { oidcSettings } from './auth/oidc'
+import { oidcSignin } from './auth/oidc-signin'
 import { signin } from './auth/signin'
 import type { Config } from './config'
 import type { Db } from './db/client'
@@ -41,6 +43,7 @@ export function createApp(deps: AppDeps) {
     concurrency: deps.config.GENERATION_CONCURRENCY,
     uploadsDir: deps.config.UPLOADS_DIR,
   })
+  const oidc = oidcSettings(deps.config)
   const perMinute = (max: number) => (max > 0 ? new RateLimiter({ max, windowMs: 60_000 }, deps.clock) : undefined)
   const shared = {
     db: deps.db,
@@ -79,7 +82,8 @@ export function createApp(deps: AppDeps) {
     .use(threadRoutes(shared))
     .use(attachmentRoutes(shared))
     .use(responses(shared))
-    .use(signin(shared))
+    .use(signin({ ...shared, externalSignIn: oidc?.name ?? null }))
+    .use(oidcSignin({ ...shared, oidc }))
     .use(threadPages(shared))
     .use(oauthRoutes({ ...shared, openRegistration: deps.config.OAUTH_OPEN_REGISTRATION }))
 }

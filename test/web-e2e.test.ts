@@ -1,6 +1,7 @@
 // End to end in real headless Chromium against the real server process: sign in, start a thread with an image,
 // watch the answer stream in, rate it, follow up, open a message's app_url, rename/archive/privacy, stop a running
-// answer, continue a thread in error, and try markup through every field the pages show. Waits on conditions only.
+// answer, continue a thread in error, try markup through every field the pages show, and sign in through an
+// OpenID Connect provider on loopback. Waits on conditions only.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -9,6 +10,7 @@ import type { Page } from 'playwright-core'
 import sharp from 'sharp'
 import { openBrowser } from './browser'
 import { type ServerProcess, startServer } from './helpers'
+import { startFakeOidcProvider } from './oidc-provider'
 
 const email = 'ada@example.com'
 const password = 'correct horse battery'
@@ -282,4 +284,22 @@ test('a thread in error continues in a new thread that starts with an extract of
   )
   expect(await summary.locator('blockquote').first().textContent()).toContain('Plan a weekend in Lyon')
   await page.getByLabel('Message', { exact: true }).waitFor()
+}, 60_000)
+
+test('sign in with the OpenID Connect provider from the sign-in page', async () => {
+  await using provider = await startFakeOidcProvider()
+  await using withOidc = await startSite({
+    OIDC_ISSUER: provider.issuer,
+    OIDC_CLIENT_ID: provider.clientId,
+    OIDC_CLIENT_SECRET: provider.clientSecret,
+    OIDC_NAME: 'Example ID',
+  })
+  await using session = await openBrowser(withOidc.url)
+  const { page } = session
+  await page.goto('/')
+  await page.getByRole('link', { name: 'Sign in with Example ID' }).click()
+  await page.waitForURL(/\/threads$/)
+  await page.getByRole('heading', { level: 1, name: 'Threads' }).waitFor()
+  expect(await page.getByText(email).textContent()).toBe(email)
+  expect(session.errors).toEqual([])
 }, 60_000)

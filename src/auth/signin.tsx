@@ -21,8 +21,17 @@ const refusedMessage =
   'This form could not be accepted because it did not come from a Threadhouse page, or it has expired. ' +
   'Go back, reload the page and try again.'
 
-export const signin = (deps: WebDeps) => {
+export interface SigninDeps extends WebDeps {
+  /** The OpenID Connect provider's name, when sign-in through it is configured (see oidc-signin.tsx). */
+  externalSignIn: string | null
+}
+
+export const signin = (deps: SigninDeps) => {
   const names = cookieNames(deps.publicUrl)
+  const external = (next: string) =>
+    deps.externalSignIn === null
+      ? undefined
+      : { label: deps.externalSignIn, href: `/login/oidc?next=${encodeURIComponent(next)}` }
   const csrfCookie = {
     httpOnly: true,
     sameSite: 'lax',
@@ -43,7 +52,7 @@ export const signin = (deps: WebDeps) => {
         const existing = cookie[names.csrf]?.value
         const nonce = typeof existing === 'string' && existing.length > 0 ? existing : newCsrfNonce()
         cookie[names.csrf]?.set({ value: nonce, ...csrfCookie })
-        return html(<LoginPage next={next} csrf={anonymousCsrfToken(deps.csrfKey, nonce)} />)
+        return html(<LoginPage next={next} csrf={anonymousCsrfToken(deps.csrfKey, nonce)} external={external(next)} />)
       },
       { session: true, detail: { hide: true } },
     )
@@ -69,6 +78,7 @@ export const signin = (deps: WebDeps) => {
               email={email}
               csrf={anonymousCsrfToken(deps.csrfKey, retry)}
               error={refusedMessage}
+              external={external(next)}
             />,
           )
         }
@@ -81,6 +91,7 @@ export const signin = (deps: WebDeps) => {
               email={email}
               csrf={anonymousCsrfToken(deps.csrfKey, nonce)}
               error="The email or password is not correct."
+              external={external(next)}
             />,
           )
         }

@@ -1,7 +1,14 @@
 // Sign-in and sign-out pages: GET/POST /login and POST /logout. Behaviour lives in sessions.ts.
 import { Elysia } from 'elysia'
 import { param, readForm } from '../shared/forms'
-import { anonymousCsrfToken, csrfTokenMatches, isSameOriginRequest, newCsrfNonce, sessionCsrfToken } from '../web/csrf'
+import {
+  anonymousCsrfToken,
+  csrfTokenMatches,
+  formRefusedMessage,
+  isSameOriginRequest,
+  newCsrfNonce,
+  sessionCsrfToken,
+} from '../web/csrf'
 import {
   clearCookie,
   cookieNames,
@@ -16,10 +23,6 @@ import { viewerOf } from '../web/layout'
 import { LoginPage } from '../web/pages/login'
 import { MessagePage } from '../web/pages/message'
 import { invalidateSession, signIn } from './sessions'
-
-const refusedMessage =
-  'This form could not be accepted because it did not come from a Threadhouse page, or it has expired. ' +
-  'Go back, reload the page and try again.'
 
 export interface SigninDeps extends WebDeps {
   /** The OpenID Connect provider's name, when sign-in through it is configured (see oidc-signin.tsx). */
@@ -77,7 +80,7 @@ export const signin = (deps: SigninDeps) => {
               next={next}
               email={email}
               csrf={anonymousCsrfToken(deps.csrfKey, retry)}
-              error={refusedMessage}
+              error={formRefusedMessage}
               external={external(next)}
             />,
           )
@@ -113,7 +116,7 @@ export const signin = (deps: SigninDeps) => {
           csrfTokenMatches(sessionCsrfToken(session.token), param(form, 'csrf'))
         if (!formIsOurs) {
           set.status = 403
-          return html(<MessagePage title="Sign-out refused" message={refusedMessage} viewer={viewerOf(session)} />)
+          return html(<MessagePage title="Sign-out refused" message={formRefusedMessage} viewer={viewerOf(session)} />)
         }
         invalidateSession(deps.db, session.token)
         const ended = cookie[names.session]

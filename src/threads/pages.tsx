@@ -18,7 +18,7 @@ import type { GenerationEngine } from '../generation/service'
 import type { Heartbeats } from '../generation/sse'
 import { AppError, invalidRequest, notFound } from '../shared/errors'
 import { isUuid } from '../shared/ids'
-import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
+import { csrfTokenMatches, formRefusedMessage, isSameOriginRequest } from '../web/csrf'
 import { type PageSession, pageHeaders, type WebDeps, web } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { MessagePage } from '../web/pages/message'
@@ -60,10 +60,6 @@ export const threadPageHeaders = {
 
 const threadScript = Bun.file(join(import.meta.dir, '../web/thread.js'))
 const icon = Bun.file(join(import.meta.dir, '../web/icon.svg'))
-
-const refusedMessage =
-  'This form could not be accepted because it did not come from a Threadhouse page, or it has expired. ' +
-  'Go back, reload the page and try again.'
 
 /** A web name for a thread started without one: the first line of its message, shortened. */
 export function defaultThreadName(text: string): string {
@@ -111,6 +107,44 @@ function formIsOurs(request: Request, session: PageSession, form: PageForm | nul
     isSameOriginRequest(request.headers, publicUrl) &&
     csrfTokenMatches(session.csrf, field(form, 'csrf'))
   )
+}
+
+/** A redirect, or a page with its status. */
+type FormOutcome = Response | { status: number; page: JSX.Element }
+
+/**
+ * The steps every form shares: a session (else sign-in), a body that came from our own page with this session's
+ * CSRF token (else 403), then the action; a refusal the action throws becomes a page.
+ */
+async function runForm(
+  deps: ThreadPagesDeps,
+  session: PageSession | null,
+  request: Request,
+  back: string,
+  action: (form: PageForm, session: PageSession) => Promise<FormOutcome>,
+): Promise<FormOutcome> {
+  if (!session) return loginRedirect(back)
+  const form = await readPageForm(request)
+  if (!form || !formIsOurs(request, session, form, deps.publicUrl)) {
+    return {
+      status: 403,
+      page: <MessagePage title="Form refused" message={formRefusedMessage} viewer={viewerOf(session)} />,
+    }
+  }
+  try {
+    return await action(form, session)
+  } catch (error) {
+    return failurePage(error, session, back)
+  }
+}
+
+function respond(
+  outcome: FormOutcome,
+  context: { html: (page: JSX.Element) => unknown; set: { status?: number | string } },
+): unknown {
+  if (outcome instanceof Response) return outcome
+  context.set.status = outcome.status
+  return context.html(outcome.page)
 }
 
 function notFoundPage(session: PageSession): JSX.Element {
@@ -286,31 +320,14 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     )
     .post(
       '/threads',
-      async ({ session, request, html, set }) => {
-        if (!session) return loginRedirect('/threads')
-        const form = await readPageForm(request)
-        if (!form || !formIsOurs(request, session, form, deps.publicUrl)) {
-          set.status = 403
-          return html(<MessagePage title="Form refused" message={refusedMessage} viewer={viewerOf(session)} />)
-        }
-        const text = field(form, 'text') ?? ''
-        const draft = { name: field(form, 'name') ?? '', text, isPrivate: field(form, 'is_private') === 'true' }
-        const caller = callerFromSession(session.user)
-        try {
-          if (text.trim() === '') throw invalidRequest('Write a message to start the thread.')
-          if ([...draft.name].length > 500) throw invalidRequest('A name may have at most 500 characters.')
-          // Files are checked before the thread exists, so a refused file leaves nothing behind.
-          const checked = await checkFormFiles(formFiles(form, 'attachments'))
-          const name = draft.name.trim() === '' ? defaultThreadName(text) : draft.name.trim()
-          const created = createThread(deps.db, caller, { name, is_private: draft.isPrivate }, deps.clock.now())
-          await sendWithFiles(deps, caller, created.thread_id, text, checked)
-          return seeOther(`/threads/${created.thread_id}#live-answer`)
-        } catch (error) {
-          if (!(error instanceof AppError)) throw error
-          set.status = error.status
-          return html(listPage(deps, session, {}, { error: error.message, draft }))
-        }
-      },
+      async ({ session, request, html, set }) =>
+        respond(
+          await runForm(deps, session, request, '/threads', (form, signedIn) => startFromForm(deps, signedIn, form)),
+          {
+            html,
+            set,
+          },
+        ),
       { session: true, parse: 'none', detail: { hide: true } },
     )
     .get(
@@ -321,9 +338,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
           if (!isUuid(params.threadId)) throw notFound('Thread')
           return html(threadPage(deps, session, params.threadId))
         } catch (error) {
-          const failed = failurePage(error, session, '/threads')
-          set.status = failed.status
-          return html(failed.page)
+          return respond(failurePage(error, session, '/threads'), { html, set })
         }
       },
       { session: true, detail: { hide: true } },
@@ -331,22 +346,14 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     .post(
       '/threads/:threadId/:action',
       async ({ session, params, request, html, set }) => {
-        const back = `/threads/${encodeURIComponent(params.threadId)}`
-        if (!session) return loginRedirect(back)
-        const form = await readPageForm(request)
-        if (!form || !formIsOurs(request, session, form, deps.publicUrl)) {
-          set.status = 403
-          return html(<MessagePage title="Form refused" message={refusedMessage} viewer={viewerOf(session)} />)
-        }
-        const caller = callerFromSession(session.user)
-        const threadId = params.threadId
-        try {
+        const { threadId, action } = params
+        const back = `/threads/${encodeURIComponent(threadId)}`
+        const outcome = await runForm(deps, session, request, back, async (form, signedIn) => {
           if (!isUuid(threadId)) throw notFound('Thread')
-          switch (params.action) {
-            case 'messages': {
-              const answered = await postMessage(deps, session, caller, threadId, form, set)
-              return answered instanceof Response ? answered : html(answered)
-            }
+          const caller = callerFromSession(signedIn.user)
+          switch (action) {
+            case 'messages':
+              return postMessage(deps, signedIn, threadId, form)
             case 'update':
               updateThread(deps.db, caller, threadId, threadChanges(form), deps.links, deps.clock.now())
               return seeOther(back)
@@ -360,44 +367,27 @@ export const threadPages = (deps: ThreadPagesDeps) =>
             default:
               throw notFound('Page')
           }
-        } catch (error) {
-          const failed = failurePage(error, session, back)
-          set.status = failed.status
-          return html(failed.page)
-        }
+        })
+        return respond(outcome, { html, set })
       },
       { session: true, parse: 'none', detail: { hide: true } },
     )
     .post(
       '/threads/:threadId/messages/:messageId/feedback',
       async ({ session, params, request, html, set }) => {
-        const back = `/threads/${encodeURIComponent(params.threadId)}`
-        if (!session) return loginRedirect(back)
-        const form = await readPageForm(request)
-        if (!form || !formIsOurs(request, session, form, deps.publicUrl)) {
-          set.status = 403
-          return html(<MessagePage title="Form refused" message={refusedMessage} viewer={viewerOf(session)} />)
-        }
-        try {
-          if (!isUuid(params.threadId) || !isUuid(params.messageId)) throw notFound('Message')
+        const { threadId, messageId } = params
+        const back = `/threads/${encodeURIComponent(threadId)}`
+        const outcome = await runForm(deps, session, request, back, async (form, signedIn) => {
+          if (!isUuid(threadId) || !isUuid(messageId)) throw notFound('Message')
           const positive = flag(field(form, 'positive'))
           if (positive === undefined) throw invalidRequest('Choose thumbs up or thumbs down.')
           const text = field(form, 'feedback_text')?.trim() ?? ''
           if ([...text].length > 1024) throw invalidRequest('A comment may have at most 1024 characters.')
-          submitFeedback(
-            deps.db,
-            callerFromSession(session.user),
-            params.threadId,
-            params.messageId,
-            { positive, feedback_text: text === '' ? undefined : text },
-            deps.clock.now(),
-          )
-          return seeOther(`/threads/${params.threadId}#message-${params.messageId}`)
-        } catch (error) {
-          const failed = failurePage(error, session, back)
-          set.status = failed.status
-          return html(failed.page)
-        }
+          const rating = { positive, feedback_text: text === '' ? undefined : text }
+          submitFeedback(deps.db, callerFromSession(signedIn.user), threadId, messageId, rating, deps.clock.now())
+          return seeOther(`/threads/${threadId}#message-${messageId}`)
+        })
+        return respond(outcome, { html, set })
       },
       { session: true, parse: 'none', detail: { hide: true } },
     )
@@ -425,14 +415,13 @@ export const threadPages = (deps: ThreadPagesDeps) =>
 async function postMessage(
   deps: ThreadPagesDeps,
   session: PageSession,
-  caller: Caller,
   threadId: string,
   form: PageForm,
-  set: { status?: number | string },
-): Promise<Response | JSX.Element> {
+): Promise<FormOutcome> {
+  const caller = callerFromSession(session.user)
   const text = field(form, 'text') ?? ''
+  const thread = requireOwnedThread(deps.db, caller, threadId, 'send messages to it')
   try {
-    const thread = requireOwnedThread(deps.db, caller, threadId, 'send messages to it')
     if (text.trim() === '') throw invalidRequest('Write a message first.')
     // Checked before any file is stored, so that a busy thread does not keep files nobody sent.
     if (thread.state !== 'ready') {
@@ -441,9 +430,28 @@ async function postMessage(
     await sendWithFiles(deps, caller, threadId, text, await checkFormFiles(formFiles(form, 'attachments')))
     return seeOther(`/threads/${threadId}#live-answer`)
   } catch (error) {
-    if (!(error instanceof AppError) || error.status === 404 || error.status === 403) throw error
-    set.status = error.status
-    return threadPage(deps, session, threadId, { error: error.message, draft: text })
+    if (!(error instanceof AppError)) throw error
+    return { status: error.status, page: threadPage(deps, session, threadId, { error: error.message, draft: text }) }
+  }
+}
+
+/** The new-thread form: the list again, with the reason and what was typed, when the thread is refused. */
+async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: PageForm): Promise<FormOutcome> {
+  const text = field(form, 'text') ?? ''
+  const draft = { name: field(form, 'name') ?? '', text, isPrivate: field(form, 'is_private') === 'true' }
+  const caller = callerFromSession(session.user)
+  try {
+    if (text.trim() === '') throw invalidRequest('Write a message to start the thread.')
+    if ([...draft.name].length > 500) throw invalidRequest('A name may have at most 500 characters.')
+    // Files are checked before the thread exists, so a refused file leaves nothing behind.
+    const checked = await checkFormFiles(formFiles(form, 'attachments'))
+    const name = draft.name.trim() === '' ? defaultThreadName(text) : draft.name.trim()
+    const created = createThread(deps.db, caller, { name, is_private: draft.isPrivate }, deps.clock.now())
+    await sendWithFiles(deps, caller, created.thread_id, text, checked)
+    return seeOther(`/threads/${created.thread_id}#live-answer`)
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error
+    return { status: error.status, page: listPage(deps, session, {}, { error: error.message, draft }) }
   }
 }
 

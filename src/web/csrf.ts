@@ -9,6 +9,11 @@ import { secretsEqual } from '../shared/security'
 
 const encoder = new TextEncoder()
 
+/** What a refused form says, on every page that has forms. */
+export const formRefusedMessage =
+  'This form could not be accepted because it did not come from a Threadhouse page, or it has expired. ' +
+  'Go back, reload the page and try again.'
+
 /** The token for forms shown to a signed-in person: only someone holding the session cookie can compute it. */
 export function sessionCsrfToken(sessionToken: string): string {
   return encodeBase64urlNoPadding(hmac(SHA256, encoder.encode(sessionToken), encoder.encode('threadhouse csrf v1')))

@@ -328,7 +328,7 @@ function Composer({ props }: { props: ThreadPageProps }): JSX.Element {
  * What comes after the messages: the answer being written, the way on from an error, or the composer. A refused
  * message keeps the composer, with its text, even while an answer is being written.
  */
-function NextStep({ props }: { props: ThreadPageProps }): JSX.Element | null {
+function NextStep({ props }: { props: ThreadPageProps }): JSX.Element {
   const { thread } = props
   if (props.pendingMessageId) {
     return (
@@ -339,6 +339,14 @@ function NextStep({ props }: { props: ThreadPageProps }): JSX.Element | null {
     )
   }
   if (thread.state === 'error') return <Failure props={props} />
+  if (thread.state !== 'ready') {
+    // Between a Stop and the generator letting go there is no answer left to follow.
+    return (
+      <p class="muted">
+        The answer is stopping. <a href={threadPath(thread)}>Reload</a> in a moment.
+      </p>
+    )
+  }
   if (!props.isOwner) {
     return (
       <p class="muted">
@@ -346,7 +354,7 @@ function NextStep({ props }: { props: ThreadPageProps }): JSX.Element | null {
       </p>
     )
   }
-  return thread.state === 'ready' ? <Composer props={props} /> : null
+  return <Composer props={props} />
 }
 
 export function ThreadPage(props: ThreadPageProps): JSX.Element {

@@ -62,7 +62,7 @@ export function ThumbIcon({ direction }: { direction: 'up' | 'down' }): JSX.Elem
 }
 
 /** What the file inputs accept, as the upload rules say (the server decides from the bytes all the same). */
-export const acceptedFiles = [
+const acceptedFiles = [
   ...imageLimits.mediaTypes,
   ...pdfLimits.mediaTypes,
   ...textLimits.mediaTypes,
@@ -74,7 +74,22 @@ export const acceptedFiles = [
 
 const mib = (bytes: number): string => `${bytes / (1024 * 1024)} MiB`
 
-export const filesHint =
+const filesHint =
   `Up to ${filesPerRequest} files: JPEG, PNG, GIF or WebP images up to ${mib(imageLimits.maxBytes)}, ` +
   `PDFs up to ${mib(pdfLimits.maxBytes)} and ${pdfLimits.maxPages} pages, ` +
   `text, Markdown or CSV up to ${mib(textLimits.maxBytes)}.`
+
+/** The file picker of the composers, with the upload rules spelled out beside it. */
+export function FilesField({ id }: { id: string }): JSX.Element {
+  return (
+    <div class="field">
+      <label for={id}>
+        Attach files <span class="muted">(optional)</span>
+      </label>
+      <input id={id} name="attachments" type="file" multiple accept={acceptedFiles} aria-describedby={`${id}-hint`} />
+      <p id={`${id}-hint`} class="hint" safe>
+        {filesHint}
+      </p>
+    </div>
+  )
+}

@@ -7,7 +7,7 @@ import type { ThreadsModel } from '../../threads/model'
 import type { Rating } from '../../threads/service'
 import { Layout, type Viewer } from '../layout'
 import { renderMarkdown } from '../markdown'
-import { acceptedFiles, CsrfField, filesHint, StateBadge, ThumbIcon, Time, threadTitle } from './parts'
+import { CsrfField, FilesField, StateBadge, ThumbIcon, Time, threadTitle } from './parts'
 
 export const threadScriptPath = '/assets/thread.js'
 
@@ -298,22 +298,7 @@ function Composer({ props }: { props: ThreadPageProps }): JSX.Element {
             {props.draft ?? ''}
           </textarea>
         </div>
-        <div class="field">
-          <label for="composer-files">
-            Attach files <span class="muted">(optional)</span>
-          </label>
-          <input
-            id="composer-files"
-            name="attachments"
-            type="file"
-            multiple
-            accept={acceptedFiles}
-            aria-describedby="composer-files-hint"
-          />
-          <p id="composer-files-hint" class="hint" safe>
-            {filesHint}
-          </p>
-        </div>
+        <FilesField id="composer-files" />
         <div class="actions">
           <button type="submit" class="primary">
             Send

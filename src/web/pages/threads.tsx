@@ -2,7 +2,7 @@
 import { escapeHtml } from '@kitajs/html'
 import type { ThreadsModel } from '../../threads/model'
 import { Layout, type Viewer } from '../layout'
-import { acceptedFiles, CsrfField, filesHint, StateBadge, Time, threadTitle } from './parts'
+import { CsrfField, FilesField, StateBadge, Time, threadTitle } from './parts'
 
 /** The list's filters, named and valued as the API's query parameters so a page URL reads like an API call. */
 export interface ThreadFilters {
@@ -72,22 +72,7 @@ function NewThreadForm({ viewer, error, draft }: Pick<ThreadListPageProps, 'view
             Without one, the thread is named after the start of your message.
           </p>
         </div>
-        <div class="field">
-          <label for="new-files">
-            Attach files <span class="muted">(optional)</span>
-          </label>
-          <input
-            id="new-files"
-            name="attachments"
-            type="file"
-            multiple
-            accept={acceptedFiles}
-            aria-describedby="new-files-hint"
-          />
-          <p id="new-files-hint" class="hint" safe>
-            {filesHint}
-          </p>
-        </div>
+        <FilesField id="new-files" />
         <div class="check">
           <input id="new-private" name="is_private" type="checkbox" value="true" checked={draft?.isPrivate ?? false} />
           <label for="new-private">Private: only you can see it</label>

@@ -4,6 +4,8 @@ import { Elysia } from 'elysia'
 import { attachmentRoutes } from './attachments'
 import { maxRequestBytes } from './attachments/limits'
 import { identity } from './auth'
+import { oidcSettings } from './auth/oidc'
+import { oidcSignin } from './auth/oidc-signin'
 import { signin } from './auth/signin'
 import type { Config } from './config'
 import type { Db } from './db/client'
@@ -19,6 +21,7 @@ import type { Logger } from './shared/log'
 import { RateLimiter } from './shared/rate-limit'
 import type { Clock } from './shared/time'
 import { threadRoutes } from './threads'
+import { threadPages } from './threads/pages'
 import { linksFor } from './threads/service'
 import { adminPages } from './web/admin'
 import { settingsPages } from './web/settings'
@@ -42,6 +45,7 @@ export function createApp(deps: AppDeps) {
     concurrency: deps.config.GENERATION_CONCURRENCY,
     uploadsDir: deps.config.UPLOADS_DIR,
   })
+  const oidc = oidcSettings(deps.config)
   const perMinute = (max: number) => (max > 0 ? new RateLimiter({ max, windowMs: 60_000 }, deps.clock) : undefined)
   const shared = {
     db: deps.db,
@@ -76,13 +80,14 @@ export function createApp(deps: AppDeps) {
       },
       { detail: { hide: true } },
     )
-    .get('/', ({ redirect }) => redirect('/swagger', 302), { detail: { hide: true } })
     .use(docs(deps.config.PUBLIC_URL))
     .use(identity(shared))
     .use(threadRoutes(shared))
     .use(attachmentRoutes(shared))
     .use(responses(shared))
-    .use(signin(shared))
+    .use(signin({ ...shared, externalSignIn: oidc?.name ?? null }))
+    .use(oidcSignin({ ...shared, oidc }))
+    .use(threadPages(shared))
     .use(oauthRoutes({ ...shared, openRegistration: deps.config.OAUTH_OPEN_REGISTRATION }))
     .use(settingsPages(shared))
     .use(adminPages(shared))

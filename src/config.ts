@@ -50,6 +50,13 @@ const variables = {
   RATE_LIMIT_AUTH_PER_MINUTE: { schema: T.Integer({ minimum: 0 }), fallback: 30 },
   /** RFC 7591 registration without a registration token; `false` requires one. */
   OAUTH_OPEN_REGISTRATION: { schema: T.Boolean(), fallback: true },
+  /** OpenID Connect sign-in: the provider's issuer URL (its discovery document is read from it). */
+  OIDC_ISSUER: { schema: T.String({ pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$' }), fallback: undefined },
+  OIDC_CLIENT_ID: { schema: T.String({ minLength: 1 }), fallback: undefined },
+  /** Absent for a public client, which then relies on PKCE alone. */
+  OIDC_CLIENT_SECRET: { schema: T.String({ minLength: 1 }), fallback: undefined },
+  /** How the sign-in button names the provider: "Sign in with …". */
+  OIDC_NAME: { schema: T.String({ minLength: 1, maxLength: 60 }), fallback: 'single sign-on' },
   LOG_LEVEL: {
     schema: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error')]),
     fallback: 'info',
@@ -66,7 +73,7 @@ export type Config = {
 export class ConfigError extends Error {}
 
 /** Variables whose values are never repeated in an error line, since they may hold secrets. */
-const secret = new Set<string>(['LLM_API_KEY', 'LLM_EXTRA_HEADERS', 'ADMIN_PASSWORD'])
+const secret = new Set<string>(['LLM_API_KEY', 'LLM_EXTRA_HEADERS', 'ADMIN_PASSWORD', 'OIDC_CLIENT_SECRET'])
 
 function decode(name: string, raw: string, type: unknown): unknown {
   if (type === 'integer') {
@@ -113,6 +120,16 @@ function checkProvider(config: Config): void {
   }
 }
 
+/** OpenID Connect sign-in is on when the issuer and the client ID are both set; a lone half is a mistake. */
+function checkOidc(config: Config): void {
+  if ((config.OIDC_ISSUER === undefined) !== (config.OIDC_CLIENT_ID === undefined)) {
+    throw new ConfigError('OIDC_ISSUER and OIDC_CLIENT_ID must be set together')
+  }
+  if (config.OIDC_CLIENT_SECRET !== undefined && config.OIDC_ISSUER === undefined) {
+    throw new ConfigError('OIDC_CLIENT_SECRET is set but OIDC_ISSUER and OIDC_CLIENT_ID are not')
+  }
+}
+
 /** Reads the configuration from an environment map (process.env by default); throws ConfigError. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const config: Record<string, unknown> = {}
@@ -125,5 +142,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError('ADMIN_EMAIL and ADMIN_PASSWORD must be set together')
   }
   checkProvider(config as Config)
+  checkOidc(config as Config)
   return config as Config
 }

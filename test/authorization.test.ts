@@ -33,6 +33,7 @@ interface Fixture {
   thread: string
   question: string
   answer: string
+  attachment: string
 }
 
 const scopeSets: Scope[][] = [
@@ -148,6 +149,24 @@ const endpoints: Endpoint[] = [
       return (await call(h, 'POST', `/api/v1/threads/${t.thread}/attachments`, token, form)).status
     },
   },
+  {
+    name: 'PATCH /threads/{id}',
+    requirement: 'write',
+    ownerOnly: true,
+    onThread: true,
+    success: 200,
+    request: async (h, t, token) =>
+      (await call(h, 'PATCH', `/api/v1/threads/${t.thread}`, token, { archived: false })).status,
+  },
+  {
+    name: 'GET attachment',
+    requirement: 'read',
+    ownerOnly: false,
+    onThread: true,
+    success: 200,
+    request: async (h, t, token) =>
+      (await call(h, 'GET', `/api/v1/threads/${t.thread}/attachments/${t.attachment}`, token)).status,
+  },
 ]
 
 /** The specification's rules, in the order they apply. */
@@ -181,7 +200,18 @@ test('every endpoint × token state × scope set × caller × visibility answers
     const poll = await h.call('GET', `/api/v1/threads/${created.thread_id}/messages/${created.message_id}/response`, {
       token: people.owner.token,
     })
-    return { thread: created.thread_id, question: created.message_id, answer: poll.body.messages[0].id }
+    const form = new FormData()
+    form.append('attachments[0]', new File(['a note'], 'note.txt'))
+    const uploaded = await h.call('POST', `/api/v1/threads/${created.thread_id}/attachments`, {
+      token: people.owner.token,
+      body: form,
+    })
+    return {
+      thread: created.thread_id,
+      question: created.message_id,
+      answer: poll.body.messages[0].id,
+      attachment: uploaded.body[0].id,
+    }
   }
   const { client } = createClient(
     h.db,

@@ -3,6 +3,7 @@ import { Elysia, t } from 'elysia'
 import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import { errorShapes } from '../shared/errors'
+import { attachmentResponse } from './download'
 import {
   filenameMaxLength,
   filesPerRequest,
@@ -14,7 +15,7 @@ import {
   textLimits,
 } from './limits'
 import { AttachmentsModel } from './model'
-import { type UploadDeps, uploadAttachments } from './service'
+import { findAttachment, type UploadDeps, uploadAttachments } from './service'
 
 const mib = (bytes: number) => `${bytes / (1024 * 1024)} MiB`
 
@@ -65,6 +66,33 @@ export const attachmentRoutes = (deps: UploadDeps) =>
             required: true,
             content: { 'multipart/form-data': { schema: AttachmentsModel.uploadForm } },
           },
+        },
+      },
+    )
+    .get(
+      '/threads/:threadId/attachments/:attachmentId',
+      ({ caller, params, request }) =>
+        attachmentResponse(
+          findAttachment(deps, caller, params.threadId, params.attachmentId),
+          params.attachmentId,
+          request,
+        ),
+      {
+        scope: 'threads:read',
+        params: AttachmentsModel.attachmentParams,
+        response: { 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error },
+        detail: {
+          summary: 'Download an attachment',
+          tags: ['Attachments'],
+          description:
+            'The file as uploaded (never the scaled copy), for anyone who can see the thread; 404 for a thread ' +
+            'the caller cannot see and for an ID that is not a file of this thread. `Content-Type` is the type ' +
+            'decided from the bytes at upload (text with `charset=utf-8`); images are `Content-Disposition: ' +
+            'inline`, PDFs and text files `attachment`, both with the display name as `filename` (ASCII, other ' +
+            'characters replaced by `_`) and `filename*` (UTF-8). Always `X-Content-Type-Options: nosniff` and ' +
+            "`Content-Security-Policy: default-src 'none'; frame-ancestors 'none'; sandbox`. " +
+            '`Cache-Control: private, no-cache` with an `ETag`: a repeat with `If-None-Match` is 304.',
+          responses: { 200: { description: 'The file', content: { 'application/octet-stream': {} } } },
         },
       },
     )

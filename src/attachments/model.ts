@@ -4,6 +4,10 @@ import { filesPerRequest } from './limits'
 
 export namespace AttachmentsModel {
   export const threadParams = t.Object({ threadId: t.String({ format: 'uuid' }) })
+  export const attachmentParams = t.Object({
+    threadId: t.String({ format: 'uuid' }),
+    attachmentId: t.String({ format: 'uuid' }),
+  })
 
   /** Documentation only: the route reads the form itself, after authorization (see index.ts). */
   export const uploadForm = t.Object(

@@ -3,7 +3,7 @@
 import { renameSync } from 'node:fs'
 import { mkdir, readdir, rm } from 'node:fs/promises'
 import { extname, resolve } from 'node:path'
-import { count, eq, inArray } from 'drizzle-orm'
+import { and, count, eq, inArray } from 'drizzle-orm'
 import { fileTypeFromBuffer } from 'file-type'
 import { PDFDocument } from 'pdf-lib'
 import sharp from 'sharp'
@@ -11,9 +11,9 @@ import type { AuthDeps } from '../auth'
 import type { Caller } from '../auth/model'
 import type { Db } from '../db/client'
 import type { AttachmentFile } from '../generation/types'
-import { AppError, invalidRequest } from '../shared/errors'
+import { AppError, invalidRequest, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
-import { requireVisibleThread } from '../threads/service'
+import { requireOwnedThread, requireVisibleThread } from '../threads/service'
 import { type AttachmentKind, attachments } from './attachments.table'
 import {
   filenameMaxLength,
@@ -339,6 +339,13 @@ async function store(deps: UploadDeps, threadId: string, accepted: Accepted[]): 
   return planned.map(({ id, part }) => ({ id, filename: part.filename }))
 }
 
+/** One at a time: decoding five large images at once would multiply the memory an upload can take. */
+async function inspectAll(parts: Part[]): Promise<Accepted[]> {
+  const accepted: Accepted[] = []
+  for (const part of parts) accepted.push(await inspect(part))
+  return accepted
+}
+
 /**
  * Stores the files of an upload request for the thread's owner. Ownership and the thread's quota are checked
  * before a byte of the body is read; every file is checked before any is stored.
@@ -349,16 +356,92 @@ export async function uploadAttachments(
   threadId: string,
   request: Request,
 ): Promise<AttachmentsModel.attachment[]> {
-  const thread = requireVisibleThread(deps.db, caller, threadId)
-  if (thread.ownerId !== caller.userId) {
-    throw new AppError(403, 'forbidden', 'Only the owner of a thread can upload files to it')
-  }
+  requireOwnedThread(deps.db, caller, threadId, 'upload files to it')
   const stored = storedCount(deps.db, threadId)
   if (stored >= filesPerThread) throw quotaExceeded(stored)
   const parts = await readParts(request)
   if (stored + parts.length > filesPerThread) throw quotaExceeded(stored)
-  // One at a time: decoding five large images at once would multiply the memory an upload can take.
-  const accepted: Accepted[] = []
-  for (const part of parts) accepted.push(await inspect(part))
-  return store(deps, threadId, accepted)
+  return store(deps, threadId, await inspectAll(parts))
+}
+
+/** Files a browser form sent, checked by the upload's rules and ready to be stored in a thread. */
+export interface CheckedFiles {
+  accepted: Accepted[]
+}
+
+/**
+ * Checks the files of a web form by the same rules as an upload request (at most five, each by its bytes), so
+ * the web composer can refuse them before it creates anything. An empty file input sends one nameless empty
+ * file, which is no file at all.
+ */
+export async function checkFormFiles(files: File[]): Promise<CheckedFiles> {
+  // A part without a file name arrives as a Blob, whose `name` is undefined whatever the typings say.
+  const chosen = files.filter((file) => (file.name ?? '') !== '' || file.size > 0)
+  if (chosen.length > filesPerRequest) {
+    throw invalidRequest(`At most ${filesPerRequest} files at a time; ${chosen.length} were chosen`)
+  }
+  const parts = chosen.map((file, index) => ({
+    name: `attachments[${index}]`,
+    file,
+    filename: sanitizeFilename(file.name ?? ''),
+  }))
+  return { accepted: await inspectAll(parts) }
+}
+
+/** Stores checked files in a thread its owner holds, within the thread's quota. */
+export async function storeFormFiles(
+  deps: UploadDeps,
+  caller: Caller,
+  threadId: string,
+  checked: CheckedFiles,
+): Promise<AttachmentsModel.attachment[]> {
+  if (checked.accepted.length === 0) return []
+  requireOwnedThread(deps.db, caller, threadId, 'upload files to it')
+  return store(deps, threadId, checked.accepted)
+}
+
+/** A stored file as the download routes serve it. */
+export interface StoredFile {
+  path: string
+  kind: AttachmentKind
+  mediaType: string
+  filename: string
+}
+
+/** An attachment of a thread the caller can see, or 404 for the thread or the file alike. */
+export function findAttachment(
+  deps: Pick<UploadDeps, 'db' | 'uploadsDir'>,
+  caller: Caller,
+  threadId: string,
+  attachmentId: string,
+): StoredFile {
+  requireVisibleThread(deps.db, caller, threadId)
+  const row = deps.db
+    .select({
+      id: attachments.id,
+      kind: attachments.kind,
+      mediaType: attachments.mediaType,
+      filename: attachments.filename,
+    })
+    .from(attachments)
+    .where(and(eq(attachments.id, attachmentId), eq(attachments.threadId, threadId)))
+    .get()
+  if (!row) throw notFound('Attachment')
+  return {
+    path: originalPath(deps.uploadsDir, row.id),
+    kind: row.kind,
+    mediaType: row.mediaType,
+    filename: row.filename,
+  }
+}
+
+/** The display names of attachments, by ID, for pages that show them. */
+export function attachmentNames(db: Db, ids: string[]): Map<string, { filename: string; kind: AttachmentKind }> {
+  if (ids.length === 0) return new Map()
+  const rows = db
+    .select({ id: attachments.id, filename: attachments.filename, kind: attachments.kind })
+    .from(attachments)
+    .where(inArray(attachments.id, ids))
+    .all()
+  return new Map(rows.map((row) => [row.id, { filename: row.filename, kind: row.kind }]))
 }

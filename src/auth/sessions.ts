@@ -3,6 +3,7 @@ import { and, eq, isNull, ne } from 'drizzle-orm'
 import type { Db } from '../db/client'
 import { generateSecret, hashSecret, verifyPassword } from '../shared/security'
 import { organizations, type Role, users } from './auth.table'
+import type { Caller } from './model'
 import { findUserByEmail } from './service'
 import { sessions } from './sessions.table'
 
@@ -111,4 +112,23 @@ export async function signIn(db: Db, email: string, password: string, now: numbe
   const matches = await verifyPassword(password, user?.passwordHash ?? (await hashForUnknownUser()))
   if (!user || !matches) return null
   return { ...createSession(db, user.id, now), mustChangePassword: user.mustChangePassword }
+}
+
+/**
+ * The signed-in person as the thread services know callers: a browser session may do what a token with
+ * `threads:read threads:write` may, so pages and the API apply exactly the same visibility and owner rules.
+ */
+export function callerFromSession(user: SessionUser): Caller {
+  return {
+    credential: `session:${user.id}`,
+    userId: user.id,
+    sub: user.sub,
+    name: user.name,
+    email: user.email,
+    role: user.role,
+    organizationId: user.organizationId,
+    organizationSlug: user.organizationSlug,
+    scopes: new Set(['threads:read', 'threads:write']),
+    sees: 'organization',
+  }
 }

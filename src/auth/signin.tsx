@@ -3,7 +3,14 @@ import { Elysia } from 'elysia'
 import { param, readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
 import type { RateLimiter } from '../shared/rate-limit'
-import { anonymousCsrfToken, csrfTokenMatches, isSameOriginRequest, newCsrfNonce, sessionCsrfToken } from '../web/csrf'
+import {
+  anonymousCsrfToken,
+  csrfTokenMatches,
+  formRefusedMessage,
+  isSameOriginRequest,
+  newCsrfNonce,
+  sessionCsrfToken,
+} from '../web/csrf'
 import {
   changePasswordPath,
   clearCookie,
@@ -21,17 +28,19 @@ import { MessagePage } from '../web/pages/message'
 import { signInRetryAfter } from './attempts'
 import { invalidateSession, signIn } from './sessions'
 
-const refusedMessage =
-  'This form could not be accepted because it did not come from a Threadhouse page, or it has expired. ' +
-  'Go back, reload the page and try again.'
-
 export interface SigninDeps extends WebDeps {
+  /** The OpenID Connect provider's name, when sign-in through it is configured (see oidc-signin.tsx). */
+  externalSignIn: string | null
   /** Sign-in attempts per client address and per email (RATE_LIMIT_AUTH_PER_MINUTE); absent when turned off. */
   authLimiter?: RateLimiter
 }
 
 export const signin = (deps: SigninDeps) => {
   const names = cookieNames(deps.publicUrl)
+  const external = (next: string) =>
+    deps.externalSignIn === null
+      ? undefined
+      : { label: deps.externalSignIn, href: `/login/oidc?next=${encodeURIComponent(next)}` }
   const csrfCookie = {
     httpOnly: true,
     sameSite: 'lax',
@@ -52,7 +61,7 @@ export const signin = (deps: SigninDeps) => {
         const existing = cookie[names.csrf]?.value
         const nonce = typeof existing === 'string' && existing.length > 0 ? existing : newCsrfNonce()
         cookie[names.csrf]?.set({ value: nonce, ...csrfCookie })
-        return html(<LoginPage next={next} csrf={anonymousCsrfToken(deps.csrfKey, nonce)} />)
+        return html(<LoginPage next={next} csrf={anonymousCsrfToken(deps.csrfKey, nonce)} external={external(next)} />)
       },
       { session: true, detail: { hide: true } },
     )
@@ -77,7 +86,8 @@ export const signin = (deps: SigninDeps) => {
               next={next}
               email={email}
               csrf={anonymousCsrfToken(deps.csrfKey, retry)}
-              error={refusedMessage}
+              error={formRefusedMessage}
+              external={external(next)}
             />,
           )
         }
@@ -103,6 +113,7 @@ export const signin = (deps: SigninDeps) => {
               email={email}
               csrf={anonymousCsrfToken(deps.csrfKey, nonce)}
               error="The email or password is not correct."
+              external={external(next)}
             />,
           )
         }
@@ -125,7 +136,7 @@ export const signin = (deps: SigninDeps) => {
           csrfTokenMatches(sessionCsrfToken(session.token), param(form, 'csrf'))
         if (!formIsOurs) {
           set.status = 403
-          return html(<MessagePage title="Sign-out refused" message={refusedMessage} viewer={viewerOf(session)} />)
+          return html(<MessagePage title="Sign-out refused" message={formRefusedMessage} viewer={viewerOf(session)} />)
         }
         invalidateSession(deps.db, session.token)
         const ended = cookie[names.session]

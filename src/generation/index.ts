@@ -38,6 +38,39 @@ function resumeOffset(header: string | undefined): number {
   return Number.isSafeInteger(offset) && offset > 0 ? offset : 0
 }
 
+/**
+ * The answer to a user message as server-sent events, live from the hub or replayed from the database once it
+ * has ended; 404 when the message asked for no answer. The caller has checked that the message may be read.
+ * Shared by the API and the web pages.
+ */
+export function answerStream(
+  deps: Pick<ResponseDeps, 'db' | 'engine' | 'links' | 'heartbeats'>,
+  messageId: string,
+  lastEventId: string | undefined,
+): Response {
+  generationOf(deps.db, messageId) // 404 before any stream starts
+  const from = resumeOffset(lastEventId)
+  const stream = createSseStream(deps.heartbeats, (sink) => {
+    const live = deps.engine.hub.subscribe(messageId, from, {
+      token: (token, end) => sink.send({ type: 'token', token }, end),
+      done: (end) => sink.end({ type: 'done' }, end),
+      error: (message, end) => sink.end({ type: 'error', message }, end),
+    })
+    if (live) return live
+    // The answer has ended: replay it from the database.
+    const settled = generationOf(deps.db, messageId)
+    const text = listReplies(deps.db, messageId, deps.links)
+      .flatMap((message) => message.contents)
+      .map((block) => (block.type === 'text' ? block.text : ''))
+      .join('')
+    if (from < text.length) sink.send({ type: 'token', token: text.slice(from) }, text.length)
+    if (settled.status === 'complete') sink.end({ type: 'done' }, text.length)
+    else sink.end({ type: 'error', message: settled.error ?? 'The response failed' }, text.length)
+    return undefined
+  })
+  return new Response(stream, { headers: sseHeaders })
+}
+
 const errors = { 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
 
 export const responses = (deps: ResponseDeps) =>
@@ -70,27 +103,7 @@ export const responses = (deps: ResponseDeps) =>
       '/response/stream',
       ({ caller, params, headers }) => {
         requireMessage(deps.db, caller, params.threadId, params.messageId)
-        generationOf(deps.db, params.messageId) // 404 before any stream starts
-        const from = resumeOffset(headers['last-event-id'])
-        const stream = createSseStream(deps.heartbeats, (sink) => {
-          const live = deps.engine.hub.subscribe(params.messageId, from, {
-            token: (token, end) => sink.send({ type: 'token', token }, end),
-            done: (end) => sink.end({ type: 'done' }, end),
-            error: (message, end) => sink.end({ type: 'error', message }, end),
-          })
-          if (live) return live
-          // The answer has ended: replay it from the database.
-          const settled = generationOf(deps.db, params.messageId)
-          const text = listReplies(deps.db, params.messageId, deps.links)
-            .flatMap((message) => message.contents)
-            .map((block) => (block.type === 'text' ? block.text : ''))
-            .join('')
-          if (from < text.length) sink.send({ type: 'token', token: text.slice(from) }, text.length)
-          if (settled.status === 'complete') sink.end({ type: 'done' }, text.length)
-          else sink.end({ type: 'error', message: settled.error ?? 'The response failed' }, text.length)
-          return undefined
-        })
-        return new Response(stream, { headers: sseHeaders })
+        return answerStream(deps, params.messageId, headers['last-event-id'])
       },
       {
         scope: 'threads:read',

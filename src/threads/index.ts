@@ -6,8 +6,19 @@ import { AuthModel } from '../auth/model'
 import type { Db } from '../db/client'
 import type { GenerationEngine } from '../generation/service'
 import type { Clock } from '../shared/time'
+import { continueThread, quotedMessages } from './continuation'
 import { ThreadsModel } from './model'
-import { createThread, getThread, type Links, listMessages, listThreads, sendMessage, submitFeedback } from './service'
+import {
+  createThread,
+  getThread,
+  type Links,
+  listMessages,
+  listThreads,
+  sendMessage,
+  stopThread,
+  submitFeedback,
+  updateThread,
+} from './service'
 
 export interface ThreadsDeps {
   db: Db
@@ -19,6 +30,7 @@ export interface ThreadsDeps {
 
 const error = AuthModel.error
 const readErrors = { 400: error, 401: error, 403: AuthModel.scopeError, 404: error }
+const ownerErrors = { ...readErrors, 403: t.Union([AuthModel.scopeError, error]) }
 
 export const threadRoutes = (deps: ThreadsDeps) =>
   new Elysia({ name: 'threads', prefix: '/api/v1/threads' })
@@ -64,6 +76,65 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       response: { 200: ThreadsModel.thread, ...readErrors },
       detail: { summary: 'Get a thread', tags: ['Threads'], description: '404 for threads the caller cannot see.' },
     })
+    .patch(
+      '/:threadId',
+      ({ caller, params, body }) => updateThread(deps.db, caller, params.threadId, body, deps.links, deps.clock.now()),
+      {
+        scope: 'threads:write',
+        params: ThreadsModel.threadParams,
+        body: ThreadsModel.updateThreadBody,
+        response: { 200: ThreadsModel.thread, ...ownerErrors },
+        detail: {
+          summary: 'Rename, archive or unarchive a thread, or change its privacy',
+          tags: ['Threads'],
+          description:
+            'Send any of `name` (a string, or null to remove it), `archived` and `is_private`; at least one. Only ' +
+            'the thread’s owner may change it (403 `forbidden` for other members who can see it, 404 for threads ' +
+            'the caller cannot see). Every change moves `updated_at`. Answers the updated thread.',
+        },
+      },
+    )
+    .post(
+      '/:threadId/stop',
+      ({ caller, params, status }) =>
+        status(202, stopThread(deps.db, deps.engine, caller, params.threadId, deps.links)),
+      {
+        scope: 'threads:write',
+        params: ThreadsModel.threadParams,
+        response: { 202: ThreadsModel.thread, ...ownerErrors, 409: error },
+        detail: {
+          summary: 'Stop the answer a thread is producing',
+          tags: ['Threads'],
+          description:
+            'Owner only. A queued answer is dropped at once (the thread is `ready` again); a running one is ' +
+            'stopped: the thread is `interrupted` until the generator has let go, then `ready`, with the partial ' +
+            'answer kept as an assistant message. The stream of that answer ends with an `error` event ("The ' +
+            'response was stopped") and its poll answers `status: interrupted`. 409 when nothing is running or ' +
+            'queued. Answers 202 with the thread as it is right after the request.',
+        },
+      },
+    )
+    .post(
+      '/:threadId/continue',
+      ({ caller, params, status }) =>
+        status(201, continueThread(deps.db, caller, params.threadId, deps.links, deps.clock.now())),
+      {
+        scope: 'threads:write',
+        params: ThreadsModel.threadParams,
+        response: { 201: ThreadsModel.continueThreadResponse, ...readErrors, 409: error },
+        detail: {
+          summary: 'Continue a thread in error in a new thread',
+          tags: ['Threads'],
+          description:
+            'The way on from `error`: creates a new thread for the caller (any member who can see the old ' +
+            'one), with the same privacy, the old name followed by " (continued)", and one `summary` message: ' +
+            `a deterministic extract quoting the old thread's last ${quotedMessages} messages (each shortened ` +
+            'to 2,000 characters, files named, not carried over) and linking to it. It is not written by a model. ' +
+            'The new thread is `ready`; no answer starts until a message is sent. 409 unless the old thread is in ' +
+            '`error`. Needs `threads:write`, and `threads:read` to continue another member’s thread.',
+        },
+      },
+    )
     .get(
       '/:threadId/messages',
       ({ caller, params, query }) => listMessages(deps.db, caller, params.threadId, query, deps.links),

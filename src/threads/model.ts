@@ -148,6 +148,29 @@ export namespace ThreadsModel {
   )
   export type feedbackBody = Static<typeof feedbackBody>
 
+  export const updateThreadBody = t.Object(
+    {
+      name: t.Optional(t.Nullable(t.String({ maxLength: 500, description: 'The new name; null removes it.' }))),
+      archived: t.Optional(t.Boolean()),
+      is_private: t.Optional(t.Boolean({ description: 'true: only the owner can see the thread.' })),
+    },
+    {
+      additionalProperties: false,
+      minProperties: 1,
+      description: 'The fields to change; at least one.',
+      examples: [{ name: 'Lyon weekend' }, { archived: true }, { is_private: true }],
+    },
+  )
+  export type updateThreadBody = Static<typeof updateThreadBody>
+
+  export const continueThreadResponse = t.Object(
+    {
+      thread_id: t.String({ description: 'The new thread.' }),
+      message_id: t.String({ description: 'Its `summary` message, quoting the end of the old thread.' }),
+    },
+    { additionalProperties: false },
+  )
+
   export const threadParams = t.Object({ threadId: uuid() })
   export const messageParams = t.Object({ threadId: uuid(), messageId: uuid() })
 }

@@ -105,6 +105,13 @@ export function requireVisibleThread(db: Db, caller: Caller, threadId: string): 
   return row
 }
 
+/** The thread, for an action only its owner may take: 404 when invisible, 403 for other members who see it. */
+export function requireOwnedThread(db: Db, caller: Caller, threadId: string, action: string): ThreadRow {
+  const row = requireVisibleThread(db, caller, threadId)
+  if (row.ownerId !== caller.userId) throw new AppError(403, 'forbidden', `Only the owner of a thread can ${action}`)
+  return row
+}
+
 export function getThread(db: Db, caller: Caller, threadId: string, links: Links): ThreadsModel.thread {
   return toThread(requireVisibleThread(db, caller, threadId), links)
 }
@@ -309,10 +316,7 @@ export function sendMessage(
   now: number,
 ): { message_id: string } {
   return db.transaction((tx) => {
-    const thread = requireVisibleThread(tx as unknown as Db, caller, threadId)
-    if (thread.ownerId !== caller.userId) {
-      throw new AppError(403, 'forbidden', 'Only the owner of a thread can send messages to it')
-    }
+    const thread = requireOwnedThread(tx as unknown as Db, caller, threadId, 'send messages to it')
     const blocks = attachmentBlocks(tx, threadId, body.attachment_ids)
     const moved = tx
       .update(threads)
@@ -369,4 +373,85 @@ export function listReplies(db: Db, messageId: string, links: Links): ThreadsMod
     .orderBy(asc(messages.createdAt), asc(messages.id))
     .all()
     .map((row) => toMessage(row, links))
+}
+
+/** Renames a thread, archives or unarchives it, or changes its privacy: owner only, and any change is an update. */
+export function updateThread(
+  db: Db,
+  caller: Caller,
+  threadId: string,
+  changes: ThreadsModel.updateThreadBody,
+  links: Links,
+  now: number,
+): ThreadsModel.thread {
+  requireOwnedThread(db, caller, threadId, 'change it')
+  db.update(threads)
+    .set({
+      ...(changes.name !== undefined && { name: changes.name }),
+      ...(changes.archived !== undefined && { archived: changes.archived }),
+      ...(changes.is_private !== undefined && { isPrivate: changes.is_private }),
+      updatedAt: now,
+    })
+    .where(eq(threads.id, threadId))
+    .run()
+  return getThread(db, caller, threadId, links)
+}
+
+/** What stopping needs from the generation engine. */
+export interface Interrupter {
+  interrupt(threadId: string): boolean
+}
+
+/**
+ * Stops the answer a thread is producing or waiting for: owner only, 409 when there is none. The thread is
+ * `interrupted` until the generator lets go, then `ready` with the partial answer kept.
+ */
+export function stopThread(
+  db: Db,
+  engine: Interrupter,
+  caller: Caller,
+  threadId: string,
+  links: Links,
+): ThreadsModel.thread {
+  requireOwnedThread(db, caller, threadId, 'stop its answer')
+  if (!engine.interrupt(threadId)) throw conflict('The thread has no answer running or queued')
+  return getThread(db, caller, threadId, links)
+}
+
+/** The user message whose answer is queued or running in this thread, if any. */
+export function pendingMessageId(db: Db, threadId: string): string | null {
+  const row = db
+    .select({ messageId: generations.messageId })
+    .from(generations)
+    .where(and(eq(generations.threadId, threadId), inArray(generations.status, ['queued', 'running'])))
+    .orderBy(desc(generations.createdAt), desc(generations.messageId))
+    .get()
+  return row?.messageId ?? null
+}
+
+/** Why the thread's latest failed answer failed, as the stream's `error` event said it. */
+export function lastFailure(db: Db, threadId: string): string | null {
+  const row = db
+    .select({ error: generations.error })
+    .from(generations)
+    .where(and(eq(generations.threadId, threadId), eq(generations.status, 'error')))
+    .orderBy(desc(generations.createdAt), desc(generations.messageId))
+    .get()
+  return row ? (row.error ?? 'The response failed') : null
+}
+
+export interface Rating {
+  positive: boolean
+  text: string | null
+}
+
+/** One person's ratings of the given messages, by message ID. */
+export function ratingsBy(db: Db, userId: number, messageIds: string[]): Map<string, Rating> {
+  if (messageIds.length === 0) return new Map()
+  const rows = db
+    .select({ messageId: feedback.messageId, positive: feedback.positive, text: feedback.feedbackText })
+    .from(feedback)
+    .where(and(eq(feedback.userId, userId), inArray(feedback.messageId, messageIds)))
+    .all()
+  return new Map(rows.map((row) => [row.messageId, { positive: row.positive, text: row.text }]))
 }

@@ -9,6 +9,11 @@ import { secretsEqual } from '../shared/security'
 
 const encoder = new TextEncoder()
 
+/** What a refused form says, on every page that has forms. */
+export const formRefusedMessage =
+  'This form could not be accepted because it did not come from a Threadhouse page, or it has expired. ' +
+  'Go back, reload the page and try again.'
+
 /** The token for forms shown to a signed-in person: only someone holding the session cookie can compute it. */
 export function sessionCsrfToken(sessionToken: string): string {
   return encodeBase64urlNoPadding(hmac(SHA256, encoder.encode(sessionToken), encoder.encode('threadhouse csrf v1')))
@@ -32,15 +37,13 @@ export function csrfTokenMatches(expected: string, given: string | null | undefi
 
 /**
  * Whether the browser vouches that a request came from our own origin. Browsers send Sec-Fetch-Site and Origin
- * on form posts; scripts (curl, tests) send neither and are judged by the CSRF token alone.
- *
- * Where Sec-Fetch-Site is sent it decides alone: our pages' `Referrer-Policy: no-referrer` makes browsers send
- * `Origin: null` on their own same-origin form posts (Fetch, "serializing a request origin"), so Origin can only
- * be compared for browsers without fetch metadata.
+ * on form posts; scripts (curl, tests) send neither and are judged by the CSRF token alone. Where Sec-Fetch-Site
+ * is sent it decides: our pages' `Referrer-Policy: no-referrer` makes browsers send `Origin: null` even on
+ * same-origin form posts, and `null` names no site, so it is left to the token too.
  */
 export function isSameOriginRequest(headers: Headers, publicUrl: string): boolean {
   const site = headers.get('sec-fetch-site')
   if (site !== null) return site === 'same-origin' || site === 'none'
   const origin = headers.get('origin')
-  return origin === null || origin === new URL(publicUrl).origin
+  return origin === null || origin === 'null' || origin === new URL(publicUrl).origin
 }

@@ -7,9 +7,11 @@ export interface LoginPageProps {
   csrf: string
   email?: string
   error?: string
+  /** Sign-in through the configured OpenID Connect provider, when there is one. */
+  external?: { label: string; href: string }
 }
 
-export function LoginPage({ next, csrf, email, error }: LoginPageProps): JSX.Element {
+export function LoginPage({ next, csrf, email, error, external }: LoginPageProps): JSX.Element {
   return (
     <Layout title="Sign in">
       <section class="card" aria-labelledby="login-title">
@@ -43,6 +45,14 @@ export function LoginPage({ next, csrf, email, error }: LoginPageProps): JSX.Ele
             </button>
           </div>
         </form>
+        {external ? (
+          <div class="external-signin">
+            <p class="or">or</p>
+            <a class="button" href={escapeHtml(external.href)} safe>
+              {`Sign in with ${external.label}`}
+            </a>
+          </div>
+        ) : null}
       </section>
     </Layout>
   )

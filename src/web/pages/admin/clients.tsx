@@ -101,11 +101,11 @@ export interface AdminClientPageProps {
 }
 
 function ClientLink({ label, href }: { label: string; href: string | null }): JSX.Element {
-  const safe = safeLinkHref(href)
-  if (!safe) return ''
+  const link = safeLinkHref(href)
+  if (!link) return ''
   return (
     <li>
-      <a href={escapeHtml(safe)} rel="noopener noreferrer nofollow" target="_blank" safe>
+      <a href={escapeHtml(link)} rel="noopener noreferrer nofollow" target="_blank" safe>
         {label}
       </a>
     </li>

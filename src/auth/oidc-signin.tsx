@@ -1,0 +1,149 @@
+// Sign-in through the configured OpenID Connect provider: GET /login/oidc leaves for the provider, and
+// GET /login/oidc/callback comes back and opens a session. Behaviour lives in oidc.ts and sessions.ts.
+import { decodeBase64urlIgnorePadding, encodeBase64urlNoPadding } from '@oslojs/encoding'
+import { type Cookie, Elysia } from 'elysia'
+import { secretsEqual } from '../shared/security'
+import {
+  clearCookie,
+  cookieNames,
+  pageHeaders,
+  safeNextPath,
+  setSessionCookie,
+  usesHttps,
+  type WebDeps,
+  web,
+} from '../web/index'
+import { MessagePage } from '../web/pages/message'
+import {
+  createOidcClient,
+  type OidcClient,
+  OidcRefusal,
+  type OidcSettings,
+  oidcCallbackPath,
+  type PendingSignIn,
+  userForIdentity,
+} from './oidc'
+import { createSession } from './sessions'
+
+export interface OidcSigninDeps extends WebDeps {
+  oidc: OidcSettings | null
+}
+
+/** The flow's cookie lives ten minutes: long enough to sign in at the provider, short enough to go stale. */
+const pendingLifetimeSeconds = 600
+
+function cookieName(publicUrl: string): string {
+  return `${usesHttps(publicUrl) ? '__Host-' : ''}threadhouse_oidc`
+}
+
+function encodePending(pending: PendingSignIn): string {
+  return encodeBase64urlNoPadding(new TextEncoder().encode(JSON.stringify(pending)))
+}
+
+function decodePending(value: unknown): PendingSignIn | null {
+  if (typeof value !== 'string' || value === '') return null
+  try {
+    const parsed = JSON.parse(new TextDecoder().decode(decodeBase64urlIgnorePadding(value))) as Partial<PendingSignIn>
+    const fields = [parsed.state, parsed.verifier, parsed.nonce, parsed.next]
+    return fields.every((field) => typeof field === 'string') ? (parsed as PendingSignIn) : null
+  } catch {
+    return null
+  }
+}
+
+function refusalPage(status: number, reason: string): { status: number; page: JSX.Element } {
+  return {
+    status,
+    page: (
+      <MessagePage
+        title="Sign-in did not work"
+        message={reason}
+        action={{ href: '/login', label: 'Back to sign-in' }}
+      />
+    ),
+  }
+}
+
+/** Checks what came back against what left (state, in constant time), then asks the provider who it is. */
+async function completeSignIn(
+  deps: OidcSigninDeps,
+  client: OidcClient,
+  query: Record<string, string | undefined>,
+  pending: PendingSignIn | null,
+): Promise<{ userId: number; next: string }> {
+  if (!pending || !query.state || !secretsEqual(pending.state, query.state)) {
+    throw new OidcRefusal(400, 'This sign-in has expired or was not started here. Start again from the sign-in page.')
+  }
+  if (query.error || !query.code) {
+    throw new OidcRefusal(400, `${client.name} did not sign you in (${query.error ?? 'no code was returned'}).`)
+  }
+  const identity = await client.finish(query.code, pending)
+  return { userId: userForIdentity(deps.db, identity, client.name).id, next: pending.next }
+}
+
+export const oidcSignin = (deps: OidcSigninDeps) => {
+  const client = deps.oidc ? createOidcClient(deps.oidc, () => deps.clock.now()) : null
+  const name = cookieName(deps.publicUrl)
+  const sessionName = cookieNames(deps.publicUrl).session
+  const setPending = (cookie: Cookie<unknown> | undefined, value: string): void => {
+    cookie?.set({
+      value,
+      httpOnly: true,
+      // Lax: the provider sends the browser back with a top-level GET, which carries Lax cookies.
+      sameSite: 'lax',
+      secure: usesHttps(deps.publicUrl),
+      path: '/',
+      maxAge: pendingLifetimeSeconds,
+    })
+  }
+  return new Elysia({ name: 'oidc-signin' })
+    .use(web(deps))
+    .onBeforeHandle(({ set }) => {
+      Object.assign(set.headers, pageHeaders)
+    })
+    .get(
+      '/login/oidc',
+      async ({ query, cookie, html, set, redirect }) => {
+        if (!client) {
+          set.status = 404
+          return html(<MessagePage title="Not available" message="Single sign-on is not configured here." />)
+        }
+        try {
+          const { url, pending } = await client.start(safeNextPath(query.next, deps.publicUrl))
+          setPending(cookie[name], encodePending(pending))
+          return redirect(url.href, 302)
+        } catch (error) {
+          if (!(error instanceof OidcRefusal)) throw error
+          const refused = refusalPage(error.status, error.reason)
+          set.status = refused.status
+          return html(refused.page)
+        }
+      },
+      { detail: { hide: true } },
+    )
+    .get(
+      oidcCallbackPath,
+      async ({ query, cookie, html, set, redirect }) => {
+        const pendingCookie = cookie[name]
+        const pending = decodePending(pendingCookie?.value)
+        if (pendingCookie) clearCookie(pendingCookie, deps.publicUrl)
+        if (!client) {
+          set.status = 404
+          return html(<MessagePage title="Not available" message="Single sign-on is not configured here." />)
+        }
+        try {
+          const signedIn = await completeSignIn(deps, client, query, pending)
+          const session = createSession(deps.db, signedIn.userId, deps.clock.now())
+          const sessionCookie = cookie[sessionName]
+          if (sessionCookie) setSessionCookie(sessionCookie, deps.publicUrl, session.token, session.expiresAt)
+          return redirect(signedIn.next, 303)
+        } catch (error) {
+          if (!(error instanceof OidcRefusal)) throw error
+          const refused = refusalPage(error.status, error.reason)
+          set.status = refused.status
+          return html(refused.page)
+        }
+      },
+      { detail: { hide: true } },
+    )
+}

@@ -1,0 +1,478 @@
+// The web application's thread pages and their forms: HTTP in, HTML or a redirect out. Every form posts and
+// redirects (303) without JavaScript; the thread page's script only streams answers in. The signed-in person acts
+// as a Caller with threads:read and threads:write, so visibility and owner rules are the API's own.
+import { join } from 'node:path'
+import { Elysia } from 'elysia'
+import { attachmentResponse } from '../attachments/download'
+import {
+  attachmentNames,
+  type CheckedFiles,
+  checkFormFiles,
+  findAttachment,
+  storeFormFiles,
+} from '../attachments/service'
+import type { Caller } from '../auth/model'
+import { callerFromSession } from '../auth/sessions'
+import { answerStream } from '../generation'
+import type { GenerationEngine } from '../generation/service'
+import type { Heartbeats } from '../generation/sse'
+import { AppError, invalidRequest, notFound } from '../shared/errors'
+import { isUuid } from '../shared/ids'
+import { csrfTokenMatches, formRefusedMessage, isSameOriginRequest } from '../web/csrf'
+import { type PageSession, pageHeaders, type WebDeps, web } from '../web/index'
+import { viewerOf } from '../web/layout'
+import { MessagePage } from '../web/pages/message'
+import { ThreadPage, type ThreadPageProps, threadScriptPath } from '../web/pages/thread'
+import { type NewThreadDraft, type ThreadFilters, ThreadListPage } from '../web/pages/threads'
+import { continueThread } from './continuation'
+import type { ThreadsModel } from './model'
+import {
+  createThread,
+  getThread,
+  type Links,
+  lastFailure,
+  listMessages,
+  listThreads,
+  pendingMessageId,
+  ratingsBy,
+  requireMessage,
+  requireOwnedThread,
+  sendMessage,
+  stopThread,
+  submitFeedback,
+  updateThread,
+} from './service'
+
+export interface ThreadPagesDeps extends WebDeps {
+  engine: GenerationEngine
+  links: Links
+  heartbeats: Heartbeats
+  uploadsDir: string
+}
+
+/** The pages' own policy: the shared one, plus this origin's script and its stream, and images only from here. */
+export const threadPageHeaders = {
+  ...pageHeaders,
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; " +
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+} as const
+
+const threadScript = Bun.file(join(import.meta.dir, '../web/thread.js'))
+const icon = Bun.file(join(import.meta.dir, '../web/icon.svg'))
+
+/** A web name for a thread started without one: the first line of its message, shortened. */
+export function defaultThreadName(text: string): string {
+  const line = (text.trim().split(/\r?\n/)[0] ?? '').replace(/\s+/g, ' ').trim()
+  const characters = [...line]
+  return characters.length <= 80 ? line : `${characters.slice(0, 79).join('').trimEnd()}…`
+}
+
+function loginRedirect(path: string): Response {
+  return new Response(null, { status: 303, headers: { location: `/login?next=${encodeURIComponent(path)}` } })
+}
+
+function seeOther(location: string): Response {
+  return new Response(null, { status: 303, headers: { location } })
+}
+
+type PageForm = Awaited<ReturnType<Request['formData']>>
+
+/** Both urlencoded and multipart bodies; null for anything unreadable. */
+async function readPageForm(request: Request): Promise<PageForm | null> {
+  try {
+    return await request.formData()
+  } catch {
+    return null
+  }
+}
+
+function field(form: PageForm, name: string): string | undefined {
+  const value = form.get(name)
+  return typeof value === 'string' ? value : undefined
+}
+
+function formFiles(form: PageForm, name: string): File[] {
+  // The DOM and Bun typings each have their own File; at run time there is one.
+  return form.getAll(name).flatMap((value) => (typeof value === 'string' ? [] : [value as unknown as File]))
+}
+
+function flag(value: string | undefined): boolean | undefined {
+  return value === 'true' ? true : value === 'false' ? false : undefined
+}
+
+function formIsOurs(request: Request, session: PageSession, form: PageForm | null, publicUrl: string): boolean {
+  return (
+    form !== null &&
+    isSameOriginRequest(request.headers, publicUrl) &&
+    csrfTokenMatches(session.csrf, field(form, 'csrf'))
+  )
+}
+
+/** A redirect, or a page with its status. */
+type FormOutcome = Response | { status: number; page: JSX.Element }
+
+/**
+ * The steps every form shares: a session (else sign-in), a body that came from our own page with this session's
+ * CSRF token (else 403), then the action; a refusal the action throws becomes a page.
+ */
+async function runForm(
+  deps: ThreadPagesDeps,
+  session: PageSession | null,
+  request: Request,
+  back: string,
+  action: (form: PageForm, session: PageSession) => Promise<FormOutcome>,
+): Promise<FormOutcome> {
+  if (!session) return loginRedirect(back)
+  const form = await readPageForm(request)
+  if (!form || !formIsOurs(request, session, form, deps.publicUrl)) {
+    return {
+      status: 403,
+      page: <MessagePage title="Form refused" message={formRefusedMessage} viewer={viewerOf(session)} />,
+    }
+  }
+  try {
+    return await action(form, session)
+  } catch (error) {
+    return failurePage(error, session, back)
+  }
+}
+
+function respond(
+  outcome: FormOutcome,
+  context: { html: (page: JSX.Element) => unknown; set: { status?: number | string } },
+): unknown {
+  if (outcome instanceof Response) return outcome
+  context.set.status = outcome.status
+  return context.html(outcome.page)
+}
+
+function notFoundPage(session: PageSession): JSX.Element {
+  return (
+    <MessagePage
+      title="Thread not found"
+      message="There is no thread at this address, or it is not visible to you."
+      viewer={viewerOf(session)}
+      action={{ href: '/threads', label: 'All threads' }}
+    />
+  )
+}
+
+/** A refused action as a page: the reason, and the way back. Anything but an AppError is a real failure. */
+function failurePage(error: unknown, session: PageSession, back: string): { status: number; page: JSX.Element } {
+  if (!(error instanceof AppError)) throw error
+  if (error.status === 404) return { status: 404, page: notFoundPage(session) }
+  return {
+    status: error.status,
+    page: (
+      <MessagePage
+        title="That could not be done"
+        message={error.message}
+        viewer={viewerOf(session)}
+        action={{ href: back, label: 'Back' }}
+      />
+    ),
+  }
+}
+
+function listFilters(query: Record<string, string | undefined>): ThreadFilters {
+  const choice = (value: string | undefined): 'true' | 'false' | '' =>
+    value === 'true' || value === 'false' ? value : ''
+  return {
+    q: (query.q ?? '').slice(0, 500),
+    owned: choice(query.owned),
+    private: choice(query.private),
+    archived: query.archived === 'true',
+  }
+}
+
+function filtersQuery(filters: ThreadFilters): URLSearchParams {
+  const params = new URLSearchParams()
+  if (filters.q !== '') params.set('q', filters.q)
+  if (filters.owned !== '') params.set('owned', filters.owned)
+  if (filters.private !== '') params.set('private', filters.private)
+  if (filters.archived) params.set('archived', 'true')
+  return params
+}
+
+function pageHref(filters: ThreadFilters, after: string | null): string {
+  const params = filtersQuery(filters)
+  if (after) params.set('after', after)
+  const query = params.toString()
+  return query === '' ? '/threads' : `/threads?${query}`
+}
+
+/** Every active message of the thread, oldest first: an app_url anchor may name any of them. */
+function allMessages(deps: ThreadPagesDeps, caller: Caller, threadId: string): ThreadsModel.message[] {
+  const all: ThreadsModel.message[] = []
+  let after: string | undefined
+  for (;;) {
+    const page = listMessages(deps.db, caller, threadId, { limit: 200, after }, deps.links)
+    all.push(...page.data)
+    if (!page.has_more || page.last_id === null) return all
+    after = page.last_id
+  }
+}
+
+type PageExtras = Pick<ThreadPageProps, 'error' | 'draft'>
+
+function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId: string, extras: PageExtras = {}) {
+  const caller = callerFromSession(session.user)
+  const thread = getThread(deps.db, caller, threadId, deps.links)
+  const messages = allMessages(deps, caller, threadId)
+  const fileIds = messages.flatMap((message) =>
+    message.contents.flatMap((block) => ('attachment_id' in block ? [block.attachment_id] : [])),
+  )
+  const answers = messages.filter((message) => message.role === 'assistant').map((message) => message.id)
+  const running = thread.state === 'waiting' || thread.state === 'active' || thread.state === 'interrupted'
+  return (
+    <ThreadPage
+      viewer={viewerOf(session)}
+      thread={thread}
+      isOwner={thread.owner.id === session.user.sub}
+      messages={messages}
+      files={attachmentNames(deps.db, fileIds)}
+      ratings={ratingsBy(deps.db, session.user.id, answers)}
+      pendingMessageId={running ? pendingMessageId(deps.db, threadId) : null}
+      failure={thread.state === 'error' ? lastFailure(deps.db, threadId) : null}
+      {...extras}
+    />
+  )
+}
+
+function listPage(
+  deps: ThreadPagesDeps,
+  session: PageSession,
+  query: Record<string, string | undefined>,
+  extras: { error?: string; draft?: NewThreadDraft } = {},
+) {
+  const filters = listFilters(query)
+  const after = query.after && isUuid(query.after) ? query.after : undefined
+  const caller = callerFromSession(session.user)
+  const apiQuery = {
+    q: filters.q === '' ? undefined : filters.q,
+    owned: flag(filters.owned),
+    private: flag(filters.private),
+    archived: filters.archived,
+    limit: 25,
+  }
+  // A cursor that is no longer visible (its thread was made private) restarts the list rather than failing.
+  let page: ThreadsModel.threadList
+  try {
+    page = listThreads(deps.db, caller, { ...apiQuery, after }, deps.links)
+  } catch (error) {
+    if (!(error instanceof AppError) || after === undefined) throw error
+    page = listThreads(deps.db, caller, apiQuery, deps.links)
+  }
+  return (
+    <ThreadListPage
+      viewer={viewerOf(session)}
+      viewerSub={session.user.sub}
+      filters={filters}
+      page={page}
+      nextHref={page.has_more ? pageHref(filters, page.last_id) : null}
+      firstHref={after ? pageHref(filters, null) : null}
+      {...extras}
+    />
+  )
+}
+
+/** Stores the form's checked files in the thread and sends them with the text; the answer is queued. */
+async function sendWithFiles(
+  deps: ThreadPagesDeps,
+  caller: Caller,
+  threadId: string,
+  text: string,
+  checked: CheckedFiles,
+): Promise<void> {
+  const stored = await storeFormFiles(deps, caller, threadId, checked)
+  const attachmentIds = stored.length > 0 ? stored.map((file) => file.id) : undefined
+  const sent = sendMessage(deps.db, caller, threadId, { text, attachment_ids: attachmentIds }, deps.clock.now())
+  deps.engine.enqueue(sent.message_id, threadId)
+}
+
+export const threadPages = (deps: ThreadPagesDeps) =>
+  new Elysia({ name: 'thread-pages' })
+    .use(web(deps))
+    .onBeforeHandle(({ set }) => {
+      Object.assign(set.headers, threadPageHeaders)
+    })
+    .get(
+      threadScriptPath,
+      () => new Response(threadScript, { headers: { 'content-type': 'text/javascript; charset=utf-8' } }),
+      { detail: { hide: true } },
+    )
+    // Browsers ask for it on every page; a 404 there is an error in every console.
+    .get('/favicon.ico', () => new Response(icon, { headers: { 'content-type': 'image/svg+xml' } }), {
+      detail: { hide: true },
+    })
+    .get('/', ({ session }) => (session ? seeOther('/threads') : loginRedirect('/threads')), {
+      session: true,
+      detail: { hide: true },
+    })
+    .get(
+      '/threads',
+      ({ session, query, html, request }) => {
+        if (!session) return loginRedirect(new URL(request.url).pathname + new URL(request.url).search)
+        return html(listPage(deps, session, query))
+      },
+      { session: true, detail: { hide: true } },
+    )
+    .post(
+      '/threads',
+      async ({ session, request, html, set }) =>
+        respond(
+          await runForm(deps, session, request, '/threads', (form, signedIn) => startFromForm(deps, signedIn, form)),
+          {
+            html,
+            set,
+          },
+        ),
+      { session: true, parse: 'none', detail: { hide: true } },
+    )
+    .get(
+      '/threads/:threadId',
+      ({ session, params, html, set }) => {
+        if (!session) return loginRedirect(`/threads/${encodeURIComponent(params.threadId)}`)
+        try {
+          if (!isUuid(params.threadId)) throw notFound('Thread')
+          return html(threadPage(deps, session, params.threadId))
+        } catch (error) {
+          return respond(failurePage(error, session, '/threads'), { html, set })
+        }
+      },
+      { session: true, detail: { hide: true } },
+    )
+    .post(
+      '/threads/:threadId/:action',
+      async ({ session, params, request, html, set }) => {
+        const { threadId, action } = params
+        const back = `/threads/${encodeURIComponent(threadId)}`
+        const outcome = await runForm(deps, session, request, back, async (form, signedIn) => {
+          if (!isUuid(threadId)) throw notFound('Thread')
+          const caller = callerFromSession(signedIn.user)
+          switch (action) {
+            case 'messages':
+              return postMessage(deps, signedIn, threadId, form)
+            case 'update':
+              updateThread(deps.db, caller, threadId, threadChanges(form), deps.links, deps.clock.now())
+              return seeOther(back)
+            case 'stop':
+              stopQuietly(deps, caller, threadId)
+              return seeOther(back)
+            case 'continue': {
+              const continued = continueThread(deps.db, caller, threadId, deps.links, deps.clock.now())
+              return seeOther(`/threads/${continued.thread_id}`)
+            }
+            default:
+              throw notFound('Page')
+          }
+        })
+        return respond(outcome, { html, set })
+      },
+      { session: true, parse: 'none', detail: { hide: true } },
+    )
+    .post(
+      '/threads/:threadId/messages/:messageId/feedback',
+      async ({ session, params, request, html, set }) => {
+        const { threadId, messageId } = params
+        const back = `/threads/${encodeURIComponent(threadId)}`
+        const outcome = await runForm(deps, session, request, back, async (form, signedIn) => {
+          if (!isUuid(threadId) || !isUuid(messageId)) throw notFound('Message')
+          const positive = flag(field(form, 'positive'))
+          if (positive === undefined) throw invalidRequest('Choose thumbs up or thumbs down.')
+          const text = field(form, 'feedback_text')?.trim() ?? ''
+          if ([...text].length > 1024) throw invalidRequest('A comment may have at most 1024 characters.')
+          const rating = { positive, feedback_text: text === '' ? undefined : text }
+          submitFeedback(deps.db, callerFromSession(signedIn.user), threadId, messageId, rating, deps.clock.now())
+          return seeOther(`/threads/${threadId}#message-${messageId}`)
+        })
+        return respond(outcome, { html, set })
+      },
+      { session: true, parse: 'none', detail: { hide: true } },
+    )
+    .get(
+      '/threads/:threadId/attachments/:attachmentId',
+      ({ account, params, request }) => {
+        if (!isUuid(params.threadId) || !isUuid(params.attachmentId)) throw notFound('Attachment')
+        const caller = callerFromSession(account.user)
+        const file = findAttachment(deps, caller, params.threadId, params.attachmentId)
+        return attachmentResponse(file, params.attachmentId, request)
+      },
+      { account: true, detail: { hide: true } },
+    )
+    .get(
+      '/threads/:threadId/messages/:messageId/stream',
+      ({ account, params, headers }) => {
+        if (!isUuid(params.threadId) || !isUuid(params.messageId)) throw notFound('Message')
+        requireMessage(deps.db, callerFromSession(account.user), params.threadId, params.messageId)
+        return answerStream(deps, params.messageId, headers['last-event-id'])
+      },
+      { account: true, detail: { hide: true } },
+    )
+
+/** The thread's composer: the thread page again, with the reason and the text, when the message is refused. */
+async function postMessage(
+  deps: ThreadPagesDeps,
+  session: PageSession,
+  threadId: string,
+  form: PageForm,
+): Promise<FormOutcome> {
+  const caller = callerFromSession(session.user)
+  const text = field(form, 'text') ?? ''
+  const thread = requireOwnedThread(deps.db, caller, threadId, 'send messages to it')
+  try {
+    if (text.trim() === '') throw invalidRequest('Write a message first.')
+    // Checked before any file is stored, so that a busy thread does not keep files nobody sent.
+    if (thread.state !== 'ready') {
+      throw new AppError(409, 'conflict', 'The previous answer is still being written: wait for it, or stop it.')
+    }
+    await sendWithFiles(deps, caller, threadId, text, await checkFormFiles(formFiles(form, 'attachments')))
+    return seeOther(`/threads/${threadId}#live-answer`)
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error
+    return { status: error.status, page: threadPage(deps, session, threadId, { error: error.message, draft: text }) }
+  }
+}
+
+/** The new-thread form: the list again, with the reason and what was typed, when the thread is refused. */
+async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: PageForm): Promise<FormOutcome> {
+  const text = field(form, 'text') ?? ''
+  const draft = { name: field(form, 'name') ?? '', text, isPrivate: field(form, 'is_private') === 'true' }
+  const caller = callerFromSession(session.user)
+  try {
+    if (text.trim() === '') throw invalidRequest('Write a message to start the thread.')
+    if ([...draft.name].length > 500) throw invalidRequest('A name may have at most 500 characters.')
+    // Files are checked before the thread exists, so a refused file leaves nothing behind.
+    const checked = await checkFormFiles(formFiles(form, 'attachments'))
+    const name = draft.name.trim() === '' ? defaultThreadName(text) : draft.name.trim()
+    const created = createThread(deps.db, caller, { name, is_private: draft.isPrivate }, deps.clock.now())
+    await sendWithFiles(deps, caller, created.thread_id, text, checked)
+    return seeOther(`/threads/${created.thread_id}#live-answer`)
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error
+    return { status: error.status, page: listPage(deps, session, {}, { error: error.message, draft }) }
+  }
+}
+
+function threadChanges(form: PageForm): ThreadsModel.updateThreadBody {
+  const name = field(form, 'name')
+  const changes: ThreadsModel.updateThreadBody = {
+    ...(name !== undefined && { name: name.trim() === '' ? null : name.trim() }),
+    ...(flag(field(form, 'archived')) !== undefined && { archived: flag(field(form, 'archived')) }),
+    ...(flag(field(form, 'is_private')) !== undefined && { is_private: flag(field(form, 'is_private')) }),
+  }
+  if (Object.keys(changes).length === 0) throw invalidRequest('Nothing to change.')
+  if (name !== undefined && [...name.trim()].length > 500)
+    throw invalidRequest('A name may have at most 500 characters.')
+  return changes
+}
+
+/** Stop is a button that may race the answer's end: finding nothing left to stop is success too. */
+function stopQuietly(deps: ThreadPagesDeps, caller: Caller, threadId: string): void {
+  try {
+    stopThread(deps.db, deps.engine, caller, threadId, deps.links)
+  } catch (error) {
+    if (!(error instanceof AppError) || error.status !== 409) throw error
+  }
+}

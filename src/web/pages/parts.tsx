@@ -1,0 +1,95 @@
+// Small pieces the thread pages share: the CSRF field, times, state badges and icons.
+import { escapeHtml } from '@kitajs/html'
+import { filesPerRequest, imageLimits, pdfLimits, textLimits } from '../../attachments/limits'
+import type { ThreadsModel } from '../../threads/model'
+
+export function CsrfField({ csrf }: { csrf: string }): JSX.Element {
+  return <input type="hidden" name="csrf" value={escapeHtml(csrf)} />
+}
+
+const dateTime = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' })
+
+/** The server does not know the reader's time zone, so times are shown in UTC and say so. */
+export function Time({ iso }: { iso: string }): JSX.Element {
+  return (
+    <time datetime={escapeHtml(iso)} safe>
+      {`${dateTime.format(new Date(iso))} UTC`}
+    </time>
+  )
+}
+
+const stateLabels: Record<ThreadsModel.thread['state'], string> = {
+  ready: 'Ready',
+  waiting: 'Waiting',
+  active: 'Answering',
+  error: 'Error',
+  interrupted: 'Stopping',
+}
+
+export function StateBadge({ state }: { state: ThreadsModel.thread['state'] }): JSX.Element {
+  return (
+    <span class={`badge state-${state}`} safe>
+      {stateLabels[state]}
+    </span>
+  )
+}
+
+export function threadTitle(thread: Pick<ThreadsModel.thread, 'name'>): string {
+  return thread.name?.trim() ? thread.name : 'Untitled thread'
+}
+
+// Feather's thumbs icons (MIT), inline so that the page loads nothing else and they follow the text colour.
+export function ThumbIcon({ direction }: { direction: 'up' | 'down' }): JSX.Element {
+  const path =
+    direction === 'up'
+      ? 'M14 9V5a3 3 0 0 0-3-3l-4 9v11h11.28a2 2 0 0 0 2-1.7l1.38-9a2 2 0 0 0-2-2.3zM7 22H4a2 2 0 0 1-2-2v-7a2 2 0 0 1 2-2h3'
+      : 'M10 15v4a3 3 0 0 0 3 3l4-9V2H5.72a2 2 0 0 0-2 1.7l-1.38 9a2 2 0 0 0 2 2.3zm7-13h2.67A2.31 2.31 0 0 1 22 4v7a2.31 2.31 0 0 1-2.33 2H17'
+  return (
+    <svg
+      aria-hidden="true"
+      width="18"
+      height="18"
+      viewBox="0 0 24 24"
+      fill="none"
+      stroke="currentColor"
+      stroke-width="2"
+      stroke-linecap="round"
+      stroke-linejoin="round"
+    >
+      <path d={path} />
+    </svg>
+  )
+}
+
+/** What the file inputs accept, as the upload rules say (the server decides from the bytes all the same). */
+const acceptedFiles = [
+  ...imageLimits.mediaTypes,
+  ...pdfLimits.mediaTypes,
+  ...textLimits.mediaTypes,
+  '.md',
+  '.markdown',
+  '.csv',
+  '.txt',
+].join(',')
+
+const mib = (bytes: number): string => `${bytes / (1024 * 1024)} MiB`
+
+const filesHint =
+  `Up to ${filesPerRequest} files: JPEG, PNG, GIF or WebP images up to ${mib(imageLimits.maxBytes)}, ` +
+  `PDFs up to ${mib(pdfLimits.maxBytes)} and ${pdfLimits.maxPages} pages, ` +
+  `text, Markdown or CSV up to ${mib(textLimits.maxBytes)}.`
+
+/** The file picker of the composers, with the upload rules spelled out beside it. */
+export function FilesField({ id }: { id: string }): JSX.Element {
+  return (
+    <div class="field">
+      <label for={id}>
+        Attach files <span class="muted">(optional)</span>
+      </label>
+      <input id={id} name="attachments" type="file" multiple accept={acceptedFiles} aria-describedby={`${id}-hint`} />
+      <p id={`${id}-hint`} class="hint" safe>
+        {filesHint}
+      </p>
+    </div>
+  )
+}

@@ -1,0 +1,43 @@
+// The Markdown rules of message text: no raw HTML, only http(s) and mailto links, images shown as links.
+import { expect, test } from 'bun:test'
+import { escapeMarkdown, renderMarkdown } from '../src/web/markdown'
+
+test('raw HTML is shown as text, never as markup', () => {
+  expect(renderMarkdown('hi <script>alert(1)</script> <img src=x onerror=alert(1)>')).toBe(
+    '<p>hi &lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror=alert(1)&gt;</p>\n',
+  )
+  expect(renderMarkdown('```\n<b>bold</b>\n```')).toBe('<pre><code>&lt;b&gt;bold&lt;/b&gt;\n</code></pre>\n')
+})
+
+test('links go only to http(s) and mailto, and never carry the referrer or the opener', () => {
+  const rel = 'rel="noopener noreferrer nofollow" target="_blank"'
+  expect(renderMarkdown('[a](https://example.com/?q="x")')).toBe(
+    `<p><a href="https://example.com/?q=%22x%22" ${rel}>a</a></p>\n`,
+  )
+  expect(renderMarkdown('write to ada@example.com')).toBe(
+    `<p>write to <a href="mailto:ada@example.com" ${rel}>ada@example.com</a></p>\n`,
+  )
+  for (const hostile of [
+    '[a](javascript:alert(1))',
+    '[a](JaVaScRiPt:alert(1))',
+    '[a](data:text/html,x)',
+    '[a](vbscript:x)',
+    '[a](/logout)',
+    '[a](file:///etc/passwd)',
+  ]) {
+    expect(renderMarkdown(hostile)).not.toContain('<a')
+  }
+})
+
+test('images become links, so a message never loads anything by itself', () => {
+  expect(renderMarkdown('![a "pixel"](https://tracker.example/p.png)')).toBe(
+    '<p><a href="https://tracker.example/p.png" rel="noopener noreferrer nofollow" target="_blank">a &quot;pixel&quot;</a></p>\n',
+  )
+  expect(renderMarkdown('![x](javascript:alert(1))')).not.toContain('<a')
+  expect(renderMarkdown('![x](https://a.example/i.png)')).not.toContain('<img')
+})
+
+test('escapeMarkdown keeps names literal inside generated Markdown', () => {
+  const name = '*bold* [link](javascript:x) <b>'
+  expect(renderMarkdown(escapeMarkdown(name))).toBe('<p>*bold* [link](javascript:x) &lt;b&gt;</p>\n')
+})

@@ -1,0 +1,305 @@
+// End to end in real headless Chromium against the real server process: sign in, start a thread with an image,
+// watch the answer stream in, rate it, follow up, open a message's app_url, rename/archive/privacy, stop a running
+// answer, continue a thread in error, try markup through every field the pages show, and sign in through an
+// OpenID Connect provider on loopback. Waits on conditions only.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Page } from 'playwright-core'
+import sharp from 'sharp'
+import { openBrowser } from './browser'
+import { type ServerProcess, startServer } from './helpers'
+import { startFakeOidcProvider } from './oidc-provider'
+
+const email = 'ada@example.com'
+const password = 'correct horse battery'
+
+/** A port that was free a moment ago, so that PUBLIC_URL (and every app_url) names the real address. */
+async function freePort(): Promise<number> {
+  const probe = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response() })
+  const port = probe.port ?? 0
+  await probe.stop(true)
+  return port
+}
+
+interface Site extends AsyncDisposable {
+  server: ServerProcess
+  url: string
+  token: string
+}
+
+async function startSite(env: Record<string, string> = {}): Promise<Site> {
+  const dir = mkdtempSync(join(tmpdir(), 'threadhouse-web-'))
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  const server = await startServer({
+    PORT: String(port),
+    PUBLIC_URL: url,
+    DATABASE_PATH: join(dir, 'db.sqlite'),
+    UPLOADS_DIR: join(dir, 'uploads'),
+    ADMIN_EMAIL: email,
+    ADMIN_PASSWORD: password,
+    ...env,
+  })
+  const token = server.stdout().trim().split('\n').at(-1) ?? ''
+  return {
+    server,
+    url,
+    token,
+    async [Symbol.asyncDispose]() {
+      await server[Symbol.asyncDispose]()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+async function signIn(page: Page): Promise<void> {
+  await page.goto('/')
+  await page.waitForURL(/\/login\?next=%2Fthreads$/)
+  await page.getByLabel('Email').fill(email)
+  await page.getByLabel('Password').fill(password)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.waitForURL(/\/threads$/)
+}
+
+/** Waits until the answer being written has streamed in and the page shows it as rendered by the server. */
+/** The little of the DOM that these page functions touch: the project's TypeScript has no DOM library. */
+interface PageElement {
+  textContent: string | null
+  getAttribute(name: string): string | null
+}
+interface PageWindow {
+  __xss?: number
+  document: {
+    body: PageElement
+    scripts: Iterable<PageElement>
+    querySelector(selector: string): PageElement | null
+    querySelectorAll(selector: string): { length: number }
+    getElementById(id: string): PageElement | null
+  }
+  getComputedStyle(element: unknown): { outlineStyle: string }
+}
+
+async function answerStreamsIn(page: Page, expected: string): Promise<string> {
+  const partial = await page.waitForFunction(() => {
+    const text = (globalThis as unknown as PageWindow).document.querySelector('#live-answer .live-text')?.textContent
+    return text ? text : false
+  })
+  await page.waitForFunction((text) => {
+    const { document } = globalThis as unknown as PageWindow
+    return !document.getElementById('live-answer') && (document.body.textContent ?? '').includes(text)
+  }, expected)
+  return (await partial.jsonValue()) as string
+}
+
+async function api(site: Site, path: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(`${site.url}/api/v1${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${site.token}`, 'content-type': 'application/json' },
+  })
+}
+
+let site: Site
+beforeAll(async () => {
+  // Slow enough to watch an answer arrive and to press Stop in the middle of a long one.
+  site = await startSite({ ECHO_TOKEN_DELAY_MS: '80' })
+})
+afterAll(async () => {
+  await site?.[Symbol.asyncDispose]()
+})
+
+test('sign in, start a thread with an image, watch it stream, rate it, follow up, open a message link', async () => {
+  await using session = await openBrowser(site.url)
+  const { page } = session
+  const dialogs: string[] = []
+  page.on('dialog', (dialog) => {
+    dialogs.push(dialog.message())
+    void dialog.dismiss()
+  })
+  await signIn(page)
+
+  const image = await sharp({ create: { width: 120, height: 80, channels: 3, background: '#2952cc' } })
+    .png()
+    .toBuffer()
+  await page.getByLabel('Message', { exact: true }).fill('Describe this picture, please')
+  await page.locator('#new-files').setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: image })
+  await page.getByRole('button', { name: 'Start thread' }).click()
+  await page.waitForURL(/\/threads\/[0-9a-f-]{36}#live-answer$/)
+  const threadId = new URL(page.url()).pathname.split('/').at(-1) ?? ''
+
+  const full = 'Echo (turn 1): you said “Describe this picture, please”. Attached: photo.png (image/png).'
+  const partial = await answerStreamsIn(page, full)
+  expect(partial.length).toBeLessThan(full.length)
+  expect(full.startsWith(partial)).toBe(true)
+  expect(await page.getByRole('status').textContent()).toBe('The answer is complete.')
+  const shown = page.getByRole('img', { name: 'photo.png' })
+  await shown.waitFor()
+  expect(await shown.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBe(120)
+
+  // Rate: thumbs down with a comment, then change to thumbs up.
+  const answer = page.locator('.message-assistant').first()
+  await answer.getByText('Add a comment').click()
+  await answer.getByLabel(/Comment/).fill('Could say more')
+  await answer.getByRole('button', { name: 'Bad answer' }).click()
+  await page.locator('.message-assistant button[title="Bad answer"][aria-pressed="true"]').waitFor()
+  expect(await page.locator('.message-assistant textarea').first().inputValue()).toBe('Could say more')
+  await page.locator('.message-assistant').first().getByRole('button', { name: 'Good answer' }).click()
+  await page.locator('.message-assistant button[title="Good answer"][aria-pressed="true"]').waitFor()
+
+  // Follow up in the same thread.
+  await page.getByLabel('Message', { exact: true }).fill('And the colours?')
+  await page.getByRole('button', { name: 'Send' }).click()
+  await answerStreamsIn(page, 'Echo (turn 2): you said “And the colours?”.')
+  expect(await page.locator('.message').count()).toBe(4)
+
+  // A message's app_url scrolls to it and highlights it.
+  const messages = (await (await api(site, `/threads/${threadId}/messages`)).json()) as {
+    data: { id: string; app_url: string }[]
+  }
+  const first = messages.data[1] ?? { id: '', app_url: '' }
+  expect(first.app_url).toBe(`${site.url}/threads/${threadId}#message-${first.id}`)
+  await page.setViewportSize({ width: 800, height: 400 })
+  await page.goto(first.app_url)
+  const target = page.locator(':target')
+  expect(await target.getAttribute('id')).toBe(`message-${first.id}`)
+  expect(
+    await target.evaluate((element) => (globalThis as unknown as PageWindow).getComputedStyle(element).outlineStyle),
+  ).toBe('solid')
+  const box = await target.boundingBox()
+  expect(box && box.y >= 0 && box.y < 400).toBe(true)
+
+  expect(dialogs).toEqual([])
+  expect(session.errors).toEqual([])
+}, 60_000)
+
+test('rename, archive, make private, and stop a running answer', async () => {
+  await using session = await openBrowser(site.url)
+  const { page } = session
+  await signIn(page)
+  await page.getByLabel('Message', { exact: true }).fill('Short start')
+  await page.getByRole('button', { name: 'Start thread' }).click()
+  await answerStreamsIn(page, 'Echo (turn 1)')
+
+  await page.getByText('Rename', { exact: true }).click()
+  await page.getByLabel('Name', { exact: true }).fill('Renamed thread')
+  await page.getByRole('button', { name: 'Save name' }).click()
+  await page.getByRole('heading', { level: 1, name: 'Renamed thread' }).waitFor()
+  await page.getByRole('button', { name: 'Archive' }).click()
+  await page.getByRole('button', { name: 'Unarchive' }).waitFor()
+  await page.getByRole('button', { name: 'Make private' }).click()
+  await page.getByRole('button', { name: 'Make public' }).waitFor()
+  expect(await page.locator('.thread-header .badge').allTextContents()).toEqual(['Ready', 'Private', 'Archived'])
+
+  // A long message: its echo takes seconds, and Stop ends it part way, keeping what was written.
+  const words = Array.from({ length: 60 }, (_, index) => `word${index}`).join(' ')
+  await page.getByLabel('Message', { exact: true }).fill(words)
+  await page.getByRole('button', { name: 'Send' }).click()
+  await page.waitForFunction(() =>
+    (globalThis as unknown as PageWindow).document
+      .querySelector('#live-answer .live-text')
+      ?.textContent?.includes('word1 '),
+  )
+  await page.getByRole('button', { name: 'Stop' }).click()
+  await page.getByLabel('Message', { exact: true }).waitFor()
+  const last = (await page.locator('.message-assistant .markdown').last().textContent()) ?? ''
+  expect(last).toStartWith('Echo (turn 2): you said “word0')
+  expect(last).not.toContain('word59')
+  expect(session.errors).toEqual([])
+}, 60_000)
+
+test('markup typed into every field stays text: names, messages, files, comments, search', async () => {
+  await using session = await openBrowser(site.url)
+  const { page } = session
+  const dialogs: string[] = []
+  page.on('dialog', (dialog) => {
+    dialogs.push(dialog.message())
+    void dialog.dismiss()
+  })
+  await signIn(page)
+  const payload = `<img src=x onerror="window.__xss=1;alert(1)"><script>window.__xss=2;alert(2)</script>`
+  await page.getByLabel('Message', { exact: true }).fill(`${payload} [link](javascript:alert(3)) **bold**`)
+  await page.getByLabel(/^Name/).fill(payload)
+  await page.locator('#new-files').setInputFiles({
+    name: '<svg onload=alert(4)>.txt',
+    mimeType: 'text/plain',
+    buffer: Buffer.from('hello'),
+  })
+  await page.getByRole('button', { name: 'Start thread' }).click()
+  await answerStreamsIn(page, 'Echo (turn 1)')
+  await page.getByRole('heading', { level: 1, name: payload }).waitFor()
+  const answer = page.locator('.message-assistant').first()
+  await answer.getByText('Add a comment').click()
+  await answer.getByLabel(/Comment/).fill(`</textarea>${payload}`)
+  await answer.getByRole('button', { name: 'Good answer' }).click()
+  await page.locator('.message-assistant button[title="Good answer"][aria-pressed="true"]').waitFor()
+  expect(await page.locator('.message-assistant textarea').first().inputValue()).toBe(`</textarea>${payload}`)
+  expect(await page.locator('.message-user strong').textContent()).toBe('bold')
+  expect(await page.getByText('<svg onload=alert(4)>.txt').first().isVisible()).toBe(true)
+
+  const injected = () =>
+    page.evaluate(() => {
+      const { document, __xss } = globalThis as unknown as PageWindow
+      return {
+        xss: __xss ?? null,
+        handlers: document.querySelectorAll('[onerror], [onload]').length,
+        scripts: [...document.scripts].map((script) => script.getAttribute('src')),
+        javascriptLinks: document.querySelectorAll('a[href^="javascript:" i]').length,
+      }
+    })
+  const clean = { xss: null, handlers: 0, scripts: ['/assets/thread.js'], javascriptLinks: 0 }
+  expect(await injected()).toEqual(clean)
+
+  await page.goto(`/threads?q=${encodeURIComponent(payload)}`)
+  expect(await page.getByLabel('Search').inputValue()).toBe(payload)
+  await page.goto('/threads')
+  await page.getByRole('link', { name: payload }).first().waitFor()
+  expect(await injected()).toEqual({ ...clean, scripts: [] })
+  expect(dialogs).toEqual([])
+  expect(session.errors).toEqual([])
+}, 60_000)
+
+test('a thread in error continues in a new thread that starts with an extract of the old one', async () => {
+  // A provider that cannot be reached: every answer fails at once, and the thread moves to error.
+  const closedPort = await freePort()
+  await using broken = await startSite({
+    LLM_PROVIDER: 'openai',
+    LLM_BASE_URL: `http://127.0.0.1:${closedPort}/v1`,
+    LLM_API_KEY: 'unused',
+    LLM_MODEL: 'none',
+    LLM_MAX_ATTEMPTS: '1',
+  })
+  await using session = await openBrowser(broken.url)
+  const { page } = session
+  await signIn(page)
+  await page.getByLabel('Message', { exact: true }).fill('Plan a weekend in Lyon')
+  await page.getByLabel(/^Name/).fill('Lyon')
+  await page.getByRole('button', { name: 'Start thread' }).click()
+  await page.getByRole('heading', { name: 'This thread stopped with an error' }).waitFor()
+  await page.getByRole('button', { name: 'Continue in a new thread' }).click()
+  await page.getByRole('heading', { level: 1, name: 'Lyon (continued)' }).waitFor()
+  const summary = page.locator('.message-summary')
+  expect(await summary.locator('strong').first().textContent()).toBe(
+    'Continued from “Lyon”, which stopped with an error:',
+  )
+  expect(await summary.locator('blockquote').first().textContent()).toContain('Plan a weekend in Lyon')
+  await page.getByLabel('Message', { exact: true }).waitFor()
+}, 60_000)
+
+test('sign in with the OpenID Connect provider from the sign-in page', async () => {
+  await using provider = await startFakeOidcProvider()
+  await using withOidc = await startSite({
+    OIDC_ISSUER: provider.issuer,
+    OIDC_CLIENT_ID: provider.clientId,
+    OIDC_CLIENT_SECRET: provider.clientSecret,
+    OIDC_NAME: 'Example ID',
+  })
+  await using session = await openBrowser(withOidc.url)
+  const { page } = session
+  await page.goto('/')
+  await page.getByRole('link', { name: 'Sign in with Example ID' }).click()
+  await page.waitForURL(/\/threads$/)
+  await page.getByRole('heading', { level: 1, name: 'Threads' }).waitFor()
+  expect(await page.getByText(email).textContent()).toBe(email)
+  expect(session.errors).toEqual([])
+}, 60_000)

@@ -75,30 +75,36 @@ type ThreadRow = {
 
 const columns = `t.id, t.name, t.state, t.is_private as isPrivate, t.archived, t.owner_id as ownerId,
   u.sub as ownerSub, u.name as ownerName, t.created_at as createdAt, t.updated_at as updatedAt`
-const visible =
-  '((?1 = 0 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)) or (?1 = 1 and t.owner_id = ?3))'
 
-const threadById = sqlite.query<ThreadRow, [number, number, number, string]>(
-  `select ${columns} from threads t join users u on u.id = t.owner_id where t.id = ?4 and ${visible}`,
-)
-const cursorOf = sqlite.query<{ key: number; id: string }, [number, number, number, string]>(
-  `select t.updated_at as key, t.id from threads t where t.id = ?4 and ${visible}`,
-)
-const firstPage = sqlite.query<ThreadRow, [number, number, number, number]>(
-  `select ${columns} from threads t join users u on u.id = t.owner_id
-   where ${visible} and t.archived = 0 order by t.updated_at desc, t.id desc limit ?4`,
-)
-const nextPage = sqlite.query<ThreadRow, [number, number, number, number, number, string]>(
-  `select ${columns} from threads t join users u on u.id = t.owner_id
-   where ${visible} and t.archived = 0 and (t.updated_at, t.id) < (?5, ?6)
-   order by t.updated_at desc, t.id desc limit ?4`,
-)
-const searchFirst = sqlite.query<ThreadRow, [number, number, number, number, string]>(
-  searchSql(columns, visible, false),
-)
-const searchNext = sqlite.query<ThreadRow, [number, number, number, number, string, number, string]>(
-  searchSql(columns, visible, true),
-)
+// One set of statements per kind of caller, as the app prepares them: an OR on a parameter would keep
+// SQLite from choosing the organization's index. ?1 is unused, so every statement numbers alike.
+function statements(visible: string) {
+  return {
+    threadById: sqlite.query<ThreadRow, [number, number, number, string]>(
+      `select ${columns} from threads t join users u on u.id = t.owner_id where t.id = ?4 and ${visible}`,
+    ),
+    cursorOf: sqlite.query<{ key: number; id: string }, [number, number, number, string]>(
+      `select t.updated_at as key, t.id from threads t where t.id = ?4 and ${visible}`,
+    ),
+    firstPage: sqlite.query<ThreadRow, [number, number, number, number]>(
+      `select ${columns} from threads t join users u on u.id = t.owner_id
+       where ${visible} and t.archived = 0 order by t.updated_at desc, t.id desc limit ?4`,
+    ),
+    nextPage: sqlite.query<ThreadRow, [number, number, number, number, number, string]>(
+      `select ${columns} from threads t join users u on u.id = t.owner_id
+       where ${visible} and t.archived = 0 and (t.updated_at, t.id) < (?5, ?6)
+       order by t.updated_at desc, t.id desc limit ?4`,
+    ),
+    searchFirst: sqlite.query<ThreadRow, [number, number, number, number, string]>(searchSql(columns, visible, false)),
+    searchNext: sqlite.query<ThreadRow, [number, number, number, number, string, number, string]>(
+      searchSql(columns, visible, true),
+    ),
+  }
+}
+const visibleToOrganization = '?1 = ?1 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)'
+const byOrganization = statements(visibleToOrganization)
+const byOwner = statements('?1 = ?1 and t.owner_id = ?3')
+const statementsFor = (caller: Caller) => (caller.own ? byOwner : byOrganization)
 
 function iso(ms: number): string {
   return new Date(ms).toISOString()
@@ -138,6 +144,7 @@ function list(caller: Caller, url: URL): Response {
   const after = url.searchParams.get('after')
   const q = url.searchParams.get('q')
   const [own, org, user] = who(caller)
+  const { cursorOf, searchFirst, searchNext, nextPage, firstPage } = statementsFor(caller)
   let cursor: { key: number; id: string } | null = null
   if (after) {
     cursor = cursorOf.get(own, org, user, after)
@@ -195,7 +202,7 @@ const repliesOf = sqlite.query<{ contents: string }, [string]>(
 
 const send = sqlite.transaction((caller: Caller, threadId: string, text: string): string | Response => {
   const [own, org, user] = who(caller)
-  const row = threadById.get(own, org, user, threadId)
+  const row = statementsFor(caller).threadById.get(own, org, user, threadId)
   if (!row) return notFound()
   if (row.ownerId !== caller.userId) return json({ error: 'forbidden', message: 'Only the owner' }, 403)
   const now = Date.now()
@@ -271,7 +278,9 @@ const sseHeaders = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-
 
 function stream(caller: Caller, threadId: string, messageId: string, lastEventId: string | null): Response {
   const [own, org, user] = who(caller)
-  if (!threadById.get(own, org, user, threadId) || !messageOf.get(messageId, threadId)) return notFound()
+  if (!statementsFor(caller).threadById.get(own, org, user, threadId) || !messageOf.get(messageId, threadId)) {
+    return notFound()
+  }
   if (!generationOf.get(messageId)) return notFound()
   const from = Math.max(0, Number(lastEventId) || 0)
   let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined
@@ -318,7 +327,7 @@ const server = Bun.serve({
       const caller = authenticate(request)
       if (!caller) return unauthorized()
       const [own, org, user] = who(caller)
-      const row = threadById.get(own, org, user, request.params.threadId)
+      const row = statementsFor(caller).threadById.get(own, org, user, request.params.threadId)
       return row ? json(thread(row)) : notFound()
     },
     '/api/v1/threads/:threadId/messages': {

@@ -217,8 +217,7 @@ function searchSqlRow(kind: keyof typeof info.terms): Row {
   const reader = readers[0] as (typeof readers)[number]
   const caller = resolvePersonalAccessToken(db, reader.token, Date.now())
   if (!caller) throw new Error('reader token did not resolve')
-  const visible =
-    '((?1 = 0 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)) or (?1 = 1 and t.owner_id = ?3))'
+  const visible = '?1 = ?1 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)'
   const raw = db.$client.query(searchSql('t.id', visible, false))
   const time = (run: (q: string) => unknown) => {
     const samples: number[] = []

@@ -1,6 +1,6 @@
 // Full-text search: the only raw SQL in the service, because Drizzle cannot express FTS5 MATCH.
 // Tables and triggers are in db/migrations/0001_search.sql.
-import { type SQL, sql } from 'drizzle-orm'
+import { type SQL, type SQLWrapper, sql } from 'drizzle-orm'
 import { threads } from './threads.table'
 
 /**
@@ -16,8 +16,8 @@ export function toFtsQuery(text: string): string | null {
     .join(' ')
 }
 
-/** Threads whose name or any active message matches the FTS5 query. */
-export function matchesSearch(ftsQuery: string): SQL {
+/** Threads whose name or any active message matches the FTS5 query (a value or a placeholder). */
+export function matchesSearch(ftsQuery: string | SQLWrapper): SQL {
   return sql`(${threads.seq} in (select rowid from threads_fts where threads_fts match ${ftsQuery})
     or ${threads.id} in (select m.thread_id from messages m
       where m.seq in (select rowid from messages_fts where messages_fts match ${ftsQuery}) and m.active = 1))`

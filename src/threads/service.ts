@@ -25,13 +25,36 @@ export function linksFor(publicUrl: string): Links {
   }
 }
 
-/** The threads this caller may see: never another organization's; private ones only their owner's. */
-function visibleTo(caller: Caller): SQL {
-  if (caller.sees === 'own') return eq(threads.ownerId, caller.userId)
+/**
+ * The threads a caller may see: never another organization's; private ones only their owner's. Written
+ * with the placeholders `organizationId` and `userId` so the statements using it are prepared once.
+ */
+function visibleTo(sees: Caller['sees']): SQL {
+  const userId = sql.placeholder('userId')
+  if (sees === 'own') return eq(threads.ownerId, userId)
   return and(
-    eq(threads.organizationId, caller.organizationId),
-    or(eq(threads.isPrivate, false), eq(threads.ownerId, caller.userId)),
+    eq(threads.organizationId, sql.placeholder('organizationId')),
+    or(eq(threads.isPrivate, false), eq(threads.ownerId, userId)),
   ) as SQL
+}
+
+const callerValues = (caller: Caller) => ({ organizationId: caller.organizationId, userId: caller.userId })
+
+// Hot paths build their Drizzle query and prepare its SQLite statement once per database and shape,
+// then only bind values: building and preparing cost several times more than running the query.
+const statementCache = new WeakMap<Db, Map<string, unknown>>()
+function prepared<T>(db: Db, key: string, build: () => T): T {
+  let statements = statementCache.get(db)
+  if (!statements) {
+    statements = new Map()
+    statementCache.set(db, statements)
+  }
+  let statement = statements.get(key) as T | undefined
+  if (statement === undefined) {
+    statement = build()
+    statements.set(key, statement)
+  }
+  return statement
 }
 
 const threadColumns = {
@@ -89,12 +112,15 @@ function toMessage(row: MessageRow, links: Links): ThreadsModel.message {
 }
 
 function findVisibleThread(db: Db, caller: Caller, threadId: string): ThreadRow | undefined {
-  return db
-    .select(threadColumns)
-    .from(threads)
-    .innerJoin(users, eq(users.id, threads.ownerId))
-    .where(and(eq(threads.id, threadId), visibleTo(caller)))
-    .get()
+  const statement = prepared(db, `thread:${caller.sees}`, () =>
+    db
+      .select(threadColumns)
+      .from(threads)
+      .innerJoin(users, eq(users.id, threads.ownerId))
+      .where(and(eq(threads.id, sql.placeholder('threadId')), visibleTo(caller.sees)))
+      .prepare(),
+  )
+  return statement.get({ threadId, ...callerValues(caller) })
 }
 
 /** The thread, or 404 when it does not exist for this caller (private, other organization, or unknown). */
@@ -124,6 +150,61 @@ export function clampLimit(limit: number | undefined): number {
   return Math.min(limit ?? 50, maxPageSize)
 }
 
+/** Which statement a list request needs; every value that varies within a shape is a placeholder. */
+interface ListShape {
+  sees: Caller['sees']
+  sortBy: 'created_at' | 'updated_at'
+  descending: boolean
+  owned: boolean | undefined
+  private: boolean | undefined
+  archived: boolean
+  since: boolean
+  search: boolean
+  cursor: boolean
+}
+
+function sortColumnOf(sortBy: ListShape['sortBy']) {
+  return sortBy === 'created_at' ? threads.createdAt : threads.updatedAt
+}
+
+function prepareList(db: Db, shape: ListShape) {
+  const sortColumn = sortColumnOf(shape.sortBy)
+  const userId = sql.placeholder('userId')
+  const conditions: (SQL | undefined)[] = [visibleTo(shape.sees)]
+  if (shape.owned === true) conditions.push(eq(threads.ownerId, userId))
+  if (shape.owned === false) conditions.push(ne(threads.ownerId, userId))
+  if (shape.private !== undefined) conditions.push(eq(threads.isPrivate, shape.private))
+  if (!shape.archived) conditions.push(eq(threads.archived, false))
+  if (shape.since) conditions.push(gt(threads.updatedAt, sql.placeholder('since')))
+  if (shape.search) conditions.push(matchesSearch(sql.placeholder('fts')))
+  if (shape.cursor) {
+    const key = sql.placeholder('cursorKey')
+    const id = sql.placeholder('cursorId')
+    conditions.push(
+      shape.descending
+        ? sql`(${sortColumn}, ${threads.id}) < (${key}, ${id})`
+        : sql`(${sortColumn}, ${threads.id}) > (${key}, ${id})`,
+    )
+  }
+  const order = shape.descending ? [desc(sortColumn), desc(threads.id)] : [asc(sortColumn), asc(threads.id)]
+  return db
+    .select(threadColumns)
+    .from(threads)
+    .innerJoin(users, eq(users.id, threads.ownerId))
+    .where(and(...conditions))
+    .orderBy(...order)
+    .limit(sql.placeholder('limit'))
+    .prepare()
+}
+
+function prepareCursor(db: Db, sees: Caller['sees'], sortBy: ListShape['sortBy']) {
+  return db
+    .select({ key: sortColumnOf(sortBy), id: threads.id })
+    .from(threads)
+    .where(and(eq(threads.id, sql.placeholder('threadId')), visibleTo(sees)))
+    .prepare()
+}
+
 /**
  * Keyset pagination: the page starts strictly after the `after` thread's current (sort key, id),
  * compared as a row value so the covering index serves it. See README, "Pagination guarantees".
@@ -135,47 +216,44 @@ export function listThreads(
   links: Links,
 ): ThreadsModel.threadList {
   const limit = clampLimit(query.limit)
-  const sortColumn = query.sort_by === 'created_at' ? threads.createdAt : threads.updatedAt
-  const descending = query.sort_dir !== 'asc'
-  const conditions: (SQL | undefined)[] = [visibleTo(caller)]
-
-  if (query.owned === true) conditions.push(eq(threads.ownerId, caller.userId))
-  if (query.owned === false) conditions.push(ne(threads.ownerId, caller.userId))
-  if (query.private !== undefined) conditions.push(eq(threads.isPrivate, query.private))
-  if (query.archived !== true) conditions.push(eq(threads.archived, false))
+  const sortBy = query.sort_by === 'created_at' ? 'created_at' : 'updated_at'
+  let since: number | undefined
   if (query.updated_since !== undefined) {
-    const since = Date.parse(query.updated_since)
+    since = Date.parse(query.updated_since)
     if (Number.isNaN(since)) throw invalidRequest('updated_since must be an ISO 8601 timestamp')
-    conditions.push(gt(threads.updatedAt, since))
   }
+  let fts: string | undefined
   if (query.q !== undefined && query.q.trim() !== '') {
-    const fts = toFtsQuery(query.q)
-    if (fts === null) return envelope([], limit)
-    conditions.push(matchesSearch(fts))
+    const parsed = toFtsQuery(query.q)
+    if (parsed === null) return envelope([], limit)
+    fts = parsed
   }
+  let cursor: { key: number; id: string } | undefined
   if (query.after !== undefined) {
-    const cursor = db
-      .select({ key: sortColumn, id: threads.id })
-      .from(threads)
-      .where(and(eq(threads.id, query.after), visibleTo(caller)))
-      .get()
+    const statement = prepared(db, `cursor:${caller.sees}:${sortBy}`, () => prepareCursor(db, caller.sees, sortBy))
+    cursor = statement.get({ threadId: query.after, ...callerValues(caller) })
     if (!cursor) throw invalidRequest('after does not name a thread visible to you')
-    conditions.push(
-      descending
-        ? sql`(${sortColumn}, ${threads.id}) < (${cursor.key}, ${cursor.id})`
-        : sql`(${sortColumn}, ${threads.id}) > (${cursor.key}, ${cursor.id})`,
-    )
   }
-
-  const order = descending ? [desc(sortColumn), desc(threads.id)] : [asc(sortColumn), asc(threads.id)]
-  const rows = db
-    .select(threadColumns)
-    .from(threads)
-    .innerJoin(users, eq(users.id, threads.ownerId))
-    .where(and(...conditions))
-    .orderBy(...order)
-    .limit(limit + 1)
-    .all()
+  const shape: ListShape = {
+    sees: caller.sees,
+    sortBy,
+    descending: query.sort_dir !== 'asc',
+    owned: query.owned,
+    private: query.private,
+    archived: query.archived === true,
+    since: since !== undefined,
+    search: fts !== undefined,
+    cursor: cursor !== undefined,
+  }
+  const key = `list:${shape.sees}:${sortBy}:${shape.descending}:${shape.owned}:${shape.private}:${shape.archived}:${shape.since}:${shape.search}:${shape.cursor}`
+  const rows = prepared(db, key, () => prepareList(db, shape)).all({
+    ...callerValues(caller),
+    since,
+    fts,
+    cursorKey: cursor?.key,
+    cursorId: cursor?.id,
+    limit: limit + 1,
+  })
   const page = envelope(rows, limit)
   return { ...page, data: page.data.map((row) => toThread(row, links)) }
 }
@@ -294,7 +372,8 @@ export function sendMessage(
   now: number,
 ): { message_id: string } {
   return db.transaction((tx) => {
-    const thread = requireVisibleThread(tx as unknown as Db, caller, threadId)
+    // The prepared lookup runs on the same connection, so it reads inside this transaction.
+    const thread = requireVisibleThread(db, caller, threadId)
     if (thread.ownerId !== caller.userId) {
       throw new AppError(403, 'forbidden', 'Only the owner of a thread can send messages to it')
     }

@@ -11,6 +11,7 @@ import { Heartbeats } from './generation/sse'
 import type { GenerationRunner } from './generation/types'
 import { errorPlugin } from './shared/errors'
 import type { Logger } from './shared/log'
+import { responseSchemas } from './shared/responses'
 import type { Clock } from './shared/time'
 import { threadRoutes } from './threads'
 import { linksFor } from './threads/service'
@@ -23,6 +24,14 @@ export interface AppDeps {
   log: Logger
   /** How often idle SSE streams get a comment line; 15 s unless a test needs it sooner. */
   heartbeatMs?: number
+  /**
+   * Whether every response body is checked against its schema at run time (default true, as in tests).
+   * The server turns it off: bodies are built by code typed with the same schemas, the test suite runs
+   * every route with the check on, and in production a failed check could only turn a drifted answer
+   * into a 500. It costs about a third of a 50-thread list page's time in-process (TypeBox checks every
+   * field and format of every item), so it is paid where it finds bugs, not on every request.
+   */
+  validateResponses?: boolean
 }
 
 export function createApp(deps: AppDeps) {
@@ -39,6 +48,7 @@ export function createApp(deps: AppDeps) {
     engine,
     links: linksFor(deps.config.PUBLIC_URL),
     heartbeats: new Heartbeats(deps.heartbeatMs ?? 15_000),
+    responses: responseSchemas(deps.validateResponses ?? true),
   }
   return new Elysia({ normalize: false })
     .decorate('engine', engine)

@@ -22,7 +22,9 @@ migrateDatabase(db)
 await firstRun(db, config, systemClock)
 
 const runner = createWorkerRunner({ provider: config.LLM_PROVIDER, echoTokenDelayMs: config.ECHO_TOKEN_DELAY_MS }, log)
-const app = createApp({ db, config, runner, clock: systemClock, log })
+// Response bodies are checked against their schemas in tests, not on every production request: see
+// AppDeps.validateResponses.
+const app = createApp({ db, config, runner, clock: systemClock, log, validateResponses: false })
 app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60 })
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
 app.decorator.engine.recover()

@@ -5,6 +5,7 @@ import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { Db } from '../db/client'
 import { notFound } from '../shared/errors'
+import type { Responses } from '../shared/responses'
 import type { Clock } from '../shared/time'
 import { ThreadsModel } from '../threads/model'
 import { type Links, listReplies, requireMessage } from '../threads/service'
@@ -19,6 +20,7 @@ export interface ResponseDeps {
   engine: GenerationEngine
   links: Links
   heartbeats: Heartbeats
+  responses: Responses
 }
 
 function generationOf(db: Db, messageId: string) {
@@ -55,7 +57,7 @@ export const responses = (deps: ResponseDeps) =>
       {
         scope: 'threads:read',
         params: ThreadsModel.messageParams,
-        response: { 200: GenerationModel.finished, 202: GenerationModel.processing, ...errors },
+        response: deps.responses({ 200: GenerationModel.finished, 202: GenerationModel.processing, ...errors }),
         detail: {
           summary: 'Poll for the AI response to a user message',
           tags: ['Messages'],
@@ -94,7 +96,7 @@ export const responses = (deps: ResponseDeps) =>
       {
         scope: 'threads:read',
         params: ThreadsModel.messageParams,
-        response: errors,
+        response: deps.responses(errors),
         detail: {
           summary: 'Stream the AI response as server-sent events',
           tags: ['Messages'],

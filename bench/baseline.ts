@@ -3,7 +3,7 @@
 // but Bun.serve, bun:sqlite prepared statements and ReadableStream. Only the paths the benchmark drives
 // exist. Run as `bun bench/baseline.ts` with DATABASE_PATH, PORT, PUBLIC_URL and TOKEN_DELAY_MS.
 import { Database } from 'bun:sqlite'
-import { searchSql } from './search-sql'
+import { countSql, matchBound, searchSql } from './search-sql'
 
 const sqlite = new Database(process.env.DATABASE_PATH ?? 'bench.sqlite', { strict: true })
 sqlite.run('PRAGMA journal_mode = WAL')
@@ -78,32 +78,40 @@ const columns = `t.id, t.name, t.state, t.is_private as isPrivate, t.archived, t
 
 // One set of statements per kind of caller, as the app prepares them: an OR on a parameter would keep
 // SQLite from choosing the organization's index. ?1 is unused, so every statement numbers alike.
-function statements(visible: string) {
+function statements(visible: (plus: string) => string) {
+  const search = (plan: 'matches' | 'walk') => {
+    const where = visible(plan === 'matches' ? '+' : '')
+    return {
+      first: sqlite.query<ThreadRow, [number, number, number, number, string]>(searchSql(columns, where, false, plan)),
+      next: sqlite.query<ThreadRow, [number, number, number, number, string, number, string]>(
+        searchSql(columns, where, true, plan),
+      ),
+    }
+  }
   return {
     threadById: sqlite.query<ThreadRow, [number, number, number, string]>(
-      `select ${columns} from threads t join users u on u.id = t.owner_id where t.id = ?4 and ${visible}`,
+      `select ${columns} from threads t join users u on u.id = t.owner_id where t.id = ?4 and ${visible('')}`,
     ),
     cursorOf: sqlite.query<{ key: number; id: string }, [number, number, number, string]>(
-      `select t.updated_at as key, t.id from threads t where t.id = ?4 and ${visible}`,
+      `select t.updated_at as key, t.id from threads t where t.id = ?4 and ${visible('')}`,
     ),
     firstPage: sqlite.query<ThreadRow, [number, number, number, number]>(
       `select ${columns} from threads t join users u on u.id = t.owner_id
-       where ${visible} and t.archived = 0 order by t.updated_at desc, t.id desc limit ?4`,
+       where ${visible('')} and t.archived = 0 order by t.updated_at desc, t.id desc limit ?4`,
     ),
     nextPage: sqlite.query<ThreadRow, [number, number, number, number, number, string]>(
       `select ${columns} from threads t join users u on u.id = t.owner_id
-       where ${visible} and t.archived = 0 and (t.updated_at, t.id) < (?5, ?6)
+       where ${visible('')} and t.archived = 0 and (t.updated_at, t.id) < (?5, ?6)
        order by t.updated_at desc, t.id desc limit ?4`,
     ),
-    searchFirst: sqlite.query<ThreadRow, [number, number, number, number, string]>(searchSql(columns, visible, false)),
-    searchNext: sqlite.query<ThreadRow, [number, number, number, number, string, number, string]>(
-      searchSql(columns, visible, true),
-    ),
+    search: { matches: search('matches'), walk: search('walk') },
   }
 }
-const visibleToOrganization = '?1 = ?1 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)'
-const byOrganization = statements(visibleToOrganization)
-const byOwner = statements('?1 = ?1 and t.owner_id = ?3')
+const byOrganization = statements(
+  (plus) => `?1 = ?1 and ${plus}t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)`,
+)
+const byOwner = statements((plus) => `?1 = ?1 and ${plus}t.owner_id = ?3`)
+const countMatches = sqlite.query<{ n: number }, [string, number]>(countSql)
 const statementsFor = (caller: Caller) => (caller.own ? byOwner : byOrganization)
 
 function iso(ms: number): string {
@@ -144,7 +152,7 @@ function list(caller: Caller, url: URL): Response {
   const after = url.searchParams.get('after')
   const q = url.searchParams.get('q')
   const [own, org, user] = who(caller)
-  const { cursorOf, searchFirst, searchNext, nextPage, firstPage } = statementsFor(caller)
+  const { cursorOf, search, nextPage, firstPage } = statementsFor(caller)
   let cursor: { key: number; id: string } | null = null
   if (after) {
     cursor = cursorOf.get(own, org, user, after)
@@ -154,10 +162,12 @@ function list(caller: Caller, url: URL): Response {
   if (q !== null && q.trim() !== '') {
     const fts = ftsQuery(q)
     if (fts === null) rows = []
-    else
+    else {
+      const plan = (countMatches.get(fts, matchBound + 1)?.n ?? 0) <= matchBound ? search.matches : search.walk
       rows = cursor
-        ? searchNext.all(own, org, user, limit + 1, fts, cursor.key, cursor.id)
-        : searchFirst.all(own, org, user, limit + 1, fts)
+        ? plan.next.all(own, org, user, limit + 1, fts, cursor.key, cursor.id)
+        : plan.first.all(own, org, user, limit + 1, fts)
+    }
   } else {
     rows = cursor
       ? nextPage.all(own, org, user, limit + 1, cursor.key, cursor.id)

@@ -8,7 +8,7 @@ import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
 import { toIso } from '../shared/time'
 import type { ThreadsModel } from './model'
-import { matchesSearch, toFtsQuery } from './search'
+import { inMatches, probeMatches, type SearchPlan, searchPlan, toFtsQuery } from './search'
 import { feedback, messages, threads } from './threads.table'
 
 export const maxPageSize = 200
@@ -29,11 +29,14 @@ export function linksFor(publicUrl: string): Links {
  * The threads a caller may see: never another organization's; private ones only their owner's. Written
  * with the placeholders `organizationId` and `userId` so the statements using it are prepared once.
  */
-function visibleTo(sees: Caller['sees']): SQL {
+function visibleTo(sees: Caller['sees'], indexed = true): SQL {
   const userId = sql.placeholder('userId')
-  if (sees === 'own') return eq(threads.ownerId, userId)
+  // A unary + keeps SQLite from using the column's index (see search.ts, the `matches` plan).
+  const owner = indexed ? sql`${threads.ownerId}` : sql`+${threads.ownerId}`
+  const organization = indexed ? sql`${threads.organizationId}` : sql`+${threads.organizationId}`
+  if (sees === 'own') return eq(owner, userId)
   return and(
-    eq(threads.organizationId, sql.placeholder('organizationId')),
+    eq(organization, sql.placeholder('organizationId')),
     or(eq(threads.isPrivate, false), eq(threads.ownerId, userId)),
   ) as SQL
 }
@@ -159,7 +162,7 @@ interface ListShape {
   private: boolean | undefined
   archived: boolean
   since: boolean
-  search: boolean
+  search: SearchPlan | undefined
   cursor: boolean
 }
 
@@ -170,13 +173,17 @@ function sortColumnOf(sortBy: ListShape['sortBy']) {
 function prepareList(db: Db, shape: ListShape) {
   const sortColumn = sortColumnOf(shape.sortBy)
   const userId = sql.placeholder('userId')
-  const conditions: (SQL | undefined)[] = [visibleTo(shape.sees)]
-  if (shape.owned === true) conditions.push(eq(threads.ownerId, userId))
-  if (shape.owned === false) conditions.push(ne(threads.ownerId, userId))
+  // With few search matches, SQLite must start from them, not from the organization's or owner's index.
+  const indexed = shape.search !== 'matches'
+  const owner = indexed ? sql`${threads.ownerId}` : sql`+${threads.ownerId}`
+  const conditions: (SQL | undefined)[] = [visibleTo(shape.sees, indexed)]
+  if (shape.owned === true) conditions.push(eq(owner, userId))
+  if (shape.owned === false) conditions.push(ne(owner, userId))
   if (shape.private !== undefined) conditions.push(eq(threads.isPrivate, shape.private))
   if (!shape.archived) conditions.push(eq(threads.archived, false))
   if (shape.since) conditions.push(gt(threads.updatedAt, sql.placeholder('since')))
-  if (shape.search) conditions.push(matchesSearch(sql.placeholder('fts')))
+  if (shape.search === 'matches') conditions.push(inMatches(sql.placeholder('fts')))
+  if (shape.search === 'walk') conditions.push(probeMatches(sql.placeholder('fts')))
   if (shape.cursor) {
     const key = sql.placeholder('cursorKey')
     const id = sql.placeholder('cursorId')
@@ -242,7 +249,7 @@ export function listThreads(
     private: query.private,
     archived: query.archived === true,
     since: since !== undefined,
-    search: fts !== undefined,
+    search: fts === undefined ? undefined : searchPlan(db.$client, fts),
     cursor: cursor !== undefined,
   }
   const key = `list:${shape.sees}:${sortBy}:${shape.descending}:${shape.owned}:${shape.private}:${shape.archived}:${shape.since}:${shape.search}:${shape.cursor}`

@@ -45,6 +45,20 @@ export async function startServer(name: string, command: string[], env: Record<s
   }
 }
 
+/**
+ * Waits until the server answers /healthz within 20 ms: a scenario's requests still queued in the
+ * server (a slow search, say) must not be charged to the next one.
+ */
+export async function settle(server: Server): Promise<void> {
+  const deadline = performance.now() + 180_000
+  while (performance.now() < deadline) {
+    const started = performance.now()
+    await fetch(`${server.url}/healthz`).then((reply) => reply.text())
+    if (performance.now() - started < 20) return
+    await Bun.sleep(200)
+  }
+}
+
 export function rssBytes(pid: number): number {
   const status = require('node:fs').readFileSync(`/proc/${pid}/status`, 'utf8') as string
   const match = status.match(/VmRSS:\s+(\d+) kB/)
@@ -92,6 +106,7 @@ export interface WrkRun {
 }
 
 export async function wrk(server: Server, run: WrkRun): Promise<Measure> {
+  await settle(server)
   const stopRss = sampleRss(server.pid)
   const child = Bun.spawn(
     [
@@ -148,6 +163,7 @@ export async function sendAndStream(
   pairs: { token: string; threadId: string }[],
   seconds: number,
 ): Promise<Measure> {
+  await settle(server)
   const stopRss = sampleRss(server.pid)
   const deadline = performance.now() + seconds * 1000
   const firstToken: number[] = []

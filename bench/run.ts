@@ -147,18 +147,20 @@ if (wantsHttp) {
       for (const kind of ['common', 'mid', 'rare'] as const) rows.push(searchSqlRow(kind))
     }
     if (selected.has('4')) {
-      log('scenario 4: send + stream')
-      rows.push({
-        scenario: '4 send + stream (msg/s; first token)',
-        ...(await both((server) => sendAndStream(server, loopThreads, seconds), servers)),
-      })
-      const last = rows.at(-1) as Row
-      notes.push(
-        `4: POST → first \`token\` p50 ${last.app?.p50.toFixed(2)} ms (baseline ${last.base?.p50.toFixed(2)} ms); ` +
-          `POST → \`done\` p50/p99 ${last.app?.extra?.doneP50?.toFixed(2)}/${last.app?.extra?.doneP99?.toFixed(2)} ms ` +
-          `(baseline ${last.base?.extra?.doneP50?.toFixed(2)}/${last.base?.extra?.doneP99?.toFixed(2)} ms), ` +
-          `${loopThreads.length} clients each sending to its own thread and reading the answer to \`done\`.`,
-      )
+      // One client shows the latency of an idle server; sixteen show the throughput.
+      for (const clients of [1, loopThreads.length]) {
+        log(`scenario 4: send + stream, ${clients} client(s)`)
+        const row: Row = {
+          scenario: `4 send + stream, ${clients} client${clients === 1 ? '' : 's'} (msg/s; first token)`,
+          ...(await both((server) => sendAndStream(server, loopThreads.slice(0, clients), seconds), servers)),
+        }
+        rows.push(row)
+        const done = (m: Measure | undefined) => `${m?.extra?.doneP50?.toFixed(2)}/${m?.extra?.doneP99?.toFixed(2)} ms`
+        notes.push(
+          `4, ${clients} client(s): POST → first \`token\` p50 ${row.app?.p50.toFixed(2)} ms (baseline ` +
+            `${row.base?.p50.toFixed(2)} ms); POST → \`done\` p50/p99 ${done(row.app)} (baseline ${done(row.base)}).`,
+        )
+      }
       log('scenario 4: send only (wrk POST)')
       rows.push({
         scenario: '4 send (wrk POST)',

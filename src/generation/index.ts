@@ -1,9 +1,10 @@
 // Reading an answer: poll (GET …/response) or stream it as server-sent events (GET …/response/stream).
-import { eq } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import { Elysia } from 'elysia'
 import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { Db } from '../db/client'
+import { prepared } from '../db/prepared'
 import { notFound } from '../shared/errors'
 import type { Responses } from '../shared/responses'
 import type { Clock } from '../shared/time'
@@ -24,11 +25,13 @@ export interface ResponseDeps {
 }
 
 function generationOf(db: Db, messageId: string) {
-  const row = db
-    .select({ status: generations.status, error: generations.error })
-    .from(generations)
-    .where(eq(generations.messageId, messageId))
-    .get()
+  const row = prepared(db, 'generation:byMessage', () =>
+    db
+      .select({ status: generations.status, error: generations.error })
+      .from(generations)
+      .where(eq(generations.messageId, sql.placeholder('messageId')))
+      .prepare(),
+  ).get({ messageId })
   if (!row) throw notFound('Response')
   return row
 }

@@ -3,6 +3,7 @@ import { and, asc, desc, eq, gt, ne, or, type SQL, sql } from 'drizzle-orm'
 import { users } from '../auth/auth.table'
 import type { Caller } from '../auth/model'
 import type { Db } from '../db/client'
+import { prepared } from '../db/prepared'
 import { generations } from '../generation/generations.table'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
@@ -42,23 +43,6 @@ function visibleTo(sees: Caller['sees'], indexed = true): SQL {
 }
 
 const callerValues = (caller: Caller) => ({ organizationId: caller.organizationId, userId: caller.userId })
-
-// Hot paths build their Drizzle query and prepare its SQLite statement once per database and shape,
-// then only bind values: building and preparing cost several times more than running the query.
-const statementCache = new WeakMap<Db, Map<string, unknown>>()
-function prepared<T>(db: Db, key: string, build: () => T): T {
-  let statements = statementCache.get(db)
-  if (!statements) {
-    statements = new Map()
-    statementCache.set(db, statements)
-  }
-  let statement = statements.get(key) as T | undefined
-  if (statement === undefined) {
-    statement = build()
-    statements.set(key, statement)
-  }
-  return statement
-}
 
 const threadColumns = {
   seq: threads.seq,
@@ -305,30 +289,52 @@ function searchableText(contents: ThreadsModel.contentBlock[]): string {
 
 export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
+/** Inserts a message; inside a transaction, pass the same `db` (see src/db/prepared.ts). */
 export function insertMessage(
-  tx: Tx,
+  db: Db,
   input: { threadId: string; role: MessageRow['role']; contents: ThreadsModel.contentBlock[]; replyTo?: string },
   now: number,
 ): string {
   const id = newId()
-  tx.insert(messages)
-    .values({
-      id,
-      threadId: input.threadId,
-      role: input.role,
-      contents: input.contents,
-      text: searchableText(input.contents),
-      replyTo: input.replyTo ?? null,
-      createdAt: now,
-    })
-    .run()
+  prepared(db, 'message:insert', () =>
+    db
+      .insert(messages)
+      .values({
+        id: sql.placeholder('id'),
+        threadId: sql.placeholder('threadId'),
+        role: sql.placeholder('role'),
+        contents: sql.placeholder('contents'),
+        text: sql.placeholder('text'),
+        replyTo: sql.placeholder('replyTo'),
+        createdAt: sql.placeholder('createdAt'),
+      })
+      .prepare(),
+  ).run({
+    id,
+    threadId: input.threadId,
+    role: input.role,
+    contents: input.contents,
+    text: searchableText(input.contents),
+    replyTo: input.replyTo ?? null,
+    createdAt: now,
+  })
   return id
 }
 
 /** Stores a user message and queues its answer; the caller must enqueue `messageId` after commit. */
-function insertUserMessage(tx: Tx, threadId: string, contents: ThreadsModel.contentBlock[], now: number): string {
-  const messageId = insertMessage(tx, { threadId, role: 'user', contents }, now)
-  tx.insert(generations).values({ messageId, threadId, status: 'queued', createdAt: now }).run()
+function insertUserMessage(db: Db, threadId: string, contents: ThreadsModel.contentBlock[], now: number): string {
+  const messageId = insertMessage(db, { threadId, role: 'user', contents }, now)
+  prepared(db, 'generation:insert', () =>
+    db
+      .insert(generations)
+      .values({
+        messageId: sql.placeholder('messageId'),
+        threadId: sql.placeholder('threadId'),
+        status: 'queued',
+        createdAt: sql.placeholder('createdAt'),
+      })
+      .prepare(),
+  ).run({ messageId, threadId, createdAt: now })
   return messageId
 }
 
@@ -362,7 +368,7 @@ export function createThread(
       })
       .run()
     const messageId =
-      body.text === undefined ? null : insertUserMessage(tx, threadId, [{ type: 'text', text: body.text }], now)
+      body.text === undefined ? null : insertUserMessage(db, threadId, [{ type: 'text', text: body.text }], now)
     return { thread_id: threadId, message_id: messageId }
   })
 }
@@ -378,21 +384,23 @@ export function sendMessage(
   body: ThreadsModel.sendMessageBody,
   now: number,
 ): { message_id: string } {
-  return db.transaction((tx) => {
-    // The prepared lookup runs on the same connection, so it reads inside this transaction.
+  // Prepared statements run on the transaction's connection (see src/db/prepared.ts).
+  return db.transaction(() => {
     const thread = requireVisibleThread(db, caller, threadId)
     if (thread.ownerId !== caller.userId) {
       throw new AppError(403, 'forbidden', 'Only the owner of a thread can send messages to it')
     }
     const blocks = attachmentBlocks(body.attachment_ids)
-    const moved = tx
-      .update(threads)
-      .set({ state: 'waiting', updatedAt: now })
-      .where(and(eq(threads.id, threadId), eq(threads.state, 'ready')))
-      .returning({ id: threads.id })
-      .get()
+    const moved = prepared(db, 'thread:claim', () =>
+      db
+        .update(threads)
+        .set({ state: 'waiting', updatedAt: sql`${sql.placeholder('now')}` })
+        .where(and(eq(threads.id, sql.placeholder('threadId')), eq(threads.state, 'ready')))
+        .returning({ id: threads.id })
+        .prepare(),
+    ).get({ threadId, now })
     if (!moved) throw conflict(`The thread is ${thread.state}; a new message is accepted only in ready`)
-    return { message_id: insertUserMessage(tx, threadId, [{ type: 'text', text: body.text }, ...blocks], now) }
+    return { message_id: insertUserMessage(db, threadId, [{ type: 'text', text: body.text }, ...blocks], now) }
   })
 }
 
@@ -422,22 +430,27 @@ export function submitFeedback(
 /** A user message of a visible thread, or 404. */
 export function requireMessage(db: Db, caller: Caller, threadId: string, messageId: string): MessageRow {
   requireVisibleThread(db, caller, threadId)
-  const row = db
-    .select()
-    .from(messages)
-    .where(and(eq(messages.id, messageId), eq(messages.threadId, threadId)))
-    .get()
+  const row = prepared(db, 'message:byId', () =>
+    db
+      .select()
+      .from(messages)
+      .where(and(eq(messages.id, sql.placeholder('messageId')), eq(messages.threadId, sql.placeholder('threadId'))))
+      .prepare(),
+  ).get({ messageId, threadId })
   if (!row) throw notFound('Message')
   return row
 }
 
 /** The active messages that answer a user message, oldest first. */
 export function listReplies(db: Db, messageId: string, links: Links): ThreadsModel.message[] {
-  return db
-    .select()
-    .from(messages)
-    .where(and(eq(messages.replyTo, messageId), eq(messages.active, true)))
-    .orderBy(asc(messages.createdAt), asc(messages.id))
-    .all()
+  return prepared(db, 'message:replies', () =>
+    db
+      .select()
+      .from(messages)
+      .where(and(eq(messages.replyTo, sql.placeholder('messageId')), eq(messages.active, true)))
+      .orderBy(asc(messages.createdAt), asc(messages.id))
+      .prepare(),
+  )
+    .all({ messageId })
     .map((row) => toMessage(row, links))
 }

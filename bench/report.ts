@@ -54,7 +54,8 @@ export function chart(rows: Row[], title: string): string {
   const gap = 10
   const left = 330
   const width = 900
-  const scaleMax = Math.max(1.5, ...measured.map(({ row, goal }) => goal.value(row)).filter(Number.isFinite)) * 1.05
+  const scaleMax =
+    Math.max(1.5, ...measured.flatMap(({ row, goal }) => [goal.value(row), goal.ratio]).filter(Number.isFinite)) * 1.05
   const plot = width - left - 60
   const x = (ratio: number) => left + (Math.min(ratio, scaleMax) / scaleMax) * plot
   const height = 70 + measured.length * (barHeight + gap) + 30
@@ -75,7 +76,7 @@ export function chart(rows: Row[], title: string): string {
     const meets = goal.higherIsBetter ? value >= goal.ratio : value <= goal.ratio
     const y = 64 + index * (barHeight + gap)
     parts.push(
-      `<text x="${left - 8}" y="${y + 15}" text-anchor="end">${xml(`${row.scenario} (${goal.label})`)}</text>`,
+      `<text x="${left - 8}" y="${y + 15}" text-anchor="end">${xml(`${row.scenario.replace(/ \(.*\)$/, '')} (${goal.label})`)}</text>`,
       `<rect x="${left}" y="${y}" width="${Math.max(1, x(value) - left)}" height="${barHeight}" fill="${meets ? '#3a9a5b' : '#c8453b'}"/>`,
       `<line x1="${x(goal.ratio)}" y1="${y - 3}" x2="${x(goal.ratio)}" y2="${y + barHeight + 3}" stroke="black" stroke-width="2"/>`,
       `<text x="${x(value) + 6}" y="${y + 15}">${Number.isFinite(value) ? value.toFixed(2) : '–'}</text>`,

@@ -154,13 +154,14 @@ export function percentile(values: ArrayLike<number>, p: number): number {
 }
 
 /**
- * Scenario 4: `concurrency` clients each own a thread and loop: POST a message, open its SSE stream,
- * read to `done`. Measures completed messages/s and the time from sending the POST to the first
- * `token` event and to `done`.
+ * Scenario 4: each client owns a list of threads and loops over them: POST a message, open its SSE
+ * stream, read to `done`. Going round many threads keeps each conversation a realistic length (the
+ * history is loaded and handed to the generator for every answer). Measures completed messages/s and
+ * the time from sending the POST to the first `token` event and to `done`.
  */
 export async function sendAndStream(
   server: Server,
-  pairs: { token: string; threadId: string }[],
+  clients: { token: string; threadId: string }[][],
   seconds: number,
 ): Promise<Measure> {
   await settle(server)
@@ -171,9 +172,10 @@ export async function sendAndStream(
   let failures = 0
   const text = 'Could you summarise the budget for the weekend trip and list what is still missing from the plan?'
   const decoder = new TextDecoder()
-  async function loop(pair: { token: string; threadId: string }): Promise<void> {
-    const headers = { authorization: `Bearer ${pair.token}`, 'content-type': 'application/json' }
-    while (performance.now() < deadline) {
+  async function loop(pairs: { token: string; threadId: string }[]): Promise<void> {
+    for (let turn = 0; performance.now() < deadline; turn++) {
+      const pair = pairs[turn % pairs.length] as (typeof pairs)[number]
+      const headers = { authorization: `Bearer ${pair.token}`, 'content-type': 'application/json' }
       const started = performance.now()
       const sent = await fetch(`${server.url}/api/v1/threads/${pair.threadId}/messages`, {
         method: 'POST',
@@ -215,7 +217,7 @@ export async function sendAndStream(
     }
   }
   const began = performance.now()
-  await Promise.all(pairs.map(loop))
+  await Promise.all(clients.map(loop))
   const elapsed = (performance.now() - began) / 1000
   return {
     rps: done.length / elapsed,

@@ -66,10 +66,14 @@ const owned = seedDb
 seedDb.close()
 // Disjoint threads per scenario, so no scenario finds a thread another one left busy.
 const streamThreads = owned.slice(0, 256)
-const loopThreads = owned.slice(256, 272)
+// Sixteen clients with up to 64 threads each for the send + stream loops; the rest for wrk's POSTs.
+const perClient = Math.max(1, Math.min(64, Math.floor((owned.length - 256) / 32)))
+const loopThreads = Array.from({ length: 16 }, (_, client) =>
+  owned.slice(256 + client * perClient, 256 + (client + 1) * perClient),
+)
 const sendFile = file(
   'send.txt',
-  owned.slice(272).map((pair) => `${pair.token} ${pair.threadId}`),
+  owned.slice(256 + 16 * perClient).map((pair) => `${pair.token} ${pair.threadId}`),
 )
 const queryFiles = Object.fromEntries(
   Object.entries(info.terms).map(([kind, list]) => [kind, file(`q-${kind}.txt`, list.map(encodeURIComponent))]),

@@ -295,8 +295,8 @@ function rawInsertNote(sendRow: Row): string {
 
 async function streamsScenario(server: Server): Promise<Measure> {
   const answers = Math.min(256, streamCount)
-  // Long enough to outlast opening every stream plus the measuring window.
-  const words = Math.ceil((seconds + 5 + streamCount / 1000) * 10)
+  // Long enough to outlast opening every stream (slow on a busy machine) plus the measuring window.
+  const words = Math.ceil((seconds + 15 + streamCount / 500) * 10)
   const text = Array.from({ length: words }, (_, i) => `word${i}`).join(' ')
   const targets: { token: string; threadId: string; messageId: string }[] = []
   for (const pair of streamThreads.slice(0, answers)) {

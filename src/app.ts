@@ -19,6 +19,7 @@ import { errorPlugin } from './shared/errors'
 import { httpBasics } from './shared/http'
 import type { Logger } from './shared/log'
 import { RateLimiter } from './shared/rate-limit'
+import { responseSchemas } from './shared/responses'
 import type { Clock } from './shared/time'
 import { threadRoutes } from './threads'
 import { threadPages } from './threads/pages'
@@ -34,6 +35,14 @@ export interface AppDeps {
   log: Logger
   /** How often idle SSE streams get a comment line; 15 s unless a test needs it sooner. */
   heartbeatMs?: number
+  /**
+   * Whether every response body is checked against its schema at run time (default true, as in tests).
+   * The server turns it off: bodies are built by code typed with the same schemas, the test suite runs
+   * every route with the check on, and in production a failed check could only turn a drifted answer
+   * into a 500. It costs about a third of a 50-thread list page's time in-process (TypeBox checks every
+   * field and format of every item), so it is paid where it finds bugs, not on every request.
+   */
+  validateResponses?: boolean
 }
 
 export function createApp(deps: AppDeps) {
@@ -58,6 +67,7 @@ export function createApp(deps: AppDeps) {
     uploadsDir: deps.config.UPLOADS_DIR,
     publicUrl: deps.config.PUBLIC_URL,
     csrfKey: crypto.getRandomValues(new Uint8Array(32)),
+    responses: responseSchemas(deps.validateResponses ?? true),
   }
   // No request needs more than an upload can hold: Bun refuses longer bodies (413) while they stream in.
   return new Elysia({ normalize: false, serve: { maxRequestBodySize: maxRequestBytes } })

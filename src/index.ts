@@ -28,7 +28,9 @@ if (swept > 0) log.info('removed stray upload files left by a crash', { count: s
 const settings = providerSettings(config)
 log.info('generator', describeProvider(settings))
 const runner = createWorkerRunner(settings, log)
-const app = createApp({ db, config, runner, clock: systemClock, log })
+// Response bodies are checked against their schemas in tests, not on every production request: see
+// AppDeps.validateResponses.
+const app = createApp({ db, config, runner, clock: systemClock, log, validateResponses: false })
 app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60 })
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
 app.decorator.engine.recover()

@@ -7,6 +7,7 @@ import { resourceMetadataUrl } from '../oauth/metadata'
 import { accessTokenPrefix, resolveOAuthAccessToken } from '../oauth/tokens'
 import { AppError } from '../shared/errors'
 import type { RateLimiter } from '../shared/rate-limit'
+import type { Responses } from '../shared/responses'
 import type { Clock } from '../shared/time'
 import { AuthModel, type Caller, type Scope } from './model'
 import { personalAccessTokenPrefix, resolvePersonalAccessToken } from './service'
@@ -66,7 +67,7 @@ export const auth = (deps: AuthDeps) =>
     }),
   })
 
-export const identity = (deps: AuthDeps) =>
+export const identity = (deps: AuthDeps & { responses: Responses }) =>
   new Elysia({ name: 'identity', prefix: '/api/v1' }).use(auth(deps)).get(
     '/me',
     ({ caller }): AuthModel.me => ({
@@ -80,7 +81,7 @@ export const identity = (deps: AuthDeps) =>
     }),
     {
       scope: 'any',
-      response: { 200: AuthModel.me, 401: AuthModel.error },
+      response: deps.responses({ 200: AuthModel.me, 401: AuthModel.error }),
       detail: {
         summary: 'The authenticated user and organization',
         tags: ['Identity'],

@@ -1,10 +1,12 @@
 // Reading an answer: poll (GET …/response) or stream it as server-sent events (GET …/response/stream).
-import { eq } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import { Elysia, t } from 'elysia'
 import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { Db } from '../db/client'
+import { prepared } from '../db/prepared'
 import { notFound } from '../shared/errors'
+import type { Responses } from '../shared/responses'
 import type { Clock } from '../shared/time'
 import { ThreadsModel } from '../threads/model'
 import { type Links, listReplies, requireMessage } from '../threads/service'
@@ -20,14 +22,17 @@ export interface ResponseDeps {
   engine: GenerationEngine
   links: Links
   heartbeats: Heartbeats
+  responses: Responses
 }
 
 function generationOf(db: Db, messageId: string) {
-  const row = db
-    .select({ status: generations.status, error: generations.error })
-    .from(generations)
-    .where(eq(generations.messageId, messageId))
-    .get()
+  const row = prepared(db, 'generation:byMessage', () =>
+    db
+      .select({ status: generations.status, error: generations.error })
+      .from(generations)
+      .where(eq(generations.messageId, sql.placeholder('messageId')))
+      .prepare(),
+  ).get({ messageId })
   if (!row) throw notFound('Response')
   return row
 }
@@ -89,7 +94,7 @@ export const responses = (deps: ResponseDeps) =>
       {
         scope: 'threads:read',
         params: ThreadsModel.messageParams,
-        response: { 200: GenerationModel.finished, 202: GenerationModel.processing, ...errors },
+        response: deps.responses({ 200: GenerationModel.finished, 202: GenerationModel.processing, ...errors }),
         detail: {
           summary: 'Poll for the AI response to a user message',
           tags: ['Messages'],
@@ -109,7 +114,7 @@ export const responses = (deps: ResponseDeps) =>
         scope: 'threads:read',
         params: ThreadsModel.messageParams,
         query: t.Object(AuthModel.accessTokenQuery),
-        response: errors,
+        response: deps.responses(errors),
         detail: {
           summary: 'Stream the AI response as server-sent events',
           tags: ['Messages'],

@@ -4,6 +4,7 @@
 import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm'
 import { filesForModel } from '../attachments/service'
 import type { Db } from '../db/client'
+import { prepared } from '../db/prepared'
 import type { Logger } from '../shared/log'
 import type { Clock } from '../shared/time'
 import type { ThreadsModel } from '../threads/model'
@@ -48,15 +49,59 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
   const idleWaiters: (() => void)[] = []
   const drainWaiters: (() => void)[] = []
 
+  // Every answer runs these statements: prepared once (see src/db/prepared.ts), they run on the
+  // transaction's connection when called inside db.transaction.
+  const now = () => sql`${sql.placeholder('now')}`
+  const statements = {
+    target: () =>
+      db
+        .select({ createdAt: messages.createdAt })
+        .from(messages)
+        .where(eq(messages.id, sql.placeholder('messageId')))
+        .prepare(),
+    history: () =>
+      db
+        .select({ id: messages.id, role: messages.role, contents: messages.contents })
+        .from(messages)
+        .where(
+          and(
+            eq(messages.threadId, sql.placeholder('threadId')),
+            eq(messages.active, true),
+            lte(messages.createdAt, sql.placeholder('createdAt')),
+          ),
+        )
+        .orderBy(asc(messages.createdAt), asc(messages.id))
+        .prepare(),
+    claim: () =>
+      db
+        .update(generations)
+        .set({ status: 'running', attempts: sql`${generations.attempts} + 1` })
+        .where(and(eq(generations.messageId, sql.placeholder('messageId')), eq(generations.status, 'queued')))
+        .returning({ messageId: generations.messageId })
+        .prepare(),
+    finish: () =>
+      db
+        .update(generations)
+        .set({ status: sql`${sql.placeholder('status')}`, error: sql`${sql.placeholder('error')}`, finishedAt: now() })
+        .where(eq(generations.messageId, sql.placeholder('messageId')))
+        .prepare(),
+    threadState: () =>
+      db
+        .update(threads)
+        .set({ state: sql`${sql.placeholder('state')}`, updatedAt: now() })
+        .where(eq(threads.id, sql.placeholder('threadId')))
+        .prepare(),
+  }
+  const statement = <K extends keyof typeof statements>(name: K) =>
+    prepared(db, `engine:${name}`, statements[name] as () => unknown) as ReturnType<(typeof statements)[K]>
+
   function history(threadId: string, upTo: string): HistoryMessage[] {
-    const target = db.select({ createdAt: messages.createdAt }).from(messages).where(eq(messages.id, upTo)).get()
+    const target = statement('target').get({ messageId: upTo })
     if (!target) return []
-    const rows = db
-      .select({ id: messages.id, role: messages.role, contents: messages.contents })
-      .from(messages)
-      .where(and(eq(messages.threadId, threadId), eq(messages.active, true), lte(messages.createdAt, target.createdAt)))
-      .orderBy(asc(messages.createdAt), asc(messages.id))
-      .all() as Omit<HistoryMessage, 'attachments'>[]
+    const rows = statement('history').all({ threadId, createdAt: target.createdAt }) as Omit<
+      HistoryMessage,
+      'attachments'
+    >[]
     const referenced = (contents: ThreadsModel.contentBlock[]) =>
       contents.flatMap((block) => ('attachment_id' in block ? [block.attachment_id] : []))
     const files = filesForModel(db, uploadsDir, [...new Set(rows.flatMap((row) => referenced(row.contents)))])
@@ -89,35 +134,23 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
     const text = hub.text(job.messageId)
     const contents: ThreadsModel.contentBlock[] =
       text === '' ? [...job.blocks] : [{ type: 'text', text }, ...job.blocks]
-    db.transaction((tx) => {
+    db.transaction(() => {
       // A summary stays valid whatever happens to the answer, so it is kept even when the answer fails.
-      if (job.compaction) storeSummary(tx, job.threadId, job.compaction, now)
+      if (job.compaction) storeSummary(db, job.threadId, job.compaction, now)
       if (contents.length > 0) {
-        insertMessage(tx, { threadId: job.threadId, role: 'assistant', contents, replyTo: job.messageId }, now)
+        insertMessage(db, { threadId: job.threadId, role: 'assistant', contents, replyTo: job.messageId }, now)
       }
-      tx.update(generations)
-        .set({ status: outcome, error, finishedAt: now })
-        .where(eq(generations.messageId, job.messageId))
-        .run()
+      statement('finish').run({ messageId: job.messageId, status: outcome, error, now })
       // An interrupted answer leaves the thread ready at once: `interrupted` lasts only while stopping.
-      tx.update(threads)
-        .set({ state: outcome === 'error' ? 'error' : 'ready', updatedAt: now })
-        .where(eq(threads.id, job.threadId))
-        .run()
+      statement('threadState').run({ threadId: job.threadId, state: outcome === 'error' ? 'error' : 'ready', now })
     })
   }
 
   function start(messageId: string, threadId: string): void {
     const now = clock.now()
-    const started = db.transaction((tx) => {
-      const claimed = tx
-        .update(generations)
-        .set({ status: 'running', attempts: sql`${generations.attempts} + 1` })
-        .where(and(eq(generations.messageId, messageId), eq(generations.status, 'queued')))
-        .returning({ messageId: generations.messageId })
-        .get()
-      if (!claimed) return false
-      tx.update(threads).set({ state: 'active', updatedAt: now }).where(eq(threads.id, threadId)).run()
+    const started = db.transaction(() => {
+      if (!statement('claim').get({ messageId })) return false
+      statement('threadState').run({ threadId, state: 'active', now })
       return true
     })
     if (!started) return

@@ -5,10 +5,23 @@ export type SseEvent = { type: 'token'; token: string } | { type: 'done' } | { t
 
 const encoder = new TextEncoder()
 
-export function encodeEvent(event: SseEvent, id: number): Uint8Array {
+function encode(event: SseEvent, id: number): Uint8Array {
   const data =
     event.type === 'token' ? { token: event.token } : event.type === 'error' ? { message: event.message } : {}
   return encoder.encode(`id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`)
+}
+
+// The hub hands one token to every listener of an answer in a row: the listeners after the first get
+// the bytes already encoded (the same id and text always encode alike, and enqueued chunks are never
+// written to), so fan-out costs one encoding per token rather than one per stream.
+let lastToken: { token: string; id: number; bytes: Uint8Array } | undefined
+
+export function encodeEvent(event: SseEvent, id: number): Uint8Array {
+  if (event.type !== 'token') return encode(event, id)
+  if (lastToken?.id === id && lastToken.token === event.token) return lastToken.bytes
+  const bytes = encode(event, id)
+  lastToken = { token: event.token, id, bytes }
+  return bytes
 }
 
 const heartbeat = encoder.encode(': keep-alive\n\n')

@@ -128,7 +128,7 @@ export function continueThread(
       })
       .run()
     const messageId = insertMessage(
-      tx,
+      db,
       { threadId: newThreadId, role: 'summary', contents: [{ type: 'text', text }] },
       now,
     )

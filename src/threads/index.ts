@@ -5,6 +5,7 @@ import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { Db } from '../db/client'
 import type { GenerationEngine } from '../generation/service'
+import type { Responses } from '../shared/responses'
 import type { Clock } from '../shared/time'
 import { continueThread, quotedMessages } from './continuation'
 import { ThreadsModel } from './model'
@@ -26,6 +27,7 @@ export interface ThreadsDeps {
   publicUrl: string
   engine: GenerationEngine
   links: Links
+  responses: Responses
 }
 
 const error = AuthModel.error
@@ -38,7 +40,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     .get('', ({ caller, query }) => listThreads(deps.db, caller, query, deps.links), {
       scope: 'threads:read',
       query: ThreadsModel.listThreadsQuery,
-      response: { 200: ThreadsModel.threadList, ...readErrors },
+      response: deps.responses({ 200: ThreadsModel.threadList, ...readErrors }),
       detail: {
         summary: 'List threads visible to the caller',
         tags: ['Threads'],
@@ -59,7 +61,12 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       {
         scope: 'threads:write',
         body: ThreadsModel.createThreadBody,
-        response: { 201: ThreadsModel.createThreadResponse, 400: error, 401: error, 403: AuthModel.scopeError },
+        response: deps.responses({
+          201: ThreadsModel.createThreadResponse,
+          400: error,
+          401: error,
+          403: AuthModel.scopeError,
+        }),
         detail: {
           summary: 'Create a thread',
           tags: ['Threads'],
@@ -73,7 +80,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     .get('/:threadId', ({ caller, params }) => getThread(deps.db, caller, params.threadId, deps.links), {
       scope: 'threads:read',
       params: ThreadsModel.threadParams,
-      response: { 200: ThreadsModel.thread, ...readErrors },
+      response: deps.responses({ 200: ThreadsModel.thread, ...readErrors }),
       detail: { summary: 'Get a thread', tags: ['Threads'], description: '404 for threads the caller cannot see.' },
     })
     .patch(
@@ -142,7 +149,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         scope: 'threads:read',
         params: ThreadsModel.threadParams,
         query: ThreadsModel.listMessagesQuery,
-        response: { 200: ThreadsModel.messageList, ...readErrors },
+        response: deps.responses({ 200: ThreadsModel.messageList, ...readErrors }),
         detail: { summary: 'List the active messages of a thread, oldest first', tags: ['Messages'] },
       },
     )
@@ -157,14 +164,14 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         scope: 'threads:write',
         params: ThreadsModel.threadParams,
         body: ThreadsModel.sendMessageBody,
-        response: {
+        response: deps.responses({
           201: ThreadsModel.sendMessageResponse,
           400: error,
           401: error,
           403: t.Union([AuthModel.scopeError, error]),
           404: error,
           409: error,
-        },
+        }),
         detail: {
           summary: 'Send a user message and start the AI response',
           tags: ['Messages'],
@@ -188,7 +195,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         scope: 'threads:write',
         params: ThreadsModel.messageParams,
         body: ThreadsModel.feedbackBody,
-        response: { 400: error, 401: error, 403: AuthModel.scopeError, 404: error },
+        response: deps.responses({ 400: error, 401: error, 403: AuthModel.scopeError, 404: error }),
         detail: {
           summary: 'Rate an assistant message (204, no content)',
           tags: ['Messages'],

@@ -4,12 +4,13 @@ import { attachments } from '../attachments/attachments.table'
 import { users } from '../auth/auth.table'
 import type { Caller } from '../auth/model'
 import type { Db } from '../db/client'
+import { prepared } from '../db/prepared'
 import { generations } from '../generation/generations.table'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
 import { toIso } from '../shared/time'
 import type { ThreadsModel } from './model'
-import { matchesSearch, toFtsQuery } from './search'
+import { inMatches, probeMatches, type SearchPlan, searchPlan, toFtsQuery } from './search'
 import { feedback, messages, threads } from './threads.table'
 
 export const maxPageSize = 200
@@ -26,14 +27,23 @@ export function linksFor(publicUrl: string): Links {
   }
 }
 
-/** The threads this caller may see: never another organization's; private ones only their owner's. */
-function visibleTo(caller: Caller): SQL {
-  if (caller.sees === 'own') return eq(threads.ownerId, caller.userId)
+/**
+ * The threads a caller may see: never another organization's; private ones only their owner's. Written
+ * with the placeholders `organizationId` and `userId` so the statements using it are prepared once.
+ */
+function visibleTo(sees: Caller['sees'], indexed = true): SQL {
+  const userId = sql.placeholder('userId')
+  // A unary + keeps SQLite from using the column's index (see search.ts, the `matches` plan).
+  const owner = indexed ? sql`${threads.ownerId}` : sql`+${threads.ownerId}`
+  const organization = indexed ? sql`${threads.organizationId}` : sql`+${threads.organizationId}`
+  if (sees === 'own') return eq(owner, userId)
   return and(
-    eq(threads.organizationId, caller.organizationId),
-    or(eq(threads.isPrivate, false), eq(threads.ownerId, caller.userId)),
+    eq(organization, sql.placeholder('organizationId')),
+    or(eq(threads.isPrivate, false), eq(threads.ownerId, userId)),
   ) as SQL
 }
+
+const callerValues = (caller: Caller) => ({ organizationId: caller.organizationId, userId: caller.userId })
 
 const threadColumns = {
   seq: threads.seq,
@@ -90,12 +100,15 @@ function toMessage(row: MessageRow, links: Links): ThreadsModel.message {
 }
 
 function findVisibleThread(db: Db, caller: Caller, threadId: string): ThreadRow | undefined {
-  return db
-    .select(threadColumns)
-    .from(threads)
-    .innerJoin(users, eq(users.id, threads.ownerId))
-    .where(and(eq(threads.id, threadId), visibleTo(caller)))
-    .get()
+  const statement = prepared(db, `thread:${caller.sees}`, () =>
+    db
+      .select(threadColumns)
+      .from(threads)
+      .innerJoin(users, eq(users.id, threads.ownerId))
+      .where(and(eq(threads.id, sql.placeholder('threadId')), visibleTo(caller.sees)))
+      .prepare(),
+  )
+  return statement.get({ threadId, ...callerValues(caller) })
 }
 
 /** The thread, or 404 when it does not exist for this caller (private, other organization, or unknown). */
@@ -132,6 +145,65 @@ export function clampLimit(limit: number | undefined): number {
   return Math.min(limit ?? 50, maxPageSize)
 }
 
+/** Which statement a list request needs; every value that varies within a shape is a placeholder. */
+interface ListShape {
+  sees: Caller['sees']
+  sortBy: 'created_at' | 'updated_at'
+  descending: boolean
+  owned: boolean | undefined
+  private: boolean | undefined
+  archived: boolean
+  since: boolean
+  search: SearchPlan | undefined
+  cursor: boolean
+}
+
+function sortColumnOf(sortBy: ListShape['sortBy']) {
+  return sortBy === 'created_at' ? threads.createdAt : threads.updatedAt
+}
+
+function prepareList(db: Db, shape: ListShape) {
+  const sortColumn = sortColumnOf(shape.sortBy)
+  const userId = sql.placeholder('userId')
+  // With few search matches, SQLite must start from them, not from the organization's or owner's index.
+  const indexed = shape.search !== 'matches'
+  const owner = indexed ? sql`${threads.ownerId}` : sql`+${threads.ownerId}`
+  const conditions: (SQL | undefined)[] = [visibleTo(shape.sees, indexed)]
+  if (shape.owned === true) conditions.push(eq(owner, userId))
+  if (shape.owned === false) conditions.push(ne(owner, userId))
+  if (shape.private !== undefined) conditions.push(eq(threads.isPrivate, shape.private))
+  if (!shape.archived) conditions.push(eq(threads.archived, false))
+  if (shape.since) conditions.push(gt(threads.updatedAt, sql.placeholder('since')))
+  if (shape.search === 'matches') conditions.push(inMatches(sql.placeholder('fts')))
+  if (shape.search === 'walk') conditions.push(probeMatches(sql.placeholder('fts')))
+  if (shape.cursor) {
+    const key = sql.placeholder('cursorKey')
+    const id = sql.placeholder('cursorId')
+    conditions.push(
+      shape.descending
+        ? sql`(${sortColumn}, ${threads.id}) < (${key}, ${id})`
+        : sql`(${sortColumn}, ${threads.id}) > (${key}, ${id})`,
+    )
+  }
+  const order = shape.descending ? [desc(sortColumn), desc(threads.id)] : [asc(sortColumn), asc(threads.id)]
+  return db
+    .select(threadColumns)
+    .from(threads)
+    .innerJoin(users, eq(users.id, threads.ownerId))
+    .where(and(...conditions))
+    .orderBy(...order)
+    .limit(sql.placeholder('limit'))
+    .prepare()
+}
+
+function prepareCursor(db: Db, sees: Caller['sees'], sortBy: ListShape['sortBy']) {
+  return db
+    .select({ key: sortColumnOf(sortBy), id: threads.id })
+    .from(threads)
+    .where(and(eq(threads.id, sql.placeholder('threadId')), visibleTo(sees)))
+    .prepare()
+}
+
 /**
  * Keyset pagination: the page starts strictly after the `after` thread's current (sort key, id),
  * compared as a row value so the covering index serves it. See README, "Pagination guarantees".
@@ -143,47 +215,44 @@ export function listThreads(
   links: Links,
 ): ThreadsModel.threadList {
   const limit = clampLimit(query.limit)
-  const sortColumn = query.sort_by === 'created_at' ? threads.createdAt : threads.updatedAt
-  const descending = query.sort_dir !== 'asc'
-  const conditions: (SQL | undefined)[] = [visibleTo(caller)]
-
-  if (query.owned === true) conditions.push(eq(threads.ownerId, caller.userId))
-  if (query.owned === false) conditions.push(ne(threads.ownerId, caller.userId))
-  if (query.private !== undefined) conditions.push(eq(threads.isPrivate, query.private))
-  if (query.archived !== true) conditions.push(eq(threads.archived, false))
+  const sortBy = query.sort_by === 'created_at' ? 'created_at' : 'updated_at'
+  let since: number | undefined
   if (query.updated_since !== undefined) {
-    const since = Date.parse(query.updated_since)
+    since = Date.parse(query.updated_since)
     if (Number.isNaN(since)) throw invalidRequest('updated_since must be an ISO 8601 timestamp')
-    conditions.push(gt(threads.updatedAt, since))
   }
+  let fts: string | undefined
   if (query.q !== undefined && query.q.trim() !== '') {
-    const fts = toFtsQuery(query.q)
-    if (fts === null) return envelope([], limit)
-    conditions.push(matchesSearch(fts))
+    const parsed = toFtsQuery(query.q)
+    if (parsed === null) return envelope([], limit)
+    fts = parsed
   }
+  let cursor: { key: number; id: string } | undefined
   if (query.after !== undefined) {
-    const cursor = db
-      .select({ key: sortColumn, id: threads.id })
-      .from(threads)
-      .where(and(eq(threads.id, query.after), visibleTo(caller)))
-      .get()
+    const statement = prepared(db, `cursor:${caller.sees}:${sortBy}`, () => prepareCursor(db, caller.sees, sortBy))
+    cursor = statement.get({ threadId: query.after, ...callerValues(caller) })
     if (!cursor) throw invalidRequest('after does not name a thread visible to you')
-    conditions.push(
-      descending
-        ? sql`(${sortColumn}, ${threads.id}) < (${cursor.key}, ${cursor.id})`
-        : sql`(${sortColumn}, ${threads.id}) > (${cursor.key}, ${cursor.id})`,
-    )
   }
-
-  const order = descending ? [desc(sortColumn), desc(threads.id)] : [asc(sortColumn), asc(threads.id)]
-  const rows = db
-    .select(threadColumns)
-    .from(threads)
-    .innerJoin(users, eq(users.id, threads.ownerId))
-    .where(and(...conditions))
-    .orderBy(...order)
-    .limit(limit + 1)
-    .all()
+  const shape: ListShape = {
+    sees: caller.sees,
+    sortBy,
+    descending: query.sort_dir !== 'asc',
+    owned: query.owned,
+    private: query.private,
+    archived: query.archived === true,
+    since: since !== undefined,
+    search: fts === undefined ? undefined : searchPlan(db.$client, fts),
+    cursor: cursor !== undefined,
+  }
+  const key = `list:${shape.sees}:${sortBy}:${shape.descending}:${shape.owned}:${shape.private}:${shape.archived}:${shape.since}:${shape.search}:${shape.cursor}`
+  const rows = prepared(db, key, () => prepareList(db, shape)).all({
+    ...callerValues(caller),
+    since,
+    fts,
+    cursorKey: cursor?.key,
+    cursorId: cursor?.id,
+    limit: limit + 1,
+  })
   const page = envelope(rows, limit)
   return { ...page, data: page.data.map((row) => toThread(row, links)) }
 }
@@ -226,32 +295,53 @@ function searchableText(contents: ThreadsModel.contentBlock[]): string {
     .join('\n')
 }
 
-export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
+/** Inserts a message; inside a transaction, pass the same `db` (see src/db/prepared.ts). */
 export function insertMessage(
-  tx: Tx,
+  db: Db,
   input: { threadId: string; role: MessageRow['role']; contents: ThreadsModel.contentBlock[]; replyTo?: string },
   now: number,
 ): string {
   const id = newId()
-  tx.insert(messages)
-    .values({
-      id,
-      threadId: input.threadId,
-      role: input.role,
-      contents: input.contents,
-      text: searchableText(input.contents),
-      replyTo: input.replyTo ?? null,
-      createdAt: now,
-    })
-    .run()
+  prepared(db, 'message:insert', () =>
+    db
+      .insert(messages)
+      .values({
+        id: sql.placeholder('id'),
+        threadId: sql.placeholder('threadId'),
+        role: sql.placeholder('role'),
+        contents: sql.placeholder('contents'),
+        text: sql.placeholder('text'),
+        replyTo: sql.placeholder('replyTo'),
+        createdAt: sql.placeholder('createdAt'),
+      })
+      .prepare(),
+  ).run({
+    id,
+    threadId: input.threadId,
+    role: input.role,
+    contents: input.contents,
+    text: searchableText(input.contents),
+    replyTo: input.replyTo ?? null,
+    createdAt: now,
+  })
   return id
 }
 
 /** Stores a user message and queues its answer; the caller must enqueue `messageId` after commit. */
-function insertUserMessage(tx: Tx, threadId: string, contents: ThreadsModel.contentBlock[], now: number): string {
-  const messageId = insertMessage(tx, { threadId, role: 'user', contents }, now)
-  tx.insert(generations).values({ messageId, threadId, status: 'queued', createdAt: now }).run()
+function insertUserMessage(db: Db, threadId: string, contents: ThreadsModel.contentBlock[], now: number): string {
+  const messageId = insertMessage(db, { threadId, role: 'user', contents }, now)
+  prepared(db, 'generation:insert', () =>
+    db
+      .insert(generations)
+      .values({
+        messageId: sql.placeholder('messageId'),
+        threadId: sql.placeholder('threadId'),
+        status: 'queued',
+        createdAt: sql.placeholder('createdAt'),
+      })
+      .prepare(),
+  ).run({ messageId, threadId, createdAt: now })
   return messageId
 }
 
@@ -259,12 +349,12 @@ function insertUserMessage(tx: Tx, threadId: string, contents: ThreadsModel.cont
  * The content blocks for the files a message references, in the order given. Each ID must name a file uploaded
  * to this same thread: an unknown ID and another thread's ID get the same 400, so IDs reveal nothing.
  */
-function attachmentBlocks(tx: Tx, threadId: string, ids: string[] | undefined): ThreadsModel.contentBlock[] {
+function attachmentBlocks(db: Db, threadId: string, ids: string[] | undefined): ThreadsModel.contentBlock[] {
   if (!ids || ids.length === 0) return []
   const repeated = ids.find((id, index) => ids.indexOf(id) !== index)
   if (repeated) throw invalidRequest(`Attachment ${repeated} is listed more than once`)
   const kinds = new Map(
-    tx
+    db
       .select({ id: attachments.id, kind: attachments.kind })
       .from(attachments)
       .where(and(eq(attachments.threadId, threadId), inArray(attachments.id, ids)))
@@ -299,7 +389,7 @@ export function createThread(
       })
       .run()
     const messageId =
-      body.text === undefined ? null : insertUserMessage(tx, threadId, [{ type: 'text', text: body.text }], now)
+      body.text === undefined ? null : insertUserMessage(db, threadId, [{ type: 'text', text: body.text }], now)
     return { thread_id: threadId, message_id: messageId }
   })
 }
@@ -315,17 +405,20 @@ export function sendMessage(
   body: ThreadsModel.sendMessageBody,
   now: number,
 ): { message_id: string } {
-  return db.transaction((tx) => {
-    const thread = requireOwnedThread(tx as unknown as Db, caller, threadId, 'send messages to it')
-    const blocks = attachmentBlocks(tx, threadId, body.attachment_ids)
-    const moved = tx
-      .update(threads)
-      .set({ state: 'waiting', updatedAt: now })
-      .where(and(eq(threads.id, threadId), eq(threads.state, 'ready')))
-      .returning({ id: threads.id })
-      .get()
+  // Prepared statements run on the transaction's connection (see src/db/prepared.ts).
+  return db.transaction(() => {
+    const thread = requireOwnedThread(db, caller, threadId, 'send messages to it')
+    const blocks = attachmentBlocks(db, threadId, body.attachment_ids)
+    const moved = prepared(db, 'thread:claim', () =>
+      db
+        .update(threads)
+        .set({ state: 'waiting', updatedAt: sql`${sql.placeholder('now')}` })
+        .where(and(eq(threads.id, sql.placeholder('threadId')), eq(threads.state, 'ready')))
+        .returning({ id: threads.id })
+        .prepare(),
+    ).get({ threadId, now })
     if (!moved) throw conflict(`The thread is ${thread.state}; a new message is accepted only in ready`)
-    return { message_id: insertUserMessage(tx, threadId, [{ type: 'text', text: body.text }, ...blocks], now) }
+    return { message_id: insertUserMessage(db, threadId, [{ type: 'text', text: body.text }, ...blocks], now) }
   })
 }
 
@@ -355,23 +448,28 @@ export function submitFeedback(
 /** A user message of a visible thread, or 404. */
 export function requireMessage(db: Db, caller: Caller, threadId: string, messageId: string): MessageRow {
   requireVisibleThread(db, caller, threadId)
-  const row = db
-    .select()
-    .from(messages)
-    .where(and(eq(messages.id, messageId), eq(messages.threadId, threadId)))
-    .get()
+  const row = prepared(db, 'message:byId', () =>
+    db
+      .select()
+      .from(messages)
+      .where(and(eq(messages.id, sql.placeholder('messageId')), eq(messages.threadId, sql.placeholder('threadId'))))
+      .prepare(),
+  ).get({ messageId, threadId })
   if (!row) throw notFound('Message')
   return row
 }
 
 /** The active messages that answer a user message, oldest first. */
 export function listReplies(db: Db, messageId: string, links: Links): ThreadsModel.message[] {
-  return db
-    .select()
-    .from(messages)
-    .where(and(eq(messages.replyTo, messageId), eq(messages.active, true)))
-    .orderBy(asc(messages.createdAt), asc(messages.id))
-    .all()
+  return prepared(db, 'message:replies', () =>
+    db
+      .select()
+      .from(messages)
+      .where(and(eq(messages.replyTo, sql.placeholder('messageId')), eq(messages.active, true)))
+      .orderBy(asc(messages.createdAt), asc(messages.id))
+      .prepare(),
+  )
+    .all({ messageId })
     .map((row) => toMessage(row, links))
 }
 

@@ -1,0 +1,336 @@
+// `bun run bench`: seeds a fresh database, starts Threadhouse and the raw baseline (bench/baseline.ts)
+// as real processes over identical copies of it, drives both with the same load, and prints one table
+// of Threadhouse against the baseline, written to bench/results/latest.md with a chart (latest.svg).
+// BENCH_SCALE (default 1 = 100k threads, 1M messages), BENCH_SCENARIOS (e.g. "1,3"), BENCH_DURATION
+// (seconds per measurement), BENCH_CONNECTIONS (wrk) and BENCH_STREAMS (scenario 5) tune a run.
+import { Database } from 'bun:sqlite'
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { resolvePersonalAccessToken } from '../src/auth/service'
+import { openDatabase } from '../src/db/client'
+import { linksFor, listThreads } from '../src/threads/service'
+import { holdStreams, type Measure, percentile, type Server, sendAndStream, startServer, wrk } from './load'
+import { chart, p99Ratio, type Row, table, throughputRatio } from './report'
+import { countSql, matchBound, searchSql } from './search-sql'
+import { seed } from './seed'
+
+const scale = Number(process.env.BENCH_SCALE ?? 1)
+const selected = new Set((process.env.BENCH_SCENARIOS ?? '1,2,3,4,5,6').split(',').map((s) => s.trim()))
+const seconds = Number(process.env.BENCH_DURATION ?? (scale < 0.1 ? 3 : 10))
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 32)
+const streamCount = Number(process.env.BENCH_STREAMS ?? Math.max(100, Math.round(10_000 * scale)))
+const publicUrl = 'http://127.0.0.1:3000'
+const results = join(import.meta.dir, 'results')
+
+const dir = mkdtempSync(join(tmpdir(), 'threadhouse-bench-'))
+const log = (line: string) => console.error(`[bench] ${line}`)
+const rows: Row[] = []
+const notes: string[] = []
+
+log(`seeding at scale ${scale} in ${dir}`)
+const info = seed(join(dir, 'seed.sqlite'), scale)
+log(`seeded ${info.threads} threads and ${info.messages} messages in ${info.seconds.toFixed(1)} s`)
+copyFileSync(join(dir, 'seed.sqlite'), join(dir, 'app.sqlite'))
+copyFileSync(join(dir, 'seed.sqlite'), join(dir, 'base.sqlite'))
+
+// Readers: the first member of each organization (users 5–9), reading what the visibility rule shows them.
+const readers = info.users.slice(5, 10)
+const seedDb = new Database(join(dir, 'seed.sqlite'), { readonly: true, strict: true })
+const file = (name: string, lines: string[]) => {
+  writeFileSync(join(dir, name), `${lines.join('\n')}\n`)
+  return join(dir, name)
+}
+const tokensFile = file(
+  'tokens.txt',
+  readers.map((user) => user.token),
+)
+const visiblePairs: string[] = []
+for (const reader of readers) {
+  const ids = seedDb
+    .query<{ id: string }, [number, number, number]>(
+      `select id from threads where organization_id = ? and (is_private = 0 or owner_id = ?)
+       order by random() limit ?`,
+    )
+    .all(reader.organizationId, reader.id, 2000)
+  for (const { id } of ids) visiblePairs.push(`${reader.token} ${id}`)
+}
+const visibleFile = file('visible.txt', visiblePairs)
+const tokenOf = new Map(info.users.map((user) => [user.id, user.token]))
+const owned = seedDb
+  .query<{ id: string; ownerId: number }, []>(
+    'select id, owner_id as ownerId from threads where archived = 0 order by random() limit 40000',
+  )
+  .all()
+  .map((row) => ({ token: tokenOf.get(row.ownerId) as string, threadId: row.id }))
+seedDb.close()
+// Disjoint threads per scenario, so no scenario finds a thread another one left busy.
+const streamThreads = owned.slice(0, 256)
+// Sixteen clients with up to 64 threads each for the send + stream loops; the rest for wrk's POSTs.
+const perClient = Math.max(1, Math.min(64, Math.floor((owned.length - 256) / 32)))
+const loopThreads = Array.from({ length: 16 }, (_, client) =>
+  owned.slice(256 + client * perClient, 256 + (client + 1) * perClient),
+)
+const sendFile = file(
+  'send.txt',
+  owned.slice(256 + 16 * perClient).map((pair) => `${pair.token} ${pair.threadId}`),
+)
+const queryFiles = Object.fromEntries(
+  Object.entries(info.terms).map(([kind, list]) => [kind, file(`q-${kind}.txt`, list.map(encodeURIComponent))]),
+) as Record<keyof typeof info.terms, string>
+
+const columnsSql = `t.id, t.name, t.state, t.is_private as isPrivate, t.archived, t.owner_id as ownerId,
+  u.sub as ownerSub, u.name as ownerName, t.created_at as createdAt, t.updated_at as updatedAt`
+
+const appEnv = (database: string, delayMs: number, concurrency: number) => ({
+  DATABASE_PATH: database,
+  PORT: '0',
+  HOST: '127.0.0.1',
+  PUBLIC_URL: publicUrl,
+  LLM_PROVIDER: 'echo',
+  ECHO_TOKEN_DELAY_MS: String(delayMs),
+  GENERATION_CONCURRENCY: String(concurrency),
+  LOG_LEVEL: 'info',
+  NODE_ENV: 'production',
+})
+const baseEnv = (database: string, delayMs: number) => ({
+  DATABASE_PATH: database,
+  PORT: '0',
+  PUBLIC_URL: publicUrl,
+  TOKEN_DELAY_MS: String(delayMs),
+})
+
+async function both(run: (server: Server) => Promise<Measure>, servers: [Server, Server]) {
+  const [app, base] = servers
+  return { app: await run(app), base: await run(base) }
+}
+
+const warm = (script: string, path: string, args: string[]) => (server: Server) =>
+  wrk(server, { script, path, args, seconds: Math.min(2, seconds), connections })
+const measure = (script: string, path: string, args: string[]) => (server: Server) =>
+  wrk(server, { script, path, args, seconds, connections })
+
+const wantsHttp = ['1', '2', '3', '4'].some((s) => selected.has(s))
+if (wantsHttp) {
+  const servers: [Server, Server] = [
+    await startServer('threadhouse', ['bun', 'src/index.ts'], appEnv(join(dir, 'app.sqlite'), 0, 8)),
+    await startServer('baseline', ['bun', 'bench/baseline.ts'], baseEnv(join(dir, 'base.sqlite'), 0)),
+  ]
+  try {
+    if (selected.has('1')) {
+      log('scenario 1: thread by id')
+      await both(warm('thread.lua', '/', [visibleFile]), servers)
+      rows.push({
+        scenario: '1 thread by id',
+        ...(await both(measure('thread.lua', '/', [visibleFile]), servers)),
+        goals: [
+          { ratio: 0.8, label: 'req/s ≥ 0.8', higherIsBetter: true, value: throughputRatio },
+          { ratio: 1.5, label: 'p99 ≤ 1.5×', higherIsBetter: false, value: p99Ratio },
+        ],
+      })
+    }
+    if (selected.has('2')) {
+      log('scenario 2: list pages following cursors')
+      await both(warm('list.lua', '/', [tokensFile]), servers)
+      rows.push({
+        scenario: '2 list page, cursors',
+        ...(await both(measure('list.lua', '/', [tokensFile]), servers)),
+        goals: [{ ratio: 0.7, label: 'req/s ≥ 0.7', higherIsBetter: true, value: throughputRatio }],
+      })
+    }
+    if (selected.has('3')) {
+      for (const kind of ['common', 'mid', 'rare'] as const) {
+        log(`scenario 3: search, ${kind} term pairs`)
+        await both(warm('search.lua', '/', [tokensFile, queryFiles[kind]]), servers)
+        rows.push({
+          scenario: `3 search ${kind}`,
+          ...(await both(measure('search.lua', '/', [tokensFile, queryFiles[kind]]), servers)),
+          goals: [{ ratio: 0.8, label: 'req/s ≥ 0.8', higherIsBetter: true, value: throughputRatio }],
+        })
+      }
+      for (const kind of ['common', 'mid', 'rare'] as const) rows.push(searchSqlRow(kind))
+    }
+    if (selected.has('4')) {
+      // One client shows the latency of an idle server; sixteen show the throughput.
+      for (const clients of [1, loopThreads.length]) {
+        log(`scenario 4: send + stream, ${clients} client(s)`)
+        const row: Row = {
+          scenario: `4 send + stream, ${clients} client${clients === 1 ? '' : 's'} (msg/s; first token)`,
+          ...(await both((server) => sendAndStream(server, loopThreads.slice(0, clients), seconds), servers)),
+        }
+        rows.push(row)
+        const done = (m: Measure | undefined) => `${m?.extra?.doneP50?.toFixed(2)}/${m?.extra?.doneP99?.toFixed(2)} ms`
+        notes.push(
+          `4, ${clients} client(s): POST → first \`token\` p50 ${row.app?.p50.toFixed(2)} ms (baseline ` +
+            `${row.base?.p50.toFixed(2)} ms); POST → \`done\` p50/p99 ${done(row.app)} (baseline ${done(row.base)}).`,
+        )
+      }
+      log('scenario 4: send only (wrk POST)')
+      rows.push({
+        scenario: '4 send (wrk POST)',
+        ...(await both(measure('send.lua', '/', [sendFile]), servers)),
+        goals: [{ ratio: 0.8, label: 'msg/s ≥ 0.8', higherIsBetter: true, value: throughputRatio }],
+      })
+    }
+  } finally {
+    for (const server of servers) await server.stop()
+  }
+  if (selected.has('4')) notes.push(rawInsertNote(rows.at(-1) as Row))
+}
+
+if (selected.has('5')) {
+  log(`scenario 5: ${streamCount} streams at 10 tokens/s`)
+  const measured: Partial<Record<'app' | 'base', Measure>> = {}
+  for (const side of ['app', 'base'] as const) {
+    const database = join(dir, side === 'app' ? 'app.sqlite' : 'base.sqlite')
+    const server =
+      side === 'app'
+        ? await startServer('threadhouse', ['bun', 'src/index.ts'], appEnv(database, 100, 256))
+        : await startServer('baseline', ['bun', 'bench/baseline.ts'], baseEnv(database, 100))
+    try {
+      measured[side] = await streamsScenario(server)
+    } finally {
+      await server.stop()
+    }
+  }
+  const extraRatio = (key: string) => (r: Row) =>
+    (r.app?.extra?.[key] ?? Number.NaN) / (r.base?.extra?.[key] ?? Number.NaN)
+  rows.push({
+    scenario: '5 SSE streams (events/s; lag)',
+    app: measured.app,
+    base: measured.base,
+    goals: [
+      { ratio: 2, label: 'memory/stream ≤ 2×', higherIsBetter: false, value: extraRatio('memoryPerStreamKiB') },
+      { ratio: 1.3, label: 'CPU/event ≤ 1.3×', higherIsBetter: false, value: extraRatio('cpuPerEventUs') },
+    ],
+  })
+  const describe = (m: Measure | undefined) =>
+    m?.extra
+      ? `${m.extra.held}/${m.extra.streams} held, ${m.extra.lost} lost, ${m.extra.tokens} tokens, ` +
+        `${m.extra.inTimePercent?.toFixed(2)}% in time, ${m.extra.memoryPerStreamKiB?.toFixed(1)} KiB/stream, ` +
+        `${m.extra.cpuPerEventUs?.toFixed(1)} µs CPU/event`
+      : '–'
+  notes.push(
+    `5: Threadhouse: ${describe(measured.app)}. Baseline: ${describe(measured.base)}. ` +
+      `"In time" = at most one period (100 ms) later than one period after the stream's previous event.`,
+  )
+}
+
+if (selected.has('6')) rows.push({ scenario: '6 uploads', note: 'pending attachments (built on another branch)' })
+
+function searchSqlRow(kind: keyof typeof info.terms): Row {
+  // The search without HTTP: the app's own service function (its SQL plus row mapping) against the
+  // baseline's raw prepared statement, both in this process over the app's copy of the database.
+  const db = openDatabase(join(dir, 'app.sqlite'))
+  const links = linksFor(publicUrl)
+  const reader = readers[0] as (typeof readers)[number]
+  const caller = resolvePersonalAccessToken(db, reader.token, Date.now())
+  if (!caller) throw new Error('reader token did not resolve')
+  const visible = (plus: string) =>
+    `?1 = ?1 and ${plus}t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)`
+  const count = db.$client.query<{ n: number }, [string, number]>(countSql)
+  const raw = {
+    matches: db.$client.query(searchSql(columnsSql, visible('+'), false, 'matches')),
+    walk: db.$client.query(searchSql(columnsSql, visible(''), false, 'walk')),
+  }
+  const time = (run: (q: string) => unknown) => {
+    const samples: number[] = []
+    const deadline = performance.now() + Math.min(seconds, 5) * 1000
+    for (let i = 0; performance.now() < deadline || i < 200; i++) {
+      const q = info.terms[kind][i % info.terms[kind].length] as string
+      const started = performance.now()
+      run(q)
+      samples.push(performance.now() - started)
+    }
+    const total = samples.reduce((a, b) => a + b, 0)
+    return {
+      rps: (samples.length / total) * 1000,
+      p50: percentile(samples, 50),
+      p99: percentile(samples, 99),
+      rss: 0,
+      failures: 0,
+      requests: samples.length,
+    } satisfies Measure
+  }
+  const fts = (q: string) =>
+    (q.match(/[\p{L}\p{N}]+/gu) ?? [])
+      .slice(0, 16)
+      .map((w) => `"${w}"`)
+      .join(' ')
+  const app = time((q) => listThreads(db, caller, { q, limit: 50 }, links))
+  const base = time((q) => {
+    const plan = (count.get(fts(q), matchBound + 1)?.n ?? 0) <= matchBound ? raw.matches : raw.walk
+    return plan.all(0, caller.organizationId, caller.userId, 51, fts(q))
+  })
+  db.$client.close()
+  return { scenario: `3 search SQL ${kind} (queries/s)`, app: { ...app, rss: Number.NaN }, base }
+}
+
+function rawInsertNote(sendRow: Row): string {
+  // The physical limit for a message write: one row (with its FTS index entry) per transaction.
+  const sqlite = new Database(join(dir, 'seed.sqlite'), { strict: true })
+  sqlite.run('PRAGMA journal_mode = WAL')
+  sqlite.run('PRAGMA synchronous = NORMAL')
+  const threadId = (sqlite.query('select id from threads limit 1').get() as { id: string }).id
+  const insert = sqlite.query(
+    `insert into messages (id, thread_id, role, contents, text, active, created_at) values (?, ?, 'user', ?, ?, 1, ?)`,
+  )
+  const text = 'Could you summarise the budget for the weekend trip and list what is still missing from the plan?'
+  const contents = JSON.stringify([{ type: 'text', text }])
+  const started = performance.now()
+  let count = 0
+  while (performance.now() - started < 2000) {
+    insert.run(Bun.randomUUIDv7(), threadId, contents, text, Date.now())
+    count++
+  }
+  const perSecond = count / ((performance.now() - started) / 1000)
+  sqlite.close()
+  const app = sendRow.app?.rps ?? Number.NaN
+  return (
+    `4: raw single-row message inserts with the FTS index (one transaction each, no HTTP): ${perSecond.toFixed(0)}/s; ` +
+    `Threadhouse's POST …/messages rate is ${(app / perSecond).toFixed(2)} of that (each POST also writes the ` +
+    `queue row and moves the thread, and each answer writes a second message).`
+  )
+}
+
+async function streamsScenario(server: Server): Promise<Measure> {
+  const answers = Math.min(256, streamCount)
+  // Long enough to outlast opening every stream (slow on a busy machine) plus the measuring window.
+  const words = Math.ceil((seconds + 15 + streamCount / 500) * 10)
+  const text = Array.from({ length: words }, (_, i) => `word${i}`).join(' ')
+  const targets: { token: string; threadId: string; messageId: string }[] = []
+  for (const pair of streamThreads.slice(0, answers)) {
+    const reply = await fetch(`${server.url}/api/v1/threads/${pair.threadId}/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${pair.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text }),
+    })
+    const body = (await reply.json()) as { message_id: string }
+    if (reply.status !== 201) throw new Error(`${server.name}: POST failed with ${reply.status}`)
+    targets.push({ ...pair, messageId: body.message_id })
+  }
+  return holdStreams(server, targets, streamCount, seconds, 100)
+}
+
+const date = new Date().toISOString().slice(0, 10)
+const heading =
+  `Threadhouse benchmark, ${date}: scale ${scale} (${info.threads} threads, ${info.messages} messages), ` +
+  `${seconds} s per measurement, wrk -t1 -c${connections}, ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}.`
+const output = [
+  `# ${heading}`,
+  '',
+  table(rows),
+  '',
+  ...notes.map((note) => `- ${note}`),
+  '',
+  'Ratios are Threadhouse ÷ baseline (bench/baseline.ts: raw Bun.serve + bun:sqlite) measured in the same run. ' +
+    'Latency columns are milliseconds; for scenario 4 they are POST → first `token` event, for scenario 5 the ' +
+    'delivery lag. RSS is the peak during the measurement. "3 search SQL" rows time the search without HTTP.',
+  '',
+].join('\n')
+console.log(output)
+mkdirSync(results, { recursive: true })
+writeFileSync(join(results, 'latest.md'), output)
+writeFileSync(join(results, 'latest.svg'), chart(rows, `Threadhouse ÷ baseline, ${date}, scale ${scale}`))
+rmSync(dir, { recursive: true, force: true })
+log(`wrote ${join(results, 'latest.md')} and latest.svg`)

@@ -1,0 +1,121 @@
+// Search picks one of two plans by how many documents match (src/threads/search.ts). Both must return
+// exactly what a plain list filtered by the words would: checked here against a simple oracle, with a
+// word common enough to take the `walk` plan and rarer ones that take the `matches` plan.
+import { expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { newId } from '../src/shared/ids'
+import { matchBound, searchPlan } from '../src/threads/search'
+import { messages, threads } from '../src/threads/threads.table'
+import { harness, ManualClock } from './helpers'
+
+test('both search plans return the pages a filtered list would, in order, across cursors', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  const me = await h.user({ org: 'acme' })
+  const mate = await h.user({ org: 'acme' })
+  const stranger = await h.user({ org: 'other' })
+  const users = [me, mate, stranger]
+  const vocabulary = ['alpha', 'beta', 'gamma', 'delta']
+  const texts: Record<string, string[]> = {}
+  const names: Record<string, string | null> = {}
+  const created = h.db.$client.transaction(() => {
+    const ids: string[] = []
+    for (let i = 0; i < 300; i++) {
+      const owner = users[i % 3] as (typeof users)[number]
+      const id = newId()
+      const name = i % 4 === 0 ? `topic ${vocabulary[i % 3]}` : null
+      h.db
+        .insert(threads)
+        .values({
+          id,
+          organizationId: owner === stranger ? 2 : 1,
+          ownerId: owner.id,
+          name,
+          isPrivate: i % 5 === 0,
+          archived: i % 17 === 0,
+          createdAt: clock.now() + i,
+          // Update order differs from creation order, with ties broken by id.
+          updatedAt: clock.now() + ((i * 7919) % 300) - (i % 11 === 0 ? 1 : 0),
+        })
+        .run()
+      names[id] = name
+      texts[id] = []
+      for (let k = 0; k < 9; k++) {
+        // "common" is in nearly every message, but every 13th thread has it only in an inactive one; the
+        // other words are rarer and sometimes split across messages.
+        const common = i % 13 !== 0 || k === 4 ? 'common' : ''
+        const text = `${common} ${k % 3 === 0 ? vocabulary[(i + k) % 4] : ''} ${k === 4 && i % 7 === 0 ? 'beta gamma' : ''}`
+        const active = !(k === 4 && (i % 14 === 0 || i % 13 === 0))
+        h.db
+          .insert(messages)
+          .values({
+            id: newId(),
+            threadId: id,
+            role: 'user',
+            contents: [{ type: 'text', text }],
+            text,
+            active,
+            createdAt: clock.now(),
+          })
+          .run()
+        if (active) texts[id]?.push(text)
+      }
+      ids.push(id)
+    }
+    return ids
+  })()
+  // Orgs: the harness created 'acme' first, 'other' second.
+  expect(h.db.select().from(threads).where(eq(threads.ownerId, stranger.id)).all()[0]?.organizationId).toBe(2)
+
+  const rows = h.db.select().from(threads).all()
+  const oracle = (words: string[], sortBy: 'created_at' | 'updated_at', dir: 'asc' | 'desc') => {
+    const has = (text: string | null | undefined) =>
+      text !== null && text !== undefined && words.every((word) => text.toLowerCase().split(/\W+/).includes(word))
+    return rows
+      .filter((t) => t.organizationId === 1 && (!t.isPrivate || t.ownerId === me.id) && !t.archived)
+      .filter((t) => has(names[t.id]) || (texts[t.id] ?? []).some(has))
+      .sort((a, b) => {
+        const key = sortBy === 'created_at' ? a.createdAt - b.createdAt : a.updatedAt - b.updatedAt
+        const order = key !== 0 ? key : a.id < b.id ? -1 : 1
+        return dir === 'asc' ? order : -order
+      })
+      .map((t) => t.id)
+  }
+
+  expect(oracle(['common'], 'updated_at', 'desc').length).toBeGreaterThan(100)
+  expect(oracle(['beta', 'gamma'], 'updated_at', 'desc').length).toBeGreaterThan(5)
+  const plans = new Set<string>()
+  for (const q of ['common', 'common alpha', 'beta gamma', 'topic beta', 'delta', 'common nothing']) {
+    plans.add(
+      searchPlan(
+        h.db.$client,
+        q
+          .split(' ')
+          .map((w) => `"${w}"`)
+          .join(' '),
+      ),
+    )
+    for (const [sortBy, dir] of [
+      ['updated_at', 'desc'],
+      ['created_at', 'asc'],
+    ] as const) {
+      const seen: string[] = []
+      let after = ''
+      for (let page = 0; page < 100; page++) {
+        const reply = await h.call(
+          'GET',
+          `/api/v1/threads?q=${encodeURIComponent(q)}&limit=7&sort_by=${sortBy}&sort_dir=${dir}${after}`,
+          { token: me.token },
+        )
+        expect(reply.status).toBe(200)
+        seen.push(...reply.body.data.map((t: { id: string }) => t.id))
+        if (!reply.body.has_more) break
+        after = `&after=${reply.body.last_id}`
+      }
+      expect({ q, sortBy, dir, seen }).toEqual({ q, sortBy, dir, seen: oracle(q.split(' '), sortBy, dir) })
+    }
+  }
+  expect(created.length).toBe(300)
+  expect(300 * 9).toBeGreaterThan(matchBound)
+  expect([...plans].sort()).toEqual(['matches', 'walk'])
+})

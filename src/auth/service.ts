@@ -177,6 +177,35 @@ function prepareLookup(db: Db) {
     .prepare()
 }
 
+/** The user and organization columns every kind of bearer token resolves to. */
+export interface CallerRow {
+  scopes: string
+  userId: number
+  sub: string
+  name: string | null
+  email: string
+  role: Role
+  organizationId: number
+  organizationSlug: string
+}
+
+/** A Caller from a token's user row and its granted scopes; `credential` keys per-token limits. */
+export function callerOf(row: CallerRow, credential: string): Caller {
+  const granted = new Set(row.scopes.split(' ').filter(isScope))
+  return {
+    credential,
+    userId: row.userId,
+    sub: row.sub,
+    name: row.name,
+    email: row.email,
+    role: row.role,
+    organizationId: row.organizationId,
+    organizationSlug: row.organizationSlug,
+    scopes: granted,
+    sees: granted.has('threads:read') ? 'organization' : 'own',
+  }
+}
+
 /** The caller behind a personal access token, or null when it is unknown, revoked or expired. */
 export function resolvePersonalAccessToken(db: Db, token: string, now: number): Caller | null {
   let lookup = lookups.get(db)
@@ -191,17 +220,5 @@ export function resolvePersonalAccessToken(db: Db, token: string, now: number): 
   if (row.lastUsedAt === null || now - row.lastUsedAt >= lastUsedResolutionMs) {
     db.update(personalAccessTokens).set({ lastUsedAt: now }).where(eq(personalAccessTokens.id, row.tokenId)).run()
   }
-  const granted = new Set(row.scopes.split(' ').filter(isScope))
-  return {
-    credential: `pat:${row.tokenId}`,
-    userId: row.userId,
-    sub: row.sub,
-    name: row.name,
-    email: row.email,
-    role: row.role,
-    organizationId: row.organizationId,
-    organizationSlug: row.organizationSlug,
-    scopes: granted,
-    sees: granted.has('threads:read') ? 'organization' : 'own',
-  }
+  return callerOf(row, `pat:${row.tokenId}`)
 }

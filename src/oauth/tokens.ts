@@ -2,7 +2,8 @@
 // the same Caller a personal access token gives, so every API endpoint accepts both.
 import { and, eq, isNull, sql } from 'drizzle-orm'
 import { organizations, users } from '../auth/auth.table'
-import { type Caller, isScope, type Scope } from '../auth/model'
+import type { Caller, Scope } from '../auth/model'
+import { callerOf } from '../auth/service'
 import type { Db } from '../db/client'
 import { generateSecret, hashSecret } from '../shared/security'
 import { oauthAccessTokens, oauthClients, oauthGrants, oauthRefreshTokens } from './oauth.table'
@@ -124,17 +125,5 @@ export function resolveOAuthAccessToken(db: Db, token: string, now: number): Cal
     db.update(oauthGrants).set({ lastUsedAt: now }).where(eq(oauthGrants.id, row.grantId)).run()
     db.update(oauthClients).set({ lastUsedAt: now }).where(eq(oauthClients.id, row.clientId)).run()
   }
-  const granted = new Set(row.scopes.split(' ').filter(isScope))
-  return {
-    credential: `grant:${row.grantId}`,
-    userId: row.userId,
-    sub: row.sub,
-    name: row.name,
-    email: row.email,
-    role: row.role,
-    organizationId: row.organizationId,
-    organizationSlug: row.organizationSlug,
-    scopes: granted,
-    sees: granted.has('threads:read') ? 'organization' : 'own',
-  }
+  return callerOf(row, `grant:${row.grantId}`)
 }

@@ -295,7 +295,6 @@ function searchableText(contents: ThreadsModel.contentBlock[]): string {
     .join('\n')
 }
 
-
 /** Inserts a message; inside a transaction, pass the same `db` (see src/db/prepared.ts). */
 export function insertMessage(
   db: Db,

@@ -1,8 +1,12 @@
 // The benchmark's yardstick: the same jobs as Threadhouse (the same SQL over the same database and
 // indexes, the same auth hash lookup, visibility rule, JSON shapes and SSE framing) written with nothing
 // but Bun.serve, bun:sqlite prepared statements and ReadableStream. Only the paths the benchmark drives
-// exist. Run as `bun bench/baseline.ts` with DATABASE_PATH, PORT, PUBLIC_URL and TOKEN_DELAY_MS.
+// exist. Run as `bun bench/baseline.ts` with DATABASE_PATH, PORT, PUBLIC_URL, TOKEN_DELAY_MS and UPLOADS_DIR.
 import { Database } from 'bun:sqlite'
+import { join } from 'node:path'
+import sharp from 'sharp'
+import { checkBytes } from '../src/attachments/checks'
+import { imageLimits } from '../src/attachments/limits'
 import { countSql, matchBound, searchSql } from './search-sql'
 
 const sqlite = new Database(process.env.DATABASE_PATH ?? 'bench.sqlite', { strict: true })
@@ -322,6 +326,37 @@ function stream(caller: Caller, threadId: string, messageId: string, lastEventId
   return new Response(body, { headers: sseHeaders })
 }
 
+const uploadsDir = process.env.UPLOADS_DIR ?? 'bench-uploads'
+
+/** Decodes every pixel, as Threadhouse does, scaling a large image to the model bound. */
+async function decodeImage(bytes: Uint8Array): Promise<void> {
+  const side = imageLimits.modelLongestSide
+  const image = sharp(bytes, { limitInputPixels: imageLimits.maxPixels, failOn: 'error' })
+  const { width, height } = await image.metadata()
+  if (Math.max(width, height) <= side) await image.stats()
+  else await image.resize({ width: side, height: side, fit: 'inside' }).toBuffer()
+}
+
+/**
+ * The same checks as Threadhouse's upload route, run on this server's only thread: what Threadhouse did
+ * before its inspect workers, so scenario 6 shows what moving them off the request thread is worth.
+ */
+async function upload(request: Request): Promise<Response> {
+  const form = await request.formData()
+  const stored: { id: string; filename: string }[] = []
+  for (const value of form.values()) {
+    if (typeof value === 'string') return json({ message: 'Parts must be files' }, 400)
+    const bytes = await value.bytes()
+    const verdict = await checkBytes(bytes, { filename: value.name, declaredType: value.type })
+    if (!verdict.accepted) return json({ message: verdict.problem }, 422)
+    if (verdict.kind === 'image') await decodeImage(bytes)
+    const id = Bun.randomUUIDv7()
+    await Bun.write(join(uploadsDir, id), bytes)
+    stored.push({ id, filename: value.name })
+  }
+  return json(stored, 201)
+}
+
 const server = Bun.serve({
   port: Number(process.env.PORT ?? 0),
   hostname: '127.0.0.1',
@@ -339,6 +374,9 @@ const server = Bun.serve({
       const [own, org, user] = who(caller)
       const row = statementsFor(caller).threadById.get(own, org, user, request.params.threadId)
       return row ? json(thread(row)) : notFound()
+    },
+    '/api/v1/threads/:threadId/attachments': {
+      POST: (request) => (authenticate(request) ? upload(request) : unauthorized()),
     },
     '/api/v1/threads/:threadId/messages': {
       POST: async (request) => {

@@ -2,6 +2,7 @@
 // timer starts and no work is recovered until src/index.ts (or a test) says so.
 import { Elysia } from 'elysia'
 import { attachmentRoutes } from './attachments'
+import type { FileInspector } from './attachments/inspector'
 import { maxRequestBytes } from './attachments/limits'
 import { identity } from './auth'
 import { oidcSettings } from './auth/oidc'
@@ -31,6 +32,8 @@ export interface AppDeps {
   db: Db
   config: Config
   runner: GenerationRunner
+  /** Checks uploaded files off the request thread; its owner closes it on shutdown, as with the runner. */
+  inspector: FileInspector
   clock: Clock
   log: Logger
   /** How often idle SSE streams get a comment line; 15 s unless a test needs it sooner. */
@@ -65,6 +68,7 @@ export function createApp(deps: AppDeps) {
     links: linksFor(deps.config.PUBLIC_URL),
     heartbeats: new Heartbeats(deps.heartbeatMs ?? 15_000),
     uploadsDir: deps.config.UPLOADS_DIR,
+    inspector: deps.inspector,
     publicUrl: deps.config.PUBLIC_URL,
     csrfKey: crypto.getRandomValues(new Uint8Array(32)),
     responses: responseSchemas(deps.validateResponses ?? true),

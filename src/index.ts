@@ -1,5 +1,6 @@
 // Boot: config → open db → migrate → first run → createApp → listen → recover queued work.
 import { createApp } from './app'
+import { createFileInspector } from './attachments/inspector'
 import { sweepUploads } from './attachments/service'
 import { firstRun } from './bootstrap'
 import { ConfigError, loadConfig } from './config'
@@ -28,9 +29,10 @@ if (swept > 0) log.info('removed stray upload files left by a crash', { count: s
 const settings = providerSettings(config)
 log.info('generator', describeProvider(settings))
 const runner = createWorkerRunner(settings, log)
+const inspector = createFileInspector(log)
 // Response bodies are checked against their schemas in tests, not on every production request: see
 // AppDeps.validateResponses.
-const app = createApp({ db, config, runner, clock: systemClock, log, validateResponses: false })
+const app = createApp({ db, config, runner, inspector, clock: systemClock, log, validateResponses: false })
 app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60 })
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
 app.decorator.engine.recover()
@@ -44,6 +46,7 @@ async function shutdown(signal: string): Promise<void> {
   // still unfinished then stays queued in the database for the next start.
   const closing = app.server?.stop(false)
   await app.decorator.engine.close(config.SHUTDOWN_GRACE_MS)
+  await inspector.close()
   await app.stop(true)
   await closing
   db.$client.close()

@@ -4,8 +4,10 @@ import { join } from 'node:path'
 import { PDFDocument } from 'pdf-lib'
 import sharp, { type Sharp } from 'sharp'
 import { attachments } from '../src/attachments/attachments.table'
+import { createFileInspector } from '../src/attachments/inspector'
 import { imageLimits, maxRequestBytes, pdfLimits, textLimits } from '../src/attachments/limits'
 import { sweepUploads } from '../src/attachments/service'
+import { silentLogger } from '../src/shared/log'
 import { type Harness, harness, publicUrl, ScriptedRunner, type TestUser } from './helpers'
 
 // Fixtures, made here so that every byte a test sends is visible in the test.
@@ -482,6 +484,21 @@ describe('hostile and malformed uploads store nothing', () => {
     expect(reply.status).toBe(400)
     expect(s.h.db.select().from(attachments).all()).toHaveLength(22)
     expect(storedFiles(s.h)).toHaveLength(22)
+  })
+})
+
+describe('the inspect worker', () => {
+  test('a worker that dies fails its upload with 500 and stores nothing; the next upload gets a fresh one', async () => {
+    // One worker, so that the second upload can only succeed on a worker started after the crash.
+    const entry = new URL('./fixtures/crashing-inspect-worker.ts', import.meta.url)
+    await using s = await setup({ inspector: createFileInspector(silentLogger, { size: 1, entry }) })
+    const batch = form({ name: 'notes.txt', bytes: 'fine' }, { name: 'crash.txt', bytes: 'boom' })
+    const crashed = await upload(s.h, s.owner.token, s.threadId, batch)
+    expect(crashed.status).toBe(500)
+    expectNothingStored(s.h)
+    const next = await upload(s.h, s.owner.token, s.threadId, form({ name: 'notes.txt', bytes: 'fine' }))
+    expect(next.status).toBe(201)
+    expect(next.body).toEqual([{ id: expect.any(String), filename: 'notes.txt' }])
   })
 })
 

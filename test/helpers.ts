@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { createApp } from '../src/app'
+import { createFileInspector, type FileInspector } from '../src/attachments/inspector'
 import type { Role } from '../src/auth/auth.table'
 import type { Scope } from '../src/auth/model'
 import { createPersonalAccessToken, createUser } from '../src/auth/service'
@@ -87,6 +88,7 @@ let userCounter = 0
 export async function harness(
   options: {
     runner?: GenerationRunner
+    inspector?: FileInspector
     clock?: Clock
     echoDelayMs?: number
     config?: Partial<Config>
@@ -101,6 +103,7 @@ export async function harness(
   const clock = options.clock ?? { now: () => Date.now() }
   const runner =
     options.runner ?? createWorkerRunner({ provider: 'echo', echoTokenDelayMs: options.echoDelayMs ?? 0 }, silentLogger)
+  const inspector = options.inspector ?? createFileInspector(silentLogger)
   const app = createApp({
     db,
     config: {
@@ -112,6 +115,7 @@ export async function harness(
       ...options.config,
     },
     runner,
+    inspector,
     clock,
     log: options.log ?? silentLogger,
     heartbeatMs: 50,
@@ -159,6 +163,7 @@ export async function harness(
     },
     async [Symbol.asyncDispose]() {
       await app.decorator.engine.close()
+      await inspector.close()
       db.$client.close()
       if (options.uploadsDir === undefined) rmSync(uploadsDir, { recursive: true, force: true })
     },

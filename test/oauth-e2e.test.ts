@@ -11,6 +11,7 @@ import type {
 import { CodeChallengeMethod, generateCodeVerifier, generateState, OAuth2Client } from 'arctic'
 import * as oauth from 'oauth4webapi'
 import { type App, createApp } from '../src/app'
+import { createFileInspector } from '../src/attachments/inspector'
 import { createUser } from '../src/auth/service'
 import { loadConfig } from '../src/config'
 import { migrateDatabase, openDatabase } from '../src/db/client'
@@ -42,6 +43,8 @@ async function startServer(): Promise<Server> {
     db,
     config: { ...loadConfig({}), PUBLIC_URL: origin, GENERATION_CONCURRENCY: 1 },
     runner: new ScriptedRunner(),
+    // Never started: no test here uploads a file.
+    inspector: createFileInspector(silentLogger),
     clock: { now: () => Date.now() },
     log: silentLogger,
   })

@@ -1,6 +1,7 @@
 // Sign-in, sessions and CSRF: the contract's form fields, cookie attributes, sliding expiry and same-origin rules.
 import { expect, test } from 'bun:test'
 import { createApp } from '../src/app'
+import { createFileInspector } from '../src/attachments/inspector'
 import { createUser } from '../src/auth/service'
 import { sessions } from '../src/auth/sessions.table'
 import { loadConfig } from '../src/config'
@@ -168,6 +169,8 @@ test('under https the cookies are Secure and __Host- prefixed', async () => {
     db,
     config: { ...loadConfig({}), PUBLIC_URL: 'https://threadhouse.example', GENERATION_CONCURRENCY: 1 },
     runner: new ScriptedRunner(),
+    // Never started: no test here uploads a file.
+    inspector: createFileInspector(silentLogger),
     clock: { now: () => Date.now() },
     log: silentLogger,
   })

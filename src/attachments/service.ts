@@ -1,11 +1,10 @@
-// Attachment uploads: read the form, decide each file's type from its bytes, check it against the limits,
-// then store every file and row together, or nothing. Nothing here sees an Elysia Context.
+// Attachment uploads: read the form, decide each file's type from its bytes, check it against the limits
+// (the byte checks in an inspect worker, images with sharp), then store every file and row together, or
+// nothing. Nothing here sees an Elysia Context.
 import { renameSync } from 'node:fs'
 import { mkdir, readdir, rm } from 'node:fs/promises'
 import { extname, resolve } from 'node:path'
 import { and, count, eq, inArray } from 'drizzle-orm'
-import { fileTypeFromBuffer } from 'file-type'
-import { PDFDocument } from 'pdf-lib'
 import sharp from 'sharp'
 import type { AuthDeps } from '../auth'
 import type { Caller } from '../auth/model'
@@ -15,19 +14,13 @@ import { AppError, invalidRequest, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
 import { requireOwnedThread, requireVisibleThread } from '../threads/service'
 import { type AttachmentKind, attachments } from './attachments.table'
-import {
-  filenameMaxLength,
-  filesPerRequest,
-  filesPerThread,
-  imageLimits,
-  maxRequestBytes,
-  pdfLimits,
-  textLimits,
-} from './limits'
+import type { FileInspector } from './inspector'
+import { filenameMaxLength, filesPerRequest, filesPerThread, imageLimits, maxRequestBytes } from './limits'
 import type { AttachmentsModel } from './model'
 
 export interface UploadDeps extends AuthDeps {
   uploadsDir: string
+  inspector: FileInspector
 }
 
 /** A file part of the form, in index order. Its name and declared type are claims, checked against the bytes. */
@@ -44,46 +37,6 @@ interface Accepted {
   bytes: Uint8Array
   /** The model-ready copy of a large image, or null when the original already fits. */
   resized: Uint8Array | null
-}
-
-const limitsOf = { image: imageLimits, pdf: pdfLimits, text: textLimits } as const
-
-type Found = { kind: AttachmentKind; mediaType: string }
-const image = (mediaType: string): Found => ({ kind: 'image', mediaType })
-const text = (mediaType: string): Found => ({ kind: 'text', mediaType })
-const pdf: Found = { kind: 'pdf', mediaType: 'application/pdf' }
-
-/** What a sniffed media type makes a file. APNG is PNG to every reader that matters. */
-const sniffedKinds: Record<string, Found> = {
-  'image/jpeg': image('image/jpeg'),
-  'image/png': image('image/png'),
-  'image/apng': image('image/png'),
-  'image/gif': image('image/gif'),
-  'image/webp': image('image/webp'),
-  'application/pdf': pdf,
-}
-
-/**
- * What a file's extension or declared type claims. Claims never decide the type, but one that contradicts
- * the bytes (a PNG named .pdf) refuses the file; names and types not listed here claim nothing. Bun 1.4 fills
- * File.type from the name when a part declares its type after Content-Disposition, the usual order
- * (oven-sh/bun#33012), so in practice the extension is the claim that counts.
- */
-const claims: Record<string, Found> = {
-  ...sniffedKinds,
-  'text/plain': text('text/plain'),
-  'text/markdown': text('text/markdown'),
-  'text/csv': text('text/csv'),
-  '.jpg': image('image/jpeg'),
-  '.jpeg': image('image/jpeg'),
-  '.png': image('image/png'),
-  '.gif': image('image/gif'),
-  '.webp': image('image/webp'),
-  '.pdf': pdf,
-  '.txt': text('text/plain'),
-  '.md': text('text/markdown'),
-  '.markdown': text('text/markdown'),
-  '.csv': text('text/csv'),
 }
 
 const partName = /^attachments\[(\d)\]$/
@@ -228,74 +181,16 @@ async function inspectImage(part: Part, bytes: Uint8Array, mediaType: string): P
   }
 }
 
-async function inspectPdf(part: Part, bytes: Uint8Array): Promise<Accepted> {
-  const raw = Buffer.from(bytes).toString('latin1')
-  // Encryption is declared in the trailer or cross-reference stream dictionary, which are never encrypted
-  // themselves; pdf-lib would only fail to parse such a file, unable to say why.
-  if (/\/Encrypt\s*(?:\d+\s+\d+\s+R|<<)/.test(raw)) {
-    throw rejected(part, 'password_protected', 'is encrypted or password-protected')
-  }
-  // pdf-lib recovers from a cut-off file by scanning what is left; the missing end marker gives it away.
-  if (!raw.slice(-1024).includes('%%EOF')) throw rejected(part, 'corrupt', 'is a truncated PDF')
-  const document = await PDFDocument.load(bytes, { updateMetadata: false, throwOnInvalidObject: true }).catch(
-    () => null,
-  )
-  if (!document) throw rejected(part, 'corrupt', 'is a damaged PDF')
-  const pages = document.getPageCount()
-  if (pages === 0) throw rejected(part, 'empty', 'has no pages')
-  if (pages > pdfLimits.maxPages) {
-    throw rejected(part, 'too_many_pages', `has ${pages} pages; at most ${pdfLimits.maxPages}`, pdfLimits.maxPages)
-  }
-  return { part, kind: 'pdf', mediaType: 'application/pdf', bytes, resized: null }
-}
-
-/** Text has no signature: bytes are text when they are UTF-8 without NUL. */
-function isText(bytes: Uint8Array): boolean {
-  if (bytes.includes(0)) return false
-  try {
-    new TextDecoder('utf-8', { fatal: true }).decode(bytes)
-    return true
-  } catch {
-    return false
-  }
-}
-
-const acceptedTypes = 'accepted are JPEG, PNG, GIF and WebP images, PDFs and UTF-8 text'
-
-/** Decides a file's type from its bytes and checks it against that type's rules; throws 422 on the first break. */
-async function inspect(part: Part): Promise<Accepted> {
-  const bytes = await part.file.bytes()
-  if (bytes.length === 0) throw rejected(part, 'empty', 'is empty')
-  const sniffed = (await fileTypeFromBuffer(bytes))?.mime
-  const claimed = [
-    claims[extname(part.filename).toLowerCase()],
-    claims[part.file.type.split(';')[0]?.trim().toLowerCase() ?? ''],
-  ]
-  const textClaim = claimed.find((claim) => claim?.kind === 'text')
-  // Checked before the size, so that a large binary file is refused for what it is rather than as long text.
-  if (!sniffed && !isText(bytes)) {
-    throw textClaim
-      ? rejected(part, 'invalid_text', 'is not UTF-8 text free of NUL bytes')
-      : rejected(part, 'unsupported_type', `is of no recognised type; ${acceptedTypes}`)
-  }
-  const found = sniffed ? sniffedKinds[sniffed] : text(textClaim?.mediaType ?? 'text/plain')
-  if (!found) throw rejected(part, 'unsupported_type', `is ${sniffed}; ${acceptedTypes}`)
-  const contradiction = claimed.find((claim) => claim && claim.kind !== found.kind)
-  if (contradiction) {
-    throw rejected(part, 'type_mismatch', `claims to be ${contradiction.mediaType} but its bytes are ${found.kind}`)
-  }
-  const { maxBytes } = limitsOf[found.kind]
-  if (bytes.length > maxBytes) {
-    throw rejected(part, 'too_large', `has ${bytes.length} bytes; ${found.kind} files may have ${maxBytes}`, maxBytes)
-  }
-  switch (found.kind) {
-    case 'image':
-      return inspectImage(part, bytes, found.mediaType)
-    case 'pdf':
-      return inspectPdf(part, bytes)
-    case 'text':
-      return { part, kind: 'text', mediaType: found.mediaType, bytes, resized: null }
-  }
+/**
+ * Checks one file: its bytes in an inspect worker, then an image's pixels with sharp, which decodes on its own
+ * threads. Throws 422 on the first rule the file breaks.
+ */
+async function inspect(inspector: FileInspector, part: Part): Promise<Accepted> {
+  const claim = { filename: part.filename, declaredType: part.file.type }
+  const { bytes, verdict } = await inspector.inspect(await part.file.bytes(), claim)
+  if (!verdict.accepted) throw rejected(part, verdict.code, verdict.problem, verdict.limit)
+  if (verdict.kind === 'image') return inspectImage(part, bytes, verdict.mediaType)
+  return { part, kind: verdict.kind, mediaType: verdict.mediaType, bytes, resized: null }
 }
 
 /**
@@ -340,9 +235,9 @@ async function store(deps: UploadDeps, threadId: string, accepted: Accepted[]): 
 }
 
 /** One at a time: decoding five large images at once would multiply the memory an upload can take. */
-async function inspectAll(parts: Part[]): Promise<Accepted[]> {
+async function inspectAll(inspector: FileInspector, parts: Part[]): Promise<Accepted[]> {
   const accepted: Accepted[] = []
-  for (const part of parts) accepted.push(await inspect(part))
+  for (const part of parts) accepted.push(await inspect(inspector, part))
   return accepted
 }
 
@@ -361,7 +256,7 @@ export async function uploadAttachments(
   if (stored >= filesPerThread) throw quotaExceeded(stored)
   const parts = await readParts(request)
   if (stored + parts.length > filesPerThread) throw quotaExceeded(stored)
-  return store(deps, threadId, await inspectAll(parts))
+  return store(deps, threadId, await inspectAll(deps.inspector, parts))
 }
 
 /** Files a browser form sent, checked by the upload's rules and ready to be stored in a thread. */
@@ -374,7 +269,7 @@ export interface CheckedFiles {
  * the web composer can refuse them before it creates anything. An empty file input sends one nameless empty
  * file, which is no file at all.
  */
-export async function checkFormFiles(files: File[]): Promise<CheckedFiles> {
+export async function checkFormFiles(inspector: FileInspector, files: File[]): Promise<CheckedFiles> {
   // A part without a file name arrives as a Blob, whose `name` is undefined whatever the typings say.
   const chosen = files.filter((file) => (file.name ?? '') !== '' || file.size > 0)
   if (chosen.length > filesPerRequest) {
@@ -385,7 +280,7 @@ export async function checkFormFiles(files: File[]): Promise<CheckedFiles> {
     file,
     filename: sanitizeFilename(file.name ?? ''),
   }))
-  return { accepted: await inspectAll(parts) }
+  return { accepted: await inspectAll(inspector, parts) }
 }
 
 /** Stores checked files in a thread its owner holds, within the thread's quota. */

@@ -4,6 +4,7 @@
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import { attachmentResponse } from '../attachments/download'
+import type { FileInspector } from '../attachments/inspector'
 import {
   attachmentNames,
   type CheckedFiles,
@@ -48,6 +49,7 @@ export interface ThreadPagesDeps extends WebDeps {
   links: Links
   heartbeats: Heartbeats
   uploadsDir: string
+  inspector: FileInspector
 }
 
 /** The pages' own policy: the shared one, plus this origin's script and its stream, and images only from here. */
@@ -427,7 +429,13 @@ async function postMessage(
     if (thread.state !== 'ready') {
       throw new AppError(409, 'conflict', 'The previous answer is still being written: wait for it, or stop it.')
     }
-    await sendWithFiles(deps, caller, threadId, text, await checkFormFiles(formFiles(form, 'attachments')))
+    await sendWithFiles(
+      deps,
+      caller,
+      threadId,
+      text,
+      await checkFormFiles(deps.inspector, formFiles(form, 'attachments')),
+    )
     return seeOther(`/threads/${threadId}#live-answer`)
   } catch (error) {
     if (!(error instanceof AppError)) throw error
@@ -444,7 +452,7 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
     if (text.trim() === '') throw invalidRequest('Write a message to start the thread.')
     if ([...draft.name].length > 500) throw invalidRequest('A name may have at most 500 characters.')
     // Files are checked before the thread exists, so a refused file leaves nothing behind.
-    const checked = await checkFormFiles(formFiles(form, 'attachments'))
+    const checked = await checkFormFiles(deps.inspector, formFiles(form, 'attachments'))
     const name = draft.name.trim() === '' ? defaultThreadName(text) : draft.name.trim()
     const created = createThread(deps.db, caller, { name, is_private: draft.isPrivate }, deps.clock.now())
     await sendWithFiles(deps, caller, created.thread_id, text, checked)

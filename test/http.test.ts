@@ -32,7 +32,7 @@ test('HSTS is sent when the public URL is https', async () => {
 
 test('access logs are JSON lines with the request ID, and never the token or the query string', async () => {
   const lines: string[] = []
-  await using h = await harness({ log: createLogger('info', (line) => lines.push(line)) })
+  await using h = await harness({ log: createLogger('debug', (line) => lines.push(line)) })
   const owner = await h.user()
   await h.call('GET', `/api/v1/threads?q=secret-words&access_token=${owner.token}`, {
     token: owner.token,
@@ -43,7 +43,7 @@ test('access logs are JSON lines with the request ID, and never the token or the
   const parsed = lines.map((line) => JSON.parse(line))
   expect(parsed).toContainEqual(
     expect.objectContaining({
-      level: 'info',
+      level: 'debug',
       msg: 'request',
       requestId: 'req-1',
       method: 'GET',

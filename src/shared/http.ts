@@ -47,31 +47,31 @@ function resolveIp(request: Request, server: RequestIpServer, trustProxy: boolea
 export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
   const strictTransport = config.PUBLIC_URL.startsWith('https://')
   const origins = config.CORS_ORIGINS.split(',').filter(Boolean)
-  const app = new Elysia({ name: 'http' })
-    .onRequest(({ request, set, server }) => {
-      const given = request.headers.get('x-request-id')
-      const id = given && incomingId.test(given) ? given : crypto.randomUUID()
-      const ip = resolveIp(request, server as RequestIpServer, config.TRUST_PROXY)
-      requests.set(request, { id, startedAt: performance.now(), ip })
-      set.headers['x-request-id'] = id
-      set.headers['x-content-type-options'] = 'nosniff'
-      set.headers['x-frame-options'] = 'DENY'
-      set.headers['referrer-policy'] = 'no-referrer'
-      // API answers are data, never documents: nothing in them may load or run.
-      set.headers['content-security-policy'] = "default-src 'none'; frame-ancestors 'none'"
-      if (strictTransport) set.headers['strict-transport-security'] = 'max-age=31536000'
-      if (ip && ipLimiter) ipLimiter.take(`ip:${ip}`)
-      const length = Number(request.headers.get('content-length') ?? 0)
-      if (length > maxJsonBodyBytes && !request.headers.get('content-type')?.startsWith('multipart/form-data')) {
-        throw new AppError(413, 'payload_too_large', `Request bodies are limited to ${maxJsonBodyBytes} bytes`)
-      }
-    })
-    .onAfterResponse({ as: 'global' }, ({ request, set, path, responseValue }) => {
+  const app = new Elysia({ name: 'http' }).onRequest(({ request, set, server }) => {
+    const given = request.headers.get('x-request-id')
+    const id = given && incomingId.test(given) ? given : crypto.randomUUID()
+    const ip = resolveIp(request, server as RequestIpServer, config.TRUST_PROXY)
+    requests.set(request, { id, startedAt: performance.now(), ip })
+    set.headers['x-request-id'] = id
+    set.headers['x-content-type-options'] = 'nosniff'
+    set.headers['x-frame-options'] = 'DENY'
+    set.headers['referrer-policy'] = 'no-referrer'
+    // API answers are data, never documents: nothing in them may load or run.
+    set.headers['content-security-policy'] = "default-src 'none'; frame-ancestors 'none'"
+    if (strictTransport) set.headers['strict-transport-security'] = 'max-age=31536000'
+    if (ip && ipLimiter) ipLimiter.take(`ip:${ip}`)
+    const length = Number(request.headers.get('content-length') ?? 0)
+    if (length > maxJsonBodyBytes && !request.headers.get('content-type')?.startsWith('multipart/form-data')) {
+      throw new AppError(413, 'payload_too_large', `Request bodies are limited to ${maxJsonBodyBytes} bytes`)
+    }
+  })
+  // Only the path: query strings may carry an access_token. At `debug`, and only installed then, because one
+  // line per request cost about a tenth of the throughput of a simple GET in the benchmark (README, Performance).
+  if (log.debugEnabled) {
+    app.onAfterResponse({ as: 'global' }, ({ request, set, path, responseValue }) => {
       const info = requests.get(request)
       if (!info) return
       const status = responseValue instanceof Response ? responseValue.status : Number(set.status ?? 200)
-      // Only the path: query strings may carry an access_token. At `debug`, because one line per request cost
-      // about a tenth of the throughput of a simple GET in the benchmark (README, Performance).
       log.debug('request', {
         requestId: info.id,
         method: request.method,
@@ -80,6 +80,7 @@ export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
         ms: Math.round((performance.now() - info.startedAt) * 10) / 10,
       })
     })
+  }
   if (origins.length === 0) return app
   return app.use(
     cors({

@@ -2,7 +2,7 @@
 // read:own and write tokens.
 import { expect, test } from 'bun:test'
 import type { Scope } from '../src/auth/model'
-import { type Harness, harness } from './helpers'
+import { type Harness, harness, publicUrl } from './helpers'
 
 async function world(h: Harness) {
   const owner = await h.user({ org: 'acme' })
@@ -81,6 +81,10 @@ test('scopes gate endpoints, never imply each other, and 403 names the required 
     message: expect.any(String),
     required_scope: 'threads:write',
   })
+  // RFC 6750 §3.1: the challenge names the scope, so an MCP client can ask for it (step-up authorization).
+  expect(denied.headers.get('www-authenticate')).toBe(
+    `Bearer realm="threadhouse", error="insufficient_scope", scope="threads:write", resource_metadata="${publicUrl}/.well-known/oauth-protected-resource/api/v1"`,
+  )
 
   const cannotRead = await h.call('GET', '/api/v1/threads', { token: writeOnly })
   expect(cannotRead.status).toBe(403)

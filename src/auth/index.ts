@@ -45,13 +45,22 @@ export function resolveCaller(deps: AuthDeps, token: string | undefined): Caller
   return caller
 }
 
-/** Scopes never imply each other, except that `threads:read:own` is accepted wherever `threads:read` is. */
-export function checkScope(caller: Caller, requirement: Requirement): void {
+/**
+ * Scopes never imply each other, except that `threads:read:own` is accepted wherever `threads:read` is. The 403
+ * names the missing scope in the body and, per RFC 6750 §3.1, in WWW-Authenticate, where MCP clients look to
+ * ask the person for more (step-up authorization).
+ */
+export function checkScope(caller: Caller, requirement: Requirement, publicUrl: string): void {
   if (requirement === 'any' || caller.scopes.has(requirement)) return
   if (requirement === 'threads:read' && caller.scopes.has('threads:read:own')) return
-  throw new AppError(403, 'insufficient_scope', `This endpoint requires the ${requirement} scope`, {
-    required_scope: requirement,
-  })
+  const challenge = `Bearer realm="threadhouse", error="insufficient_scope", scope="${requirement}", resource_metadata="${resourceMetadataUrl(publicUrl)}"`
+  throw new AppError(
+    403,
+    'insufficient_scope',
+    `This endpoint requires the ${requirement} scope`,
+    { required_scope: requirement },
+    { 'www-authenticate': challenge },
+  )
 }
 
 export const auth = (deps: AuthDeps) =>
@@ -61,7 +70,7 @@ export const auth = (deps: AuthDeps) =>
       resolve({ bearer }) {
         const caller = resolveCaller(deps, bearer)
         deps.tokenLimiter?.take(caller.credential)
-        checkScope(caller, requirement)
+        checkScope(caller, requirement, deps.publicUrl)
         return { caller }
       },
     }),

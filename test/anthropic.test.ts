@@ -1,9 +1,7 @@
 // The `anthropic` provider against a loopback server speaking the Messages streaming protocol, through
 // the real worker: what the server is sent, what reaches the API client, what is stored, the state.
 import { expect, test } from 'bun:test'
-import { createWorkerRunner } from '../src/generation/runner'
 import type { ModelSettings } from '../src/generation/types'
-import { silentLogger } from '../src/shared/log'
 import {
   anthropicChoice,
   anthropicError,
@@ -12,27 +10,19 @@ import {
   anthropicTextDelta,
   anthropicTextStart,
   ask,
+  errorOf,
   eventsOf,
   FakeLlm,
   Feed,
   messagesOf,
-  settingsFor,
+  providerHarness,
   sse,
   stateOf,
   testApiKey,
 } from './fake-llm'
-import { collect, type Harness, harness, openStream, tokensOf, until } from './helpers'
+import { collect, openStream, tokensOf, until } from './helpers'
 
-async function setup(fake: FakeLlm, overrides: Partial<ModelSettings> = {}): Promise<{ h: Harness; token: string }> {
-  const h = await harness({ runner: createWorkerRunner(settingsFor('anthropic', fake, overrides), silentLogger) })
-  const user = await h.user()
-  return { h, token: user.token }
-}
-
-function errorOf(events: { event?: string; data: string }[]): string | undefined {
-  const last = events.at(-1)
-  return last?.event === 'error' ? JSON.parse(last.data).message : undefined
-}
+const setup = (fake: FakeLlm, overrides: Partial<ModelSettings> = {}) => providerHarness('anthropic', fake, overrides)
 
 test('streams the answer token by token and stores it', async () => {
   await using fake = new FakeLlm()

@@ -2,9 +2,11 @@
 // protocols byte for byte as their documentation shows them. Each request gets the next scripted
 // reply; every request is recorded, with a promise that settles when the client hangs up early.
 import type { EventSourceMessage } from 'eventsource-parser'
+import { createWorkerRunner } from '../src/generation/runner'
 import type { ModelSettings } from '../src/generation/types'
+import { silentLogger } from '../src/shared/log'
 import type { ThreadsModel } from '../src/threads/model'
-import { collect, type Harness, openStream } from './helpers'
+import { collect, type Harness, harness, openStream } from './helpers'
 
 export interface Received {
   method: string
@@ -328,4 +330,21 @@ export async function messagesOf(h: Harness, token: string, threadId: string): P
 
 export async function stateOf(h: Harness, token: string, threadId: string): Promise<string> {
   return (await h.call('GET', `/api/v1/threads/${threadId}`, { token })).body.state
+}
+
+/** A fresh app whose generator is the real worker running this provider against the fake server, and a user. */
+export async function providerHarness(
+  provider: 'openai' | 'anthropic',
+  fake: FakeLlm,
+  overrides: Partial<ModelSettings> = {},
+): Promise<{ h: Harness; token: string }> {
+  const h = await harness({ runner: createWorkerRunner(settingsFor(provider, fake, overrides), silentLogger) })
+  const user = await h.user()
+  return { h, token: user.token }
+}
+
+/** The message of the stream's final `error` event, if it ended with one. */
+export function errorOf(events: { event?: string; data: string }[]): string | undefined {
+  const last = events.at(-1)
+  return last?.event === 'error' ? JSON.parse(last.data).message : undefined
 }

@@ -7,6 +7,7 @@ import type { ModelSettings } from '../src/generation/types'
 import { silentLogger } from '../src/shared/log'
 import {
   ask,
+  errorOf,
   eventsOf,
   FakeLlm,
   Feed,
@@ -15,23 +16,15 @@ import {
   openaiChunk,
   openaiError,
   openaiText,
+  providerHarness,
   settingsFor,
   sse,
   stateOf,
   testApiKey,
 } from './fake-llm'
-import { collect, type Harness, harness, openStream, tokensOf, until } from './helpers'
+import { collect, harness, openStream, tokensOf, until } from './helpers'
 
-async function setup(fake: FakeLlm, overrides: Partial<ModelSettings> = {}): Promise<{ h: Harness; token: string }> {
-  const h = await harness({ runner: createWorkerRunner(settingsFor('openai', fake, overrides), silentLogger) })
-  const user = await h.user()
-  return { h, token: user.token }
-}
-
-function errorOf(events: { event?: string; data: string }[]): string | undefined {
-  const last = events.at(-1)
-  return last?.event === 'error' ? JSON.parse(last.data).message : undefined
-}
+const setup = (fake: FakeLlm, overrides: Partial<ModelSettings> = {}) => providerHarness('openai', fake, overrides)
 
 test('streams the answer token by token and stores it', async () => {
   await using fake = new FakeLlm()

@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
-import { collect, parseEvents, startServer, until } from './helpers'
+import { collect, firstRunToken, parseEvents, startServer, until } from './helpers'
 
 test('SIGKILL at random points loses nothing that was acknowledged', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-crash-'))
@@ -26,7 +26,7 @@ test('SIGKILL at random points loses nothing that was acknowledged', async () =>
   try {
     for (const round of killAfter) {
       const server = await startServer(env)
-      token ||= server.stdout().trim().split('\n').at(-1) ?? ''
+      token ||= await firstRunToken(server)
       const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
       let acks = 0
       let alive = true

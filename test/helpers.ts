@@ -245,29 +245,43 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
     stderr: 'pipe',
   })
   let out = ''
-  void (async () => {
-    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) out += chunk
-  })()
   let err = ''
-  // Keep draining stderr after start-up: a closed pipe would kill the server at its next log line.
-  const port = await new Promise<number>((resolve, reject) => {
-    void (async () => {
-      for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
-        err += chunk
-        const match = err.match(/"msg":"listening","port":(\d+)/)
-        if (match) resolve(Number(match[1]))
-      }
-      reject(new Error(`server exited before listening: ${err}`))
-    })()
-  })
-  return {
-    url: `http://127.0.0.1:${port}`,
-    process: child,
-    stdout: () => out,
-    stderr: () => err,
-    async [Symbol.asyncDispose]() {
-      child.kill('SIGKILL')
-      await child.exited
-    },
+  // Both pipes are drained for the process's whole life (a closed pipe would kill the server at its next
+  // line); disposing waits for them, so assertions on the output see all of it.
+  const drained = Promise.all([
+    (async () => {
+      for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) out += chunk
+    })(),
+    (async () => {
+      for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) err += chunk
+    })(),
+  ])
+  const stop = async (): Promise<void> => {
+    child.kill('SIGKILL')
+    await child.exited
+    await drained
   }
+  try {
+    const port = await until(async () => {
+      const match = err.match(/"msg":"listening","port":(\d+)/)
+      if (match) return Number(match[1])
+      if (child.exitCode !== null) throw new Error(`server exited before listening: ${err}`)
+      await Bun.sleep(0) // yield to the pipe readers; the deadline is until's
+    }, 20_000)
+    return {
+      url: `http://127.0.0.1:${port}`,
+      process: child,
+      stdout: () => out,
+      stderr: () => err,
+      [Symbol.asyncDispose]: stop,
+    }
+  } catch (error) {
+    await stop()
+    throw error
+  }
+}
+
+/** The personal access token a first run prints as the last line of its first-run block. */
+export function firstRunToken(server: ServerProcess): Promise<string> {
+  return until(() => server.stdout().match(/^thp_\S+$/m)?.[0])
 }

@@ -4,7 +4,7 @@ import { expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { collect, parseEvents, startServer, tokensOf } from './helpers'
+import { collect, firstRunToken, parseEvents, startServer, tokensOf } from './helpers'
 
 test('concurrent conversations with many listeners each', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-load-'))
@@ -17,7 +17,7 @@ test('concurrent conversations with many listeners each', async () => {
       ADMIN_EMAIL: 'owner@example.com',
       ADMIN_PASSWORD: 'a long enough password',
     })
-    const token = server.stdout().trim().split('\n').at(-1) ?? ''
+    const token = await firstRunToken(server)
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
     const statuses: number[] = []
     const api = async (path: string, init: RequestInit = {}) => {
@@ -55,6 +55,7 @@ test('concurrent conversations with many listeners each', async () => {
 
     await Promise.all(Array.from({ length: 12 }, (_, n) => conversation(n)))
     expect(statuses.filter((status) => status >= 500)).toEqual([])
+    await server[Symbol.asyncDispose]() // every log line written, none still in the pipe
     expect(server.stderr()).not.toMatch(/SQLITE_BUSY|database is locked|unhandled error/)
   } finally {
     rmSync(dir, { recursive: true, force: true })

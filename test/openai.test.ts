@@ -314,7 +314,9 @@ test('shutting down aborts the upstream request', async () => {
     token,
   )
   await stream.events.next()
+  expect(fake.received).toHaveLength(1)
   await h[Symbol.asyncDispose]()
+  // Resolves only when the provider sees the connection closed; the test times out otherwise.
   await fake.received[0]?.hungUp
 })
 

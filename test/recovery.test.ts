@@ -4,7 +4,7 @@ import { expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { collect, harness, parseEvents, startServer, tokensOf } from './helpers'
+import { collect, firstRunToken, harness, parseEvents, startServer, tokensOf } from './helpers'
 
 test('a server killed mid-generation finishes the answer after restart', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-recovery-'))
@@ -20,7 +20,7 @@ test('a server killed mid-generation finishes the answer after restart', async (
     let created: { thread_id: string; message_id: string }
     {
       await using first = await startServer(env)
-      token = first.stdout().trim().split('\n').at(-1) ?? ''
+      token = await firstRunToken(first)
       expect(token).toStartWith('thp_')
       const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
       const reply = await fetch(`${first.url}/api/v1/threads`, {

@@ -4,7 +4,7 @@ import { expect, test } from 'bun:test'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { collect, parseEvents, startServer } from './helpers'
+import { collect, firstRunToken, parseEvents, startServer } from './helpers'
 import { authorizeUrl, Browser, basic, decide, locationOf } from './oauth-helpers'
 
 test('no plaintext secret in the database or the logs', async () => {
@@ -19,7 +19,7 @@ test('no plaintext secret in the database or the logs', async () => {
       ADMIN_PASSWORD: password,
     }
     await using server = await startServer(env)
-    const token = server.stdout().trim().split('\n').at(-1) ?? ''
+    const token = await firstRunToken(server)
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
     const cli = Bun.spawnSync(
       ['bun', 'src/cli.ts', 'token:create', '--email', 'owner@example.com', '--scopes', 'threads:read'],
@@ -104,6 +104,7 @@ test('no plaintext secret in the database or the logs', async () => {
       const bytes = readFileSync(join(dir, file)).toString('latin1')
       for (const secret of secrets) expect(bytes.includes(secret)).toBe(false)
     }
+    await server[Symbol.asyncDispose]() // every log line written, none still in the pipe
     const logs = server.stderr()
     expect(logs).toContain('"msg":"request"')
     for (const secret of [...secrets, 'wrong-token-canary']) expect(logs.includes(secret)).toBe(false)

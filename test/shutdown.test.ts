@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { restartMessage } from '../src/generation/service'
-import { collect, parseEvents, startServer, tokensOf } from './helpers'
+import { collect, firstRunToken, parseEvents, startServer, tokensOf } from './helpers'
 
 async function scenario(graceMs: number) {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-shutdown-'))
@@ -17,7 +17,7 @@ async function scenario(graceMs: number) {
     ADMIN_PASSWORD: 'a long enough password',
   }
   const server = await startServer(env)
-  const token = server.stdout().trim().split('\n').at(-1) ?? ''
+  const token = await firstRunToken(server)
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
   const created = (await (
     await fetch(`${server.url}/api/v1/threads`, {

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import sharp from 'sharp'
 import { openBrowser } from './browser'
-import { type ServerProcess, startServer } from './helpers'
+import { firstRunToken, type ServerProcess, startServer } from './helpers'
 import { startFakeOidcProvider } from './oidc-provider'
 
 const email = 'ada@example.com'
@@ -42,7 +42,7 @@ async function startSite(env: Record<string, string> = {}): Promise<Site> {
     ADMIN_PASSWORD: password,
     ...env,
   })
-  const token = server.stdout().trim().split('\n').at(-1) ?? ''
+  const token = await firstRunToken(server)
   return {
     server,
     url,

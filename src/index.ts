@@ -33,9 +33,10 @@ const inspector = createFileInspector(log)
 // Response bodies are checked against their schemas in tests, not on every production request: see
 // AppDeps.validateResponses.
 const app = createApp({ db, config, runner, inspector, clock: systemClock, log, validateResponses: false })
+// Unfinished work is queued again before the first request can reach a thread.
+app.decorator.engine.recover()
 app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60 })
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
-app.decorator.engine.recover()
 
 let stopping = false
 async function shutdown(signal: string): Promise<void> {

@@ -94,3 +94,27 @@ test('at start-up, unfinished answers are requeued and one cut short three times
   })
   expect(poll.body).toEqual({ status: 'error', messages: [] })
 })
+
+test('at start-up, an answer that was being stopped when the process died stays stopped', async () => {
+  await using h = await harness()
+  const owner = await h.user()
+  const { thread_id } = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body
+  const messageId = crypto.randomUUID()
+  h.db.$client.run(
+    `insert into messages (id, thread_id, role, contents, text, created_at) values (?, ?, 'user', '[{"type":"text","text":"stop me"}]', 'stop me', 1)`,
+    [messageId, thread_id],
+  )
+  h.db.$client.run(
+    `insert into generations (message_id, thread_id, status, attempts, created_at) values (?, ?, 'running', 1, 1)`,
+    [messageId, thread_id],
+  )
+  h.db.$client.run(`update threads set state = 'interrupted' where id = ?`, [thread_id])
+
+  expect(h.app.decorator.engine.recover()).toBe(0)
+  const thread = await h.call('GET', `/api/v1/threads/${thread_id}`, { token: owner.token })
+  expect(thread.body.state).toBe('ready')
+  const poll = await h.call('GET', `/api/v1/threads/${thread_id}/messages/${messageId}/response`, {
+    token: owner.token,
+  })
+  expect(poll.body).toEqual({ status: 'interrupted', messages: [] })
+})

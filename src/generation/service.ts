@@ -148,14 +148,27 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
 
   function start(messageId: string, threadId: string): void {
     const now = clock.now()
-    const started = db.transaction(() => {
-      if (!statement('claim').get({ messageId })) return false
-      statement('threadState').run({ threadId, state: 'active', now })
-      return true
-    })
-    if (!started) return
     const job: Job = { messageId, threadId, blocks: [], stopping: false }
-    running.set(messageId, job)
+    try {
+      const started = db.transaction(() => {
+        if (!statement('claim').get({ messageId })) return false
+        statement('threadState').run({ threadId, state: 'active', now })
+        return true
+      })
+      // Claimed elsewhere or already settled: nothing will feed this hub entry, so end its listeners now.
+      if (!started) return hub.finish(messageId, { error: 'The response is no longer pending' })
+      running.set(messageId, job)
+      run(job)
+    } catch (failure) {
+      // The pump runs inside other requests' handlers: a database error here must end this answer, not theirs.
+      log.error('could not start an answer', { messageId, error: String(failure) })
+      running.set(messageId, job)
+      settle(job, 'error', 'The response could not be started')
+    }
+  }
+
+  function run(job: Job): void {
+    const { messageId, threadId } = job
     runner.run(messageId, history(threadId, messageId), {
       token: (text) => !closed && hub.push(messageId, text),
       block: (block) => !closed && job.blocks.push(block),
@@ -198,12 +211,28 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
         .where(inArray(generations.status, ['queued', 'running']))
         .orderBy(asc(generations.createdAt))
         .all()
+      // An answer whose thread was being stopped when the process died was stopped: it is not run again.
+      const stopped = new Set(
+        db
+          .select({ id: threads.id })
+          .from(threads)
+          .where(eq(threads.state, 'interrupted'))
+          .all()
+          .map((thread) => thread.id),
+      )
+      const wasStopped = (job: { threadId: string }) => stopped.has(job.threadId)
       // An answer whose generation was cut short this often is likely what brings the process down:
       // give up on it instead of crashing in a loop.
-      const poisoned = pending.filter((job) => job.attempts >= maxAttempts)
-      const retried = pending.filter((job) => job.attempts < maxAttempts)
+      const poisoned = pending.filter((job) => !wasStopped(job) && job.attempts >= maxAttempts)
+      const retried = pending.filter((job) => !wasStopped(job) && job.attempts < maxAttempts)
       const now = clock.now()
       db.transaction((tx) => {
+        for (const job of pending.filter(wasStopped)) {
+          tx.update(generations)
+            .set({ status: 'interrupted', error: 'The response was stopped', finishedAt: now })
+            .where(eq(generations.messageId, job.messageId))
+            .run()
+        }
         tx.update(generations).set({ status: 'queued' }).where(eq(generations.status, 'running')).run()
         tx.update(threads).set({ state: 'waiting' }).where(eq(threads.state, 'active')).run()
         tx.update(threads).set({ state: 'ready' }).where(eq(threads.state, 'interrupted')).run()
@@ -226,6 +255,8 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
      * then `ready` with the partial answer kept. Returns false when nothing was running or queued.
      */
     interrupt(threadId: string): boolean {
+      // After shutdown the runner's answers are ignored; the next start regenerates what is unfinished.
+      if (closed) return false
       const queued = queue.findIndex((item) => item.threadId === threadId)
       if (queued >= 0) {
         const [item] = queue.splice(queued, 1)

@@ -36,8 +36,17 @@ class Heartbeats {
   add(controller: ReadableStreamDefaultController<Uint8Array>): void {
     this.streams.add(controller)
     this.timer ??= setInterval(() => {
-      for (const stream of this.streams) stream.enqueue(heartbeat)
+      for (const stream of this.streams) {
+        try {
+          stream.enqueue(heartbeat)
+        } catch {
+          // A stream closed without telling us must not stop the others' heartbeats.
+          this.remove(stream)
+        }
+      }
     }, this.intervalMs)
+    // Open streams belong to requests, which keep the server alive; the timer alone must not.
+    this.timer.unref()
   }
 
   remove(controller: ReadableStreamDefaultController<Uint8Array>): void {

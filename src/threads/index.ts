@@ -90,7 +90,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         scope: 'threads:write',
         params: ThreadsModel.threadParams,
         body: ThreadsModel.updateThreadBody,
-        response: { 200: ThreadsModel.thread, ...ownerErrors },
+        response: deps.responses({ 200: ThreadsModel.thread, ...ownerErrors }),
         detail: {
           summary: 'Rename, archive or unarchive a thread, or change its privacy',
           tags: ['Threads'],
@@ -108,7 +108,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       {
         scope: 'threads:write',
         params: ThreadsModel.threadParams,
-        response: { 202: ThreadsModel.thread, ...ownerErrors, 409: error },
+        response: deps.responses({ 202: ThreadsModel.thread, ...ownerErrors, 409: error }),
         detail: {
           summary: 'Stop the answer a thread is producing',
           tags: ['Threads'],
@@ -128,7 +128,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       {
         scope: 'threads:write',
         params: ThreadsModel.threadParams,
-        response: { 201: ThreadsModel.continueThreadResponse, ...readErrors, 409: error },
+        response: deps.responses({ 201: ThreadsModel.continueThreadResponse, ...readErrors, 409: error }),
         detail: {
           summary: 'Continue a thread in error in a new thread',
           tags: ['Threads'],

@@ -21,10 +21,6 @@ export class Hub {
     if (!this.live.has(messageId)) this.live.set(messageId, { text: '', listeners: new Set() })
   }
 
-  isLive(messageId: string): boolean {
-    return this.live.has(messageId)
-  }
-
   text(messageId: string): string {
     return this.live.get(messageId)?.text ?? ''
   }

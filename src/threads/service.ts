@@ -46,7 +46,6 @@ function visibleTo(sees: Caller['sees'], indexed = true): SQL {
 const callerValues = (caller: Caller) => ({ organizationId: caller.organizationId, userId: caller.userId })
 
 const threadColumns = {
-  seq: threads.seq,
   id: threads.id,
   name: threads.name,
   state: threads.state,
@@ -444,18 +443,18 @@ export function submitFeedback(
     .run()
 }
 
-/** A user message of a visible thread, or 404. */
-export function requireMessage(db: Db, caller: Caller, threadId: string, messageId: string): MessageRow {
+/** 404 unless the message exists in a thread the caller can see. */
+export function requireMessage(db: Db, caller: Caller, threadId: string, messageId: string): void {
   requireVisibleThread(db, caller, threadId)
-  const row = prepared(db, 'message:byId', () =>
+  // Only existence matters to the callers (poll and stream): the contents stay unread.
+  const row = prepared(db, 'message:exists', () =>
     db
-      .select()
+      .select({ id: messages.id })
       .from(messages)
       .where(and(eq(messages.id, sql.placeholder('messageId')), eq(messages.threadId, sql.placeholder('threadId'))))
       .prepare(),
   ).get({ messageId, threadId })
   if (!row) throw notFound('Message')
-  return row
 }
 
 /** The active messages that answer a user message, oldest first. */

@@ -156,7 +156,10 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
         return true
       })
       // Claimed elsewhere or already settled: nothing will feed this hub entry, so end its listeners now.
-      if (!started) return hub.finish(messageId, { error: 'The response is no longer pending' })
+      if (!started) {
+        hub.finish(messageId, { error: 'The response is no longer pending' })
+        return
+      }
       running.set(messageId, job)
       run(job)
     } catch (failure) {

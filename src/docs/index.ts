@@ -3,7 +3,9 @@
 import { join } from 'node:path'
 import { swagger } from '@elysiajs/swagger'
 import { Elysia } from 'elysia'
-import { getAbsoluteFSPath } from 'swagger-ui-dist'
+// The package's main module evaluates the whole browser bundle (several MB of heap, a quarter of a
+// second at start-up); absolute-path only says where the files are.
+import getAbsoluteFSPath from 'swagger-ui-dist/absolute-path'
 import { scopes } from '../auth/model'
 import { docsClientId } from '../oauth/clients'
 import { scopeDescriptions } from '../oauth/model'

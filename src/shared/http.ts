@@ -47,24 +47,28 @@ function resolveIp(request: Request, server: RequestIpServer, trustProxy: boolea
 export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
   const strictTransport = config.PUBLIC_URL.startsWith('https://')
   const origins = config.CORS_ORIGINS.split(',').filter(Boolean)
-  const app = new Elysia({ name: 'http' }).onRequest(({ request, set, server }) => {
-    const given = request.headers.get('x-request-id')
-    const id = given && incomingId.test(given) ? given : crypto.randomUUID()
-    const ip = resolveIp(request, server as RequestIpServer, config.TRUST_PROXY)
-    requests.set(request, { id, startedAt: performance.now(), ip })
-    set.headers['x-request-id'] = id
-    set.headers['x-content-type-options'] = 'nosniff'
-    set.headers['x-frame-options'] = 'DENY'
-    set.headers['referrer-policy'] = 'no-referrer'
-    // API answers are data, never documents: nothing in them may load or run.
-    set.headers['content-security-policy'] = "default-src 'none'; frame-ancestors 'none'"
-    if (strictTransport) set.headers['strict-transport-security'] = 'max-age=31536000'
-    if (ip && ipLimiter) ipLimiter.take(`ip:${ip}`)
-    const length = Number(request.headers.get('content-length') ?? 0)
-    if (length > maxJsonBodyBytes && !request.headers.get('content-type')?.startsWith('multipart/form-data')) {
-      throw new AppError(413, 'payload_too_large', `Request bodies are limited to ${maxJsonBodyBytes} bytes`)
-    }
-  })
+  // The same on every response, so set once rather than per request; pages and downloads override the CSP.
+  const app = new Elysia({ name: 'http' })
+    .headers({
+      'x-content-type-options': 'nosniff',
+      'x-frame-options': 'DENY',
+      'referrer-policy': 'no-referrer',
+      // API answers are data, never documents: nothing in them may load or run.
+      'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+      ...(strictTransport ? { 'strict-transport-security': 'max-age=31536000' } : {}),
+    })
+    .onRequest(({ request, set, server }) => {
+      const given = request.headers.get('x-request-id')
+      const id = given && incomingId.test(given) ? given : crypto.randomUUID()
+      const ip = resolveIp(request, server as RequestIpServer, config.TRUST_PROXY)
+      requests.set(request, { id, startedAt: performance.now(), ip })
+      set.headers['x-request-id'] = id
+      if (ip && ipLimiter) ipLimiter.take(`ip:${ip}`)
+      const length = Number(request.headers.get('content-length') ?? 0)
+      if (length > maxJsonBodyBytes && !request.headers.get('content-type')?.startsWith('multipart/form-data')) {
+        throw new AppError(413, 'payload_too_large', `Request bodies are limited to ${maxJsonBodyBytes} bytes`)
+      }
+    })
   // Only the path: query strings may carry an access_token. At `debug`, and only installed then, because one
   // line per request cost about a tenth of the throughput of a simple GET in the benchmark (README, Performance).
   if (log.debugEnabled) {

@@ -1,9 +1,11 @@
-// The checks of one file's bytes that need no native code: its type from the bytes against what its name and
-// declared type claim, its size, a PDF's structure and pages, and text's encoding. Plain data in and out, so
-// that they run in the inspect worker (inspect-worker.ts) and never on the thread that answers requests.
+// The checks of one file's bytes: its type from the bytes against what its name and declared type claim, its
+// size, a PDF's structure and pages, text's encoding, and an image's pixels (decoded by sharp, which also makes
+// the scaled copy models read). Plain data in and out, so that they run in the inspect worker
+// (inspect-worker.ts) and never on the thread that answers requests.
 import { extname } from 'node:path'
 import { fileTypeFromBuffer } from 'file-type'
 import { PDFDocument } from 'pdf-lib'
+import sharp from 'sharp'
 import type { AttachmentKind } from './attachments.table'
 import { imageLimits, pdfLimits, textLimits } from './limits'
 import type { AttachmentsModel } from './model'
@@ -15,11 +17,12 @@ export interface FileClaim {
 }
 
 /**
- * The outcome of the checks: a refusal with its reason, or the kind the bytes were found to be. An image is
- * only provisionally accepted: decoding it is left to sharp, which runs on its own threads.
+ * The outcome of the checks: a refusal with its reason, or the kind the bytes were found to be, with the
+ * model-ready copy of a large image (null when the original fits). checkBytes accepts an image only
+ * provisionally: checkFile decodes it.
  */
 export type Verdict =
-  | { accepted: true; kind: AttachmentKind; mediaType: string }
+  | { accepted: true; kind: AttachmentKind; mediaType: string; resized: Uint8Array | null }
   | { accepted: false; code: AttachmentsModel.rejectionCode; problem: string; limit?: number }
 
 type Found = { kind: AttachmentKind; mediaType: string }
@@ -69,7 +72,7 @@ function refused(code: AttachmentsModel.rejectionCode, problem: string, limit?: 
 }
 
 function found({ kind, mediaType }: Found): Verdict {
-  return { accepted: true, kind, mediaType }
+  return { accepted: true, kind, mediaType, resized: null }
 }
 
 /** Text has no signature: bytes are text when they are UTF-8 without NUL. */
@@ -129,4 +132,35 @@ export async function checkBytes(bytes: Uint8Array, claim: FileClaim): Promise<V
     return refused('too_large', `has ${bytes.length} bytes; ${kind.kind} files may have ${maxBytes}`, maxBytes)
   }
   return kind.kind === 'pdf' ? checkPdf(bytes) : found(kind)
+}
+
+async function checkImage(bytes: Uint8Array, mediaType: string): Promise<Verdict> {
+  const open = (limitInputPixels: number | false) => sharp(bytes, { animated: true, limitInputPixels, failOn: 'error' })
+  // The header alone gives the size, so a bomb is refused without decoding a pixel of it.
+  const header = await open(false)
+    .metadata()
+    .catch(() => null)
+  if (!header) return refused('corrupt', 'is not a readable image')
+  // With `animated`, height spans every frame: the pixel count is what decoding would really cost.
+  if (header.width * header.height > imageLimits.maxPixels) {
+    return refused('too_many_pixels', `has more than ${imageLimits.maxPixels} pixels`, imageLimits.maxPixels)
+  }
+  const side = imageLimits.modelLongestSide
+  const fits = Math.max(header.width, header.pageHeight ?? header.height) <= side
+  try {
+    // Both paths decode every pixel, which is what finds truncated or corrupt image data.
+    const decoder = open(imageLimits.maxPixels)
+    const resized = fits
+      ? await decoder.stats().then(() => null)
+      : await decoder.autoOrient().resize({ width: side, height: side, fit: 'inside' }).toBuffer()
+    return { accepted: true, kind: 'image', mediaType, resized }
+  } catch {
+    return refused('corrupt', 'is a damaged or truncated image')
+  }
+}
+
+/** Every check of one file, the image's pixels included. */
+export async function checkFile(bytes: Uint8Array, claim: FileClaim): Promise<Verdict> {
+  const verdict = await checkBytes(bytes, claim)
+  return verdict.accepted && verdict.kind === 'image' ? checkImage(bytes, verdict.mediaType) : verdict
 }

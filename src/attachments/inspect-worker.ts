@@ -1,15 +1,81 @@
-// The inspect worker: runs the byte checks of uploaded files (checks.ts) off the thread that answers requests,
-// and hands each file's bytes back, transferred rather than copied, with the verdict.
-import { checkBytes } from './checks'
-import type { FromInspector, ToInspector } from './inspector'
+// The inspect worker: all of an upload's work but the database, off the thread that answers requests. It parses
+// the multipart body (form.ts), checks each file (checks.ts, sharp included), writes the accepted files under
+// temporary names and answers with names and paths only; the request thread inserts the rows and renames the
+// files in one transaction.
+import { mkdir, rm } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import { checkFile } from './checks'
+import { FormRefusal, type Part, readParts, sanitizeFilename } from './form'
+import type { CheckedFile, FromInspector, Outcome, ToInspector, Upload } from './inspector'
+import { filesPerThread } from './limits'
 
 declare const self: Worker
 
-async function answer(request: ToInspector): Promise<void> {
-  const { id, bytes } = request
+async function partsOf(upload: Upload): Promise<Part[]> {
+  if ('body' in upload) return readParts(upload.body, upload.contentType)
+  return upload.files.map((file, index) => ({
+    name: `attachments[${index}]`,
+    filename: sanitizeFilename(file.filename),
+    declaredType: file.declaredType,
+    bytes: new Uint8Array(file.bytes),
+  }))
+}
+
+/**
+ * Writes each file, and a large image's scaled copy, under a temporary name: a name no attachment has, which
+ * the start-up sweep removes should the request thread never store it.
+ */
+async function writeTemporary(uploadsDir: string, files: { bytes: Uint8Array; path: string }[]): Promise<void> {
   try {
-    const verdict = await checkBytes(bytes, request.claim)
-    self.postMessage({ id, bytes, verdict } satisfies FromInspector, [bytes.buffer])
+    await mkdir(uploadsDir, { recursive: true })
+    await Promise.all(files.map(({ path, bytes }) => Bun.write(path, bytes)))
+  } catch (error) {
+    await Promise.all(files.map(({ path }) => rm(path, { force: true })))
+    throw error
+  }
+}
+
+async function inspect({ upload, uploadsDir }: ToInspector): Promise<Outcome> {
+  let parts: Part[]
+  try {
+    parts = await partsOf(upload)
+  } catch (error) {
+    if (error instanceof FormRefusal) return { refused: { kind: 'form', message: error.message } }
+    throw error
+  }
+  if ('stored' in upload && upload.stored + parts.length > filesPerThread) {
+    return { refused: { kind: 'quota', stored: upload.stored } }
+  }
+  const temporary = () => resolve(uploadsDir, `${Bun.randomUUIDv7()}.tmp`)
+  const accepted: CheckedFile[] = []
+  const writes: { bytes: Uint8Array; path: string }[] = []
+  // One at a time: decoding five large images at once would multiply the memory an upload can take.
+  for (const part of parts) {
+    const verdict = await checkFile(part.bytes, { filename: part.filename, declaredType: part.declaredType })
+    if (!verdict.accepted) {
+      const { code, problem, limit } = verdict
+      return { refused: { kind: 'file', part: part.name, file: part.filename, code, problem, limit } }
+    }
+    const original = { bytes: part.bytes, path: temporary() }
+    const resized = verdict.resized && { bytes: verdict.resized, path: temporary() }
+    writes.push(original, ...(resized ? [resized] : []))
+    accepted.push({
+      filename: part.filename,
+      kind: verdict.kind,
+      mediaType: verdict.mediaType,
+      sizeBytes: part.bytes.length,
+      temporaryPath: original.path,
+      resizedTemporaryPath: resized ? resized.path : null,
+    })
+  }
+  await writeTemporary(uploadsDir, writes)
+  return { accepted }
+}
+
+async function answer(request: ToInspector): Promise<void> {
+  const { id } = request
+  try {
+    self.postMessage({ id, outcome: await inspect(request) } satisfies FromInspector)
   } catch (error) {
     // A check that throws is a bug, not a refusal: the upload fails as any unexpected error does.
     self.postMessage({ id, failure: String(error) } satisfies FromInspector)

@@ -1,42 +1,78 @@
-// The main thread's side of the inspect workers: a small pool, started on the first upload, that checks
-// each file's bytes while this thread keeps answering requests. A worker that dies fails only the files it
-// held (the upload answers 500); the next file gets a fresh worker.
+// The main thread's side of the inspect workers: a small pool, started on the first upload, that does all of an
+// upload's work except the database (parsing the body, checking each file, writing the accepted ones under
+// temporary names) while this thread keeps answering requests. A worker that dies fails only the uploads it
+// held (they answer 500); the next upload gets a fresh worker.
 import type { Logger } from '../shared/log'
-import type { FileClaim, Verdict } from './checks'
+import type { AttachmentKind } from './attachments.table'
+import type { AttachmentsModel } from './model'
 
-/** A file to check; its bytes are transferred, so the caller must not use them again. */
+/** A file a web form sent, already parsed; its name and declared type are claims. */
+export interface FormFile {
+  filename: string
+  declaredType: string
+  bytes: ArrayBuffer
+}
+
+/**
+ * What to inspect: an upload request's raw multipart body, with the number of files its thread already holds,
+ * or the files of a web form. The buffers are transferred, so the caller must not use them again.
+ */
+export type Upload = { body: ArrayBuffer; contentType: string; stored: number } | { files: FormFile[] }
+
 export interface ToInspector {
   id: number
-  bytes: Uint8Array<ArrayBuffer>
-  claim: FileClaim
+  upload: Upload
+  uploadsDir: string
 }
 
-/** The verdict with the bytes handed back, or why the checks themselves failed. */
-export type FromInspector =
-  | { id: number; bytes: Uint8Array<ArrayBuffer>; verdict: Verdict }
-  | { id: number; failure: string }
+/** Why an upload was refused, as plain data: the request thread turns it into the answer. */
+export type Refusal =
+  /** 400: the body is no valid upload form; `message` says why. */
+  | { kind: 'form'; message: string }
+  /** 400: more files than the thread has room for. */
+  | { kind: 'quota'; stored: number }
+  /** 422: a file broke a content rule; `problem` completes a sentence that starts with the file's name. */
+  | {
+      kind: 'file'
+      part: string
+      file: string
+      code: AttachmentsModel.rejectionCode
+      problem: string
+      limit?: number
+    }
 
-export interface Inspected {
-  bytes: Uint8Array<ArrayBuffer>
-  verdict: Verdict
+/** A file that passed every check, waiting under a temporary name in the uploads folder until it is stored. */
+export interface CheckedFile {
+  filename: string
+  kind: AttachmentKind
+  mediaType: string
+  sizeBytes: number
+  temporaryPath: string
+  /** The scaled copy of a large image, which models read, or null when the original already fits. */
+  resizedTemporaryPath: string | null
 }
+
+export type Outcome = { accepted: CheckedFile[] } | { refused: Refusal }
+
+/** The outcome, or why the inspection itself failed. */
+export type FromInspector = { id: number; outcome: Outcome } | { id: number; failure: string }
 
 export interface FileInspector {
-  /** Checks one file's bytes off this thread. Takes ownership of `bytes`: use the ones handed back. */
-  inspect(bytes: Uint8Array<ArrayBuffer>, claim: FileClaim): Promise<Inspected>
-  /** Ends every worker; files still being checked fail. */
+  /** Inspects an upload off this thread. Takes ownership of its buffers. */
+  inspect(upload: Upload, uploadsDir: string): Promise<Outcome>
+  /** Ends every worker; uploads still being inspected fail. */
   close(): Promise<void>
 }
 
 export interface InspectorOptions {
-  /** Workers at most; two keep one core free for requests on a small machine. */
+  /** Workers at most. */
   size?: number
   /** The worker's entry module; tests swap in one that can be made to crash. */
   entry?: URL
 }
 
 interface Pending {
-  resolve(inspected: Inspected): void
+  resolve(outcome: Outcome): void
   reject(error: Error): void
 }
 
@@ -45,9 +81,8 @@ interface Slot {
   pending: Map<number, Pending>
 }
 
-/** Bytes that are a window on a larger buffer are copied first: transferring would take the whole buffer away. */
-function ownBuffer(bytes: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
-  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice()
+function buffersOf(upload: Upload): ArrayBuffer[] {
+  return 'body' in upload ? [upload.body] : upload.files.map((file) => file.bytes)
 }
 
 export function createFileInspector(log: Logger, options: InspectorOptions = {}): FileInspector {
@@ -88,7 +123,7 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
     if (!job) return
     slot.pending.delete(message.id)
     if ('failure' in message) job.reject(new Error(`File inspection failed: ${message.failure}`))
-    else job.resolve({ bytes: message.bytes, verdict: message.verdict })
+    else job.resolve(message.outcome)
   }
 
   /** An idle worker if there is one, else a new one while the pool has room, else the least busy. */
@@ -100,14 +135,13 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
   }
 
   return {
-    inspect(bytes: Uint8Array<ArrayBuffer>, claim: FileClaim): Promise<Inspected> {
+    inspect(upload: Upload, uploadsDir: string): Promise<Outcome> {
       if (closed) return Promise.reject(new Error('The server is shutting down'))
       const slot = choose()
       const id = nextId++
-      const owned = ownBuffer(bytes)
-      return new Promise<Inspected>((resolve, reject) => {
+      return new Promise<Outcome>((resolve, reject) => {
         slot.pending.set(id, { resolve, reject })
-        slot.worker.postMessage({ id, bytes: owned, claim } satisfies ToInspector, [owned.buffer])
+        slot.worker.postMessage({ id, upload, uploadsDir } satisfies ToInspector, buffersOf(upload))
       })
     },
     async close(): Promise<void> {

@@ -1,11 +1,10 @@
-// Attachment uploads: read the form, decide each file's type from its bytes, check it against the limits
-// (the byte checks in an inspect worker, images with sharp), then store every file and row together, or
-// nothing. Nothing here sees an Elysia Context.
+// Attachment uploads: read the body, hand it to an inspect worker (which parses it, checks every file and
+// writes the accepted ones under temporary names), then store every row and file together, or nothing. The
+// request thread does only what needs the database. Nothing here sees an Elysia Context.
 import { renameSync } from 'node:fs'
-import { mkdir, readdir, rm } from 'node:fs/promises'
-import { extname, resolve } from 'node:path'
+import { readdir, rm } from 'node:fs/promises'
+import { resolve } from 'node:path'
 import { and, count, eq, inArray } from 'drizzle-orm'
-import sharp from 'sharp'
 import type { AuthDeps } from '../auth'
 import type { Caller } from '../auth/model'
 import type { Db } from '../db/client'
@@ -14,57 +13,13 @@ import { AppError, invalidRequest, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
 import { requireOwnedThread, requireVisibleThread } from '../threads/service'
 import { type AttachmentKind, attachments } from './attachments.table'
-import type { FileInspector } from './inspector'
-import { filenameMaxLength, filesPerRequest, filesPerThread, imageLimits, maxRequestBytes } from './limits'
+import type { CheckedFile, FileInspector, Outcome, Refusal } from './inspector'
+import { filesPerRequest, filesPerThread, maxRequestBytes } from './limits'
 import type { AttachmentsModel } from './model'
 
 export interface UploadDeps extends AuthDeps {
   uploadsDir: string
   inspector: FileInspector
-}
-
-/** A file part of the form, in index order. Its name and declared type are claims, checked against the bytes. */
-interface Part {
-  name: string
-  file: File
-  filename: string
-}
-
-interface Accepted {
-  part: Part
-  kind: AttachmentKind
-  mediaType: string
-  bytes: Uint8Array
-  /** The model-ready copy of a large image, or null when the original already fits. */
-  resized: Uint8Array | null
-}
-
-const partName = /^attachments\[(\d)\]$/
-
-function rejected(part: Part, code: AttachmentsModel.rejectionCode, problem: string, limit?: number): AppError {
-  const reason: AttachmentsModel.reason = {
-    file: part.filename,
-    part: part.name,
-    code,
-    ...(limit !== undefined && { limit }),
-  }
-  return new AppError(422, 'unprocessable_file', `${part.name} (${part.filename}) ${problem}`, { reason })
-}
-
-/** The display name: the last path segment, without control or format characters, at most 255 characters. */
-function sanitizeFilename(raw: string): string {
-  const base =
-    raw
-      .normalize('NFC')
-      .replace(/[\p{Cc}\p{Cf}]/gu, '')
-      .split(/[/\\]/)
-      .at(-1)
-      ?.trim() ?? ''
-  if (base === '' || base === '.' || base === '..') return 'attachment'
-  const chars = [...base]
-  if (chars.length <= filenameMaxLength) return base
-  const extension = [...extname(base)].length <= 16 ? [...extname(base)] : []
-  return [...chars.slice(0, filenameMaxLength - extension.length), ...extension].join('')
 }
 
 function originalPath(uploadsDir: string, id: string): string {
@@ -125,120 +80,83 @@ function quotaExceeded(stored: number): AppError {
 }
 
 /**
- * The file parts, which must be named attachments[0] to attachments[n-1], each once. A body that declares more
- * bytes than any valid upload needs is refused before a byte of it is read.
+ * The raw body of an upload request. A body that declares more bytes than any valid upload needs is refused
+ * before a byte of it is read.
  */
-async function readParts(request: Request): Promise<Part[]> {
+async function readBody(request: Request): Promise<{ body: ArrayBuffer; contentType: string }> {
   if (Number(request.headers.get('content-length')) > maxRequestBytes) {
     throw new AppError(413, 'payload_too_large', `An upload body may have at most ${maxRequestBytes} bytes`)
   }
-  if (!request.headers.get('content-type')?.toLowerCase().startsWith('multipart/form-data')) {
+  const contentType = request.headers.get('content-type') ?? ''
+  if (!contentType.toLowerCase().startsWith('multipart/form-data')) {
     throw invalidRequest('Send the files as multipart/form-data')
   }
-  const form = await request.formData().catch(() => null)
-  if (!form) throw invalidRequest('The multipart body could not be parsed')
-  const entries = [...form.entries()]
-  if (entries.length === 0) throw invalidRequest('Part attachments[0] is required')
-  if (entries.length > filesPerRequest) {
-    throw invalidRequest(`At most ${filesPerRequest} files per request; this one has ${entries.length} parts`)
-  }
-  const parts: Part[] = []
-  for (const [name, value] of entries) {
-    const index = Number(partName.exec(name)?.[1] ?? Number.NaN)
-    if (!(index < entries.length)) {
-      const expected = 'attachments[0], attachments[1], … numbered without gaps'
-      throw invalidRequest(`Unexpected part ${JSON.stringify(name.slice(0, 100))}: name the file parts ${expected}`)
+  // Bytes only: parsing them is the inspect worker's work, and one buffer moves there without a copy.
+  const body = await request.arrayBuffer().catch(() => null)
+  if (!body) throw invalidRequest('The multipart body could not be parsed')
+  return { body, contentType }
+}
+
+function refusalError(refusal: Refusal): AppError {
+  switch (refusal.kind) {
+    case 'form':
+      return invalidRequest(refusal.message)
+    case 'quota':
+      return quotaExceeded(refusal.stored)
+    case 'file': {
+      const { part, file, code, problem, limit } = refusal
+      const reason: AttachmentsModel.reason = { file, part, code, ...(limit !== undefined && { limit }) }
+      return new AppError(422, 'unprocessable_file', `${part} (${file}) ${problem}`, { reason })
     }
-    if (parts[index]) throw invalidRequest(`Part ${name} appears more than once`)
-    if (typeof value === 'string') throw invalidRequest(`Part ${name} must be a file`)
-    parts[index] = { name, file: value, filename: sanitizeFilename(value.name) }
   }
-  return parts
 }
 
-async function inspectImage(part: Part, bytes: Uint8Array, mediaType: string): Promise<Accepted> {
-  const open = (limitInputPixels: number | false) => sharp(bytes, { animated: true, limitInputPixels, failOn: 'error' })
-  // The header alone gives the size, so a bomb is refused without decoding a pixel of it.
-  const header = await open(false)
-    .metadata()
-    .catch(() => null)
-  if (!header) throw rejected(part, 'corrupt', 'is not a readable image')
-  // With `animated`, height spans every frame: the pixel count is what decoding would really cost.
-  if (header.width * header.height > imageLimits.maxPixels) {
-    throw rejected(part, 'too_many_pixels', `has more than ${imageLimits.maxPixels} pixels`, imageLimits.maxPixels)
-  }
-  const side = imageLimits.modelLongestSide
-  const fits = Math.max(header.width, header.pageHeight ?? header.height) <= side
-  try {
-    // Both paths decode every pixel, which is what finds truncated or corrupt image data.
-    const decoder = open(imageLimits.maxPixels)
-    const resized = fits
-      ? await decoder.stats().then(() => null)
-      : await decoder.autoOrient().resize({ width: side, height: side, fit: 'inside' }).toBuffer()
-    return { part, kind: 'image', mediaType, bytes, resized }
-  } catch {
-    throw rejected(part, 'corrupt', 'is a damaged or truncated image')
-  }
+function acceptedFiles(outcome: Outcome): CheckedFile[] {
+  if ('refused' in outcome) throw refusalError(outcome.refused)
+  return outcome.accepted
 }
 
 /**
- * Checks one file: its bytes in an inspect worker, then an image's pixels with sharp, which decodes on its own
- * threads. Throws 422 on the first rule the file breaks.
+ * Inserts the rows and renames the checked files from their temporary names in one transaction: if anything
+ * fails, the transaction rolls back and every file is removed.
  */
-async function inspect(inspector: FileInspector, part: Part): Promise<Accepted> {
-  const claim = { filename: part.filename, declaredType: part.file.type }
-  const { bytes, verdict } = await inspector.inspect(await part.file.bytes(), claim)
-  if (!verdict.accepted) throw rejected(part, verdict.code, verdict.problem, verdict.limit)
-  if (verdict.kind === 'image') return inspectImage(part, bytes, verdict.mediaType)
-  return { part, kind: verdict.kind, mediaType: verdict.mediaType, bytes, resized: null }
-}
-
-/**
- * Writes every file under a temporary name, then inserts the rows and renames the files in one transaction:
- * if anything fails, the transaction rolls back and every file written is removed.
- */
-async function store(deps: UploadDeps, threadId: string, accepted: Accepted[]): Promise<AttachmentsModel.attachment[]> {
+async function store(
+  deps: UploadDeps,
+  threadId: string,
+  accepted: CheckedFile[],
+): Promise<AttachmentsModel.attachment[]> {
   const now = deps.clock.now()
   const planned = accepted.map((file) => ({ ...file, id: newId() }))
-  const files = planned.flatMap(({ id, bytes, resized }) => [
-    { path: originalPath(deps.uploadsDir, id), bytes },
-    ...(resized ? [{ path: resizedPath(deps.uploadsDir, id), bytes: resized }] : []),
+  const moves = planned.flatMap(({ id, temporaryPath, resizedTemporaryPath }) => [
+    { from: temporaryPath, to: originalPath(deps.uploadsDir, id) },
+    ...(resizedTemporaryPath ? [{ from: resizedTemporaryPath, to: resizedPath(deps.uploadsDir, id) }] : []),
   ])
   try {
-    await mkdir(deps.uploadsDir, { recursive: true })
-    await Promise.all(files.map(({ path, bytes }) => Bun.write(`${path}.tmp`, bytes)))
     deps.db.transaction((tx) => {
       // Counted again here: a concurrent upload may have landed while these files were being checked.
       const stored = storedCount(tx, threadId)
       if (stored + planned.length > filesPerThread) throw quotaExceeded(stored)
       tx.insert(attachments)
         .values(
-          planned.map(({ id, part, kind, mediaType, bytes, resized }) => ({
+          planned.map(({ id, filename, kind, mediaType, sizeBytes, resizedTemporaryPath }) => ({
             id,
             threadId,
             kind,
             mediaType,
-            filename: part.filename,
-            sizeBytes: bytes.length,
-            resized: resized !== null,
+            filename,
+            sizeBytes,
+            resized: resizedTemporaryPath !== null,
             createdAt: now,
           })),
         )
         .run()
-      for (const { path } of files) renameSync(`${path}.tmp`, path)
+      for (const { from, to } of moves) renameSync(from, to)
     })
   } catch (error) {
-    await Promise.all(files.flatMap(({ path }) => [rm(`${path}.tmp`, { force: true }), rm(path, { force: true })]))
+    await Promise.all(moves.flatMap(({ from, to }) => [rm(from, { force: true }), rm(to, { force: true })]))
     throw error
   }
-  return planned.map(({ id, part }) => ({ id, filename: part.filename }))
-}
-
-/** One at a time: decoding five large images at once would multiply the memory an upload can take. */
-async function inspectAll(inspector: FileInspector, parts: Part[]): Promise<Accepted[]> {
-  const accepted: Accepted[] = []
-  for (const part of parts) accepted.push(await inspect(inspector, part))
-  return accepted
+  return planned.map(({ id, filename }) => ({ id, filename }))
 }
 
 /**
@@ -254,14 +172,17 @@ export async function uploadAttachments(
   requireOwnedThread(deps.db, caller, threadId, 'upload files to it')
   const stored = storedCount(deps.db, threadId)
   if (stored >= filesPerThread) throw quotaExceeded(stored)
-  const parts = await readParts(request)
-  if (stored + parts.length > filesPerThread) throw quotaExceeded(stored)
-  return store(deps, threadId, await inspectAll(deps.inspector, parts))
+  const { body, contentType } = await readBody(request)
+  const outcome = await deps.inspector.inspect({ body, contentType, stored }, deps.uploadsDir)
+  return store(deps, threadId, acceptedFiles(outcome))
 }
 
-/** Files a browser form sent, checked by the upload's rules and ready to be stored in a thread. */
+/**
+ * Files a browser form sent, checked by the upload's rules and waiting under temporary names: store them with
+ * storeFormFiles (the start-up sweep removes any that never are).
+ */
 export interface CheckedFiles {
-  accepted: Accepted[]
+  accepted: CheckedFile[]
 }
 
 /**
@@ -269,18 +190,24 @@ export interface CheckedFiles {
  * the web composer can refuse them before it creates anything. An empty file input sends one nameless empty
  * file, which is no file at all.
  */
-export async function checkFormFiles(inspector: FileInspector, files: File[]): Promise<CheckedFiles> {
+export async function checkFormFiles(
+  deps: Pick<UploadDeps, 'inspector' | 'uploadsDir'>,
+  files: File[],
+): Promise<CheckedFiles> {
   // A part without a file name arrives as a Blob, whose `name` is undefined whatever the typings say.
   const chosen = files.filter((file) => (file.name ?? '') !== '' || file.size > 0)
   if (chosen.length > filesPerRequest) {
     throw invalidRequest(`At most ${filesPerRequest} files at a time; ${chosen.length} were chosen`)
   }
-  const parts = chosen.map((file, index) => ({
-    name: `attachments[${index}]`,
-    file,
-    filename: sanitizeFilename(file.name ?? ''),
-  }))
-  return { accepted: await inspectAll(inspector, parts) }
+  if (chosen.length === 0) return { accepted: [] }
+  const formFiles = await Promise.all(
+    chosen.map(async (file) => ({
+      filename: file.name ?? '',
+      declaredType: file.type,
+      bytes: await file.arrayBuffer(),
+    })),
+  )
+  return { accepted: acceptedFiles(await deps.inspector.inspect({ files: formFiles }, deps.uploadsDir)) }
 }
 
 /** Stores checked files in a thread its owner holds, within the thread's quota. */

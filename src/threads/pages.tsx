@@ -429,13 +429,7 @@ async function postMessage(
     if (thread.state !== 'ready') {
       throw new AppError(409, 'conflict', 'The previous answer is still being written: wait for it, or stop it.')
     }
-    await sendWithFiles(
-      deps,
-      caller,
-      threadId,
-      text,
-      await checkFormFiles(deps.inspector, formFiles(form, 'attachments')),
-    )
+    await sendWithFiles(deps, caller, threadId, text, await checkFormFiles(deps, formFiles(form, 'attachments')))
     return seeOther(`/threads/${threadId}#live-answer`)
   } catch (error) {
     if (!(error instanceof AppError)) throw error
@@ -452,7 +446,7 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
     if (text.trim() === '') throw invalidRequest('Write a message to start the thread.')
     if ([...draft.name].length > 500) throw invalidRequest('A name may have at most 500 characters.')
     // Files are checked before the thread exists, so a refused file leaves nothing behind.
-    const checked = await checkFormFiles(deps.inspector, formFiles(form, 'attachments'))
+    const checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
     const name = draft.name.trim() === '' ? defaultThreadName(text) : draft.name.trim()
     const created = createThread(deps.db, caller, { name, is_private: draft.isPrivate }, deps.clock.now())
     await sendWithFiles(deps, caller, created.thread_id, text, checked)

@@ -13,7 +13,7 @@ import { type Links, listReplies, requireMessage } from '../threads/service'
 import { generations } from './generations.table'
 import { GenerationModel } from './model'
 import type { GenerationEngine } from './service'
-import { createSseStream, type Heartbeats, sseHeaders } from './sse'
+import { type Heartbeats, sseBody, sseHeaders } from './sse'
 
 export interface ResponseDeps {
   db: Db
@@ -55,12 +55,8 @@ export function answerStream(
 ): Response {
   generationOf(deps.db, messageId) // 404 before any stream starts
   const from = resumeOffset(lastEventId)
-  const stream = createSseStream(deps.heartbeats, (sink) => {
-    const live = deps.engine.hub.subscribe(messageId, from, {
-      token: (token, end) => sink.send({ type: 'token', token }, end),
-      done: (end) => sink.end({ type: 'done' }, end),
-      error: (message, end) => sink.end({ type: 'error', message }, end),
-    })
+  const body = sseBody(deps.heartbeats, (stream) => {
+    const live = deps.engine.hub.subscribe(messageId, from, stream)
     if (live) return live
     // The answer has ended: replay it from the database.
     const settled = generationOf(deps.db, messageId)
@@ -68,12 +64,12 @@ export function answerStream(
       .flatMap((message) => message.contents)
       .map((block) => (block.type === 'text' ? block.text : ''))
       .join('')
-    if (from < text.length) sink.send({ type: 'token', token: text.slice(from) }, text.length)
-    if (settled.status === 'complete') sink.end({ type: 'done' }, text.length)
-    else sink.end({ type: 'error', message: settled.error ?? 'The response failed' }, text.length)
-    return undefined
+    if (from < text.length) stream.token(text.slice(from), text.length)
+    if (settled.status === 'complete') stream.done(text.length)
+    else stream.error(settled.error ?? 'The response failed', text.length)
+    return null
   })
-  return new Response(stream, { headers: sseHeaders })
+  return new Response(body, { headers: sseHeaders })
 }
 
 const errors = { 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }

@@ -54,7 +54,7 @@ export class Heartbeats {
   }
 }
 
-export const sseHeaders = {
+const sseHeaders = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-store',
   'x-accel-buffering': 'no',
@@ -139,7 +139,19 @@ class SseStream implements Listener {
   }
 }
 
-/** The `Response` body for an SSE stream. */
-export function sseBody(heartbeats: Heartbeats, attach: Attach): ReadableStream<Uint8Array> {
-  return new ReadableStream(new SseStream(heartbeats, attach))
+/** Elysia's `set`: the headers hooks gave this request so far (security headers, request ID, CORS). */
+export interface ResponseSet {
+  headers: Record<string, string | number>
+}
+
+/**
+ * The SSE response, which Elysia hands to Bun as it is. Elysia copies a returned Response into a new one
+ * whenever `set.headers` holds anything, as it does on every request, and a held stream would keep that
+ * copy's Headers object for as long as it is open. So the headers set so far move into this response and
+ * `set.headers` is left empty; whatever a later hook adds is still merged by Elysia as usual.
+ */
+export function sseResponse(set: ResponseSet, heartbeats: Heartbeats, attach: Attach): Response {
+  const headers = Object.assign(set.headers, sseHeaders) as Record<string, string>
+  set.headers = {}
+  return new Response(new ReadableStream(new SseStream(heartbeats, attach)), { headers })
 }

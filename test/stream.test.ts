@@ -37,8 +37,21 @@ test('raw framing: id, event and data lines, then a blank line', async () => {
   job.token(' there')
   job.done()
   const response = await h.app.handle(
-    new Request(`${publicUrl}${path}`, { headers: { authorization: `Bearer ${owner.token}` } }),
+    new Request(`${publicUrl}${path}`, {
+      headers: { authorization: `Bearer ${owner.token}`, 'x-request-id': 'stream-1' },
+    }),
   )
+  // The stream's own headers and every response's security headers and request ID.
+  expect(Object.fromEntries(response.headers)).toEqual({
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-accel-buffering': 'no',
+    'x-request-id': 'stream-1',
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'no-referrer',
+    'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  })
   expect(await response.text()).toBe(
     'id: 8\nevent: token\ndata: {"token":"Hi there"}\n\nid: 8\nevent: done\ndata: {}\n\n',
   )

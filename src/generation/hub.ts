@@ -8,9 +8,18 @@ export interface Listener {
   error(message: string, end: number): void
 }
 
-interface LiveAnswer {
-  text: string
-  listeners: Set<Listener>
+/** What a listener keeps to stop listening: the answer itself, so leaving costs no closure per listener. */
+export interface Subscription {
+  leave(listener: Listener): void
+}
+
+class LiveAnswer implements Subscription {
+  text = ''
+  readonly listeners = new Set<Listener>()
+
+  leave(listener: Listener): void {
+    this.listeners.delete(listener)
+  }
 }
 
 export class Hub {
@@ -18,7 +27,7 @@ export class Hub {
 
   /** Starts buffering the answer to a user message (from the moment it is queued). */
   open(messageId: string): void {
-    if (!this.live.has(messageId)) this.live.set(messageId, { text: '', listeners: new Set() })
+    if (!this.live.has(messageId)) this.live.set(messageId, new LiveAnswer())
   }
 
   text(messageId: string): string {
@@ -33,15 +42,15 @@ export class Hub {
   }
 
   /**
-   * Adds a listener and replays what it missed after `offset`. Returns an unsubscribe function,
+   * Adds a listener and replays what it missed after `offset`. Returns the subscription to leave,
    * or null when the answer is not live (finished or never started).
    */
-  subscribe(messageId: string, offset: number, listener: Listener): (() => void) | null {
+  subscribe(messageId: string, offset: number, listener: Listener): Subscription | null {
     const answer = this.live.get(messageId)
     if (!answer) return null
     if (offset < answer.text.length) listener.token(answer.text.slice(offset), answer.text.length)
     answer.listeners.add(listener)
-    return () => answer.listeners.delete(listener)
+    return answer
   }
 
   finish(messageId: string, outcome: { error: string } | null): void {

@@ -13,7 +13,7 @@ import { type Links, listReplies, requireMessage } from '../threads/service'
 import { generations } from './generations.table'
 import { GenerationModel } from './model'
 import type { GenerationEngine } from './service'
-import { createSseStream, type Heartbeats, sseHeaders } from './sse'
+import { type Heartbeats, type ResponseSet, sseResponse } from './sse'
 
 export interface ResponseDeps {
   db: Db
@@ -46,21 +46,18 @@ function resumeOffset(header: string | undefined): number {
 /**
  * The answer to a user message as server-sent events, live from the hub or replayed from the database once it
  * has ended; 404 when the message asked for no answer. The caller has checked that the message may be read.
- * Shared by the API and the web pages.
+ * Shared by the API and the web pages; `set` is the route's, whose headers the response takes over (see sseResponse).
  */
 export function answerStream(
   deps: Pick<ResponseDeps, 'db' | 'engine' | 'links' | 'heartbeats'>,
+  set: ResponseSet,
   messageId: string,
   lastEventId: string | undefined,
 ): Response {
   generationOf(deps.db, messageId) // 404 before any stream starts
   const from = resumeOffset(lastEventId)
-  const stream = createSseStream(deps.heartbeats, (sink) => {
-    const live = deps.engine.hub.subscribe(messageId, from, {
-      token: (token, end) => sink.send({ type: 'token', token }, end),
-      done: (end) => sink.end({ type: 'done' }, end),
-      error: (message, end) => sink.end({ type: 'error', message }, end),
-    })
+  return sseResponse(set, deps.heartbeats, (stream) => {
+    const live = deps.engine.hub.subscribe(messageId, from, stream)
     if (live) return live
     // The answer has ended: replay it from the database.
     const settled = generationOf(deps.db, messageId)
@@ -68,12 +65,11 @@ export function answerStream(
       .flatMap((message) => message.contents)
       .map((block) => (block.type === 'text' ? block.text : ''))
       .join('')
-    if (from < text.length) sink.send({ type: 'token', token: text.slice(from) }, text.length)
-    if (settled.status === 'complete') sink.end({ type: 'done' }, text.length)
-    else sink.end({ type: 'error', message: settled.error ?? 'The response failed' }, text.length)
-    return undefined
+    if (from < text.length) stream.token(text.slice(from), text.length)
+    if (settled.status === 'complete') stream.done(text.length)
+    else stream.error(settled.error ?? 'The response failed', text.length)
+    return null
   })
-  return new Response(stream, { headers: sseHeaders })
 }
 
 const errors = { 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
@@ -106,9 +102,9 @@ export const responses = (deps: ResponseDeps) =>
     )
     .get(
       '/response/stream',
-      ({ caller, params, headers }) => {
+      ({ caller, params, headers, set }) => {
         requireMessage(deps.db, caller, params.threadId, params.messageId)
-        return answerStream(deps, params.messageId, headers['last-event-id'])
+        return answerStream(deps, set, params.messageId, headers['last-event-id'])
       },
       {
         scope: 'threads:read',

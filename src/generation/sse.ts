@@ -1,44 +1,40 @@
-// Server-sent events on a ReadableStream: `id:`, `event:` and `data:` lines then a blank line.
+// Server-sent events: `id:`, `event:` and `data:` lines then a blank line.
 // Event ids are offsets into the answer's text, so `Last-Event-ID` resumes without gaps or repeats.
-
-export type SseEvent = { type: 'token'; token: string } | { type: 'done' } | { type: 'error'; message: string }
+import type { Listener, Subscription } from './hub'
 
 const encoder = new TextEncoder()
 
-function encode(event: SseEvent, id: number): Uint8Array {
-  const data =
-    event.type === 'token' ? { token: event.token } : event.type === 'error' ? { message: event.message } : {}
-  return encoder.encode(`id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`)
+function encode(type: string, data: string, id: number): Uint8Array {
+  return encoder.encode(`id: ${id}\nevent: ${type}\ndata: ${data}\n\n`)
 }
 
 // The hub hands one token to every listener of an answer in a row: the listeners after the first get
-// the bytes already encoded (the same id and text always encode alike, and enqueued chunks are never
-// written to), so fan-out costs one encoding per token rather than one per stream.
+// the bytes already encoded (the same id and text always encode alike, and written chunks are never
+// changed), so fan-out costs one encoding per token rather than one per stream.
 let lastToken: { token: string; id: number; bytes: Uint8Array } | undefined
 
-export function encodeEvent(event: SseEvent, id: number): Uint8Array {
-  if (event.type !== 'token') return encode(event, id)
-  if (lastToken?.id === id && lastToken.token === event.token) return lastToken.bytes
-  const bytes = encode(event, id)
-  lastToken = { token: event.token, id, bytes }
+function encodeToken(token: string, id: number): Uint8Array {
+  if (lastToken?.id === id && lastToken.token === token) return lastToken.bytes
+  const bytes = encode('token', JSON.stringify({ token }), id)
+  lastToken = { token, id, bytes }
   return bytes
 }
 
 const heartbeat = encoder.encode(': keep-alive\n\n')
 
 /** One timer for every open stream, rather than one per stream. */
-class Heartbeats {
-  private readonly streams = new Set<ReadableStreamDefaultController<Uint8Array>>()
+export class Heartbeats {
+  private readonly streams = new Set<SseStream>()
   private timer: ReturnType<typeof setInterval> | undefined
 
   constructor(private readonly intervalMs: number) {}
 
-  add(controller: ReadableStreamDefaultController<Uint8Array>): void {
-    this.streams.add(controller)
+  add(stream: SseStream): void {
+    this.streams.add(stream)
     this.timer ??= setInterval(() => {
       for (const stream of this.streams) {
         try {
-          stream.enqueue(heartbeat)
+          stream.write(heartbeat)
         } catch {
           // A stream closed without telling us must not stop the others' heartbeats.
           this.remove(stream)
@@ -49,8 +45,8 @@ class Heartbeats {
     this.timer.unref()
   }
 
-  remove(controller: ReadableStreamDefaultController<Uint8Array>): void {
-    this.streams.delete(controller)
+  remove(stream: SseStream): void {
+    this.streams.delete(stream)
     if (this.streams.size === 0 && this.timer) {
       clearInterval(this.timer)
       this.timer = undefined
@@ -58,53 +54,104 @@ class Heartbeats {
   }
 }
 
-export const sseHeaders = {
+const sseHeaders = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-store',
   'x-accel-buffering': 'no',
 }
 
-export interface SseSink {
-  send(event: SseEvent, id: number): void
-  /** Sends a final event and closes the stream. */
-  end(event: SseEvent, id: number): void
+/**
+ * Called as the response is built: either subscribes the stream to a live answer (returning the
+ * subscription, left when the client goes away) or replays the ended answer and ends the stream.
+ */
+export type Attach = (stream: Listener) => Subscription | null
+
+/**
+ * One SSE response body. A busy server holds thousands of these, so a held stream is this one object (the
+ * body's source, the hub's listener and a heartbeat target at once, with no closure of its own) and a
+ * direct ReadableStream, which Bun writes straight to the socket with no queue, reader or promises per chunk.
+ */
+class SseStream implements Listener {
+  readonly type = 'direct'
+  private sink: ReadableStreamDirectController | undefined
+  /** What was sent before the body was first pulled: the catch-up or a whole replay, or tokens before a test reads. */
+  private early: Uint8Array[] | undefined
+  private subscription: Subscription | null
+  private closed = false
+
+  /** Subscribes at once, as the response is built, so nothing sent from then on is missed. */
+  constructor(
+    private readonly heartbeats: Heartbeats,
+    attach: Attach,
+  ) {
+    this.subscription = attach(this)
+    // A replay has ended already; only a live answer's stream waits, and needs heartbeats meanwhile.
+    if (!this.closed) heartbeats.add(this)
+  }
+
+  /** Bun.serve pulls once; a JavaScript reader (as in tests) pulls again for each read, which waits for writes. */
+  pull(sink: ReadableStreamDirectController): void {
+    if (this.sink) return
+    this.sink = sink
+    for (const bytes of this.early ?? []) sink.write(bytes)
+    this.early = undefined
+    if (this.closed) sink.close()
+  }
+
+  /** The client went away; the answer goes on without it. */
+  cancel(): void {
+    this.close()
+  }
+
+  write(bytes: Uint8Array): void {
+    if (this.closed) return
+    // Past the socket's buffer, Bun keeps the bytes and returns a promise for the drain: nothing to wait for.
+    if (this.sink) void this.sink.write(bytes)
+    else if (this.early) this.early.push(bytes)
+    else this.early = [bytes]
+  }
+
+  token(text: string, end: number): void {
+    this.write(encodeToken(text, end))
+  }
+
+  done(end: number): void {
+    this.end(encode('done', '{}', end))
+  }
+
+  error(message: string, end: number): void {
+    this.end(encode('error', JSON.stringify({ message }), end))
+  }
+
+  private end(bytes: Uint8Array): void {
+    if (this.closed) return
+    this.write(bytes)
+    this.close()
+    this.sink?.close()
+  }
+
+  private close(): void {
+    if (this.closed) return
+    this.closed = true
+    this.heartbeats.remove(this)
+    this.subscription?.leave(this)
+    this.subscription = null
+  }
+}
+
+/** Elysia's `set`: the headers hooks gave this request so far (security headers, request ID, CORS). */
+export interface ResponseSet {
+  headers: Record<string, string | number>
 }
 
 /**
- * Builds an SSE stream. `attach` is called once with a sink and returns a cleanup function that runs
- * when the stream ends or the client goes away.
+ * The SSE response, which Elysia hands to Bun as it is. Elysia copies a returned Response into a new one
+ * whenever `set.headers` holds anything, as it does on every request, and a held stream would keep that
+ * copy's Headers object for as long as it is open. So the headers set so far move into this response and
+ * `set.headers` is left empty; whatever a later hook adds is still merged by Elysia as usual.
  */
-export function createSseStream(
-  heartbeats: Heartbeats,
-  attach: (sink: SseSink) => (() => void) | undefined,
-): ReadableStream<Uint8Array> {
-  let cleanup: (() => void) | undefined
-  let open = true
-  let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined
-  const close = () => {
-    if (!open) return
-    open = false
-    if (controllerRef) heartbeats.remove(controllerRef)
-    cleanup?.()
-  }
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      controllerRef = controller
-      heartbeats.add(controller)
-      const sink: SseSink = {
-        send: (event, id) => open && controller.enqueue(encodeEvent(event, id)),
-        end: (event, id) => {
-          if (!open) return
-          controller.enqueue(encodeEvent(event, id))
-          close()
-          controller.close()
-        },
-      }
-      cleanup = attach(sink)
-      if (!open) cleanup?.()
-    },
-    cancel: close,
-  })
+export function sseResponse(set: ResponseSet, heartbeats: Heartbeats, attach: Attach): Response {
+  const headers = Object.assign(set.headers, sseHeaders) as Record<string, string>
+  set.headers = {}
+  return new Response(new ReadableStream(new SseStream(heartbeats, attach)), { headers })
 }
-
-export { Heartbeats }

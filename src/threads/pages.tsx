@@ -405,10 +405,10 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     )
     .get(
       '/threads/:threadId/messages/:messageId/stream',
-      ({ account, params, headers }) => {
+      ({ account, params, headers, set }) => {
         if (!isUuid(params.threadId) || !isUuid(params.messageId)) throw notFound('Message')
         requireMessage(deps.db, callerFromSession(account.user), params.threadId, params.messageId)
-        return answerStream(deps, params.messageId, headers['last-event-id'])
+        return answerStream(deps, set, params.messageId, headers['last-event-id'])
       },
       { account: true, detail: { hide: true } },
     )

@@ -2,8 +2,7 @@
 // the multipart body (form.ts), checks each file (checks.ts, sharp included), writes the accepted files under
 // temporary names and answers with names and paths only; the request thread inserts the rows and renames the
 // files in one transaction.
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
-import { mkdir, rm } from 'node:fs/promises'
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
 import { setPriority } from 'node:os'
 import { resolve } from 'node:path'
 import { checkFile } from './checks'
@@ -46,14 +45,15 @@ async function partsOf(upload: Upload): Promise<Part[]> {
 
 /**
  * Writes each file, and a large image's scaled copy, under a temporary name: a name no attachment has, which
- * the start-up sweep removes should the request thread never store it.
+ * the start-up sweep removes should the request thread never store it. Synchronously, so that the copying
+ * happens on this low-priority thread rather than on Bun's shared I/O threads, which requests use too.
  */
-async function writeTemporary(uploadsDir: string, files: { bytes: Uint8Array; path: string }[]): Promise<void> {
+function writeTemporary(uploadsDir: string, files: { bytes: Uint8Array; path: string }[]): void {
   try {
-    await mkdir(uploadsDir, { recursive: true })
-    await Promise.all(files.map(({ path, bytes }) => Bun.write(path, bytes)))
+    mkdirSync(uploadsDir, { recursive: true })
+    for (const { path, bytes } of files) writeFileSync(path, bytes)
   } catch (error) {
-    await Promise.all(files.map(({ path }) => rm(path, { force: true })))
+    for (const { path } of files) rmSync(path, { force: true })
     throw error
   }
 }
@@ -91,7 +91,7 @@ async function inspect({ upload, uploadsDir }: ToInspector): Promise<Outcome> {
       resizedTemporaryPath: resized ? resized.path : null,
     })
   }
-  await writeTemporary(uploadsDir, writes)
+  writeTemporary(uploadsDir, writes)
   return { accepted }
 }
 

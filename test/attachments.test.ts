@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { readdirSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { PDFDocument } from 'pdf-lib'
 import sharp, { type Sharp } from 'sharp'
@@ -487,7 +487,27 @@ describe('hostile and malformed uploads store nothing', () => {
   })
 })
 
+/** Each of this process's threads by ID, with its name and nice value (Linux only). */
+function threads(): { id: number; name: string; nice: number }[] {
+  return readdirSync('/proc/self/task').map((id) => {
+    const stat = readFileSync(`/proc/self/task/${id}/stat`, 'utf8')
+    // The fields after the parenthesised name start at the 3rd; nice is the 19th.
+    const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])
+    return { id: Number(id), name: readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim(), nice }
+  })
+}
+
 describe('the inspect worker', () => {
+  test.skipIf(process.platform !== 'linux')('decodes images below the priority of the request thread', async () => {
+    await using s = await setup()
+    const wide = form({ name: 'wide.jpg', bytes: await jpeg(3000, 1000) })
+    expect((await upload(s.h, s.owner.token, s.threadId, wide)).status).toBe(201)
+    const libvips = threads().filter((thread) => thread.name.startsWith('libvips'))
+    expect(libvips.length).toBeGreaterThan(0)
+    expect(new Set(libvips.map((thread) => thread.nice))).toEqual(new Set([10]))
+    expect(threads().find((thread) => thread.id === process.pid)?.nice).toBe(0)
+  })
+
   test('a worker that dies fails its upload with 500 and stores nothing; the next upload gets a fresh one', async () => {
     // One worker, so that the second upload can only succeed on a worker started after the crash.
     const entry = new URL('./fixtures/crashing-inspect-worker.ts', import.meta.url)

@@ -2,7 +2,8 @@
 // the multipart body (form.ts), checks each file (checks.ts, sharp included), writes the accepted files under
 // temporary names and answers with names and paths only; the request thread inserts the rows and renames the
 // files in one transaction.
-import { mkdir, rm } from 'node:fs/promises'
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
+import { setPriority } from 'node:os'
 import { resolve } from 'node:path'
 import { checkFile } from './checks'
 import { FormRefusal, type Part, readParts, sanitizeFilename } from './form'
@@ -10,6 +11,27 @@ import type { CheckedFile, FromInspector, Outcome, ToInspector, Upload } from '.
 import { filesPerThread } from './limits'
 
 declare const self: Worker
+
+/**
+ * Upload work gives way to requests: on a small machine a PDF being parsed or an image being decoded would
+ * otherwise hold up other endpoints' answers (bench scenario 6). Linux keeps a priority per thread, so this
+ * lowers this worker's thread and libvips's, which decode for sharp and for nothing else. libvips starts threads
+ * as it needs them, at the priority of the thread that starts them, so this runs again after every upload.
+ * Without /proc (not Linux) it does nothing.
+ */
+function giveWayToRequests(): void {
+  if (!existsSync('/proc/thread-self')) return
+  const own = readlinkSync('/proc/thread-self').split('/').at(-1)
+  for (const thread of readdirSync('/proc/self/task')) {
+    try {
+      if (thread === own || readFileSync(`/proc/self/task/${thread}/comm`, 'utf8').startsWith('libvips')) {
+        setPriority(Number(thread), 10)
+      }
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+}
 
 async function partsOf(upload: Upload): Promise<Part[]> {
   if ('body' in upload) return readParts(upload.body, upload.contentType)
@@ -23,14 +45,15 @@ async function partsOf(upload: Upload): Promise<Part[]> {
 
 /**
  * Writes each file, and a large image's scaled copy, under a temporary name: a name no attachment has, which
- * the start-up sweep removes should the request thread never store it.
+ * the start-up sweep removes should the request thread never store it. Synchronously, so that the copying
+ * happens on this low-priority thread rather than on Bun's shared I/O threads, which requests use too.
  */
-async function writeTemporary(uploadsDir: string, files: { bytes: Uint8Array; path: string }[]): Promise<void> {
+function writeTemporary(uploadsDir: string, files: { bytes: Uint8Array; path: string }[]): void {
   try {
-    await mkdir(uploadsDir, { recursive: true })
-    await Promise.all(files.map(({ path, bytes }) => Bun.write(path, bytes)))
+    mkdirSync(uploadsDir, { recursive: true })
+    for (const { path, bytes } of files) writeFileSync(path, bytes)
   } catch (error) {
-    await Promise.all(files.map(({ path }) => rm(path, { force: true })))
+    for (const { path } of files) rmSync(path, { force: true })
     throw error
   }
 }
@@ -68,20 +91,22 @@ async function inspect({ upload, uploadsDir }: ToInspector): Promise<Outcome> {
       resizedTemporaryPath: resized ? resized.path : null,
     })
   }
-  await writeTemporary(uploadsDir, writes)
+  writeTemporary(uploadsDir, writes)
   return { accepted }
 }
 
 async function answer(request: ToInspector): Promise<void> {
   const { id } = request
-  try {
-    self.postMessage({ id, outcome: await inspect(request) } satisfies FromInspector)
-  } catch (error) {
+  const message: FromInspector = await inspect(request).then(
+    (outcome) => ({ id, outcome }),
     // A check that throws is a bug, not a refusal: the upload fails as any unexpected error does.
-    self.postMessage({ id, failure: String(error) } satisfies FromInspector)
-  }
+    (error) => ({ id, failure: String(error) }),
+  )
+  giveWayToRequests()
+  self.postMessage(message)
 }
 
+giveWayToRequests()
 self.onmessage = (event: MessageEvent<ToInspector>) => {
   void answer(event.data)
 }

@@ -65,7 +65,10 @@ export interface FileInspector {
 }
 
 export interface InspectorOptions {
-  /** Workers at most. */
+  /**
+   * Workers at most. Two let uploads use both cores of a small machine: their threads run at a lower priority
+   * than the request thread (see inspect-worker.ts), so answers to other requests still come first.
+   */
   size?: number
   /** The worker's entry module; tests swap in one that can be made to crash. */
   entry?: URL

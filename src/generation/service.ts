@@ -150,8 +150,13 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
     const now = clock.now()
     const job: Job = { messageId, threadId, blocks: [], stopping: false }
     try {
+      const started = db.transaction(() => {
+        if (!statement('claim').get({ messageId })) return false
+        statement('threadState').run({ threadId, state: 'active', now })
+        return true
+      })
       // Claimed elsewhere or already settled: nothing will feed this hub entry, so end its listeners now.
-      if (!statement('claim').get({ messageId })) {
+      if (!started) {
         hub.finish(messageId, { error: 'The response is no longer pending' })
         return
       }
@@ -162,16 +167,6 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
       log.error('could not start an answer', { messageId, error: String(failure) })
       running.set(messageId, job)
       settle(job, 'error', 'The response could not be started')
-      return
-    }
-    // After the worker has the job, so that re-indexing the thread (this update writes updated_at) runs
-    // while the worker starts rather than before it. The worker's tokens are handled on this thread, so
-    // none is seen before this update; a crash in between is a crash while answering (recovery re-queues).
-    try {
-      statement('threadState').run({ threadId, state: 'active', now })
-    } catch (failure) {
-      // The answer goes on; storing it moves the thread on from `waiting`.
-      log.error('could not mark a thread active', { threadId, error: String(failure) })
     }
   }
 

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import sharp from 'sharp'
 import { checkBytes } from '../src/attachments/checks'
 import { imageLimits } from '../src/attachments/limits'
-import { countSql, matchBound, searchSql } from './search-sql'
+import { ftsQuery, keyMask, searchSql } from './search-sql'
 
 const sqlite = new Database(process.env.DATABASE_PATH ?? 'bench.sqlite', { strict: true })
 sqlite.run('PRAGMA journal_mode = WAL')
@@ -82,40 +82,24 @@ const columns = `t.id, t.name, t.state, t.is_private as isPrivate, t.archived, t
 
 // One set of statements per kind of caller, as the app prepares them: an OR on a parameter would keep
 // SQLite from choosing the organization's index. ?1 is unused, so every statement numbers alike.
-function statements(visible: (plus: string) => string) {
-  const search = (plan: 'matches' | 'walk') => {
-    const where = visible(plan === 'matches' ? '+' : '')
-    return {
-      first: sqlite.query<ThreadRow, [number, number, number, number, string]>(searchSql(columns, where, false, plan)),
-      next: sqlite.query<ThreadRow, [number, number, number, number, string, number, string]>(
-        searchSql(columns, where, true, plan),
-      ),
-    }
-  }
+function statements(visible: string) {
   return {
     threadById: sqlite.query<ThreadRow, [number, number, number, string]>(
-      `select ${columns} from threads t join users u on u.id = t.owner_id where t.id = ?4 and ${visible('')}`,
+      `select ${columns} from threads t join users u on u.id = t.owner_id where t.id = ?4 and ${visible}`,
     ),
-    cursorOf: sqlite.query<{ key: number; id: string }, [number, number, number, string]>(
-      `select t.updated_at as key, t.id from threads t where t.id = ?4 and ${visible('')}`,
+    cursorOf: sqlite.query<{ seq: number }, [number, number, number, string]>(
+      `select t.update_seq as seq from threads t where t.id = ?4 and ${visible}`,
     ),
-    firstPage: sqlite.query<ThreadRow, [number, number, number, number]>(
+    page: sqlite.query<ThreadRow, [number, number, number, number, number]>(
       `select ${columns} from threads t join users u on u.id = t.owner_id
-       where ${visible('')} and t.archived = 0 order by t.updated_at desc, t.id desc limit ?4`,
+       where ${visible} and t.archived = 0 and t.update_seq <= ?5
+       order by t.update_seq desc limit ?4`,
     ),
-    nextPage: sqlite.query<ThreadRow, [number, number, number, number, number, string]>(
-      `select ${columns} from threads t join users u on u.id = t.owner_id
-       where ${visible('')} and t.archived = 0 and (t.updated_at, t.id) < (?5, ?6)
-       order by t.updated_at desc, t.id desc limit ?4`,
-    ),
-    search: { matches: search('matches'), walk: search('walk') },
+    search: sqlite.query<ThreadRow, [number, number, number, number, string, number]>(searchSql(columns, visible)),
   }
 }
-const byOrganization = statements(
-  (plus) => `?1 = ?1 and ${plus}t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)`,
-)
-const byOwner = statements((plus) => `?1 = ?1 and ${plus}t.owner_id = ?3`)
-const countMatches = sqlite.query<{ n: number }, [string, number]>(countSql)
+const byOrganization = statements('?1 = ?1 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)')
+const byOwner = statements('?1 = ?1 and t.owner_id = ?3')
 const statementsFor = (caller: Caller) => (caller.own ? byOwner : byOrganization)
 
 function iso(ms: number): string {
@@ -141,41 +125,25 @@ const unauthorized = () => json({ error: 'unauthorized', message: 'A bearer toke
 const notFound = () => json({ error: 'not_found', message: 'Thread not found' }, 404)
 const who = (caller: Caller) => [caller.own ? 1 : 0, caller.organizationId, caller.userId] as const
 
-function ftsQuery(text: string): string | null {
-  const words = text.match(/[\p{L}\p{N}]+/gu)
-  return words
-    ? words
-        .slice(0, 16)
-        .map((word) => `"${word}"`)
-        .join(' ')
-    : null
-}
-
 function list(caller: Caller, url: URL): Response {
   const limit = Math.min(Number(url.searchParams.get('limit') ?? 50), 200)
   const after = url.searchParams.get('after')
   const q = url.searchParams.get('q')
   const [own, org, user] = who(caller)
-  const { cursorOf, search, nextPage, firstPage } = statementsFor(caller)
-  let cursor: { key: number; id: string } | null = null
+  const { cursorOf, search, page } = statementsFor(caller)
+  let below = keyMask
   if (after) {
-    cursor = cursorOf.get(own, org, user, after)
+    const cursor = cursorOf.get(own, org, user, after)
     if (!cursor) return json({ error: 'invalid_request', message: 'after does not name a visible thread' }, 400)
+    below = cursor.seq - 1
   }
   let rows: ThreadRow[]
   if (q !== null && q.trim() !== '') {
     const fts = ftsQuery(q)
-    if (fts === null) rows = []
-    else {
-      const plan = (countMatches.get(fts, matchBound + 1)?.n ?? 0) <= matchBound ? search.matches : search.walk
-      rows = cursor
-        ? plan.next.all(own, org, user, limit + 1, fts, cursor.key, cursor.id)
-        : plan.first.all(own, org, user, limit + 1, fts)
-    }
+    rows =
+      fts === null ? [] : search.all(own, org, user, limit + 1, caller.own ? `${fts} AND owner : u${user}` : fts, below)
   } else {
-    rows = cursor
-      ? nextPage.all(own, org, user, limit + 1, cursor.key, cursor.id)
-      : firstPage.all(own, org, user, limit + 1)
+    rows = page.all(own, org, user, limit + 1, below)
   }
   const more = rows.length > limit
   const data = (more ? rows.slice(0, limit) : rows).map(thread)
@@ -219,12 +187,14 @@ const send = sqlite.transaction((caller: Caller, threadId: string, text: string)
   const row = statementsFor(caller).threadById.get(own, org, user, threadId)
   if (!row) return notFound()
   if (row.ownerId !== caller.userId) return json({ error: 'forbidden', message: 'Only the owner' }, 403)
+  if (row.state !== 'ready') return json({ error: 'conflict', message: `The thread is ${row.state}` }, 409)
   const now = Date.now()
-  if (!claimThread.get(now, threadId)) return json({ error: 'conflict', message: `The thread is ${row.state}` }, 409)
   const id = Bun.randomUUIDv7()
   const contents = [{ type: 'text', text }]
+  // As the app: the message first, then the state update, whose updated_at re-indexes the thread.
   insertMessage.run(id, threadId, 'user', JSON.stringify(contents), text, null, now)
   insertGeneration.run(id, threadId, now)
+  if (!claimThread.get(now, threadId)) throw new Error('the thread left ready within one transaction')
   return id
 })
 

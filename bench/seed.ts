@@ -1,9 +1,10 @@
 // Seeds a fresh benchmark database through the app's own migrations: organizations, users, threads and
 // messages shaped like real use (conversations interleaved in time, Zipf-distributed vocabulary), written
-// with raw prepared statements in large transactions so a million messages take about a minute. The FTS
-// triggers from the migrations stay on, so the index is exactly what the app would have built.
+// with raw prepared statements in large transactions so a million messages take about a minute. The
+// search documents are built at the end from the same SQL the triggers run.
 import { createPersonalAccessToken } from '../src/auth/service'
 import { migrateDatabase, openDatabase } from '../src/db/client'
+import { rebuildSearchIndex } from '../src/threads/search'
 import { prng, textOf, vocabulary, zipfSampler } from './words'
 
 export interface SeedUser {
@@ -121,9 +122,15 @@ export function seed(path: string, scale: number): SeedInfo {
     `insert into threads (id, organization_id, owner_id, name, state, is_private, archived, created_at, updated_at)
      values (?, ?, ?, ?, 'ready', ?, ?, ?, ?)`,
   )
+  // Inserted in update order, as the app would have written them: the triggers give each the next
+  // update sequence and never let updated_at fall behind an earlier insert's.
+  const byUpdate = Array.from({ length: threadCount }, (_, t) => t).sort(
+    (a, b) => (threadUpdated[a] as number) - (threadUpdated[b] as number),
+  )
+  const owners = Array.from({ length: threadCount }, () => users[Math.floor(random() * users.length)] as SeedUser)
   sqlite.transaction(() => {
-    for (let t = 0; t < threadCount; t++) {
-      const user = users[Math.floor(random() * users.length)] as SeedUser
+    for (const t of byUpdate) {
+      const user = owners[t] as SeedUser
       owner[t] = user.id
       const created = Math.floor(threadCreated[t] as number)
       threadIds[t] = Bun.randomUUIDv7('hex', created)
@@ -182,6 +189,8 @@ export function seed(path: string, scale: number): SeedInfo {
     })()
   }
 
+  // Messages were written without touching their threads: the documents are built once, at the end.
+  rebuildSearchIndex(sqlite)
   const terms = pickTerms(sqlite, words)
   sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
   sqlite.close()

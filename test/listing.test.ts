@@ -59,14 +59,46 @@ describe('keyset pagination', () => {
     }
   }
 
-  test('ties on the sort key are broken by ID, so equal timestamps never repeat or vanish', async () => {
+  test('ties: update order for updated_at, ID for created_at, so equal timestamps never repeat or vanish', async () => {
     const clock = new ManualClock()
     await using h = await harness({ clock })
     const owner = await h.user()
-    for (let i = 0; i < 7; i++)
-      await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: `same${i}` } })
-    const seen = await walk(h, owner.token, 'limit=2')
-    expect(seen.sort()).toEqual(Array.from({ length: 7 }, (_, i) => `same${i}`))
+    const names = Array.from({ length: 7 }, (_, i) => `same${i}`)
+    for (const name of names) await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name } })
+    // Updated at one instant in another order: the later update comes first.
+    for (const name of ['same3', 'same0', 'same6'])
+      h.db.update(threads).set({ updatedAt: clock.now() }).where(eq(threads.name, name)).run()
+    expect(await walk(h, owner.token, 'limit=2')).toEqual([
+      'same6',
+      'same0',
+      'same3',
+      'same5',
+      'same4',
+      'same2',
+      'same1',
+    ])
+    expect(await walk(h, owner.token, 'limit=2&sort_by=created_at')).toEqual([...names].reverse())
+  })
+
+  test('updated_at never moves back when the clock does, so updated_since misses no update', async () => {
+    const clock = new ManualClock()
+    await using h = await harness({ clock })
+    const owner = await h.user()
+    const first = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: 'first' } })).body
+    clock.advance(60_000)
+    await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: 'second' } })
+    const since = new Date(clock.now() - 1).toISOString()
+    clock.advance(-30_000)
+    const renamed = await h.call('PATCH', `/api/v1/threads/${first.thread_id}`, {
+      token: owner.token,
+      body: { name: 'first, renamed' },
+    })
+    expect(renamed.status).toBe(200)
+    expect(Date.parse(renamed.body.updated_at)).toBe(clock.now() + 30_000)
+    const changed = await h.call('GET', `/api/v1/threads?updated_since=${encodeURIComponent(since)}`, {
+      token: owner.token,
+    })
+    expect(changed.body.data.map((t: { name: string }) => t.name)).toEqual(['first, renamed', 'second'])
   })
 
   test('updated_at: a thread updated mid-run moves, the others still appear exactly once', async () => {
@@ -214,12 +246,22 @@ describe('search', () => {
       'Basil the cat',
     ])
 
+    // A message sent later is searchable at once, and its thread moves to the front.
+    const travel = (await h.call('GET', '/api/v1/threads?q=zurich', { token: owner.token })).body.data[0]
+    clock.advance(1000)
+    await h.call('POST', `/api/v1/threads/${travel.id}/messages`, { token: owner.token, body: { text: 'and basil' } })
+    await h.app.decorator.engine.idle()
+    expect(await names('basil')).toEqual(['Travel', 'Basil the cat', 'Kitchen', 'Garden plans'])
+    expect(await names('zurich basil')).toEqual(['Travel'])
+    expect(await names('basil', '&owned=false')).toEqual([])
+    expect(await names('basil', '&private=true')).toEqual([])
+
     const first = await h.call('GET', '/api/v1/threads?q=basil&limit=2', { token: owner.token })
     expect(first.body.has_more).toBe(true)
     const second = await h.call('GET', `/api/v1/threads?q=basil&limit=2&after=${first.body.last_id}`, {
       token: owner.token,
     })
-    expect(second.body.data.map((t: { name: string }) => t.name)).toEqual(['Garden plans'])
+    expect(second.body.data.map((t: { name: string }) => t.name)).toEqual(['Kitchen', 'Garden plans'])
     expect(second.body.has_more).toBe(false)
   })
 })

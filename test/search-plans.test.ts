@@ -1,14 +1,16 @@
-// Search picks one of two plans by how many documents match (src/threads/search.ts). Both must return
-// exactly what a plain list filtered by the words would: checked here against a simple oracle, with a
-// word common enough to take the `walk` plan and rarer ones that take the `matches` plan.
+// Search reads the thread documents in update order for `updated_at`, and picks one of two plans by how
+// many documents match for `created_at` (src/threads/search.ts). Every way must return exactly what a
+// plain list filtered by the words would: checked here against a simple oracle, with a word common
+// enough to take the `walk` plan and rarer ones that take the `matches` plan.
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { newId } from '../src/shared/ids'
-import { matchBound, searchPlan } from '../src/threads/search'
+import { matchBound, searchPlan, toFtsQuery } from '../src/threads/search'
+import { touchThread } from '../src/threads/service'
 import { messages, threads } from '../src/threads/threads.table'
 import { harness, ManualClock } from './helpers'
 
-test('both search plans return the pages a filtered list would, in order, across cursors', async () => {
+test('every search plan returns the pages a filtered list would, in order, across cursors', async () => {
   const clock = new ManualClock()
   await using h = await harness({ clock })
   const me = await h.user({ org: 'acme' })
@@ -34,8 +36,7 @@ test('both search plans return the pages a filtered list would, in order, across
           isPrivate: i % 5 === 0,
           archived: i % 17 === 0,
           createdAt: clock.now() + i,
-          // Update order differs from creation order, with ties broken by id.
-          updatedAt: clock.now() + ((i * 7919) % 300) - (i % 11 === 0 ? 1 : 0),
+          updatedAt: clock.now(),
         })
         .run()
       names[id] = name
@@ -62,20 +63,47 @@ test('both search plans return the pages a filtered list would, in order, across
       }
       ids.push(id)
     }
+    // Archived threads are indexed but never listed: enough of them push `common` past the bound.
+    for (let i = 0; i < matchBound; i++) {
+      const id = newId()
+      names[id] = 'common filler'
+      h.db
+        .insert(threads)
+        .values({
+          id,
+          organizationId: 1,
+          ownerId: mate.id,
+          name: names[id],
+          archived: true,
+          createdAt: clock.now(),
+          updatedAt: clock.now(),
+        })
+        .run()
+    }
+    // Updates in an order unlike creation, several at one instant: the update order breaks those ties.
+    for (let n = 0; n < 300; n++) {
+      const id = ids[(n * 7919) % 300] as string
+      touchThread(h.db, id, clock.now() + 1000 + Math.floor(n / 3))
+    }
     return ids
   })()
   // Orgs: the harness created 'acme' first, 'other' second.
   expect(h.db.select().from(threads).where(eq(threads.ownerId, stranger.id)).all()[0]?.organizationId).toBe(2)
 
   const rows = h.db.select().from(threads).all()
+  // The update order never runs against the timestamps.
+  const byUpdate = rows.toSorted((a, b) => a.updateSeq - b.updateSeq)
+  expect(byUpdate.every((t, i) => i === 0 || t.updatedAt >= (byUpdate[i - 1] as typeof t).updatedAt)).toBe(true)
+  expect(new Set(rows.map((t) => t.updatedAt)).size).toBeLessThan(rows.length)
+  // A thread matches when every word is somewhere in its name or its active messages.
   const oracle = (words: string[], sortBy: 'created_at' | 'updated_at', dir: 'asc' | 'desc') => {
-    const has = (text: string | null | undefined) =>
-      text !== null && text !== undefined && words.every((word) => text.toLowerCase().split(/\W+/).includes(word))
+    const wordsOf = (t: (typeof rows)[number]) =>
+      new Set([names[t.id] ?? '', ...(texts[t.id] ?? [])].join(' ').toLowerCase().split(/\W+/))
     return rows
       .filter((t) => t.organizationId === 1 && (!t.isPrivate || t.ownerId === me.id) && !t.archived)
-      .filter((t) => has(names[t.id]) || (texts[t.id] ?? []).some(has))
+      .filter((t) => words.every((word) => wordsOf(t).has(word)))
       .sort((a, b) => {
-        const key = sortBy === 'created_at' ? a.createdAt - b.createdAt : a.updatedAt - b.updatedAt
+        const key = sortBy === 'created_at' ? a.createdAt - b.createdAt : a.updateSeq - b.updateSeq
         const order = key !== 0 ? key : a.id < b.id ? -1 : 1
         return dir === 'asc' ? order : -order
       })
@@ -85,19 +113,13 @@ test('both search plans return the pages a filtered list would, in order, across
   expect(oracle(['common'], 'updated_at', 'desc').length).toBeGreaterThan(100)
   expect(oracle(['beta', 'gamma'], 'updated_at', 'desc').length).toBeGreaterThan(5)
   const plans = new Set<string>()
-  for (const q of ['common', 'common alpha', 'beta gamma', 'topic beta', 'delta', 'common nothing']) {
-    plans.add(
-      searchPlan(
-        h.db.$client,
-        q
-          .split(' ')
-          .map((w) => `"${w}"`)
-          .join(' '),
-      ),
-    )
+  for (const q of ['common', 'common alpha', 'beta gamma', 'topic beta', 'delta', 'common nothing', 'alpha delta']) {
+    plans.add(searchPlan(h.db.$client, toFtsQuery(q) as string, 1))
     for (const [sortBy, dir] of [
       ['updated_at', 'desc'],
+      ['updated_at', 'asc'],
       ['created_at', 'asc'],
+      ['created_at', 'desc'],
     ] as const) {
       const seen: string[] = []
       let after = ''

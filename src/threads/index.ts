@@ -46,8 +46,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         tags: ['Threads'],
         description:
           'Keyset pagination: pass the previous page’s `last_id` as `after`, with the same `sort_by`, ' +
-          '`sort_dir` and filters. `limit` above 200 is clamped to 200. `q` matches threads whose name or ' +
-          'any message contains every word of `q`; results keep the requested sort order. A token with only ' +
+          '`sort_dir` and filters. `limit` above 200 is clamped to 200. `q` matches threads whose name and ' +
+          'active messages together contain every word of `q`; results keep the requested sort order. A token with only ' +
           '`threads:read:own` lists only its user’s own threads.',
       },
     })

@@ -87,12 +87,27 @@ export namespace ThreadsModel {
     private: t.Optional(t.Boolean({ description: 'true: private threads only; false: public threads only.' })),
     archived: t.Optional(t.Boolean({ default: false, description: 'true includes archived threads.' })),
     q: t.Optional(
-      t.String({ maxLength: 500, description: 'Full-text search over thread names and message text (all words).' }),
+      t.String({
+        maxLength: 500,
+        description: 'Full-text search: threads whose name and active messages together contain every word of `q`.',
+      }),
     ),
-    sort_by: t.Optional(t.Union([t.Literal('updated_at'), t.Literal('created_at')], { default: 'updated_at' })),
+    sort_by: t.Optional(
+      t.Union([t.Literal('updated_at'), t.Literal('created_at')], {
+        default: 'updated_at',
+        description:
+          '`updated_at` sorts by the order in which updates happened (equal timestamps: the later update ' +
+          'first when descending); `created_at` by creation time, then ID.',
+      }),
+    ),
     sort_dir: t.Optional(t.Union([t.Literal('asc'), t.Literal('desc')], { default: 'desc' })),
     updated_since: t.Optional(
-      t.String({ format: 'date-time', description: 'Only threads updated after this ISO 8601 time.' }),
+      t.String({
+        format: 'date-time',
+        description:
+          'Only threads updated after this ISO 8601 time. `updated_at` never moves back, even when the ' +
+          'server clock does, so polling with the newest `updated_at` seen misses no update.',
+      }),
     ),
     limit: t.Optional(limit),
     after: t.Optional(uuid('Return threads after this thread ID (the previous page’s `last_id`).')),

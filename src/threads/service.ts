@@ -1,5 +1,5 @@
 // Threads, messages and feedback as plain functions of (db, caller, input). Controllers stay thin.
-import { and, asc, desc, eq, gt, inArray, ne, or, type SQL, sql } from 'drizzle-orm'
+import { and, asc, between, desc, eq, gte, inArray, lte, ne, or, type SQL, sql } from 'drizzle-orm'
 import { attachments } from '../attachments/attachments.table'
 import { users } from '../auth/auth.table'
 import type { Caller } from '../auth/model'
@@ -10,7 +10,17 @@ import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
 import { toIso } from '../shared/time'
 import type { ThreadsModel } from './model'
-import { inMatches, probeMatches, type SearchPlan, searchPlan, toFtsQuery } from './search'
+import {
+  documentThread,
+  inMatches,
+  keyMask,
+  keyRange,
+  ownedBy,
+  probeMatches,
+  type SearchPlan,
+  searchPlan,
+  toFtsQuery,
+} from './search'
 import { feedback, messages, threads } from './threads.table'
 
 export const maxPageSize = 200
@@ -152,17 +162,18 @@ interface ListShape {
   owned: boolean | undefined
   private: boolean | undefined
   archived: boolean
+  /** `created_at` only: `updated_at` bounds the update sequence instead. */
   since: boolean
-  search: SearchPlan | undefined
+  /** `index`: the search index in update order; the plans serve `created_at` (see search.ts). */
+  search: 'index' | SearchPlan | undefined
+  /** `created_at` only: `updated_at` cursors are bounds on the update sequence. */
   cursor: boolean
 }
 
-function sortColumnOf(sortBy: ListShape['sortBy']) {
-  return sortBy === 'created_at' ? threads.createdAt : threads.updatedAt
-}
+/** The biggest update sequence a key can hold (search.ts): the open end of a range. */
+const lastSeq = keyMask
 
 function prepareList(db: Db, shape: ListShape) {
-  const sortColumn = sortColumnOf(shape.sortBy)
   const userId = sql.placeholder('userId')
   // With few search matches, SQLite must start from them, not from the organization's or owner's index.
   const indexed = shape.search !== 'matches'
@@ -172,19 +183,56 @@ function prepareList(db: Db, shape: ListShape) {
   if (shape.owned === false) conditions.push(ne(owner, userId))
   if (shape.private !== undefined) conditions.push(eq(threads.isPrivate, shape.private))
   if (!shape.archived) conditions.push(eq(threads.archived, false))
-  if (shape.since) conditions.push(gt(threads.updatedAt, sql.placeholder('since')))
-  if (shape.search === 'matches') conditions.push(inMatches(sql.placeholder('fts')))
-  if (shape.search === 'walk') conditions.push(probeMatches(sql.placeholder('fts')))
-  if (shape.cursor) {
-    const key = sql.placeholder('cursorKey')
-    const id = sql.placeholder('cursorId')
-    conditions.push(
-      shape.descending
-        ? sql`(${sortColumn}, ${threads.id}) < (${key}, ${id})`
-        : sql`(${sortColumn}, ${threads.id}) > (${key}, ${id})`,
-    )
+  const seqLo = sql.placeholder('seqLo')
+  const seqHi = sql.placeholder('seqHi')
+  if (shape.sortBy === 'updated_at') {
+    if (shape.search === 'index') {
+      // FTS5 reads the organization's key range in the page's order; the rest are checks on each row.
+      const fts = sql.placeholder('fts')
+      const organizationId = sql.placeholder('organizationId')
+      return (
+        db
+          .select(threadColumns)
+          .from(sql`thread_search`)
+          // CROSS JOIN fixes the order: SQLite must not start from the threads.
+          .crossJoin(threads)
+          .crossJoin(users)
+          .where(
+            and(
+              sql`thread_search match ${fts}`,
+              keyRange(organizationId, seqLo, seqHi),
+              documentThread,
+              eq(users.id, threads.ownerId),
+              ...conditions,
+            ),
+          )
+          .orderBy(shape.descending ? sql`thread_search.rowid` : sql`thread_search.rowid desc`)
+          .limit(sql.placeholder('limit'))
+          .prepare()
+      )
+    }
+    conditions.push(between(threads.updateSeq, seqLo, seqHi))
+  } else {
+    if (shape.since) conditions.push(gte(threads.updateSeq, seqLo))
+    if (shape.search === 'matches')
+      conditions.push(inMatches(sql.placeholder('fts'), sql.placeholder('organizationId')))
+    if (shape.search === 'walk') conditions.push(probeMatches(sql.placeholder('fts')))
+    if (shape.cursor) {
+      const key = sql.placeholder('cursorKey')
+      const id = sql.placeholder('cursorId')
+      conditions.push(
+        shape.descending
+          ? sql`(${threads.createdAt}, ${threads.id}) < (${key}, ${id})`
+          : sql`(${threads.createdAt}, ${threads.id}) > (${key}, ${id})`,
+      )
+    }
   }
-  const order = shape.descending ? [desc(sortColumn), desc(threads.id)] : [asc(sortColumn), asc(threads.id)]
+  const order =
+    shape.sortBy === 'updated_at'
+      ? [shape.descending ? desc(threads.updateSeq) : asc(threads.updateSeq)]
+      : shape.descending
+        ? [desc(threads.createdAt), desc(threads.id)]
+        : [asc(threads.createdAt), asc(threads.id)]
   return db
     .select(threadColumns)
     .from(threads)
@@ -195,17 +243,34 @@ function prepareList(db: Db, shape: ListShape) {
     .prepare()
 }
 
-function prepareCursor(db: Db, sees: Caller['sees'], sortBy: ListShape['sortBy']) {
+function prepareCursor(db: Db, sees: Caller['sees']) {
   return db
-    .select({ key: sortColumnOf(sortBy), id: threads.id })
+    .select({ updateSeq: threads.updateSeq, createdAt: threads.createdAt, id: threads.id })
     .from(threads)
     .where(and(eq(threads.id, sql.placeholder('threadId')), visibleTo(sees)))
     .prepare()
 }
 
 /**
- * Keyset pagination: the page starts strictly after the `after` thread's current (sort key, id),
- * compared as a row value so the covering index serves it. See README, "Pagination guarantees".
+ * The last update sequence written at or before `since`. `updated_at` never decreases along the update
+ * sequence (the triggers hold it back), so "updated after `since`" is exactly "update_seq after this".
+ */
+function seqAt(db: Db, since: number): number {
+  const row = prepared(db, 'thread:seq-at', () =>
+    db
+      .select({ updateSeq: threads.updateSeq })
+      .from(threads)
+      .where(lte(threads.updatedAt, sql.placeholder('since')))
+      .orderBy(desc(threads.updatedAt), desc(threads.updateSeq))
+      .limit(1)
+      .prepare(),
+  ).get({ since })
+  return row?.updateSeq ?? 0
+}
+
+/**
+ * Keyset pagination: the page starts strictly after the `after` thread's current sort key, compared
+ * over a covering index (the update sequence, or (created_at, id)). See README, "Pagination guarantees".
  */
 export function listThreads(
   db: Db,
@@ -215,40 +280,52 @@ export function listThreads(
 ): ThreadsModel.threadList {
   const limit = clampLimit(query.limit)
   const sortBy = query.sort_by === 'created_at' ? 'created_at' : 'updated_at'
-  let since: number | undefined
+  const descending = query.sort_dir !== 'asc'
+  let seqLo = 0
+  let seqHi = lastSeq
   if (query.updated_since !== undefined) {
-    since = Date.parse(query.updated_since)
+    const since = Date.parse(query.updated_since)
     if (Number.isNaN(since)) throw invalidRequest('updated_since must be an ISO 8601 timestamp')
+    seqLo = seqAt(db, since) + 1
   }
   let fts: string | undefined
   if (query.q !== undefined && query.q.trim() !== '') {
     const parsed = toFtsQuery(query.q)
     if (parsed === null) return envelope([], limit)
-    fts = parsed
+    // Only the owner's token narrows the index; the other filters are checks on the rows it yields.
+    const ownOnly = caller.sees === 'own' || query.owned === true || query.private === true
+    fts = ownOnly ? ownedBy(parsed, caller.userId) : parsed
   }
-  let cursor: { key: number; id: string } | undefined
+  let cursor: { updateSeq: number; createdAt: number; id: string } | undefined
   if (query.after !== undefined) {
-    const statement = prepared(db, `cursor:${caller.sees}:${sortBy}`, () => prepareCursor(db, caller.sees, sortBy))
+    const statement = prepared(db, `cursor:${caller.sees}`, () => prepareCursor(db, caller.sees))
     cursor = statement.get({ threadId: query.after, ...callerValues(caller) })
     if (!cursor) throw invalidRequest('after does not name a thread visible to you')
+    if (sortBy === 'updated_at') {
+      if (descending) seqHi = cursor.updateSeq - 1
+      else seqLo = Math.max(seqLo, cursor.updateSeq + 1)
+    }
   }
+  let search: ListShape['search']
+  if (fts !== undefined) search = sortBy === 'updated_at' ? 'index' : searchPlan(db.$client, fts, caller.organizationId)
   const shape: ListShape = {
     sees: caller.sees,
     sortBy,
-    descending: query.sort_dir !== 'asc',
+    descending,
     owned: query.owned,
     private: query.private,
     archived: query.archived === true,
-    since: since !== undefined,
-    search: fts === undefined ? undefined : searchPlan(db.$client, fts),
-    cursor: cursor !== undefined,
+    since: sortBy === 'created_at' && seqLo > 0,
+    search,
+    cursor: sortBy === 'created_at' && cursor !== undefined,
   }
   const key = `list:${shape.sees}:${sortBy}:${shape.descending}:${shape.owned}:${shape.private}:${shape.archived}:${shape.since}:${shape.search}:${shape.cursor}`
   const rows = prepared(db, key, () => prepareList(db, shape)).all({
     ...callerValues(caller),
-    since,
+    seqLo,
+    seqHi,
     fts,
-    cursorKey: cursor?.key,
+    cursorKey: cursor?.createdAt,
     cursorId: cursor?.id,
     limit: limit + 1,
   })
@@ -386,10 +463,25 @@ export function createThread(
         updatedAt: now,
       })
       .run()
-    const messageId =
-      body.text === undefined ? null : insertUserMessage(db, threadId, [{ type: 'text', text: body.text }], now)
+    if (body.text === undefined) return { thread_id: threadId, message_id: null }
+    const messageId = insertUserMessage(db, threadId, [{ type: 'text', text: body.text }], now)
+    touchThread(db, threadId, now)
     return { thread_id: threadId, message_id: messageId }
   })
+}
+
+/**
+ * Writes `updated_at`, which (by the triggers in 0005_update_order.sql) also moves the thread to the
+ * front of the update order and rewrites its search document: call it after changing its messages.
+ */
+export function touchThread(db: Db, threadId: string, now: number): void {
+  prepared(db, 'thread:touch', () =>
+    db
+      .update(threads)
+      .set({ updatedAt: sql`${sql.placeholder('now')}` })
+      .where(eq(threads.id, sql.placeholder('threadId')))
+      .prepare(),
+  ).run({ threadId, now })
 }
 
 /**
@@ -407,6 +499,9 @@ export function sendMessage(
   return db.transaction(() => {
     const thread = requireOwnedThread(db, caller, threadId, 'send messages to it')
     const blocks = attachmentBlocks(db, threadId, body.attachment_ids)
+    // The message goes in first so that the state update, which writes updated_at, indexes it; a 409
+    // rolls both back.
+    const messageId = insertUserMessage(db, threadId, [{ type: 'text', text: body.text }, ...blocks], now)
     const moved = prepared(db, 'thread:claim', () =>
       db
         .update(threads)
@@ -416,7 +511,7 @@ export function sendMessage(
         .prepare(),
     ).get({ threadId, now })
     if (!moved) throw conflict(`The thread is ${thread.state}; a new message is accepted only in ready`)
-    return { message_id: insertUserMessage(db, threadId, [{ type: 'text', text: body.text }, ...blocks], now) }
+    return { message_id: messageId }
   })
 }
 

@@ -1,7 +1,7 @@
 // Threads, their messages and per-user feedback. Each table has an explicit integer rowid (`seq`) so the
 // FTS5 index (raw SQL in the migrations, see search.ts) can follow rows that VACUUM never renumbers.
 import { sql } from 'drizzle-orm'
-import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import { organizations, users } from '../auth/auth.table'
 
 export const threadStates = ['ready', 'waiting', 'active', 'error', 'interrupted'] as const
@@ -25,13 +25,21 @@ export const threads = sqliteTable(
     isPrivate: integer({ mode: 'boolean' }).notNull().default(false),
     archived: integer({ mode: 'boolean' }).notNull().default(false),
     createdAt: integer().notNull(),
+    /** Never earlier than any other thread's: the triggers in 0005_update_order.sql hold it back. */
     updatedAt: integer().notNull(),
+    /**
+     * The order of updates, written by the triggers on every write of `updated_at`: the `updated_at`
+     * sort, its cursors and the search index all follow it, so ties and clock steps never reorder a list.
+     */
+    updateSeq: integer().notNull().default(0),
   },
-  // Keyset pagination walks (organization, sort key, id); the trailing id makes every key unique.
+  // Keyset pagination walks (organization or owner, sort key); created_at needs the id to be unique.
   (t) => [
-    index('threads_org_updated_idx').on(t.organizationId, t.updatedAt, t.id),
+    uniqueIndex('threads_update_seq_idx').on(t.updateSeq),
+    index('threads_updated_idx').on(t.updatedAt, t.updateSeq),
+    index('threads_org_update_seq_idx').on(t.organizationId, t.updateSeq),
     index('threads_org_created_idx').on(t.organizationId, t.createdAt, t.id),
-    index('threads_owner_updated_idx').on(t.ownerId, t.updatedAt, t.id),
+    index('threads_owner_update_seq_idx').on(t.ownerId, t.updateSeq),
     index('threads_owner_created_idx').on(t.ownerId, t.createdAt, t.id),
   ],
 )

@@ -1,0 +1,63 @@
+// Upgrading a database with data: 0005_update_order.sql numbers existing threads in updated_at order and
+// indexes every thread's name and active messages, so search and the update order work at once.
+import { Database } from 'bun:sqlite'
+import { expect, test } from 'bun:test'
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { drizzle } from 'drizzle-orm/bun-sqlite'
+import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
+
+test('0005 numbers existing threads in updated_at order and indexes their text', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'threadhouse-migrations-'))
+  try {
+    const before = join(dir, 'before')
+    cpSync('db/migrations', before, { recursive: true })
+    const journalPath = join(before, 'meta/_journal.json')
+    const journal = JSON.parse(readFileSync(journalPath, 'utf8'))
+    journal.entries = journal.entries.filter((entry: { tag: string }) => entry.tag < '0005')
+    writeFileSync(journalPath, JSON.stringify(journal))
+    const sqlite = new Database(join(dir, 'db.sqlite'), { strict: true })
+    migrate(drizzle({ client: sqlite }), { migrationsFolder: before })
+
+    sqlite.run(`insert into organizations (slug, name, created_at) values ('acme', 'Acme', 0)`)
+    sqlite.run(`insert into users (sub, organization_id, email, name, role, password_hash, created_at)
+      values ('u', 1, 'a@example.test', 'A', 'owner', '-', 0)`)
+    const thread = sqlite.prepare(
+      `insert into threads (id, organization_id, owner_id, name, created_at, updated_at) values (?, 1, 1, ?, 0, ?)`,
+    )
+    const message = sqlite.prepare(
+      `insert into messages (id, thread_id, role, contents, text, active, created_at) values (?, ?, 'user', '[]', ?, ?, 0)`,
+    )
+    thread.run('t-late', 'Lyon', 300)
+    thread.run('t-early', null, 100)
+    thread.run('t-tie', 'Tie', 300)
+    message.run('m1', 't-early', 'rain in Lyon', 1)
+    message.run('m2', 't-early', 'forgotten umbrella', 0)
+    message.run('m3', 't-late', 'museum rain', 1)
+
+    migrate(drizzle({ client: sqlite }), { migrationsFolder: 'db/migrations' })
+    const order = sqlite.query('select id from threads order by update_seq').all()
+    expect(order).toEqual([{ id: 't-early' }, { id: 't-late' }, { id: 't-tie' }])
+    const search = (words: string) =>
+      sqlite
+        .query<{ id: string }, [string]>(
+          `select t.id from thread_search s join threads t on t.update_seq = 1099511627775 - (s.rowid & 1099511627775)
+           where thread_search match ? order by s.rowid`,
+        )
+        .all(`body : (${words})`)
+        .map((row) => row.id)
+    expect(search('"rain"')).toEqual(['t-late', 't-early'])
+    expect(search('"lyon" AND "museum"')).toEqual(['t-late'])
+    expect(search('"umbrella"')).toEqual([])
+    // New writes continue the sequence and never move updated_at back.
+    sqlite.run(`update threads set updated_at = 50 where id = 't-early'`)
+    expect(sqlite.query(`select update_seq, updated_at from threads where id = 't-early'`).get()).toEqual({
+      update_seq: 4,
+      updated_at: 300,
+    })
+    sqlite.close()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

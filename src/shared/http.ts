@@ -34,9 +34,9 @@ export function clientIpOf(request: Request): string | null {
   return requests.get(request)?.ip ?? null
 }
 
-type RequestIpServer = { requestIP(request: Request): { address: string } | null } | null
+type RequestIpServer = { requestIP(request: Request): { address: string } | null }
 
-function resolveIp(request: Request, server: RequestIpServer, trustProxy: boolean): string | null {
+function resolveIp(request: Request, server: RequestIpServer | undefined, trustProxy: boolean): string | null {
   if (trustProxy) {
     const forwarded = request.headers.get('x-forwarded-for')?.split(',')[0]?.trim()
     if (forwarded) return forwarded
@@ -47,6 +47,7 @@ function resolveIp(request: Request, server: RequestIpServer, trustProxy: boolea
 export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
   const strictTransport = config.PUBLIC_URL.startsWith('https://')
   const origins = config.CORS_ORIGINS.split(',').filter(Boolean)
+  let listening: RequestIpServer | undefined
   // The same on every response, so set once rather than per request; pages and downloads override the CSP.
   const app = new Elysia({ name: 'http' })
     .headers({
@@ -57,10 +58,15 @@ export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
       'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
       ...(strictTransport ? { 'strict-transport-security': 'max-age=31536000' } : {}),
     })
-    .onRequest(({ request, set, server }) => {
+    // The server is taken once at start: a hook that names `server` makes Elysia define a getter for it on
+    // every request's context. Requests handled without a server (tests' app.handle) have no peer address.
+    .onStart(({ server }) => {
+      listening = server ?? undefined
+    })
+    .onRequest(({ request, set }) => {
       const given = request.headers.get('x-request-id')
       const id = given && incomingId.test(given) ? given : crypto.randomUUID()
-      const ip = resolveIp(request, server as RequestIpServer, config.TRUST_PROXY)
+      const ip = resolveIp(request, listening, config.TRUST_PROXY)
       requests.set(request, { id, startedAt: performance.now(), ip })
       set.headers['x-request-id'] = id
       if (ip && ipLimiter) ipLimiter.take(`ip:${ip}`)

@@ -44,6 +44,19 @@ export function keyRange(organizationId: Placeholder, seqLo: Placeholder, seqHi:
   return sql`thread_search.rowid between (${organizationId} << 40) + ${keyMask} - ${seqHi} and (${organizationId} << 40) + ${keyMask} - ${seqLo}`
 }
 
+/** The index, as the first table of a query that reads documents in key order. */
+export const searchTable = sql`thread_search`
+
+/** Documents matching an FTS5 query from `toFtsQuery`. */
+export function documentsMatching(ftsQuery: Placeholder): SQL {
+  return sql`thread_search match ${ftsQuery}`
+}
+
+/** Key order: ascending keys are the most recently updated first. */
+export function documentOrder(newestFirst: boolean): SQL {
+  return newestFirst ? sql`thread_search.rowid` : sql`thread_search.rowid desc`
+}
+
 /** The thread a document belongs to, joined by update_seq's unique index. */
 export const documentThread = sql`${threads.updateSeq} = ${keyMask} - (thread_search.rowid & ${keyMask})`
 

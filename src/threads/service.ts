@@ -11,6 +11,8 @@ import { newId } from '../shared/ids'
 import { toIso } from '../shared/time'
 import type { ThreadsModel } from './model'
 import {
+  documentOrder,
+  documentsMatching,
   documentThread,
   inMatches,
   keyMask,
@@ -19,6 +21,7 @@ import {
   probeMatches,
   type SearchPlan,
   searchPlan,
+  searchTable,
   toFtsQuery,
 } from './search'
 import { feedback, messages, threads } from './threads.table'
@@ -193,20 +196,20 @@ function prepareList(db: Db, shape: ListShape) {
       return (
         db
           .select(threadColumns)
-          .from(sql`thread_search`)
+          .from(searchTable)
           // CROSS JOIN fixes the order: SQLite must not start from the threads.
           .crossJoin(threads)
           .crossJoin(users)
           .where(
             and(
-              sql`thread_search match ${fts}`,
+              documentsMatching(fts),
               keyRange(organizationId, seqLo, seqHi),
               documentThread,
               eq(users.id, threads.ownerId),
               ...conditions,
             ),
           )
-          .orderBy(shape.descending ? sql`thread_search.rowid` : sql`thread_search.rowid desc`)
+          .orderBy(documentOrder(shape.descending))
           .limit(sql.placeholder('limit'))
           .prepare()
       )

@@ -1,5 +1,5 @@
 -- Threads get an update sequence, and search moves from one FTS5 document per message to one per thread,
--- keyed so that FTS5 reads the documents in the `updated_at` order (README, "Search"). Hand-edited after
+-- keyed so that FTS5 reads the documents in the `updated_at` order (README, "Performance"). Hand-edited after
 -- drizzle-kit: the sequence is filled before its unique index exists, and the FTS5 parts are raw SQL.
 --
 -- The search key of a thread is (organization_id << 40) | (2^40 - 1 - update_seq): an organization's

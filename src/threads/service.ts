@@ -502,8 +502,10 @@ export function sendMessage(
   return db.transaction(() => {
     const thread = requireOwnedThread(db, caller, threadId, 'send messages to it')
     const blocks = attachmentBlocks(db, threadId, body.attachment_ids)
-    // The message goes in first so that the state update, which writes updated_at, indexes it; a 409
-    // rolls both back.
+    const busy = () => conflict(`The thread is ${thread.state}; a new message is accepted only in ready`)
+    // Refused before any write; the conditional update below stays the lock.
+    if (thread.state !== 'ready') throw busy()
+    // The message goes in first so that the state update, which writes updated_at, indexes it.
     const messageId = insertUserMessage(db, threadId, [{ type: 'text', text: body.text }, ...blocks], now)
     const moved = prepared(db, 'thread:claim', () =>
       db
@@ -513,7 +515,7 @@ export function sendMessage(
         .returning({ id: threads.id })
         .prepare(),
     ).get({ threadId, now })
-    if (!moved) throw conflict(`The thread is ${thread.state}; a new message is accepted only in ready`)
+    if (!moved) throw busy()
     return { message_id: messageId }
   })
 }

@@ -1,5 +1,5 @@
-// Threads, their messages and per-user feedback. Each table has an explicit integer rowid (`seq`) so the
-// FTS5 index (raw SQL in the migrations, see search.ts) can follow rows that VACUUM never renumbers.
+// Threads, their messages and per-user feedback. Each table has an explicit integer rowid (`seq`) that
+// VACUUM never renumbers; the search index (raw SQL in the migrations, see search.ts) follows `update_seq`.
 import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import { organizations, users } from '../auth/auth.table'
@@ -25,7 +25,7 @@ export const threads = sqliteTable(
     isPrivate: integer({ mode: 'boolean' }).notNull().default(false),
     archived: integer({ mode: 'boolean' }).notNull().default(false),
     createdAt: integer().notNull(),
-    /** Never earlier than any other thread's: the triggers in 0005_update_order.sql hold it back. */
+    /** Never earlier than any update before it: the triggers in 0005_update_order.sql hold it back. */
     updatedAt: integer().notNull(),
     /**
      * The order of updates, written by the triggers on every write of `updated_at`: the `updated_at`

@@ -1,4 +1,4 @@
-// Boot: config → open db → migrate → first run → createApp → listen → recover queued work.
+// Boot: config → open db → migrate → first run → createApp → recover queued work → listen.
 import { createApp } from './app'
 import { createFileInspector } from './attachments/inspector'
 import { sweepUploads } from './attachments/service'

@@ -102,8 +102,9 @@ async function answer(request: ToInspector): Promise<void> {
     // A check that throws is a bug, not a refusal: the upload fails as any unexpected error does.
     (error) => ({ id, failure: String(error) }),
   )
-  giveWayToRequests()
   self.postMessage(message)
+  // After answering, so the scan never delays an upload: libvips may have started threads meanwhile.
+  giveWayToRequests()
 }
 
 giveWayToRequests()

@@ -30,6 +30,8 @@ interface Job {
   blocks: ThreadsModel.contentBlock[]
   stopping: boolean
   compaction?: Compaction
+  /** Set by the first settle: a worker that fails after a failed start must not store the answer twice. */
+  settled?: boolean
 }
 
 export const restartMessage = 'The server is restarting; this answer will be generated again once it is back'
@@ -115,6 +117,8 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
   }
 
   function settle(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): void {
+    if (job.settled) return
+    job.settled = true
     running.delete(job.messageId)
     try {
       store(job, outcome, error)
@@ -165,7 +169,6 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
     } catch (failure) {
       // The pump runs inside other requests' handlers: a database error here must end this answer, not theirs.
       log.error('could not start an answer', { messageId, error: String(failure) })
-      running.set(messageId, job)
       settle(job, 'error', 'The response could not be started')
     }
   }

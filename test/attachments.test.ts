@@ -489,11 +489,15 @@ describe('hostile and malformed uploads store nothing', () => {
 
 /** Each of this process's threads by ID, with its name and nice value (Linux only). */
 function threads(): { id: number; name: string; nice: number }[] {
-  return readdirSync('/proc/self/task').map((id) => {
-    const stat = readFileSync(`/proc/self/task/${id}/stat`, 'utf8')
-    // The fields after the parenthesised name start at the 3rd; nice is the 19th.
-    const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])
-    return { id: Number(id), name: readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim(), nice }
+  return readdirSync('/proc/self/task').flatMap((id) => {
+    try {
+      const stat = readFileSync(`/proc/self/task/${id}/stat`, 'utf8')
+      // The fields after the parenthesised name start at the 3rd; nice is the 19th.
+      const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])
+      return [{ id: Number(id), name: readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim(), nice }]
+    } catch {
+      return [] // the thread ended between the listing and the read
+    }
   })
 }
 

@@ -196,7 +196,8 @@ export async function* parseEvents(response: Response): AsyncGenerator<EventSour
       while (queue.length > 0) yield queue.shift() as EventSourceMessage
     }
   } finally {
-    reader.releaseLock()
+    // Leaving early (break, return) is the client going away: the stream is cancelled, as a socket close would.
+    await reader.cancel()
   }
 }
 
@@ -266,7 +267,6 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
       const match = err.match(/"msg":"listening","port":(\d+)/)
       if (match) return Number(match[1])
       if (child.exitCode !== null) throw new Error(`server exited before listening: ${err}`)
-      await Bun.sleep(0) // yield to the pipe readers; the deadline is until's
     }, 20_000)
     return {
       url: `http://127.0.0.1:${port}`,

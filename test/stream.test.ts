@@ -1,7 +1,7 @@
 // The response stream: SSE framing, joining mid-answer, resuming with Last-Event-ID, replay after the
 // end, errors, heartbeats, and clients that go away.
 import { expect, test } from 'bun:test'
-import { collect, harness, openStream, parseEvents, publicUrl, ScriptedRunner, tokensOf } from './helpers'
+import { collect, harness, openStream, parseEvents, publicUrl, ScriptedRunner, tokensOf, until } from './helpers'
 
 async function started(runner: ScriptedRunner, h: Awaited<ReturnType<typeof harness>>, token: string) {
   const created = (await h.call('POST', '/api/v1/threads', { token, body: { text: 'tell me' } })).body
@@ -148,7 +148,10 @@ test('a client that disconnects never stops or loses the generation', async () =
   const events = parseEvents(response)
   job.token('kept ')
   await events.next()
+  expect(h.app.decorator.engine.hub.listenerCount(message_id)).toBe(1)
   await events.return(undefined)
+  // The stream left the hub (and its heartbeats) when the client went away.
+  await until(() => h.app.decorator.engine.hub.listenerCount(message_id) === 0)
   job.token('going')
   job.done()
   const poll = await h.call('GET', `/api/v1/threads/${thread_id}/messages/${message_id}/response`, {

@@ -30,6 +30,11 @@ export class Hub {
     if (!this.live.has(messageId)) this.live.set(messageId, new LiveAnswer())
   }
 
+  /** How many listeners an answer has: a stream whose client left must not stay among them. */
+  listenerCount(messageId: string): number {
+    return this.live.get(messageId)?.listeners.size ?? 0
+  }
+
   text(messageId: string): string {
     return this.live.get(messageId)?.text ?? ''
   }

@@ -25,10 +25,13 @@ export type Requirement = Scope | 'any'
 
 // Every 401 names the protected resource metadata (RFC 9728 §5.1), which is how MCP clients find the
 // authorization server with nothing configured by hand.
+function challenge(publicUrl: string, params: string): string {
+  return `Bearer realm="threadhouse"${params}, resource_metadata="${resourceMetadataUrl(publicUrl)}"`
+}
+
 function unauthorized(publicUrl: string, message: string, tokenSent: boolean): AppError {
-  const error = tokenSent ? ', error="invalid_token"' : ''
-  const challenge = `Bearer realm="threadhouse"${error}, resource_metadata="${resourceMetadataUrl(publicUrl)}"`
-  return new AppError(401, 'unauthorized', message, {}, { 'www-authenticate': challenge })
+  const params = tokenSent ? ', error="invalid_token"' : ''
+  return new AppError(401, 'unauthorized', message, {}, { 'www-authenticate': challenge(publicUrl, params) })
 }
 
 /** Each kind of bearer token is recognised by its prefix and resolved to the same Caller. */
@@ -53,13 +56,12 @@ export function resolveCaller(deps: AuthDeps, token: string | undefined): Caller
 export function checkScope(caller: Caller, requirement: Requirement, publicUrl: string): void {
   if (requirement === 'any' || caller.scopes.has(requirement)) return
   if (requirement === 'threads:read' && caller.scopes.has('threads:read:own')) return
-  const challenge = `Bearer realm="threadhouse", error="insufficient_scope", scope="${requirement}", resource_metadata="${resourceMetadataUrl(publicUrl)}"`
   throw new AppError(
     403,
     'insufficient_scope',
     `This endpoint requires the ${requirement} scope`,
     { required_scope: requirement },
-    { 'www-authenticate': challenge },
+    { 'www-authenticate': challenge(publicUrl, `, error="insufficient_scope", scope="${requirement}"`) },
   )
 }
 

@@ -6,7 +6,7 @@ import sharp, { type Sharp } from 'sharp'
 import { attachments } from '../src/attachments/attachments.table'
 import { createFileInspector } from '../src/attachments/inspector'
 import { imageLimits, maxRequestBytes, pdfLimits, textLimits } from '../src/attachments/limits'
-import { sweepUploads } from '../src/attachments/service'
+import { checkFormFiles, discardCheckedFiles, sweepUploads } from '../src/attachments/service'
 import { silentLogger } from '../src/shared/log'
 import { type Harness, harness, publicUrl, ScriptedRunner, type TestUser } from './helpers'
 
@@ -711,6 +711,23 @@ describe('GET /api/v1/limits', () => {
       text: { media_types: ['text/plain', 'text/markdown', 'text/csv'], max_bytes: 512 * 1024 },
     })
     expect((await h.call('GET', '/api/v1/limits')).status).toBe(401)
+  })
+})
+
+describe('web form files', () => {
+  test('checked files wait under temporary names; a refused form removes them at once', async () => {
+    await using s = await setup()
+    const inspector = createFileInspector(silentLogger)
+    try {
+      const file = new File(['a note'], 'note.txt', { type: 'text/plain' })
+      const checked = await checkFormFiles({ inspector, uploadsDir: s.h.uploadsDir }, [file])
+      expect(checked.accepted).toHaveLength(1)
+      expect(storedFiles(s.h)).toHaveLength(1)
+      await discardCheckedFiles(checked)
+      expectNothingStored(s.h)
+    } finally {
+      await inspector.close()
+    }
   })
 })
 

@@ -210,6 +210,17 @@ export async function checkFormFiles(
   return { accepted: acceptedFiles(await deps.inspector.inspect({ files: formFiles }, deps.uploadsDir)) }
 }
 
+/**
+ * Removes the temporary files of checked files that were not stored, for a form refused after its files
+ * were checked. Stored files have left their temporary names, so calling this after storing removes nothing.
+ */
+export async function discardCheckedFiles(checked: CheckedFiles): Promise<void> {
+  const paths = checked.accepted.flatMap(({ temporaryPath, resizedTemporaryPath }) =>
+    resizedTemporaryPath ? [temporaryPath, resizedTemporaryPath] : [temporaryPath],
+  )
+  await Promise.all(paths.map((path) => rm(path, { force: true })))
+}
+
 /** Stores checked files in a thread its owner holds, within the thread's quota. */
 export async function storeFormFiles(
   deps: UploadDeps,

@@ -9,6 +9,7 @@ import {
   attachmentNames,
   type CheckedFiles,
   checkFormFiles,
+  discardCheckedFiles,
   findAttachment,
   storeFormFiles,
 } from '../attachments/service'
@@ -423,15 +424,18 @@ async function postMessage(
   const caller = callerFromSession(session.user)
   const text = field(form, 'text') ?? ''
   const thread = requireOwnedThread(deps.db, caller, threadId, 'send messages to it')
+  let checked: CheckedFiles | undefined
   try {
     if (text.trim() === '') throw invalidRequest('Write a message first.')
     // Checked before any file is stored, so that a busy thread does not keep files nobody sent.
     if (thread.state !== 'ready') {
       throw new AppError(409, 'conflict', 'The previous answer is still being written: wait for it, or stop it.')
     }
-    await sendWithFiles(deps, caller, threadId, text, await checkFormFiles(deps, formFiles(form, 'attachments')))
+    checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
+    await sendWithFiles(deps, caller, threadId, text, checked)
     return seeOther(`/threads/${threadId}#live-answer`)
   } catch (error) {
+    if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
     return { status: error.status, page: threadPage(deps, session, threadId, { error: error.message, draft: text }) }
   }
@@ -442,16 +446,18 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
   const text = field(form, 'text') ?? ''
   const draft = { name: field(form, 'name') ?? '', text, isPrivate: field(form, 'is_private') === 'true' }
   const caller = callerFromSession(session.user)
+  let checked: CheckedFiles | undefined
   try {
     if (text.trim() === '') throw invalidRequest('Write a message to start the thread.')
     if ([...draft.name].length > 500) throw invalidRequest('A name may have at most 500 characters.')
     // Files are checked before the thread exists, so a refused file leaves nothing behind.
-    const checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
+    checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
     const name = draft.name.trim() === '' ? defaultThreadName(text) : draft.name.trim()
     const created = createThread(deps.db, caller, { name, is_private: draft.isPrivate }, deps.clock.now())
     await sendWithFiles(deps, caller, created.thread_id, text, checked)
     return seeOther(`/threads/${created.thread_id}#live-answer`)
   } catch (error) {
+    if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
     return { status: error.status, page: listPage(deps, session, {}, { error: error.message, draft }) }
   }

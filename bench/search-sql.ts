@@ -2,6 +2,9 @@
 // reads the organization's key range of thread documents, most recently updated first), so the HTTP
 // comparison measures the framework and not a different plan. Parameters: ?1–?3 the caller (see
 // baseline.ts), ?4 the limit, ?5 the FTS5 query, ?6 the highest update_seq wanted (a cursor's, minus one).
+import type { Database } from 'bun:sqlite'
+import { documentColumns } from '../src/threads/search'
+
 export const keyMask = 1099511627775
 
 /** Free text as the app's FTS5 query: every word, quoted, in a thread's name or messages. */
@@ -21,4 +24,28 @@ export function searchSql(columns: string, visible: string): string {
       and t.update_seq = ${keyMask} - (s.rowid & ${keyMask}) and u.id = t.owner_id
       and ${visible} and t.archived = 0
     order by s.rowid limit ?4`
+}
+
+/**
+ * The app's index upkeep (flushSearchIndex in src/threads/search.ts) in raw SQL: rewrites up to `batch` of the
+ * documents the triggers left pending (all by default) in one transaction, and returns how many.
+ */
+export function searchFlusher(sqlite: Database): (batch?: number) => number {
+  const pending = sqlite.query<{ threadSeq: number; indexedKey: number | null }, [number]>(
+    'select thread_seq as threadSeq, indexed_key as indexedKey from search_pending order by thread_seq limit ?',
+  )
+  const drop = sqlite.query('delete from thread_search where rowid = ?')
+  const write = sqlite.query(
+    `insert into thread_search (rowid, body, owner) select ${documentColumns} from threads t where t.seq = ?`,
+  )
+  const done = sqlite.query('delete from search_pending where thread_seq = ?')
+  return sqlite.transaction((batch = -1) => {
+    const rows = pending.all(batch)
+    for (const row of rows) {
+      if (row.indexedKey !== null) drop.run(row.indexedKey)
+      write.run(row.threadSeq)
+      done.run(row.threadSeq)
+    }
+    return rows.length
+  })
 }

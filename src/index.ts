@@ -1,4 +1,4 @@
-// Boot: config → open db → migrate → first run → createApp → recover queued work → listen.
+// Boot: config → open db → migrate → first run → createApp → recover queued work → search indexer → listen.
 import { createApp } from './app'
 import { createFileInspector } from './attachments/inspector'
 import { sweepUploads } from './attachments/service'
@@ -9,6 +9,7 @@ import { createWorkerRunner } from './generation/runner'
 import { describeProvider, providerSettings } from './generation/settings'
 import { createLogger } from './shared/log'
 import { systemClock } from './shared/time'
+import { startSearchIndexer } from './threads/search'
 
 let config: ReturnType<typeof loadConfig>
 try {
@@ -35,6 +36,8 @@ const inspector = createFileInspector(log)
 const app = createApp({ db, config, runner, inspector, clock: systemClock, log, validateResponses: false })
 // Unfinished work is queued again before the first request can reach a thread.
 app.decorator.engine.recover()
+// Search documents that writes left pending (including any a crash left) are rewritten in the background.
+const indexer = startSearchIndexer(db, log)
 app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60 })
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
 
@@ -50,6 +53,7 @@ async function shutdown(signal: string): Promise<void> {
   await inspector.close()
   await app.stop(true)
   await closing
+  indexer.stop()
   db.$client.close()
   process.exit(0)
 }

@@ -1,5 +1,6 @@
 // Full-text search: the only raw SQL in the service, because Drizzle cannot express FTS5 MATCH.
-// The index and the triggers that keep it are in db/migrations/0005_update_order.sql.
+// The index is created in db/migrations/0005_update_order.sql; the triggers that mark documents stale are
+// in 0006_deferred_search.sql, and the functions at the end of this file rewrite them.
 //
 // Each thread is one FTS5 document (its name and its active messages) whose rowid is its search key,
 // (organization_id << 40) | (2^40 - 1 - update_seq). An organization's threads are one rowid range,
@@ -12,8 +13,11 @@
 // - few matches: start from the FTS matches, look their threads up and sort them.
 // - many matches: walk the caller's threads in order and probe each one's document.
 import type { Database } from 'bun:sqlite'
-import { type Placeholder, type SQL, sql } from 'drizzle-orm'
-import { threads } from './threads.table'
+import { asc, eq, type Placeholder, type SQL, sql } from 'drizzle-orm'
+import type { Db } from '../db/client'
+import { prepared } from '../db/prepared'
+import type { Logger } from '../shared/log'
+import { searchPending, threads } from './threads.table'
 
 /** Up to this many matching documents the `created_at` search starts from the matches, past it from the threads. */
 export const matchBound = 2000
@@ -97,16 +101,76 @@ export function probeMatches(ftsQuery: Placeholder): SQL {
     (${threads.organizationId} << 40) | (${keyMask} - ${threads.updateSeq}) and thread_search match ${ftsQuery})`
 }
 
+/** The columns of thread `t`'s document: its key, its name and active messages, and its owner's token. */
+export const documentColumns = `(t.organization_id << 40) | (${keyMask} - t.update_seq),
+  coalesce(t.name, '') || char(10) || coalesce((select group_concat(m.text, char(10)) from messages m
+    where m.thread_id = t.id and m.active = 1), ''),
+  'u' || t.owner_id`
+
 /**
- * Rewrites every thread's document from its name and active messages, as the triggers would have: for
- * bulk loads (the benchmark's seed), which write rows with the triggers' work left to one statement.
+ * Rewrites every thread's document from its name and active messages: for bulk loads (the benchmark's
+ * seed), which write rows with the documents left to one statement.
  */
 export function rebuildSearchIndex(sqlite: Database): void {
   sqlite.run(`insert into thread_search (thread_search) values ('delete-all')`)
-  sqlite.run(`insert into thread_search (rowid, body, owner)
-    select (t.organization_id << 40) | (${keyMask} - t.update_seq),
-      coalesce(t.name, '') || char(10) || coalesce((select group_concat(m.text, char(10)) from messages m
-        where m.thread_id = t.id and m.active = 1), ''),
-      'u' || t.owner_id
-    from threads t`)
+  sqlite.run(`insert into thread_search (rowid, body, owner) select ${documentColumns} from threads t`)
+  sqlite.run('delete from search_pending')
+}
+
+/**
+ * Rewrites the documents of up to `batch` pending threads (search_pending, filled by the triggers), in one
+ * transaction, and returns how many it rewrote. Writes only mark a thread pending, so a message costs a row
+ * and the index is rewritten once per thread per batch, not once per write; each document is about a
+ * millisecond of work at 1M messages, and a send writes `updated_at` up to four times.
+ */
+export function flushSearchIndex(db: Db, batch = -1): number {
+  const statements = prepared(db, 'search:flush', () => ({
+    pending: db
+      .select()
+      .from(searchPending)
+      .orderBy(asc(searchPending.threadSeq))
+      .limit(sql.placeholder('batch'))
+      .prepare(),
+    done: db
+      .delete(searchPending)
+      .where(eq(searchPending.threadSeq, sql.placeholder('threadSeq')))
+      .prepare(),
+    drop: db.$client.query<unknown, [number]>('delete from thread_search where rowid = ?'),
+    write: db.$client.query<unknown, [number]>(
+      `insert into thread_search (rowid, body, owner) select ${documentColumns} from threads t where t.seq = ?`,
+    ),
+  }))
+  return db.transaction(() => {
+    const rows = statements.pending.all({ batch })
+    for (const row of rows) {
+      if (row.indexedKey !== null) statements.drop.run(row.indexedKey)
+      statements.write.run(row.threadSeq)
+      statements.done.run({ threadSeq: row.threadSeq })
+    }
+    return rows.length
+  })
+}
+
+/**
+ * Keeps the index current in the background: every `intervalMs`, rewrites the pending documents in batches,
+ * yielding between them so requests are not held up. Searches need not wait for it (they flush first).
+ */
+export function startSearchIndexer(db: Db, log: Logger, intervalMs = 1000, batch = 16): { stop(): void } {
+  let timer: Timer | undefined
+  let stopped = false
+  const run = async () => {
+    try {
+      while (!stopped && flushSearchIndex(db, batch) === batch) await new Promise((resolve) => setImmediate(resolve))
+    } catch (error) {
+      log.error('search index update failed', { error: String(error) })
+    }
+    if (!stopped) timer = setTimeout(run, intervalMs)
+  }
+  timer = setTimeout(run, intervalMs)
+  return {
+    stop() {
+      stopped = true
+      clearTimeout(timer)
+    },
+  }
 }

@@ -25,7 +25,7 @@ export const threads = sqliteTable(
     isPrivate: integer({ mode: 'boolean' }).notNull().default(false),
     archived: integer({ mode: 'boolean' }).notNull().default(false),
     createdAt: integer().notNull(),
-    /** Never earlier than any update before it: the triggers in 0005_update_order.sql hold it back. */
+    /** Never earlier than any update before it: the triggers in db/migrations/0006_deferred_search.sql hold it back. */
     updatedAt: integer().notNull(),
     /**
      * The order of updates, written by the triggers on every write of `updated_at`: the `updated_at`
@@ -43,6 +43,16 @@ export const threads = sqliteTable(
     index('threads_owner_created_idx').on(t.ownerId, t.createdAt, t.id),
   ],
 )
+
+/**
+ * Threads whose search document is behind: the triggers add a thread here on every write of `updated_at`,
+ * and src/threads/search.ts rewrites its document later, in batches, and before any search reads the index.
+ * `indexedKey` is the key of the document the index still holds for it (none for a new thread).
+ */
+export const searchPending = sqliteTable('search_pending', {
+  threadSeq: integer().primaryKey(),
+  indexedKey: integer(),
+})
 
 export const messages = sqliteTable(
   'messages',

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
 
-test('0005 numbers existing threads in updated_at order and indexes their text', () => {
+test('0005 numbers existing threads in updated_at order and indexes their text; 0006 marks later writes', () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-migrations-'))
   try {
     const before = join(dir, 'before')
@@ -56,6 +56,10 @@ test('0005 numbers existing threads in updated_at order and indexes their text',
       update_seq: 4,
       updated_at: 300,
     })
+    // 0006: the write marks the thread's document for rewriting, under the key the index holds for it.
+    expect(sqlite.query('select thread_seq, indexed_key from search_pending').all()).toEqual([
+      { thread_seq: 2, indexed_key: 2 ** 40 + (1099511627775 - 1) },
+    ])
     sqlite.close()
   } finally {
     rmSync(dir, { recursive: true, force: true })

@@ -1,6 +1,7 @@
 // Chaos: SIGKILL the real server at random points while clients create threads, send messages and
 // stream answers. After each restart every request answered 2xx is durable, every accepted message is
-// answered (or its thread is in `error`), no thread is stuck, and SQLite reports no corruption.
+// answered (or its thread is in `error`), no thread is stuck, no search document is stale, and SQLite
+// reports no corruption.
 import { Database } from 'bun:sqlite'
 import { expect, test } from 'bun:test'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
@@ -92,6 +93,13 @@ test('SIGKILL at random points loses nothing that was acknowledged', async () =>
         return busy.n === 0
       }, 30_000)
       expect(db.query('pragma integrity_check').get()).toEqual({ integrity_check: 'ok' })
+      // Search documents left pending by the crashes are rewritten by the running server, none left stale:
+      // every thread (each was created saying "round") has exactly one document, under its current key.
+      await until(() => (db.query('select count(*) as n from search_pending').get() as { n: number }).n === 0, 30_000)
+      const keys = (sql: string) => (db.query(sql).all() as { key: number }[]).map((row) => row.key)
+      expect(
+        keys(`select rowid as key from thread_search where thread_search match 'body : "round"' order by rowid`),
+      ).toEqual(keys('select (organization_id << 40) | (1099511627775 - update_seq) as key from threads order by key'))
       expect(db.query("select count(*) as n from generations where status in ('queued', 'running')").get()).toEqual({
         n: 0,
       })

@@ -2,6 +2,7 @@
 // reads the organization's key range of thread documents, most recently updated first), so the HTTP
 // comparison measures the framework and not a different plan. Parameters: ?1–?3 the caller (see
 // baseline.ts), ?4 the limit, ?5 the FTS5 query, ?6 the highest update_seq wanted (a cursor's, minus one).
+// searchFlusher is the app's index upkeep, for the baseline and the raw-insert reference.
 import type { Database } from 'bun:sqlite'
 import { documentColumns } from '../src/threads/search'
 

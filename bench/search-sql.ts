@@ -40,7 +40,7 @@ export function searchFlusher(sqlite: Database): (batch?: number) => number {
     `insert into thread_search (rowid, body, owner) select ${documentColumns} from threads t where t.seq = ?`,
   )
   const done = sqlite.query('delete from search_pending where thread_seq = ?')
-  return sqlite.transaction((batch = -1) => {
+  const flush = sqlite.transaction((batch: number) => {
     const rows = pending.all(batch)
     for (const row of rows) {
       if (row.indexedKey !== null) drop.run(row.indexedKey)
@@ -49,4 +49,5 @@ export function searchFlusher(sqlite: Database): (batch?: number) => number {
     }
     return rows.length
   })
+  return (batch = -1) => (pending.get(1) === null ? 0 : flush(batch))
 }

@@ -140,6 +140,8 @@ export function flushSearchIndex(db: Db, batch = -1): number {
       `insert into thread_search (rowid, body, owner) select ${documentColumns} from threads t where t.seq = ?`,
     ),
   }))
+  // Searches call this on every request: with nothing pending (the usual case) no transaction is opened.
+  if (statements.pending.get({ batch: 1 }) === undefined) return 0
   return db.transaction(() => {
     const rows = statements.pending.all({ batch })
     for (const row of rows) {

@@ -121,7 +121,27 @@ function findVisibleThread(db: Db, caller: Caller, threadId: string): ThreadRow 
       .where(and(eq(threads.id, sql.placeholder('threadId')), visibleTo(caller.sees)))
       .prepare(),
   )
-  return statement.get({ threadId, ...callerValues(caller) })
+  const values = statement.values({ threadId, organizationId: caller.organizationId, userId: caller.userId })[0]
+  return values && threadRowOf(values)
+}
+
+/**
+ * A row of `threadColumns` from Drizzle's positional `.values()`, in that object's order. The by-id lookup
+ * runs on nearly every API request, and Drizzle's generic row mapping cost it about a quarter of its time.
+ */
+function threadRowOf(values: unknown[]): ThreadRow {
+  return {
+    id: values[0] as string,
+    name: values[1] as string | null,
+    state: values[2] as ThreadRow['state'],
+    isPrivate: values[3] === 1,
+    archived: values[4] === 1,
+    ownerId: values[5] as number,
+    ownerSub: values[6] as string,
+    ownerName: values[7] as string | null,
+    createdAt: values[8] as number,
+    updatedAt: values[9] as number,
+  }
 }
 
 /** The thread, or 404 when it does not exist for this caller (private, other organization, or unknown). */

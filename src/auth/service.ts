@@ -147,6 +147,7 @@ export function revokePersonalAccessToken(db: Db, userId: number, tokenId: numbe
   return result !== undefined
 }
 
+// tokenRowOf reads the token lookup's columns by position: keep this order in step with it.
 function callerQuery(db: Db) {
   return db
     .select({

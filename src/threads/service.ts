@@ -59,6 +59,7 @@ function visibleTo(sees: Caller['sees'], indexed = true): SQL {
 
 const callerValues = (caller: Caller) => ({ organizationId: caller.organizationId, userId: caller.userId })
 
+// threadRowOf reads these by position: keep its order in step.
 const threadColumns = {
   id: threads.id,
   name: threads.name,
@@ -121,7 +122,7 @@ function findVisibleThread(db: Db, caller: Caller, threadId: string): ThreadRow 
       .where(and(eq(threads.id, sql.placeholder('threadId')), visibleTo(caller.sees)))
       .prepare(),
   )
-  const values = statement.values({ threadId, organizationId: caller.organizationId, userId: caller.userId })[0]
+  const values = statement.values({ threadId, ...callerValues(caller) })[0]
   return values && threadRowOf(values)
 }
 

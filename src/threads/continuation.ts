@@ -10,7 +10,7 @@ import { conflict } from '../shared/errors'
 import { newId } from '../shared/ids'
 import { escapeMarkdown } from '../web/markdown'
 import type { ThreadsModel } from './model'
-import { insertMessage, type Links, requireVisibleThread, touchThread } from './service'
+import { insertMessage, type Links, requireVisibleThread } from './service'
 import { messages, threads } from './threads.table'
 
 /** How many of the old thread's last messages the extract quotes. */
@@ -132,7 +132,6 @@ export function continueThread(
       { threadId: newThreadId, role: 'summary', contents: [{ type: 'text', text }] },
       now,
     )
-    touchThread(db, newThreadId, now)
     return { thread_id: newThreadId, message_id: messageId }
   })
 }

@@ -492,25 +492,11 @@ export function createThread(
         updatedAt: now,
       })
       .run()
-    if (body.text === undefined) return { thread_id: threadId, message_id: null }
-    const messageId = insertUserMessage(db, threadId, [{ type: 'text', text: body.text }], now)
-    touchThread(db, threadId, now)
+    // The insert marked the thread's search document pending; it is written later from the committed rows.
+    const messageId =
+      body.text === undefined ? null : insertUserMessage(db, threadId, [{ type: 'text', text: body.text }], now)
     return { thread_id: threadId, message_id: messageId }
   })
-}
-
-/**
- * Writes `updated_at`, which (by the triggers in 0006_deferred_search.sql) also moves the thread to the
- * front of the update order and marks its search document for rewriting: call it after changing its messages.
- */
-export function touchThread(db: Db, threadId: string, now: number): void {
-  prepared(db, 'thread:touch', () =>
-    db
-      .update(threads)
-      .set({ updatedAt: sql`${sql.placeholder('now')}` })
-      .where(eq(threads.id, sql.placeholder('threadId')))
-      .prepare(),
-  ).run({ threadId, now })
 }
 
 /**
@@ -528,11 +514,6 @@ export function sendMessage(
   return db.transaction(() => {
     const thread = requireOwnedThread(db, caller, threadId, 'send messages to it')
     const blocks = attachmentBlocks(db, threadId, body.attachment_ids)
-    const busy = () => conflict(`The thread is ${thread.state}; a new message is accepted only in ready`)
-    // Refused before any write; the conditional update below stays the lock.
-    if (thread.state !== 'ready') throw busy()
-    // The message goes in first so that the state update, which writes updated_at, indexes it.
-    const messageId = insertUserMessage(db, threadId, [{ type: 'text', text: body.text }, ...blocks], now)
     const moved = prepared(db, 'thread:claim', () =>
       db
         .update(threads)
@@ -541,8 +522,8 @@ export function sendMessage(
         .returning({ id: threads.id })
         .prepare(),
     ).get({ threadId, now })
-    if (!moved) throw busy()
-    return { message_id: messageId }
+    if (!moved) throw conflict(`The thread is ${thread.state}; a new message is accepted only in ready`)
+    return { message_id: insertUserMessage(db, threadId, [{ type: 'text', text: body.text }, ...blocks], now) }
   })
 }
 

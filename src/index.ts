@@ -10,6 +10,7 @@ import { describeProvider, providerSettings } from './generation/settings'
 import { createLogger } from './shared/log'
 import { systemClock } from './shared/time'
 import { startSearchIndexer } from './threads/search'
+import { startUpkeep } from './upkeep'
 
 let config: ReturnType<typeof loadConfig>
 try {
@@ -38,6 +39,7 @@ const app = createApp({ db, config, runner, inspector, clock: systemClock, log, 
 app.decorator.engine.recover()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
 const indexer = startSearchIndexer(db, log)
+const upkeep = startUpkeep(db, systemClock, log)
 app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60 })
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
 
@@ -54,6 +56,7 @@ async function shutdown(signal: string): Promise<void> {
   await app.stop(true)
   await closing
   indexer.stop()
+  upkeep.stop()
   db.$client.close()
   process.exit(0)
 }

@@ -1,5 +1,5 @@
 // Browser sessions: a random cookie value, stored only as its SHA-256, that expires after 30 days unused.
-import { and, eq, isNull, ne } from 'drizzle-orm'
+import { and, eq, isNull, lte, ne } from 'drizzle-orm'
 import type { Db } from '../db/client'
 import { generateSecret, hashSecret, verifyPassword } from '../shared/security'
 import { organizations, type Role, users } from './auth.table'
@@ -91,6 +91,11 @@ export function invalidateOtherSessions(db: Db, userId: number, keepToken: strin
   db.delete(sessions)
     .where(and(eq(sessions.userId, userId), ne(sessions.tokenHash, hashSecret(keepToken))))
     .run()
+}
+
+/** Deletes sessions past their expiry that nobody presented again (those that are presented go at once). */
+export function deleteExpiredSessions(db: Db, now: number): number {
+  return db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }).all().length
 }
 
 /** What a successful sign-in opens, and whether the person must first replace a one-time password. */

@@ -1,12 +1,19 @@
 // Access and refresh tokens: their lifetimes, issuing a pair under a grant, and turning an access token into
 // the same Caller a personal access token gives, so every API endpoint accepts both.
-import { and, eq, isNull, sql } from 'drizzle-orm'
+import { and, eq, isNotNull, isNull, lte, or, sql } from 'drizzle-orm'
 import { organizations, users } from '../auth/auth.table'
 import type { Caller, Scope } from '../auth/model'
 import { callerOf } from '../auth/service'
 import type { Db } from '../db/client'
 import { generateSecret, hashSecret } from '../shared/security'
-import { oauthAccessTokens, oauthClients, oauthGrants, oauthRefreshTokens } from './oauth.table'
+import {
+  oauthAccessTokens,
+  oauthAuthorizationCodes,
+  oauthClients,
+  oauthGrants,
+  oauthRefreshTokens,
+  oauthRegistrationTokens,
+} from './oauth.table'
 
 export const accessTokenPrefix = 'tho_'
 export const refreshTokenPrefix = 'thr_'
@@ -126,4 +133,49 @@ export function resolveOAuthAccessToken(db: Db, token: string, now: number): Cal
     db.update(oauthClients).set({ lastUsedAt: now }).where(eq(oauthClients.id, row.clientId)).run()
   }
   return callerOf(row, `grant:${row.grantId}`)
+}
+
+export interface DeletedOAuthRows {
+  grants: number
+  codes: number
+  accessTokens: number
+  refreshTokens: number
+  registrationTokens: number
+}
+
+/**
+ * Deletes what can no longer be used, so a client that refreshes every hour does not grow the tables forever.
+ * As node-oidc-provider's storage does, a token is kept until its own expiry: a used refresh token until then, so
+ * that presenting it again still revokes its grant. A used authorization code is kept while its grant lives, for
+ * the same reason (RFC 6749 §4.1.2); codes are few, one per approval. A revoked or expired grant goes with
+ * everything issued under it.
+ */
+export function deleteExpiredOAuthRows(db: Db, now: number): DeletedOAuthRows {
+  return db.transaction((tx) => ({
+    grants: tx
+      .delete(oauthGrants)
+      .where(or(isNotNull(oauthGrants.revokedAt), lte(oauthGrants.expiresAt, now)))
+      .returning({ id: oauthGrants.id })
+      .all().length,
+    codes: tx
+      .delete(oauthAuthorizationCodes)
+      .where(and(isNull(oauthAuthorizationCodes.usedAt), lte(oauthAuthorizationCodes.expiresAt, now)))
+      .returning({ id: oauthAuthorizationCodes.id })
+      .all().length,
+    accessTokens: tx
+      .delete(oauthAccessTokens)
+      .where(lte(oauthAccessTokens.expiresAt, now))
+      .returning({ id: oauthAccessTokens.id })
+      .all().length,
+    refreshTokens: tx
+      .delete(oauthRefreshTokens)
+      .where(lte(oauthRefreshTokens.expiresAt, now))
+      .returning({ id: oauthRefreshTokens.id })
+      .all().length,
+    registrationTokens: tx
+      .delete(oauthRegistrationTokens)
+      .where(or(isNotNull(oauthRegistrationTokens.usedAt), lte(oauthRegistrationTokens.expiresAt, now)))
+      .returning({ id: oauthRegistrationTokens.id })
+      .all().length,
+  }))
 }

@@ -1,0 +1,121 @@
+// The expired-row sweep: what can no longer be used is deleted, and nothing that still works or still guards
+// against a replay is.
+import { expect, test } from 'bun:test'
+import { count, eq } from 'drizzle-orm'
+import type { SQLiteTable } from 'drizzle-orm/sqlite-core'
+import { personalAccessTokens, users } from '../src/auth/auth.table'
+import { sessions } from '../src/auth/sessions.table'
+import {
+  oauthAccessTokens,
+  oauthAuthorizationCodes,
+  oauthGrants,
+  oauthRefreshTokens,
+  oauthRegistrationTokens,
+} from '../src/oauth/oauth.table'
+import { createRegistrationToken } from '../src/oauth/service'
+import { silentLogger } from '../src/shared/log'
+import { startUpkeep, sweepExpired } from '../src/upkeep'
+import { type Harness, harness, ManualClock } from './helpers'
+import { approve, postOAuth, publicGrant, register, signedIn } from './oauth-helpers'
+
+const minute = 60_000
+const day = 24 * 60 * minute
+
+function rowCounts(h: Harness) {
+  const rows = (table: SQLiteTable) => h.db.select({ n: count() }).from(table).get()?.n
+  return {
+    sessions: rows(sessions),
+    grants: rows(oauthGrants),
+    codes: rows(oauthAuthorizationCodes),
+    accessTokens: rows(oauthAccessTokens),
+    refreshTokens: rows(oauthRefreshTokens),
+    registrationTokens: rows(oauthRegistrationTokens),
+    personalAccessTokens: rows(personalAccessTokens),
+  }
+}
+
+/** A session, a refreshed grant, a revoked grant, an unused code and a registration token, all at once. */
+async function everything(h: Harness, clock: ManualClock) {
+  const client = await register(h)
+  const { browser, user } = await signedIn(h)
+  const live = await publicGrant(h, browser, client.client_id)
+  const refresh = (refreshToken: string) =>
+    postOAuth(h, '/oauth/token', {
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: client.client_id,
+    })
+  const refreshed = await refresh(live.body.refresh_token)
+  expect(refreshed.status).toBe(200)
+  const revoked = await publicGrant(h, browser, client.client_id)
+  const revocation = await postOAuth(h, '/oauth/token/revoke', {
+    token: revoked.body.refresh_token,
+    client_id: client.client_id,
+  })
+  expect(revocation.status).toBe(200)
+  await approve(browser, { clientId: client.client_id })
+  const member = h.db.select().from(users).where(eq(users.id, user.id)).get()
+  if (!member) throw new Error('the signed-in user is missing')
+  createRegistrationToken(h.db, member, clock.now())
+  return { browser, user, live, refreshed, refresh }
+}
+
+test('an hour on, the sweep deletes expired tokens and dead grants but keeps what still guards a replay', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  const { browser, user, live, refreshed, refresh } = await everything(h, clock)
+  expect(rowCounts(h)).toEqual({
+    sessions: 1,
+    grants: 2,
+    codes: 3,
+    accessTokens: 3,
+    refreshTokens: 3,
+    registrationTokens: 1,
+    personalAccessTokens: 1,
+  })
+
+  clock.advance(61 * minute)
+  expect(sweepExpired(h.db, clock.now())).toEqual({
+    sessions: 0,
+    grants: 1,
+    codes: 1,
+    accessTokens: 2,
+    refreshTokens: 0,
+    registrationTokens: 1,
+  })
+  // The live grant keeps both refresh tokens and its used code; the revoked grant took its own rows with it.
+  expect(rowCounts(h)).toEqual({
+    sessions: 1,
+    grants: 1,
+    codes: 1,
+    accessTokens: 0,
+    refreshTokens: 2,
+    registrationTokens: 0,
+    personalAccessTokens: 1,
+  })
+  expect((await browser.get('/settings/api/session')).status).toBe(200)
+  expect((await h.call('GET', '/api/v1/me', { token: user.token })).status).toBe(200)
+
+  // The rotated refresh token was kept until its expiry, so presenting it again still revokes the grant.
+  const replay = await refresh(live.body.refresh_token)
+  expect(replay.body.error).toBe('invalid_grant')
+  expect((await refresh(refreshed.body.refresh_token)).body.error).toBe('invalid_grant')
+})
+
+test('thirty days on, only the people, their personal access tokens and the clients are left', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  await everything(h, clock)
+  clock.advance(30 * day + minute)
+  // Started, the upkeep sweeps at once, before its first interval.
+  startUpkeep(h.db, clock, silentLogger).stop()
+  expect(rowCounts(h)).toEqual({
+    sessions: 0,
+    grants: 0,
+    codes: 0,
+    accessTokens: 0,
+    refreshTokens: 0,
+    registrationTokens: 0,
+    personalAccessTokens: 1,
+  })
+})

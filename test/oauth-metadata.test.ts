@@ -33,7 +33,7 @@ test('protected resource metadata (RFC 9728) for the host and for /api/v1', asyn
   const common = {
     authorization_servers: [base],
     scopes_supported: ['threads:read', 'threads:read:own', 'threads:write'],
-    bearer_methods_supported: ['header'],
+    bearer_methods_supported: ['header', 'query'],
     resource_name: 'Threadhouse API',
     resource_documentation: `${base}/swagger`,
   }
@@ -59,9 +59,14 @@ test('every API 401 carries a Bearer challenge with resource_metadata', async ()
   }
 })
 
-test('browser clients on other origins may call the token endpoints (CORS preflight)', async () => {
+test('browser clients on other origins may call discovery and the token endpoints (CORS preflight)', async () => {
   await using h = await harness()
-  for (const path of ['/oauth/token', '/oauth/token/revoke', '/oauth/register']) {
+  const discovery = [
+    '/.well-known/oauth-authorization-server',
+    '/.well-known/oauth-protected-resource',
+    '/.well-known/oauth-protected-resource/api/v1',
+  ]
+  for (const path of ['/oauth/token', '/oauth/token/revoke', '/oauth/register', ...discovery]) {
     const response = await h.app.handle(
       new Request(`${base}${path}`, {
         method: 'OPTIONS',

@@ -164,6 +164,8 @@ test('with OAUTH_OPEN_REGISTRATION=false only registration tokens work', async (
   const open = await h.call('POST', '/oauth/register', { body })
   expect(open.status).toBe(401)
   expect(open.body.error).toBe('invalid_token')
+  // No token was sent, so the challenge names no error (RFC 6750 §3.1).
+  expect(open.headers.get('www-authenticate')).toBe('Bearer realm="threadhouse"')
   const token = createRegistrationToken(h.db, { id: member.id, organizationId: orgOf(h, member.id) }, Date.now()).token
   const withToken = await h.call('POST', '/oauth/register', { body, headers: { authorization: `Bearer ${token}` } })
   expect(withToken.status).toBe(201)

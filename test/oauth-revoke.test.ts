@@ -97,4 +97,7 @@ test('failed client authentication is still 401 invalid_client; a missing token 
   )
   expect(missing.status).toBe(400)
   expect(missing.body.error).toBe('invalid_request')
+  // The fields the specification shows work for a client registered for Basic.
+  const inForm = { token: 'tho_x', client_id: confidential.client_id, client_secret: confidential.client_secret }
+  expect((await postOAuth(h, '/oauth/token/revoke', inForm)).status).toBe(200)
 })

@@ -85,12 +85,17 @@ export class InvalidClientMetadata extends OAuthError {
   }
 }
 
-/** A registration token that is unknown, used or expired, or none where one is required (RFC 6750 §3.1). */
+/**
+ * A registration token that is unknown, used or expired, or none where one is required. Per RFC 6750 §3.1 the
+ * challenge names the error only when a token was sent.
+ */
 export class InvalidToken extends OAuthError {
-  constructor(description: string) {
-    super('invalid_token', description, 401, {
-      'www-authenticate': `Bearer realm="threadhouse", error="invalid_token", error_description="${description.replaceAll('"', "'")}"`,
-    })
+  constructor(description: string, tokenSent: 'token sent' | 'no token') {
+    const error =
+      tokenSent === 'token sent'
+        ? `, error="invalid_token", error_description="${description.replaceAll('"', "'")}"`
+        : ''
+    super('invalid_token', description, 401, { 'www-authenticate': `Bearer realm="threadhouse"${error}` })
   }
 }
 

@@ -39,7 +39,8 @@ export function protectedResourceMetadata(
     resource: `${publicUrl}${path}`,
     authorization_servers: [publicUrl],
     scopes_supported: [...scopes],
-    bearer_methods_supported: ['header'],
+    // The query form serves clients that cannot set headers, such as a browser's EventSource (RFC 6750 §2.3).
+    bearer_methods_supported: ['header', 'query'],
     resource_name: 'Threadhouse API',
     resource_documentation: `${publicUrl}/swagger`,
   }

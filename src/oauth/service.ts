@@ -216,7 +216,12 @@ function parseBasic(header: string): { id: string; secret: string } | null {
   }
 }
 
-/** Identifies and authenticates the client, enforcing the authentication method it registered. */
+/**
+ * Identifies and authenticates the client. A confidential client proves its secret in a Basic header or in the
+ * form, whichever method it registered: the specification's request shapes send `client_id` and
+ * `client_secret` as fields, RFC 6749 §2.3.1 allows both, and some MCP clients pick Basic whenever it is
+ * advertised. A public client sends its `client_id` alone.
+ */
 export function authenticateClient(deps: OAuthDeps, { form, authorization }: ClientRequest): Client {
   const usesBasic = authorization !== null && /^basic\s/i.test(authorization)
   const basic = usesBasic ? parseBasic(authorization) : null
@@ -234,11 +239,11 @@ export function authenticateClient(deps: OAuthDeps, { form, authorization }: Cli
   if (!clientId) throw new InvalidClient('Client authentication is required: send client_id', attempted)
   const client = findClient(deps.db, clientId, deps.publicUrl, deps.clock.now())
   if (!client) throw new InvalidClient('Client authentication failed', attempted)
-  if (client.authMethod !== attempted) {
-    throw new InvalidClient(
-      `Client authentication failed: this client is registered for ${client.authMethod}, not ${attempted}`,
-      attempted,
-    )
+  if (isPublic(client) !== (attempted === 'none')) {
+    const expected = isPublic(client)
+      ? 'this is a public client: send client_id alone, without a secret'
+      : 'this is a confidential client: send its client_secret, in a Basic header or the form'
+    throw new InvalidClient(`Client authentication failed: ${expected}`, attempted)
   }
   if (isPublic(client)) return client
   const secret = basic?.secret ?? bodySecret ?? ''
@@ -448,7 +453,8 @@ export function createRegistrationToken(
 function bearerOf(authorization: string | null): string | null {
   if (authorization === null) return null
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
-  if (!match?.[1]) throw new InvalidToken('The Authorization header must be "Bearer <registration token>"')
+  if (!match?.[1])
+    throw new InvalidToken('The Authorization header must be "Bearer <registration token>"', 'token sent')
   return match[1]
 }
 
@@ -463,9 +469,12 @@ export function registerClient(deps: OAuthDeps, request: RegistrationRequest): O
       .from(oauthRegistrationTokens)
       .where(and(eq(oauthRegistrationTokens.tokenHash, hashSecret(token)), usable))
       .get()
-    if (!found) throw new InvalidToken('The registration token is invalid, expired or already used')
+    if (!found) throw new InvalidToken('The registration token is invalid, expired or already used', 'token sent')
   } else if (!request.openRegistration) {
-    throw new InvalidToken('Open registration is disabled: register with a registration token from a member')
+    throw new InvalidToken(
+      'Open registration is disabled: register with a registration token from a member',
+      'no token',
+    )
   }
   const metadata = validateClientMetadata(request.body)
   const created = deps.db.transaction((tx) => {
@@ -492,7 +501,7 @@ export function registerClient(deps: OAuthDeps, request: RegistrationRequest): O
       now,
     )
   })
-  if (!created) throw new InvalidToken('The registration token is invalid, expired or already used')
+  if (!created) throw new InvalidToken('The registration token is invalid, expired or already used', 'token sent')
   const body = clientInformation(created.client)
   if (created.secret === null) return body
   return { ...body, client_secret: created.secret, client_secret_expires_at: 0 }

@@ -119,3 +119,16 @@ test('threads:read:own is accepted where threads:read is, but only the user’s 
   const ownerView = await h.call('GET', '/api/v1/threads', { token: owner.token })
   expect(ownerView.body.data.map((t: { name: string }) => t.name).sort()).toEqual(['mine', 'private', 'public'])
 })
+
+test('the token and the scope are checked before the request itself: 401 and 403 come before 400', async () => {
+  await using h = await harness()
+  const readOnly = (await h.user({ scopes: ['threads:read'] })).token
+  const badQuery = await h.call('GET', '/api/v1/threads?limit=0')
+  expect(badQuery.status).toBe(401)
+  expect((await h.call('GET', '/api/v1/threads/not-a-uuid', { token: 'thp_unknown' })).status).toBe(401)
+  const badBody = await h.call('POST', '/api/v1/threads', { token: readOnly, body: { bogus: 1 } })
+  expect(badBody.status).toBe(403)
+  expect(badBody.body.required_scope).toBe('threads:write')
+  // With a valid token and the scope, the request's own problems are answered.
+  expect((await h.call('GET', '/api/v1/threads?limit=0', { token: readOnly })).status).toBe(400)
+})

@@ -65,16 +65,23 @@ export function checkScope(caller: Caller, requirement: Requirement, publicUrl: 
   )
 }
 
+// The caller of each request, from the scope check (before validation) to the route (after it).
+const callers = new WeakMap<Request, Caller>()
+
 export const auth = (deps: AuthDeps) =>
   new Elysia({ name: 'auth' }).use(bearer()).macro({
     scope: (requirement: Requirement) => ({
       detail: { security: [{ bearer: [] }], 'x-required-scope': requirement === 'any' ? null : requirement },
-      resolve({ bearer }) {
+      // Elysia validates params, query and body between `transform` and `resolve`. Authenticating in
+      // `transform` means a request without a valid token, or without the scope, gets its 401 or 403 and
+      // learns nothing about what the route would accept.
+      transform({ bearer, request }) {
         const caller = resolveCaller(deps, bearer)
         deps.tokenLimiter?.take(caller.credential)
         checkScope(caller, requirement, deps.publicUrl)
-        return { caller }
+        callers.set(request, caller)
       },
+      resolve: ({ request }) => ({ caller: callers.get(request) as Caller }),
     }),
   })
 

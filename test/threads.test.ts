@@ -307,6 +307,10 @@ describe('feedback', () => {
       body: { positive: true, feedback_text: 'x'.repeat(1025) },
     })
     expect(tooLong.status).toBe(400)
+    // Characters, not UTF-16 units: 1024 emoji fit, 1025 do not.
+    const emoji = (count: number) => ({ positive: true, feedback_text: '👍'.repeat(count) })
+    expect((await h.call('POST', path, { token: owner.token, body: emoji(1024) })).status).toBe(204)
+    expect((await h.call('POST', path, { token: owner.token, body: emoji(1025) })).status).toBe(400)
     expect((await h.call('POST', path, { token: owner.token, body: { feedback_text: 'no rating' } })).status).toBe(400)
     const onUserMessage = await h.call('POST', `/api/v1/threads/${thread_id}/messages/${message_id}/feedback`, {
       token: owner.token,

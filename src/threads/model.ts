@@ -5,6 +5,8 @@ import { AuthModel } from '../auth/model'
 
 const uuid = (description?: string) => t.String({ format: 'uuid', description })
 const timestamp = (description: string) => t.String({ format: 'date-time', description })
+/** The specification's limit on feedback_text, in characters. */
+export const feedbackTextMaxChars = 1024
 
 export namespace ThreadsModel {
   export const threadState = t.Union(
@@ -157,7 +159,8 @@ export namespace ThreadsModel {
   export const feedbackBody = t.Object(
     {
       positive: t.Boolean({ description: 'true = thumbs up, false = thumbs down.' }),
-      feedback_text: t.Optional(t.String({ maxLength: 1024 })),
+      // Not maxLength, which counts UTF-16 units: service.ts counts characters (code points).
+      feedback_text: t.Optional(t.String({ description: `At most ${feedbackTextMaxChars} characters (code points).` })),
     },
     { additionalProperties: false, examples: [{ positive: false, feedback_text: 'Missed the question' }] },
   )

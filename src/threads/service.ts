@@ -9,7 +9,7 @@ import { generations } from '../generation/generations.table'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
 import { toIso } from '../shared/time'
-import type { ThreadsModel } from './model'
+import { feedbackTextMaxChars, type ThreadsModel } from './model'
 import {
   documentOrder,
   documentsMatching,
@@ -535,6 +535,9 @@ export function submitFeedback(
   body: ThreadsModel.feedbackBody,
   now: number,
 ): void {
+  if (body.feedback_text !== undefined && [...body.feedback_text].length > feedbackTextMaxChars) {
+    throw invalidRequest(`feedback_text may have at most ${feedbackTextMaxChars} characters`)
+  }
   requireVisibleThread(db, caller, threadId)
   const message = db
     .select({ role: messages.role })

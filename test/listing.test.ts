@@ -240,6 +240,9 @@ describe('search', () => {
     expect(await names('nothing-like-this')).toEqual([])
     expect(await names('"basil" OR NEAR(')).toEqual([])
     expect(await names('***')).toEqual([])
+    // A blank q is no filter; only the first 16 words count.
+    expect(await names('  ')).toEqual(['Basil the cat', 'Travel', 'Kitchen', 'Garden plans'])
+    expect(await names(`${'basil '.repeat(16)}absent`)).toEqual(['Basil the cat', 'Kitchen', 'Garden plans'])
     expect(await names('basil', '&sort_by=created_at&sort_dir=asc')).toEqual([
       'Garden plans',
       'Kitchen',

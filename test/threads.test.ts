@@ -87,6 +87,19 @@ describe('POST /threads', () => {
     expect(reply.status).toBe(400)
     expect(reply.body.error).toBe('invalid_request')
   })
+
+  test('the body must be a JSON object: no body, null, a number or an array is 400', async () => {
+    await using h = await harness()
+    const owner = await h.user()
+    for (const body of [undefined, 'null', '5', 'true', '[]']) {
+      const reply = await h.call('POST', '/api/v1/threads', { token: owner.token, body })
+      expect({ status: reply.status, body: reply.body }).toEqual({
+        status: 400,
+        body: { error: 'invalid_request', message: 'The body must be a JSON object' },
+      })
+    }
+    expect((await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).status).toBe(201)
+  })
 })
 
 describe('state machine', () => {

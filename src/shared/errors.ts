@@ -33,6 +33,7 @@ function describeValidation(error: { type?: string; all?: ValidationIssue[] }): 
   const where = error.type === 'body' ? 'body' : (error.type ?? 'request')
   if (!first) return `Invalid ${where}`
   const field = first.path ? first.path.replace(/^\//, '').replaceAll('/', '.') : ''
+  if (where === 'body' && !field && first.message === 'Expected object') return 'The body must be a JSON object'
   const message = first.summary ?? first.message ?? 'is invalid'
   if (first.message === 'Unexpected property' || /additional/i.test(first.message ?? '')) {
     return `Unknown ${where} property "${field}"`

@@ -47,7 +47,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         description:
           'Keyset pagination: pass the previous page’s `last_id` as `after`, with the same `sort_by`, ' +
           '`sort_dir` and filters. `limit` above 200 is clamped to 200. `q` matches threads whose name and ' +
-          'active messages together contain every word of `q`; results keep the requested sort order. A token with only ' +
+          'active messages together contain every word of `q` (the first 16 words; a blank `q` is no filter); ' +
+          'results keep the requested sort order. A token with only ' +
           '`threads:read:own` lists only its user’s own threads.',
       },
     })
@@ -73,7 +74,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
           description:
             'With `text`, the thread starts in `waiting` and an answer is generated at once. Without it, the ' +
             'thread is created `ready` and empty, and `message_id` is null. Threadhouse never answers 409 here: ' +
-            'every valid request creates a new thread.',
+            'every valid request creates a new thread. The body must be a JSON object: `{}` at least.',
         },
       },
     )

@@ -126,7 +126,7 @@ export namespace ThreadsModel {
     {
       text: t.Optional(t.String({ minLength: 1, description: 'Initial message; when omitted the thread is empty.' })),
       name: t.Optional(t.Nullable(t.String({ maxLength: 500 }))),
-      is_private: t.Optional(t.Boolean({ default: false })),
+      is_private: t.Optional(t.Boolean({ description: 'true: only the owner can see the thread (default false).' })),
     },
     { additionalProperties: false, examples: [{ name: 'Trip', text: 'Plan a weekend in Lyon' }] },
   )

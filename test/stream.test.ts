@@ -105,6 +105,24 @@ test('Last-Event-ID resumes without gaps or duplicates, live and after the end',
   expect(tokensOf(whole)).toBe('abcdefghi!')
 })
 
+test('a resume past the text so far (an answer regenerated after a restart) gets only what lies beyond it', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner })
+  const owner = await h.user()
+  const { job, path } = await started(runner, h, owner.token)
+  job.token('abc')
+  const resumed = await openStream(h, path, owner.token, { 'last-event-id': '5' })
+  job.token('d')
+  job.token('efgh')
+  job.token('ij')
+  job.done()
+  expect((await collect(resumed.events)).map((e) => [e.event, e.id, e.data])).toEqual([
+    ['token', '8', JSON.stringify({ token: 'fgh' })],
+    ['token', '10', JSON.stringify({ token: 'ij' })],
+    ['done', '10', '{}'],
+  ])
+})
+
 test('a failure ends the stream with an error event after the partial answer', async () => {
   const runner = new ScriptedRunner()
   await using h = await harness({ runner })

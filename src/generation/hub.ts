@@ -16,9 +16,15 @@ export interface Subscription {
 class LiveAnswer implements Subscription {
   text = ''
   readonly listeners = new Set<Listener>()
+  /**
+   * Listeners that resumed past the end of the text so far, and where each is. After a restart the answer is
+   * generated again from the start, and a client resuming at offset 5 must not get the first 5 characters twice.
+   */
+  readonly ahead = new Map<Listener, number>()
 
   leave(listener: Listener): void {
     this.listeners.delete(listener)
+    this.ahead.delete(listener)
   }
 }
 
@@ -43,7 +49,19 @@ export class Hub {
     const answer = this.live.get(messageId)
     if (!answer || token === '') return
     answer.text += token
-    for (const listener of answer.listeners) listener.token(token, answer.text.length)
+    const end = answer.text.length
+    if (answer.ahead.size === 0) {
+      for (const listener of answer.listeners) listener.token(token, end)
+      return
+    }
+    for (const listener of answer.listeners) {
+      const from = answer.ahead.get(listener)
+      if (from === undefined) listener.token(token, end)
+      else if (end > from) {
+        answer.ahead.delete(listener)
+        listener.token(answer.text.slice(from), end)
+      }
+    }
   }
 
   /**
@@ -54,6 +72,7 @@ export class Hub {
     const answer = this.live.get(messageId)
     if (!answer) return null
     if (offset < answer.text.length) listener.token(answer.text.slice(offset), answer.text.length)
+    else if (offset > answer.text.length) answer.ahead.set(listener, offset)
     answer.listeners.add(listener)
     return answer
   }

@@ -261,6 +261,8 @@ describe('hostile and malformed uploads store nothing', () => {
       async () => ({ name: 'photo.png', bytes: await pdf(1), type: 'image/png' }),
       { code: 'type_mismatch' },
     ],
+    // Text to a sniffer, a scriptable image to a browser.
+    ['an SVG by name', async () => ({ name: 'logo.svg', bytes: '<svg/>' }), { code: 'type_mismatch' }],
     [
       'a truncated JPEG',
       async () => {
@@ -346,22 +348,29 @@ describe('hostile and malformed uploads store nothing', () => {
     })
   }
 
-  test('422 for a PDF whose part declares image/png under a name with no extension', async () => {
+  test('422 for a part whose declared type contradicts its bytes, under a name with no extension', async () => {
     await using s = await setup()
     // Bun 1.4 reads a part's Content-Type only when it comes before Content-Disposition (oven-sh/bun#33012);
-    // in the usual order it guesses the type from the name instead. This body puts the declaration first.
+    // in the usual order it guesses the type from the name instead. These bodies put the declaration first.
     const boundary = 'declared-type'
-    const body = new Blob([
-      `--${boundary}\r\nContent-Type: image/png\r\n`,
-      'Content-Disposition: form-data; name="attachments[0]"; filename="scan"\r\n\r\n',
-      await pdf(1),
-      `\r\n--${boundary}--\r\n`,
-    ])
-    const reply = await upload(s.h, s.owner.token, s.threadId, body, {
-      'content-type': `multipart/form-data; boundary=${boundary}`,
-    })
-    expect(reply.status).toBe(422)
-    expect(reply.body.reason).toEqual({ file: 'scan', part: 'attachments[0]', code: 'type_mismatch' })
+    const declared = [
+      ['image/png', await pdf(1)],
+      // Any declared image type is an image claim, even one not accepted: SVG text is refused.
+      ['image/svg+xml', '<svg xmlns="http://www.w3.org/2000/svg"/>'],
+    ] as const
+    for (const [type, bytes] of declared) {
+      const body = new Blob([
+        `--${boundary}\r\nContent-Type: ${type}\r\n`,
+        'Content-Disposition: form-data; name="attachments[0]"; filename="scan"\r\n\r\n',
+        bytes,
+        `\r\n--${boundary}--\r\n`,
+      ])
+      const reply = await upload(s.h, s.owner.token, s.threadId, body, {
+        'content-type': `multipart/form-data; boundary=${boundary}`,
+      })
+      expect(reply.status).toBe(422)
+      expect(reply.body.reason).toEqual({ file: 'scan', part: 'attachments[0]', code: 'type_mismatch' })
+    }
     expectNothingStored(s.h)
   })
 

@@ -63,6 +63,8 @@ const claims: Record<string, Found> = {
   '.md': text('text/markdown'),
   '.markdown': text('text/markdown'),
   '.csv': text('text/csv'),
+  // SVG is text to a sniffer but an image (with scripts) to a browser: a file that says it is one is refused.
+  '.svg': image('image/svg+xml'),
 }
 
 const acceptedTypes = 'accepted are JPEG, PNG, GIF and WebP images, PDFs and UTF-8 text'
@@ -110,9 +112,11 @@ async function checkPdf(bytes: Uint8Array): Promise<Verdict> {
 export async function checkBytes(bytes: Uint8Array, claim: FileClaim): Promise<Verdict> {
   if (bytes.length === 0) return refused('empty', 'is empty')
   const sniffed = (await fileTypeFromBuffer(bytes))?.mime
+  const declared = claim.declaredType.split(';')[0]?.trim().toLowerCase() ?? ''
   const claimed = [
     claims[extname(claim.filename).toLowerCase()],
-    claims[claim.declaredType.split(';')[0]?.trim().toLowerCase() ?? ''],
+    // Any declared image type claims an image, including ones we do not accept, such as image/svg+xml.
+    claims[declared] ?? (declared.startsWith('image/') ? image(declared) : undefined),
   ]
   const textClaim = claimed.find((candidate) => candidate?.kind === 'text')
   // Checked before the size, so that a large binary file is refused for what it is rather than as long text.

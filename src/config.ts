@@ -16,7 +16,15 @@ const ExtraHeaders = T.Record(
 const variables = {
   PORT: { schema: Port, fallback: 3000 },
   HOST: { schema: T.String({ minLength: 1 }), fallback: '0.0.0.0' },
-  PUBLIC_URL: { schema: T.String({ pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*[^/?#\\s])?$' }), fallback: undefined },
+  // An origin, as the contract says: discovery documents live at the host root (RFC 8414 §3), so a path would
+  // put them where no client looks.
+  PUBLIC_URL: {
+    schema: T.String({
+      pattern: '^https?://[^/?#\\s]+$',
+      description: 'must be an origin such as https://threads.example.com (no path, no trailing slash)',
+    }),
+    fallback: undefined,
+  },
   DATABASE_PATH: { schema: T.String({ minLength: 1 }), fallback: 'db/threadhouse.sqlite' },
   UPLOADS_DIR: { schema: T.String({ minLength: 1 }), fallback: 'uploads' },
   LLM_PROVIDER: { schema: T.Union([T.Literal('echo'), T.Literal('openai'), T.Literal('anthropic')]), fallback: 'echo' },
@@ -100,7 +108,9 @@ function parseOne(name: string, raw: string, schema: (typeof variables)[keyof Va
     const first = Value.Errors(schema, value).First()
     const shown = secret.has(name) ? '' : ` ("${raw}")`
     const where = first?.path ? ` at ${first.path}` : ''
-    throw new ConfigError(`${name} is invalid${shown}${where}: ${first?.message ?? 'unexpected value'}`)
+    // A schema's description, where it has one, says what is expected better than TypeBox's message.
+    const why = schema.description ?? first?.message ?? 'unexpected value'
+    throw new ConfigError(`${name} is invalid${shown}${where}: ${why}`)
   }
   return value
 }

@@ -57,6 +57,10 @@ test('each bad value is named in one line', () => {
   )
   expect(failure({ LLM_BASE_URL: 'localhost:11434' })).toStartWith('LLM_BASE_URL is invalid ("localhost:11434")')
   expect(failure({ LLM_TIMEOUT_MS: '2s' })).toBe('LLM_TIMEOUT_MS must be a whole number, got "2s"')
+  // An origin: discovery lives at the host root, where a path would hide it from every client.
+  expect(failure({ PUBLIC_URL: 'https://example.com/threads' })).toBe(
+    'PUBLIC_URL is invalid ("https://example.com/threads"): must be an origin such as https://threads.example.com (no path, no trailing slash)',
+  )
   expect(failure({ LLM_MAX_ATTEMPTS: '0' })).toStartWith('LLM_MAX_ATTEMPTS is invalid ("0")')
   expect(failure({ LLM_PROVIDER: 'openai', LLM_MODEL: 'm', LLM_API_KEY: secret, LLM_CONTEXT_TOKENS: '4096' })).toBe(
     'LLM_CONTEXT_TOKENS (4096) must be larger than LLM_MAX_OUTPUT_TOKENS (4096)',

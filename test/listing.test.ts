@@ -268,3 +268,17 @@ describe('search', () => {
     expect(second.body.has_more).toBe(false)
   })
 })
+
+test('updated_since takes RFC 3339 times and dates; a time without a zone is ambiguous and refused', async () => {
+  await using h = await harness()
+  const owner = await h.user()
+  const status = async (since: string) =>
+    (await h.call('GET', `/api/v1/threads?updated_since=${encodeURIComponent(since)}`, { token: owner.token })).status
+  for (const since of ['2026-01-01', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00+02:00']) {
+    expect(await status(since)).toBe(200)
+  }
+  expect(await status('2026-01-01T00:00:00')).toBe(400)
+  // IDs are matched as the API writes them.
+  const { thread_id } = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body
+  expect((await h.call('GET', `/api/v1/threads/${thread_id.toUpperCase()}`, { token: owner.token })).status).toBe(404)
+})

@@ -107,7 +107,8 @@ export namespace ThreadsModel {
       t.String({
         format: 'date-time',
         description:
-          'Only threads updated after this ISO 8601 time. `updated_at` never moves back, even when the ' +
+          'Only threads updated after this time: RFC 3339 (ISO 8601 with `Z` or an offset) or a date; a time ' +
+          'without a zone is 400. `updated_at` never moves back, even when the ' +
           'server clock does, so polling with the newest `updated_at` seen misses no update.',
       }),
     ),

@@ -1,6 +1,7 @@
 // The thread pages through app.handle: sign-in redirects, the list with its filters and paging, the thread page
 // (404 exactly like the API), every form with its CSRF and origin checks, streaming, downloads, and escaping.
 import { describe, expect, test } from 'bun:test'
+import { readdirSync } from 'node:fs'
 import sharp from 'sharp'
 import { collect, type Harness, harness, parseEvents, ScriptedRunner, tokensOf } from './helpers'
 import { type Browser, hiddenField, signedIn } from './oauth-helpers'
@@ -241,6 +242,27 @@ describe('the thread page', () => {
       'Done.',
       'And then?',
     ])
+  })
+
+  test('a form sent twice at once sends one message; the refused copy keeps none of its files', async () => {
+    const runner = new ScriptedRunner()
+    await using h = await harness({ runner })
+    const { browser, user } = await signedIn(h)
+    const id = (await h.call('POST', '/api/v1/threads', { token: user.token, body: {} })).body.thread_id
+    const csrf = await csrfOf(browser)
+    const send = async () =>
+      (
+        await postMultipart(browser, `/threads/${id}/messages`, { csrf, text: 'See this' }, [
+          new File([await png()], 'photo.png', { type: 'image/png' }),
+        ])
+      ).status
+    // Both pass the ready check before either has its file checked, so both store a file before sending.
+    expect((await Promise.all([send(), send()])).sort()).toEqual([303, 409])
+    const messages = (await h.call('GET', `/api/v1/threads/${id}/messages`, { token: user.token })).body.data
+    expect(messages).toHaveLength(1)
+    const rows = h.db.$client.query<{ id: string }, []>('select id from attachments').all()
+    expect(rows.map((row) => row.id)).toEqual([messages[0].contents[1].attachment_id])
+    expect(readdirSync(h.uploadsDir).sort()).toEqual(rows.map((row) => row.id))
   })
 
   test('the session stream route serves the answer as server-sent events', async () => {

@@ -233,6 +233,24 @@ export async function storeFormFiles(
   return store(deps, threadId, checked.accepted)
 }
 
+/**
+ * Removes files storeFormFiles stored for a message that was then refused (a form sent twice finds the thread
+ * busy), so they neither linger unsent nor count against the thread's quota.
+ */
+export async function removeUnsentFiles(deps: UploadDeps, threadId: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return
+  deps.db
+    .delete(attachments)
+    .where(and(eq(attachments.threadId, threadId), inArray(attachments.id, ids)))
+    .run()
+  await Promise.all(
+    ids.flatMap((id) => [
+      rm(originalPath(deps.uploadsDir, id), { force: true }),
+      rm(resizedPath(deps.uploadsDir, id), { force: true }),
+    ]),
+  )
+}
+
 /** A stored file as the download routes serve it. */
 export interface StoredFile {
   path: string

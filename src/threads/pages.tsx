@@ -11,6 +11,7 @@ import {
   checkFormFiles,
   discardCheckedFiles,
   findAttachment,
+  removeUnsentFiles,
   storeFormFiles,
 } from '../attachments/service'
 import type { Caller } from '../auth/model'
@@ -288,9 +289,20 @@ async function sendWithFiles(
   text: string,
   checked: CheckedFiles,
 ): Promise<void> {
-  const stored = await storeFormFiles(deps, caller, threadId, checked)
-  const attachmentIds = stored.length > 0 ? stored.map((file) => file.id) : undefined
-  const sent = sendMessage(deps.db, caller, threadId, { text, attachment_ids: attachmentIds }, deps.clock.now())
+  const ids = (await storeFormFiles(deps, caller, threadId, checked)).map((file) => file.id)
+  let sent: { message_id: string }
+  try {
+    sent = sendMessage(
+      deps.db,
+      caller,
+      threadId,
+      { text, attachment_ids: ids.length > 0 ? ids : undefined },
+      deps.clock.now(),
+    )
+  } catch (error) {
+    await removeUnsentFiles(deps, threadId, ids)
+    throw error
+  }
   deps.engine.enqueue(sent.message_id, threadId)
 }
 

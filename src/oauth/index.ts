@@ -45,7 +45,10 @@ function limitByAddress(limiter: RateLimiter | undefined, bucket: string, reques
   }
 }
 
-/** Discovery, token, revocation and registration may be called from browser-based clients on other origins. */
+/**
+ * Discovery, token, revocation and registration may be called from browser-based clients on other origins.
+ * Those that send MCP-Protocol-Version make even the discovery GETs preflighted.
+ */
 const cors = {
   'access-control-allow-origin': '*',
   'access-control-allow-methods': 'GET, POST, OPTIONS',
@@ -128,238 +131,232 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
     return { status: 200, page: consentPage(checked.request, session, url.pathname + url.search) }
   }
 
-  return (
-    new Elysia({ name: 'oauth' })
-      .use(web(deps))
-      .get('/.well-known/oauth-authorization-server', () => json(authorizationServerMetadata(deps.publicUrl), 200), {
+  return new Elysia({ name: 'oauth' })
+    .use(web(deps))
+    .get('/.well-known/oauth-authorization-server', () => json(authorizationServerMetadata(deps.publicUrl), 200), {
+      detail: {
+        summary: 'Authorization server metadata (RFC 8414)',
+        tags: ['OAuth'],
+        security: [],
+        responses: { 200: jsonResponse('Metadata', OAuthModel.authorizationServerMetadata) },
+      },
+    })
+    .options('/.well-known/oauth-authorization-server', preflight, { detail: { hide: true } })
+    .options('/.well-known/oauth-protected-resource', preflight, { detail: { hide: true } })
+    .options('/.well-known/oauth-protected-resource/api/v1', preflight, { detail: { hide: true } })
+    .get('/.well-known/oauth-protected-resource', () => json(protectedResourceMetadata(deps.publicUrl, ''), 200), {
+      detail: {
+        summary: 'Protected resource metadata for the host (RFC 9728)',
+        tags: ['OAuth'],
+        security: [],
+        responses: { 200: jsonResponse('Metadata', OAuthModel.protectedResourceMetadata) },
+      },
+    })
+    .get(
+      '/.well-known/oauth-protected-resource/api/v1',
+      () => json(protectedResourceMetadata(deps.publicUrl, '/api/v1'), 200),
+      {
         detail: {
-          summary: 'Authorization server metadata (RFC 8414)',
+          summary: 'Protected resource metadata for the API (RFC 9728)',
           tags: ['OAuth'],
           security: [],
-          responses: { 200: jsonResponse('Metadata', OAuthModel.authorizationServerMetadata) },
-        },
-      })
-      // Browser clients that send MCP-Protocol-Version make even these GETs preflighted.
-      .options('/.well-known/oauth-authorization-server', preflight, { detail: { hide: true } })
-      .options('/.well-known/oauth-protected-resource', preflight, { detail: { hide: true } })
-      .options('/.well-known/oauth-protected-resource/api/v1', preflight, { detail: { hide: true } })
-      .get('/.well-known/oauth-protected-resource', () => json(protectedResourceMetadata(deps.publicUrl, ''), 200), {
-        detail: {
-          summary: 'Protected resource metadata for the host (RFC 9728)',
-          tags: ['OAuth'],
-          security: [],
+          description:
+            'Named by `resource_metadata` in every API 401 `WWW-Authenticate` header; MCP clients probe this ' +
+            'path-suffixed form first.',
           responses: { 200: jsonResponse('Metadata', OAuthModel.protectedResourceMetadata) },
         },
-      })
-      .get(
-        '/.well-known/oauth-protected-resource/api/v1',
-        () => json(protectedResourceMetadata(deps.publicUrl, '/api/v1'), 200),
-        {
-          detail: {
-            summary: 'Protected resource metadata for the API (RFC 9728)',
-            tags: ['OAuth'],
-            security: [],
-            description:
-              'Named by `resource_metadata` in every API 401 `WWW-Authenticate` header; MCP clients probe this ' +
-              'path-suffixed form first.',
-            responses: { 200: jsonResponse('Metadata', OAuthModel.protectedResourceMetadata) },
-          },
-        },
-      )
-      .get(
-        '/oauth/authorize',
-        ({ request, session, html, set }) => {
-          Object.assign(set.headers, consentPageHeaders)
-          const url = new URL(request.url)
-          const result = answer(checkAuthorizationRequest(deps, url.searchParams, 'GET /oauth/authorize'), session, url)
-          if (result instanceof Response) return result
-          set.status = result.status
-          return html(result.page)
-        },
-        { session: true, detail: authorizeDetail },
-      )
-      .post(
-        '/oauth/authorize',
-        async ({ request, session, html, set }) => {
-          Object.assign(set.headers, consentPageHeaders)
-          const url = new URL(request.url)
-          if (!session) return redirectTo(`/login?next=${encodeURIComponent(url.pathname + url.search)}`)
-          const form = (await readForm(request)) ?? new URLSearchParams()
-          if (
-            !isSameOriginRequest(request.headers, deps.publicUrl) ||
-            !csrfTokenMatches(session.csrf, param(form, 'csrf'))
-          ) {
-            set.status = 403
-            return html(consentFormRefusedPage(session))
-          }
-          const checked = checkAuthorizationRequest(deps, url.searchParams, 'POST /oauth/authorize')
-          if (
-            checked.kind !== 'valid' ||
-            organizationMayUse(checked.request.client, session.user) === 'other-organization'
-          ) {
-            const shown = answer(checked, session, url)
-            if (shown instanceof Response) return shown
-            set.status = shown.status
-            return html(shown.page)
-          }
-          const decision = param(form, 'decision')
-          if (decision === 'deny') return redirectTo(denyAuthorizationLocation(deps, checked.request))
-          if (decision !== 'approve') {
-            set.status = 400
-            return html(errorPage(new InvalidRequest('decision must be "approve" or "deny"'), session))
-          }
-          const approved = approveAuthorization(deps, checked.request, session.user)
-          if (approved.kind === 'redirect') return redirectTo(approved.location)
+      },
+    )
+    .get(
+      '/oauth/authorize',
+      ({ request, session, html, set }) => {
+        Object.assign(set.headers, consentPageHeaders)
+        const url = new URL(request.url)
+        const result = answer(checkAuthorizationRequest(deps, url.searchParams, 'GET /oauth/authorize'), session, url)
+        if (result instanceof Response) return result
+        set.status = result.status
+        return html(result.page)
+      },
+      { session: true, detail: authorizeDetail },
+    )
+    .post(
+      '/oauth/authorize',
+      async ({ request, session, html, set }) => {
+        Object.assign(set.headers, consentPageHeaders)
+        const url = new URL(request.url)
+        if (!session) return redirectTo(`/login?next=${encodeURIComponent(url.pathname + url.search)}`)
+        const form = (await readForm(request)) ?? new URLSearchParams()
+        if (
+          !isSameOriginRequest(request.headers, deps.publicUrl) ||
+          !csrfTokenMatches(session.csrf, param(form, 'csrf'))
+        ) {
           set.status = 403
-          return html(refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session))
-        },
-        {
-          session: true,
-          parse: 'none',
-          detail: {
-            summary: 'Consent decision (browser form)',
-            tags: ['OAuth'],
-            security: [{ session: [] }],
-            description:
-              'The consent page posts the same query string back with `decision` = `approve` ("Allow") or `deny` ' +
-              '("Deny") and the hidden `csrf` field. The request is validated again in full.',
-            requestBody: formBody({
-              type: 'object',
-              required: ['decision', 'csrf'],
-              properties: { decision: { type: 'string', enum: ['approve', 'deny'] }, csrf: { type: 'string' } },
-            }),
-            responses: {
-              303: { description: 'Redirect to the client with `code` (or `error=access_denied`), `state` and `iss`' },
-              403: { description: 'CSRF or Origin check failed, or the client belongs to another organization' },
-            },
+          return html(consentFormRefusedPage(session))
+        }
+        const checked = checkAuthorizationRequest(deps, url.searchParams, 'POST /oauth/authorize')
+        if (
+          checked.kind !== 'valid' ||
+          organizationMayUse(checked.request.client, session.user) === 'other-organization'
+        ) {
+          const shown = answer(checked, session, url)
+          if (shown instanceof Response) return shown
+          set.status = shown.status
+          return html(shown.page)
+        }
+        const decision = param(form, 'decision')
+        if (decision === 'deny') return redirectTo(denyAuthorizationLocation(deps, checked.request))
+        if (decision !== 'approve') {
+          set.status = 400
+          return html(errorPage(new InvalidRequest('decision must be "approve" or "deny"'), session))
+        }
+        const approved = approveAuthorization(deps, checked.request, session.user)
+        if (approved.kind === 'redirect') return redirectTo(approved.location)
+        set.status = 403
+        return html(refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session))
+      },
+      {
+        session: true,
+        parse: 'none',
+        detail: {
+          summary: 'Consent decision (browser form)',
+          tags: ['OAuth'],
+          security: [{ session: [] }],
+          description:
+            'The consent page posts the same query string back with `decision` = `approve` ("Allow") or `deny` ' +
+            '("Deny") and the hidden `csrf` field. The request is validated again in full.',
+          requestBody: formBody({
+            type: 'object',
+            required: ['decision', 'csrf'],
+            properties: { decision: { type: 'string', enum: ['approve', 'deny'] }, csrf: { type: 'string' } },
+          }),
+          responses: {
+            303: { description: 'Redirect to the client with `code` (or `error=access_denied`), `state` and `iss`' },
+            403: { description: 'CSRF or Origin check failed, or the client belongs to another organization' },
           },
         },
-      )
-      .options('/oauth/token', preflight, { detail: { hide: true } })
-      .post(
-        '/oauth/token',
-        async ({ request }) => {
+      },
+    )
+    .options('/oauth/token', preflight, { detail: { hide: true } })
+    .post(
+      '/oauth/token',
+      async ({ request }) => {
+        try {
+          limitByAddress(deps.authLimiter, 'token', request)
+          const form = await readForm(request)
+          if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
+          const payload = exchangeToken(deps, { form, authorization: request.headers.get('authorization') })
+          return json(payload, 200, noStore)
+        } catch (error) {
+          return oauthFailure(error)
+        }
+      },
+      {
+        parse: 'none',
+        detail: {
+          summary: 'Token endpoint: exchange a code, or refresh',
+          tags: ['OAuth'],
+          security: [],
+          description:
+            'Form-encoded. Confidential clients authenticate with their secret, whichever method they ' +
+            'registered: Authorization: Basic, or `client_id` + `client_secret` in the body (not both at once); ' +
+            'public clients send `client_id` and PKCE’s `code_verifier`. Access tokens last 3600 s. ' +
+            'Refresh tokens rotate on every use and last 30 days from issue; presenting a used refresh token ' +
+            'revokes every token of that authorization (no grace window). A narrower `scope` on refresh is ' +
+            'allowed, a wider one is `invalid_scope`. Responses carry `Cache-Control: no-store`. Rate limit: ' +
+            'RATE_LIMIT_AUTH_PER_MINUTE requests (default 30) per client address per minute, shared with ' +
+            'revocation (429 `temporarily_unavailable` with Retry-After).',
+          requestBody: formBody(OAuthModel.tokenRequest),
+          responses: {
+            200: jsonResponse('Tokens', OAuthModel.tokenResponse),
+            400: oauthErrorResponse400,
+            401: jsonResponse('invalid_client (with WWW-Authenticate: Basic when Basic was used)', OAuthModel.error),
+            429: jsonResponse('temporarily_unavailable: rate limited', OAuthModel.error),
+          },
+        },
+      },
+    )
+    .options('/oauth/token/revoke', preflight, { detail: { hide: true } })
+    .post(
+      '/oauth/token/revoke',
+      async ({ request }) => {
+        try {
+          limitByAddress(deps.authLimiter, 'token', request)
+          const form = await readForm(request)
+          if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
+          revokeToken(deps, { form, authorization: request.headers.get('authorization') })
+          return new Response(null, { status: 200, headers: { ...cors, ...noStore } })
+        } catch (error) {
+          return oauthFailure(error)
+        }
+      },
+      {
+        parse: 'none',
+        detail: {
+          summary: 'Revoke a token (RFC 7009)',
+          tags: ['OAuth'],
+          security: [],
+          description:
+            'Client authentication as at the token endpoint. Revoking a refresh token revokes every token of ' +
+            'its authorization; revoking an access token revokes that token. Always 200 (empty body) once the ' +
+            'client is authenticated, whether the token existed, was already revoked or belongs to another ' +
+            'client (which keeps it). Counts against the token endpoint’s per-address rate limit.',
+          requestBody: formBody(OAuthModel.revocationRequest),
+          responses: {
+            200: { description: 'Done (empty body)' },
+            400: oauthErrorResponse400,
+            401: jsonResponse('invalid_client', OAuthModel.error),
+            429: jsonResponse('temporarily_unavailable: rate limited', OAuthModel.error),
+          },
+        },
+      },
+    )
+    .options('/oauth/register', preflight, { detail: { hide: true } })
+    .post(
+      '/oauth/register',
+      async ({ request }) => {
+        try {
+          limitByAddress(registrationLimiter, 'registration', request)
+          const text = await request.text()
+          let body: unknown = null
           try {
-            limitByAddress(deps.authLimiter, 'token', request)
-            const form = await readForm(request)
-            if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
-            const payload = exchangeToken(deps, { form, authorization: request.headers.get('authorization') })
-            return json(payload, 200, noStore)
-          } catch (error) {
-            return oauthFailure(error)
+            body = JSON.parse(text)
+          } catch {
+            // validateClientMetadata answers invalid_client_metadata for anything that is not a JSON object.
           }
-        },
-        {
-          parse: 'none',
-          detail: {
-            summary: 'Token endpoint: exchange a code, or refresh',
-            tags: ['OAuth'],
-            security: [],
-            description:
-              'Form-encoded. Confidential clients authenticate with their secret, whichever method they ' +
-              'registered: Authorization: Basic, or `client_id` + `client_secret` in the body (not both at once); ' +
-              'public clients send `client_id` and PKCE’s `code_verifier`. Access tokens last 3600 s. ' +
-              'Refresh tokens rotate on every use and last 30 days from issue; presenting a used refresh token ' +
-              'revokes every token of that authorization (no grace window). A narrower `scope` on refresh is ' +
-              'allowed, a wider one is `invalid_scope`. Responses carry `Cache-Control: no-store`. Rate limit: ' +
-              'RATE_LIMIT_AUTH_PER_MINUTE requests (default 30) per client address per minute, shared with ' +
-              'revocation (429 `temporarily_unavailable` with Retry-After).',
-            requestBody: formBody(OAuthModel.tokenRequest),
-            responses: {
-              200: jsonResponse('Tokens', OAuthModel.tokenResponse),
-              400: oauthErrorResponse400,
-              401: jsonResponse('invalid_client (with WWW-Authenticate: Basic when Basic was used)', OAuthModel.error),
-              429: jsonResponse('temporarily_unavailable: rate limited', OAuthModel.error),
-            },
+          const registered = registerClient(deps, {
+            body,
+            authorization: request.headers.get('authorization'),
+            openRegistration: deps.openRegistration,
+          })
+          return json(registered, 201, noStore)
+        } catch (error) {
+          return oauthFailure(error)
+        }
+      },
+      {
+        parse: 'none',
+        detail: {
+          summary: 'Dynamic client registration (RFC 7591)',
+          tags: ['OAuth'],
+          security: [{ registrationToken: [] }, {}],
+          description:
+            'Open registration (no Authorization header; unless the operator set OAUTH_OPEN_REGISTRATION=false): ' +
+            'the client belongs to no organization until the first organization whose user approves it. With ' +
+            '`Authorization: Bearer <registration token>` (single use, 60 minutes) the client belongs to that ' +
+            'token’s organization at once; a used, expired or unknown token is 401. Rate limit: 30 requests per ' +
+            'client address per hour (429 with Retry-After).',
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: OAuthModel.registrationRequest } },
+          },
+          responses: {
+            201: jsonResponse('The registered client; `client_secret` appears only here', OAuthModel.registered),
+            400: jsonResponse('invalid_redirect_uri or invalid_client_metadata', OAuthModel.error),
+            401: jsonResponse('invalid_token: registration token missing, used, expired or unknown', OAuthModel.error),
+            429: jsonResponse('temporarily_unavailable: rate limited', OAuthModel.error),
           },
         },
-      )
-      .options('/oauth/token/revoke', preflight, { detail: { hide: true } })
-      .post(
-        '/oauth/token/revoke',
-        async ({ request }) => {
-          try {
-            limitByAddress(deps.authLimiter, 'token', request)
-            const form = await readForm(request)
-            if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
-            revokeToken(deps, { form, authorization: request.headers.get('authorization') })
-            return new Response(null, { status: 200, headers: { ...cors, ...noStore } })
-          } catch (error) {
-            return oauthFailure(error)
-          }
-        },
-        {
-          parse: 'none',
-          detail: {
-            summary: 'Revoke a token (RFC 7009)',
-            tags: ['OAuth'],
-            security: [],
-            description:
-              'Client authentication as at the token endpoint. Revoking a refresh token revokes every token of ' +
-              'its authorization; revoking an access token revokes that token. Always 200 (empty body) once the ' +
-              'client is authenticated, whether the token existed, was already revoked or belongs to another ' +
-              'client (which keeps it). Counts against the token endpoint’s per-address rate limit.',
-            requestBody: formBody(OAuthModel.revocationRequest),
-            responses: {
-              200: { description: 'Done (empty body)' },
-              400: oauthErrorResponse400,
-              401: jsonResponse('invalid_client', OAuthModel.error),
-              429: jsonResponse('temporarily_unavailable: rate limited', OAuthModel.error),
-            },
-          },
-        },
-      )
-      .options('/oauth/register', preflight, { detail: { hide: true } })
-      .post(
-        '/oauth/register',
-        async ({ request }) => {
-          try {
-            limitByAddress(registrationLimiter, 'registration', request)
-            const text = await request.text()
-            let body: unknown = null
-            try {
-              body = JSON.parse(text)
-            } catch {
-              // validateClientMetadata answers invalid_client_metadata for anything that is not a JSON object.
-            }
-            const registered = registerClient(deps, {
-              body,
-              authorization: request.headers.get('authorization'),
-              openRegistration: deps.openRegistration,
-            })
-            return json(registered, 201, noStore)
-          } catch (error) {
-            return oauthFailure(error)
-          }
-        },
-        {
-          parse: 'none',
-          detail: {
-            summary: 'Dynamic client registration (RFC 7591)',
-            tags: ['OAuth'],
-            security: [{ registrationToken: [] }, {}],
-            description:
-              'Open registration (no Authorization header; unless the operator set OAUTH_OPEN_REGISTRATION=false): ' +
-              'the client belongs to no organization until the first organization whose user approves it. With ' +
-              '`Authorization: Bearer <registration token>` (single use, 60 minutes) the client belongs to that ' +
-              'token’s organization at once; a used, expired or unknown token is 401. Rate limit: 30 requests per ' +
-              'client address per hour (429 with Retry-After).',
-            requestBody: {
-              required: true,
-              content: { 'application/json': { schema: OAuthModel.registrationRequest } },
-            },
-            responses: {
-              201: jsonResponse('The registered client; `client_secret` appears only here', OAuthModel.registered),
-              400: jsonResponse('invalid_redirect_uri or invalid_client_metadata', OAuthModel.error),
-              401: jsonResponse(
-                'invalid_token: registration token missing, used, expired or unknown',
-                OAuthModel.error,
-              ),
-              429: jsonResponse('temporarily_unavailable: rate limited', OAuthModel.error),
-            },
-          },
-        },
-      )
-      .use(oauthSettings(deps))
-  )
+      },
+    )
+    .use(oauthSettings(deps))
 }

@@ -290,7 +290,7 @@ async function sendWithFiles(
   checked: CheckedFiles,
 ): Promise<void> {
   const ids = (await storeFormFiles(deps, caller, threadId, checked)).map((file) => file.id)
-  let sent: { message_id: string }
+  let sent: ReturnType<typeof sendMessage>
   try {
     sent = sendMessage(
       deps.db,

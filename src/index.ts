@@ -1,4 +1,4 @@
-// Boot: config → open db → migrate → first run → createApp → recover queued work → search indexer → listen.
+// Boot: config → open db → migrate → createApp → recover queued work → search indexer → listen → first run.
 import { createApp } from './app'
 import { createFileInspector } from './attachments/inspector'
 import { sweepUploads } from './attachments/service'
@@ -24,7 +24,6 @@ try {
 const log = createLogger(config.LOG_LEVEL)
 const db = openDatabase(config.DATABASE_PATH)
 migrateDatabase(db)
-await firstRun(db, config, systemClock)
 const swept = await sweepUploads(db, config.UPLOADS_DIR)
 if (swept > 0) log.info('removed stray upload files left by a crash', { count: swept })
 
@@ -40,8 +39,15 @@ app.decorator.engine.recover()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
 const indexer = startSearchIndexer(db, log)
 const upkeep = startUpkeep(db, systemClock, log)
-app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60 })
+try {
+  app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60 })
+} catch (error) {
+  console.error(`Cannot listen on HOST ${config.HOST}, PORT ${config.PORT}: ${(error as Error).message}`)
+  process.exit(1)
+}
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
+// Only once the server is up: credentials printed beside a failed start would never be printed again.
+await firstRun(db, config, systemClock)
 
 let stopping = false
 async function shutdown(signal: string): Promise<void> {

@@ -7,14 +7,15 @@ import { join } from 'node:path'
 import { resolvePersonalAccessToken } from '../src/auth/service'
 import { loadConfig } from '../src/config'
 import { openDatabase } from '../src/db/client'
-import { startServer, until } from './helpers'
+import { firstRunToken, startServer, until } from './helpers'
 
 const dir = mkdtempSync(join(tmpdir(), 'threadhouse-cli-'))
 const databasePath = join(dir, 'db.sqlite')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
+/** The CLI exactly as operators run it, through package.json's script (bunfig.toml keeps `bun run` quiet). */
 async function cli(...args: string[]) {
-  const child = Bun.spawn(['bun', 'src/cli.ts', ...args], {
+  const child = Bun.spawn(['bun', 'run', 'cli', ...args], {
     cwd: `${import.meta.dir}/..`,
     env: { ...process.env, DATABASE_PATH: databasePath },
     stdout: 'pipe',
@@ -111,6 +112,25 @@ test('the server refuses to start on a bad variable, with one line naming it', a
   const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited])
   expect(code).toBe(1)
   expect(stderr.trim().split('\n')).toEqual([expect.stringContaining('ECHO_TOKEN_DELAY_MS')])
+})
+
+test('a start that cannot listen says so in one line and keeps the first run for the start that can', async () => {
+  const fresh = join(dir, 'fresh.sqlite')
+  const child = Bun.spawn(['bun', 'src/index.ts'], {
+    cwd: `${import.meta.dir}/..`,
+    env: { ...process.env, DATABASE_PATH: fresh, HOST: 'not_a_host', PORT: '0' },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
+  expect({ code, stdout }).toEqual({ code: 1, stdout: '' })
+  expect(stderr.trim().split('\n').at(-1)).toStartWith('Cannot listen on HOST not_a_host, PORT 0: ')
+  await using server = await startServer({ DATABASE_PATH: fresh })
+  expect(await firstRunToken(server)).toMatch(/^thp_/)
 })
 
 test('backup makes a consistent copy while the server writes', async () => {

@@ -84,6 +84,11 @@ test('next only ever leads to a path on this server', () => {
     '\\\\evil.example',
     'javascript:alert(1)',
     '/ok\n/evil',
+    // Dot segments that collapse into a leading // once resolved.
+    '/.//evil.example',
+    '/a/..//evil.example',
+    '/%2e//evil.example',
+    '/..//evil.example/x',
     '',
     undefined,
   ]) {

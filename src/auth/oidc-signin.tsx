@@ -136,7 +136,8 @@ export const oidcSignin = (deps: OidcSigninDeps) => {
           const session = createSession(deps.db, signedIn.userId, deps.clock.now())
           const sessionCookie = cookie[sessionName]
           if (sessionCookie) setSessionCookie(sessionCookie, deps.publicUrl, session.token, session.expiresAt)
-          return redirect(signedIn.next, 303)
+          // Checked again on the way out: the value came back through a cookie.
+          return redirect(safeNextPath(signedIn.next, deps.publicUrl), 303)
         } catch (error) {
           if (!(error instanceof OidcRefusal)) throw error
           const refused = refusalPage(error.status, error.reason)

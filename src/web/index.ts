@@ -79,7 +79,8 @@ export function clearCookie(cookie: Cookie<unknown>, publicUrl: string): void {
 
 /**
  * Where to go after signing in: only a path on this server, never another origin (`//evil.example`,
- * `/\evil.example` and absolute URLs all fall back to `/`).
+ * `/\evil.example` and absolute URLs all fall back to `/`). The path is checked again once resolved, since dot
+ * segments collapse into a leading `//` (`/a/..//evil.example`), which a browser reads as another host.
  */
 export function safeNextPath(next: string | null | undefined, publicUrl: string): string {
   if (!next?.startsWith('/') || next.startsWith('//') || next.includes('\\')) return '/'
@@ -87,7 +88,7 @@ export function safeNextPath(next: string | null | undefined, publicUrl: string)
   if (/[\u0000-\u001f\u007f]/.test(next)) return '/'
   const base = new URL(publicUrl)
   const target = new URL(next, base)
-  if (target.origin !== base.origin) return '/'
+  if (target.origin !== base.origin || target.pathname.startsWith('//')) return '/'
   return `${target.pathname}${target.search}${target.hash}`
 }
 

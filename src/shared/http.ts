@@ -36,9 +36,13 @@ export function clientIpOf(request: Request): string | null {
 
 type RequestIpServer = { requestIP(request: Request): { address: string } | null }
 
+/**
+ * Behind the one trusted proxy, the client is the address that proxy appended: the last X-Forwarded-For entry.
+ * Earlier entries are whatever the client sent, so counting by the first would let anyone pick their own key.
+ */
 function resolveIp(request: Request, server: RequestIpServer | undefined, trustProxy: boolean): string | null {
   if (trustProxy) {
-    const forwarded = request.headers.get('x-forwarded-for')?.split(',')[0]?.trim()
+    const forwarded = request.headers.get('x-forwarded-for')?.split(',').at(-1)?.trim()
     if (forwarded) return forwarded
   }
   return server?.requestIP(request)?.address ?? null

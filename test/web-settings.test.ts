@@ -2,7 +2,7 @@
 // connected apps, OAuth clients, registration tokens and password changes, with hostile names escaped.
 import { expect, test } from 'bun:test'
 import { sessions } from '../src/auth/sessions.table'
-import { harness } from './helpers'
+import { harness, ManualClock } from './helpers'
 import { Browser, password, publicGrant, register, settings, signedIn } from './oauth-helpers'
 import { expectEscaped, expectPageHeaders, hostile, post, secretOn, submit } from './web-helpers'
 
@@ -221,6 +221,24 @@ test('any member generates a registration token, shown once with its expiry, tha
   expect(await (await browser.get('/settings/registration-token')).text()).not.toContain(token)
   const client = await register(h, { client_name: 'Registered' }, token)
   expect(client.client_id).toStartWith('thcl_')
+})
+
+test('password changes share the sign-in attempt limit, so a session cannot guess the password', async () => {
+  await using h = await harness({ clock: new ManualClock(), config: { RATE_LIMIT_AUTH_PER_MINUTE: 3 } })
+  // Signing in was the first attempt for this email.
+  const { browser } = await signedIn(h)
+  const guess = (current: string) =>
+    submit(browser, '/settings/password', {
+      current_password: current,
+      new_password: 'a new secret',
+      confirm_password: 'a new secret',
+    })
+  expect((await guess('nope')).status).toBe(400)
+  expect((await guess('nope again')).status).toBe(400)
+  const limited = await guess(password)
+  expect(limited.status).toBe(429)
+  expect(limited.headers.get('retry-after')).toBe('60')
+  expect(await limited.text()).toContain('Too many attempts. Wait 60 seconds, then try again.')
 })
 
 test('changing the password needs the current one, signs out other sessions and keeps this one', async () => {

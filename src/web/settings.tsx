@@ -2,6 +2,7 @@
 // password, for any signed-in member. Every write is a CSRF-checked form post; writes that create a secret
 // answer with the page showing it (once, never in a URL or cookie), the others redirect back (POST-redirect-GET).
 import { Elysia } from 'elysia'
+import { signInRetryAfter } from '../auth/attempts'
 import { isScope } from '../auth/model'
 import { changePassword } from '../auth/passwords'
 import { createPersonalAccessToken, listPersonalAccessTokens, revokePersonalAccessToken } from '../auth/service'
@@ -9,6 +10,8 @@ import { createConfidentialClient, listConnectedApps, listOwnClients, revokeConn
 import { createRegistrationToken } from '../oauth/service'
 import { AppError } from '../shared/errors'
 import { param } from '../shared/forms'
+import { clientIpOf } from '../shared/http'
+import type { RateLimiter } from '../shared/rate-limit'
 import { account, accountPageHeaders, RefusedFormPage, readTrustedForm } from './account'
 import { type PageSession, safeNextPath, type WebDeps } from './index'
 import { viewerOf } from './layout'
@@ -67,7 +70,12 @@ function redirectUrisOf(text: string): string[] {
     .filter(Boolean)
 }
 
-export const settingsPages = (deps: WebDeps) => {
+export interface SettingsDeps extends WebDeps {
+  /** Password changes prove the current password: they share sign-in's attempt limits (absent when off). */
+  authLimiter?: RateLimiter
+}
+
+export const settingsPages = (deps: SettingsDeps) => {
   const now = (): number => deps.clock.now()
 
   function tokensPage(member: PageSession, extra: Partial<Parameters<typeof TokensPage>[0]> = {}): JSX.Element {
@@ -255,6 +263,12 @@ export const settingsPages = (deps: WebDeps) => {
         if (newPassword !== (form.get('confirm_password') ?? '')) {
           set.status = 400
           return html(page('The two new passwords do not match.'))
+        }
+        const retryAfter = signInRetryAfter(deps.authLimiter, clientIpOf(request), member.user.email)
+        if (retryAfter !== null) {
+          set.status = 429
+          set.headers['retry-after'] = String(retryAfter)
+          return html(page(`Too many attempts. Wait ${retryAfter} seconds, then try again.`))
         }
         try {
           await changePassword(deps.db, {

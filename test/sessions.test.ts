@@ -104,6 +104,25 @@ test('a hostile next is replaced by / after sign-in', async () => {
   expect(response.headers.get('location')).toBe('/')
 })
 
+test('a script posting to /login?next=… without the hidden next field still lands on next', async () => {
+  await using h = await harness()
+  const user = await h.user()
+  const browser = Browser.inProcess(h)
+  const csrf = hiddenField(await (await browser.get('/login?next=/settings/tokens')).text(), 'csrf')
+  const response = await browser.postForm('/login?next=/settings/tokens', { email: user.email, password, csrf })
+  expect(response.status).toBe(303)
+  expect(response.headers.get('location')).toBe('/settings/tokens')
+  // The query is held to the same rule as the field.
+  const hostile = Browser.inProcess(h)
+  const token = hiddenField(await (await hostile.get('/login')).text(), 'csrf')
+  const refused = await hostile.postForm('/login?next=/a/..//evil.example', {
+    email: user.email,
+    password,
+    csrf: token,
+  })
+  expect(refused.headers.get('location')).toBe('/')
+})
+
 test('the sign-in form needs its CSRF token and a same-origin request', async () => {
   await using h = await harness()
   const user = await h.user()

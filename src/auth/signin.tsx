@@ -69,7 +69,8 @@ export const signin = (deps: SigninDeps) => {
       '/login',
       async ({ request, cookie, html, redirect, set }) => {
         const form = (await readForm(request)) ?? new URLSearchParams()
-        const next = safeNextPath(param(form, 'next'), deps.publicUrl)
+        // The page's hidden field, or for a script that posts to /login?next=… without it, the query.
+        const next = safeNextPath(param(form, 'next') ?? new URL(request.url).searchParams.get('next'), deps.publicUrl)
         const email = param(form, 'email') ?? ''
         const nonce = cookie[names.csrf]?.value
         const formIsOurs =

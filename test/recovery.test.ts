@@ -4,7 +4,17 @@ import { expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { collect, firstRunToken, harness, parseEvents, startServer, tokensOf } from './helpers'
+import { generations } from '../src/generation/generations.table'
+import {
+  collect,
+  firstRunToken,
+  harness,
+  ManualClock,
+  parseEvents,
+  ScriptedRunner,
+  startServer,
+  tokensOf,
+} from './helpers'
 
 test('a server killed mid-generation finishes the answer after restart', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-recovery-'))
@@ -95,8 +105,20 @@ test('at start-up, unfinished answers are requeued and one cut short three times
   expect(poll.body).toEqual({ status: 'error', messages: [] })
 })
 
+test('a shutdown past its grace period gives back the attempt, so it never counts toward failing the answer', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner })
+  const owner = await h.user()
+  const created = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'a long one' } })).body
+  await runner.started(created.message_id)
+  expect(h.db.select().from(generations).get()).toMatchObject({ status: 'running', attempts: 1 })
+  await h.app.decorator.engine.close(0)
+  expect(h.db.select().from(generations).get()).toMatchObject({ status: 'queued', attempts: 0 })
+})
+
 test('at start-up, an answer that was being stopped when the process died stays stopped', async () => {
-  await using h = await harness()
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
   const owner = await h.user()
   const { thread_id } = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body
   const messageId = crypto.randomUUID()
@@ -110,9 +132,15 @@ test('at start-up, an answer that was being stopped when the process died stays 
   )
   h.db.$client.run(`update threads set state = 'interrupted' where id = ?`, [thread_id])
 
+  const before = new Date(clock.now()).toISOString()
+  clock.advance(1000)
   expect(h.app.decorator.engine.recover()).toBe(0)
   const thread = await h.call('GET', `/api/v1/threads/${thread_id}`, { token: owner.token })
   expect(thread.body.state).toBe('ready')
+  // The change of state is an update that clients polling with updated_since see.
+  expect(thread.body.updated_at).toBe(new Date(clock.now()).toISOString())
+  const since = await h.call('GET', `/api/v1/threads?updated_since=${before}`, { token: owner.token })
+  expect(since.body.data.map((t: { id: string }) => t.id)).toEqual([thread_id])
   const poll = await h.call('GET', `/api/v1/threads/${thread_id}/messages/${messageId}/response`, {
     token: owner.token,
   })

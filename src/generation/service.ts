@@ -240,8 +240,9 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
             .run()
         }
         tx.update(generations).set({ status: 'queued' }).where(eq(generations.status, 'running')).run()
-        tx.update(threads).set({ state: 'waiting' }).where(eq(threads.state, 'active')).run()
-        tx.update(threads).set({ state: 'ready' }).where(eq(threads.state, 'interrupted')).run()
+        // Each state change moves updated_at, so that clients polling with updated_since see it.
+        tx.update(threads).set({ state: 'waiting', updatedAt: now }).where(eq(threads.state, 'active')).run()
+        tx.update(threads).set({ state: 'ready', updatedAt: now }).where(eq(threads.state, 'interrupted')).run()
         for (const job of poisoned) {
           tx.update(generations)
             .set({ status: 'error', error: 'The response failed repeatedly', finishedAt: now })
@@ -307,8 +308,22 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
         clearTimeout(timer)
       }
       closed = true
-      for (const messageId of [...running.keys(), ...queue.map((item) => item.messageId)]) {
+      const unfinished = [...running.keys()]
+      for (const messageId of [...unfinished, ...queue.map((item) => item.messageId)]) {
         hub.finish(messageId, { error: restartMessage })
+      }
+      // A shutdown is no crash: give back the attempt these answers' claims counted, so that answers longer
+      // than the grace period are not failed as "repeatedly" after three deploys. Queued again, they are run
+      // at the next start.
+      if (unfinished.length > 0) {
+        try {
+          db.update(generations)
+            .set({ status: 'queued', attempts: sql`max(${generations.attempts} - 1, 0)` })
+            .where(and(inArray(generations.messageId, unfinished), eq(generations.status, 'running')))
+            .run()
+        } catch (failure) {
+          log.error('could not requeue unfinished answers', { error: String(failure) })
+        }
       }
       await runner.close()
     },

@@ -1,4 +1,6 @@
 import { describe, expect, test } from 'bun:test'
+import { createWorkerRunner } from '../src/generation/runner'
+import { silentLogger } from '../src/shared/log'
 import { harness, publicUrl, ScriptedRunner } from './helpers'
 
 const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
@@ -196,6 +198,24 @@ describe('state machine', () => {
     expect(again.status).toBe(409)
     const messages = await h.call('GET', `/api/v1/threads/${thread_id}/messages`, { token: owner.token })
     expect(messages.body.data.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant'])
+  })
+
+  test('a worker that exits without an error fails its answer; the next answer gets a fresh worker', async () => {
+    const entry = new URL('./fixtures/exiting-generation-worker.ts', import.meta.url)
+    await using h = await harness({
+      runner: createWorkerRunner({ provider: 'echo', echoTokenDelayMs: 0 }, silentLogger, entry),
+    })
+    const owner = await h.user()
+    const ask = async (text: string) =>
+      (await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text } })).body.thread_id
+    const exited = await ask('exit now')
+    await h.app.decorator.engine.idle()
+    const state = async (id: string) =>
+      (await h.call('GET', `/api/v1/threads/${id}`, { token: owner.token })).body.state
+    expect(await state(exited)).toBe('error')
+    const next = await ask('hello again')
+    await h.app.decorator.engine.idle()
+    expect(await state(next)).toBe('ready')
   })
 
   test('interrupting keeps the partial answer and leaves the thread ready', async () => {

@@ -3,7 +3,12 @@
 import type { Logger } from '../shared/log'
 import type { FromWorker, GenerationRunner, HistoryMessage, JobHandlers, ProviderSettings, ToWorker } from './types'
 
-export function createWorkerRunner(settings: ProviderSettings, log: Logger): GenerationRunner {
+export function createWorkerRunner(
+  settings: ProviderSettings,
+  log: Logger,
+  /** The worker's entry module; tests swap in one that can be made to exit. */
+  entry = new URL('./worker.ts', import.meta.url),
+): GenerationRunner {
   let worker: Worker | undefined
   const jobs = new Map<string, JobHandlers>()
 
@@ -14,7 +19,7 @@ export function createWorkerRunner(settings: ProviderSettings, log: Logger): Gen
   }
 
   function spawn(): Worker {
-    const created = new Worker(new URL('./worker.ts', import.meta.url))
+    const created = new Worker(entry)
     created.onmessage = (event: MessageEvent<FromWorker>) => {
       const message = event.data
       if (message.type === 'log') return log.error('generator error', { jobId: message.jobId, error: message.message })
@@ -44,6 +49,13 @@ export function createWorkerRunner(settings: ProviderSettings, log: Logger): Gen
       created.terminate()
       failAll('The generator stopped unexpectedly')
     }
+    // A worker can also end without an error (process.exit in a dependency): its jobs must not wait forever.
+    created.addEventListener('close', () => {
+      if (worker !== created) return
+      log.error('generation worker exited', {})
+      worker = undefined
+      failAll('The generator stopped unexpectedly')
+    })
     created.postMessage({ type: 'init', settings } satisfies ToWorker)
     // The worker must not keep the process alive on its own: the server and pending jobs do that.
     created.unref()
@@ -60,8 +72,9 @@ export function createWorkerRunner(settings: ProviderSettings, log: Logger): Gen
       worker?.postMessage({ type: 'cancel', jobId } satisfies ToWorker)
     },
     async close(): Promise<void> {
-      worker?.terminate()
+      const closing = worker
       worker = undefined
+      closing?.terminate()
       failAll('The server is shutting down')
     },
   }

@@ -18,6 +18,21 @@ test('a plain bad request shows the provider’s reason, without anything key-li
   )
 })
 
+test('other secrets in a provider’s reason are hidden too, but model names and numbers stay readable', () => {
+  const reason = (message: string) =>
+    replyFailure({ status: 400, message }, context).message.split(': ').slice(1).join(': ')
+  expect(reason('Invalid header: Bearer abcdef1234567890XYZ')).toBe('Invalid header: Bearer [key]')
+  expect(reason('api_key=AIzaSyA1234567890abcdefghijklmnopqrs is invalid')).toBe('api_key=[key] is invalid')
+  expect(reason('key AIzaSyA1234567890abcdefghijklmnopqrs expired')).toBe('key [key] expired')
+  // A long opaque value, such as a secret from LLM_EXTRA_HEADERS echoed back.
+  expect(reason('x-custom header value 0123456789abcdef0123456789abcdef01 rejected')).toBe(
+    'x-custom header value [key] rejected',
+  )
+  expect(reason('Invalid model name gpt-4o-mini-2024-07-18; max_tokens 999999 exceeds 4096')).toBe(
+    'Invalid model name gpt-4o-mini-2024-07-18; max_tokens 999999 exceeds 4096',
+  )
+})
+
 test('an exhausted quota is not retried, a rate limit is', () => {
   const quota = replyFailure(
     {

@@ -94,11 +94,22 @@ export function failure(kind: FailureKind, context: FailureContext, status?: num
   return new ProviderFailure(kind, sentences[kind](context, status))
 }
 
-/** Provider error text is shown only for plain bad requests, shortened and without anything key-like. */
+/**
+ * Provider error text is shown only for plain bad requests, shortened and without anything key-like: the
+ * configured key, `sk-…`-style prefixed keys, Google's `AIza…`, a value after `Bearer` or a `key=`/`token:` label,
+ * and any run of 32 or more key characters: real keys are long, which also covers secrets in LLM_EXTRA_HEADERS.
+ */
 function scrub(text: string, context: FailureContext): string {
   let clean = text.replace(/\s+/g, ' ').trim()
   if (context.apiKey) clean = clean.split(context.apiKey).join('[key]')
-  clean = clean.replace(/\b(sk|key|token|bearer)[-_][A-Za-z0-9_\-*.]{6,}/gi, '[key]')
+  clean = clean
+    .replace(
+      /\b(bearer|api[-_]?key|access[-_]?token|token|secret|key|password)(\s*[=:]\s*|\s+)(?=\S*\d)\S{6,}/gi,
+      '$1$2[key]',
+    )
+    .replace(/\b(sk|key|token|bearer)[-_][A-Za-z0-9_\-*.]{6,}/gi, '[key]')
+    .replace(/\bAIza[0-9A-Za-z_-]{20,}/g, '[key]')
+    .replace(/[A-Za-z0-9_\-+/=]{32,}/g, '[key]')
   return clean.length > 200 ? `${clean.slice(0, 199)}…` : clean
 }
 

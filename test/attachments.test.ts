@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { PDFDocument } from 'pdf-lib'
+import { deflateSync } from 'node:zlib'
+import { PDFDocument, PDFName } from 'pdf-lib'
 import sharp, { type Sharp } from 'sharp'
 import { attachments } from '../src/attachments/attachments.table'
 import { createFileInspector } from '../src/attachments/inspector'
@@ -40,6 +41,15 @@ async function pdf(pages: number): Promise<Uint8Array> {
   const document = await PDFDocument.create()
   for (let page = 0; page < pages; page += 1)
     document.addPage([200, 200]).drawText(`page ${page + 1}`, { x: 20, y: 100 })
+  return document.save()
+}
+
+/** A one-page PDF whose content stream is `inflated` bytes of spaces, deflated (a few hundred bytes per MiB). */
+async function pdfBomb(inflated: number): Promise<Uint8Array> {
+  const document = await PDFDocument.create()
+  const page = document.addPage([200, 200])
+  const content = document.context.stream(deflateSync(new Uint8Array(inflated).fill(32)), { Filter: 'FlateDecode' })
+  page.node.set(PDFName.of('Contents'), document.context.register(content))
   return document.save()
 }
 
@@ -211,6 +221,35 @@ describe('upload', () => {
     expect(s.h.db.select({ resized: attachments.resized }).from(attachments).get()).toEqual({ resized: true })
   })
 
+  test('a large image whose scaled copy would be bigger than itself keeps no copy: models get the original', async () => {
+    await using s = await setup()
+    // Noise in a 16-colour palette: re-encoded after scaling, the palette is lost and the file grows.
+    const side = 2000
+    const noise = new Uint8Array(side * side * 3).map((_, index) => ((index * 2654435761) >>> 30) * 64)
+    const noisy = await sharp(noise, { raw: { width: side, height: side, channels: 3 } })
+      .png({ palette: true, colors: 16 })
+      .toBuffer()
+    const reply = await upload(s.h, s.owner.token, s.threadId, form({ name: 'noise.png', bytes: noisy }))
+    expect(reply.status).toBe(201)
+    expect(storedFiles(s.h)).toEqual([reply.body[0].id])
+    expect(s.h.db.select({ resized: attachments.resized }).from(attachments).get()).toEqual({ resized: false })
+  })
+
+  test('a part sent with an empty filename is stored under a plain display name', async () => {
+    await using s = await setup()
+    const boundary = 'empty-name'
+    const body = new Blob([
+      `--${boundary}\r\nContent-Disposition: form-data; name="attachments[0]"; filename=""\r\n\r\n`,
+      'some notes',
+      `\r\n--${boundary}--\r\n`,
+    ])
+    const reply = await upload(s.h, s.owner.token, s.threadId, body, {
+      'content-type': `multipart/form-data; boundary=${boundary}`,
+    })
+    expect(reply.status).toBe(201)
+    expect(reply.body).toEqual([{ id: expect.any(String), filename: 'attachment' }])
+  })
+
   test('an animated image is scaled frame by frame', async () => {
     await using s = await setup()
     const reply = await upload(
@@ -287,6 +326,21 @@ describe('hostile and malformed uploads store nothing', () => {
       { code: 'corrupt' },
     ],
     ['a zip', async () => ({ name: 'archive.zip', bytes: zip() }), { code: 'unsupported_type' }],
+    [
+      'a PDF whose 130 KB of compressed page content inflates past the limit',
+      async () => ({ name: 'bomb.pdf', bytes: await pdfBomb(pdfLimits.maxInflatedBytes + 1) }),
+      { code: 'too_large', limit: pdfLimits.maxInflatedBytes },
+    ],
+    [
+      'a PDF whose page tree contains itself',
+      async () => ({
+        name: 'loop.pdf',
+        bytes:
+          '%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n' +
+          '2 0 obj << /Type /Pages /Kids [2 0 R] /Count 1 >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n',
+      }),
+      { code: 'corrupt' },
+    ],
     ['an empty file', async () => ({ name: 'empty.txt', bytes: '' }), { code: 'empty' }],
     [
       'an image one byte over 3 MiB',
@@ -716,7 +770,12 @@ describe('GET /api/v1/limits', () => {
         max_pixels: 50_000_000,
         model_longest_side: 1568,
       },
-      pdf: { media_types: ['application/pdf'], max_bytes: 2.5 * 1024 * 1024, max_pages: 100 },
+      pdf: {
+        media_types: ['application/pdf'],
+        max_bytes: 2.5 * 1024 * 1024,
+        max_pages: 100,
+        max_inflated_bytes: 128 * 1024 * 1024,
+      },
       text: { media_types: ['text/plain', 'text/markdown', 'text/csv'], max_bytes: 512 * 1024 },
     })
     expect((await h.call('GET', '/api/v1/limits')).status).toBe(401)

@@ -3,6 +3,7 @@
 // the scaled copy models read). Plain data in and out, so that they run in the inspect worker
 // (inspect-worker.ts) and never on the thread that answers requests.
 import { extname } from 'node:path'
+import { constants, inflateSync } from 'node:zlib'
 import { fileTypeFromBuffer } from 'file-type'
 import { PDFDocument } from 'pdf-lib'
 import sharp from 'sharp'
@@ -88,6 +89,34 @@ function isText(bytes: Uint8Array): boolean {
   }
 }
 
+/**
+ * Whether the zlib streams of a PDF inflate to more than `budget` bytes in all. Every `stream` keyword is tried;
+ * zlib itself finds where each stream's data ends (trailing bytes are ignored), so no `Length` or `endstream`
+ * needs to be trusted, and inflating stops as soon as the budget is spent.
+ */
+function inflatesBeyond(bytes: Uint8Array, raw: string, budget: number): boolean {
+  let left = budget
+  for (let at = raw.indexOf('stream'); at !== -1; at = raw.indexOf('stream', at + 6)) {
+    if (raw.startsWith('end', at - 3)) continue
+    let start = at + 6
+    if (raw[start] === '\r') start++
+    if (raw[start] !== '\n' && raw[start - 1] !== '\r') continue
+    if (raw[start] === '\n') start++
+    const cmf = bytes[start] ?? 0
+    // A zlib header (RFC 1950): deflate, and a check value that makes the first two bytes a multiple of 31.
+    if ((cmf & 0x0f) !== 8 || ((cmf << 8) | (bytes[start + 1] ?? 0)) % 31 !== 0) continue
+    try {
+      const data = bytes.subarray(start)
+      left -= inflateSync(data, { maxOutputLength: left + 1, finishFlush: constants.Z_SYNC_FLUSH }).length
+    } catch (error) {
+      if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') return true
+      // Not a valid zlib stream after all: judging the structure is pdf-lib's job.
+    }
+    if (left < 0) return true
+  }
+  return false
+}
+
 async function checkPdf(bytes: Uint8Array): Promise<Verdict> {
   const raw = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1')
   // Encryption is declared in the trailer or cross-reference stream dictionary, which are never encrypted
@@ -96,11 +125,21 @@ async function checkPdf(bytes: Uint8Array): Promise<Verdict> {
     return refused('password_protected', 'is encrypted or password-protected')
   // pdf-lib recovers from a cut-off file by scanning what is left; the missing end marker gives it away.
   if (!raw.slice(-1024).includes('%%EOF')) return refused('corrupt', 'is a truncated PDF')
+  if (inflatesBeyond(bytes, raw, pdfLimits.maxInflatedBytes)) {
+    const mib = pdfLimits.maxInflatedBytes / (1024 * 1024)
+    return refused('too_large', `inflates to more than ${mib} MiB of PDF data`, pdfLimits.maxInflatedBytes)
+  }
   const document = await PDFDocument.load(bytes, { updateMetadata: false, throwOnInvalidObject: true }).catch(
     () => null,
   )
   if (!document) return refused('corrupt', 'is a damaged PDF')
-  const pages = document.getPageCount()
+  // A page tree that loops back on itself overflows the stack while pages are counted.
+  let pages: number
+  try {
+    pages = document.getPageCount()
+  } catch {
+    return refused('corrupt', 'is a damaged PDF')
+  }
   if (pages === 0) return refused('empty', 'has no pages')
   if (pages > pdfLimits.maxPages) {
     return refused('too_many_pages', `has ${pages} pages; at most ${pdfLimits.maxPages}`, pdfLimits.maxPages)
@@ -157,7 +196,14 @@ async function checkImage(bytes: Uint8Array, mediaType: string): Promise<Verdict
     const resized = fits
       ? await decoder.stats().then(() => null)
       : await decoder.autoOrient().resize({ width: side, height: side, fit: 'inside' }).toBuffer()
-    return { accepted: true, kind: 'image', mediaType, resized }
+    // Re-encoding can lose a palette and grow the file (a noisy 16-colour PNG doubled): models then get the
+    // original, which is within the upload limit, and the provider scales it.
+    return {
+      accepted: true,
+      kind: 'image',
+      mediaType,
+      resized: resized && resized.length < bytes.length ? resized : null,
+    }
   } catch {
     return refused('corrupt', 'is a damaged or truncated image')
   }

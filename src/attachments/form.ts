@@ -58,7 +58,8 @@ export async function readParts(body: ArrayBuffer, contentType: string): Promise
   return Promise.all(
     (files as File[]).map(async (file, index) => ({
       name: `attachments[${index}]`,
-      filename: sanitizeFilename(file.name),
+      // A part sent with filename="" arrives as a Blob, whose `name` is undefined whatever the typings say.
+      filename: sanitizeFilename(file.name ?? ''),
       declaredType: file.type,
       bytes: await file.bytes(),
     })),

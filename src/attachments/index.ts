@@ -22,8 +22,8 @@ const mib = (bytes: number) => `${bytes / (1024 * 1024)} MiB`
 const uploadDescription = `Multipart form data, one file per part: \`attachments[0]\` (required), \`attachments[1]\`, … numbered without gaps; at most ${filesPerRequest} files per request and ${filesPerThread} per thread. Only the thread's owner may upload. Uploading stores files; it sends no message.
 
 The type is decided from the bytes, never from the name or declared type, though a name or declared type that contradicts the bytes (a PNG named \`.pdf\`; an SVG, which is text that claims to be an image) is refused:
-- images: JPEG, PNG, GIF, WebP (animations accepted), at most ${mib(imageLimits.maxBytes)} and ${imageLimits.maxPixels.toLocaleString('en-US')} pixels (all frames counted), fully decoded; images longer than ${imageLimits.modelLongestSide} px on a side also get a scaled copy that models read;
-- PDF: at most ${mib(pdfLimits.maxBytes)} and ${pdfLimits.maxPages} pages; encrypted or password-protected PDFs are refused;
+- images: JPEG, PNG, GIF, WebP (animations accepted), at most ${mib(imageLimits.maxBytes)} and ${imageLimits.maxPixels.toLocaleString('en-US')} pixels (all frames counted), fully decoded; images longer than ${imageLimits.modelLongestSide} px on a side also get a scaled copy that models read (unless it would be larger than the original);
+- PDF: at most ${mib(pdfLimits.maxBytes)} and ${pdfLimits.maxPages} pages, its compressed streams inflating to at most ${mib(pdfLimits.maxInflatedBytes)} in all; encrypted or password-protected PDFs are refused;
 - text: plain, Markdown (\`.md\`) or CSV (\`.csv\`), at most ${mib(textLimits.maxBytes)}, valid UTF-8 without NUL bytes.
 
 All or nothing: when any file is refused, none is stored. Display names are reduced to their last path segment, without control characters, at most ${filenameMaxLength} characters. GET /api/v1/limits lists these limits.

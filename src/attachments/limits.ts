@@ -16,6 +16,12 @@ export const pdfLimits = {
   mediaTypes: ['application/pdf'],
   maxBytes: 2.5 * MiB,
   maxPages: 100,
+  /**
+   * Bytes all of a PDF's compressed streams may inflate to. pdf-lib inflates object streams as it loads and
+   * text extraction inflates page contents, so without a bound a 2.5 MiB file of compressed spaces stands for
+   * gigabytes. Real documents under 2.5 MiB stay far below it.
+   */
+  maxInflatedBytes: 128 * MiB,
 } as const
 
 export const textLimits = {
@@ -50,6 +56,11 @@ export const publishedLimits: AttachmentsModel.limits = {
     max_pixels: imageLimits.maxPixels,
     model_longest_side: imageLimits.modelLongestSide,
   },
-  pdf: { media_types: [...pdfLimits.mediaTypes], max_bytes: pdfLimits.maxBytes, max_pages: pdfLimits.maxPages },
+  pdf: {
+    media_types: [...pdfLimits.mediaTypes],
+    max_bytes: pdfLimits.maxBytes,
+    max_pages: pdfLimits.maxPages,
+    max_inflated_bytes: pdfLimits.maxInflatedBytes,
+  },
   text: { media_types: [...textLimits.mediaTypes], max_bytes: textLimits.maxBytes },
 }

@@ -91,7 +91,10 @@ export namespace AttachmentsModel {
           description: 'Images longer than this on a side also get a copy scaled to fit it, which models read.',
         }),
       }),
-      pdf: kindLimits({ max_pages: t.Integer() }),
+      pdf: kindLimits({
+        max_pages: t.Integer(),
+        max_inflated_bytes: t.Integer({ description: 'What all of its compressed streams may inflate to.' }),
+      }),
       text: kindLimits({}),
     },
     { additionalProperties: false },

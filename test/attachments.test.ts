@@ -589,6 +589,18 @@ describe('the inspect worker', () => {
   })
 })
 
+describe('stuck inspections', () => {
+  test('an inspection past its time limit ends its worker and fails its upload; the next upload gets a new one', async () => {
+    const entry = new URL('./fixtures/stuck-inspect-worker.ts', import.meta.url)
+    await using s = await setup({ inspector: createFileInspector(silentLogger, { size: 1, entry, timeoutMs: 200 }) })
+    const stuck = await upload(s.h, s.owner.token, s.threadId, form({ name: 'stuck.txt', bytes: 'loops forever' }))
+    expect(stuck.status).toBe(500)
+    expectNothingStored(s.h)
+    const next = await upload(s.h, s.owner.token, s.threadId, form({ name: 'notes.txt', bytes: 'fine' }))
+    expect(next.status).toBe(201)
+  })
+})
+
 describe('who may upload', () => {
   test('403 {error, message} for a member who can see the thread but does not own it', async () => {
     await using s = await setup()

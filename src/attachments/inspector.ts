@@ -72,11 +72,17 @@ export interface InspectorOptions {
   size?: number
   /** The worker's entry module; tests swap in one that can be made to crash. */
   entry?: URL
+  /**
+   * How long one upload's inspection may take (default 60 s, far beyond any file within the limits). A worker
+   * still busy then is stuck in a parser or decoder: it is ended, and the uploads it held fail.
+   */
+  timeoutMs?: number
 }
 
 interface Pending {
   resolve(outcome: Outcome): void
   reject(error: Error): void
+  timer: ReturnType<typeof setTimeout>
 }
 
 interface Slot {
@@ -91,6 +97,7 @@ function buffersOf(upload: Upload): ArrayBuffer[] {
 export function createFileInspector(log: Logger, options: InspectorOptions = {}): FileInspector {
   const size = Math.max(1, options.size ?? 2)
   const entry = options.entry ?? new URL('./inspect-worker.ts', import.meta.url)
+  const timeoutMs = options.timeoutMs ?? 60_000
   const slots = new Set<Slot>()
   let nextId = 0
   let closed = false
@@ -100,7 +107,10 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
     slot.worker.terminate()
     const pending = [...slot.pending.values()]
     slot.pending.clear()
-    for (const job of pending) job.reject(new Error(reason))
+    for (const job of pending) {
+      clearTimeout(job.timer)
+      job.reject(new Error(reason))
+    }
   }
 
   function spawn(): Slot {
@@ -125,6 +135,7 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
     const job = slot.pending.get(message.id)
     if (!job) return
     slot.pending.delete(message.id)
+    clearTimeout(job.timer)
     if ('failure' in message) job.reject(new Error(`File inspection failed: ${message.failure}`))
     else job.resolve(message.outcome)
   }
@@ -143,7 +154,11 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
       const slot = choose()
       const id = nextId++
       return new Promise<Outcome>((resolve, reject) => {
-        slot.pending.set(id, { resolve, reject })
+        const timer = setTimeout(() => {
+          log.error('file inspection timed out', { timeoutMs })
+          retire(slot, 'File inspection took too long')
+        }, timeoutMs)
+        slot.pending.set(id, { resolve, reject, timer })
         slot.worker.postMessage({ id, upload, uploadsDir } satisfies ToInspector, buffersOf(upload))
       })
     },

@@ -27,11 +27,18 @@ export const downloadHeaders = {
   'cache-control': 'private, no-cache',
 } as const
 
+/** RFC 9110 §13.1.2: `*`, or any entity tag in the list, compared weakly (a `W/` prefix does not matter). */
+function matchesEtag(header: string | null, etag: string): boolean {
+  if (header === null) return false
+  if (header.trim() === '*') return true
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)
+}
+
 /** The file's response, or 304 when the browser already holds it (attachments never change). */
 export async function attachmentResponse(file: StoredFile, attachmentId: string, request: Request): Promise<Response> {
   const etag = `"${attachmentId}"`
   const headers = { ...downloadHeaders, etag }
-  if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers })
+  if (matchesEtag(request.headers.get('if-none-match'), etag)) return new Response(null, { status: 304, headers })
   const body = Bun.file(file.path)
   if (!(await body.exists())) throw notFound('Attachment')
   const type = file.mediaType.startsWith('text/') ? `${file.mediaType}; charset=utf-8` : file.mediaType

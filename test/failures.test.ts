@@ -1,6 +1,12 @@
 // Provider failures told apart: what is retried, and what the user reads.
 import { expect, test } from 'bun:test'
-import { describeForLog, ProviderFailure, replyFailure, retryAfterMs } from '../src/generation/providers/failures'
+import {
+  describeForLog,
+  failure,
+  ProviderFailure,
+  replyFailure,
+  retryAfterMs,
+} from '../src/generation/providers/failures'
 import { type ChatModel, modelGenerator } from '../src/generation/providers/model'
 import { type FakeLlm, settingsFor } from './fake-llm'
 
@@ -100,4 +106,33 @@ test('an unforeseen error inside a model generator becomes a plain sentence, and
   expect(logged).toContain('TypeError: cannot read choices of undefined')
   expect(logged).not.toContain(key)
   expect(describeForLog(replyFailure({ status: 429 }, { model: 'm' }), key)).toBeNull()
+})
+
+test('a failure after part of the answer has streamed is not retried without the tool, which would repeat that part', async () => {
+  let calls = 0
+  const halfway: ChatModel = {
+    async *reply() {
+      calls++
+      yield { type: 'text', text: 'Half an answer' }
+      throw failure('tools_unsupported', { model: 'm' })
+    },
+  }
+  const settings = settingsFor('openai', { url: 'http://127.0.0.1:1' } as FakeLlm)
+  const streamed: string[] = []
+  let caught: unknown
+  try {
+    for await (const event of modelGenerator(halfway, settings).generate({
+      history: [{ id: 'm', role: 'user', contents: [{ type: 'text', text: 'hi' }] }],
+      signal: new AbortController().signal,
+    })) {
+      if (event.type === 'text') streamed.push(event.text)
+    }
+  } catch (error) {
+    caught = error
+  }
+  expect({ calls, streamed, kind: (caught as ProviderFailure).kind }).toEqual({
+    calls: 1,
+    streamed: ['Half an answer'],
+    kind: 'tools_unsupported',
+  })
 })

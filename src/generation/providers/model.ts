@@ -66,11 +66,16 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings): Gener
         maxOutputTokens: settings.maxOutputTokens,
         choiceTool,
       }
+      let streamed = false
       try {
-        yield* withRetries(() => model.reply(request, signal), retryPolicy(settings), signal)
+        for await (const event of withRetries(() => model.reply(request, signal), retryPolicy(settings), signal)) {
+          streamed = true
+          yield event
+        }
         return
       } catch (error) {
-        if (!(error instanceof ProviderFailure)) throw error
+        // Asking again once the reader has part of this answer would stream that part twice.
+        if (!(error instanceof ProviderFailure) || streamed) throw error
         // Many local models (and llama.cpp without --jinja) reject any request offering tools.
         if (error.kind === 'tools_unsupported' && choiceTool === 'offer') {
           choiceTool = 'withhold'

@@ -44,11 +44,14 @@ async function pdf(pages: number): Promise<Uint8Array> {
   return document.save()
 }
 
-/** A one-page PDF whose content stream is `inflated` bytes of spaces, deflated (a few hundred bytes per MiB). */
-async function pdfBomb(inflated: number): Promise<Uint8Array> {
+/** A one-page PDF whose content stream is `inflated` bytes of spaces, deflated `times` times (a filter chain). */
+async function pdfBomb(inflated: number, times = 1): Promise<Uint8Array> {
   const document = await PDFDocument.create()
   const page = document.addPage([200, 200])
-  const content = document.context.stream(deflateSync(new Uint8Array(inflated).fill(32)), { Filter: 'FlateDecode' })
+  let data: Uint8Array = new Uint8Array(inflated).fill(32)
+  for (let round = 0; round < times; round++) data = deflateSync(data)
+  const filter = Array.from({ length: times }, () => 'FlateDecode')
+  const content = document.context.stream(data, { Filter: times === 1 ? 'FlateDecode' : filter })
   page.node.set(PDFName.of('Contents'), document.context.register(content))
   return document.save()
 }
@@ -329,6 +332,11 @@ describe('hostile and malformed uploads store nothing', () => {
     [
       'a PDF whose 130 KB of compressed page content inflates past the limit',
       async () => ({ name: 'bomb.pdf', bytes: await pdfBomb(pdfLimits.maxInflatedBytes + 1) }),
+      { code: 'too_large', limit: pdfLimits.maxInflatedBytes },
+    ],
+    [
+      'a PDF whose bomb is deflated twice (a filter chain)',
+      async () => ({ name: 'chain.pdf', bytes: await pdfBomb(pdfLimits.maxInflatedBytes + 1, 2) }),
       { code: 'too_large', limit: pdfLimits.maxInflatedBytes },
     ],
     [

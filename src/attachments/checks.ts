@@ -89,10 +89,17 @@ function isText(bytes: Uint8Array): boolean {
   }
 }
 
+/** A zlib header (RFC 1950): deflate, and a check value that makes the first two bytes a multiple of 31. */
+function startsZlib(bytes: Uint8Array): boolean {
+  const cmf = bytes[0] ?? 0
+  return (cmf & 0x0f) === 8 && ((cmf << 8) | (bytes[1] ?? 0)) % 31 === 0
+}
+
 /**
  * Whether the zlib streams of a PDF inflate to more than `budget` bytes in all. Every `stream` keyword is tried;
  * zlib itself finds where each stream's data ends (trailing bytes are ignored), so no `Length` or `endstream`
- * needs to be trusted, and inflating stops as soon as the budget is spent.
+ * needs to be trusted. Inflating stops as soon as the budget is spent, and output that is zlib data again (a
+ * filter chain) is inflated and counted too.
  */
 function inflatesBeyond(bytes: Uint8Array, raw: string, budget: number): boolean {
   let left = budget
@@ -102,17 +109,18 @@ function inflatesBeyond(bytes: Uint8Array, raw: string, budget: number): boolean
     if (raw[start] === '\r') start++
     if (raw[start] !== '\n' && raw[start - 1] !== '\r') continue
     if (raw[start] === '\n') start++
-    const cmf = bytes[start] ?? 0
-    // A zlib header (RFC 1950): deflate, and a check value that makes the first two bytes a multiple of 31.
-    if ((cmf & 0x0f) !== 8 || ((cmf << 8) | (bytes[start + 1] ?? 0)) % 31 !== 0) continue
-    try {
-      const data = bytes.subarray(start)
-      left -= inflateSync(data, { maxOutputLength: left + 1, finishFlush: constants.Z_SYNC_FLUSH }).length
-    } catch (error) {
-      if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') return true
-      // Not a valid zlib stream after all: judging the structure is pdf-lib's job.
+    let data = bytes.subarray(start)
+    while (startsZlib(data)) {
+      try {
+        data = inflateSync(data, { maxOutputLength: left + 1, finishFlush: constants.Z_SYNC_FLUSH })
+      } catch (error) {
+        if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') return true
+        // Not a valid zlib stream after all: judging the structure is pdf-lib's job.
+        break
+      }
+      left -= data.length
+      if (left < 0) return true
     }
-    if (left < 0) return true
   }
   return false
 }

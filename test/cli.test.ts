@@ -13,11 +13,11 @@ const dir = mkdtempSync(join(tmpdir(), 'threadhouse-cli-'))
 const databasePath = join(dir, 'db.sqlite')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-/** The CLI exactly as operators run it, through package.json's script (bunfig.toml keeps `bun run` quiet). */
-async function cli(...args: string[]) {
-  const child = Bun.spawn(['bun', 'run', 'cli', ...args], {
+/** Runs a command from the repository root to its end: what it printed on each stream, and its exit code. */
+async function run(command: string[], env: Record<string, string>) {
+  const child = Bun.spawn(command, {
     cwd: `${import.meta.dir}/..`,
-    env: { ...process.env, DATABASE_PATH: databasePath },
+    env: { ...process.env, ...env },
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -27,6 +27,11 @@ async function cli(...args: string[]) {
     child.exited,
   ])
   return { stdout, stderr, code }
+}
+
+/** The CLI exactly as operators run it, through package.json's script (bunfig.toml keeps `bun run` quiet). */
+function cli(...args: string[]) {
+  return run(['bun', 'run', 'cli', ...args], { DATABASE_PATH: databasePath })
 }
 
 test('user:create and token:create; the secret is the last line of stdout', async () => {
@@ -103,30 +108,21 @@ test('configuration errors name the variable; unset values take the documented d
 })
 
 test('the server refuses to start on a bad variable, with one line naming it', async () => {
-  const child = Bun.spawn(['bun', 'src/index.ts'], {
-    cwd: `${import.meta.dir}/..`,
-    env: { ...process.env, DATABASE_PATH: databasePath, ECHO_TOKEN_DELAY_MS: 'soon' },
-    stdout: 'pipe',
-    stderr: 'pipe',
+  const { stderr, code } = await run(['bun', 'src/index.ts'], {
+    DATABASE_PATH: databasePath,
+    ECHO_TOKEN_DELAY_MS: 'soon',
   })
-  const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited])
   expect(code).toBe(1)
   expect(stderr.trim().split('\n')).toEqual([expect.stringContaining('ECHO_TOKEN_DELAY_MS')])
 })
 
 test('a start that cannot listen says so in one line and keeps the first run for the start that can', async () => {
   const fresh = join(dir, 'fresh.sqlite')
-  const child = Bun.spawn(['bun', 'src/index.ts'], {
-    cwd: `${import.meta.dir}/..`,
-    env: { ...process.env, DATABASE_PATH: fresh, HOST: 'not_a_host', PORT: '0' },
-    stdout: 'pipe',
-    stderr: 'pipe',
+  const { stdout, stderr, code } = await run(['bun', 'src/index.ts'], {
+    DATABASE_PATH: fresh,
+    HOST: 'not_a_host',
+    PORT: '0',
   })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ])
   expect({ code, stdout }).toEqual({ code: 1, stdout: '' })
   expect(stderr.trim().split('\n').at(-1)).toStartWith('Cannot listen on HOST not_a_host, PORT 0: ')
   await using server = await startServer({ DATABASE_PATH: fresh })

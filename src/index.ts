@@ -43,6 +43,9 @@ try {
   app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60 })
 } catch (error) {
   console.error(`Cannot listen on HOST ${config.HOST}, PORT ${config.PORT}: ${(error as Error).message}`)
+  // Recovery has already claimed unfinished answers: give their attempts back, as a shutdown does.
+  await app.decorator.engine.close()
+  await inspector.close()
   process.exit(1)
 }
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })

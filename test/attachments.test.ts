@@ -44,16 +44,27 @@ async function pdf(pages: number): Promise<Uint8Array> {
   return document.save()
 }
 
-/** A one-page PDF whose content stream is `inflated` bytes of spaces, deflated `times` times (a filter chain). */
-async function pdfBomb(inflated: number, times = 1): Promise<Uint8Array> {
+/**
+ * A one-page PDF whose content stream is `inflated` bytes of spaces, deflated `times` times (a filter chain), or
+ * with `image`, an unused grey image of that many pixels instead; `sameLine` starts the data right after the
+ * `stream` keyword, without the line break the format asks for but pdf-lib does not need.
+ */
+async function pdfBomb(inflated: number, { times = 1, image = false, sameLine = false } = {}): Promise<Uint8Array> {
   const document = await PDFDocument.create()
   const page = document.addPage([200, 200])
   let data: Uint8Array = new Uint8Array(inflated).fill(32)
   for (let round = 0; round < times; round++) data = deflateSync(data)
-  const filter = Array.from({ length: times }, () => 'FlateDecode')
-  const content = document.context.stream(data, { Filter: times === 1 ? 'FlateDecode' : filter })
-  page.node.set(PDFName.of('Contents'), document.context.register(content))
-  return document.save()
+  const Filter = times === 1 ? 'FlateDecode' : Array.from({ length: times }, () => 'FlateDecode')
+  const dict = image
+    ? { Type: 'XObject', Subtype: 'Image', Width: 1, Height: inflated, ColorSpace: 'DeviceGray', BitsPerComponent: 8 }
+    : {}
+  const stream = document.context.register(document.context.stream(data, { ...dict, Filter }))
+  if (!image) page.node.set(PDFName.of('Contents'), stream)
+  const saved = await document.save({ useObjectStreams: false })
+  if (!sameLine) return saved
+  const raw = Buffer.from(saved).toString('latin1')
+  const at = raw.indexOf('stream\n')
+  return new Uint8Array(Buffer.from(`${raw.slice(0, at)}stream ${raw.slice(at + 7)}`, 'latin1'))
 }
 
 /**
@@ -238,6 +249,13 @@ describe('upload', () => {
     expect(s.h.db.select({ resized: attachments.resized }).from(attachments).get()).toEqual({ resized: false })
   })
 
+  test('image streams do not count toward the PDF inflation limit: decks of flat images are accepted', async () => {
+    await using s = await setup()
+    const deck = await pdfBomb(pdfLimits.maxInflatedBytes + 1, { image: true })
+    const reply = await upload(s.h, s.owner.token, s.threadId, form({ name: 'deck.pdf', bytes: deck }))
+    expect(reply.status).toBe(201)
+  })
+
   test('a part sent with an empty filename is stored under a plain display name', async () => {
     await using s = await setup()
     const boundary = 'empty-name'
@@ -336,8 +354,21 @@ describe('hostile and malformed uploads store nothing', () => {
     ],
     [
       'a PDF whose bomb is deflated twice (a filter chain)',
-      async () => ({ name: 'chain.pdf', bytes: await pdfBomb(pdfLimits.maxInflatedBytes + 1, 2) }),
+      async () => ({ name: 'chain.pdf', bytes: await pdfBomb(pdfLimits.maxInflatedBytes + 1, { times: 2 }) }),
       { code: 'too_large', limit: pdfLimits.maxInflatedBytes },
+    ],
+    [
+      'a PDF bomb whose data starts on the line of its stream keyword',
+      async () => ({ name: 'inline.pdf', bytes: await pdfBomb(pdfLimits.maxInflatedBytes + 1, { sameLine: true }) }),
+      { code: 'too_large', limit: pdfLimits.maxInflatedBytes },
+    ],
+    [
+      'a PDF with LZW-compressed data, which cannot be bounded without decoding it',
+      async () => {
+        const saved = Buffer.from(await pdf(1)).toString('latin1')
+        return { name: 'lzw.pdf', bytes: saved.replace('/Filter /FlateDecode', '/Filter /LZWDecode') }
+      },
+      { code: 'unsupported_type' },
     ],
     [
       'a PDF whose page tree contains itself',

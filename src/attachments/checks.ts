@@ -96,18 +96,21 @@ function startsZlib(bytes: Uint8Array): boolean {
 }
 
 /**
- * Whether the zlib streams of a PDF inflate to more than `budget` bytes in all. Every `stream` keyword is tried;
- * zlib itself finds where each stream's data ends (trailing bytes are ignored), so no `Length` or `endstream`
- * needs to be trusted. Inflating stops as soon as the budget is spent, and output that is zlib data again (a
- * filter chain) is inflated and counted too.
+ * Whether the zlib streams of a PDF inflate to more than `budget` bytes in all. Every `stream` keyword is tried,
+ * with or without the line break the format asks for (pdf-lib accepts both); zlib itself finds where each
+ * stream's data ends (trailing bytes are ignored), so no `Length` or `endstream` needs to be trusted. Inflating
+ * stops as soon as the budget is spent, and output that is zlib data again (a filter chain) is counted too.
+ * Image streams are skipped: neither pdf-lib nor text extraction decodes them, and counting them would both
+ * refuse slide decks of flat images and make this check inflate them all.
  */
 function inflatesBeyond(bytes: Uint8Array, raw: string, budget: number): boolean {
   let left = budget
   for (let at = raw.indexOf('stream'); at !== -1; at = raw.indexOf('stream', at + 6)) {
     if (raw.startsWith('end', at - 3)) continue
+    if (/\/Subtype\s*\/Image\b/.test(raw.slice(raw.lastIndexOf('obj', at), at))) continue
     let start = at + 6
+    while (raw[start] === ' ' || raw[start] === '\t') start++
     if (raw[start] === '\r') start++
-    if (raw[start] !== '\n' && raw[start - 1] !== '\r') continue
     if (raw[start] === '\n') start++
     let data = bytes.subarray(start)
     while (startsZlib(data)) {
@@ -133,6 +136,11 @@ async function checkPdf(bytes: Uint8Array): Promise<Verdict> {
     return refused('password_protected', 'is encrypted or password-protected')
   // pdf-lib recovers from a cut-off file by scanning what is left; the missing end marker gives it away.
   if (!raw.slice(-1024).includes('%%EOF')) return refused('corrupt', 'is a truncated PDF')
+  // LZW and run-length data can be bounded only by decoding it; these filters are rare in files made since the
+  // 1990s, and either can stand for gigabytes, so a PDF that names them is refused.
+  if (/\/(?:LZWDecode|RunLengthDecode)\b/.test(raw)) {
+    return refused('unsupported_type', 'uses LZW or run-length compression, which is not accepted')
+  }
   if (inflatesBeyond(bytes, raw, pdfLimits.maxInflatedBytes)) {
     const mib = pdfLimits.maxInflatedBytes / (1024 * 1024)
     return refused('too_large', `inflates to more than ${mib} MiB of PDF data`, pdfLimits.maxInflatedBytes)

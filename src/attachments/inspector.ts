@@ -73,8 +73,9 @@ export interface InspectorOptions {
   /** The worker's entry module; tests swap in one that can be made to crash. */
   entry?: URL
   /**
-   * How long one upload's inspection may take (default 60 s, far beyond any file within the limits). A worker
-   * still busy then is stuck in a parser or decoder: it is ended, and the uploads it held fail.
+   * How long one upload may wait for its outcome once handed to a worker (default 60 s, far beyond any file
+   * within the limits, even beside other uploads on the same worker). A worker still busy then is taken to be
+   * stuck in a parser or decoder: it is ended, and every upload it held fails.
    */
   timeoutMs?: number
 }

@@ -17,9 +17,10 @@ export const pdfLimits = {
   maxBytes: 2.5 * MiB,
   maxPages: 100,
   /**
-   * Bytes all of a PDF's compressed streams may inflate to. pdf-lib inflates object streams as it loads and
-   * text extraction inflates page contents, so without a bound a 2.5 MiB file of compressed spaces stands for
-   * gigabytes. Real documents under 2.5 MiB stay far below it.
+   * Bytes a PDF's compressed streams other than images may inflate to, in all. pdf-lib inflates object streams
+   * as it loads and text extraction inflates page contents, so without a bound a 2.5 MiB file of compressed
+   * spaces stands for gigabytes. Text, fonts and object streams compress 3–10 times, so real documents stay
+   * well below it.
    */
   maxInflatedBytes: 128 * MiB,
 } as const

@@ -52,7 +52,8 @@ export const description = `Persistent AI conversations (threads) and the OAuth 
 Authenticate with \`Authorization: Bearer <token>\`: a personal access token (\`thp_…\`) or an OAuth access token.
 Each operation names the scope it needs in \`x-required-scope\`; scopes never imply each other, except that
 \`threads:read:own\` is accepted where \`threads:read\` is (with only the token user's own threads visible).
-The token and the scope are checked before parameters and body, so 401 and 403 come before any 400.
+The token and the scope are checked before path parameters, query and body schema, so 401 and 403 come before
+those 400s (a body that is not even parseable JSON is refused first).
 Errors are \`{ "error": code, "message": text }\`; 403 for a missing scope adds \`required_scope\`. The attachment upload, as the
 specification shows, answers 400 and 413 with \`{ "message" }\` and 422 with \`{ "message", "reason" }\`.
 README.md, "API behaviour where the specification is silent", lists every choice made where the contract is open.`

@@ -100,7 +100,8 @@ export function failure(kind: FailureKind, context: FailureContext, status?: num
  * and any run of 32 or more key characters: real keys are long, which also covers secrets in LLM_EXTRA_HEADERS.
  */
 function scrub(text: string, context: FailureContext): string {
-  let clean = text.replace(/\s+/g, ' ').trim()
+  // Cut first: a provider echoing a long request must not make the patterns below run over all of it.
+  let clean = text.slice(0, 2000).replace(/\s+/g, ' ').trim()
   if (context.apiKey) clean = clean.split(context.apiKey).join('[key]')
   clean = clean
     .replace(
@@ -109,7 +110,7 @@ function scrub(text: string, context: FailureContext): string {
     )
     .replace(/\b(sk|key|token|bearer)[-_][A-Za-z0-9_\-*.]{6,}/gi, '[key]')
     .replace(/\bAIza[0-9A-Za-z_-]{20,}/g, '[key]')
-    .replace(/[A-Za-z0-9_\-+/=]{32,}/g, '[key]')
+    .replace(/[A-Za-z0-9_-]{32,}/g, '[key]')
   return clean.length > 200 ? `${clean.slice(0, 199)}…` : clean
 }
 

@@ -37,8 +37,8 @@ test('other secrets in a provider’s reason are hidden too, but model names and
   expect(reason('Invalid model name gpt-4o-mini-2024-07-18; max_tokens 999999 exceeds 4096')).toBe(
     'Invalid model name gpt-4o-mini-2024-07-18; max_tokens 999999 exceeds 4096',
   )
-  expect(reason('Unknown model mistralai/Mixtral-8x7B-Instruct-v0.1')).toBe(
-    'Unknown model mistralai/Mixtral-8x7B-Instruct-v0.1',
+  expect(reason('temperature must be <= 2 for mistralai/Mixtral-8x7B-Instruct-v0.1')).toBe(
+    'temperature must be <= 2 for mistralai/Mixtral-8x7B-Instruct-v0.1',
   )
 })
 

@@ -7,15 +7,16 @@ import { deleteExpiredOAuthRows } from './oauth/tokens'
 import type { Logger } from './shared/log'
 import type { Clock } from './shared/time'
 
-export function sweepExpired(db: Db, now: number) {
-  return { sessions: deleteExpiredSessions(db, now), ...deleteExpiredOAuthRows(db, now) }
+export function sweepExpired(db: Db, now: number): void {
+  deleteExpiredSessions(db, now)
+  deleteExpiredOAuthRows(db, now)
 }
 
 /** Sweeps once now, then every `intervalMs`; a failed sweep is logged and tried again at the next. */
 export function startUpkeep(db: Db, clock: Clock, log: Logger, intervalMs = 60 * 60_000): { stop(): void } {
   const run = () => {
     try {
-      log.debug('expired rows deleted', sweepExpired(db, clock.now()))
+      sweepExpired(db, clock.now())
     } catch (error) {
       log.error('deleting expired rows failed', { error: String(error) })
     }

@@ -75,14 +75,7 @@ test('an hour on, the sweep deletes expired tokens and dead grants but keeps wha
   })
 
   clock.advance(61 * minute)
-  expect(sweepExpired(h.db, clock.now())).toEqual({
-    sessions: 0,
-    grants: 1,
-    codes: 1,
-    accessTokens: 2,
-    refreshTokens: 0,
-    registrationTokens: 1,
-  })
+  sweepExpired(h.db, clock.now())
   // The live grant keeps both refresh tokens and its used code; the revoked grant took its own rows with it.
   expect(rowCounts(h)).toEqual({
     sessions: 1,

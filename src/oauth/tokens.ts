@@ -135,14 +135,6 @@ export function resolveOAuthAccessToken(db: Db, token: string, now: number): Cal
   return callerOf(row, `grant:${row.grantId}`)
 }
 
-export interface DeletedOAuthRows {
-  grants: number
-  codes: number
-  accessTokens: number
-  refreshTokens: number
-  registrationTokens: number
-}
-
 /**
  * Deletes what can no longer be used, so a client that refreshes every hour does not grow the tables forever.
  * As node-oidc-provider's storage does, a token is kept until its own expiry: a used refresh token until then, so
@@ -150,32 +142,18 @@ export interface DeletedOAuthRows {
  * the same reason (RFC 6749 §4.1.2); codes are few, one per approval. A revoked or expired grant goes with
  * everything issued under it.
  */
-export function deleteExpiredOAuthRows(db: Db, now: number): DeletedOAuthRows {
-  return db.transaction((tx) => ({
-    grants: tx
-      .delete(oauthGrants)
+export function deleteExpiredOAuthRows(db: Db, now: number): void {
+  db.transaction((tx) => {
+    tx.delete(oauthGrants)
       .where(or(isNotNull(oauthGrants.revokedAt), lte(oauthGrants.expiresAt, now)))
-      .returning({ id: oauthGrants.id })
-      .all().length,
-    codes: tx
-      .delete(oauthAuthorizationCodes)
+      .run()
+    tx.delete(oauthAuthorizationCodes)
       .where(and(isNull(oauthAuthorizationCodes.usedAt), lte(oauthAuthorizationCodes.expiresAt, now)))
-      .returning({ id: oauthAuthorizationCodes.id })
-      .all().length,
-    accessTokens: tx
-      .delete(oauthAccessTokens)
-      .where(lte(oauthAccessTokens.expiresAt, now))
-      .returning({ id: oauthAccessTokens.id })
-      .all().length,
-    refreshTokens: tx
-      .delete(oauthRefreshTokens)
-      .where(lte(oauthRefreshTokens.expiresAt, now))
-      .returning({ id: oauthRefreshTokens.id })
-      .all().length,
-    registrationTokens: tx
-      .delete(oauthRegistrationTokens)
+      .run()
+    tx.delete(oauthAccessTokens).where(lte(oauthAccessTokens.expiresAt, now)).run()
+    tx.delete(oauthRefreshTokens).where(lte(oauthRefreshTokens.expiresAt, now)).run()
+    tx.delete(oauthRegistrationTokens)
       .where(or(isNotNull(oauthRegistrationTokens.usedAt), lte(oauthRegistrationTokens.expiresAt, now)))
-      .returning({ id: oauthRegistrationTokens.id })
-      .all().length,
-  }))
+      .run()
+  })
 }

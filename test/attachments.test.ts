@@ -630,6 +630,7 @@ describe('the inspect worker', () => {
 
 describe('stuck inspections', () => {
   test('an inspection past its time limit ends its worker and fails its upload; the next upload gets a new one', async () => {
+    // Each worker takes twice the limit to load, which must not count: the limit is for inspecting.
     const entry = new URL('./fixtures/stuck-inspect-worker.ts', import.meta.url)
     await using s = await setup({ inspector: createFileInspector(silentLogger, { size: 1, entry, timeoutMs: 200 }) })
     const stuck = await upload(s.h, s.owner.token, s.threadId, form({ name: 'stuck.txt', bytes: 'loops forever' }))

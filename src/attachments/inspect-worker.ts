@@ -111,3 +111,5 @@ giveWayToRequests()
 self.onmessage = (event: MessageEvent<ToInspector>) => {
   void answer(event.data)
 }
+// Uploads' time limits start now: the modules above may take a while to load on a busy machine.
+self.postMessage({ ready: true } satisfies FromInspector)

@@ -54,8 +54,8 @@ export interface CheckedFile {
 
 export type Outcome = { accepted: CheckedFile[] } | { refused: Refusal }
 
-/** The outcome, or why the inspection itself failed. */
-export type FromInspector = { id: number; outcome: Outcome } | { id: number; failure: string }
+/** Once, when the worker has loaded its modules; then per upload, the outcome or why the inspection failed. */
+export type FromInspector = { ready: true } | { id: number; outcome: Outcome } | { id: number; failure: string }
 
 export interface FileInspector {
   /** Inspects an upload off this thread. Takes ownership of its buffers. */
@@ -73,9 +73,9 @@ export interface InspectorOptions {
   /** The worker's entry module; tests swap in one that can be made to crash. */
   entry?: URL
   /**
-   * How long one upload may wait for its outcome once handed to a worker (default 60 s, far beyond any file
-   * within the limits, even beside other uploads on the same worker). A worker still busy then is taken to be
-   * stuck in a parser or decoder: it is ended, and every upload it held fails.
+   * How long one upload may wait for its outcome once handed to a worker that has loaded its modules (default
+   * 60 s, far beyond any file within the limits, even beside other uploads on the same worker). A worker still
+   * busy then is taken to be stuck in a parser or decoder: it is ended, and every upload it held fails.
    */
   timeoutMs?: number
 }
@@ -83,11 +83,13 @@ export interface InspectorOptions {
 interface Pending {
   resolve(outcome: Outcome): void
   reject(error: Error): void
-  timer: ReturnType<typeof setTimeout>
+  /** Armed when the worker is ready: loading sharp and pdf-lib on a busy machine is no stuck inspection. */
+  timer?: ReturnType<typeof setTimeout>
 }
 
 interface Slot {
   worker: Worker
+  ready: boolean
   pending: Map<number, Pending>
 }
 
@@ -115,7 +117,7 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
   }
 
   function spawn(): Slot {
-    const slot: Slot = { worker: new Worker(entry), pending: new Map() }
+    const slot: Slot = { worker: new Worker(entry), ready: false, pending: new Map() }
     slot.worker.onmessage = (event: MessageEvent<FromInspector>) => settle(slot, event.data)
     slot.worker.onerror = (event) => {
       log.error('file inspector crashed', { error: event.message })
@@ -132,7 +134,19 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
     return slot
   }
 
+  function arm(slot: Slot, job: Pending): void {
+    job.timer = setTimeout(() => {
+      log.error('file inspection timed out', { timeoutMs })
+      retire(slot, 'File inspection took too long')
+    }, timeoutMs)
+  }
+
   function settle(slot: Slot, message: FromInspector): void {
+    if ('ready' in message) {
+      slot.ready = true
+      for (const job of slot.pending.values()) arm(slot, job)
+      return
+    }
     const job = slot.pending.get(message.id)
     if (!job) return
     slot.pending.delete(message.id)
@@ -155,11 +169,9 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
       const slot = choose()
       const id = nextId++
       return new Promise<Outcome>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          log.error('file inspection timed out', { timeoutMs })
-          retire(slot, 'File inspection took too long')
-        }, timeoutMs)
-        slot.pending.set(id, { resolve, reject, timer })
+        const job: Pending = { resolve, reject }
+        if (slot.ready) arm(slot, job)
+        slot.pending.set(id, job)
         slot.worker.postMessage({ id, upload, uploadsDir } satisfies ToInspector, buffersOf(upload))
       })
     },

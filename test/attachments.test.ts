@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'bun:test'
+import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { deflateSync } from 'node:zlib'
@@ -10,6 +10,10 @@ import { imageLimits, maxRequestBytes, pdfLimits, textLimits } from '../src/atta
 import { checkFormFiles, discardCheckedFiles, sweepUploads } from '../src/attachments/service'
 import { silentLogger } from '../src/shared/log'
 import { type Harness, harness, publicUrl, ScriptedRunner, type TestUser } from './helpers'
+
+// Image work runs in the inspect worker below the test's own priority (see inspect-worker.ts), so on a busy
+// machine it waits for every other process: several seconds are no failure here.
+setDefaultTimeout(30_000)
 
 // Fixtures, made here so that every byte a test sends is visible in the test.
 

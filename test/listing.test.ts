@@ -120,6 +120,30 @@ describe('keyset pagination', () => {
     expect(seen.filter((name) => name !== 'u1')).toEqual(['u5', 'u4', 'u3', 'u2', 'u0'])
   })
 
+  test('cursors do not expire: a cursor thread made private since still marks the place, without showing', async () => {
+    await using h = await harness({ clock: new ManualClock() })
+    const owner = await h.user()
+    const colleague = await h.user()
+    const stranger = await h.user({ org: 'elsewhere' })
+    for (let i = 0; i < 4; i++) await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: `c${i}` } })
+    for (const sort of ['sort_by=created_at&sort_dir=asc', 'sort_by=updated_at&sort_dir=desc']) {
+      const names = (reply: { body: Page }) => reply.body.data.map((t) => t.name)
+      const first = await h.call('GET', `/api/v1/threads?limit=2&${sort}`, { token: colleague.token })
+      const cursor = first.body.last_id
+      expect(
+        (await h.call('PATCH', `/api/v1/threads/${cursor}`, { token: owner.token, body: { is_private: true } })).status,
+      ).toBe(200)
+      const next = await h.call('GET', `/api/v1/threads?limit=2&${sort}&after=${cursor}`, { token: colleague.token })
+      expect(next.status).toBe(200)
+      // The private thread's update moved it in updated_at order, but the run continues from its new place.
+      expect(names(next)).not.toContain(names(first)[1])
+      if (sort.startsWith('sort_by=created_at')) expect(names(next)).toEqual(['c2', 'c3'])
+      const foreign = await h.call('GET', `/api/v1/threads?${sort}&after=${cursor}`, { token: stranger.token })
+      expect(foreign.status).toBe(400)
+      await h.call('PATCH', `/api/v1/threads/${cursor}`, { token: owner.token, body: { is_private: false } })
+    }
+  })
+
   test('limit: default 50, above 200 clamped and echoed, below 1 or fractional is 400', async () => {
     await using h = await harness()
     const owner = await h.user()

@@ -113,7 +113,12 @@ export namespace ThreadsModel {
       }),
     ),
     limit: t.Optional(limit),
-    after: t.Optional(uuid('Return threads after this thread ID (the previous page’s `last_id`).')),
+    after: t.Optional(
+      uuid(
+        'Return threads after this thread ID (the previous page’s `last_id`). Cursors do not expire: a thread ' +
+          'made private since still marks the place, without being shown. Another organization’s thread is 400.',
+      ),
+    ),
   })
   export type listThreadsQuery = Static<typeof listThreadsQuery>
 

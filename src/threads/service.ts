@@ -268,11 +268,16 @@ function prepareList(db: Db, shape: ListShape) {
     .prepare()
 }
 
+/**
+ * The `after` thread's sort key. Cursors do not expire (spec), so a thread its owner made private since the
+ * page was read still marks the place: only the organization (or, for own-threads tokens, the owner) counts.
+ */
 function prepareCursor(db: Db, sees: Caller['sees']) {
+  const scope = sees === 'own' ? visibleTo(sees) : eq(threads.organizationId, sql.placeholder('organizationId'))
   return db
     .select({ updateSeq: threads.updateSeq, createdAt: threads.createdAt, id: threads.id })
     .from(threads)
-    .where(and(eq(threads.id, sql.placeholder('threadId')), visibleTo(sees)))
+    .where(and(eq(threads.id, sql.placeholder('threadId')), scope))
     .prepare()
 }
 
@@ -325,7 +330,7 @@ export function listThreads(
   if (query.after !== undefined) {
     const statement = prepared(db, `cursor:${caller.sees}`, () => prepareCursor(db, caller.sees))
     cursor = statement.get({ threadId: query.after, ...callerValues(caller) })
-    if (!cursor) throw invalidRequest('after does not name a thread visible to you')
+    if (!cursor) throw invalidRequest('after does not name a thread you can list')
     if (sortBy === 'updated_at') {
       if (descending) seqHi = cursor.updateSeq - 1
       else seqLo = Math.max(seqLo, cursor.updateSeq + 1)

@@ -207,6 +207,25 @@ describe('keyset pagination', () => {
   })
 })
 
+test('messages keep the order they were written in when the clock steps back, and so does the history', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  const owner = await h.user()
+  const { thread_id } = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'one' } })).body
+  await h.app.decorator.engine.idle()
+  const first = await h.call('GET', `/api/v1/threads/${thread_id}/messages`, { token: owner.token })
+  clock.advance(-60_000)
+  await h.call('POST', `/api/v1/threads/${thread_id}/messages`, { token: owner.token, body: { text: 'two' } })
+  await h.app.decorator.engine.idle()
+  const texts = (
+    await h.call('GET', `/api/v1/threads/${thread_id}/messages?after=${first.body.last_id}`, {
+      token: owner.token,
+    })
+  ).body.data.map((m: { contents: { text: string }[] }) => m.contents[0]?.text)
+  // The echo responder counts the user turns it was given: the first turn reached the model too.
+  expect(texts).toEqual(['two', 'Echo (turn 2): you said “two”.'])
+})
+
 describe('filters', () => {
   test('owned, private, archived and updated_since', async () => {
     const clock = new ManualClock()

@@ -29,5 +29,6 @@ export function storeSummary(db: Db, threadId: string, compaction: Compaction, n
     .set({ active: false })
     .where(and(inThread, inArray(messages.id, compaction.replaces)))
     .run()
-  insertMessage(db, { threadId, role: 'summary', contents: [{ type: 'text', text: compaction.text }] }, createdAt)
+  const contents = [{ type: 'text' as const, text: compaction.text }]
+  insertMessage(db, { threadId, role: 'summary', contents, placedAt: createdAt }, now)
 }

@@ -1,5 +1,5 @@
 // Threads, messages and feedback as plain functions of (db, caller, input). Controllers stay thin.
-import { and, asc, between, desc, eq, gte, inArray, lte, ne, or, type SQL, sql } from 'drizzle-orm'
+import { and, asc, between, desc, eq, gte, inArray, lte, max, ne, or, type SQL, sql } from 'drizzle-orm'
 import { attachments } from '../attachments/attachments.table'
 import { users } from '../auth/auth.table'
 import type { Caller } from '../auth/model'
@@ -405,10 +405,35 @@ function searchableText(contents: ThreadsModel.contentBlock[]): string {
     .join('\n')
 }
 
-/** Inserts a message; inside a transaction, pass the same `db` (see src/db/prepared.ts). */
+/**
+ * A new message's time: the clock's, or the thread's newest message's if the clock has stepped back, so that
+ * messages list, and reach the model, in the order they were written (equal times: UUIDv7 IDs, which Bun
+ * keeps increasing within the process even when the clock steps back).
+ */
+function appendedAt(db: Db, threadId: string, now: number): number {
+  const newest = prepared(db, 'message:newest', () =>
+    db
+      .select({ createdAt: max(messages.createdAt) })
+      .from(messages)
+      .where(eq(messages.threadId, sql.placeholder('threadId')))
+      .prepare(),
+  ).get({ threadId })
+  return Math.max(now, newest?.createdAt ?? now)
+}
+
+/**
+ * Inserts a message at the end of its thread, or at `placedAt` (a summary takes the place of the messages it
+ * replaces). Inside a transaction, pass the same `db` (see src/db/prepared.ts).
+ */
 export function insertMessage(
   db: Db,
-  input: { threadId: string; role: MessageRow['role']; contents: ThreadsModel.contentBlock[]; replyTo?: string },
+  input: {
+    threadId: string
+    role: MessageRow['role']
+    contents: ThreadsModel.contentBlock[]
+    replyTo?: string
+    placedAt?: number
+  },
   now: number,
 ): string {
   const id = newId()
@@ -432,7 +457,7 @@ export function insertMessage(
     contents: input.contents,
     text: searchableText(input.contents),
     replyTo: input.replyTo ?? null,
-    createdAt: now,
+    createdAt: input.placedAt ?? appendedAt(db, input.threadId, now),
   })
   return id
 }

@@ -57,6 +57,18 @@ test('raw framing: id, event and data lines, then a blank line', async () => {
   )
 })
 
+test('EventSource clients: the token may come as access_token, and other query parameters are ignored', async () => {
+  await using h = await harness()
+  const owner = await h.user()
+  const { thread_id, message_id } = (
+    await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'hi' } })
+  ).body
+  const path = `/api/v1/threads/${thread_id}/messages/${message_id}/response/stream`
+  const response = await h.app.handle(new Request(`${publicUrl}${path}?access_token=${owner.token}&_=1&lastEventId=`))
+  expect(response.status).toBe(200)
+  expect((await collect(parseEvents(response))).at(-1)?.event).toBe('done')
+})
+
 test('a client joining mid-answer gets everything so far, then the live rest', async () => {
   const runner = new ScriptedRunner()
   await using h = await harness({ runner })

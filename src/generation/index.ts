@@ -109,7 +109,8 @@ export const responses = (deps: ResponseDeps) =>
       {
         scope: 'threads:read',
         params: ThreadsModel.messageParams,
-        query: t.Object(AuthModel.accessTokenQuery),
+        // Other query parameters are ignored: EventSource polyfills and cache busters add their own.
+        query: t.Object(AuthModel.accessTokenQuery, { additionalProperties: true }),
         response: deps.responses(errors),
         detail: {
           summary: 'Stream the AI response as server-sent events',

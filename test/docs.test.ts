@@ -49,6 +49,27 @@ test('OpenAPI describes every API endpoint with schemas, security and tags', asy
   const list = spec.paths['/api/v1/threads'].get
   expect(Object.keys(list.responses)).toEqual(expect.arrayContaining(['200', '401', '403']))
   expect(JSON.stringify(spec.paths['/api/v1/threads'].post.requestBody)).toContain('is_private')
+  for (const { id, op } of operations) {
+    const statuses = Object.keys((op as { responses: object }).responses)
+    if (id.includes(' /api/v1/')) expect({ id, statuses }).toMatchObject({ statuses: expect.arrayContaining(['401']) })
+  }
+})
+
+test('OpenAPI states the contract’s shapes: 204 without a body, an event stream, integers as integers', async () => {
+  await using h = await harness()
+  const { body: spec } = await h.call('GET', '/swagger/json')
+  const messagePath = '/api/v1/threads/{threadId}/messages/{messageId}'
+  const feedback = spec.paths[`${messagePath}/feedback`].post.responses
+  expect(Object.keys(feedback).sort()).toEqual(['204', '400', '401', '403', '404'])
+  expect(feedback['204'].content).toBeUndefined()
+  const stream = spec.paths[`${messagePath}/response/stream`].get.responses
+  expect(Object.keys(stream).sort()).toEqual(['200', '401', '403', '404'])
+  expect(Object.keys(stream['200'].content)).toEqual(['text/event-stream'])
+  const me = spec.paths['/api/v1/me'].get.responses['200'].content['application/json'].schema.properties
+  expect(me.svc_user_id).toMatchObject({ type: 'integer' })
+  expect(me.svc_organization_id).toMatchObject({ type: 'integer' })
+  const list = spec.paths['/api/v1/threads'].get.responses['200'].content['application/json'].schema.properties
+  expect(list.limit).toMatchObject({ type: 'integer', minimum: 1 })
 })
 
 test('Swagger UI is served from local assets only', async () => {

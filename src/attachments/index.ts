@@ -3,6 +3,7 @@ import { Elysia, t } from 'elysia'
 import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import { errorShapes } from '../shared/errors'
+import { documented } from '../shared/responses'
 import { attachmentResponse } from './download'
 import {
   filenameMaxLength,
@@ -35,6 +36,8 @@ Errors on this route:
 - 403 \`{error, message}\`: the caller can see the thread but does not own it, or lacks \`threads:write\`;
 - 404 \`{error, message}\`: the thread does not exist for the caller;
 - 500 \`{error, message}\`: checking the files took more than 60 s (a parser stuck on a crafted file) or the checker failed; nothing is stored.`
+
+const downloadErrors = { 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
 
 export const attachmentRoutes = (deps: UploadDeps) =>
   new Elysia({ name: 'attachments', prefix: '/api/v1' })
@@ -81,7 +84,7 @@ export const attachmentRoutes = (deps: UploadDeps) =>
       {
         scope: 'threads:read',
         params: AttachmentsModel.attachmentParams,
-        response: { 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error },
+        response: downloadErrors,
         detail: {
           summary: 'Download an attachment',
           tags: ['Attachments'],
@@ -93,7 +96,10 @@ export const attachmentRoutes = (deps: UploadDeps) =>
             'characters replaced by `_`) and `filename*` (UTF-8). Always `X-Content-Type-Options: nosniff` and ' +
             "`Content-Security-Policy: default-src 'none'; frame-ancestors 'none'; sandbox`. " +
             '`Cache-Control: private, no-cache` with an `ETag`: a repeat with `If-None-Match` is 304.',
-          responses: { 200: { description: 'The file', content: { 'application/octet-stream': {} } } },
+          responses: documented(
+            { 200: { description: 'The file', content: { 'application/octet-stream': {} } } },
+            downloadErrors,
+          ),
         },
       },
     )

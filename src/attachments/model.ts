@@ -1,5 +1,6 @@
 // TypeBox schemas of the attachment upload and of GET /limits: validation, types and OpenAPI from one source.
 import { type Static, type TSchema, t } from 'elysia'
+import { integer } from '../shared/responses'
 import { filesPerRequest } from './limits'
 
 export namespace AttachmentsModel {
@@ -72,7 +73,7 @@ export namespace AttachmentsModel {
     t.Object(
       {
         media_types: t.Array(t.String(), { description: 'The types accepted, as detected from the bytes.' }),
-        max_bytes: t.Integer({ description: 'Largest accepted file, in bytes.' }),
+        max_bytes: integer({ description: 'Largest accepted file, in bytes.' }),
         ...extra,
       },
       { additionalProperties: false },
@@ -80,20 +81,20 @@ export namespace AttachmentsModel {
 
   export const limits = t.Object(
     {
-      files_per_request: t.Integer({ description: 'Files in one upload request.' }),
-      files_per_thread: t.Integer({ description: 'Files uploaded to one thread, in total.' }),
-      attachments_per_message: t.Integer({ description: 'Entries of `attachment_ids` in one message.' }),
-      request_max_bytes: t.Integer({ description: 'Longer upload bodies are refused with 413, unread.' }),
-      filename_max_length: t.Integer({ description: 'Longer display names are shortened, keeping the extension.' }),
+      files_per_request: integer({ description: 'Files in one upload request.' }),
+      files_per_thread: integer({ description: 'Files uploaded to one thread, in total.' }),
+      attachments_per_message: integer({ description: 'Entries of `attachment_ids` in one message.' }),
+      request_max_bytes: integer({ description: 'Longer upload bodies are refused with 413, unread.' }),
+      filename_max_length: integer({ description: 'Longer display names are shortened, keeping the extension.' }),
       image: kindLimits({
-        max_pixels: t.Integer({ description: 'Width × height, all frames of an animation counted.' }),
-        model_longest_side: t.Integer({
+        max_pixels: integer({ description: 'Width × height, all frames of an animation counted.' }),
+        model_longest_side: integer({
           description: 'Images longer than this on a side also get a copy scaled to fit it, which models read.',
         }),
       }),
       pdf: kindLimits({
-        max_pages: t.Integer(),
-        max_inflated_bytes: t.Integer({ description: 'What all of its compressed streams may inflate to.' }),
+        max_pages: integer(),
+        max_inflated_bytes: integer({ description: 'What all of its compressed streams may inflate to.' }),
       }),
       text: kindLimits({}),
     },

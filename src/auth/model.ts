@@ -1,5 +1,6 @@
 // Scopes, the authenticated caller and the identity (GET /me) schema.
 import { type Static, t } from 'elysia'
+import { integer } from '../shared/responses'
 import type { Role } from './auth.table'
 
 export const scopes = ['threads:read', 'threads:read:own', 'threads:write'] as const
@@ -41,8 +42,8 @@ export namespace AuthModel {
       sub: t.String({ description: 'Stable string ID of the user (JWT subject).' }),
       name: t.Nullable(t.String()),
       email: t.Nullable(t.String()),
-      svc_user_id: t.Integer({ description: 'Internal numeric user ID.' }),
-      svc_organization_id: t.Integer({ description: 'Internal numeric organization ID.' }),
+      svc_user_id: integer({ description: 'Internal numeric user ID.' }),
+      svc_organization_id: integer({ description: 'Internal numeric organization ID.' }),
       svc_organization_slug: t.String(),
       role: t.Union([t.Literal('owner'), t.Literal('admin'), t.Literal('member')], {
         description: 'Role within the organization: `owner`, `admin` or `member`.',

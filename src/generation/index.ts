@@ -6,7 +6,7 @@ import { AuthModel } from '../auth/model'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
 import { notFound } from '../shared/errors'
-import type { Responses } from '../shared/responses'
+import { documented, type Responses } from '../shared/responses'
 import type { Clock } from '../shared/time'
 import { ThreadsModel } from '../threads/model'
 import { type Links, listReplies, requireMessage } from '../threads/service'
@@ -123,7 +123,10 @@ export const responses = (deps: ResponseDeps) =>
             'answer; reconnecting with `Last-Event-ID` resumes exactly after that event. Comment lines ' +
             '(`: keep-alive`) are sent every 15 s. The access token may also be given as the `access_token` ' +
             'query parameter for clients such as EventSource that cannot set headers.',
-          responses: { 200: { description: 'text/event-stream', content: { 'text/event-stream': {} } } },
+          responses: documented(
+            { 200: { description: 'Server-sent events', content: { 'text/event-stream': {} } } },
+            errors,
+          ),
         },
       },
     )

@@ -1,6 +1,7 @@
 // TypeBox schemas of the OAuth endpoints and the settings operations: documentation and types from one source.
 import { type Static, t } from 'elysia'
 import type { Scope } from '../auth/model'
+import { integer } from '../shared/responses'
 
 /** What each scope lets an app do, in the words the consent page uses. */
 export const scopeDescriptions: Record<Scope, string> = {
@@ -93,7 +94,7 @@ export namespace OAuthModel {
   export const tokenResponse = t.Object({
     access_token: t.String({ description: 'Bearer token for the API (`tho_…`).' }),
     token_type: t.Literal('Bearer'),
-    expires_in: t.Integer({ examples: [3600] }),
+    expires_in: integer({ examples: [3600] }),
     refresh_token: t.Optional(t.String({ description: 'Rotating refresh token (`thr_…`); use each one once.' })),
     scope: t.String({ description: 'Granted scopes, space-separated.' }),
   })
@@ -142,7 +143,7 @@ export namespace OAuthModel {
 
   export const registered = t.Object({
     client_id: t.String(),
-    client_id_issued_at: t.Integer({ description: 'Seconds since the epoch.' }),
+    client_id_issued_at: integer({ description: 'Seconds since the epoch.' }),
     ...clientMetadataFields,
     client_secret: t.Optional(t.String({ description: 'Confidential clients only, shown this once (`ths_…`).' })),
     client_secret_expires_at: t.Optional(t.Literal(0, { description: '0: the secret does not expire.' })),

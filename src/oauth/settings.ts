@@ -5,6 +5,7 @@ import { Elysia, t } from 'elysia'
 import { isOrganizationAdmin } from '../auth/members'
 import { AuthModel } from '../auth/model'
 import { AppError } from '../shared/errors'
+import { documented, noContent } from '../shared/responses'
 import { toIso } from '../shared/time'
 import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
 import { type PageSession, type WebDeps, web } from '../web/index'
@@ -84,6 +85,7 @@ export const oauthSettings = (deps: WebDeps) =>
         response: writeErrors,
         detail: {
           summary: 'Revoke a connected app (204)',
+          responses: documented(noContent, writeErrors),
           tags,
           security,
           description: 'Every token the app holds for you stops working at once; other people’s grants are untouched.',
@@ -196,6 +198,7 @@ export const oauthSettings = (deps: WebDeps) =>
         response: writeErrors,
         detail: {
           summary: 'Delete an OAuth client (owners and admins, 204)',
+          responses: documented(noContent, writeErrors),
           tags,
           security,
           description: 'Removes the client and every code, grant and token it had; its tokens fail at once.',

@@ -5,7 +5,7 @@ import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { Db } from '../db/client'
 import type { GenerationEngine } from '../generation/service'
-import type { Responses } from '../shared/responses'
+import { documented, noContent, type Responses } from '../shared/responses'
 import type { Clock } from '../shared/time'
 import { continueThread, quotedMessages } from './continuation'
 import { ThreadsModel } from './model'
@@ -196,10 +196,11 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         scope: 'threads:write',
         params: ThreadsModel.messageParams,
         body: ThreadsModel.feedbackBody,
-        response: deps.responses({ 400: error, 401: error, 403: AuthModel.scopeError, 404: error }),
+        response: deps.responses(readErrors),
         detail: {
           summary: 'Rate an assistant message (204, no content)',
           tags: ['Messages'],
+          responses: documented(noContent, readErrors),
           description:
             'One rating per user per message; a repeat replaces it. Only assistant messages of threads the ' +
             'caller can see can be rated (400 for other messages).',

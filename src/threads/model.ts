@@ -2,6 +2,7 @@
 import { type Static, type TSchema, t } from 'elysia'
 import { attachmentsPerMessage } from '../attachments/limits'
 import { AuthModel } from '../auth/model'
+import { integer } from '../shared/responses'
 
 const uuid = (description?: string) => t.String({ format: 'uuid', description })
 const timestamp = (description: string) => t.String({ format: 'date-time', description })
@@ -66,7 +67,7 @@ export namespace ThreadsModel {
         first_id: t.Nullable(t.String(), { description: 'ID of the first item; null when the page is empty.' }),
         last_id: t.Nullable(t.String(), { description: 'ID of the last item: pass it as `after` for the next page.' }),
         has_more: t.Boolean({ description: 'False when there are no more pages.' }),
-        limit: t.Integer({ minimum: 1, description: 'The limit applied to this request.' }),
+        limit: integer({ minimum: 1, description: 'The limit applied to this request.' }),
       },
       { additionalProperties: false },
     )

@@ -4,8 +4,12 @@ import { personalAccessTokens } from '../src/auth/auth.table'
 import { createPersonalAccessToken } from '../src/auth/service'
 import { harness, ManualClock } from './helpers'
 
-test('GET /me returns exactly the documented identity fields', async () => {
+test('GET /me returns exactly the documented identity fields, role being owner, admin or member', async () => {
   await using h = await harness()
+  for (const role of ['owner', 'member'] as const) {
+    const other = await h.user({ org: 'acme', role })
+    expect((await h.call('GET', '/api/v1/me', { token: other.token })).body.role).toBe(role)
+  }
   const user = await h.user({ org: 'acme', role: 'admin', name: 'Ada' })
   const reply = await h.call('GET', '/api/v1/me', { token: user.token })
   expect(reply.status).toBe(200)
@@ -29,6 +33,12 @@ test('GET /me needs no scope but does need a valid token', async () => {
   expect(missing.status).toBe(401)
   expect(missing.body).toEqual({ error: 'unauthorized', message: expect.any(String) })
   expect(missing.headers.get('www-authenticate')).toStartWith('Bearer')
+
+  // The scheme is case-insensitive (RFC 7235 §2.1).
+  for (const scheme of ['bearer', 'BEARER']) {
+    const headers = { authorization: `${scheme} ${user.token}` }
+    expect((await h.call('GET', '/api/v1/me', { headers })).status).toBe(200)
+  }
 
   const wrong = await h.call('GET', '/api/v1/me', { token: 'thp_not-a-real-token' })
   expect(wrong.status).toBe(401)

@@ -65,6 +65,12 @@ export function checkScope(caller: Caller, requirement: Requirement, publicUrl: 
   )
 }
 
+/** The bearer plugin knows the scheme only as `Bearer`; HTTP schemes are case-insensitive (RFC 7235 §2.1). */
+function anyCaseBearer(request: Request): string | undefined {
+  const header = request.headers.get('authorization')
+  return header ? /^bearer +(\S+)\s*$/i.exec(header)?.[1] : undefined
+}
+
 // The caller of each request, from the scope check (before validation) to the route (after it).
 const callers = new WeakMap<Request, Caller>()
 
@@ -76,7 +82,7 @@ export const auth = (deps: AuthDeps) =>
       // `transform` means a request without a valid token, or without the scope, gets its 401 or 403 and
       // learns nothing about what the route would accept.
       transform({ bearer, request }) {
-        const caller = resolveCaller(deps, bearer)
+        const caller = resolveCaller(deps, bearer ?? anyCaseBearer(request))
         deps.tokenLimiter?.take(caller.credential)
         checkScope(caller, requirement, deps.publicUrl)
         callers.set(request, caller)

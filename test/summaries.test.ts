@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { messages } from '../src/threads/threads.table'
-import { harness, ManualClock, ScriptedRunner } from './helpers'
+import { collect, harness, ManualClock, openStream, ScriptedRunner, tokensOf } from './helpers'
 
 async function twoTurns(clockStep: number) {
   const clock = new ManualClock()
@@ -44,6 +44,17 @@ test('the worker receives message IDs, and a summary replaces the messages it na
   ])
   const inactive = h.db.select({ id: messages.id }).from(messages).where(eq(messages.active, false)).all()
   expect(inactive.map((row) => row.id).sort()).toEqual([...replaced].sort())
+
+  // The replaced answer is no longer listed, but its poll and stream still give it.
+  const path = `/api/v1/threads/${threadId}/messages/${replaced[0]}/response`
+  const poll = await h.call('GET', path, { token: user.token })
+  expect(poll.status).toBe(200)
+  expect(poll.body.status).toBe('complete')
+  expect(poll.body.messages.map((m: { contents: unknown }) => m.contents)).toEqual([
+    [{ type: 'text', text: 'first answer' }],
+  ])
+  const replay = await collect((await openStream(h, `${path}/stream`, user.token)).events)
+  expect(tokensOf(replay)).toBe('first answer')
 })
 
 test('a summary lists before the kept messages even when they share a timestamp', async () => {

@@ -597,13 +597,16 @@ export function requireMessage(db: Db, caller: Caller, threadId: string, message
   if (!row) throw notFound('Message')
 }
 
-/** The active messages that answer a user message, oldest first. */
+/**
+ * The messages that answer a user message, oldest first: for its poll and stream replay, which still show an
+ * answer that a summary has since replaced in the thread's list.
+ */
 export function listReplies(db: Db, messageId: string, links: Links): ThreadsModel.message[] {
   return prepared(db, 'message:replies', () =>
     db
       .select()
       .from(messages)
-      .where(and(eq(messages.replyTo, sql.placeholder('messageId')), eq(messages.active, true)))
+      .where(eq(messages.replyTo, sql.placeholder('messageId')))
       .orderBy(asc(messages.createdAt), asc(messages.id))
       .prepare(),
   )

@@ -23,7 +23,8 @@ function upload(files: { name: string; bytes: Uint8Array; type?: string }[]): Fo
 
 describe('PATCH /threads/{id}', () => {
   test('the owner renames, archives and makes private; every change is an update', async () => {
-    await using h = await harness({ runner: new ScriptedRunner() })
+    const runner = new ScriptedRunner()
+    await using h = await harness({ runner })
     const owner = await h.user()
     const created = await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: 'Old' } })
     const id = created.body.thread_id
@@ -46,6 +47,13 @@ describe('PATCH /threads/{id}', () => {
     expect(found.body.data.map((thread: { id: string }) => thread.id)).toEqual([id])
     const cleared = await h.call('PATCH', `/api/v1/threads/${id}`, { token: owner.token, body: { name: null } })
     expect(cleared.body.name).toBeNull()
+    // Archiving only files the thread away: it still takes messages, and an answer leaves it archived.
+    const sent = await h.call('POST', `/api/v1/threads/${id}/messages`, { token: owner.token, body: { text: 'hi' } })
+    expect(sent.status).toBe(201)
+    ;(await runner.started(sent.body.message_id)).done()
+    await h.app.decorator.engine.idle()
+    const after = (await h.call('GET', `/api/v1/threads/${id}`, { token: owner.token })).body
+    expect(after).toMatchObject({ state: 'ready', archived: true })
   })
 
   test('other members get 403, a private thread is 404 to them, and bad bodies are 400', async () => {

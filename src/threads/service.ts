@@ -298,6 +298,17 @@ function seqAt(db: Db, since: number): number {
   return row?.updateSeq ?? 0
 }
 
+/** `updated_since` as a time; a day that does not exist is 400, where Date.parse would roll it into the next month. */
+function parseSince(value: string): number {
+  const since = Date.parse(value)
+  const [year, month, day] = value.slice(0, 10).split('-').map(Number) as [number, number, number]
+  const date = new Date(Date.UTC(year, month - 1, day))
+  if (Number.isNaN(since) || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) {
+    throw invalidRequest('updated_since must be an RFC 3339 time or date that exists')
+  }
+  return since
+}
+
 /**
  * Keyset pagination: the page starts strictly after the `after` thread's current sort key, compared
  * over a covering index (the update sequence, or (created_at, id)). See README, "Pagination guarantees".
@@ -314,9 +325,7 @@ export function listThreads(
   let seqLo = 0
   let seqHi = lastSeq
   if (query.updated_since !== undefined) {
-    const since = Date.parse(query.updated_since)
-    if (Number.isNaN(since)) throw invalidRequest('updated_since must be an ISO 8601 timestamp')
-    seqLo = seqAt(db, since) + 1
+    seqLo = seqAt(db, parseSince(query.updated_since)) + 1
   }
   let fts: string | undefined
   if (query.q !== undefined && query.q.trim() !== '') {

@@ -3,15 +3,16 @@
 import { expect, test } from 'bun:test'
 import { createUser } from '../src/auth/service'
 import { sessions } from '../src/auth/sessions.table'
-import { ConfigError, loadConfig } from '../src/config'
+import { type Config, ConfigError, loadConfig } from '../src/config'
 import { type Harness, harness, ScriptedRunner } from './helpers'
-import { Browser, password } from './oauth-helpers'
+import { Browser, hiddenField, password } from './oauth-helpers'
 import { type FakeOidcProvider, startFakeOidcProvider } from './oidc-provider'
 
-async function withProvider(provider: FakeOidcProvider): Promise<Harness> {
+async function withProvider(provider: FakeOidcProvider, config: Partial<Config> = {}): Promise<Harness> {
   const h = await harness({
     runner: new ScriptedRunner(),
     config: {
+      ...config,
       OIDC_ISSUER: provider.issuer,
       OIDC_CLIENT_ID: provider.clientId,
       OIDC_CLIENT_SECRET: provider.clientSecret,
@@ -51,6 +52,18 @@ test('the sign-in page offers the provider; a verified email opens a session and
   expect(request?.get('redirect_uri')).toBe('http://threadhouse.test/login/oidc/callback')
   expect(request?.get('state')?.length).toBeGreaterThan(20)
   expect(request?.get('nonce')?.length).toBeGreaterThan(20)
+})
+
+test('a sign-in form locked by the attempt limit still offers the provider', async () => {
+  await using provider = await startFakeOidcProvider()
+  await using h = await withProvider(provider, { RATE_LIMIT_AUTH_PER_MINUTE: 1 })
+  const browser = Browser.inProcess(h)
+  const csrf = hiddenField(await (await browser.get('/login')).text(), 'csrf')
+  const form = { email: 'ada@example.com', password: 'wrong password', csrf, next: '/threads' }
+  expect((await browser.postForm('/login', form)).status).toBe(401)
+  const limited = await browser.postForm('/login', form)
+  expect(limited.status).toBe(429)
+  expect(await limited.text()).toContain('href="/login/oidc?next=%2Fthreads">Sign in with Example ID</a>')
 })
 
 test('an email given only by userinfo counts when verified; a hostile next stays on this server', async () => {

@@ -9,7 +9,6 @@ import {
   formRefusedMessage,
   isSameOriginRequest,
   newCsrfNonce,
-  sessionCsrfToken,
 } from '../web/csrf'
 import {
   changePasswordPath,
@@ -102,6 +101,7 @@ export const signin = (deps: SigninDeps) => {
               email={email}
               csrf={anonymousCsrfToken(deps.csrfKey, nonce)}
               error={`Too many sign-in attempts. Wait ${retryAfter} seconds, then try again.`}
+              external={external(next)}
             />,
           )
         }
@@ -133,8 +133,7 @@ export const signin = (deps: SigninDeps) => {
         if (!session) return redirect('/login', 303)
         const form = (await readForm(request)) ?? new URLSearchParams()
         const formIsOurs =
-          isSameOriginRequest(request.headers, deps.publicUrl) &&
-          csrfTokenMatches(sessionCsrfToken(session.token), param(form, 'csrf'))
+          isSameOriginRequest(request.headers, deps.publicUrl) && csrfTokenMatches(session.csrf, param(form, 'csrf'))
         if (!formIsOurs) {
           set.status = 403
           return html(<MessagePage title="Sign-out refused" message={formRefusedMessage} viewer={viewerOf(session)} />)

@@ -4,20 +4,10 @@
 // baseline.ts), ?4 the limit, ?5 the FTS5 query, ?6 the highest update_seq wanted (a cursor's, minus one).
 // searchFlusher is the app's index upkeep, for the baseline and the raw-insert reference.
 import type { Database } from 'bun:sqlite'
-import { documentColumns } from '../src/threads/search'
+import { documentColumns, keyMask } from '../src/threads/search'
 
-export const keyMask = 1099511627775
-
-/** Free text as the app's FTS5 query: every word, quoted, in a thread's name or messages. */
-export function ftsQuery(text: string): string | null {
-  const words = text.match(/[\p{L}\p{N}]+/gu)
-  return words
-    ? `body : (${words
-        .slice(0, 16)
-        .map((word) => `"${word}"`)
-        .join(' AND ')})`
-    : null
-}
+// The app's own key layout and query syntax: the baseline must search exactly as it does.
+export { keyMask, toFtsQuery as ftsQuery } from '../src/threads/search'
 
 export function searchSql(columns: string, visible: string): string {
   return `select ${columns} from thread_search s cross join threads t cross join users u

@@ -8,14 +8,15 @@ import type { Db } from './db/client'
 import { generateSecret } from './shared/security'
 import type { Clock } from './shared/time'
 
+const print = (line: string): void => console.log(line)
+
 export async function firstRun(
   db: Db,
   config: Pick<Config, 'ADMIN_EMAIL' | 'ADMIN_PASSWORD' | 'PUBLIC_URL'>,
   clock: Clock,
-  print: (line: string) => void = console.log,
-): Promise<boolean> {
+): Promise<void> {
   const existing = db.select({ n: count() }).from(users).get()
-  if (existing && existing.n > 0) return false
+  if (existing && existing.n > 0) return
   const email = config.ADMIN_EMAIL ?? 'admin@localhost'
   const password = config.ADMIN_PASSWORD ?? generateSecret('').slice(0, 24)
   const owner = await createUser(
@@ -34,5 +35,4 @@ export async function firstRun(
   print(`Password:  ${config.ADMIN_PASSWORD ? '(from ADMIN_PASSWORD)' : password}`)
   print(`API token (threads:read threads:write):`)
   print(token)
-  return true
 }

@@ -2,7 +2,8 @@
 // on stderr and exits 1. A printed secret is always the last line of stdout, alone.
 import { existsSync, statSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { type Role, roles } from './auth/auth.table'
+import { roles } from './auth/auth.table'
+import { isRole } from './auth/members'
 import { createPersonalAccessToken, createUser, findUserByEmail, parseScopes } from './auth/service'
 import { ConfigError, loadConfig } from './config'
 import { migrateDatabase, openDatabase } from './db/client'
@@ -48,8 +49,7 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
     switch (command) {
       case 'user:create': {
         const role = values.role ?? 'member'
-        if (!(roles as readonly string[]).includes(role))
-          throw new UsageError(`--role must be one of ${roles.join(', ')}`)
+        if (!isRole(role)) throw new UsageError(`--role must be one of ${roles.join(', ')}`)
         const user = await createUser(
           db,
           {
@@ -57,7 +57,7 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
             password: required(values, 'password'),
             name: values.name ?? null,
             organizationSlug: values.org ?? 'default',
-            role: role as Role,
+            role,
           },
           now,
         )

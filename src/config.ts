@@ -59,7 +59,7 @@ const variables = {
   /** RFC 7591 registration without a registration token; `false` requires one. */
   OAUTH_OPEN_REGISTRATION: { schema: T.Boolean(), fallback: true },
   /** OpenID Connect sign-in: the provider's issuer URL (its discovery document is read from it). */
-  OIDC_ISSUER: { schema: T.String({ pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$' }), fallback: undefined },
+  OIDC_ISSUER: { schema: HttpUrl, fallback: undefined },
   OIDC_CLIENT_ID: { schema: T.String({ minLength: 1 }), fallback: undefined },
   /** Absent for a public client, which then relies on PKCE alone. */
   OIDC_CLIENT_SECRET: { schema: T.String({ minLength: 1 }), fallback: undefined },

@@ -94,7 +94,6 @@ export async function harness(
     config?: Partial<Config>
     log?: Logger
     uploadsDir?: string
-    openRegistration?: boolean
   } = {},
 ): Promise<Harness> {
   const db = openDatabase(':memory:')
@@ -111,7 +110,6 @@ export async function harness(
       PUBLIC_URL: publicUrl,
       GENERATION_CONCURRENCY: 4,
       UPLOADS_DIR: uploadsDir,
-      OAUTH_OPEN_REGISTRATION: options.openRegistration ?? true,
       ...options.config,
     },
     runner,

@@ -158,7 +158,7 @@ test('a registration token ties the client to its organization and works once, f
 })
 
 test('with OAUTH_OPEN_REGISTRATION=false only registration tokens work', async () => {
-  await using h = await harness({ openRegistration: false })
+  await using h = await harness({ config: { OAUTH_OPEN_REGISTRATION: false } })
   const member = await h.user()
   const body = { client_name: 'App', redirect_uris: ['https://app.example/cb'] }
   const open = await h.call('POST', '/oauth/register', { body })

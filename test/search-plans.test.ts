@@ -119,7 +119,7 @@ test('every search plan returns the pages a filtered list would, in order, acros
   flushSearchIndex(h.db)
   const plans = new Set<string>()
   for (const q of ['common', 'common alpha', 'beta gamma', 'topic beta', 'delta', 'common nothing', 'alpha delta']) {
-    plans.add(searchPlan(h.db.$client, toFtsQuery(q) as string, 1))
+    plans.add(searchPlan(h.db, toFtsQuery(q) as string, 1))
     for (const [sortBy, dir] of [
       ['updated_at', 'desc'],
       ['updated_at', 'asc'],

@@ -11,14 +11,13 @@ import {
   filesPerThread,
   imageLimits,
   maxRequestBytes,
+  mib,
   pdfLimits,
   publishedLimits,
   textLimits,
 } from './limits'
 import { AttachmentsModel } from './model'
 import { findAttachment, type UploadDeps, uploadAttachments } from './service'
-
-const mib = (bytes: number) => `${bytes / (1024 * 1024)} MiB`
 
 const uploadDescription = `Multipart form data, one file per part: \`attachments[0]\` (required), \`attachments[1]\`, … numbered without gaps; at most ${filesPerRequest} files per request and ${filesPerThread} per thread. Only the thread's owner may upload. Uploading stores files; it sends no message.
 

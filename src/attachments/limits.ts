@@ -3,6 +3,9 @@ import type { AttachmentsModel } from './model'
 
 const MiB = 1024 * 1024
 
+/** A byte limit as people read it in documentation and hints. */
+export const mib = (bytes: number): string => `${bytes / MiB} MiB`
+
 export const imageLimits = {
   mediaTypes: ['image/jpeg', 'image/png', 'image/gif', 'image/webp'],
   maxBytes: 3 * MiB,

@@ -12,7 +12,7 @@
 import { and, asc, count, eq, isNull } from 'drizzle-orm'
 import type { Db } from '../db/client'
 import { oauthAuthorizationCodes, oauthGrants, oauthRegistrationTokens } from '../oauth/oauth.table'
-import { AppError, conflict, notFound } from '../shared/errors'
+import { conflict, forbidden, invalidRequest, notFound } from '../shared/errors'
 import { hashPassword } from '../shared/security'
 import { personalAccessTokens, type Role, roles, users } from './auth.table'
 import { generateOneTimePassword } from './passwords'
@@ -44,10 +44,6 @@ export function isRole(value: string): value is Role {
 
 export function isOrganizationAdmin(role: Role): boolean {
   return role === 'owner' || role === 'admin'
-}
-
-function forbidden(message: string): AppError {
-  return new AppError(403, 'forbidden', message)
 }
 
 function requireManager(actor: Actor): void {
@@ -122,7 +118,7 @@ export interface AddedMember {
 
 function normalizedName(name: string | null): string | null {
   const trimmed = name?.trim() ?? ''
-  if (trimmed.length > 100) throw new AppError(400, 'invalid_request', 'The name must be at most 100 characters')
+  if (trimmed.length > 100) throw invalidRequest('The name must be at most 100 characters')
   return trimmed === '' ? null : trimmed
 }
 

@@ -3,7 +3,7 @@
 import { encodeBase32LowerCaseNoPadding } from '@oslojs/encoding'
 import { eq } from 'drizzle-orm'
 import type { Db } from '../db/client'
-import { AppError } from '../shared/errors'
+import { invalidRequest } from '../shared/errors'
 import { hashPassword, verifyPassword } from '../shared/security'
 import { users } from './auth.table'
 import { minimumPasswordLength } from './service'
@@ -30,24 +30,20 @@ export interface PasswordChange {
   keepSessionToken: string
 }
 
-function refuse(message: string): AppError {
-  return new AppError(400, 'invalid_request', message)
-}
-
 /** Replaces the person's password once the current one is proven; throws a readable 400 otherwise. */
 export async function changePassword(db: Db, change: PasswordChange): Promise<void> {
   const user = db.select({ passwordHash: users.passwordHash }).from(users).where(eq(users.id, change.userId)).get()
   if (!user || !(await verifyPassword(change.currentPassword, user.passwordHash))) {
-    throw refuse('The current password is not correct.')
+    throw invalidRequest('The current password is not correct.')
   }
   if (change.newPassword.length < minimumPasswordLength) {
-    throw refuse(`The new password must be at least ${minimumPasswordLength} characters long.`)
+    throw invalidRequest(`The new password must be at least ${minimumPasswordLength} characters long.`)
   }
   if (change.newPassword.length > maximumPasswordLength) {
-    throw refuse(`The new password must be at most ${maximumPasswordLength} characters long.`)
+    throw invalidRequest(`The new password must be at most ${maximumPasswordLength} characters long.`)
   }
   if (change.newPassword === change.currentPassword) {
-    throw refuse('The new password must differ from the current one.')
+    throw invalidRequest('The new password must differ from the current one.')
   }
   const passwordHash = await hashPassword(change.newPassword)
   db.update(users).set({ passwordHash, mustChangePassword: false }).where(eq(users.id, change.userId)).run()

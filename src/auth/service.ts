@@ -1,7 +1,8 @@
 // Users, organizations and personal access tokens, and turning a bearer token into a Caller.
 import { and, desc, eq, isNull, sql } from 'drizzle-orm'
 import type { Db } from '../db/client'
-import { AppError } from '../shared/errors'
+import { prepared } from '../db/prepared'
+import { AppError, conflict, invalidRequest } from '../shared/errors'
 import { generateSecret, hashPassword, hashSecret } from '../shared/security'
 import { organizations, personalAccessTokens, type Role, users } from './auth.table'
 import { type Caller, isScope, type Scope } from './model'
@@ -18,14 +19,14 @@ export function parseScopes(value: string): Scope[] {
   return [...new Set(parts)] as Scope[]
 }
 
-export function findOrCreateOrganization(db: Db, slug: string, now: number): { id: number; created: boolean } {
+function findOrCreateOrganization(db: Db, slug: string, now: number): number {
   const existing = db.select({ id: organizations.id }).from(organizations).where(eq(organizations.slug, slug)).get()
-  if (existing) return { id: existing.id, created: false }
+  if (existing) return existing.id
   if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(slug)) {
-    throw new AppError(400, 'invalid_request', `Invalid organization slug "${slug}": use a-z, 0-9 and dashes`)
+    throw invalidRequest(`Invalid organization slug "${slug}": use a-z, 0-9 and dashes`)
   }
   const row = db.insert(organizations).values({ slug, name: slug, createdAt: now }).returning().get()
-  return { id: row.id, created: true }
+  return row.id
 }
 
 export interface NewUser {
@@ -42,16 +43,16 @@ export const minimumPasswordLength = 8
 
 export async function createUser(db: Db, input: NewUser, now: number): Promise<{ id: number; sub: string }> {
   const email = input.email.trim().toLowerCase()
-  if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw new AppError(400, 'invalid_request', `Invalid email "${input.email}"`)
+  if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw invalidRequest(`Invalid email "${input.email}"`)
   if (input.password.length < minimumPasswordLength) {
-    throw new AppError(400, 'invalid_request', `Password must be at least ${minimumPasswordLength} characters`)
+    throw invalidRequest(`Password must be at least ${minimumPasswordLength} characters`)
   }
   const passwordHash = await hashPassword(input.password)
   return db.transaction((tx) => {
     if (tx.select({ id: users.id }).from(users).where(eq(users.email, email)).get()) {
-      throw new AppError(409, 'conflict', `A user with email ${email} already exists`)
+      throw conflict(`A user with email ${email} already exists`)
     }
-    const organization = findOrCreateOrganization(tx as unknown as Db, input.organizationSlug, now)
+    const organizationId = findOrCreateOrganization(db, input.organizationSlug, now)
     const sub = Bun.randomUUIDv7()
     const row = tx
       .insert(users)
@@ -60,7 +61,7 @@ export async function createUser(db: Db, input: NewUser, now: number): Promise<{
         email,
         name: input.name ?? null,
         role: input.role,
-        organizationId: organization.id,
+        organizationId,
         passwordHash,
         mustChangePassword: input.mustChangePassword ?? false,
         createdAt: now,
@@ -147,8 +148,8 @@ export function revokePersonalAccessToken(db: Db, userId: number, tokenId: numbe
   return result !== undefined
 }
 
-// tokenRowOf reads the token lookup's columns by position: keep this order in step with it.
-function callerQuery(db: Db) {
+// tokenRowOf reads these columns by position: keep this order in step with it.
+function prepareLookup(db: Db) {
   return db
     .select({
       tokenId: personalAccessTokens.id,
@@ -168,18 +169,12 @@ function callerQuery(db: Db) {
     .from(personalAccessTokens)
     .innerJoin(users, eq(users.id, personalAccessTokens.userId))
     .innerJoin(organizations, eq(organizations.id, users.organizationId))
-}
-
-// The token lookup runs on every API request: prepare it once per database.
-const lookups = new WeakMap<Db, ReturnType<typeof prepareLookup>>()
-function prepareLookup(db: Db) {
-  return callerQuery(db)
     .where(eq(personalAccessTokens.tokenHash, sql.placeholder('hash')))
     .prepare()
 }
 
 /**
- * A row of `callerQuery` from Drizzle's positional `.values()`, in its select's order: this lookup runs on every
+ * A row of `prepareLookup` from Drizzle's positional `.values()`, in its select's order: this lookup runs on every
  * API request, and Drizzle's generic row mapping cost it about a third of its time.
  */
 function tokenRowOf(values: unknown[]) {
@@ -252,12 +247,8 @@ export function callerOf(row: CallerRow, credential: string): Caller {
 
 /** The caller behind a personal access token, or null when it is unknown, revoked or expired. */
 export function resolvePersonalAccessToken(db: Db, token: string, now: number): Caller | null {
-  let lookup = lookups.get(db)
-  if (!lookup) {
-    lookup = prepareLookup(db)
-    lookups.set(db, lookup)
-  }
-  const values = lookup.values({ hash: hashSecret(token) })[0]
+  // Runs on every API request: prepared once per database.
+  const values = prepared(db, 'pat:lookup', () => prepareLookup(db)).values({ hash: hashSecret(token) })[0]
   const row = values && tokenRowOf(values)
   if (!row || row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now)) return null
   // Removal revokes every token already; this also covers one made afterwards by hand.

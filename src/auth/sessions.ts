@@ -1,7 +1,7 @@
 // Browser sessions: a random cookie value, stored only as its SHA-256, that expires after 30 days unused.
 import { and, eq, isNull, lte, ne } from 'drizzle-orm'
 import type { Db } from '../db/client'
-import { generateSecret, hashSecret, verifyPassword } from '../shared/security'
+import { generateSecret, hashPassword, hashSecret, verifyPassword } from '../shared/security'
 import { organizations, type Role, users } from './auth.table'
 import type { Caller } from './model'
 import { findUserByEmail } from './service'
@@ -107,7 +107,7 @@ export interface SignedIn extends NewSession {
 // sign-in form does not reveal which emails have accounts.
 let dummyHash: Promise<string> | undefined
 function hashForUnknownUser(): Promise<string> {
-  dummyHash ??= Bun.password.hash(generateSecret(''), { algorithm: 'argon2id' })
+  dummyHash ??= hashPassword(generateSecret(''))
   return dummyHash
 }
 

@@ -4,7 +4,6 @@ import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 import { messages, threads } from '../threads/threads.table'
 
 export const generationStatuses = ['queued', 'running', 'complete', 'error', 'interrupted'] as const
-export type GenerationStatus = (typeof generationStatuses)[number]
 
 export const generations = sqliteTable(
   'generations',

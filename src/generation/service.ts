@@ -8,7 +8,7 @@ import { prepared } from '../db/prepared'
 import type { Logger } from '../shared/log'
 import type { Clock } from '../shared/time'
 import type { ThreadsModel } from '../threads/model'
-import { insertMessage } from '../threads/service'
+import { attachmentIdsOf, insertMessage } from '../threads/service'
 import { messages, threads } from '../threads/threads.table'
 import { generations } from './generations.table'
 import { Hub } from './hub'
@@ -104,11 +104,9 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
       HistoryMessage,
       'attachments'
     >[]
-    const referenced = (contents: ThreadsModel.contentBlock[]) =>
-      contents.flatMap((block) => ('attachment_id' in block ? [block.attachment_id] : []))
-    const files = filesForModel(db, uploadsDir, [...new Set(rows.flatMap((row) => referenced(row.contents)))])
+    const files = filesForModel(db, uploadsDir, [...new Set(rows.flatMap((row) => attachmentIdsOf(row.contents)))])
     return rows.map((row) => {
-      const own = referenced(row.contents).flatMap((id) => {
+      const own = attachmentIdsOf(row.contents).flatMap((id) => {
         const file = files.get(id)
         return file ? [[id, file] as const] : []
       })

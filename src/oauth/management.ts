@@ -2,9 +2,10 @@
 // tokens, and an organization admin's view of its OAuth clients. Plain arguments in, JSON-ready objects out.
 import { and, desc, eq, gt, isNull } from 'drizzle-orm'
 import { users } from '../auth/auth.table'
+import { isOrganizationAdmin } from '../auth/members'
 import type { SessionUser } from '../auth/sessions'
 import type { Db } from '../db/client'
-import { AppError, notFound } from '../shared/errors'
+import { AppError, conflict, forbidden, notFound } from '../shared/errors'
 import { generateSecret, hashSecret } from '../shared/security'
 import { toIso } from '../shared/time'
 import {
@@ -23,9 +24,7 @@ import { oauthClients, oauthGrants } from './oauth.table'
 
 /** Organization admins manage clients: owners and admins. */
 export function requireOrganizationAdmin(user: SessionUser): void {
-  if (user.role !== 'owner' && user.role !== 'admin') {
-    throw new AppError(403, 'forbidden', 'Only organization owners and admins can manage OAuth clients')
-  }
+  if (!isOrganizationAdmin(user.role)) throw forbidden('Only organization owners and admins can manage OAuth clients')
 }
 
 /** The apps holding live tokens for this person, one entry per app however many times it was approved. */
@@ -186,7 +185,7 @@ export function getOrganizationClient(db: Db, organizationId: number, clientId: 
 export function rotateClientSecret(db: Db, organizationId: number, clientId: string): OAuthModel.rotatedSecret {
   const client = organizationClient(db, organizationId, clientId)
   if (isPublic(client)) {
-    throw new AppError(409, 'conflict', 'Public clients have no secret to rotate')
+    throw conflict('Public clients have no secret to rotate')
   }
   const secret = generateSecret(clientSecretPrefix)
   db.update(oauthClients)

@@ -286,7 +286,7 @@ function exchangeAuthorizationCode(deps: OAuthDeps, client: Client, form: URLSea
     if (!stored) return new InvalidGrant('The authorization code is invalid')
     if (stored.usedAt !== null) {
       // RFC 6749 §4.1.2: a code used twice was stolen or leaked; revoke everything its first use issued.
-      if (stored.grantId !== null) revokeGrant(tx as unknown as Db, stored.grantId, now)
+      if (stored.grantId !== null) revokeGrant(deps.db, stored.grantId, now)
       return new InvalidGrant('The authorization code was already used; the tokens issued for it are revoked')
     }
     try {
@@ -305,9 +305,9 @@ function exchangeAuthorizationCode(deps: OAuthDeps, client: Client, form: URLSea
       .set({ usedAt: now, grantId: grant.id })
       .where(eq(oauthAuthorizationCodes.id, stored.id))
       .run()
-    markClientUsed(tx as unknown as Db, client, now)
+    markClientUsed(deps.db, client, now)
     return issueTokens(
-      tx as unknown as Db,
+      deps.db,
       { grantId: grant.id, scopes: parseScopeParameter(stored.scopes), grantTypes: client.grantTypes },
       now,
     )
@@ -342,7 +342,7 @@ function refreshAccessToken(deps: OAuthDeps, client: Client, form: URLSearchPara
     if (stored.revokedAt !== null) return new InvalidGrant('The refresh token has been revoked')
     if (stored.usedAt !== null) {
       // Rotation makes reuse a theft signal (RFC 9700 §4.14.2): whoever holds the family, nobody keeps it.
-      revokeGrant(tx as unknown as Db, stored.grantId, now)
+      revokeGrant(deps.db, stored.grantId, now)
       return new InvalidGrant('The refresh token was already used; every token of this authorization is revoked')
     }
     if (stored.expiresAt <= now) return new InvalidGrant('The refresh token has expired')
@@ -361,8 +361,8 @@ function refreshAccessToken(deps: OAuthDeps, client: Client, form: URLSearchPara
     }
     tx.update(oauthRefreshTokens).set({ usedAt: now }).where(eq(oauthRefreshTokens.id, stored.id)).run()
     tx.update(oauthGrants).set({ lastUsedAt: now }).where(eq(oauthGrants.id, stored.grantId)).run()
-    markClientUsed(tx as unknown as Db, client, now)
-    return issueTokens(tx as unknown as Db, { grantId: stored.grantId, scopes, grantTypes: client.grantTypes }, now)
+    markClientUsed(deps.db, client, now)
+    return issueTokens(deps.db, { grantId: stored.grantId, scopes, grantTypes: client.grantTypes }, now)
   })
   if (result instanceof OAuthError) throw result
   return result
@@ -491,7 +491,7 @@ export function registerClient(deps: OAuthDeps, request: RegistrationRequest): O
       if (!issuer) return null
     }
     return createClient(
-      tx as unknown as Db,
+      deps.db,
       {
         metadata,
         origin: issuer ? 'token_registration' : 'open_registration',

@@ -5,6 +5,7 @@ import { organizations, users } from '../auth/auth.table'
 import type { Caller, Scope } from '../auth/model'
 import { callerOf } from '../auth/service'
 import type { Db } from '../db/client'
+import { prepared } from '../db/prepared'
 import { generateSecret, hashSecret } from '../shared/security'
 import {
   oauthAccessTokens,
@@ -115,17 +116,10 @@ function prepareLookup(db: Db) {
     .prepare()
 }
 
-// The lookup runs on every API request made with an OAuth token: prepare it once per database.
-const lookups = new WeakMap<Db, ReturnType<typeof prepareLookup>>()
-
 /** The caller behind an OAuth access token, or null when it is unknown, expired or revoked (itself or its grant). */
 export function resolveOAuthAccessToken(db: Db, token: string, now: number): Caller | null {
-  let lookup = lookups.get(db)
-  if (!lookup) {
-    lookup = prepareLookup(db)
-    lookups.set(db, lookup)
-  }
-  const row = lookup.get({ hash: hashSecret(token) })
+  // Runs on every API request made with an OAuth token: prepared once per database.
+  const row = prepared(db, 'oauth:lookup', () => prepareLookup(db)).get({ hash: hashSecret(token) })
   if (!row || row.revokedAt !== null || row.grantRevokedAt !== null || row.expiresAt <= now) return null
   if (row.removedAt !== null) return null
   if (row.grantLastUsedAt === null || now - row.grantLastUsedAt >= lastUsedResolutionMs) {

@@ -20,6 +20,7 @@ export class AppError extends Error {
 export const notFound = (what: string): AppError => new AppError(404, 'not_found', `${what} not found`)
 export const invalidRequest = (message: string): AppError => new AppError(400, 'invalid_request', message)
 export const conflict = (message: string): AppError => new AppError(409, 'conflict', message)
+export const forbidden = (message: string): AppError => new AppError(403, 'forbidden', message)
 
 interface ValidationIssue {
   path?: string

@@ -7,17 +7,15 @@ import { attachmentNames } from '../attachments/service'
 import type { Caller } from '../auth/model'
 import type { Db } from '../db/client'
 import { conflict } from '../shared/errors'
-import { newId } from '../shared/ids'
 import { escapeMarkdown } from '../web/markdown'
-import type { ThreadsModel } from './model'
-import { insertMessage, type Links, requireVisibleThread } from './service'
-import { messages, threads } from './threads.table'
+import { type ThreadsModel, threadNameMaxLength } from './model'
+import { attachmentIdsOf, insertMessage, insertThread, type Links, requireVisibleThread } from './service'
+import { messages } from './threads.table'
 
 /** How many of the old thread's last messages the extract quotes. */
 export const quotedMessages = 6
 /** Characters kept of each quoted message; longer ones are cut with an ellipsis. */
 export const quotedCharacters = 2000
-const nameMaxLength = 500
 
 interface QuotedMessage {
   role: ThreadsModel.message['role']
@@ -79,9 +77,7 @@ export function continuationSummary(
 }
 
 function filenamesOf(db: Db, history: QuotedMessage[]): Map<string, string> {
-  const ids = history.flatMap((message) =>
-    message.contents.flatMap((block) => ('attachment_id' in block ? [block.attachment_id] : [])),
-  )
+  const ids = history.flatMap((message) => attachmentIdsOf(message.contents))
   return new Map([...attachmentNames(db, ids)].map(([id, { filename }]) => [id, filename]))
 }
 
@@ -112,21 +108,9 @@ export function continueThread(
     history,
     filenamesOf(db, history.slice(-quotedMessages)),
   )
-  const name = old.name === null ? null : [...`${old.name} (continued)`].slice(0, nameMaxLength).join('')
-  const newThreadId = newId()
-  return db.transaction((tx) => {
-    tx.insert(threads)
-      .values({
-        id: newThreadId,
-        organizationId: caller.organizationId,
-        ownerId: caller.userId,
-        name,
-        state: 'ready',
-        isPrivate: old.isPrivate,
-        createdAt: now,
-        updatedAt: now,
-      })
-      .run()
+  const name = old.name === null ? null : [...`${old.name} (continued)`].slice(0, threadNameMaxLength).join('')
+  return db.transaction(() => {
+    const newThreadId = insertThread(db, caller, { name, state: 'ready', isPrivate: old.isPrivate }, now)
     const messageId = insertMessage(
       db,
       { threadId: newThreadId, role: 'summary', contents: [{ type: 'text', text }] },

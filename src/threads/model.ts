@@ -8,6 +8,8 @@ const uuid = (description?: string) => t.String({ format: 'uuid', description })
 const timestamp = (description: string) => t.String({ format: 'date-time', description })
 /** The specification's limit on feedback_text, in characters. */
 export const feedbackTextMaxChars = 1024
+/** The longest thread name. */
+export const threadNameMaxLength = 500
 
 export namespace ThreadsModel {
   export const threadState = t.Union(
@@ -132,7 +134,7 @@ export namespace ThreadsModel {
   export const createThreadBody = t.Object(
     {
       text: t.Optional(t.String({ minLength: 1, description: 'Initial message; when omitted the thread is empty.' })),
-      name: t.Optional(t.Nullable(t.String({ maxLength: 500 }))),
+      name: t.Optional(t.Nullable(t.String({ maxLength: threadNameMaxLength }))),
       is_private: t.Optional(t.Boolean({ description: 'true: only the owner can see the thread (default false).' })),
     },
     { additionalProperties: false, examples: [{ name: 'Trip', text: 'Plan a weekend in Lyon' }] },
@@ -175,7 +177,9 @@ export namespace ThreadsModel {
 
   export const updateThreadBody = t.Object(
     {
-      name: t.Optional(t.Nullable(t.String({ maxLength: 500, description: 'The new name; null removes it.' }))),
+      name: t.Optional(
+        t.Nullable(t.String({ maxLength: threadNameMaxLength, description: 'The new name; null removes it.' })),
+      ),
       archived: t.Optional(t.Boolean()),
       is_private: t.Optional(t.Boolean({ description: 'true: only the owner can see the thread.' })),
     },

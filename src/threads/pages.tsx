@@ -19,17 +19,19 @@ import { callerFromSession } from '../auth/sessions'
 import { answerStream } from '../generation'
 import type { GenerationEngine } from '../generation/service'
 import type { Heartbeats } from '../generation/sse'
-import { AppError, invalidRequest, notFound } from '../shared/errors'
+import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { isUuid } from '../shared/ids'
-import { csrfTokenMatches, formRefusedMessage, isSameOriginRequest } from '../web/csrf'
+import { RefusedFormPage } from '../web/account'
+import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
 import { type PageSession, pageHeaders, type WebDeps, web } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { MessagePage } from '../web/pages/message'
 import { ThreadPage, type ThreadPageProps, threadScriptPath } from '../web/pages/thread'
 import { type NewThreadDraft, type ThreadFilters, ThreadListPage } from '../web/pages/threads'
 import { continueThread } from './continuation'
-import type { ThreadsModel } from './model'
+import { feedbackTextMaxChars, type ThreadsModel, threadNameMaxLength } from './model'
 import {
+  attachmentIdsOf,
   createThread,
   getThread,
   type Links,
@@ -130,10 +132,7 @@ async function runForm(
   if (!session) return loginRedirect(back)
   const form = await readPageForm(request)
   if (!form || !formIsOurs(request, session, form, deps.publicUrl)) {
-    return {
-      status: 403,
-      page: <MessagePage title="Form refused" message={formRefusedMessage} viewer={viewerOf(session)} />,
-    }
+    return { status: 403, page: <RefusedFormPage session={session} /> }
   }
   try {
     return await action(form, session)
@@ -224,9 +223,7 @@ function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId: strin
   const caller = callerFromSession(session.user)
   const thread = getThread(deps.db, caller, threadId, deps.links)
   const messages = allMessages(deps, caller, threadId)
-  const fileIds = messages.flatMap((message) =>
-    message.contents.flatMap((block) => ('attachment_id' in block ? [block.attachment_id] : [])),
-  )
+  const fileIds = messages.flatMap((message) => attachmentIdsOf(message.contents))
   const answers = messages.filter((message) => message.role === 'assistant').map((message) => message.id)
   const running = thread.state === 'waiting' || thread.state === 'active' || thread.state === 'interrupted'
   return (
@@ -328,7 +325,10 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     .get(
       '/threads',
       ({ session, query, html, request }) => {
-        if (!session) return loginRedirect(new URL(request.url).pathname + new URL(request.url).search)
+        if (!session) {
+          const url = new URL(request.url)
+          return loginRedirect(url.pathname + url.search)
+        }
         return html(listPage(deps, session, query))
       },
       { session: true, detail: { hide: true } },
@@ -397,7 +397,9 @@ export const threadPages = (deps: ThreadPagesDeps) =>
           const positive = flag(field(form, 'positive'))
           if (positive === undefined) throw invalidRequest('Choose thumbs up or thumbs down.')
           const text = field(form, 'feedback_text')?.trim() ?? ''
-          if ([...text].length > 1024) throw invalidRequest('A comment may have at most 1024 characters.')
+          if ([...text].length > feedbackTextMaxChars) {
+            throw invalidRequest(`A comment may have at most ${feedbackTextMaxChars} characters.`)
+          }
           const rating = { positive, feedback_text: text === '' ? undefined : text }
           submitFeedback(deps.db, callerFromSession(signedIn.user), threadId, messageId, rating, deps.clock.now())
           return seeOther(`/threads/${threadId}#message-${messageId}`)
@@ -441,7 +443,7 @@ async function postMessage(
     if (text.trim() === '') throw invalidRequest('Write a message first.')
     // Checked before any file is stored, so that a busy thread does not keep files nobody sent.
     if (thread.state !== 'ready') {
-      throw new AppError(409, 'conflict', 'The previous answer is still being written: wait for it, or stop it.')
+      throw conflict('The previous answer is still being written: wait for it, or stop it.')
     }
     checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
     await sendWithFiles(deps, caller, threadId, text, checked)
@@ -461,7 +463,9 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
   let checked: CheckedFiles | undefined
   try {
     if (text.trim() === '') throw invalidRequest('Write a message to start the thread.')
-    if ([...draft.name].length > 500) throw invalidRequest('A name may have at most 500 characters.')
+    if ([...draft.name].length > threadNameMaxLength) {
+      throw invalidRequest(`A name may have at most ${threadNameMaxLength} characters.`)
+    }
     // Files are checked before the thread exists, so a refused file leaves nothing behind.
     checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
     const name = draft.name.trim() === '' ? defaultThreadName(text) : draft.name.trim()
@@ -483,8 +487,9 @@ function threadChanges(form: PageForm): ThreadsModel.updateThreadBody {
     ...(flag(field(form, 'is_private')) !== undefined && { is_private: flag(field(form, 'is_private')) }),
   }
   if (Object.keys(changes).length === 0) throw invalidRequest('Nothing to change.')
-  if (name !== undefined && [...name.trim()].length > 500)
-    throw invalidRequest('A name may have at most 500 characters.')
+  if (name !== undefined && [...name.trim()].length > threadNameMaxLength) {
+    throw invalidRequest(`A name may have at most ${threadNameMaxLength} characters.`)
+  }
   return changes
 }
 

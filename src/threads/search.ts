@@ -66,22 +66,15 @@ export const documentThread = sql`${threads.updateSeq} = ${keyMask} - (thread_se
 
 export type SearchPlan = 'matches' | 'walk'
 
-const counters = new WeakMap<Database, ReturnType<typeof prepareCounter>>()
-function prepareCounter(sqlite: Database) {
-  // LIMIT keeps a common term from reading its whole posting list.
-  return sqlite.query<{ n: number }, [string, number, number]>(
-    `select count(*) as n from (select 1 from thread_search where thread_search match ?1
-       and rowid between ?2 << 40 and (?2 << 40) + ${keyMask} limit ?3)`,
-  )
-}
-
 /** Which plan serves a `created_at` search best (see the top of this file). */
-export function searchPlan(sqlite: Database, ftsQuery: string, organizationId: number): SearchPlan {
-  let counter = counters.get(sqlite)
-  if (!counter) {
-    counter = prepareCounter(sqlite)
-    counters.set(sqlite, counter)
-  }
+export function searchPlan(db: Db, ftsQuery: string, organizationId: number): SearchPlan {
+  const counter = prepared(db, 'search:count', () =>
+    // LIMIT keeps a common term from reading its whole posting list.
+    db.$client.query<{ n: number }, [string, number, number]>(
+      `select count(*) as n from (select 1 from thread_search where thread_search match ?1
+       and rowid between ?2 << 40 and (?2 << 40) + ${keyMask} limit ?3)`,
+    ),
+  )
   const found = counter.get(ftsQuery, organizationId, matchBound + 1)?.n ?? 0
   return found <= matchBound ? 'matches' : 'walk'
 }

@@ -6,7 +6,7 @@ import type { Caller } from '../auth/model'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
 import { generations } from '../generation/generations.table'
-import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
+import { conflict, forbidden, invalidRequest, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
 import { toIso } from '../shared/time'
 import { feedbackTextMaxChars, type ThreadsModel } from './model'
@@ -155,7 +155,7 @@ export function requireVisibleThread(db: Db, caller: Caller, threadId: string): 
 /** The thread, for an action only its owner may take: 404 when invisible, 403 for other members who see it. */
 export function requireOwnedThread(db: Db, caller: Caller, threadId: string, action: string): ThreadRow {
   const row = requireVisibleThread(db, caller, threadId)
-  if (row.ownerId !== caller.userId) throw new AppError(403, 'forbidden', `Only the owner of a thread can ${action}`)
+  if (row.ownerId !== caller.userId) throw forbidden(`Only the owner of a thread can ${action}`)
   return row
 }
 
@@ -349,7 +349,7 @@ export function listThreads(
   if (fts !== undefined) {
     // Writes leave documents pending (see search.ts): a search first brings the index up to date.
     flushSearchIndex(db)
-    search = sortBy === 'updated_at' ? 'index' : searchPlan(db.$client, fts, caller.organizationId)
+    search = sortBy === 'updated_at' ? 'index' : searchPlan(db, fts, caller.organizationId)
   }
   const shape: ListShape = {
     sees: caller.sees,
@@ -404,6 +404,11 @@ export function listMessages(
     .all()
   const page = envelope(rows, limit)
   return { ...page, data: page.data.map((row) => toMessage(row, links)) }
+}
+
+/** The attachment IDs a message's `image` and `document` blocks name, in order. */
+export function attachmentIdsOf(contents: ThreadsModel.contentBlock[]): string[] {
+  return contents.flatMap((block) => ('attachment_id' in block ? [block.attachment_id] : []))
 }
 
 /** Text of the blocks a message holds, for full-text search. */
@@ -511,27 +516,44 @@ function attachmentBlocks(db: Db, threadId: string, ids: string[] | undefined): 
   })
 }
 
+/**
+ * Inserts a thread owned by the caller and returns its ID. The insert marks the thread's search document
+ * pending; it is written later from the committed rows.
+ */
+export function insertThread(
+  db: Db,
+  caller: Caller,
+  thread: { name: string | null; state: 'ready' | 'waiting'; isPrivate: boolean },
+  now: number,
+): string {
+  const id = newId()
+  db.insert(threads)
+    .values({
+      id,
+      organizationId: caller.organizationId,
+      ownerId: caller.userId,
+      ...thread,
+      createdAt: now,
+      updatedAt: now,
+    })
+    .run()
+  return id
+}
+
 export function createThread(
   db: Db,
   caller: Caller,
   body: ThreadsModel.createThreadBody,
   now: number,
 ): { thread_id: string; message_id: string | null } {
-  const threadId = newId()
-  return db.transaction((tx) => {
-    tx.insert(threads)
-      .values({
-        id: threadId,
-        organizationId: caller.organizationId,
-        ownerId: caller.userId,
-        name: body.name ?? null,
-        state: body.text === undefined ? 'ready' : 'waiting',
-        isPrivate: body.is_private ?? false,
-        createdAt: now,
-        updatedAt: now,
-      })
-      .run()
-    // The insert marked the thread's search document pending; it is written later from the committed rows.
+  return db.transaction(() => {
+    const state = body.text === undefined ? 'ready' : 'waiting'
+    const threadId = insertThread(
+      db,
+      caller,
+      { name: body.name ?? null, state, isPrivate: body.is_private ?? false },
+      now,
+    )
     const messageId =
       body.text === undefined ? null : insertUserMessage(db, threadId, [{ type: 'text', text: body.text }], now)
     return { thread_id: threadId, message_id: messageId }

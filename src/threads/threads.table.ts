@@ -5,9 +5,7 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'driz
 import { organizations, users } from '../auth/auth.table'
 
 export const threadStates = ['ready', 'waiting', 'active', 'error', 'interrupted'] as const
-export type ThreadState = (typeof threadStates)[number]
 export const messageRoles = ['user', 'assistant', 'summary'] as const
-export type MessageRole = (typeof messageRoles)[number]
 
 export const threads = sqliteTable(
   'threads',

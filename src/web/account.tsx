@@ -6,7 +6,7 @@ import { Elysia } from 'elysia'
 import { isOrganizationAdmin } from '../auth/members'
 import { readForm } from '../shared/forms'
 import { copyScriptPath } from './components'
-import { csrfTokenMatches, isSameOriginRequest } from './csrf'
+import { csrfTokenMatches, formRefusedMessage, isSameOriginRequest } from './csrf'
 import { type PageSession, pageHeaders, type WebDeps, web } from './index'
 import { viewerOf } from './layout'
 import { MessagePage } from './pages/message'
@@ -40,12 +40,8 @@ export async function readTrustedForm(
   return form
 }
 
-export const refusedFormMessage =
-  'This form could not be accepted because it did not come from a Threadhouse page, or it has expired. ' +
-  'Go back, reload the page and try again.'
-
 export function RefusedFormPage({ session }: { session: PageSession }): JSX.Element {
-  return <MessagePage title="Form refused" message={refusedFormMessage} viewer={viewerOf(session)} />
+  return <MessagePage title="Form refused" message={formRefusedMessage} viewer={viewerOf(session)} />
 }
 
 export const account = (deps: WebDeps) =>

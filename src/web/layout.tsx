@@ -1,7 +1,9 @@
-// The one page layout every server-rendered page uses (sign-in, consent, and later the web application):
+// The one page layout every server-rendered page uses (sign-in, consent, threads, settings, administration):
 // landmarks, a skip link, the local stylesheet, and the signed-in person with a sign-out form.
 import type { PropsWithChildren } from '@kitajs/html'
+import { isOrganizationAdmin } from '../auth/members'
 import type { PageSession } from '.'
+import { CsrfField } from './components'
 
 export const stylesheetPath = '/assets/threadhouse.css'
 
@@ -14,7 +16,7 @@ export interface Viewer {
 }
 
 export function viewerOf(session: PageSession): Viewer {
-  return { email: session.user.email, csrf: session.csrf, isAdmin: session.user.role !== 'member' }
+  return { email: session.user.email, csrf: session.csrf, isAdmin: isOrganizationAdmin(session.user.role) }
 }
 
 export interface LayoutProps {
@@ -53,7 +55,7 @@ export function Layout({ title, viewer, children }: PropsWithChildren<LayoutProp
           {viewer ? (
             <form method="post" action="/logout">
               <span safe>{viewer.email}</span>
-              <input type="hidden" name="csrf" value={viewer.csrf} />
+              <CsrfField token={viewer.csrf} />
               <button type="submit" class="link">
                 Sign out
               </button>

@@ -1,6 +1,7 @@
 // The built-in development responder: a short deterministic reply that quotes the user's last message and
 // names its attachments, streamed word by word with a fixed delay, so the whole product can be used without a model.
 import type { GenerationRequest, Generator, GeneratorEvent } from '../types'
+import { delay } from './retry'
 
 export function echoReply(request: Pick<GenerationRequest, 'history'>): string {
   const users = request.history.filter((message) => message.role === 'user')
@@ -19,26 +20,11 @@ export function tokenize(reply: string): string[] {
   return reply.match(/\s*\S+|\s+$/g) ?? []
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason)
-    const timer = setTimeout(resolve, ms)
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer)
-        reject(signal.reason)
-      },
-      { once: true },
-    )
-  })
-}
-
 export function echoGenerator(tokenDelayMs: number): Generator {
   return {
     async *generate(request): AsyncIterable<GeneratorEvent> {
       for (const token of tokenize(echoReply(request))) {
-        if (tokenDelayMs > 0) await sleep(tokenDelayMs, request.signal)
+        if (tokenDelayMs > 0) await delay(tokenDelayMs, request.signal)
         request.signal.throwIfAborted()
         yield { type: 'text', text: token }
       }

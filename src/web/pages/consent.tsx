@@ -1,6 +1,7 @@
 // The consent page: who is asking, for what, where the answer goes, and Allow/Deny. The decision button's name
 // and values are fixed by the operator contract.
 import { escapeHtml } from '@kitajs/html'
+import { CsrfField } from '../components'
 import { Layout, type Viewer } from '../layout'
 
 export interface ConsentPageProps {
@@ -71,7 +72,7 @@ export function ConsentPage(props: ConsentPageProps): JSX.Element {
           </ul>
         ) : null}
         <form method="post" action={escapeHtml(props.action)}>
-          <input type="hidden" name="csrf" value={props.csrf} />
+          <CsrfField token={props.csrf} />
           <div class="actions">
             <button type="submit" name="decision" value="deny">
               Deny

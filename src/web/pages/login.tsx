@@ -1,5 +1,6 @@
 // The sign-in page. Field names, the button text and `next` are fixed by the operator contract.
 import { escapeHtml } from '@kitajs/html'
+import { CsrfField } from '../components'
 import { Layout } from '../layout'
 
 export interface LoginPageProps {
@@ -22,7 +23,7 @@ export function LoginPage({ next, csrf, email, error, external }: LoginPageProps
           </p>
         ) : null}
         <form method="post" action="/login">
-          <input type="hidden" name="csrf" value={csrf} />
+          <CsrfField token={csrf} />
           <input type="hidden" name="next" value={escapeHtml(next)} />
           <div class="field">
             <label for="email">Email</label>

@@ -1,11 +1,7 @@
-// Small pieces the thread pages share: the CSRF field, times, state badges and icons.
+// Small pieces the thread pages share: times, state badges, icons and the file picker.
 import { escapeHtml } from '@kitajs/html'
-import { filesPerRequest, imageLimits, pdfLimits, textLimits } from '../../attachments/limits'
+import { filesPerRequest, imageLimits, mib, pdfLimits, textLimits } from '../../attachments/limits'
 import type { ThreadsModel } from '../../threads/model'
-
-export function CsrfField({ csrf }: { csrf: string }): JSX.Element {
-  return <input type="hidden" name="csrf" value={escapeHtml(csrf)} />
-}
 
 const dateTime = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' })
 
@@ -71,8 +67,6 @@ const acceptedFiles = [
   '.csv',
   '.txt',
 ].join(',')
-
-const mib = (bytes: number): string => `${bytes / (1024 * 1024)} MiB`
 
 const filesHint =
   `Up to ${filesPerRequest} files: JPEG, PNG, GIF or WebP images up to ${mib(imageLimits.maxBytes)}, ` +

@@ -5,9 +5,10 @@ import { escapeHtml } from '@kitajs/html'
 import type { AttachmentKind } from '../../attachments/attachments.table'
 import type { ThreadsModel } from '../../threads/model'
 import type { Rating } from '../../threads/service'
+import { CsrfField } from '../components'
 import { Layout, type Viewer } from '../layout'
 import { renderMarkdown } from '../markdown'
-import { CsrfField, FilesField, StateBadge, ThumbIcon, Time, threadTitle } from './parts'
+import { FilesField, StateBadge, ThumbIcon, Time, threadTitle } from './parts'
 
 export const threadScriptPath = '/assets/thread.js'
 
@@ -77,9 +78,9 @@ function Choice({
       </p>
       {answerable ? (
         <form method="post" action={threadPath(props.thread, '/messages')} class="choice-form">
-          <CsrfField csrf={props.viewer.csrf} />
+          <CsrfField token={props.viewer.csrf} />
           <fieldset>
-            <legend class="sr-only">Answer with one of these</legend>
+            <legend class="visually-hidden">Answer with one of these</legend>
             {block.choices.map((choice) => (
               <button type="submit" name="text" value={escapeHtml(choice)} safe>
                 {choice}
@@ -108,7 +109,7 @@ function Feedback({ message, props }: { message: ThreadsModel.message; props: Th
       class="feedback"
       aria-labelledby={labelId}
     >
-      <CsrfField csrf={props.viewer.csrf} />
+      <CsrfField token={props.viewer.csrf} />
       <span id={labelId} class="feedback-label">
         Rate this answer
       </span>
@@ -121,7 +122,7 @@ function Feedback({ message, props }: { message: ThreadsModel.message; props: Th
         aria-pressed={rating?.positive === true ? 'true' : 'false'}
       >
         <ThumbIcon direction="up" />
-        <span class="sr-only">Good answer</span>
+        <span class="visually-hidden">Good answer</span>
       </button>
       <button
         type="submit"
@@ -132,7 +133,7 @@ function Feedback({ message, props }: { message: ThreadsModel.message; props: Th
         aria-pressed={rating?.positive === false ? 'true' : 'false'}
       >
         <ThumbIcon direction="down" />
-        <span class="sr-only">Bad answer</span>
+        <span class="visually-hidden">Bad answer</span>
       </button>
       <details class="feedback-comment" open={Boolean(rating?.text)}>
         <summary>{rating?.text ? 'Your comment' : 'Add a comment'}</summary>
@@ -209,19 +210,19 @@ function ThreadTools({ props }: { props: ThreadPageProps }): JSX.Element {
       <details class="rename">
         <summary>Rename</summary>
         <form method="post" action={threadPath(thread, '/update')} class="inline-form">
-          <CsrfField csrf={props.viewer.csrf} />
+          <CsrfField token={props.viewer.csrf} />
           <label for="thread-name">Name</label>
           <input id="thread-name" name="name" type="text" maxlength="500" value={escapeHtml(thread.name ?? '')} />
           <button type="submit">Save name</button>
         </form>
       </details>
       <form method="post" action={threadPath(thread, '/update')}>
-        <CsrfField csrf={props.viewer.csrf} />
+        <CsrfField token={props.viewer.csrf} />
         <input type="hidden" name="archived" value={thread.archived ? 'false' : 'true'} />
         <button type="submit">{thread.archived ? 'Unarchive' : 'Archive'}</button>
       </form>
       <form method="post" action={threadPath(thread, '/update')}>
-        <CsrfField csrf={props.viewer.csrf} />
+        <CsrfField token={props.viewer.csrf} />
         <input type="hidden" name="is_private" value={thread.is_private ? 'false' : 'true'} />
         <button type="submit">{thread.is_private ? 'Make public' : 'Make private'}</button>
       </form>
@@ -252,7 +253,7 @@ function LiveAnswer({ props, messageId }: { props: ThreadPageProps; messageId: s
       <div class="live-text markdown" aria-live="polite" aria-atomic="false" />
       {props.isOwner ? (
         <form method="post" action={threadPath(thread, '/stop')}>
-          <CsrfField csrf={props.viewer.csrf} />
+          <CsrfField token={props.viewer.csrf} />
           <button type="submit">Stop</button>
         </form>
       ) : null}
@@ -270,7 +271,7 @@ function Failure({ props }: { props: ThreadPageProps }): JSX.Element {
         messages.
       </p>
       <form method="post" action={threadPath(props.thread, '/continue')}>
-        <CsrfField csrf={props.viewer.csrf} />
+        <CsrfField token={props.viewer.csrf} />
         <button type="submit" class="primary">
           Continue in a new thread
         </button>
@@ -282,7 +283,7 @@ function Failure({ props }: { props: ThreadPageProps }): JSX.Element {
 function Composer({ props }: { props: ThreadPageProps }): JSX.Element {
   return (
     <section class="composer" aria-labelledby="composer-title">
-      <h2 id="composer-title" class="sr-only">
+      <h2 id="composer-title" class="visually-hidden">
         Reply
       </h2>
       {props.error ? (
@@ -291,7 +292,7 @@ function Composer({ props }: { props: ThreadPageProps }): JSX.Element {
         </p>
       ) : null}
       <form method="post" action={threadPath(props.thread, '/messages')} enctype="multipart/form-data">
-        <CsrfField csrf={props.viewer.csrf} />
+        <CsrfField token={props.viewer.csrf} />
         <div class="field">
           <label for="composer-text">Message</label>
           <textarea id="composer-text" name="text" rows="4" required safe>
@@ -366,7 +367,7 @@ export function ThreadPage(props: ThreadPageProps): JSX.Element {
             {props.isOwner ? <ThreadTools props={props} /> : null}
           </header>
           <section aria-labelledby="messages-title">
-            <h2 id="messages-title" class="sr-only">
+            <h2 id="messages-title" class="visually-hidden">
               Messages
             </h2>
             {props.messages.length === 0 ? <p class="empty">No messages yet.</p> : null}
@@ -378,7 +379,7 @@ export function ThreadPage(props: ThreadPageProps): JSX.Element {
           </section>
           <NextStep props={props} />
         </div>
-        <p id="thread-status" class="sr-only" role="status" />
+        <p id="thread-status" class="visually-hidden" role="status" />
       </div>
       <script src={threadScriptPath} defer />
     </Layout>

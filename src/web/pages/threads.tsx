@@ -1,8 +1,9 @@
 // The threads page: a form to start a thread, search and filters, and one page of the visible threads.
 import { escapeHtml } from '@kitajs/html'
 import type { ThreadsModel } from '../../threads/model'
+import { CsrfField } from '../components'
 import { Layout, type Viewer } from '../layout'
-import { CsrfField, FilesField, StateBadge, Time, threadTitle } from './parts'
+import { FilesField, StateBadge, Time, threadTitle } from './parts'
 
 /** The list's filters, named and valued as the API's query parameters so a page URL reads like an API call. */
 export interface ThreadFilters {
@@ -49,7 +50,7 @@ function NewThreadForm({ viewer, error, draft }: Pick<ThreadListPageProps, 'view
         </p>
       ) : null}
       <form method="post" action="/threads" enctype="multipart/form-data">
-        <CsrfField csrf={viewer.csrf} />
+        <CsrfField token={viewer.csrf} />
         <div class="field">
           <label for="new-text">Message</label>
           <textarea id="new-text" name="text" rows="3" required safe>

@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import { errorShapes } from '../shared/errors'
-import { documented } from '../shared/responses'
+import { documented, type Responses } from '../shared/responses'
 import { attachmentResponse } from './download'
 import {
   filenameMaxLength,
@@ -38,7 +38,7 @@ Errors on this route:
 
 const downloadErrors = { 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
 
-export const attachmentRoutes = (deps: UploadDeps) =>
+export const attachmentRoutes = (deps: UploadDeps & { responses: Responses }) =>
   new Elysia({ name: 'attachments', prefix: '/api/v1' })
     .use(auth(deps))
     .use(errorShapes)
@@ -52,7 +52,7 @@ export const attachmentRoutes = (deps: UploadDeps) =>
         // The service reads the form itself, after authorization and a size check: nothing is parsed before.
         parse: 'none',
         params: AttachmentsModel.threadParams,
-        response: {
+        response: deps.responses({
           201: AttachmentsModel.uploaded,
           400: AttachmentsModel.badRequest,
           401: AuthModel.error,
@@ -60,7 +60,7 @@ export const attachmentRoutes = (deps: UploadDeps) =>
           404: AuthModel.error,
           413: AttachmentsModel.badRequest,
           422: AttachmentsModel.unprocessable,
-        },
+        }),
         detail: {
           summary: 'Upload files to a thread',
           tags: ['Attachments'],
@@ -83,7 +83,7 @@ export const attachmentRoutes = (deps: UploadDeps) =>
       {
         scope: 'threads:read',
         params: AttachmentsModel.attachmentParams,
-        response: downloadErrors,
+        response: deps.responses(downloadErrors),
         detail: {
           summary: 'Download an attachment',
           tags: ['Attachments'],
@@ -104,7 +104,7 @@ export const attachmentRoutes = (deps: UploadDeps) =>
     )
     .get('/limits', () => publishedLimits, {
       scope: 'any',
-      response: { 200: AttachmentsModel.limits, 401: AuthModel.error },
+      response: deps.responses({ 200: AttachmentsModel.limits, 401: AuthModel.error }),
       detail: {
         summary: 'The upload and attachment limits',
         tags: ['Attachments'],

@@ -5,6 +5,7 @@ import { Elysia } from 'elysia'
 import { param, readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
 import { type Limit, RateLimiter } from '../shared/rate-limit'
+import type { Responses } from '../shared/responses'
 import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
 import { consentPageHeaders, type PageSession, type WebDeps, web } from '../web/index'
 import { InvalidRequest, noStore, OAuthError, oauthErrorResponse, TemporarilyUnavailable } from './errors'
@@ -24,6 +25,7 @@ import {
 import { oauthSettings } from './settings'
 
 export interface OAuthRoutesDeps extends WebDeps {
+  responses: Responses
   openRegistration: boolean
   /** Token and revocation requests per client address (RATE_LIMIT_AUTH_PER_MINUTE); absent when turned off. */
   authLimiter?: RateLimiter

@@ -5,7 +5,7 @@ import { Elysia, t } from 'elysia'
 import { isOrganizationAdmin } from '../auth/members'
 import { AuthModel } from '../auth/model'
 import { AppError } from '../shared/errors'
-import { documented, noContent } from '../shared/responses'
+import { documented, noContent, type Responses } from '../shared/responses'
 import { toIso } from '../shared/time'
 import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
 import { type PageSession, type WebDeps, web } from '../web/index'
@@ -38,7 +38,7 @@ function requireWriteAllowed(request: Request, account: PageSession, publicUrl: 
   }
 }
 
-export const oauthSettings = (deps: WebDeps) =>
+export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
   new Elysia({ name: 'oauth-settings', prefix: '/settings/api' })
     .use(web(deps))
     .onAfterHandle(({ set }) => {
@@ -58,13 +58,13 @@ export const oauthSettings = (deps: WebDeps) =>
       }),
       {
         account: true,
-        response: { 200: OAuthModel.settingsSession, 401: error },
+        response: deps.responses({ 200: OAuthModel.settingsSession, 401: error }),
         detail: { summary: 'The signed-in person and the CSRF token for writes', tags, security },
       },
     )
     .get('/connected-apps', ({ account }) => listConnectedApps(deps.db, account.user.id, deps.clock.now()), {
       account: true,
-      response: { 200: t.Array(OAuthModel.connectedApp), 401: error },
+      response: deps.responses({ 200: t.Array(OAuthModel.connectedApp), 401: error }),
       detail: {
         summary: 'Connected apps: apps holding live tokens for you',
         tags,
@@ -82,7 +82,7 @@ export const oauthSettings = (deps: WebDeps) =>
       {
         account: true,
         params: OAuthModel.clientParams,
-        response: writeErrors,
+        response: deps.responses(writeErrors),
         detail: {
           summary: 'Revoke a connected app (204)',
           responses: documented(noContent, writeErrors),
@@ -101,7 +101,7 @@ export const oauthSettings = (deps: WebDeps) =>
       {
         account: true,
         body: OAuthModel.registrationRequest,
-        response: { 201: OAuthModel.registered, ...writeErrors },
+        response: deps.responses({ 201: OAuthModel.registered, ...writeErrors }),
         detail: {
           summary: 'Create a confidential OAuth client (any member)',
           tags,
@@ -122,7 +122,7 @@ export const oauthSettings = (deps: WebDeps) =>
       },
       {
         account: true,
-        response: { 201: OAuthModel.registrationToken, ...writeErrors },
+        response: deps.responses({ 201: OAuthModel.registrationToken, ...writeErrors }),
         detail: {
           summary: 'Generate a registration token (any member)',
           tags,
@@ -141,7 +141,7 @@ export const oauthSettings = (deps: WebDeps) =>
           : listOwnClients(deps.db, account.user),
       {
         account: true,
-        response: { 200: t.Array(OAuthModel.clientSummary), 401: error, 403: error },
+        response: deps.responses({ 200: t.Array(OAuthModel.clientSummary), 401: error, 403: error }),
         detail: {
           summary: 'List OAuth clients: all of the organization’s (owners and admins) or your own (members)',
           tags,
@@ -161,7 +161,7 @@ export const oauthSettings = (deps: WebDeps) =>
       {
         account: true,
         params: OAuthModel.clientParams,
-        response: { 200: OAuthModel.clientDetail, 401: error, 403: error, 404: error },
+        response: deps.responses({ 200: OAuthModel.clientDetail, 401: error, 403: error, 404: error }),
         detail: { summary: 'One OAuth client with its metadata (owners and admins)', tags, security },
       },
     )
@@ -175,7 +175,7 @@ export const oauthSettings = (deps: WebDeps) =>
       {
         account: true,
         params: OAuthModel.clientParams,
-        response: { 200: OAuthModel.rotatedSecret, ...writeErrors, 409: error },
+        response: deps.responses({ 200: OAuthModel.rotatedSecret, ...writeErrors, 409: error }),
         detail: {
           summary: 'Rotate a confidential client’s secret (owners and admins)',
           tags,
@@ -195,7 +195,7 @@ export const oauthSettings = (deps: WebDeps) =>
       {
         account: true,
         params: OAuthModel.clientParams,
-        response: writeErrors,
+        response: deps.responses(writeErrors),
         detail: {
           summary: 'Delete an OAuth client (owners and admins, 204)',
           responses: documented(noContent, writeErrors),

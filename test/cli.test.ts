@@ -1,6 +1,6 @@
 // The operator CLI and start-up configuration, run as real processes against a real SQLite file.
 import { Database } from 'bun:sqlite'
-import { afterAll, expect, test } from 'bun:test'
+import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -8,6 +8,9 @@ import { resolvePersonalAccessToken } from '../src/auth/service'
 import { loadConfig } from '../src/config'
 import { openDatabase } from '../src/db/client'
 import { firstRunToken, startServer, until } from './helpers'
+
+// Every test here starts bun processes, some a whole server (startServer alone allows 20 s to listen).
+setDefaultTimeout(30_000)
 
 const dir = mkdtempSync(join(tmpdir(), 'threadhouse-cli-'))
 const databasePath = join(dir, 'db.sqlite')

@@ -213,7 +213,11 @@ export function tokensOf(events: EventSourceMessage[]): string {
     .join('')
 }
 
-/** Polls a condition with no fixed sleep: yields to the event loop between checks, up to a deadline. */
+/**
+ * Polls a condition, up to a deadline. Between checks it waits a millisecond rather than only yielding
+ * (setImmediate): a loop of immediates keeps a whole core busy, which on a two-core machine starves the
+ * server process or worker whose progress the test is waiting for.
+ */
 export async function until<T>(
   check: () => T | undefined | false | Promise<T | undefined | false>,
   timeoutMs = 5000,
@@ -222,7 +226,7 @@ export async function until<T>(
   while (performance.now() < deadline) {
     const value = await check()
     if (value) return value
-    await new Promise((resolve) => setImmediate(resolve))
+    await new Promise((resolve) => setTimeout(resolve, 1))
   }
   throw new Error('condition not met in time')
 }

@@ -74,7 +74,7 @@ async function shutdown(): Promise<void> {
 }
 
 beforeAll(launch, 60_000)
-afterAll(shutdown)
+afterAll(shutdown, 60_000)
 
 /** Nothing hostile ran: no dialog, no script, no CSP refusal of an injected inline script. */
 async function expectNoScriptRan(): Promise<void> {

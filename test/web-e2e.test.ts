@@ -104,10 +104,10 @@ let site: Site
 beforeAll(async () => {
   // Slow enough to watch an answer arrive and to press Stop in the middle of a long one.
   site = await startSite({ ECHO_TOKEN_DELAY_MS: '80' })
-})
+}, 60_000)
 afterAll(async () => {
   await site?.[Symbol.asyncDispose]()
-})
+}, 60_000)
 
 test('sign in, start a thread with an image, watch it stream, rate it, follow up, open a message link', async () => {
   await using session = await openBrowser(site.url)

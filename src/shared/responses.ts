@@ -24,12 +24,12 @@ export function responseSchemas(check: boolean): Responses {
  */
 export const integer = Type.Integer
 
+type Documented = Record<number, { description: string; content?: Record<string, { schema?: object }> }>
+
 /**
  * OpenAPI response objects for `detail.responses`, which replaces the list the plugin builds from `response`:
  * for routes that answer something other than JSON (an event stream, a 204 with no body) beside JSON errors.
  */
-type Documented = Record<number, { description: string; content?: Record<string, { schema?: object }> }>
-
 export function documented(others: Documented, schemas: ResponseSchemas): Documented {
   const json = Object.entries(schemas).map(([status, schema]) => [
     status,

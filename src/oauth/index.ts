@@ -15,14 +15,17 @@ import { consentFormRefusedPage, consentPage, errorPage, refusalPage } from './p
 import {
   type AuthorizationCheckResult,
   approveAuthorization,
+  authorizationCodeLifetimeMs,
   checkAuthorizationRequest,
   denyAuthorizationLocation,
   exchangeToken,
   organizationMayUse,
   registerClient,
+  registrationTokenLifetimeMs,
   revokeToken,
 } from './service'
 import { oauthSettings } from './settings'
+import { accessTokenLifetimeSeconds, refreshTokenLifetimeMs } from './tokens'
 
 export interface OAuthRoutesDeps extends WebDeps {
   responses: Responses
@@ -85,7 +88,8 @@ const authorizeDetail = {
   description:
     'Starts the authorization code flow (RFC 6749 §4.1) with PKCE S256. A signed-out person is sent to ' +
     '`/login?next=…` and back; a signed-in one sees the consent page. Approval redirects (303) to `redirect_uri` ' +
-    'with `code`, `state` and `iss` (RFC 9207); the code is single-use and valid for 60 seconds. Unknown clients ' +
+    'with `code`, `state` and `iss` (RFC 9207); the code is single-use and valid for ' +
+    `${authorizationCodeLifetimeMs / 1000} seconds. Unknown clients ` +
     'and unregistered redirect URIs get an error page, never a redirect; every other error redirects with ' +
     '`error`, `error_description`, `state` and `iss`. Deny gives `access_denied`.',
   parameters: Object.entries(OAuthModel.authorizeQuery.properties).map(([name, schema]) => ({
@@ -261,8 +265,9 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           description:
             'Form-encoded. Confidential clients authenticate with their secret, whichever method they ' +
             'registered: Authorization: Basic, or `client_id` + `client_secret` in the body (not both at once); ' +
-            'public clients send `client_id` and PKCE’s `code_verifier`. Access tokens last 3600 s. ' +
-            'Refresh tokens rotate on every use and last 30 days from issue; presenting a used refresh token ' +
+            `public clients send \`client_id\` and PKCE’s \`code_verifier\`. Access tokens last ${accessTokenLifetimeSeconds} s. ` +
+            `Refresh tokens rotate on every use and last ${refreshTokenLifetimeMs / 86_400_000} days from issue; ` +
+            'presenting a used refresh token ' +
             'revokes every token of that authorization (no grace window). A narrower `scope` on refresh is ' +
             'allowed, a wider one is `invalid_scope`. Responses carry `Cache-Control: no-store`. Rate limit: ' +
             'RATE_LIMIT_AUTH_PER_MINUTE requests (default 30) per client address per minute, shared with ' +
@@ -344,9 +349,9 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           description:
             'Open registration (no Authorization header; unless the operator set OAUTH_OPEN_REGISTRATION=false): ' +
             'the client belongs to no organization until the first organization whose user approves it. With ' +
-            '`Authorization: Bearer <registration token>` (single use, 60 minutes) the client belongs to that ' +
-            'token’s organization at once; a used, expired or unknown token is 401. Rate limit: 30 requests per ' +
-            'client address per hour (429 with Retry-After).',
+            `\`Authorization: Bearer <registration token>\` (single use, ${registrationTokenLifetimeMs / 60_000} minutes) ` +
+            'the client belongs to that token’s organization at once; a used, expired or unknown token is 401. ' +
+            `Rate limit: ${registrationRateLimit.max} requests per client address per hour (429 with Retry-After).`,
           requestBody: {
             required: true,
             content: { 'application/json': { schema: OAuthModel.registrationRequest } },

@@ -7,7 +7,7 @@ import type { Db } from '../db/client'
 import type { GenerationEngine } from '../generation/service'
 import { documented, noContent, type Responses } from '../shared/responses'
 import type { Clock } from '../shared/time'
-import { continueThread, quotedMessages } from './continuation'
+import { continueThread, quotedCharacters, quotedMessages } from './continuation'
 import { ThreadsModel } from './model'
 import {
   createThread,
@@ -137,7 +137,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
             'The way on from `error`: creates a new thread for the caller (any member who can see the old ' +
             'one), with the same privacy, the old name followed by " (continued)", and one `summary` message: ' +
             `a deterministic extract quoting the old thread's last ${quotedMessages} messages (each shortened ` +
-            'to 2,000 characters, files named, not carried over) and linking to it. It is not written by a model. ' +
+            `to ${quotedCharacters} characters, files named, not carried over) and linking to it. It is not written ` +
+            'by a model. ' +
             'The new thread is `ready`; no answer starts until a message is sent. 409 unless the old thread is in ' +
             '`error`. Needs `threads:write`, and `threads:read` to continue another member’s thread.',
         },

@@ -8,7 +8,14 @@ import type {
   Tool,
 } from '@anthropic-ai/sdk/resources/messages'
 import type { ModelSettings } from '../types'
-import { choiceBlock, choiceToolDescription, choiceToolName, choiceToolSchema, toolUseId } from './choice-tool'
+import {
+  choiceToolDescription,
+  choiceToolName,
+  choiceToolSchema,
+  firstChoice,
+  type PendingCall,
+  toolUseId,
+} from './choice-tool'
 import type { Part, Turn } from './conversation'
 import { IdleDeadline } from './deadline'
 import { type FailureContext, failure, ProviderFailure, replyFailure } from './failures'
@@ -67,12 +74,6 @@ function anthropicFailure(error: unknown, context: FailureContext, phase: 'conne
   return failure(phase === 'streaming' ? 'stream_broken' : 'unreachable', context)
 }
 
-interface PendingToolUse {
-  id: string
-  name: string
-  json: string
-}
-
 export function anthropicModel(settings: ModelSettings): ChatModel {
   const client = new Anthropic({
     // A key is always passed, so the SDK never looks for credentials in the environment or on disk.
@@ -97,7 +98,7 @@ export function anthropicModel(settings: ModelSettings): ChatModel {
         ...(request.system === '' ? {} : { system: request.system }),
         ...(request.choiceTool === 'offer' ? { tools: [choiceTool] } : {}),
       }
-      const toolUses = new Map<number, PendingToolUse>()
+      const toolUses = new Map<number, PendingCall>()
       let finished = false
       let phase: 'connecting' | 'streaming' = 'connecting'
       try {
@@ -126,11 +127,11 @@ export function anthropicModel(settings: ModelSettings): ChatModel {
 }
 
 /** Returns the text an event adds; tool input JSON is gathered per content block. Thinking is dropped. */
-function readEvent(event: RawMessageStreamEvent, toolUses: Map<number, PendingToolUse>): string {
+function readEvent(event: RawMessageStreamEvent, toolUses: Map<number, PendingCall>): string {
   if (event.type === 'content_block_start') {
     const block = event.content_block
     if (block.type === 'text') return block.text
-    if (block.type === 'tool_use') toolUses.set(event.index, { id: block.id, name: block.name, json: '' })
+    if (block.type === 'tool_use') toolUses.set(event.index, { id: block.id, name: block.name, input: '' })
     return ''
   }
   if (event.type === 'content_block_delta') {
@@ -138,18 +139,10 @@ function readEvent(event: RawMessageStreamEvent, toolUses: Map<number, PendingTo
     if (delta.type === 'text_delta') return delta.text
     if (delta.type === 'input_json_delta') {
       const use = toolUses.get(event.index)
-      if (use) use.json += delta.partial_json
+      if (use) use.input += delta.partial_json
     }
   }
   return ''
 }
 
 /** Only the first question is kept: the user can answer one at a time. */
-function firstChoice(toolUses: Map<number, PendingToolUse>): ReplyEvent | null {
-  for (const [, use] of [...toolUses.entries()].sort(([a], [b]) => a - b)) {
-    if (use.name !== choiceToolName) continue
-    const block = choiceBlock(use.id, use.json)
-    if (block) return { type: 'block', block }
-  }
-  return null
-}

@@ -1,6 +1,7 @@
 // The `user_get_choice` tool the model is offered for asking the user to pick one of several options.
 // A call of it becomes a `user_get_choice` content block; the user's next message is its result.
 import type { ThreadsModel } from '../../threads/model'
+import type { ReplyEvent } from './model'
 
 export const choiceToolName = 'user_get_choice'
 
@@ -53,4 +54,21 @@ export function choiceBlock(id: string | undefined, input: unknown): ChoiceBlock
   const options = choices.filter((choice): choice is string => typeof choice === 'string' && choice.trim() !== '')
   if (options.length === 0) return null
   return { type: 'user_get_choice', tool_use_id: toolUseId(id), question, choices: options }
+}
+
+/** A tool call as it streams in: its input arrives as pieces of JSON text. */
+export interface PendingCall {
+  id?: string
+  name: string
+  input: string
+}
+
+/** The first usable choice among a reply's tool calls, keyed by their position in the reply. */
+export function firstChoice(calls: Map<number, PendingCall>): ReplyEvent | null {
+  for (const [, call] of [...calls.entries()].sort(([a], [b]) => a - b)) {
+    if (call.name !== choiceToolName) continue
+    const block = choiceBlock(call.id, call.input)
+    if (block) return { type: 'block', block }
+  }
+  return null
 }

@@ -9,7 +9,7 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions'
 import type { ModelSettings } from '../types'
-import { choiceBlock, choiceToolDescription, choiceToolName, choiceToolSchema } from './choice-tool'
+import { choiceToolDescription, choiceToolName, choiceToolSchema, firstChoice, type PendingCall } from './choice-tool'
 import type { Part, Turn } from './conversation'
 import { IdleDeadline } from './deadline'
 import { type FailureContext, failure, ProviderFailure, replyFailure } from './failures'
@@ -92,34 +92,19 @@ function openaiFailure(error: unknown, context: FailureContext, phase: 'connecti
   return failure(phase === 'streaming' ? 'stream_broken' : 'unreachable', context)
 }
 
-interface PendingCall {
-  id?: string
-  name: string
-  arguments: string
-}
-
 /** Tool-call arguments arrive in pieces, keyed by the call's index. */
 function collectToolCalls(calls: Map<number, PendingCall>, chunk: ChatCompletionChunk): void {
   for (const delta of chunk.choices[0]?.delta?.tool_calls ?? []) {
     const index = delta.index ?? 0
-    const call = calls.get(index) ?? { name: '', arguments: '' }
+    const call = calls.get(index) ?? { name: '', input: '' }
     call.id ??= delta.id ?? undefined
     call.name += delta.function?.name ?? ''
-    call.arguments += delta.function?.arguments ?? ''
+    call.input += delta.function?.arguments ?? ''
     calls.set(index, call)
   }
 }
 
 /** Only the first question is kept: the user can answer one at a time. */
-function firstChoice(calls: Map<number, PendingCall>): ReplyEvent | null {
-  for (const call of [...calls.entries()].sort(([a], [b]) => a - b).map(([, value]) => value)) {
-    if (call.name !== choiceToolName) continue
-    const block = choiceBlock(call.id, call.arguments)
-    if (block) return { type: 'block', block }
-  }
-  return null
-}
-
 export function openaiModel(settings: ModelSettings): ChatModel {
   const client = new OpenAI({
     // Local servers need no key, but the SDK insists on one; they ignore what they are sent.

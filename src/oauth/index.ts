@@ -7,7 +7,7 @@ import { clientIpOf } from '../shared/http'
 import { type Limit, RateLimiter } from '../shared/rate-limit'
 import type { Responses } from '../shared/responses'
 import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
-import { consentPageHeaders, type PageSession, type WebDeps, web } from '../web/index'
+import { consentPageHeaders, type PageSession, seeOther, signInPath, type WebDeps, web } from '../web/index'
 import { InvalidRequest, noStore, OAuthError, oauthErrorResponse, TemporarilyUnavailable } from './errors'
 import { authorizationServerMetadata, protectedResourceMetadata } from './metadata'
 import { OAuthModel } from './model'
@@ -77,10 +77,6 @@ function oauthFailure(error: unknown): Response {
   return response
 }
 
-function redirectTo(location: string): Response {
-  return new Response(null, { status: 303, headers: { location } })
-}
-
 const authorizeDetail = {
   summary: 'Authorization endpoint (browser)',
   tags: ['OAuth'],
@@ -126,8 +122,8 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
     url: URL,
   ): { status: number; page: JSX.Element } | Response {
     if (checked.kind === 'error-page') return { status: 400, page: errorPage(checked.error, session) }
-    if (checked.kind === 'error-redirect') return redirectTo(checked.location)
-    if (!session) return redirectTo(`/login?next=${encodeURIComponent(url.pathname + url.search)}`)
+    if (checked.kind === 'error-redirect') return seeOther(checked.location)
+    if (!session) return seeOther(signInPath(url.pathname + url.search))
     if (organizationMayUse(checked.request.client, session.user) === 'other-organization') {
       return {
         status: 403,
@@ -190,7 +186,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       async ({ request, session, html, set }) => {
         Object.assign(set.headers, consentPageHeaders)
         const url = new URL(request.url)
-        if (!session) return redirectTo(`/login?next=${encodeURIComponent(url.pathname + url.search)}`)
+        if (!session) return seeOther(signInPath(url.pathname + url.search))
         const form = (await readForm(request)) ?? new URLSearchParams()
         if (
           !isSameOriginRequest(request.headers, deps.publicUrl) ||
@@ -210,13 +206,13 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           return html(shown.page)
         }
         const decision = param(form, 'decision')
-        if (decision === 'deny') return redirectTo(denyAuthorizationLocation(deps, checked.request))
+        if (decision === 'deny') return seeOther(denyAuthorizationLocation(deps, checked.request))
         if (decision !== 'approve') {
           set.status = 400
           return html(errorPage(new InvalidRequest('decision must be "approve" or "deny"'), session))
         }
         const approved = approveAuthorization(deps, checked.request, session.user)
-        if (approved.kind === 'redirect') return redirectTo(approved.location)
+        if (approved.kind === 'redirect') return seeOther(approved.location)
         set.status = 403
         return html(refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session))
       },

@@ -23,7 +23,7 @@ import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { isUuid } from '../shared/ids'
 import { RefusedFormPage } from '../web/account'
 import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
-import { type PageSession, pageHeaders, type WebDeps, web } from '../web/index'
+import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps, web } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { MessagePage } from '../web/pages/message'
 import { ThreadPage, type ThreadPageProps, threadScriptPath } from '../web/pages/thread'
@@ -74,14 +74,6 @@ export function defaultThreadName(text: string): string {
   return characters.length <= 80 ? line : `${characters.slice(0, 79).join('').trimEnd()}…`
 }
 
-function loginRedirect(path: string): Response {
-  return new Response(null, { status: 303, headers: { location: `/login?next=${encodeURIComponent(path)}` } })
-}
-
-function seeOther(location: string): Response {
-  return new Response(null, { status: 303, headers: { location } })
-}
-
 type PageForm = Awaited<ReturnType<Request['formData']>>
 
 /** Both urlencoded and multipart bodies; null for anything unreadable. */
@@ -129,7 +121,7 @@ async function runForm(
   back: string,
   action: (form: PageForm, session: PageSession) => Promise<FormOutcome>,
 ): Promise<FormOutcome> {
-  if (!session) return loginRedirect(back)
+  if (!session) return seeOther(signInPath(back))
   const form = await readPageForm(request)
   if (!form || !formIsOurs(request, session, form, deps.publicUrl)) {
     return { status: 403, page: <RefusedFormPage session={session} /> }
@@ -318,7 +310,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     .get('/favicon.ico', () => new Response(icon, { headers: { 'content-type': 'image/svg+xml' } }), {
       detail: { hide: true },
     })
-    .get('/', ({ session }) => (session ? seeOther('/threads') : loginRedirect('/threads')), {
+    .get('/', ({ session }) => (session ? seeOther('/threads') : seeOther(signInPath('/threads'))), {
       session: true,
       detail: { hide: true },
     })
@@ -327,7 +319,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
       ({ session, query, html, request }) => {
         if (!session) {
           const url = new URL(request.url)
-          return loginRedirect(url.pathname + url.search)
+          return seeOther(signInPath(url.pathname + url.search))
         }
         return html(listPage(deps, session, query))
       },
@@ -348,7 +340,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     .get(
       '/threads/:threadId',
       ({ session, params, html, set }) => {
-        if (!session) return loginRedirect(`/threads/${encodeURIComponent(params.threadId)}`)
+        if (!session) return seeOther(signInPath(`/threads/${encodeURIComponent(params.threadId)}`))
         try {
           if (!isUuid(params.threadId)) throw notFound('Thread')
           return html(threadPage(deps, session, params.threadId))

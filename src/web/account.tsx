@@ -7,7 +7,7 @@ import { isOrganizationAdmin } from '../auth/members'
 import { readForm } from '../shared/forms'
 import { copyScriptPath } from './components'
 import { csrfTokenMatches, formRefusedMessage, isSameOriginRequest } from './csrf'
-import { type PageSession, pageHeaders, type WebDeps, web } from './index'
+import { type PageSession, pageHeaders, signInPath, type WebDeps, web } from './index'
 import { viewerOf } from './layout'
 import { MessagePage } from './pages/message'
 
@@ -25,7 +25,7 @@ export const accountPageHeaders = {
 export function signInLocation(request: Request): string {
   const url = new URL(request.url)
   const back = request.method === 'GET' ? url.pathname + url.search : url.pathname.split('/').slice(0, 3).join('/')
-  return `/login?next=${encodeURIComponent(back)}`
+  return signInPath(back)
 }
 
 /** The posted form, or null when it lacks this session's CSRF token or the browser says it came from elsewhere. */

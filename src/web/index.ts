@@ -77,6 +77,16 @@ export function clearCookie(cookie: Cookie<unknown>, publicUrl: string): void {
   cookie.set({ value: '', httpOnly: true, sameSite: 'lax', secure: usesHttps(publicUrl), path: '/', maxAge: 0 })
 }
 
+/** A 303: after a form post the browser follows it with a GET. */
+export function seeOther(location: string): Response {
+  return new Response(null, { status: 303, headers: { location } })
+}
+
+/** The sign-in page, which comes back to `back` afterwards. */
+export function signInPath(back: string): string {
+  return `/login?next=${encodeURIComponent(back)}`
+}
+
 /**
  * Where to go after signing in: only a path on this server, never another origin (`//evil.example`,
  * `/\evil.example` and absolute URLs all fall back to `/`). The path is checked again once resolved, since dot

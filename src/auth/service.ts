@@ -4,12 +4,11 @@ import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
 import { AppError, conflict, invalidRequest } from '../shared/errors'
 import { generateSecret, hashPassword, hashSecret } from '../shared/security'
+import { lastUsedResolutionMs } from '../shared/time'
 import { organizations, personalAccessTokens, type Role, users } from './auth.table'
 import { type Caller, isScope, type Scope } from './model'
 
 export const personalAccessTokenPrefix = 'thp_'
-/** last_used_at is written at most this often per token, so reads stay reads. */
-const lastUsedResolutionMs = 60_000
 
 export function parseScopes(value: string): Scope[] {
   const parts = value.split(/\s+/).filter(Boolean)

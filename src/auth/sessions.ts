@@ -2,16 +2,16 @@
 import { and, eq, isNull, lte, ne } from 'drizzle-orm'
 import type { Db } from '../db/client'
 import { generateSecret, hashPassword, hashSecret, verifyPassword } from '../shared/security'
+import { dayMs } from '../shared/time'
 import { organizations, type Role, users } from './auth.table'
 import type { Caller } from './model'
 import { findUserByEmail } from './service'
 import { sessions } from './sessions.table'
 
 export const sessionTokenPrefix = 'thss_'
-const day = 24 * 60 * 60 * 1000
-export const sessionLifetimeMs = 30 * day
+export const sessionLifetimeMs = 30 * dayMs
 /** The expiry moves only once less than this is left, so most page views read the session without writing. */
-const renewWhenLessThanMs = 15 * day
+const renewWhenLessThanMs = 15 * dayMs
 
 /** The signed-in person as the web pages see them. */
 export interface SessionUser {

@@ -7,6 +7,7 @@ import { callerOf } from '../auth/service'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
 import { generateSecret, hashSecret } from '../shared/security'
+import { dayMs, lastUsedResolutionMs } from '../shared/time'
 import {
   oauthAccessTokens,
   oauthAuthorizationCodes,
@@ -22,11 +23,8 @@ export const authorizationCodePrefix = 'thc_'
 export const registrationTokenPrefix = 'thrg_'
 
 export const accessTokenLifetimeSeconds = 3600
-const day = 24 * 60 * 60 * 1000
 /** Each refresh issues a new refresh token with a fresh 30 days: an app used monthly stays connected. */
-export const refreshTokenLifetimeMs = 30 * day
-/** last_used_at is written at most this often per grant, so API reads stay reads. */
-const lastUsedResolutionMs = 60_000
+export const refreshTokenLifetimeMs = 30 * dayMs
 
 export interface TokenPayload {
   access_token: string

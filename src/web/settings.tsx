@@ -12,6 +12,7 @@ import { AppError } from '../shared/errors'
 import { param } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
 import type { RateLimiter } from '../shared/rate-limit'
+import { dayMs } from '../shared/time'
 import { account, accountPageHeaders, RefusedFormPage, readTrustedForm } from './account'
 import { type PageSession, safeNextPath, type WebDeps } from './index'
 import { viewerOf } from './layout'
@@ -38,8 +39,6 @@ export function refusalOf(error: unknown): AppError {
   throw error
 }
 
-const day = 24 * 60 * 60 * 1000
-
 /** Reads the create-token form, or says in one sentence what is wrong with it. */
 function parseTokenForm(form: URLSearchParams): { values: TokenFormValues; error: string | null } {
   const requested = form.getAll('scope')
@@ -60,7 +59,7 @@ function parseTokenForm(form: URLSearchParams): { values: TokenFormValues; error
 }
 
 function expiryOf(values: TokenFormValues, now: number): number | null {
-  return values.expiresInDays === '' ? null : now + Number(values.expiresInDays) * day
+  return values.expiresInDays === '' ? null : now + Number(values.expiresInDays) * dayMs
 }
 
 function redirectUrisOf(text: string): string[] {

@@ -64,8 +64,11 @@ export function OneTimeSecret({ id, title, value, children }: PropsWithChildren<
 }
 
 /** UTC, minute precision: the server cannot know the reader's time zone, and the datetime attribute is exact. */
+const dateTime = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' })
+
+/** The server does not know the reader's time zone, so times are shown in UTC and say so. */
 export function formatTime(ms: number): string {
-  return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`
+  return `${dateTime.format(new Date(ms))} UTC`
 }
 
 /** A moment as epoch milliseconds or an ISO string (as the settings services return it); null shows `never`. */

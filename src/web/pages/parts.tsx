@@ -1,18 +1,6 @@
-// Small pieces the thread pages share: times, state badges, icons and the file picker.
-import { escapeHtml } from '@kitajs/html'
+// Small pieces the thread pages share: state badges, icons and the file picker.
 import { filesPerRequest, imageLimits, mib, pdfLimits, textLimits } from '../../attachments/limits'
 import type { ThreadsModel } from '../../threads/model'
-
-const dateTime = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' })
-
-/** The server does not know the reader's time zone, so times are shown in UTC and say so. */
-export function Time({ iso }: { iso: string }): JSX.Element {
-  return (
-    <time datetime={escapeHtml(iso)} safe>
-      {`${dateTime.format(new Date(iso))} UTC`}
-    </time>
-  )
-}
 
 const stateLabels: Record<ThreadsModel.thread['state'], string> = {
   ready: 'Ready',

@@ -5,10 +5,10 @@ import { escapeHtml } from '@kitajs/html'
 import type { AttachmentKind } from '../../attachments/attachments.table'
 import type { ThreadsModel } from '../../threads/model'
 import type { Rating } from '../../threads/service'
-import { CsrfField } from '../components'
+import { CsrfField, Time } from '../components'
 import { Layout, type Viewer } from '../layout'
 import { renderMarkdown } from '../markdown'
-import { FilesField, StateBadge, ThumbIcon, Time, threadTitle } from './parts'
+import { FilesField, StateBadge, ThumbIcon, threadTitle } from './parts'
 
 export const threadScriptPath = '/assets/thread.js'
 
@@ -189,7 +189,7 @@ function Message({
           {authorOf(message, props)}
         </h3>
         <a class="message-link" href={`#message-${message.id}`} title="Link to this message">
-          <Time iso={message.created_at} />
+          <Time at={message.created_at} />
         </a>
       </div>
       {message.role === 'summary' ? (
@@ -361,7 +361,7 @@ export function ThreadPage(props: ThreadPageProps): JSX.Element {
               {thread.archived ? <span class="badge">Archived</span> : null}
               <span>
                 by <span safe>{props.isOwner ? 'you' : (thread.owner.name ?? 'another member')}</span>, started{' '}
-                <Time iso={thread.created_at} />
+                <Time at={thread.created_at} />
               </span>
             </p>
             {props.isOwner ? <ThreadTools props={props} /> : null}

@@ -1,9 +1,9 @@
 // The threads page: a form to start a thread, search and filters, and one page of the visible threads.
 import { escapeHtml } from '@kitajs/html'
 import type { ThreadsModel } from '../../threads/model'
-import { CsrfField } from '../components'
+import { CsrfField, Time } from '../components'
 import { Layout, type Viewer } from '../layout'
-import { FilesField, StateBadge, Time, threadTitle } from './parts'
+import { FilesField, StateBadge, threadTitle } from './parts'
 
 /** The list's filters, named and valued as the API's query parameters so a page URL reads like an API call. */
 export interface ThreadFilters {
@@ -134,7 +134,7 @@ function ThreadRow({ thread, viewerSub }: { thread: ThreadsModel.thread; viewerS
         {thread.is_private ? <span class="badge">Private</span> : null}
         {thread.archived ? <span class="badge">Archived</span> : null}
         <span>
-          by <span safe>{owner}</span>, updated <Time iso={thread.updated_at} />
+          by <span safe>{owner}</span>, updated <Time at={thread.updated_at} />
         </span>
       </p>
     </li>

@@ -14,6 +14,7 @@ import {
   hiddenField,
   locationOf,
   pkce,
+  postOAuth,
   register,
   settings,
   signedIn,
@@ -309,5 +310,38 @@ test('the built-in documentation client works for every organization with the Sw
     expect(await page.text()).not.toContain('Not verified')
     const approved = await approve(browser, { clientId: 'threadhouse-docs', redirectUri })
     expect(approved.location.href).toStartWith(`${redirectUri}?code=`)
+  }
+})
+
+test('offline_access is granted implicitly: MCP clients that add it are served, and it is never stored', async () => {
+  await using h = await harness()
+  // Registration with offline_access, as clients that copy an OIDC scope list send it.
+  const client = await register(h, { scope: 'threads:read offline_access' })
+  expect(client.scope).toBe('threads:read')
+  const { browser } = await signedIn(h)
+  // Claude Code before SEP-2207 appends it; Claude connectors send it with a leading space.
+  for (const scope of ['threads:read offline_access', 'offline_access  threads:read']) {
+    const { code, verifier } = await approve(browser, { clientId: client.client_id, scope })
+    const tokens = await postOAuth(h, '/oauth/token', {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: 'http://127.0.0.1:53682/callback',
+      client_id: client.client_id,
+      code_verifier: verifier ?? '',
+    })
+    expect(tokens.body.scope).toBe('threads:read')
+    expect(tokens.body.refresh_token).toEqual(expect.any(String))
+    const refreshed = await postOAuth(h, '/oauth/token', {
+      grant_type: 'refresh_token',
+      refresh_token: tokens.body.refresh_token,
+      client_id: client.client_id,
+      scope: 'threads:read offline_access',
+    })
+    expect({ status: refreshed.status, scope: refreshed.body.scope }).toEqual({ status: 200, scope: 'threads:read' })
+  }
+  // It grants nothing by itself, and other unknown scopes are still refused.
+  for (const scope of ['offline_access', 'threads:read openid']) {
+    const location = locationOf(await browser.get(request(client.client_id, { scope })))
+    expect(location.searchParams.get('error')).toBe('invalid_scope')
   }
 })

@@ -266,7 +266,8 @@ test('token endpoint errors use the RFC 6749 §5.2 codes', async () => {
 })
 
 test('refresh tokens rotate; reusing a rotated one revokes the whole family', async () => {
-  await using h = await harness()
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
   const client = await register(h)
   const { browser } = await signedIn(h)
   const first = (await publicGrant(h, browser, client.client_id)).body
@@ -282,13 +283,18 @@ test('refresh tokens rotate; reusing a rotated one revokes the whole family', as
   // Both older access tokens still work until they expire; rotation does not revoke them.
   expect((await h.call('GET', '/api/v1/me', { token: first.access_token })).status).toBe(200)
 
-  // Reuse of a rotated token: theft is assumed, and every token of the family dies at once.
+  // Concurrent refreshes from one stored token: within a minute of its rotation, the loser is served too.
+  const racing = await refresh(second.body.refresh_token)
+  expect(racing.status).toBe(200)
+  clock.advance(60_001)
+  // Reuse of a rotated token after that: theft is assumed, and every token of the family dies at once.
   const reuse = await refresh(first.refresh_token)
   expect(reuse.body.error).toBe('invalid_grant')
   for (const token of [first.access_token, second.body.access_token, third.body.access_token]) {
     expect((await h.call('GET', '/api/v1/me', { token })).status).toBe(401)
   }
   expect((await refresh(third.body.refresh_token)).body.error).toBe('invalid_grant')
+  expect((await refresh(racing.body.refresh_token)).body.error).toBe('invalid_grant')
 
   // Another approval is a separate family and is untouched.
   const other = (await publicGrant(h, browser, client.client_id)).body

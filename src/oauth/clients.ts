@@ -4,6 +4,7 @@ import { eq } from 'drizzle-orm'
 import { scopes as allScopes, isScope, type Scope } from '../auth/model'
 import type { Db } from '../db/client'
 import { generateSecret, hashSecret } from '../shared/security'
+import { withoutImpliedScopes } from './checks/scope'
 import { InvalidClientMetadata, InvalidRedirectUri } from './errors'
 import type { OAuthModel } from './model'
 import { type ClientAuthMethod, type ClientOrigin, clientAuthMethods, oauthClients } from './oauth.table'
@@ -219,9 +220,9 @@ function redirectUrisOf(body: Record<string, unknown>, authMethod: ClientAuthMet
 }
 
 function scopesOf(body: Record<string, unknown>): Scope[] {
-  const value = stringField(body, 'scope')
-  if (value === undefined || value.trim() === '') return [...allScopes]
-  const requested = value.split(' ').filter(Boolean)
+  const value = withoutImpliedScopes(stringField(body, 'scope') ?? '')
+  if (value === '') return [...allScopes]
+  const requested = value.split(' ')
   const unknown = requested.filter((scope) => !isScope(scope))
   if (unknown.length > 0) {
     throw new InvalidClientMetadata(`Unknown scope ${unknown.join(', ')}; supported: ${allScopes.join(' ')}`)

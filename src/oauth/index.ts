@@ -20,6 +20,7 @@ import {
   denyAuthorizationLocation,
   exchangeToken,
   organizationMayUse,
+  refreshReuseGraceMs,
   registerClient,
   registrationTokenLifetimeMs,
   revokeToken,
@@ -262,10 +263,10 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
             'Form-encoded. Confidential clients authenticate with their secret, whichever method they ' +
             'registered: Authorization: Basic, or `client_id` + `client_secret` in the body (not both at once); ' +
             `public clients send \`client_id\` and PKCE’s \`code_verifier\`. Access tokens last ${accessTokenLifetimeSeconds} s. ` +
-            `Refresh tokens rotate on every use and last ${refreshTokenLifetimeMs / 86_400_000} days from issue; ` +
-            'presenting a used refresh token ' +
-            'revokes every token of that authorization (no grace window). A narrower `scope` on refresh is ' +
-            'allowed, a wider one is `invalid_scope`. Responses carry `Cache-Control: no-store`. Rate limit: ' +
+            `Refresh tokens rotate on every use and last ${refreshTokenLifetimeMs / 86_400_000} days from issue. ` +
+            `A rotated refresh token still refreshes for ${refreshReuseGraceMs / 1000} s (clients that refresh ` +
+            'concurrently); presented again after that, it revokes every token of that authorization. A narrower ' +
+            '`scope` on refresh is allowed, a wider one is `invalid_scope`. Responses carry `Cache-Control: no-store`. Rate limit: ' +
             'RATE_LIMIT_AUTH_PER_MINUTE requests (default 30) per client address per minute, shared with ' +
             'revocation (429 `temporarily_unavailable` with Retry-After).',
           requestBody: formBody(OAuthModel.tokenRequest),

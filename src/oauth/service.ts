@@ -9,7 +9,7 @@ import { generateSecret, hashSecret, secretsEqual } from '../shared/security'
 import type { Clock } from '../shared/time'
 import { type AuthorizationEndpoint, authorizationChecks, codeExchangeChecks } from './checks'
 import { checkResources } from './checks/resource'
-import { parseScopeParameter } from './checks/scope'
+import { parseScopeParameter, withoutImpliedScopes } from './checks/scope'
 import type { AuthorizationRequest } from './checks/types'
 import {
   type Client,
@@ -60,6 +60,11 @@ export interface OAuthDeps {
 /** Codes are exchanged by software within seconds of the redirect; a minute leaves room for slow networks. */
 export const authorizationCodeLifetimeMs = 60_000
 export const registrationTokenLifetimeMs = 60 * 60_000
+/**
+ * How long a rotated refresh token still refreshes. MCP clients refresh concurrently from one stored token (several
+ * Claude Code sessions, parallel tool calls after an expiry); without this the losers' reuse revoked the family.
+ */
+export const refreshReuseGraceMs = 60_000
 
 // ---------------------------------------------------------------------------------------------------------
 // Authorization requests and consent
@@ -340,7 +345,7 @@ function refreshAccessToken(deps: OAuthDeps, client: Client, form: URLSearchPara
       .get()
     if (!stored || stored.clientId !== client.id) return new InvalidGrant('The refresh token is invalid')
     if (stored.revokedAt !== null) return new InvalidGrant('The refresh token has been revoked')
-    if (stored.usedAt !== null) {
+    if (stored.usedAt !== null && now - stored.usedAt > refreshReuseGraceMs) {
       // Rotation makes reuse a theft signal (RFC 9700 §4.14.2): whoever holds the family, nobody keeps it.
       revokeGrant(deps.db, stored.grantId, now)
       return new InvalidGrant('The refresh token was already used; every token of this authorization is revoked')
@@ -348,7 +353,7 @@ function refreshAccessToken(deps: OAuthDeps, client: Client, form: URLSearchPara
     if (stored.expiresAt <= now) return new InvalidGrant('The refresh token has expired')
     const granted = parseScopeParameter(stored.scopes)
     let scopes = granted
-    const requested = form.get('scope')
+    const requested = withoutImpliedScopes(form.get('scope') ?? '')
     if (requested) {
       try {
         scopes = parseScopeParameter(requested)
@@ -359,7 +364,11 @@ function refreshAccessToken(deps: OAuthDeps, client: Client, form: URLSearchPara
       const wider = scopes.filter((scope) => !granted.includes(scope))
       if (wider.length > 0) return new InvalidScope(`The original grant does not include ${wider.join(', ')}`)
     }
-    tx.update(oauthRefreshTokens).set({ usedAt: now }).where(eq(oauthRefreshTokens.id, stored.id)).run()
+    // A token reused within the grace window keeps its first use time, so the window never slides.
+    tx.update(oauthRefreshTokens)
+      .set({ usedAt: now })
+      .where(and(eq(oauthRefreshTokens.id, stored.id), isNull(oauthRefreshTokens.usedAt)))
+      .run()
     tx.update(oauthGrants).set({ lastUsedAt: now }).where(eq(oauthGrants.id, stored.grantId)).run()
     markClientUsed(deps.db, client, now)
     return issueTokens(deps.db, { grantId: stored.grantId, scopes, grantTypes: client.grantTypes }, now)

@@ -4,6 +4,21 @@ import { isScope, type Scope } from '../../auth/model'
 import { InvalidScope } from '../errors'
 import { type AuthorizationCheck, clientOf } from './types'
 
+/**
+ * OpenID Connect's way of asking for a refresh token. Threadhouse issues one to every client registered for the
+ * refresh_token grant, so the value is granted implicitly and dropped: MCP clients add it on their own (Claude
+ * Code before SEP-2207, Claude connectors), and refusing it would fail their whole authorization.
+ */
+const impliedScopes = new Set(['offline_access'])
+
+/** A space-separated scope value without the scopes that are granted implicitly. */
+export function withoutImpliedScopes(value: string): string {
+  return value
+    .split(' ')
+    .filter((scope) => scope !== '' && !impliedScopes.has(scope))
+    .join(' ')
+}
+
 export function parseScopeParameter(value: string): Scope[] {
   const requested = value.split(' ').filter(Boolean)
   const unknown = requested.filter((scope) => !isScope(scope))
@@ -16,7 +31,7 @@ export const scopeIsAllowed: AuthorizationCheck = (request) => {
   const client = clientOf(request)
   const value = request.params.get('scope')
   if (!value) throw new InvalidScope('scope is required')
-  const requested = parseScopeParameter(value)
+  const requested = parseScopeParameter(withoutImpliedScopes(value))
   const notAllowed = requested.filter((scope) => !client.scopes.includes(scope))
   if (notAllowed.length > 0) {
     throw new InvalidScope(`This client is not registered for ${notAllowed.join(', ')}`)

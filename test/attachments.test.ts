@@ -647,6 +647,17 @@ describe('stuck inspections', () => {
   })
 })
 
+describe('stuck starts', () => {
+  test('a worker that never becomes ready is ended at its start limit and fails the uploads it held', async () => {
+    const entry = new URL('./fixtures/never-ready-inspect-worker.ts', import.meta.url)
+    const inspector = createFileInspector(silentLogger, { size: 1, entry, startLimitMs: 300 })
+    await using s = await setup({ inspector })
+    const reply = await upload(s.h, s.owner.token, s.threadId, form({ name: 'notes.txt', bytes: 'fine' }))
+    expect(reply.status).toBe(500)
+    expectNothingStored(s.h)
+  })
+})
+
 describe('who may upload', () => {
   test('403 {error, message} for a member who can see the thread but does not own it', async () => {
     await using s = await setup()

@@ -78,6 +78,11 @@ export interface InspectorOptions {
    * busy then is taken to be stuck in a parser or decoder: it is ended, and every upload it held fails.
    */
   timeoutMs?: number
+  /**
+   * How long a new worker may take to load its modules (default 60 s: it takes well under a second even on a
+   * busy machine). One that is not ready by then is ended, and the uploads waiting for it fail.
+   */
+  startLimitMs?: number
 }
 
 interface Pending {
@@ -90,6 +95,8 @@ interface Pending {
 interface Slot {
   worker: Worker
   ready: boolean
+  /** Ends a worker that never becomes ready, so that the uploads waiting for it still get an answer. */
+  starting: ReturnType<typeof setTimeout>
   pending: Map<number, Pending>
 }
 
@@ -101,12 +108,14 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
   const size = Math.max(1, options.size ?? 2)
   const entry = options.entry ?? new URL('./inspect-worker.ts', import.meta.url)
   const timeoutMs = options.timeoutMs ?? 60_000
+  const startLimitMs = options.startLimitMs ?? 60_000
   const slots = new Set<Slot>()
   let nextId = 0
   let closed = false
 
   function retire(slot: Slot, reason: string): void {
     if (!slots.delete(slot)) return
+    clearTimeout(slot.starting)
     slot.worker.terminate()
     const pending = [...slot.pending.values()]
     slot.pending.clear()
@@ -117,7 +126,12 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
   }
 
   function spawn(): Slot {
-    const slot: Slot = { worker: new Worker(entry), ready: false, pending: new Map() }
+    const starting = setTimeout(() => {
+      log.error('file inspector did not start', { startLimitMs })
+      retire(slot, 'The file inspector did not start')
+    }, startLimitMs)
+    starting.unref()
+    const slot: Slot = { worker: new Worker(entry), ready: false, starting, pending: new Map() }
     slot.worker.onmessage = (event: MessageEvent<FromInspector>) => settle(slot, event.data)
     slot.worker.onerror = (event) => {
       log.error('file inspector crashed', { error: event.message })
@@ -143,6 +157,7 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
 
   function settle(slot: Slot, message: FromInspector): void {
     if ('ready' in message) {
+      clearTimeout(slot.starting)
       slot.ready = true
       for (const job of slot.pending.values()) arm(slot, job)
       return

@@ -120,28 +120,24 @@ describe('keyset pagination', () => {
     expect(seen.filter((name) => name !== 'u1')).toEqual(['u5', 'u4', 'u3', 'u2', 'u0'])
   })
 
-  test('cursors do not expire: a cursor thread made private since still marks the place, without showing', async () => {
+  test('cursors do not expire: in created_at order a thread made private since still marks the place', async () => {
     await using h = await harness({ clock: new ManualClock() })
     const owner = await h.user()
     const colleague = await h.user()
     const stranger = await h.user({ org: 'elsewhere' })
     for (let i = 0; i < 4; i++) await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: `c${i}` } })
-    for (const sort of ['sort_by=created_at&sort_dir=asc', 'sort_by=updated_at&sort_dir=desc']) {
-      const names = (reply: { body: Page }) => reply.body.data.map((t) => t.name)
-      const first = await h.call('GET', `/api/v1/threads?limit=2&${sort}`, { token: colleague.token })
-      const cursor = first.body.last_id
-      expect(
-        (await h.call('PATCH', `/api/v1/threads/${cursor}`, { token: owner.token, body: { is_private: true } })).status,
-      ).toBe(200)
-      const next = await h.call('GET', `/api/v1/threads?limit=2&${sort}&after=${cursor}`, { token: colleague.token })
-      expect(next.status).toBe(200)
-      // The private thread's update moved it in updated_at order, but the run continues from its new place.
-      expect(names(next)).not.toContain(names(first)[1])
-      if (sort.startsWith('sort_by=created_at')) expect(names(next)).toEqual(['c2', 'c3'])
-      const foreign = await h.call('GET', `/api/v1/threads?${sort}&after=${cursor}`, { token: stranger.token })
-      expect(foreign.status).toBe(400)
-      await h.call('PATCH', `/api/v1/threads/${cursor}`, { token: owner.token, body: { is_private: false } })
-    }
+    const list = (query: string, token = colleague.token) => h.call('GET', `/api/v1/threads?${query}`, { token })
+    const first = await list('limit=2&sort_by=created_at&sort_dir=asc')
+    expect(first.body.data.map((t: { name: string }) => t.name)).toEqual(['c0', 'c1'])
+    const cursor = first.body.last_id
+    await h.call('PATCH', `/api/v1/threads/${cursor}`, { token: owner.token, body: { is_private: true } })
+    const next = await list(`limit=2&sort_by=created_at&sort_dir=asc&after=${cursor}`)
+    expect(next.status).toBe(200)
+    expect(next.body.data.map((t: { name: string }) => t.name)).toEqual(['c2', 'c3'])
+    // In updated_at order the place of a thread the caller cannot see would tell when it was written to.
+    expect((await list(`sort_by=updated_at&after=${cursor}`)).status).toBe(400)
+    // Other organizations' threads are no cursor in either order.
+    expect((await list(`sort_by=created_at&after=${cursor}`, stranger.token)).status).toBe(400)
   })
 
   test('limit: default 50, above 200 clamped and echoed, below 1 or fractional is 400', async () => {
@@ -225,6 +221,11 @@ test('messages keep the order they were written in when the clock steps back, an
   ).body.data.map((m: { contents: { text: string }[] }) => m.contents[0]?.text)
   // The echo responder counts the user turns it was given: the first turn reached the model too.
   expect(texts).toEqual(['two', 'Echo (turn 2): you said “two”.'])
+  // Strictly after the first turn, so the order never rests on IDs made before and after a clock step.
+  const all = (await h.call('GET', `/api/v1/threads/${thread_id}/messages`, { token: owner.token })).body.data
+  const times = all.map((m: { created_at: string }) => Date.parse(m.created_at))
+  expect(times[2]).toBeGreaterThan(times[1])
+  expect(times).toEqual([...times].sort((a, b) => a - b))
 })
 
 describe('filters', () => {

@@ -118,8 +118,9 @@ export namespace ThreadsModel {
     limit: t.Optional(limit),
     after: t.Optional(
       uuid(
-        'Return threads after this thread ID (the previous page’s `last_id`). Cursors do not expire: a thread ' +
-          'made private since still marks the place, without being shown. Another organization’s thread is 400.',
+        'Return threads after this thread ID (the previous page’s `last_id`), which must be visible to the ' +
+          'caller. Cursors do not expire: with `sort_by=created_at` a thread made private since still marks ' +
+          'the place, without being shown.',
       ),
     ),
   })

@@ -269,11 +269,15 @@ function prepareList(db: Db, shape: ListShape) {
 }
 
 /**
- * The `after` thread's sort key. Cursors do not expire (spec), so a thread its owner made private since the
- * page was read still marks the place: only the organization (or, for own-threads tokens, the owner) counts.
+ * The `after` thread's sort key. Cursors do not expire (spec): in `created_at` order a thread its owner made
+ * private since the page was read still marks the place, which its UUIDv7 ID already tells. In `updated_at`
+ * order its place would tell when it was last written to, so there the cursor must still be visible.
  */
-function prepareCursor(db: Db, sees: Caller['sees']) {
-  const scope = sees === 'own' ? visibleTo(sees) : eq(threads.organizationId, sql.placeholder('organizationId'))
+function prepareCursor(db: Db, sees: Caller['sees'], sortBy: 'created_at' | 'updated_at') {
+  const scope =
+    sees === 'own' || sortBy === 'updated_at'
+      ? visibleTo(sees)
+      : eq(threads.organizationId, sql.placeholder('organizationId'))
   return db
     .select({ updateSeq: threads.updateSeq, createdAt: threads.createdAt, id: threads.id })
     .from(threads)
@@ -337,7 +341,7 @@ export function listThreads(
   }
   let cursor: { updateSeq: number; createdAt: number; id: string } | undefined
   if (query.after !== undefined) {
-    const statement = prepared(db, `cursor:${caller.sees}`, () => prepareCursor(db, caller.sees))
+    const statement = prepared(db, `cursor:${caller.sees}:${sortBy}`, () => prepareCursor(db, caller.sees, sortBy))
     cursor = statement.get({ threadId: query.after, ...callerValues(caller) })
     if (!cursor) throw invalidRequest('after does not name a thread you can list')
     if (sortBy === 'updated_at') {
@@ -420,9 +424,9 @@ function searchableText(contents: ThreadsModel.contentBlock[]): string {
 }
 
 /**
- * A new message's time: the clock's, or the thread's newest message's if the clock has stepped back, so that
- * messages list, and reach the model, in the order they were written (equal times: UUIDv7 IDs, which Bun
- * keeps increasing within the process even when the clock steps back).
+ * A new message's time: the clock's, or just after the thread's newest message if the clock has stepped back,
+ * so that messages list, and reach the model, in the order they were written. (Equal times fall back to the
+ * UUIDv7 IDs, which a clock step back, across a restart, could put out of order.)
  */
 function appendedAt(db: Db, threadId: string, now: number): number {
   const newest = prepared(db, 'message:newest', () =>
@@ -431,8 +435,8 @@ function appendedAt(db: Db, threadId: string, now: number): number {
       .from(messages)
       .where(eq(messages.threadId, sql.placeholder('threadId')))
       .prepare(),
-  ).get({ threadId })
-  return Math.max(now, newest?.createdAt ?? now)
+  ).get({ threadId })?.createdAt
+  return newest == null || now >= newest ? now : newest + 1
 }
 
 /**

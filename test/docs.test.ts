@@ -63,7 +63,7 @@ test('OpenAPI states the contract’s shapes: 204 without a body, an event strea
   expect(Object.keys(feedback).sort()).toEqual(['204', '400', '401', '403', '404'])
   expect(feedback['204'].content).toBeUndefined()
   const stream = spec.paths[`${messagePath}/response/stream`].get.responses
-  expect(Object.keys(stream).sort()).toEqual(['200', '401', '403', '404'])
+  expect(Object.keys(stream).sort()).toEqual(['200', '400', '401', '403', '404'])
   expect(Object.keys(stream['200'].content)).toEqual(['text/event-stream'])
   const me = spec.paths['/api/v1/me'].get.responses['200'].content['application/json'].schema.properties
   expect(me.svc_user_id).toMatchObject({ type: 'integer' })

@@ -34,9 +34,9 @@ Errors on this route:
 - 422 \`{message, reason: {file, part, code, limit?}}\`: a file broke a content rule; \`code\` is one of ${AttachmentsModel.rejectionCodes.map((code) => `\`${code}\``).join(', ')};
 - 403 \`{error, message}\`: the caller can see the thread but does not own it, or lacks \`threads:write\`;
 - 404 \`{error, message}\`: the thread does not exist for the caller;
-- 500 \`{error, message}\`: checking the files took more than 60 s (a parser stuck on a crafted file) or the checker failed; nothing is stored.`
+- 500 \`{error, message}\`: checking the files took more than 60 s (a parser stuck on a crafted file), the checker did not start within 60 s, or it failed; nothing is stored.`
 
-const downloadErrors = { 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
+const downloadErrors = { 400: AuthModel.error, 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
 
 export const attachmentRoutes = (deps: UploadDeps & { responses: Responses }) =>
   new Elysia({ name: 'attachments', prefix: '/api/v1' })

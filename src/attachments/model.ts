@@ -53,7 +53,7 @@ export namespace AttachmentsModel {
         { description: 'Why the file was rejected; see the route description.' },
       ),
       limit: t.Optional(
-        t.Number({ description: 'The limit broken: bytes for too_large, pixels, or pages, as the code says.' }),
+        integer({ description: 'The limit broken: bytes for too_large, pixels, or pages, as the code says.' }),
       ),
     },
     { additionalProperties: false },

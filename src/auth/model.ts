@@ -63,6 +63,6 @@ export namespace AuthModel {
       message: t.String(),
       required_scope: t.String({ examples: ['threads:read'] }),
     },
-    { additionalProperties: false },
+    { additionalProperties: false, description: 'The token lacks the scope this endpoint requires.' },
   )
 }

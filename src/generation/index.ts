@@ -72,7 +72,7 @@ export function answerStream(
   })
 }
 
-const errors = { 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
+const errors = { 400: AuthModel.error, 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
 
 export const responses = (deps: ResponseDeps) =>
   new Elysia({ name: 'responses', prefix: '/api/v1/threads/:threadId/messages/:messageId' })

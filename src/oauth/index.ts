@@ -6,6 +6,7 @@ import { param, readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
 import { type Limit, RateLimiter } from '../shared/rate-limit'
 import type { Responses } from '../shared/responses'
+import { dayMs } from '../shared/time'
 import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
 import { consentPageHeaders, type PageSession, seeOther, signInPath, type WebDeps, web } from '../web/index'
 import { InvalidRequest, noStore, OAuthError, oauthErrorResponse, TemporarilyUnavailable } from './errors'
@@ -263,7 +264,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
             'Form-encoded. Confidential clients authenticate with their secret, whichever method they ' +
             'registered: Authorization: Basic, or `client_id` + `client_secret` in the body (not both at once); ' +
             `public clients send \`client_id\` and PKCE’s \`code_verifier\`. Access tokens last ${accessTokenLifetimeSeconds} s. ` +
-            `Refresh tokens rotate on every use and last ${refreshTokenLifetimeMs / 86_400_000} days from issue. ` +
+            `Refresh tokens rotate on every use and last ${refreshTokenLifetimeMs / dayMs} days from issue. ` +
             `A rotated refresh token still refreshes for ${refreshReuseGraceMs / 1000} s (clients that refresh ` +
             'concurrently); presented again after that, it revokes every token of that authorization. A narrower ' +
             '`scope` on refresh is allowed, a wider one is `invalid_scope`. Responses carry `Cache-Control: no-store`. Rate limit: ' +

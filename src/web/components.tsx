@@ -63,10 +63,9 @@ export function OneTimeSecret({ id, title, value, children }: PropsWithChildren<
   )
 }
 
-/** UTC, minute precision: the server cannot know the reader's time zone, and the datetime attribute is exact. */
 const dateTime = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' })
 
-/** The server does not know the reader's time zone, so times are shown in UTC and say so. */
+/** In UTC, to the minute: the server cannot know the reader's time zone; the datetime attribute is exact. */
 export function formatTime(ms: number): string {
   return `${dateTime.format(new Date(ms))} UTC`
 }

@@ -1,6 +1,6 @@
 // The `anthropic` provider against a loopback server speaking the Messages streaming protocol, through
 // the real worker: what the server is sent, what reaches the API client, what is stored, the state.
-import { expect, test } from 'bun:test'
+import { expect, setDefaultTimeout, test } from 'bun:test'
 import type { ModelSettings } from '../src/generation/types'
 import {
   anthropicChoice,
@@ -21,6 +21,9 @@ import {
   testApiKey,
 } from './fake-llm'
 import { collect, openStream, tokensOf, until } from './helpers'
+
+// Each answer runs in the generation worker beside a fake provider, which a busy machine slows down.
+setDefaultTimeout(20_000)
 
 const setup = (fake: FakeLlm, overrides: Partial<ModelSettings> = {}) => providerHarness('anthropic', fake, overrides)
 

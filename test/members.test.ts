@@ -1,6 +1,6 @@
 // Member management as plain services: the role rules, removal locking a person out of every door (sign-in,
 // sessions, personal and OAuth tokens), and a one-time password holding the session on the change-password page.
-import { expect, test } from 'bun:test'
+import { expect, setDefaultTimeout, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { users } from '../src/auth/auth.table'
 import { type Actor, addMember, changeMemberRole, removeMember } from '../src/auth/members'
@@ -9,6 +9,9 @@ import { createPersonalAccessToken } from '../src/auth/service'
 import { signIn } from '../src/auth/sessions'
 import { type Harness, harness } from './helpers'
 import { Browser, password, publicGrant, register, settings, signedIn } from './oauth-helpers'
+
+// Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
+setDefaultTimeout(20_000)
 
 function actor(h: Harness, id: number): Actor {
   const row = h.db.select().from(users).where(eq(users.id, id)).get()

@@ -1,6 +1,6 @@
 // The `openai` provider against a loopback server speaking Chat Completions streaming, through the
 // real worker: what the server is sent, what reaches the API client, what is stored, the thread state.
-import { expect, test } from 'bun:test'
+import { expect, setDefaultTimeout, test } from 'bun:test'
 import sharp from 'sharp'
 import { createWorkerRunner } from '../src/generation/runner'
 import type { ModelSettings } from '../src/generation/types'
@@ -23,6 +23,9 @@ import {
   testApiKey,
 } from './fake-llm'
 import { collect, harness, openStream, tokensOf, until } from './helpers'
+
+// Each answer runs in the generation worker beside a fake provider, which a busy machine slows down.
+setDefaultTimeout(20_000)
 
 const setup = (fake: FakeLlm, overrides: Partial<ModelSettings> = {}) => providerHarness('openai', fake, overrides)
 

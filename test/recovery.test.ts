@@ -1,6 +1,6 @@
 // End to end with the real server process and the real worker: a SIGKILL in the middle of an answer
 // loses nothing, and the next start finishes the work.
-import { expect, test } from 'bun:test'
+import { expect, setDefaultTimeout, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -15,6 +15,9 @@ import {
   startServer,
   tokensOf,
 } from './helpers'
+
+// Each test starts and kills real server processes.
+setDefaultTimeout(20_000)
 
 test('a server killed mid-generation finishes the answer after restart', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-recovery-'))

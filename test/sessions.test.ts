@@ -1,5 +1,5 @@
 // Sign-in, sessions and CSRF: the contract's form fields, cookie attributes, sliding expiry and same-origin rules.
-import { expect, test } from 'bun:test'
+import { expect, setDefaultTimeout, test } from 'bun:test'
 import { createApp } from '../src/app'
 import { createFileInspector } from '../src/attachments/inspector'
 import { createUser } from '../src/auth/service'
@@ -10,6 +10,9 @@ import { silentLogger } from '../src/shared/log'
 import { safeNextPath } from '../src/web/index'
 import { harness, ManualClock, ScriptedRunner } from './helpers'
 import { Browser, hiddenField, password } from './oauth-helpers'
+
+// Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
+setDefaultTimeout(20_000)
 
 test('the sign-in page has the contract fields, landmarks, labels and the local stylesheet only', async () => {
   await using h = await harness()

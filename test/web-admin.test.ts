@@ -1,12 +1,15 @@
 // The administration pages through app.handle: only owners and admins get in; OAuth clients (list, detail, logo
 // rules, rotation, deletion after confirmation); members (one-time passwords, roles, removal) with every rule.
-import { expect, test } from 'bun:test'
+import { expect, setDefaultTimeout, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { users } from '../src/auth/auth.table'
 import { oauthClients } from '../src/oauth/oauth.table'
 import { harness } from './helpers'
 import { Browser, basic, postOAuth, publicGrant, register, settings, signedIn } from './oauth-helpers'
 import { expectEscaped, expectPageHeaders, hostile, post, secretOn, submit } from './web-helpers'
+
+// Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
+setDefaultTimeout(20_000)
 
 const adminPages = ['/admin/clients', '/admin/members', '/admin/registration-token']
 

@@ -1,6 +1,9 @@
 // @kitajs/html escapes JSX children only where a page asks (`safe`, escapeHtml); its own scanner proves that
 // every page asks wherever text could come from a user or a client.
-import { expect, test } from 'bun:test'
+import { expect, setDefaultTimeout, test } from 'bun:test'
+
+// Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
+setDefaultTimeout(20_000)
 
 test('no page renders unescaped dynamic text (xss-scan)', async () => {
   const scan = Bun.spawn(['bun', 'x', 'xss-scan', '--simplified'], {

@@ -64,6 +64,9 @@ test('the OAuth security scheme points Swagger UI at this server, with the built
     },
   })
   expect(spec.security).toEqual([{ bearer: [] }, { oauth2: [] }])
+  // An operation's own list replaces the root's: each keeps OAuth, or Authorize would not reach the API.
+  expect(spec.paths['/api/v1/threads'].get.security).toEqual([{ bearer: [] }, { oauth2: ['threads:read'] }])
+  expect(spec.paths['/api/v1/me'].get.security).toEqual([{ bearer: [] }, { oauth2: [] }])
   const init = await (await h.app.handle(new Request(`${base}/swagger/init.js`))).text()
   expect(init).toContain("clientId: 'threadhouse-docs'")
   expect(init).toContain('usePkceWithAuthorizationCodeGrant: true')

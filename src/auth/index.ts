@@ -77,7 +77,12 @@ const callers = new WeakMap<Request, Caller>()
 export const auth = (deps: AuthDeps) =>
   new Elysia({ name: 'auth' }).use(bearer()).macro({
     scope: (requirement: Requirement) => ({
-      detail: { security: [{ bearer: [] }], 'x-required-scope': requirement === 'any' ? null : requirement },
+      // Both schemes, as at the document's root: an operation's own list replaces the root's, and Swagger UI
+      // sends only the credentials of the schemes an operation lists.
+      detail: {
+        security: [{ bearer: [] }, { oauth2: requirement === 'any' ? [] : [requirement] }],
+        'x-required-scope': requirement === 'any' ? null : requirement,
+      },
       // Elysia validates params, query and body between `transform` and `resolve`. Authenticating in
       // `transform` means a request without a valid token, or without the scope, gets its 401 or 403 and
       // learns nothing about what the route would accept.

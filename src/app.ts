@@ -73,8 +73,10 @@ export function createApp(deps: AppDeps) {
     csrfKey: crypto.getRandomValues(new Uint8Array(32)),
     responses: responseSchemas(deps.validateResponses ?? true),
   }
-  // No request needs more than an upload can hold: Bun refuses longer bodies (413) while they stream in.
-  return new Elysia({ normalize: false, serve: { maxRequestBodySize: maxRequestBytes } })
+  // No request needs more than an upload can hold, and the routes refuse a longer declared Content-Length
+  // with their own 413 and JSON body, unread. Bun refuses a body at its own limit with a bare 413 before any
+  // route sees it, so that limit is a backstop above the routes': it bounds how far a chunked body is read.
+  return new Elysia({ normalize: false, serve: { maxRequestBodySize: 4 * maxRequestBytes } })
     .decorate('engine', engine)
     .use(errorPlugin(deps.log))
     .use(httpBasics({ log: deps.log, config: deps.config, ipLimiter: perMinute(deps.config.RATE_LIMIT_IP_PER_MINUTE) }))

@@ -1,7 +1,11 @@
 // Cross-cutting HTTP behaviour: security headers, request IDs and logs, rate limits, CORS.
 import { expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createLogger } from '../src/shared/log'
-import { harness, ManualClock, until } from './helpers'
+import { firstRunToken, harness, ManualClock, startServer, until } from './helpers'
 
 test('every response carries security headers and a request ID', async () => {
   await using h = await harness()
@@ -109,17 +113,39 @@ test('CORS is closed by default and opens only to configured origins', async () 
   expect(other.headers.get('access-control-allow-origin')).toBeNull()
 })
 
-test('JSON bodies over 1 MiB are refused with 413 before they are parsed', async () => {
-  await using h = await harness()
-  const owner = await h.user()
-  const body = JSON.stringify({ text: 'x'.repeat(1024 * 1024) })
-  // Real clients send Content-Length; a chunked body is bounded by Bun's maxRequestBodySize instead.
-  const reply = await h.call('POST', '/api/v1/threads', {
-    token: owner.token,
-    body,
-    headers: { 'content-length': String(body.length) },
+test('bodies are judged by their length before they are read: 413 over the limit, 411 without a length', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'threadhouse-bodies-'))
+  const env = { DATABASE_PATH: join(dir, 'db.sqlite'), UPLOADS_DIR: dir, ADMIN_EMAIL: 'o@example.com' }
+  await using server = await startServer({ ...env, ADMIN_PASSWORD: 'a long enough password' })
+  const auth = { authorization: `Bearer ${await firstRunToken(server)}` }
+  const json = { ...auth, 'content-type': 'application/json' }
+  const big = JSON.stringify({ text: 'x'.repeat(1024 * 1024) })
+  const refused = await fetch(`${server.url}/api/v1/threads`, { method: 'POST', headers: json, body: big })
+  expect(refused.status).toBe(413)
+  expect(await refused.json()).toEqual({ error: 'payload_too_large', message: expect.any(String) })
+  // Sent chunked, a JSON body has no length to judge; clients send JSON with one.
+  const chunked = await new Promise<{ status?: number; body: string }>((resolve, reject) => {
+    const headers = { ...json, 'transfer-encoding': 'chunked' }
+    const request = httpRequest(`${server.url}/api/v1/threads`, { method: 'POST', headers }, (response) => {
+      let body = ''
+      response.on('data', (chunk) => (body += chunk)).on('end', () => resolve({ status: response.statusCode, body }))
+    })
+    request.on('error', reject).write('{"name":')
+    request.end('"chunked"}')
   })
-  expect(reply.status).toBe(413)
-  expect(reply.body).toEqual({ error: 'payload_too_large', message: expect.any(String) })
-  expect(h.db.$client.query('select count(*) as n from threads').get()).toEqual({ n: 0 })
-})
+  expect(chunked.status).toBe(411)
+  expect(JSON.parse(chunked.body)).toEqual({ error: 'length_required', message: expect.any(String) })
+  // An upload far over its limit still gets the route's own 413 and body, not Bun's bare one.
+  const created = await fetch(`${server.url}/api/v1/threads`, { method: 'POST', headers: json, body: '{}' })
+  const { thread_id } = (await created.json()) as { thread_id: string }
+  const form = new FormData()
+  form.append('attachments[0]', new Blob([new Uint8Array(40 * 1024 * 1024)]), 'huge.bin')
+  const upload = await fetch(`${server.url}/api/v1/threads/${thread_id}/attachments`, {
+    method: 'POST',
+    headers: auth,
+    body: form,
+  })
+  expect(upload.status).toBe(413)
+  expect(await upload.json()).toEqual({ message: expect.any(String) })
+  rmSync(dir, { recursive: true, force: true })
+}, 30_000)

@@ -40,9 +40,8 @@ export const filenameMaxLength = 255
 
 /**
  * The largest upload body worth reading: five files at the largest per-file limit, plus room for the multipart
- * boundaries and part headers (a 255-character name percent-encoded is under 1 KiB a part). Bun refuses
- * anything longer while it streams in (413), and the route refuses a longer declared Content-Length before
- * reading a byte.
+ * boundaries and part headers (a 255-character name percent-encoded is under 1 KiB a part). The route refuses
+ * a longer declared Content-Length before reading a byte, and a longer chunked body once read.
  */
 export const maxRequestBytes =
   filesPerRequest * Math.max(imageLimits.maxBytes, pdfLimits.maxBytes, textLimits.maxBytes) + 64 * 1024

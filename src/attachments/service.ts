@@ -79,14 +79,15 @@ function quotaExceeded(stored: number): AppError {
   return invalidRequest(`A thread holds at most ${filesPerThread} files; this one has ${stored}, room for ${room} more`)
 }
 
+const tooLarge = () =>
+  new AppError(413, 'payload_too_large', `An upload body may have at most ${maxRequestBytes} bytes`)
+
 /**
  * The raw body of an upload request. A body that declares more bytes than any valid upload needs is refused
  * before a byte of it is read.
  */
 async function readBody(request: Request): Promise<{ body: ArrayBuffer; contentType: string }> {
-  if (Number(request.headers.get('content-length')) > maxRequestBytes) {
-    throw new AppError(413, 'payload_too_large', `An upload body may have at most ${maxRequestBytes} bytes`)
-  }
+  if (Number(request.headers.get('content-length')) > maxRequestBytes) throw tooLarge()
   const contentType = request.headers.get('content-type') ?? ''
   if (!contentType.toLowerCase().startsWith('multipart/form-data')) {
     throw invalidRequest('Send the files as multipart/form-data')
@@ -94,6 +95,8 @@ async function readBody(request: Request): Promise<{ body: ArrayBuffer; contentT
   // Bytes only: parsing them is the inspect worker's work, and one buffer moves there without a copy.
   const body = await request.arrayBuffer().catch(() => null)
   if (!body) throw invalidRequest('The multipart body could not be parsed')
+  // A chunked body declared no length: it is judged once read.
+  if (body.byteLength > maxRequestBytes) throw tooLarge()
   return { body, contentType }
 }
 

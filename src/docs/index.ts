@@ -54,7 +54,10 @@ Each operation names the scope it needs in \`x-required-scope\`; scopes never im
 \`threads:read:own\` is accepted where \`threads:read\` is (with only the token user's own threads visible).
 The token and the scope are checked before path parameters, query and body schema, so 401 and 403 come before
 those 400s (a body that is not even parseable JSON is refused first).
-IDs are matched in the lower case the API writes them. Errors are \`{ "error": code, "message": text }\`; 403 for a missing scope adds \`required_scope\`. The attachment upload, as the
+IDs are matched in the lower case the API writes them. Errors are \`{ "error": code, "message": text }\`; 403 for a missing scope adds \`required_scope\`.
+JSON bodies may have 1 MiB (413 \`payload_too_large\`, judged by Content-Length before reading; a body sent without
+a length is 411 \`length_required\`). Requests are limited per token and per client address (429 \`rate_limited\`
+with Retry-After; README.md, Configuration). The attachment upload, as the
 specification shows, answers 400 and 413 with \`{ "message" }\` and 422 with \`{ "message", "reason" }\`.
 README.md, "API behaviour where the specification is silent", lists every choice made where the contract is open.`
 

@@ -49,7 +49,7 @@ window.ui.initOAuth({ clientId: '${docsClientId}', usePkceWithAuthorizationCodeG
 
 export const description = `Persistent AI conversations (threads) and the OAuth 2.0 authorization server that guards them.
 
-Authenticate with \`Authorization: Bearer <token>\`: a personal access token (\`thp_…\`) or an OAuth access token.
+Authenticate with \`Authorization: Bearer <token>\` (the scheme in any case): a personal access token (\`thp_…\`) or an OAuth access token.
 Each operation names the scope it needs in \`x-required-scope\`; scopes never imply each other, except that
 \`threads:read:own\` is accepted where \`threads:read\` is (with only the token user's own threads visible).
 The token and the scope are checked before path parameters, query and body schema, so 401 and 403 come before

@@ -96,7 +96,8 @@ export const responses = (deps: ResponseDeps) =>
           tags: ['Messages'],
           description:
             '202 while the answer is queued or being generated; 200 once it has ended. 404 when no response ' +
-            'exists for the message (unknown message, or a message that asked for no answer).',
+            'exists for the message (unknown message, or a message that asked for no answer). A question that a ' +
+            'summary has since replaced in the thread’s list still gives its answer here and in the stream.',
         },
       },
     )
@@ -122,7 +123,8 @@ export const responses = (deps: ResponseDeps) =>
             'mid-answer first receives everything so far in one `token` event. Event ids are offsets into the ' +
             'answer; reconnecting with `Last-Event-ID` resumes exactly after that event. Comment lines ' +
             '(`: keep-alive`) are sent every 15 s. The access token may also be given as the `access_token` ' +
-            'query parameter for clients such as EventSource that cannot set headers.',
+            'query parameter for clients such as EventSource that cannot set headers; other query parameters ' +
+            '(polyfills’ and cache busters’) are ignored.',
           responses: documented(
             { 200: { description: 'Server-sent events', content: { 'text/event-stream': {} } } },
             errors,

@@ -89,7 +89,8 @@ const authorizeDetail = {
     'with `code`, `state` and `iss` (RFC 9207); the code is single-use and valid for ' +
     `${authorizationCodeLifetimeMs / 1000} seconds. Unknown clients ` +
     'and unregistered redirect URIs get an error page, never a redirect; every other error redirects with ' +
-    '`error`, `error_description`, `state` and `iss`. Deny gives `access_denied`.',
+    '`error`, `error_description`, `state` and `iss`. Deny gives `access_denied`. `scope` is required; ' +
+    '`offline_access` in it is accepted and ignored (clients registered for refresh_token get refresh tokens).',
   parameters: Object.entries(OAuthModel.authorizeQuery.properties).map(([name, schema]) => ({
     name,
     in: 'query',

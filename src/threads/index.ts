@@ -98,7 +98,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
           description:
             'Send any of `name` (a string, or null to remove it), `archived` and `is_private`; at least one. Only ' +
             'the thread’s owner may change it (403 `forbidden` for other members who can see it, 404 for threads ' +
-            'the caller cannot see). Every change moves `updated_at`. Answers the updated thread.',
+            'the caller cannot see). Every change moves `updated_at`. Answers the updated thread. Archiving only ' +
+            'files a thread away: it still takes messages, and an answer does not unarchive it.',
         },
       },
     )
@@ -152,7 +153,13 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         params: ThreadsModel.threadParams,
         query: ThreadsModel.listMessagesQuery,
         response: deps.responses({ 200: ThreadsModel.messageList, ...readErrors }),
-        detail: { summary: 'List the active messages of a thread, oldest first', tags: ['Messages'] },
+        detail: {
+          summary: 'List the active messages of a thread, oldest first',
+          tags: ['Messages'],
+          description:
+            'Ordered by `created_at`, then ID. A new message is never dated before its thread’s newest one, ' +
+            'even when the server clock steps back, so the order is the order they were written in.',
+        },
       },
     )
     .post(

@@ -111,7 +111,7 @@ export namespace ThreadsModel {
         format: 'date-time',
         description:
           'Only threads updated after this time: RFC 3339 (ISO 8601 with `Z` or an offset) or a date; a time ' +
-          'without a zone is 400. `updated_at` never moves back, even when the ' +
+          'without a zone, or a day that does not exist, is 400. `updated_at` never moves back, even when the ' +
           'server clock does, so polling with the newest `updated_at` seen misses no update.',
       }),
     ),

@@ -74,8 +74,14 @@ function anyCaseBearer(request: Request): string | undefined {
 // The caller of each request, from the scope check (before validation) to the route (after it).
 const callers = new WeakMap<Request, Caller>()
 
+// Elysia guesses from a hook's source text whether it may return a promise, and reads the bearer plugin's
+// `return authorization.slice(…)` as one: every route would then be compiled async and await the token.
+// The hook is synchronous; its container's `isAsync` is where Elysia records the answer.
+const syncBearer = bearer()
+for (const hook of syncBearer.event.transform ?? []) Object.assign(hook, { isAsync: false })
+
 export const auth = (deps: AuthDeps) =>
-  new Elysia({ name: 'auth' }).use(bearer()).macro({
+  new Elysia({ name: 'auth' }).use(syncBearer).macro({
     scope: (requirement: Requirement) => ({
       // Both schemes, as at the document's root: an operation's own list replaces the root's, and Swagger UI
       // sends only the credentials of the schemes an operation lists.

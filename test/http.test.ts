@@ -94,6 +94,39 @@ test('per-IP rate limit uses X-Forwarded-For only behind a trusted proxy', async
   }
 })
 
+test('API requests with a valid token count against the token, not the address; refused ones against the address', async () => {
+  await using h = await harness({
+    config: { RATE_LIMIT_IP_PER_MINUTE: 2, RATE_LIMIT_API_PER_MINUTE: 5, TRUST_PROXY: true },
+  })
+  const a = await h.user()
+  const b = await h.user()
+  const office = { 'x-forwarded-for': '192.0.2.1' }
+  // Two people behind one address make more API requests than the address's allowance.
+  for (const token of [a.token, b.token, a.token, b.token]) {
+    expect((await h.call('GET', '/api/v1/me', { token, headers: office })).status).toBe(200)
+  }
+  expect((await h.call('GET', '/healthz', { headers: office })).status).toBe(200)
+  expect((await h.call('GET', '/healthz', { headers: office })).status).toBe(200)
+  expect((await h.call('GET', '/healthz', { headers: office })).status).toBe(429)
+  // The address's window is full: a refused token, a missing one and an unknown API path are its requests.
+  const guesses = [
+    h.call('GET', '/api/v1/me', { token: 'thp_guess', headers: office }),
+    h.call('GET', '/api/v1/me', { headers: office }),
+    h.call('GET', '/api/v1/nothing-here', { token: a.token, headers: office }),
+  ]
+  for (const reply of await Promise.all(guesses)) {
+    expect(reply.status).toBe(429)
+    expect(reply.body).toEqual({ error: 'rate_limited', message: expect.any(String) })
+    expect(reply.headers.get('retry-after')).toBe('60')
+  }
+  // A valid token is still served from the full address, up to its own limit.
+  expect((await h.call('GET', '/api/v1/me', { token: a.token, headers: office })).status).toBe(200)
+  const elsewhere = { 'x-forwarded-for': '192.0.2.2' }
+  expect((await h.call('GET', '/api/v1/me', { token: 'thp_guess', headers: elsewhere })).status).toBe(401)
+  expect((await h.call('GET', '/api/v1/nothing-here', { token: a.token, headers: elsewhere })).status).toBe(404)
+  expect((await h.call('GET', '/api/v1/me', { token: 'thp_guess', headers: elsewhere })).status).toBe(429)
+})
+
 test('CORS is closed by default and opens only to configured origins', async () => {
   await using closed = await harness()
   const plain = await closed.call('GET', '/healthz', { headers: { origin: 'https://app.example' } })
@@ -147,5 +180,21 @@ test('bodies are judged by their length before they are read: 413 over the limit
   })
   expect(upload.status).toBe(413)
   expect(await upload.json()).toEqual({ message: expect.any(String) })
+  rmSync(dir, { recursive: true, force: true })
+}, 30_000)
+
+test('over a real socket, the peer address is counted when a request needs it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'threadhouse-peer-'))
+  const env = { DATABASE_PATH: join(dir, 'db.sqlite'), UPLOADS_DIR: dir, ADMIN_EMAIL: 'o@example.com' }
+  await using server = await startServer({
+    ...env,
+    ADMIN_PASSWORD: 'a long enough password',
+    RATE_LIMIT_IP_PER_MINUTE: '2',
+  })
+  const auth = { authorization: `Bearer ${await firstRunToken(server)}` }
+  expect((await fetch(`${server.url}/healthz`)).status).toBe(200)
+  expect((await fetch(`${server.url}/api/v1/me`, { headers: { authorization: 'Bearer thp_guess' } })).status).toBe(401)
+  expect((await fetch(`${server.url}/healthz`)).status).toBe(429)
+  expect((await fetch(`${server.url}/api/v1/me`, { headers: auth })).status).toBe(200)
   rmSync(dir, { recursive: true, force: true })
 }, 30_000)

@@ -6,7 +6,8 @@ import type { Db } from '../db/client'
 import { resourceMetadataUrl } from '../oauth/metadata'
 import { accessTokenPrefix, resolveOAuthAccessToken } from '../oauth/tokens'
 import { AppError } from '../shared/errors'
-import type { RateLimiter } from '../shared/rate-limit'
+import { settleAddressCount } from '../shared/http'
+import { type RateLimiter, rateLimited } from '../shared/rate-limit'
 import type { Responses } from '../shared/responses'
 import type { Clock } from '../shared/time'
 import { AuthModel, type Caller, type Scope } from './model'
@@ -41,11 +42,9 @@ function resolveToken(deps: AuthDeps, token: string): Caller | null {
   return null
 }
 
-export function resolveCaller(deps: AuthDeps, token: string | undefined): Caller {
-  if (!token) throw unauthorized(deps.publicUrl, 'A bearer token is required', false)
-  const caller = resolveToken(deps, token)
-  if (!caller) throw unauthorized(deps.publicUrl, 'The bearer token is invalid, expired or revoked', true)
-  return caller
+function unauthenticated(publicUrl: string, token: string | undefined): AppError {
+  if (!token) return unauthorized(publicUrl, 'A bearer token is required', false)
+  return unauthorized(publicUrl, 'The bearer token is invalid, expired or revoked', true)
 }
 
 /**
@@ -93,7 +92,11 @@ export const auth = (deps: AuthDeps) =>
       // `transform` means a request without a valid token, or without the scope, gets its 401 or 403 and
       // learns nothing about what the route would accept.
       transform({ bearer, request }) {
-        const caller = resolveCaller(deps, bearer ?? anyCaseBearer(request))
+        const token = bearer ?? anyCaseBearer(request)
+        const caller = token ? resolveToken(deps, token) : null
+        const retryAfter = settleAddressCount(request, caller !== null)
+        if (retryAfter !== null) throw rateLimited(retryAfter)
+        if (!caller) throw unauthenticated(deps.publicUrl, token)
         deps.tokenLimiter?.take(caller.credential)
         checkScope(caller, requirement, deps.publicUrl)
         callers.set(request, caller)

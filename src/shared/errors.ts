@@ -1,8 +1,9 @@
 // One error type for the whole API and one plugin that renders it: the spec's `{ error, message }` everywhere,
 // except on routes that opt into the bare `{ message, ...extra }` the spec gives the attachment upload.
 import { Elysia } from 'elysia'
-import { requestIdOf } from './http'
+import { requestIdOf, settleAddressCount } from './http'
 import type { Logger } from './log'
+import { rateLimited } from './rate-limit'
 
 export class AppError extends Error {
   constructor(
@@ -81,7 +82,10 @@ export const errorPlugin = (log: Logger) =>
   new Elysia({ name: 'errors' })
     .error({ AppError })
     .onError({ as: 'global' }, ({ code, error, path, set, request }) => {
-      const failure = toAppError(code, error, path, request, log)
+      // An API request that failed before its token was checked (an unknown path, a refused body) counts
+      // against its address.
+      const retryAfter = settleAddressCount(request, false)
+      const failure = retryAfter === null ? toAppError(code, error, path, request, log) : rateLimited(retryAfter)
       const body =
         bareRequests.has(request) && bareStatuses.has(failure.status)
           ? { message: failure.message, ...failure.extra }

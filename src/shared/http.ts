@@ -1,11 +1,16 @@
 // Cross-cutting HTTP concerns: request IDs, JSON access logs, security headers, the client's IP and
 // the per-IP rate limit.
+//
+// Every request counts once against a rate limit. An API request with an Authorization header counts against its
+// token once the token is valid (the auth macro's per-token limit): a team behind one NAT or proxy would otherwise
+// share one address's allowance, and reading the peer address is a system call per request. Every other request,
+// and an API request whose token is missing or refused, counts against the client's address.
 import { cors } from '@elysiajs/cors'
 import { Elysia } from 'elysia'
 import type { Config } from '../config'
 import { AppError } from './errors'
 import type { Logger } from './log'
-import type { RateLimiter } from './rate-limit'
+import { type RateLimiter, rateLimited } from './rate-limit'
 
 export interface HttpDeps {
   log: Logger
@@ -13,10 +18,23 @@ export interface HttpDeps {
   ipLimiter?: RateLimiter
 }
 
+type RequestIpServer = { requestIP(request: Request): { address: string } | null }
+
+/** One per app: what resolving a client address and counting it need. */
+interface Peers {
+  server?: RequestIpServer
+  trustProxy: boolean
+  limiter?: RateLimiter
+}
+
 interface RequestInfo {
   id: string
   startedAt: number
-  ip: string | null
+  peers: Peers
+  /** Resolved when first asked for: most API requests never need it. */
+  ip?: string | null
+  /** An API request's address count, left to the token check. */
+  addressPending: boolean
 }
 
 /** JSON and form bodies are small; only multipart uploads may be larger (their route judges those). */
@@ -31,10 +49,27 @@ export function requestIdOf(request: Request): string | undefined {
 }
 
 export function clientIpOf(request: Request): string | null {
-  return requests.get(request)?.ip ?? null
+  const info = requests.get(request)
+  if (!info) return null
+  if (info.ip === undefined) info.ip = resolveIp(request, info.peers.server, info.peers.trustProxy)
+  return info.ip
 }
 
-type RequestIpServer = { requestIP(request: Request): { address: string } | null }
+function countAddress(request: Request, info: RequestInfo): number | null {
+  const ip = clientIpOf(request)
+  return ip && info.peers.limiter ? info.peers.limiter.hit(`ip:${ip}`) : null
+}
+
+/**
+ * Settles a request whose address count was left to the token check: a valid token is counted by the caller
+ * instead, anything else against the address. Answers the seconds to wait when the address is over its limit.
+ */
+export function settleAddressCount(request: Request, tokenValid: boolean): number | null {
+  const info = requests.get(request)
+  if (!info?.addressPending) return null
+  info.addressPending = false
+  return tokenValid ? null : countAddress(request, info)
+}
 
 /**
  * Behind the one trusted proxy, the client is the address that proxy appended: the last X-Forwarded-For entry.
@@ -48,10 +83,15 @@ function resolveIp(request: Request, server: RequestIpServer | undefined, trustP
   return server?.requestIP(request)?.address ?? null
 }
 
+/** Whether an absolute URL's path is under /api/: its path starts at the first slash after `scheme://`. */
+function isApiUrl(url: string): boolean {
+  return url.startsWith('/api/', url.indexOf('/', url.indexOf('//') + 2))
+}
+
 export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
   const strictTransport = config.PUBLIC_URL.startsWith('https://')
   const origins = config.CORS_ORIGINS.split(',').filter(Boolean)
-  let listening: RequestIpServer | undefined
+  const peers: Peers = { trustProxy: config.TRUST_PROXY, limiter: ipLimiter }
   // The same on every response, so set once rather than per request; pages and downloads override the CSP.
   const app = new Elysia({ name: 'http' })
     .headers({
@@ -65,15 +105,19 @@ export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
     // The server is taken once at start: a hook that names `server` makes Elysia define a getter for it on
     // every request's context. Requests handled without a server (tests' app.handle) have no peer address.
     .onStart(({ server }) => {
-      listening = server ?? undefined
+      peers.server = server ?? undefined
     })
     .onRequest(({ request, set }) => {
       const given = request.headers.get('x-request-id')
       const id = given && incomingId.test(given) ? given : crypto.randomUUID()
-      const ip = resolveIp(request, listening, config.TRUST_PROXY)
-      requests.set(request, { id, startedAt: performance.now(), ip })
+      const addressPending = request.headers.has('authorization') && isApiUrl(request.url)
+      const info: RequestInfo = { id, startedAt: performance.now(), peers, addressPending }
+      requests.set(request, info)
       set.headers['x-request-id'] = id
-      if (ip && ipLimiter) ipLimiter.take(`ip:${ip}`)
+      if (!addressPending) {
+        const retryAfter = countAddress(request, info)
+        if (retryAfter !== null) throw rateLimited(retryAfter)
+      }
       // A chunked body could only be judged once read: JSON and forms are small, and clients send them with a
       // length. Uploads, which may stream, are judged by their route.
       const length = request.headers.get('content-length')

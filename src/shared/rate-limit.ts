@@ -11,6 +11,12 @@ export interface Limit {
   windowMs: number
 }
 
+/** The API's 429. */
+export function rateLimited(retryAfter: number): AppError {
+  const headers = { 'retry-after': String(retryAfter) }
+  return new AppError(429, 'rate_limited', `Too many requests; retry in ${retryAfter} s`, {}, headers)
+}
+
 export class RateLimiter {
   private readonly windows = new Map<string, { start: number; count: number }>()
   private sweptAt = 0
@@ -37,14 +43,7 @@ export class RateLimiter {
   /** Counts one request for `key`; throws the API's 429 with Retry-After when the window is full. */
   take(key: string): void {
     const retryAfter = this.hit(key)
-    if (retryAfter === null) return
-    throw new AppError(
-      429,
-      'rate_limited',
-      `Too many requests; retry in ${retryAfter} s`,
-      {},
-      { 'retry-after': String(retryAfter) },
-    )
+    if (retryAfter !== null) throw rateLimited(retryAfter)
   }
 
   /** Drops ended windows now and then, so memory stays bounded by the keys seen in one window. */

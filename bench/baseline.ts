@@ -1,6 +1,6 @@
 // The benchmark's yardstick: the same jobs as Threadhouse (the same SQL over the same database and
-// indexes, the same auth hash lookup, visibility rule, JSON shapes and SSE framing) written with nothing
-// but Bun.serve, bun:sqlite prepared statements and ReadableStream. Only the paths the benchmark drives
+// indexes, the same auth hash lookup, per-token request count, visibility rule, JSON shapes, SSE framing and
+// response headers) written with nothing but Bun.serve, bun:sqlite prepared statements and ReadableStream. Only the paths the benchmark drives
 // exist. Run as `bun bench/baseline.ts` with DATABASE_PATH, PORT, PUBLIC_URL, TOKEN_DELAY_MS and UPLOADS_DIR.
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
@@ -45,6 +45,15 @@ const callerByHash = sqlite.query<
 )
 const touchToken = sqlite.query('update personal_access_tokens set last_used_at = ? where id = ?')
 
+// Threadhouse counts every API request against its token's per-minute limit; the benchmark runs it with a
+// limit no run reaches, so counting is all either server does.
+const windows = new Map<number, { start: number; count: number }>()
+function countRequest(tokenId: number, now: number): void {
+  const window = windows.get(tokenId)
+  if (window && now - window.start < 60_000) window.count += 1
+  else windows.set(tokenId, { start: now, count: 1 })
+}
+
 function authenticate(request: Request): Caller | null {
   const header = request.headers.get('authorization')
   if (!header?.startsWith('Bearer thp_')) return null
@@ -53,6 +62,7 @@ function authenticate(request: Request): Caller | null {
   const now = Date.now()
   if (!row || row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now)) return null
   if (row.lastUsedAt === null || now - row.lastUsedAt >= 60_000) touchToken.run(now, row.tokenId)
+  countRequest(row.tokenId, now)
   const scopes = row.scopes.split(' ')
   const read = scopes.includes('threads:read')
   return {
@@ -120,7 +130,16 @@ function thread(row: ThreadRow) {
   }
 }
 
-const json = (body: unknown, status = 200) => Response.json(body, { status })
+// Threadhouse's response headers: its security headers and a request ID on every response.
+const headers = (more: Record<string, string> = {}) => ({
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'x-request-id': crypto.randomUUID(),
+  ...more,
+})
+const json = (body: unknown, status = 200) => Response.json(body, { status, headers: headers() })
 const unauthorized = () => json({ error: 'unauthorized', message: 'A bearer token is required' }, 401)
 const notFound = () => json({ error: 'not_found', message: 'Thread not found' }, 404)
 const who = (caller: Caller) => [caller.own ? 1 : 0, caller.organizationId, caller.userId] as const
@@ -268,8 +287,6 @@ function generate(messageId: string, threadId: string): void {
   })
 }
 
-const sseHeaders = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store' }
-
 function stream(caller: Caller, threadId: string, messageId: string, lastEventId: string | null): Response {
   const [own, org, user] = who(caller)
   if (!statementsFor(caller).threadById.get(own, org, user, threadId) || !messageOf.get(messageId, threadId)) {
@@ -303,7 +320,12 @@ function stream(caller: Caller, threadId: string, messageId: string, lastEventId
       if (controllerRef) answerRef?.listeners.delete(controllerRef)
     },
   })
-  return new Response(body, { headers: sseHeaders })
+  const sse = {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-accel-buffering': 'no',
+  }
+  return new Response(body, { headers: headers(sse) })
 }
 
 const uploadsDir = process.env.UPLOADS_DIR ?? 'bench-uploads'

@@ -312,6 +312,23 @@ describe('search', () => {
     expect(second.body.data.map((t: { name: string }) => t.name)).toEqual(['Kitchen', 'Garden plans'])
     expect(second.body.has_more).toBe(false)
   })
+
+  test('a word the index splits (letters newer than its Unicode tables) is searched as its parts', async () => {
+    await using h = await harness()
+    const owner = await h.user()
+    // U+19B0 and U+1CF2 are letters to JavaScript but separate words in the tokenizer's Unicode 6.1 tables.
+    await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: 'Script', text: 'lamp kaᦰlo viᳲra' } })
+    await h.app.decorator.engine.idle()
+    for (const order of ['', '&sort_by=created_at']) {
+      for (const q of ['kaᦰlo', 'viᳲra lamp', 'ka lo']) {
+        const found = await h.call('GET', `/api/v1/threads?q=${encodeURIComponent(q)}${order}`, { token: owner.token })
+        expect(found.status).toBe(200)
+        expect(found.body.data.map((t: { name: string }) => t.name)).toEqual(['Script'])
+      }
+      const none = await h.call('GET', `/api/v1/threads?q=${encodeURIComponent('ᦰ ᳲ')}${order}`, { token: owner.token })
+      expect(none.body.data).toEqual([])
+    }
+  })
 })
 
 test('updated_since takes RFC 3339 times and dates; a time without a zone or a day that does not exist is 400', async () => {

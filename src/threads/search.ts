@@ -1,6 +1,7 @@
 // Full-text search: the only raw SQL in the service, because Drizzle cannot express FTS5 MATCH.
-// The index is created in db/migrations/0005_update_order.sql; the triggers that mark documents stale are
-// in 0006_deferred_search.sql, and the functions at the end of this file rewrite them.
+// The index is created in db/migrations/0005_update_order.sql and keeps no word positions since
+// 0007_search_detail_column.sql; the triggers that mark documents stale are in 0006_deferred_search.sql, and
+// the functions at the end of this file rewrite them.
 //
 // Each thread is one FTS5 document (its name and its active messages) whose rowid is its search key,
 // (organization_id << 40) | (2^40 - 1 - update_seq). An organization's threads are one rowid range,
@@ -26,11 +27,18 @@ export const matchBound = 2000
 export const keyMask = 1099511627775
 
 /**
+ * A word: letters and digits. The tokenizer's Unicode 6.1 tables separate words at 21 characters that later
+ * versions call letters (New Tai Lue vowel signs, two Vedic signs), so they separate words here too: a quoted
+ * word the tokenizer splits is a phrase, and an index without positions refuses phrases.
+ */
+const word = /(?:(?![\u19b0-\u19c0\u19c8\u19c9\u1cf2\u1cf3])[\p{L}\p{N}])+/gu
+
+/**
  * Turns free text into an FTS5 query that matches every word in a thread's name or messages, each word
  * quoted so that user input can never be read as FTS5 syntax. Returns null when the text holds no word.
  */
 export function toFtsQuery(text: string): string | null {
-  const words = text.match(/[\p{L}\p{N}]+/gu)
+  const words = text.match(word)
   if (!words) return null
   return `body : (${words
     .slice(0, 16)
@@ -102,11 +110,13 @@ export const documentColumns = `(t.organization_id << 40) | (${keyMask} - t.upda
 
 /**
  * Rewrites every thread's document from its name and active messages: for bulk loads (the benchmark's
- * seed), which write rows with the documents left to one statement.
+ * seed), which write rows with the documents left to one statement. Then merges the index into one segment,
+ * as migration 0007 does: a bulk insert leaves dozens, and every search consults each.
  */
 export function rebuildSearchIndex(sqlite: Database): void {
   sqlite.run(`insert into thread_search (thread_search) values ('delete-all')`)
   sqlite.run(`insert into thread_search (rowid, body, owner) select ${documentColumns} from threads t`)
+  sqlite.run(`insert into thread_search (thread_search) values ('optimize')`)
   sqlite.run('delete from search_pending')
 }
 

@@ -3,7 +3,8 @@
 // of Threadhouse against the baseline, written to bench/results/latest.md with a chart (latest.svg);
 // scenario 6 (uploads) is written to bench/results/uploads.md.
 // BENCH_SCALE (default 1 = 100k threads, 1M messages), BENCH_SCENARIOS (e.g. "1,3"), BENCH_DURATION
-// (seconds per measurement), BENCH_CONNECTIONS (wrk) and BENCH_STREAMS (scenario 5) tune a run.
+// (seconds per measurement), BENCH_ROUNDS (turns the servers take within it), BENCH_CONNECTIONS (wrk) and
+// BENCH_STREAMS (scenario 5) tune a run.
 import { Database } from 'bun:sqlite'
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -109,15 +110,56 @@ const baseEnv = (database: string, delayMs: number) => ({
   TOKEN_DELAY_MS: String(delayMs),
 })
 
-async function both(run: (server: Server) => Promise<Measure>, servers: [Server, Server]) {
+// This VM's speed drifts by tens of percent within a minute, so measuring one server for the whole time and
+// then the other compared two different machines. The servers take turns instead (app, base, base, app, …),
+// each round a share of the measurement's time, and each figure is the median of a server's rounds.
+const rounds = Number(process.env.BENCH_ROUNDS ?? (seconds >= 5 ? 5 : 1))
+
+function median(values: number[]): number {
+  const sorted = values.toSorted((a, b) => a - b)
+  const middle = sorted.length >> 1
+  return sorted.length % 2
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
+}
+
+function combined(measures: Measure[]): Measure {
+  const extraKeys = Object.keys(measures[0]?.extra ?? {})
+  return {
+    rps: median(measures.map((m) => m.rps)),
+    p50: median(measures.map((m) => m.p50)),
+    p99: median(measures.map((m) => m.p99)),
+    rss: Math.max(...measures.map((m) => m.rss)),
+    failures: measures.reduce((sum, m) => sum + m.failures, 0),
+    requests: measures.reduce((sum, m) => sum + m.requests, 0),
+    ...(extraKeys.length > 0 && {
+      extra: Object.fromEntries(
+        extraKeys.map((key) => [key, median(measures.map((m) => m.extra?.[key] ?? Number.NaN))]),
+      ),
+    }),
+  }
+}
+
+/** Both servers measured in interleaved rounds; `run` gets the seconds of one round. */
+async function both(
+  run: (server: Server, seconds: number) => Promise<Measure>,
+  servers: [Server, Server],
+  turns = rounds,
+) {
   const [app, base] = servers
-  return { app: await run(app), base: await run(base) }
+  const measured = { app: [] as Measure[], base: [] as Measure[] }
+  for (let round = 0; round < turns; round++) {
+    const order = round % 2 === 0 ? (['app', 'base'] as const) : (['base', 'app'] as const)
+    for (const side of order)
+      measured[side].push(await run(side === 'app' ? app : base, Math.max(1, Math.round(seconds / turns))))
+  }
+  return { app: combined(measured.app), base: combined(measured.base) }
 }
 
 const warm = (script: string, path: string, args: string[]) => (server: Server) =>
   wrk(server, { script, path, args, seconds: Math.min(2, seconds), connections })
-const measure = (script: string, path: string, args: string[]) => (server: Server) =>
-  wrk(server, { script, path, args, seconds, connections })
+const measure = (script: string, path: string, args: string[]) => (server: Server, roundSeconds: number) =>
+  wrk(server, { script, path, args, seconds: roundSeconds, connections })
 
 const wantsHttp = ['1', '2', '3', '4'].some((s) => selected.has(s))
 if (wantsHttp) {
@@ -128,7 +170,7 @@ if (wantsHttp) {
   try {
     if (selected.has('1')) {
       log('scenario 1: thread by id')
-      await both(warm('thread.lua', '/', [visibleFile]), servers)
+      await both(warm('thread.lua', '/', [visibleFile]), servers, 1)
       rows.push({
         scenario: '1 thread by id',
         ...(await both(measure('thread.lua', '/', [visibleFile]), servers)),
@@ -140,7 +182,7 @@ if (wantsHttp) {
     }
     if (selected.has('2')) {
       log('scenario 2: list pages following cursors')
-      await both(warm('list.lua', '/', [tokensFile]), servers)
+      await both(warm('list.lua', '/', [tokensFile]), servers, 1)
       rows.push({
         scenario: '2 list page, cursors',
         ...(await both(measure('list.lua', '/', [tokensFile]), servers)),
@@ -150,7 +192,7 @@ if (wantsHttp) {
     if (selected.has('3')) {
       for (const kind of ['common', 'mid', 'rare'] as const) {
         log(`scenario 3: search, ${kind} term pairs`)
-        await both(warm('search.lua', '/', [tokensFile, queryFiles[kind]]), servers)
+        await both(warm('search.lua', '/', [tokensFile, queryFiles[kind]]), servers, 1)
         rows.push({
           scenario: `3 search ${kind}`,
           ...(await both(measure('search.lua', '/', [tokensFile, queryFiles[kind]]), servers)),
@@ -165,7 +207,7 @@ if (wantsHttp) {
         log(`scenario 4: send + stream, ${clients} client(s)`)
         const row: Row = {
           scenario: `4 send + stream, ${clients} client${clients === 1 ? '' : 's'} (msg/s; first token)`,
-          ...(await both((server) => sendAndStream(server, loopThreads.slice(0, clients), seconds), servers)),
+          ...(await both((server, time) => sendAndStream(server, loopThreads.slice(0, clients), time), servers)),
         }
         rows.push(row)
         const done = (m: Measure | undefined) => `${m?.extra?.doneP50?.toFixed(2)}/${m?.extra?.doneP99?.toFixed(2)} ms`
@@ -403,9 +445,10 @@ async function streamsScenario(server: Server): Promise<Measure> {
 const date = new Date().toISOString().slice(0, 10)
 const heading =
   `Threadhouse benchmark, ${date}: scale ${scale} (${info.threads} threads, ${info.messages} messages), ` +
-  `${seconds} s per measurement, wrk -t1 -c${connections}, ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}.`
+  `${seconds} s per measurement in ${rounds} interleaved rounds, wrk -t1 -c${connections}, ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}.`
 const footer =
-  'Ratios are Threadhouse ÷ baseline (bench/baseline.ts: raw Bun.serve + bun:sqlite) measured in the same run. ' +
+  'Ratios are Threadhouse ÷ baseline (bench/baseline.ts: raw Bun.serve + bun:sqlite) measured in the same run, ' +
+  "the servers taking turns in rounds; each figure of scenarios 1-4 is the median of its server's rounds. " +
   'Latency columns are milliseconds; for scenario 4 they are POST → first `token` event, for scenario 5 the ' +
   'delivery lag. RSS is the peak during the measurement. "3 search SQL" rows time the search without HTTP.'
 const uploadsFooter =

@@ -1,5 +1,6 @@
 // Upgrading a database with data: 0005_update_order.sql numbers existing threads in updated_at order and
-// indexes every thread's name and active messages, so search and the update order work at once.
+// indexes every thread's name and active messages, so search and the update order work at once; 0007 rebuilds
+// that index without word positions.
 import { Database } from 'bun:sqlite'
 import { expect, test } from 'bun:test'
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -8,21 +9,26 @@ import { join } from 'node:path'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
 
+/** A database in `dir` migrated up to, not including, the migration whose tag starts with `tag`. */
+function migratedBefore(dir: string, tag: string): Database {
+  const before = join(dir, 'before')
+  cpSync('db/migrations', before, { recursive: true })
+  const journalPath = join(before, 'meta/_journal.json')
+  const journal = JSON.parse(readFileSync(journalPath, 'utf8'))
+  journal.entries = journal.entries.filter((entry: { tag: string }) => entry.tag < tag)
+  writeFileSync(journalPath, JSON.stringify(journal))
+  const sqlite = new Database(join(dir, 'db.sqlite'), { strict: true })
+  migrate(drizzle({ client: sqlite }), { migrationsFolder: before })
+  sqlite.run(`insert into organizations (slug, name, created_at) values ('acme', 'Acme', 0)`)
+  sqlite.run(`insert into users (sub, organization_id, email, name, role, password_hash, created_at)
+    values ('u', 1, 'a@example.test', 'A', 'owner', '-', 0)`)
+  return sqlite
+}
+
 test('0005 numbers existing threads in updated_at order and indexes their text; 0006 marks later writes', () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-migrations-'))
   try {
-    const before = join(dir, 'before')
-    cpSync('db/migrations', before, { recursive: true })
-    const journalPath = join(before, 'meta/_journal.json')
-    const journal = JSON.parse(readFileSync(journalPath, 'utf8'))
-    journal.entries = journal.entries.filter((entry: { tag: string }) => entry.tag < '0005')
-    writeFileSync(journalPath, JSON.stringify(journal))
-    const sqlite = new Database(join(dir, 'db.sqlite'), { strict: true })
-    migrate(drizzle({ client: sqlite }), { migrationsFolder: before })
-
-    sqlite.run(`insert into organizations (slug, name, created_at) values ('acme', 'Acme', 0)`)
-    sqlite.run(`insert into users (sub, organization_id, email, name, role, password_hash, created_at)
-      values ('u', 1, 'a@example.test', 'A', 'owner', '-', 0)`)
+    const sqlite = migratedBefore(dir, '0005')
     const thread = sqlite.prepare(
       `insert into threads (id, organization_id, owner_id, name, created_at, updated_at) values (?, 1, 1, ?, 0, ?)`,
     )
@@ -69,18 +75,7 @@ test('0005 numbers existing threads in updated_at order and indexes their text; 
 test('0007 rebuilds the index without word positions from the threads as they are, leaving nothing pending', () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-migrations-'))
   try {
-    const before = join(dir, 'before')
-    cpSync('db/migrations', before, { recursive: true })
-    const journalPath = join(before, 'meta/_journal.json')
-    const journal = JSON.parse(readFileSync(journalPath, 'utf8'))
-    journal.entries = journal.entries.filter((entry: { tag: string }) => entry.tag < '0007')
-    writeFileSync(journalPath, JSON.stringify(journal))
-    const sqlite = new Database(join(dir, 'db.sqlite'), { strict: true })
-    migrate(drizzle({ client: sqlite }), { migrationsFolder: before })
-
-    sqlite.run(`insert into organizations (slug, name, created_at) values ('acme', 'Acme', 0)`)
-    sqlite.run(`insert into users (sub, organization_id, email, name, role, password_hash, created_at)
-      values ('u', 1, 'a@example.test', 'A', 'owner', '-', 0)`)
+    const sqlite = migratedBefore(dir, '0007')
     sqlite.run(`insert into threads (id, organization_id, owner_id, name, created_at, updated_at)
       values ('t1', 1, 1, 'Lyon', 0, 100)`)
     // Written after the thread's document: pending, and not yet in the index.

@@ -121,10 +121,37 @@ test('API requests with a valid token count against the token, not the address; 
   }
   // A valid token is still served from the full address, up to its own limit.
   expect((await h.call('GET', '/api/v1/me', { token: a.token, headers: office })).status).toBe(200)
+  // A token in the query counts as one in the header; a body is read only for an address within its limit.
+  expect((await h.call('GET', `/api/v1/me?access_token=${a.token}`, { headers: office })).status).toBe(200)
+  const body = { name: 'From the office' }
+  expect((await h.call('POST', '/api/v1/threads', { token: a.token, headers: office, body })).status).toBe(429)
   const elsewhere = { 'x-forwarded-for': '192.0.2.2' }
   expect((await h.call('GET', '/api/v1/me', { token: 'thp_guess', headers: elsewhere })).status).toBe(401)
   expect((await h.call('GET', '/api/v1/nothing-here', { token: a.token, headers: elsewhere })).status).toBe(404)
   expect((await h.call('GET', '/api/v1/me', { token: 'thp_guess', headers: elsewhere })).status).toBe(429)
+  expect((await h.call('POST', '/api/v1/threads', { token: a.token, headers: elsewhere, body })).status).toBe(429)
+})
+
+test('preflights count against the address, and so do valid tokens when the per-token limit is off', async () => {
+  await using h = await harness({
+    config: {
+      RATE_LIMIT_IP_PER_MINUTE: 2,
+      RATE_LIMIT_API_PER_MINUTE: 0,
+      TRUST_PROXY: true,
+      CORS_ORIGINS: 'https://app.example',
+    },
+  })
+  const a = await h.user()
+  const from = { 'x-forwarded-for': '192.0.2.3' }
+  const preflight = {
+    ...from,
+    origin: 'https://app.example',
+    authorization: 'Bearer thp_guess',
+    'access-control-request-method': 'GET',
+  }
+  expect((await h.call('OPTIONS', '/api/v1/me', { headers: preflight })).status).toBeLessThan(300)
+  expect((await h.call('GET', '/api/v1/me', { token: a.token, headers: from })).status).toBe(200)
+  expect((await h.call('GET', '/api/v1/me', { token: a.token, headers: from })).status).toBe(429)
 })
 
 test('CORS is closed by default and opens only to configured origins', async () => {

@@ -94,7 +94,8 @@ export const auth = (deps: AuthDeps) =>
       transform({ bearer, request }) {
         const token = bearer ?? anyCaseBearer(request)
         const caller = token ? resolveToken(deps, token) : null
-        const retryAfter = settleAddressCount(request, caller !== null)
+        // With the per-token limit off, a valid token counts against its address as before.
+        const retryAfter = settleAddressCount(request, caller !== null && deps.tokenLimiter !== undefined)
         if (retryAfter !== null) throw rateLimited(retryAfter)
         if (!caller) throw unauthenticated(deps.publicUrl, token)
         deps.tokenLimiter?.take(caller.credential)

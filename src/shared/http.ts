@@ -1,10 +1,12 @@
 // Cross-cutting HTTP concerns: request IDs, JSON access logs, security headers, the client's IP and
 // the per-IP rate limit.
 //
-// Every request counts once against a rate limit. An API request with an Authorization header counts against its
-// token once the token is valid (the auth macro's per-token limit): a team behind one NAT or proxy would otherwise
-// share one address's allowance, and reading the peer address is a system call per request. Every other request,
-// and an API request whose token is missing or refused, counts against the client's address.
+// Every request counts once against a rate limit. An API request that brings a token (in Authorization or
+// `access_token`) counts against the token once the auth macro knows it is valid: a team behind one NAT or proxy
+// would otherwise share one address's allowance, and reading the peer address is a system call per request.
+// Every other request, and an API request whose token is missing or refused, counts against the client's address.
+// A request other than GET or HEAD from an address over its limit is refused before its body is read, whatever its
+// token.
 import { cors } from '@elysiajs/cors'
 import { Elysia } from 'elysia'
 import type { Config } from '../config'
@@ -55,9 +57,11 @@ export function clientIpOf(request: Request): string | null {
   return info.ip
 }
 
-function countAddress(request: Request, info: RequestInfo): number | null {
+/** Counts the request against its address (or only looks, with `count` false): the seconds to wait when over. */
+function countAddress(request: Request, info: RequestInfo, count = true): number | null {
   const ip = clientIpOf(request)
-  return ip && info.peers.limiter ? info.peers.limiter.hit(`ip:${ip}`) : null
+  if (!ip || !info.peers.limiter) return null
+  return count ? info.peers.limiter.hit(`ip:${ip}`) : info.peers.limiter.peek(`ip:${ip}`)
 }
 
 /**
@@ -110,13 +114,21 @@ export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
     .onRequest(({ request, set }) => {
       const given = request.headers.get('x-request-id')
       const id = given && incomingId.test(given) ? given : crypto.randomUUID()
-      const addressPending = request.headers.has('authorization') && isApiUrl(request.url)
+      const url = request.url
+      // CORS preflights never reach the auth macro; they count here.
+      const addressPending =
+        request.method !== 'OPTIONS' &&
+        isApiUrl(url) &&
+        (request.headers.has('authorization') || url.includes('access_token='))
       const info: RequestInfo = { id, startedAt: performance.now(), peers, addressPending }
       requests.set(request, info)
       set.headers['x-request-id'] = id
-      if (!addressPending) {
-        const retryAfter = countAddress(request, info)
-        if (retryAfter !== null) throw rateLimited(retryAfter)
+      // Judged by its token later, unless a body would be read first: that needs an address within its limit.
+      const readsBody = request.method !== 'GET' && request.method !== 'HEAD'
+      const retryAfter = addressPending && !readsBody ? null : countAddress(request, info, !addressPending)
+      if (retryAfter !== null) {
+        info.addressPending = false
+        throw rateLimited(retryAfter)
       }
       // A chunked body could only be judged once read: JSON and forms are small, and clients send them with a
       // length. Uploads, which may stream, are judged by their route.

@@ -36,8 +36,20 @@ export class RateLimiter {
       this.windows.set(key, window)
     }
     window.count += 1
-    if (window.count <= this.limit.max) return null
-    return Math.max(1, Math.ceil((window.start + this.limit.windowMs - now) / 1000))
+    return this.retryAfter(window.start, window.count, now)
+  }
+
+  /** What `hit` would answer for `key`, without counting a request. */
+  peek(key: string): number | null {
+    const now = this.clock.now()
+    const window = this.windows.get(key)
+    if (!window || now - window.start >= this.limit.windowMs) return null
+    return this.retryAfter(window.start, window.count + 1, now)
+  }
+
+  private retryAfter(start: number, count: number, now: number): number | null {
+    if (count <= this.limit.max) return null
+    return Math.max(1, Math.ceil((start + this.limit.windowMs - now) / 1000))
   }
 
   /** Counts one request for `key`; throws the API's 429 with Retry-After when the window is full. */

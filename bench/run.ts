@@ -114,6 +114,9 @@ const baseEnv = (database: string, delayMs: number) => ({
 // then the other compared two different machines. The servers take turns instead (app, base, base, app, …),
 // each round a share of the measurement's time, and each figure is the median of a server's rounds.
 const rounds = Number(process.env.BENCH_ROUNDS ?? (seconds >= 5 ? 5 : 1))
+if (!Number.isInteger(rounds) || rounds < 1) throw new Error('BENCH_ROUNDS must be a whole number of at least 1')
+/** wrk takes whole seconds. */
+const roundSeconds = (turns: number) => Math.max(1, Math.round(seconds / turns))
 
 function median(values: number[]): number {
   const sorted = values.toSorted((a, b) => a - b)
@@ -150,8 +153,7 @@ async function both(
   const measured = { app: [] as Measure[], base: [] as Measure[] }
   for (let round = 0; round < turns; round++) {
     const order = round % 2 === 0 ? (['app', 'base'] as const) : (['base', 'app'] as const)
-    for (const side of order)
-      measured[side].push(await run(side === 'app' ? app : base, Math.max(1, Math.round(seconds / turns))))
+    for (const side of order) measured[side].push(await run(side === 'app' ? app : base, roundSeconds(turns)))
   }
   return { app: combined(measured.app), base: combined(measured.base) }
 }
@@ -445,10 +447,10 @@ async function streamsScenario(server: Server): Promise<Measure> {
 const date = new Date().toISOString().slice(0, 10)
 const heading =
   `Threadhouse benchmark, ${date}: scale ${scale} (${info.threads} threads, ${info.messages} messages), ` +
-  `${seconds} s per measurement in ${rounds} interleaved rounds, wrk -t1 -c${connections}, ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}.`
+  `${seconds} s per measurement (scenarios 1–4 over HTTP: ${rounds} × ${roundSeconds(rounds)} s per server, taking turns), wrk -t1 -c${connections}, ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}.`
 const footer =
   'Ratios are Threadhouse ÷ baseline (bench/baseline.ts: raw Bun.serve + bun:sqlite) measured in the same run, ' +
-  "the servers taking turns in rounds; each figure of scenarios 1-4 is the median of its server's rounds. " +
+  "the servers taking turns in rounds; each HTTP figure of scenarios 1-4 is the median of its server's rounds. " +
   'Latency columns are milliseconds; for scenario 4 they are POST → first `token` event, for scenario 5 the ' +
   'delivery lag. RSS is the peak during the measurement. "3 search SQL" rows time the search without HTTP.'
 const uploadsFooter =

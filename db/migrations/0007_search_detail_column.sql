@@ -3,7 +3,7 @@
 -- phrases or NEAR, so positions were stored and never used: at 1M messages the index shrinks from 167 to 106
 -- MiB and a rewrite of a thread's document costs a little less. The bulk insert leaves dozens of segments that
 -- every search must consult, which made a default-order search 2-4 times slower than over one segment; merging
--- them (`optimize`) takes a few seconds here, once (README, "Performance"). Custom migration: drizzle-kit
+-- them (`optimize`) takes about 8 s at 1M messages, once (README, "Performance"). Custom migration: drizzle-kit
 -- cannot express virtual tables. Every document is rebuilt from the threads as they are, so nothing is left
 -- pending.
 DROP TABLE `thread_search`;--> statement-breakpoint

@@ -118,26 +118,33 @@ if (!Number.isInteger(rounds) || rounds < 1) throw new Error('BENCH_ROUNDS must 
 /** wrk takes whole seconds. */
 const roundSeconds = (turns: number) => Math.max(1, Math.round(seconds / turns))
 
-function median(values: number[]): number {
-  const sorted = values.toSorted((a, b) => a - b)
-  const middle = sorted.length >> 1
-  return sorted.length % 2
-    ? (sorted[middle] as number)
-    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
-}
-
 function combined(measures: Measure[]): Measure {
   const extraKeys = Object.keys(measures[0]?.extra ?? {})
   return {
-    rps: median(measures.map((m) => m.rps)),
-    p50: median(measures.map((m) => m.p50)),
-    p99: median(measures.map((m) => m.p99)),
+    rps: percentile(
+      measures.map((m) => m.rps),
+      50,
+    ),
+    p50: percentile(
+      measures.map((m) => m.p50),
+      50,
+    ),
+    p99: percentile(
+      measures.map((m) => m.p99),
+      50,
+    ),
     rss: Math.max(...measures.map((m) => m.rss)),
     failures: measures.reduce((sum, m) => sum + m.failures, 0),
     requests: measures.reduce((sum, m) => sum + m.requests, 0),
     ...(extraKeys.length > 0 && {
       extra: Object.fromEntries(
-        extraKeys.map((key) => [key, median(measures.map((m) => m.extra?.[key] ?? Number.NaN))]),
+        extraKeys.map((key) => [
+          key,
+          percentile(
+            measures.map((m) => m.extra?.[key] ?? Number.NaN),
+            50,
+          ),
+        ]),
       ),
     }),
   }
@@ -160,8 +167,8 @@ async function both(
 
 const warm = (script: string, path: string, args: string[]) => (server: Server) =>
   wrk(server, { script, path, args, seconds: Math.min(2, seconds), connections })
-const measure = (script: string, path: string, args: string[]) => (server: Server, roundSeconds: number) =>
-  wrk(server, { script, path, args, seconds: roundSeconds, connections })
+const measure = (script: string, path: string, args: string[]) => (server: Server, time: number) =>
+  wrk(server, { script, path, args, seconds: time, connections })
 
 const wantsHttp = ['1', '2', '3', '4'].some((s) => selected.has(s))
 if (wantsHttp) {

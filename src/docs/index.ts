@@ -56,8 +56,9 @@ The token and the scope are checked before path parameters, query and body schem
 those 400s (a body that is not even parseable JSON is refused first).
 IDs are matched in the lower case the API writes them. Errors are \`{ "error": code, "message": text }\`; 403 for a missing scope adds \`required_scope\`.
 JSON bodies may have 1 MiB (413 \`payload_too_large\`, judged by Content-Length before reading; a body sent without
-a length is 411 \`length_required\`). API requests with a valid token are limited per token, all others per client address (429
-\`rate_limited\` with Retry-After; README.md, Configuration). The attachment upload, as the
+a length is 411 \`length_required\`). API requests with a valid token are limited per token, all others per
+client address, and a request other than GET or HEAD from an address over its limit is refused before its body is
+read (429 \`rate_limited\` with Retry-After; README.md, "Rate limits"). The attachment upload, as the
 specification shows, answers 400 and 413 with \`{ "message" }\` and 422 with \`{ "message", "reason" }\`.
 README.md, "API behaviour where the specification is silent", lists every choice made where the contract is open.`
 

@@ -361,7 +361,7 @@ function searchSqlRow(kind: keyof typeof info.terms): Row {
   const db = openDatabase(join(dir, 'app.sqlite'))
   const links = linksFor(publicUrl)
   const reader = readers[0] as (typeof readers)[number]
-  const caller = resolvePersonalAccessToken(db, reader.token, Date.now())
+  const caller = resolvePersonalAccessToken(db, reader.token, Date.now())?.caller
   if (!caller) throw new Error('reader token did not resolve')
   const raw = db.$client.query(
     searchSql(columnsSql, '?1 = ?1 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)'),

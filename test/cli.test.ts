@@ -68,7 +68,7 @@ test('user:create and token:create; the secret is the last line of stdout', asyn
   expect(secret).toMatch(/^thp_[a-z2-7]{39}$/)
 
   const db = openDatabase(databasePath)
-  const caller = resolvePersonalAccessToken(db, secret, Date.now())
+  const caller = resolvePersonalAccessToken(db, secret, Date.now())?.caller
   db.$client.close()
   expect(caller).toMatchObject({ email: 'ops@example.com', role: 'admin', organizationSlug: 'ops' })
   expect([...(caller?.scopes ?? [])].sort()).toEqual(['threads:read', 'threads:write'])

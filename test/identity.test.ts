@@ -1,7 +1,9 @@
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { personalAccessTokens } from '../src/auth/auth.table'
+import { personalAccessTokens, users } from '../src/auth/auth.table'
+import { type Actor, changeMemberRole } from '../src/auth/members'
 import { createPersonalAccessToken } from '../src/auth/service'
+import { resolvedTokenLifetimeMs } from '../src/auth/token-cache'
 import { harness, ManualClock } from './helpers'
 
 test('GET /me returns exactly the documented identity fields, role being owner, admin or member', async () => {
@@ -50,13 +52,16 @@ test('revoked and expired personal access tokens are refused at once', async () 
   const clock = new ManualClock()
   await using h = await harness({ clock })
   const user = await h.user()
+  // Sooner than a resolved token's second in memory ends: the token's own expiry still holds to the millisecond.
   const expiring = createPersonalAccessToken(
     h.db,
-    { userId: user.id, name: 'short', scopes: ['threads:read'], expiresAt: clock.now() + 1000 },
+    { userId: user.id, name: 'short', scopes: ['threads:read'], expiresAt: clock.now() + 300 },
     clock.now(),
   )
   expect((await h.call('GET', '/api/v1/me', { token: expiring })).status).toBe(200)
-  clock.advance(1000)
+  clock.advance(299)
+  expect((await h.call('GET', '/api/v1/me', { token: expiring })).status).toBe(200)
+  clock.advance(1)
   expect((await h.call('GET', '/api/v1/me', { token: expiring })).status).toBe(401)
 
   h.db
@@ -78,4 +83,29 @@ test('tokens are stored only as SHA-256 hashes and record their last use', async
   expect(rows[0]?.lastUsedAt).toBeNull()
   await h.call('GET', '/api/v1/me', { token: user.token })
   expect(h.db.select().from(personalAccessTokens).get()?.lastUsedAt).toBe(clock.now())
+})
+
+test('a resolved token is reused for a second at most; the server’s own changes apply to the next request', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  const owner = await h.user({ role: 'owner' })
+  const user = await h.user({ role: 'member' })
+  expect((await h.call('GET', '/api/v1/me', { token: user.token })).body.role).toBe('member')
+
+  // A role changed in the admin pages shows at once, at the same instant.
+  const organizationId = h.db.select().from(users).where(eq(users.id, owner.id)).get()?.organizationId ?? 0
+  const actor: Actor = { id: owner.id, role: 'owner', organizationId, organizationSlug: 'default' }
+  changeMemberRole(h.db, actor, user.sub, 'admin')
+  expect((await h.call('GET', '/api/v1/me', { token: user.token })).body.role).toBe('admin')
+
+  // A change made by hand in SQL, which the server cannot see coming, reaches it within the second.
+  h.db
+    .update(personalAccessTokens)
+    .set({ revokedAt: clock.now() })
+    .where(eq(personalAccessTokens.userId, user.id))
+    .run()
+  clock.advance(resolvedTokenLifetimeMs - 1)
+  expect((await h.call('GET', '/api/v1/me', { token: user.token })).status).toBe(200)
+  clock.advance(1)
+  expect((await h.call('GET', '/api/v1/me', { token: user.token })).status).toBe(401)
 })

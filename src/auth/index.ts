@@ -9,9 +9,11 @@ import { AppError } from '../shared/errors'
 import { settleAddressCount } from '../shared/http'
 import { type RateLimiter, rateLimited } from '../shared/rate-limit'
 import type { Responses } from '../shared/responses'
+import { hashSecret } from '../shared/security'
 import type { Clock } from '../shared/time'
 import { AuthModel, type Caller, type Scope } from './model'
 import { personalAccessTokenPrefix, resolvePersonalAccessToken } from './service'
+import { recallToken, rememberToken } from './token-cache'
 
 export interface AuthDeps {
   db: Db
@@ -35,11 +37,25 @@ function unauthorized(publicUrl: string, message: string, tokenSent: boolean): A
   return new AppError(401, 'unauthorized', message, {}, { 'www-authenticate': challenge(publicUrl, params) })
 }
 
-/** Each kind of bearer token is recognised by its prefix and resolved to the same Caller. */
-function resolveToken(deps: AuthDeps, token: string): Caller | null {
-  if (token.startsWith(personalAccessTokenPrefix)) return resolvePersonalAccessToken(deps.db, token, deps.clock.now())
-  if (token.startsWith(accessTokenPrefix)) return resolveOAuthAccessToken(deps.db, token, deps.clock.now())
-  return null
+/**
+ * Each kind of bearer token is recognised by its prefix and resolved to the same Caller. A token resolved less
+ * than a second ago is taken from memory (token-cache.ts); the resolvers hash it again on a miss, once a second.
+ */
+function resolveToken({ db, clock }: AuthDeps, token: string): Caller | null {
+  const resolve = token.startsWith(personalAccessTokenPrefix)
+    ? resolvePersonalAccessToken
+    : token.startsWith(accessTokenPrefix)
+      ? resolveOAuthAccessToken
+      : null
+  if (!resolve) return null
+  const now = clock.now()
+  const hash = hashSecret(token)
+  const recalled = recallToken(db, hash, now)
+  if (recalled) return recalled
+  const resolved = resolve(db, token, now)
+  if (!resolved) return null
+  rememberToken(db, hash, resolved, now)
+  return resolved.caller
 }
 
 function unauthenticated(publicUrl: string, token: string | undefined): AppError {

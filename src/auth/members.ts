@@ -18,6 +18,7 @@ import { personalAccessTokens, type Role, roles, users } from './auth.table'
 import { generateOneTimePassword } from './passwords'
 import { createUser } from './service'
 import { sessions } from './sessions.table'
+import { forgetResolvedTokens } from './token-cache'
 
 /** Who is acting: the signed-in owner or admin. */
 export interface Actor {
@@ -186,6 +187,7 @@ export function changeMemberRole(db: Db, actor: Actor, sub: string, role: Role):
   if (target.role === role) return target
   if (role !== 'owner') requireAnotherOwner(db, actor.organizationId, target)
   db.update(users).set({ role }).where(eq(users.id, target.id)).run()
+  forgetResolvedTokens(db)
   return { ...target, role }
 }
 
@@ -213,5 +215,6 @@ export function removeMember(db: Db, actor: Actor, sub: string, now: number): Me
       .where(and(eq(oauthRegistrationTokens.userId, target.id), isNull(oauthRegistrationTokens.usedAt)))
       .run()
   })
+  forgetResolvedTokens(db)
   return target
 }

@@ -10,6 +10,12 @@ export function isScope(value: string): value is Scope {
   return (scopes as readonly string[]).includes(value)
 }
 
+/** A bearer token resolved to its caller, with the time the token itself expires (null: never). */
+export interface ResolvedToken {
+  caller: Caller
+  expiresAt: number | null
+}
+
 /** Who is calling, resolved once per request from the bearer token. */
 export interface Caller {
   /** Which credential authenticated the request (for example `pat:12`): the key of per-token limits. */

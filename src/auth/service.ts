@@ -6,7 +6,8 @@ import { AppError, conflict, invalidRequest } from '../shared/errors'
 import { generateSecret, hashPassword, hashSecret } from '../shared/security'
 import { lastUsedResolutionMs } from '../shared/time'
 import { organizations, personalAccessTokens, type Role, users } from './auth.table'
-import { type Caller, isScope, type Scope } from './model'
+import { type Caller, isScope, type ResolvedToken, type Scope } from './model'
+import { forgetResolvedTokens } from './token-cache'
 
 export const personalAccessTokenPrefix = 'thp_'
 
@@ -144,6 +145,7 @@ export function revokePersonalAccessToken(db: Db, userId: number, tokenId: numbe
     )
     .returning({ id: personalAccessTokens.id })
     .get()
+  forgetResolvedTokens(db)
   return result !== undefined
 }
 
@@ -245,7 +247,7 @@ export function callerOf(row: CallerRow, credential: string): Caller {
 }
 
 /** The caller behind a personal access token, or null when it is unknown, revoked or expired. */
-export function resolvePersonalAccessToken(db: Db, token: string, now: number): Caller | null {
+export function resolvePersonalAccessToken(db: Db, token: string, now: number): ResolvedToken | null {
   // Runs on every API request: prepared once per database.
   const values = prepared(db, 'pat:lookup', () => prepareLookup(db)).values({ hash: hashSecret(token) })[0]
   const row = values && tokenRowOf(values)
@@ -255,5 +257,5 @@ export function resolvePersonalAccessToken(db: Db, token: string, now: number): 
   if (row.lastUsedAt === null || now - row.lastUsedAt >= lastUsedResolutionMs) {
     db.update(personalAccessTokens).set({ lastUsedAt: now }).where(eq(personalAccessTokens.id, row.tokenId)).run()
   }
-  return callerOf(row, `pat:${row.tokenId}`)
+  return { caller: callerOf(row, `pat:${row.tokenId}`), expiresAt: row.expiresAt }
 }

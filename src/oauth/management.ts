@@ -4,6 +4,7 @@ import { and, desc, eq, gt, isNull } from 'drizzle-orm'
 import { users } from '../auth/auth.table'
 import { isOrganizationAdmin } from '../auth/members'
 import type { SessionUser } from '../auth/sessions'
+import { forgetResolvedTokens } from '../auth/token-cache'
 import type { Db } from '../db/client'
 import { AppError, conflict, forbidden, notFound } from '../shared/errors'
 import { generateSecret, hashSecret } from '../shared/security'
@@ -80,6 +81,7 @@ export function revokeConnectedApp(db: Db, userId: number, clientId: string, now
         .returning({ id: oauthGrants.id })
         .all()
     : []
+  forgetResolvedTokens(db)
   if (revoked.length === 0) throw notFound('Connected app')
 }
 
@@ -199,4 +201,5 @@ export function rotateClientSecret(db: Db, organizationId: number, clientId: str
 export function deleteOrganizationClient(db: Db, organizationId: number, clientId: string): void {
   const client = organizationClient(db, organizationId, clientId)
   db.delete(oauthClients).where(eq(oauthClients.id, client.id)).run()
+  forgetResolvedTokens(db)
 }

@@ -3,6 +3,7 @@
 import { and, eq, gt, isNull } from 'drizzle-orm'
 import type { Scope } from '../auth/model'
 import type { SessionUser } from '../auth/sessions'
+import { forgetResolvedTokens } from '../auth/token-cache'
 import type { Db } from '../db/client'
 import { repeatedNames } from '../shared/forms'
 import { generateSecret, hashSecret, secretsEqual } from '../shared/security'
@@ -427,6 +428,7 @@ export function revokeToken(deps: OAuthDeps, request: ClientRequest): void {
         .set({ revokedAt: now })
         .where(and(eq(oauthAccessTokens.id, found.id), isNull(oauthAccessTokens.revokedAt)))
         .run()
+      forgetResolvedTokens(deps.db)
     }
   }
 }

@@ -2,8 +2,9 @@
 // the same Caller a personal access token gives, so every API endpoint accepts both.
 import { and, eq, isNotNull, isNull, lte, or, sql } from 'drizzle-orm'
 import { organizations, users } from '../auth/auth.table'
-import type { Caller, Scope } from '../auth/model'
+import type { ResolvedToken, Scope } from '../auth/model'
 import { callerOf } from '../auth/service'
+import { forgetResolvedTokens } from '../auth/token-cache'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
 import { generateSecret, hashSecret } from '../shared/security'
@@ -85,6 +86,7 @@ export function revokeGrant(db: Db, grantId: number, now: number): void {
     .set({ revokedAt: now })
     .where(and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAt)))
     .run()
+  forgetResolvedTokens(db)
 }
 
 function prepareLookup(db: Db) {
@@ -115,7 +117,7 @@ function prepareLookup(db: Db) {
 }
 
 /** The caller behind an OAuth access token, or null when it is unknown, expired or revoked (itself or its grant). */
-export function resolveOAuthAccessToken(db: Db, token: string, now: number): Caller | null {
+export function resolveOAuthAccessToken(db: Db, token: string, now: number): ResolvedToken | null {
   // Runs on every API request made with an OAuth token: prepared once per database.
   const row = prepared(db, 'oauth:lookup', () => prepareLookup(db)).get({ hash: hashSecret(token) })
   if (!row || row.revokedAt !== null || row.grantRevokedAt !== null || row.expiresAt <= now) return null
@@ -124,7 +126,7 @@ export function resolveOAuthAccessToken(db: Db, token: string, now: number): Cal
     db.update(oauthGrants).set({ lastUsedAt: now }).where(eq(oauthGrants.id, row.grantId)).run()
     db.update(oauthClients).set({ lastUsedAt: now }).where(eq(oauthClients.id, row.clientId)).run()
   }
-  return callerOf(row, `grant:${row.grantId}`)
+  return { caller: callerOf(row, `grant:${row.grantId}`), expiresAt: row.expiresAt }
 }
 
 /**

@@ -336,6 +336,15 @@ describe('hostile and malformed uploads store nothing', () => {
       { code: 'corrupt' },
     ],
     [
+      // Its header reads well: only decoding the pixels finds the missing data.
+      'a truncated PNG',
+      async () => {
+        const whole = await png(400, 300)
+        return { name: 'cut.png', bytes: whole.subarray(0, whole.length / 2) }
+      },
+      { code: 'corrupt' },
+    ],
+    [
       'a pixel bomb (a PNG header declaring 20000 × 20000)',
       async () => ({ name: 'bomb.png', bytes: await pngDeclaring(20_000, 20_000) }),
       { code: 'too_many_pixels', limit: imageLimits.maxPixels },

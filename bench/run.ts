@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { resolvePersonalAccessToken } from '../src/auth/service'
 import { openDatabase } from '../src/db/client'
+import { hashSecret } from '../src/shared/security'
 import { linksFor, listThreads } from '../src/threads/service'
 import { holdStreams, type Measure, percentile, type Server, sendAndStream, startServer, wrk } from './load'
 import { chart, p99Ratio, type Row, table, throughputRatio } from './report'
@@ -361,7 +362,7 @@ function searchSqlRow(kind: keyof typeof info.terms): Row {
   const db = openDatabase(join(dir, 'app.sqlite'))
   const links = linksFor(publicUrl)
   const reader = readers[0] as (typeof readers)[number]
-  const caller = resolvePersonalAccessToken(db, reader.token, Date.now())?.caller
+  const caller = resolvePersonalAccessToken(db, hashSecret(reader.token), Date.now())?.caller
   if (!caller) throw new Error('reader token did not resolve')
   const raw = db.$client.query(
     searchSql(columnsSql, '?1 = ?1 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)'),

@@ -345,6 +345,18 @@ describe('hostile and malformed uploads store nothing', () => {
       { code: 'corrupt' },
     ],
     [
+      // The header and every frame's size read well; only decoding the last frame finds its data damaged.
+      'an animated WebP whose last frame is damaged',
+      async () => {
+        const bytes = await animated('webp')
+        // A lossy frame's chunk tag, size and VP8 frame header take 18 bytes; its coded data follows.
+        const data = Buffer.from(bytes).lastIndexOf('VP8 ') + 20
+        for (let at = data; at < data + 8; at++) bytes[at] = (bytes[at] ?? 0) ^ 0xff
+        return { name: 'wave.webp', bytes }
+      },
+      { code: 'corrupt' },
+    ],
+    [
       'a pixel bomb (a PNG header declaring 20000 × 20000)',
       async () => ({ name: 'bomb.png', bytes: await pngDeclaring(20_000, 20_000) }),
       { code: 'too_many_pixels', limit: imageLimits.maxPixels },

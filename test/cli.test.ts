@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { resolvePersonalAccessToken } from '../src/auth/service'
 import { loadConfig } from '../src/config'
 import { openDatabase } from '../src/db/client'
+import { hashSecret } from '../src/shared/security'
 import { firstRunToken, startServer, until } from './helpers'
 
 // Every test here starts bun processes, some a whole server (startServer alone allows 20 s to listen).
@@ -68,7 +69,7 @@ test('user:create and token:create; the secret is the last line of stdout', asyn
   expect(secret).toMatch(/^thp_[a-z2-7]{39}$/)
 
   const db = openDatabase(databasePath)
-  const caller = resolvePersonalAccessToken(db, secret, Date.now())?.caller
+  const caller = resolvePersonalAccessToken(db, hashSecret(secret), Date.now())?.caller
   db.$client.close()
   expect(caller).toMatchObject({ email: 'ops@example.com', role: 'admin', organizationSlug: 'ops' })
   expect([...(caller?.scopes ?? [])].sort()).toEqual(['threads:read', 'threads:write'])

@@ -212,7 +212,7 @@ async function checkImage(bytes: Uint8Array, mediaType: string): Promise<Verdict
     // computes much more. Frames of an animation, up to the pixel limit in all, stream through `stats()`.
     const decoder = open(imageLimits.maxPixels)
     const resized = fits
-      ? await ((header.pages ?? 1) > 1 ? decoder.stats() : decoder.raw().toBuffer()).then(() => null)
+      ? await ((header.pages ?? 1) > 1 ? decoder.stats() : decoder.raw({ depth: 'uchar' }).toBuffer()).then(() => null)
       : await decoder.autoOrient().resize({ width: side, height: side, fit: 'inside' }).toBuffer()
     // Re-encoding can lose a palette and grow the file (a noisy 16-colour PNG doubled): models then get the
     // original, which is within the upload limit, and the provider scales it.

@@ -39,7 +39,7 @@ function unauthorized(publicUrl: string, message: string, tokenSent: boolean): A
 
 /**
  * Each kind of bearer token is recognised by its prefix and resolved to the same Caller. A token resolved less
- * than a second ago is taken from memory (token-cache.ts); the resolvers hash it again on a miss, once a second.
+ * than a second ago is taken from memory (token-cache.ts).
  */
 function resolveToken({ db, clock }: AuthDeps, token: string): Caller | null {
   const resolve = token.startsWith(personalAccessTokenPrefix)
@@ -52,7 +52,7 @@ function resolveToken({ db, clock }: AuthDeps, token: string): Caller | null {
   const hash = hashSecret(token)
   const recalled = recallToken(db, hash, now)
   if (recalled) return recalled
-  const resolved = resolve(db, token, now)
+  const resolved = resolve(db, hash, now)
   if (!resolved) return null
   rememberToken(db, hash, resolved, now)
   return resolved.caller

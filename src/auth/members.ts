@@ -148,6 +148,7 @@ async function restoreRemoved(db: Db, actor: Actor, input: NewMember, password: 
     })
     .where(eq(users.id, existing.id))
     .run()
+  forgetResolvedTokens(db)
   return findMemberById(db, existing.id)
 }
 

@@ -145,8 +145,9 @@ export function revokePersonalAccessToken(db: Db, userId: number, tokenId: numbe
     )
     .returning({ id: personalAccessTokens.id })
     .get()
+  if (result === undefined) return false
   forgetResolvedTokens(db)
-  return result !== undefined
+  return true
 }
 
 // tokenRowOf reads these columns by position: keep this order in step with it.
@@ -246,10 +247,13 @@ export function callerOf(row: CallerRow, credential: string): Caller {
   }
 }
 
-/** The caller behind a personal access token, or null when it is unknown, revoked or expired. */
-export function resolvePersonalAccessToken(db: Db, token: string, now: number): ResolvedToken | null {
-  // Runs on every API request: prepared once per database.
-  const values = prepared(db, 'pat:lookup', () => prepareLookup(db)).values({ hash: hashSecret(token) })[0]
+/**
+ * The caller behind a personal access token, given the token's hash (`hashSecret`), or null when it is unknown,
+ * revoked or expired.
+ */
+export function resolvePersonalAccessToken(db: Db, hash: string, now: number): ResolvedToken | null {
+  // Runs whenever a token is not in memory (token-cache.ts): prepared once per database.
+  const values = prepared(db, 'pat:lookup', () => prepareLookup(db)).values({ hash })[0]
   const row = values && tokenRowOf(values)
   if (!row || row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now)) return null
   // Removal revokes every token already; this also covers one made afterwards by hand.

@@ -81,8 +81,8 @@ export function revokeConnectedApp(db: Db, userId: number, clientId: string, now
         .returning({ id: oauthGrants.id })
         .all()
     : []
-  forgetResolvedTokens(db)
   if (revoked.length === 0) throw notFound('Connected app')
+  forgetResolvedTokens(db)
 }
 
 /** Settings turn the registration rules' OAuth errors into the API's `{ error, message }` form. */

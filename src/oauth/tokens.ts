@@ -82,11 +82,13 @@ export function issueTokens(db: Db, input: IssueTokensInput, now: number): Token
 
 /** Revokes a grant, and with it every access and refresh token issued under it. */
 export function revokeGrant(db: Db, grantId: number, now: number): void {
-  db.update(oauthGrants)
+  const revoked = db
+    .update(oauthGrants)
     .set({ revokedAt: now })
     .where(and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAt)))
-    .run()
-  forgetResolvedTokens(db)
+    .returning({ id: oauthGrants.id })
+    .get()
+  if (revoked) forgetResolvedTokens(db)
 }
 
 function prepareLookup(db: Db) {
@@ -117,9 +119,9 @@ function prepareLookup(db: Db) {
 }
 
 /** The caller behind an OAuth access token, or null when it is unknown, expired or revoked (itself or its grant). */
-export function resolveOAuthAccessToken(db: Db, token: string, now: number): ResolvedToken | null {
-  // Runs on every API request made with an OAuth token: prepared once per database.
-  const row = prepared(db, 'oauth:lookup', () => prepareLookup(db)).get({ hash: hashSecret(token) })
+export function resolveOAuthAccessToken(db: Db, hash: string, now: number): ResolvedToken | null {
+  // Runs whenever an OAuth token is not in memory (token-cache.ts): prepared once per database.
+  const row = prepared(db, 'oauth:lookup', () => prepareLookup(db)).get({ hash })
   if (!row || row.revokedAt !== null || row.grantRevokedAt !== null || row.expiresAt <= now) return null
   if (row.removedAt !== null) return null
   if (row.grantLastUsedAt === null || now - row.grantLastUsedAt >= lastUsedResolutionMs) {

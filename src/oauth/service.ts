@@ -422,14 +422,14 @@ export function revokeToken(deps: OAuthDeps, request: ClientRequest): void {
       .innerJoin(oauthGrants, eq(oauthGrants.id, oauthAccessTokens.grantId))
       .where(eq(oauthAccessTokens.tokenHash, hash))
       .get()
-    if (found?.clientId === client.id) {
-      deps.db
-        .update(oauthAccessTokens)
-        .set({ revokedAt: now })
-        .where(and(eq(oauthAccessTokens.id, found.id), isNull(oauthAccessTokens.revokedAt)))
-        .run()
-      forgetResolvedTokens(deps.db)
-    }
+    if (found?.clientId !== client.id) return
+    const revoked = deps.db
+      .update(oauthAccessTokens)
+      .set({ revokedAt: now })
+      .where(and(eq(oauthAccessTokens.id, found.id), isNull(oauthAccessTokens.revokedAt)))
+      .returning({ id: oauthAccessTokens.id })
+      .get()
+    if (revoked) forgetResolvedTokens(deps.db)
   }
 }
 

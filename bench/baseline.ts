@@ -1,7 +1,9 @@
 // The benchmark's yardstick: the same jobs as Threadhouse (the same SQL over the same database and
 // indexes, the same auth hash lookup, per-token request count, visibility rule, JSON shapes, SSE framing and
 // response headers) written with nothing but Bun.serve, bun:sqlite prepared statements and ReadableStream.
-// Only the paths the benchmark drives exist. Run as `bun bench/baseline.ts` with DATABASE_PATH, PORT, PUBLIC_URL, TOKEN_DELAY_MS and UPLOADS_DIR.
+// It looks each token up on every request, as a raw server would; Threadhouse keeps a resolved token for a
+// second (src/auth/token-cache.ts). Only the paths the benchmark drives exist. Run as
+// `bun bench/baseline.ts` with DATABASE_PATH, PORT, PUBLIC_URL, TOKEN_DELAY_MS and UPLOADS_DIR.
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import sharp from 'sharp'

@@ -120,33 +120,17 @@ if (!Number.isInteger(rounds) || rounds < 1) throw new Error('BENCH_ROUNDS must 
 const roundSeconds = (turns: number) => Math.max(1, Math.round(seconds / turns))
 
 function combined(measures: Measure[]): Measure {
+  const median = (pick: (m: Measure) => number) => percentile(measures.map(pick), 50)
   const extraKeys = Object.keys(measures[0]?.extra ?? {})
   return {
-    rps: percentile(
-      measures.map((m) => m.rps),
-      50,
-    ),
-    p50: percentile(
-      measures.map((m) => m.p50),
-      50,
-    ),
-    p99: percentile(
-      measures.map((m) => m.p99),
-      50,
-    ),
+    rps: median((m) => m.rps),
+    p50: median((m) => m.p50),
+    p99: median((m) => m.p99),
     rss: Math.max(...measures.map((m) => m.rss)),
     failures: measures.reduce((sum, m) => sum + m.failures, 0),
     requests: measures.reduce((sum, m) => sum + m.requests, 0),
     ...(extraKeys.length > 0 && {
-      extra: Object.fromEntries(
-        extraKeys.map((key) => [
-          key,
-          percentile(
-            measures.map((m) => m.extra?.[key] ?? Number.NaN),
-            50,
-          ),
-        ]),
-      ),
+      extra: Object.fromEntries(extraKeys.map((key) => [key, median((m) => m.extra?.[key] ?? Number.NaN)])),
     }),
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { readdirSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { deflateSync } from 'node:zlib'
 import { PDFDocument, PDFName } from 'pdf-lib'
@@ -8,8 +9,8 @@ import { attachments } from '../src/attachments/attachments.table'
 import { createFileInspector } from '../src/attachments/inspector'
 import { imageLimits, maxRequestBytes, pdfLimits, textLimits } from '../src/attachments/limits'
 import { checkFormFiles, discardCheckedFiles, sweepUploads } from '../src/attachments/service'
-import { silentLogger } from '../src/shared/log'
-import { type Harness, harness, publicUrl, ScriptedRunner, type TestUser } from './helpers'
+import { createLogger, silentLogger } from '../src/shared/log'
+import { type Harness, harness, publicUrl, ScriptedRunner, type TestUser, until } from './helpers'
 
 // Image work runs in the inspect worker below the test's own priority (see inspect-worker.ts), so on a busy
 // machine it waits for every other process: several seconds are no failure here.
@@ -567,6 +568,46 @@ describe('hostile and malformed uploads store nothing', () => {
     } finally {
       await s.h.app.stop()
     }
+  })
+
+  test('a client that goes away mid-body leaves no file behind, and the next upload is served', async () => {
+    await using s = await setup()
+    const server = s.h.app.listen({ port: 0, hostname: '127.0.0.1' }).server
+    try {
+      const socket = await Bun.connect({ hostname: '127.0.0.1', port: server?.port ?? 0, socket: { data() {} } })
+      const head = [
+        `POST /api/v1/threads/${s.threadId}/attachments HTTP/1.1`,
+        'host: 127.0.0.1',
+        `authorization: Bearer ${s.owner.token}`,
+        'content-type: multipart/form-data; boundary=cut',
+        'content-length: 1000000',
+      ]
+      socket.write(`${head.join('\r\n')}\r\n\r\n--cut\r\ncontent-disposition: form-data; name="attachments[0]"`)
+      socket.write(`; filename="a.txt"\r\n\r\n${'a'.repeat(100_000)}`)
+      // The body is being received into a temporary file; the client then leaves with most of it unsent.
+      await until(() => storedFiles(s.h).length === 1)
+      socket.end()
+      await until(() => storedFiles(s.h).length === 0)
+      expectNothingStored(s.h)
+      const next = await upload(s.h, s.owner.token, s.threadId, form({ name: 'b.txt', bytes: 'b' }))
+      expect(next.status).toBe(201)
+    } finally {
+      await s.h.app.stop()
+    }
+  })
+
+  test("a body the server cannot store for checking is a logged 500 {error, message}, not the client's fault", async () => {
+    // The uploads folder's path names a regular file, so nothing can be created in it: a disk that fails.
+    const uploadsDir = join(mkdtempSync(join(tmpdir(), 'threadhouse-blocked-')), 'file')
+    writeFileSync(uploadsDir, 'not a folder')
+    const lines: string[] = []
+    await using h = await harness({ uploadsDir, log: createLogger('info', (line) => lines.push(line)) })
+    const owner = await h.user()
+    const created = await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })
+    const reply = await upload(h, owner.token, created.body.thread_id, form({ name: 'a.txt', bytes: 'a' }))
+    expect(reply).toMatchObject({ status: 500, body: { error: 'internal_error', message: expect.any(String) } })
+    expect(lines.join('')).toContain('ENOTDIR')
+    expect(h.db.select().from(attachments).all()).toEqual([])
   })
 
   test('the 26th file of a thread is refused with 400, whether alone or in a batch', async () => {

@@ -35,8 +35,8 @@ export function sanitizeFilename(raw: string): string {
 }
 
 /** The file parts, which must be named attachments[0] to attachments[n-1], each once. */
-export async function readParts(body: ArrayBuffer, contentType: string): Promise<Part[]> {
-  // Bun's own multipart parser, fed the bytes the request thread read: the same parser request.formData() uses.
+export async function readParts(body: Uint8Array, contentType: string): Promise<Part[]> {
+  // Bun's own multipart parser, the one request.formData() uses, fed the body the request thread wrote to a file.
   const form = await new Response(body, { headers: { 'content-type': contentType } }).formData().catch(() => null)
   if (!form) throw new FormRefusal('The multipart body could not be parsed')
   const entries = [...form.entries()]

@@ -34,7 +34,7 @@ function giveWayToRequests(): void {
 }
 
 async function partsOf(upload: Upload): Promise<Part[]> {
-  if ('body' in upload) return readParts(upload.body, upload.contentType)
+  if ('bodyPath' in upload) return readParts(readFileSync(upload.bodyPath), upload.contentType)
   return upload.files.map((file, index) => ({
     name: `attachments[${index}]`,
     filename: sanitizeFilename(file.filename),

@@ -14,10 +14,11 @@ export interface FormFile {
 }
 
 /**
- * What to inspect: an upload request's raw multipart body, with the number of files its thread already holds,
- * or the files of a web form. The buffers are transferred, so the caller must not use them again.
+ * What to inspect: the file holding an upload request's raw multipart body, with the number of files its thread
+ * already holds, or the files of a web form. A form's buffers are transferred, so the caller must not use them
+ * again.
  */
-export type Upload = { body: ArrayBuffer; contentType: string; stored: number } | { files: FormFile[] }
+export type Upload = { bodyPath: string; contentType: string; stored: number } | { files: FormFile[] }
 
 export interface ToInspector {
   id: number
@@ -101,7 +102,7 @@ interface Slot {
 }
 
 function buffersOf(upload: Upload): ArrayBuffer[] {
-  return 'body' in upload ? [upload.body] : upload.files.map((file) => file.bytes)
+  return 'files' in upload ? upload.files.map((file) => file.bytes) : []
 }
 
 export function createFileInspector(log: Logger, options: InspectorOptions = {}): FileInspector {

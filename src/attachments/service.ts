@@ -84,9 +84,9 @@ const tooLarge = () =>
 
 /**
  * Streams the raw body of an upload request into a temporary file in the uploads folder, which the inspect
- * worker reads: the bytes never enter this thread's heap, where megabytes of bodies would cost copies and
- * garbage collections that other requests wait behind (bench scenario 6). A body that declares more bytes than
- * any valid upload needs is refused before a byte of it is read. The caller removes the file.
+ * worker reads. Gathered in memory here instead, megabytes of bodies cost this thread copies and garbage
+ * collections that other requests wait behind (bench scenario 6). A body that declares more bytes than any
+ * valid upload needs is refused before a byte of it is read. The caller removes the file.
  */
 async function receiveBody(request: Request, path: string): Promise<{ contentType: string }> {
   if (Number(request.headers.get('content-length')) > maxRequestBytes) throw tooLarge()

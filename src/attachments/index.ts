@@ -30,7 +30,7 @@ All or nothing: when any file is refused, none is stored. Display names are redu
 
 Errors on this route:
 - 400 \`{message}\`: not multipart, unparsable, a missing, misnamed, repeated or non-file part, more than ${filesPerRequest} files, or more files than the thread has room for (${filesPerThread} in all);
-- 413 \`{message}\`: a body longer than ${maxRequestBytes} bytes, refused before it is read;
+- 413 \`{message}\`: a body longer than ${maxRequestBytes} bytes, refused before it is read when \`Content-Length\` declares it, otherwise once read;
 - 422 \`{message, reason: {file, part, code, limit?}}\`: a file broke a content rule; \`code\` is one of ${AttachmentsModel.rejectionCodes.map((code) => `\`${code}\``).join(', ')};
 - 403 \`{error, message}\`: the caller can see the thread but does not own it, or lacks \`threads:write\`;
 - 404 \`{error, message}\`: the thread does not exist for the caller;

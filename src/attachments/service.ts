@@ -95,9 +95,14 @@ async function receiveBody(request: Request, path: string): Promise<{ contentTyp
     throw invalidRequest('Send the files as multipart/form-data')
   }
   const written = await Bun.write(path, request).catch((error) => {
-    // A failing disk is the server's fault (500, logged); anything else is the body's: the client went away.
-    if (error instanceof Error && 'syscall' in error) throw error
-    throw invalidRequest('The multipart body could not be read')
+    // The client went away mid-body.
+    if (request.signal.aborted || (error instanceof Error && error.name === 'AbortError')) {
+      throw invalidRequest('The multipart body could not be read')
+    }
+    // A chunked body past Bun's own bound, which has already answered 413: no server fault to log.
+    if (error instanceof Error && error.message === 'Request body exceeded maxRequestBodySize') throw tooLarge()
+    // Anything else, a failing disk above all, is the server's: a logged 500.
+    throw error
   })
   // A chunked body declared no length: it is judged once read.
   if (written > maxRequestBytes) throw tooLarge()

@@ -571,9 +571,34 @@ describe('hostile and malformed uploads store nothing', () => {
     }
   })
 
+  test("a chunked body past the server's own bound is cut off with 413, and logged as no fault", async () => {
+    const lines: string[] = []
+    await using s = await setup({ log: createLogger('debug', (line) => lines.push(line)) })
+    const server = s.h.app.listen({ port: 0, hostname: '127.0.0.1' }).server
+    try {
+      // Bun stops reading at maxRequestBodySize (four times the upload limit) and answers 413 itself.
+      const encoded = new Response(form({ name: 'huge.txt', bytes: new Uint8Array(4 * maxRequestBytes + 1) }))
+      const response = await fetch(`http://127.0.0.1:${server?.port}/api/v1/threads/${s.threadId}/attachments`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${s.owner.token}`,
+          'content-type': encoded.headers.get('content-type') ?? '',
+        },
+        body: chunked(new Uint8Array(await encoded.arrayBuffer())),
+      })
+      expect(response.status).toBe(413)
+      // Bun answered before the route finished: the route's access-log line marks the end of its work.
+      await until(() => lines.some((line) => line.includes('"msg":"request"') && line.includes('/attachments')))
+      expectNothingStored(s.h)
+      expect(lines.join('')).not.toContain('"level":"error"')
+    } finally {
+      await s.h.app.stop()
+    }
+  })
+
   test('a client that goes away mid-body leaves no file behind, and the next upload is served', async () => {
     const lines: string[] = []
-    await using s = await setup({ log: createLogger('info', (line) => lines.push(line)) })
+    await using s = await setup({ log: createLogger('debug', (line) => lines.push(line)) })
     const server = s.h.app.listen({ port: 0, hostname: '127.0.0.1' }).server
     try {
       const socket = await Bun.connect({ hostname: '127.0.0.1', port: server?.port ?? 0, socket: { data() {} } })
@@ -589,7 +614,8 @@ describe('hostile and malformed uploads store nothing', () => {
       // The body is being received into a temporary file; the client then leaves with most of it unsent.
       await until(() => storedFiles(s.h).some((name) => name.endsWith('.tmp')))
       socket.end()
-      await until(() => storedFiles(s.h).length === 0)
+      // The route's access-log line marks the end of its work, the file's removal included.
+      await until(() => lines.some((line) => line.includes('"msg":"request"') && line.includes('/attachments')))
       expectNothingStored(s.h)
       // The client's doing, not a server fault: nothing reaches the error log.
       expect(lines.join('')).not.toContain('"level":"error"')

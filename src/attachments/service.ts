@@ -188,7 +188,8 @@ export async function uploadAttachments(
   try {
     const { contentType } = await receiveBody(request, bodyPath)
     const outcome = await deps.inspector.inspect({ bodyPath, contentType, stored }, deps.uploadsDir)
-    return store(deps, threadId, acceptedFiles(outcome))
+    // Awaited here, not handed back: a rejection must not go unhandled while the finally below awaits.
+    return await store(deps, threadId, acceptedFiles(outcome))
   } finally {
     // Never in place of the answer: a body file that cannot be removed now goes at the next start-up sweep.
     await rm(bodyPath, { force: true }).catch(() => {})

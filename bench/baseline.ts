@@ -343,7 +343,7 @@ async function decodeImage(bytes: Uint8Array): Promise<void> {
 
 /**
  * The same checks as Threadhouse's upload route, run on this server's only thread: what Threadhouse did
- * before its inspect workers, so scenario 6 shows what moving them off the request thread is worth.
+ * before its inspect processes, so scenario 6 shows what moving them off the request thread is worth.
  */
 async function upload(request: Request): Promise<Response> {
   const form = await request.formData()

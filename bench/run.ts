@@ -268,7 +268,7 @@ if (selected.has('6')) await uploadsScenario()
 /**
  * Scenario 6, on its own pair of servers: each file uploaded by one client (the time an upload takes) and by
  * four (throughput), then thread-by-ID latency idle and while four clients upload. The baseline here does the
- * same checks on its main thread, as Threadhouse did before its inspect workers.
+ * same checks on its main thread, as Threadhouse did before its inspect processes.
  */
 async function uploadsScenario(): Promise<void> {
   log('scenario 6: making the upload files')

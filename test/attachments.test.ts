@@ -1,5 +1,5 @@
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -11,10 +11,19 @@ import { createFileInspector } from '../src/attachments/inspector'
 import { imageLimits, maxRequestBytes, pdfLimits, textLimits } from '../src/attachments/limits'
 import { checkFormFiles, discardCheckedFiles, sweepUploads } from '../src/attachments/service'
 import { createLogger, silentLogger } from '../src/shared/log'
-import { type Harness, harness, publicUrl, ScriptedRunner, type TestUser, until } from './helpers'
+import {
+  firstRunToken,
+  type Harness,
+  harness,
+  publicUrl,
+  ScriptedRunner,
+  startServer,
+  type TestUser,
+  until,
+} from './helpers'
 
-// Image work runs in the inspect worker below the test's own priority (see inspect-worker.ts), so on a busy
-// machine it waits for every other process: several seconds are no failure here.
+// Image work runs in inspect processes in the idle scheduling class (see inspector.ts), so on a busy machine it
+// waits for every other process: several seconds are no failure here.
 setDefaultTimeout(30_000)
 
 // Fixtures, made here so that every byte a test sends is visible in the test.
@@ -688,51 +697,117 @@ describe('hostile and malformed uploads store nothing', () => {
   })
 })
 
-/** Each of this process's threads by ID, with its name and nice value (Linux only). */
-function threads(): { id: number; name: string; nice: number }[] {
-  return readdirSync('/proc/self/task').flatMap((id) => {
+/** The processes whose parent is `parent` and whose command line runs the inspect process (Linux only). */
+function inspectProcesses(parent: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .flatMap((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+        // The fields after the parenthesised name start at the 3rd; the parent is the 4th.
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+        const inspects = readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('inspect-process')
+        return ppid === parent && inspects ? [Number(pid)] : []
+      } catch {
+        return [] // the process ended between the listing and the read
+      }
+    })
+}
+
+/** The scheduling policy of each of a process's threads, from its stat file's 41st field (5 is SCHED_IDLE). */
+function policies(pid: number): number[] {
+  return readdirSync(`/proc/${pid}/task`).flatMap((id) => {
     try {
-      const stat = readFileSync(`/proc/self/task/${id}/stat`, 'utf8')
-      // The fields after the parenthesised name start at the 3rd; nice is the 19th.
-      const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])
-      return [{ id: Number(id), name: readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim(), nice }]
+      const stat = readFileSync(`/proc/${pid}/task/${id}/stat`, 'utf8')
+      return [Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38])]
     } catch {
       return [] // the thread ended between the listing and the read
     }
   })
 }
 
-describe('the inspect worker', () => {
-  test.skipIf(process.platform !== 'linux')('decodes images below the priority of the request thread', async () => {
-    await using s = await setup()
-    const wide = form({ name: 'wide.jpg', bytes: await jpeg(3000, 1000) })
-    expect((await upload(s.h, s.owner.token, s.threadId, wide)).status).toBe(201)
-    const libvips = threads().filter((thread) => thread.name.startsWith('libvips'))
-    expect(libvips.length).toBeGreaterThan(0)
-    expect(new Set(libvips.map((thread) => thread.nice))).toEqual(new Set([10]))
-    expect(threads().find((thread) => thread.id === process.pid)?.nice).toBe(0)
-  })
+const SCHED_IDLE = 5
 
-  test('a worker that dies fails its upload with 500 and stores nothing; the next upload gets a fresh one', async () => {
-    // One worker, so that the second upload can only succeed on a worker started after the crash.
-    const entry = new URL('./fixtures/crashing-inspect-worker.ts', import.meta.url)
-    await using s = await setup({ inspector: createFileInspector(silentLogger, { size: 1, entry }) })
+describe('the inspect processes', () => {
+  test.skipIf(process.platform !== 'linux')(
+    'run in the idle scheduling class, every thread, and hold none of the server environment',
+    async () => {
+      await using s = await setup()
+      // Decoding a large image starts libvips's threads, which must inherit the class too.
+      const wide = form({ name: 'wide.jpg', bytes: await jpeg(3000, 1000) })
+      expect((await upload(s.h, s.owner.token, s.threadId, wide)).status).toBe(201)
+      const [child] = inspectProcesses(process.pid)
+      if (!child) throw new Error('no inspect process runs')
+      const threadNames = readdirSync(`/proc/${child}/task`).map((id) =>
+        readFileSync(`/proc/${child}/task/${id}/comm`, 'utf8'),
+      )
+      expect(threadNames.some((name) => name.startsWith('libvips'))).toBe(true)
+      expect(new Set(policies(child))).toEqual(new Set([SCHED_IDLE]))
+      expect(policies(process.pid)).not.toContain(SCHED_IDLE)
+      const environment = readFileSync(`/proc/${child}/environ`, 'utf8').split('\0').filter(Boolean)
+      const names = environment.map((variable) => variable.slice(0, variable.indexOf('=')))
+      // Bun's own IPC variables aside, only what bun needs; the test's environment holds dozens more.
+      const ours = names.filter((name) => !name.startsWith('NODE_CHANNEL_'))
+      expect(ours.filter((name) => !['PATH', 'HOME', 'TMPDIR'].includes(name))).toEqual([])
+      expect(Object.keys(process.env).length).toBeGreaterThan(ours.length)
+    },
+  )
+
+  test('one that dies fails its upload with 500 and stores nothing; the next upload gets a fresh one', async () => {
+    // One process, so that the second upload can only succeed on a process started after the crash.
+    const entry = new URL('./fixtures/crashing-inspect-process.ts', import.meta.url)
+    const lines: string[] = []
+    const logger = createLogger('error', (line) => lines.push(line))
+    await using s = await setup({ inspector: createFileInspector(logger, { size: 1, entry }) })
     const batch = form({ name: 'notes.txt', bytes: 'fine' }, { name: 'crash.txt', bytes: 'boom' })
     const crashed = await upload(s.h, s.owner.token, s.threadId, batch)
     expect(crashed.status).toBe(500)
+    expect(lines.map((line) => JSON.parse(line))).toContainEqual(
+      expect.objectContaining({ msg: 'file inspector exited', exitCode: null, signal: 'SIGSEGV' }),
+    )
     expectNothingStored(s.h)
     const next = await upload(s.h, s.owner.token, s.threadId, form({ name: 'notes.txt', bytes: 'fine' }))
     expect(next.status).toBe(201)
     expect(next.body).toEqual([{ id: expect.any(String), filename: 'notes.txt' }])
   })
+
+  test.skipIf(process.platform !== 'linux')('end when the server is killed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'threadhouse-orphans-'))
+    try {
+      const server = await startServer({ DATABASE_PATH: join(dir, 'db.sqlite'), UPLOADS_DIR: join(dir, 'uploads') })
+      await using _ = server
+      const token = await firstRunToken(server)
+      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+      const created = await fetch(`${server.url}/api/v1/threads`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ text: 'hello' }),
+      })
+      const { thread_id } = (await created.json()) as { thread_id: string }
+      const files = new FormData()
+      files.append('attachments[0]', new File(['notes'], 'notes.txt'))
+      const uploaded = await fetch(`${server.url}/api/v1/threads/${thread_id}/attachments`, {
+        method: 'POST',
+        headers: { authorization: headers.authorization },
+        body: files,
+      })
+      expect(uploaded.status).toBe(201)
+      const [child] = inspectProcesses(server.process.pid)
+      if (!child) throw new Error('no inspect process runs')
+      server.process.kill('SIGKILL')
+      await until(() => !existsSync(`/proc/${child}`), 10_000)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })
 
 describe('stuck inspections', () => {
-  test('an inspection past its time limit ends its worker and fails its upload; the next upload gets a new one', async () => {
-    // Each worker takes longer than the limit to load, which must not count: the limit is for inspecting. The
-    // limit also times the healthy upload on the fresh worker, whose first inspection runs below the test's
+  test('an inspection past its time limit ends its process and fails its upload; the next upload gets a new one', async () => {
+    // Each process takes longer than the limit to load, which must not count: the limit is for inspecting. The
+    // limit also times the healthy upload on the fresh process, whose first inspection runs below the test's
     // priority and took up to half a second beside two busy processes: 200 ms failed one run in ten there.
-    const entry = new URL('./fixtures/stuck-inspect-worker.ts', import.meta.url)
+    const entry = new URL('./fixtures/stuck-inspect-process.ts', import.meta.url)
     await using s = await setup({ inspector: createFileInspector(silentLogger, { size: 1, entry, timeoutMs: 2_000 }) })
     const stuck = await upload(s.h, s.owner.token, s.threadId, form({ name: 'stuck.txt', bytes: 'loops forever' }))
     expect(stuck.status).toBe(500)
@@ -743,8 +818,8 @@ describe('stuck inspections', () => {
 })
 
 describe('stuck starts', () => {
-  test('a worker that never becomes ready is ended at its start limit and fails the uploads it held', async () => {
-    const entry = new URL('./fixtures/never-ready-inspect-worker.ts', import.meta.url)
+  test('a process that never becomes ready is ended at its start limit and fails the uploads it held', async () => {
+    const entry = new URL('./fixtures/never-ready-inspect-process.ts', import.meta.url)
     const inspector = createFileInspector(silentLogger, { size: 1, entry, startLimitMs: 300 })
     await using s = await setup({ inspector })
     const reply = await upload(s.h, s.owner.token, s.threadId, form({ name: 'notes.txt', bytes: 'fine' }))

@@ -1,7 +1,7 @@
 // The checks of one file's bytes: its type from the bytes against what its name and declared type claim, its
 // size, a PDF's structure and pages, text's encoding, and an image's pixels (decoded by sharp, which also makes
-// the scaled copy models read). Plain data in and out, so that they run in the inspect worker
-// (inspect-worker.ts) and never on the thread that answers requests.
+// the scaled copy models read). Plain data in and out, so that they run in the inspect process
+// (inspect-process.ts) and never on the thread that answers requests.
 import { extname } from 'node:path'
 import { constants, inflateSync } from 'node:zlib'
 import { fileTypeFromBuffer } from 'file-type'

@@ -1,5 +1,5 @@
 // Reading an upload's multipart body into its file parts, by the route's naming rules, and cleaning the names
-// clients give files. Runs in the inspect worker (inspect-worker.ts), never on the thread that answers requests.
+// clients give files. Runs in the inspect process (inspect-process.ts), never on the thread that answers requests.
 import { extname } from 'node:path'
 import { filenameMaxLength, filesPerRequest } from './limits'
 

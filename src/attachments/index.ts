@@ -34,7 +34,7 @@ Errors on this route:
 - 422 \`{message, reason: {file, part, code, limit?}}\`: a file broke a content rule; \`code\` is one of ${AttachmentsModel.rejectionCodes.map((code) => `\`${code}\``).join(', ')};
 - 403 \`{error, message}\`: the caller can see the thread but does not own it, or lacks \`threads:write\`;
 - 404 \`{error, message}\`: the thread does not exist for the caller;
-- 500 \`{error, message}\`: the body could not be written to the uploads folder for checking (a full disk, say), checking the files took more than 60 s (a parser stuck on a crafted file), the checker did not start within 60 s, or it failed; nothing is stored.`
+- 500 \`{error, message}\`: the body could not be written to the uploads folder for checking (a full disk, say), checking the files took more than 60 s (a parser stuck on a crafted file, or a machine so busy that the checks, which get only CPU time nothing else wants, had none), the checker did not start within 60 s, or it failed or crashed; nothing is stored.`
 
 const downloadErrors = { 400: AuthModel.error, 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
 

@@ -1,4 +1,4 @@
-// Attachment uploads: stream the body to a file, hand it to an inspect worker (which parses it, checks every
+// Attachment uploads: stream the body to a file, hand it to an inspect process (which parses it, checks every
 // file and writes the accepted ones under temporary names), then store every row and file together, or nothing.
 // The request thread does only what needs the database. Nothing here sees an Elysia Context.
 import { renameSync } from 'node:fs'
@@ -83,8 +83,8 @@ const tooLarge = () =>
   new AppError(413, 'payload_too_large', `An upload body may have at most ${maxRequestBytes} bytes`)
 
 /**
- * Streams the raw body of an upload request into a temporary file in the uploads folder, which the inspect
- * worker reads. Gathered in memory here instead, megabytes of bodies cost this thread copies and garbage
+ * Streams the raw body of an upload request into a temporary file in the uploads folder, which an inspect
+ * process reads. Gathered in memory here instead, megabytes of bodies cost this thread copies and garbage
  * collections that other requests wait behind (bench scenario 6). A body that declares more bytes than any
  * valid upload needs is refused before a byte of it is read. The caller removes the file.
  */

@@ -1,37 +1,14 @@
-// The inspect worker: all of an upload's work but the database, off the thread that answers requests. It parses
-// the multipart body (form.ts), checks each file (checks.ts, sharp included), writes the accepted files under
-// temporary names and answers with names and paths only; the request thread inserts the rows and renames the
-// files in one transaction.
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
-import { setPriority } from 'node:os'
+// The inspect process: all of an upload's work but the database, in a child process of the server. It parses the
+// multipart body (form.ts), checks each file (checks.ts, sharp included), writes the accepted files under
+// temporary names and answers with names and paths only; the server inserts the rows and renames the files in
+// one transaction. The server starts it in Linux's idle scheduling class (inspector.ts), which every thread
+// here inherits, and a decoder that crashes on a crafted file ends this process, not the server.
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { checkFile } from './checks'
 import { FormRefusal, type Part, readParts, sanitizeFilename } from './form'
 import type { CheckedFile, FromInspector, Outcome, ToInspector, Upload } from './inspector'
 import { filesPerThread } from './limits'
-
-declare const self: Worker
-
-/**
- * Upload work gives way to requests: on a small machine a PDF being parsed or an image being decoded would
- * otherwise hold up other endpoints' answers (bench scenario 6). Linux keeps a priority per thread, so this
- * lowers this worker's thread and libvips's, which decode for sharp and for nothing else. libvips starts threads
- * as it needs them, at the priority of the thread that starts them, so this runs again after every upload.
- * Without /proc (not Linux) it does nothing.
- */
-function giveWayToRequests(): void {
-  if (!existsSync('/proc/thread-self')) return
-  const own = readlinkSync('/proc/thread-self').split('/').at(-1)
-  for (const thread of readdirSync('/proc/self/task')) {
-    try {
-      if (thread === own || readFileSync(`/proc/self/task/${thread}/comm`, 'utf8').startsWith('libvips')) {
-        setPriority(Number(thread), 10)
-      }
-    } catch {
-      // The thread ended meanwhile.
-    }
-  }
-}
 
 async function partsOf(upload: Upload): Promise<Part[]> {
   if ('bodyPath' in upload) return readParts(readFileSync(upload.bodyPath), upload.contentType)
@@ -45,8 +22,7 @@ async function partsOf(upload: Upload): Promise<Part[]> {
 
 /**
  * Writes each file, and a large image's scaled copy, under a temporary name: a name no attachment has, which
- * the start-up sweep removes should the request thread never store it. Synchronously, so that the copying
- * happens on this low-priority thread rather than on Bun's shared I/O threads, which requests use too.
+ * the start-up sweep removes should the server never store it.
  */
 function writeTemporary(uploadsDir: string, files: { bytes: Uint8Array; path: string }[]): void {
   try {
@@ -95,21 +71,24 @@ async function inspect({ upload, uploadsDir }: ToInspector): Promise<Outcome> {
   return { accepted }
 }
 
-async function answer(request: ToInspector): Promise<void> {
+/** Inspects one upload and answers; a check that throws is a bug, not a refusal, and fails the upload. */
+export async function answer(request: ToInspector): Promise<void> {
   const { id } = request
   const message: FromInspector = await inspect(request).then(
     (outcome) => ({ id, outcome }),
-    // A check that throws is a bug, not a refusal: the upload fails as any unexpected error does.
     (error) => ({ id, failure: String(error) }),
   )
-  self.postMessage(message)
-  // After answering, so the scan never delays an upload: libvips may have started threads meanwhile.
-  giveWayToRequests()
+  process.send?.(message)
 }
 
-giveWayToRequests()
-self.onmessage = (event: MessageEvent<ToInspector>) => {
-  void answer(event.data)
+/**
+ * Takes uploads from the server and says when this process is ready for them: the server sends none before, so
+ * none arrives while the modules above load. Tests pass a handler that wraps `answer`. Only the channel to the
+ * server keeps this process alive: should the server die, it exits once its last inspection ends.
+ */
+export function serve(handle: (request: ToInspector) => unknown = answer): void {
+  process.on('message', (request: ToInspector) => void handle(request))
+  process.send?.({ ready: true } satisfies FromInspector)
 }
-// Uploads' time limits start now: the modules above may take a while to load on a busy machine.
-self.postMessage({ ready: true } satisfies FromInspector)
+
+if (import.meta.main) serve()

@@ -59,10 +59,21 @@ export async function settle(server: Server): Promise<void> {
   }
 }
 
+/**
+ * Resident memory of a process and its descendants: Threadhouse checks uploads in child processes, whose memory
+ * is the server's as much as its own. A process that has just ended counts as nothing.
+ */
 export function rssBytes(pid: number): number {
-  const status = require('node:fs').readFileSync(`/proc/${pid}/status`, 'utf8') as string
-  const match = status.match(/VmRSS:\s+(\d+) kB/)
-  return match ? Number(match[1]) * 1024 : 0
+  const { readdirSync, readFileSync } = require('node:fs') as typeof import('node:fs')
+  try {
+    const match = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/)
+    const children = readdirSync(`/proc/${pid}/task`).flatMap((thread) =>
+      readFileSync(`/proc/${pid}/task/${thread}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+    )
+    return (match ? Number(match[1]) * 1024 : 0) + children.reduce((sum, child) => sum + rssBytes(child), 0)
+  } catch {
+    return 0
+  }
 }
 
 const ticksPerSecond = 100

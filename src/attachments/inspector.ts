@@ -106,7 +106,7 @@ interface Slot {
  * How an inspect process starts: in Linux's idle scheduling class (`chrt --idle`, which needs no privilege to
  * lower one's own priority), whose threads run only on a core nothing else wants and which every thread the
  * process starts inherits: libvips's, JavaScriptCore's compilers and garbage collectors alike. Decoding an image
- * or parsing a PDF then never holds a core a request could use. Without chrt (not Linux), at the lowest nice value.
+ * or parsing a PDF then never holds a core a request could use. Without chrt (not Linux), at nice 19.
  */
 function lowPriority(): string[] {
   const chrt = process.platform === 'linux' && Bun.which('chrt')
@@ -117,7 +117,7 @@ function lowPriority(): string[] {
 
 /**
  * The inspect process's environment: what Bun needs, no more. It parses files strangers send, so it gets none of
- * the server's secrets (provider keys, the database's path).
+ * the server's configuration, model providers' API keys among it.
  */
 function childEnvironment(): Record<string, string> {
   const { PATH, HOME, TMPDIR } = process.env

@@ -444,11 +444,13 @@ const footer =
   'Ratios are Threadhouse ÷ baseline (bench/baseline.ts: raw Bun.serve + bun:sqlite) measured in the same run, ' +
   "the servers taking turns in rounds; each HTTP figure of scenarios 1-4 is the median of its server's rounds. " +
   'Latency columns are milliseconds; for scenario 4 they are POST → first `token` event, for scenario 5 the ' +
-  'delivery lag. RSS is the peak during the measurement. "3 search SQL" rows time the search without HTTP.'
+  'delivery lag. RSS is the peak during the measurement, child processes included (Threadhouse checks uploads ' +
+  'in child processes). "3 search SQL" rows time the search without HTTP.'
 const uploadsFooter =
   'Upload rows: Threadhouse against the raw baseline doing the same checks on its main thread; latency is the ' +
   'whole upload request. "Beside 4 uploads ÷ idle" rows compare one server with itself, wrk -c4: the ratio is ' +
-  'how much its thread-by-ID p99 rises while four clients upload the three files in turn.'
+  'how much its thread-by-ID p99 rises while four clients upload the three files in turn. RSS includes child ' +
+  "processes: Threadhouse's inspect processes."
 const report = (tableRows: Row[], lines: string[], explained: string) =>
   [`# ${heading}`, '', table(tableRows), '', ...lines.map((note) => `- ${note}`), '', explained, ''].join('\n')
 mkdirSync(results, { recursive: true })

@@ -22,8 +22,8 @@ import {
   until,
 } from './helpers'
 
-// Image work runs in inspect processes in the idle scheduling class (see inspector.ts), so on a busy machine it
-// waits for every other process: several seconds are no failure here.
+// Image work runs in inspect processes (at the test's own priority, except where a test is about priority), so
+// on a busy machine it waits its turn with every other process: several seconds are no failure here.
 setDefaultTimeout(30_000)
 
 // Fixtures, made here so that every byte a test sends is visible in the test.
@@ -704,27 +704,36 @@ function inspectProcesses(parent: number): number[] {
     .flatMap((pid) => {
       try {
         const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-        // The fields after the parenthesised name start at the 3rd; the parent is the 4th.
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+        // The fields after the parenthesised name start at the 3rd: the state, then the parent.
+        const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
         const inspects = readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('inspect-process')
-        return ppid === parent && inspects ? [Number(pid)] : []
+        return Number(ppid) === parent && state !== 'Z' && inspects ? [Number(pid)] : []
       } catch {
         return [] // the process ended between the listing and the read
       }
     })
 }
 
-/** The scheduling policy of each of a process's threads, from its stat file's 41st field (5 is SCHED_IDLE). */
-function policies(pid: number): number[] {
+/** Each of a process's threads: its name, nice value and scheduling policy (stat fields 19 and 41). */
+function threadsOf(pid: number): { name: string; nice: number; policy: number }[] {
   return readdirSync(`/proc/${pid}/task`).flatMap((id) => {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${id}/stat`, 'utf8')
-      return [Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38])]
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      const name = readFileSync(`/proc/${pid}/task/${id}/comm`, 'utf8').trim()
+      return [{ name, nice: Number(fields[16]), policy: Number(fields[38]) }]
     } catch {
       return [] // the thread ended between the listing and the read
     }
   })
 }
+
+/** The one inspect process an upload left running under this test process. */
+const onlyInspectProcess = (): Promise<number> =>
+  until(() => {
+    const found = inspectProcesses(process.pid)
+    return found.length === 1 && found[0]
+  })
 
 const SCHED_IDLE = 5
 
@@ -732,33 +741,76 @@ describe('the inspect processes', () => {
   test.skipIf(process.platform !== 'linux')(
     'run in the idle scheduling class, every thread, and hold none of the server environment',
     async () => {
-      await using s = await setup()
+      await using s = await setup({ inspector: createFileInspector(silentLogger) })
       // Decoding a large image starts libvips's threads, which must inherit the class too.
       const wide = form({ name: 'wide.jpg', bytes: await jpeg(3000, 1000) })
       expect((await upload(s.h, s.owner.token, s.threadId, wide)).status).toBe(201)
-      const [child] = inspectProcesses(process.pid)
-      if (!child) throw new Error('no inspect process runs')
-      const threadNames = readdirSync(`/proc/${child}/task`).map((id) =>
-        readFileSync(`/proc/${child}/task/${id}/comm`, 'utf8'),
-      )
-      expect(threadNames.some((name) => name.startsWith('libvips'))).toBe(true)
-      expect(new Set(policies(child))).toEqual(new Set([SCHED_IDLE]))
-      expect(policies(process.pid)).not.toContain(SCHED_IDLE)
+      const child = await onlyInspectProcess()
+      expect(threadsOf(child).some((thread) => thread.name.startsWith('libvips'))).toBe(true)
+      expect(new Set(threadsOf(child).map((thread) => thread.policy))).toEqual(new Set([SCHED_IDLE]))
+      expect(threadsOf(process.pid).map((thread) => thread.policy)).not.toContain(SCHED_IDLE)
       const environment = readFileSync(`/proc/${child}/environ`, 'utf8').split('\0').filter(Boolean)
       const names = environment.map((variable) => variable.slice(0, variable.indexOf('=')))
-      // Bun's own IPC variables aside, only what bun needs; the test's environment holds dozens more.
+      // Bun's own IPC variables aside, only what bun and libvips need; the test's environment holds dozens more.
       const ours = names.filter((name) => !name.startsWith('NODE_CHANNEL_'))
-      expect(ours.filter((name) => !['PATH', 'HOME', 'TMPDIR'].includes(name))).toEqual([])
+      expect(ours.filter((name) => !/^(PATH|HOME|TMPDIR|VIPS_\w+|MALLOC_\w+)$/.test(name))).toEqual([])
       expect(Object.keys(process.env).length).toBeGreaterThan(ours.length)
     },
   )
+
+  test('load no .env file, though the server did', async () => {
+    // A server started in a folder with a .env file, as `bun src/index.ts` loads one, and a secret in it.
+    const dir = mkdtempSync(join(tmpdir(), 'threadhouse-env-'))
+    writeFileSync(join(dir, '.env'), 'THREADHOUSE_TEST_SECRET=shh\n')
+    const entry = new URL('./fixtures/env-inspect-process.ts', import.meta.url)
+    const source = (path: string) => JSON.stringify(join(import.meta.dir, '..', 'src', path))
+    const script = `
+      import { createFileInspector } from ${source('attachments/inspector.ts')}
+      import { silentLogger } from ${source('shared/log.ts')}
+      const inspector = createFileInspector(silentLogger, { entry: new URL(${JSON.stringify(entry.href)}), idle: false })
+      const seen = await inspector.inspect({ files: [] }, ${JSON.stringify(dir)}).catch((error) => String(error))
+      await inspector.close()
+      console.log(JSON.stringify({ server: process.env.THREADHOUSE_TEST_SECRET, inspector: seen }))`
+    try {
+      const run = Bun.spawnSync([process.execPath, '-e', script], { cwd: dir })
+      const seen = JSON.parse(run.stdout.toString()) as { server: string; inspector: string }
+      expect(seen.server).toBe('shh')
+      expect(seen.inspector).toContain('PATH')
+      expect(seen.inspector).not.toContain('THREADHOUSE_TEST_SECRET')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  test.skipIf(process.platform !== 'linux')('start at nice 19 where chrt fails', async () => {
+    // A chrt that refuses, as a sandbox that forbids the idle class would, first on the PATH.
+    const bin = mkdtempSync(join(tmpdir(), 'threadhouse-bin-'))
+    writeFileSync(join(bin, 'chrt'), '#!/bin/sh\nexit 1\n', { mode: 0o755 })
+    const path = process.env.PATH
+    process.env.PATH = `${bin}:${path}`
+    try {
+      const lines: string[] = []
+      const inspector = createFileInspector(createLogger('info', (line) => lines.push(line)))
+      await using s = await setup({ inspector })
+      expect((await upload(s.h, s.owner.token, s.threadId, form({ name: 'a.txt', bytes: 'x' }))).status).toBe(201)
+      expect(lines.map((line) => JSON.parse(line))).toContainEqual(
+        expect.objectContaining({ msg: 'file inspectors start', priority: 'nice 19' }),
+      )
+      const threads = threadsOf(await onlyInspectProcess())
+      // Every thread at nice 19, in the normal class (0).
+      expect(new Set(threads.map(({ nice, policy }) => `${nice} ${policy}`))).toEqual(new Set(['19 0']))
+    } finally {
+      process.env.PATH = path
+      rmSync(bin, { recursive: true, force: true })
+    }
+  })
 
   test('one that dies fails its upload with 500 and stores nothing; the next upload gets a fresh one', async () => {
     // One process, so that the second upload can only succeed on a process started after the crash.
     const entry = new URL('./fixtures/crashing-inspect-process.ts', import.meta.url)
     const lines: string[] = []
     const logger = createLogger('error', (line) => lines.push(line))
-    await using s = await setup({ inspector: createFileInspector(logger, { size: 1, entry }) })
+    await using s = await setup({ inspector: createFileInspector(logger, { size: 1, entry, idle: false }) })
     const batch = form({ name: 'notes.txt', bytes: 'fine' }, { name: 'crash.txt', bytes: 'boom' })
     const crashed = await upload(s.h, s.owner.token, s.threadId, batch)
     expect(crashed.status).toBe(500)
@@ -795,7 +847,15 @@ describe('the inspect processes', () => {
       const [child] = inspectProcesses(server.process.pid)
       if (!child) throw new Error('no inspect process runs')
       server.process.kill('SIGKILL')
-      await until(() => !existsSync(`/proc/${child}`), 10_000)
+      try {
+        // Gone, or a zombie waiting for whoever adopted it to reap it: either way it runs no more.
+        await until(
+          () => !existsSync(`/proc/${child}`) || /\) Z /.test(readFileSync(`/proc/${child}/stat`, 'utf8')),
+          10_000,
+        )
+      } finally {
+        process.kill(child, 'SIGKILL')
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
@@ -805,10 +865,11 @@ describe('the inspect processes', () => {
 describe('stuck inspections', () => {
   test('an inspection past its time limit ends its process and fails its upload; the next upload gets a new one', async () => {
     // Each process takes longer than the limit to load, which must not count: the limit is for inspecting. The
-    // limit also times the healthy upload on the fresh process, whose first inspection runs below the test's
-    // priority and took up to half a second beside two busy processes: 200 ms failed one run in ten there.
+    // limit also times the healthy upload on the fresh process, whose first inspection took up to half a second
+    // beside two busy processes (below the test's priority then): 200 ms failed one run in ten there.
     const entry = new URL('./fixtures/stuck-inspect-process.ts', import.meta.url)
-    await using s = await setup({ inspector: createFileInspector(silentLogger, { size: 1, entry, timeoutMs: 2_000 }) })
+    const inspector = createFileInspector(silentLogger, { size: 1, entry, timeoutMs: 2_000, idle: false })
+    await using s = await setup({ inspector })
     const stuck = await upload(s.h, s.owner.token, s.threadId, form({ name: 'stuck.txt', bytes: 'loops forever' }))
     expect(stuck.status).toBe(500)
     expectNothingStored(s.h)
@@ -1024,7 +1085,7 @@ describe('GET /api/v1/limits', () => {
 describe('web form files', () => {
   test('checked files wait under temporary names; a refused form removes them at once', async () => {
     await using s = await setup()
-    const inspector = createFileInspector(silentLogger)
+    const inspector = createFileInspector(silentLogger, { idle: false })
     try {
       const file = new File(['a note'], 'note.txt', { type: 'text/plain' })
       const checked = await checkFormFiles({ inspector, uploadsDir: s.h.uploadsDir }, [file])

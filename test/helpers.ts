@@ -102,7 +102,7 @@ export async function harness(
   const clock = options.clock ?? { now: () => Date.now() }
   const runner =
     options.runner ?? createWorkerRunner({ provider: 'echo', echoTokenDelayMs: options.echoDelayMs ?? 0 }, silentLogger)
-  const inspector = options.inspector ?? createFileInspector(silentLogger)
+  const inspector = options.inspector ?? createFileInspector(silentLogger, { idle: false })
   const app = createApp({
     db,
     config: {

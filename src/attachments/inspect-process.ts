@@ -16,7 +16,7 @@ async function partsOf(upload: Upload): Promise<Part[]> {
     name: `attachments[${index}]`,
     filename: sanitizeFilename(file.filename),
     declaredType: file.declaredType,
-    bytes: new Uint8Array(file.bytes),
+    bytes: readFileSync(file.path),
   }))
 }
 

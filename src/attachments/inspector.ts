@@ -7,16 +7,16 @@ import type { Logger } from '../shared/log'
 import type { AttachmentKind } from './attachments.table'
 import type { AttachmentsModel } from './model'
 
-/** A file a web form sent, already parsed; its name and declared type are claims. */
+/** A file a web form sent, already parsed and written to `path`; its name and declared type are claims. */
 export interface FormFile {
   filename: string
   declaredType: string
-  bytes: ArrayBuffer
+  path: string
 }
 
 /**
  * What to inspect: the file holding an upload request's raw multipart body, with the number of files its thread
- * already holds, or the files of a web form, whose bytes are copied to the inspect process.
+ * already holds, or the files of a web form.
  */
 export type Upload = { bodyPath: string; contentType: string; stored: number } | { files: FormFile[] }
 
@@ -74,6 +74,11 @@ export interface InspectorOptions {
   /** The inspect process's entry module; tests swap in one that can be made to crash. */
   entry?: URL
   /**
+   * Whether inspect processes run in the idle scheduling class (default). Tests that are not about priority
+   * turn it off, so that other work on a busy machine cannot starve their uploads for seconds.
+   */
+  idle?: boolean
+  /**
    * How long one upload may wait for its outcome once handed to a process that has loaded its modules (default
    * 60 s, far beyond any file within the limits, even beside other uploads on the same process). A process
    * still busy then is taken to be stuck in a parser or decoder: it is killed, and every upload it held fails.
@@ -103,26 +108,40 @@ interface Slot {
 }
 
 /**
- * How an inspect process starts: in Linux's idle scheduling class (`chrt --idle`, which needs no privilege to
+ * How an inspect process starts: in Linux's idle scheduling class (`chrt -i 0`, which needs no privilege to
  * lower one's own priority), whose threads run only on a core nothing else wants and which every thread the
  * process starts inherits: libvips's, JavaScriptCore's compilers and garbage collectors alike. Decoding an image
- * or parsing a PDF then never holds a core a request could use. Without chrt (not Linux), at nice 19.
+ * or parsing a PDF then never holds a core a request could use. Where chrt is missing or refused (not Linux, a
+ * sandbox that forbids it), at nice 19; failing that, at the server's own priority. Tried once, by running the
+ * wrapper on `true`, since a wrapper that fails would end every inspect process before it starts.
  */
-function lowPriority(): string[] {
-  const chrt = process.platform === 'linux' && Bun.which('chrt')
-  if (chrt) return [chrt, '--idle', '0']
-  const nice = Bun.which('nice')
-  return nice ? [nice, '-n', '19'] : []
+function lowPriority(log: Logger): string[] {
+  const candidates: [string, string[]][] = [
+    ['idle scheduling class', ['chrt', '-i', '0']],
+    ['nice 19', ['nice', '-n', '19']],
+  ]
+  for (const [priority, [program = '', ...args]] of candidates) {
+    const path = Bun.which(program, { PATH: process.env.PATH ?? '' })
+    if (path && Bun.spawnSync([path, ...args, 'true'], { stdio: ['ignore', 'ignore', 'ignore'] }).success) {
+      log.info('file inspectors start', { priority })
+      return [path, ...args]
+    }
+  }
+  log.warn('file inspectors start at the server priority: neither chrt nor nice works here')
+  return []
 }
 
 /**
- * The inspect process's environment: what Bun needs, no more. It parses files strangers send, so it gets none of
- * the server's configuration, model providers' API keys among it.
+ * The inspect process's environment: what Bun needs, and libvips's and the allocator's tuning. It starts with
+ * none of the server's configuration (model providers' API keys among it) and loads no `.env` file, so that
+ * nothing it prints or leaks can hold a secret. It runs as the same user, so this is no sandbox.
  */
 function childEnvironment(): Record<string, string> {
-  const { PATH, HOME, TMPDIR } = process.env
   return Object.fromEntries(
-    Object.entries({ PATH, HOME, TMPDIR }).filter((entry): entry is [string, string] => !!entry[1]),
+    Object.entries(process.env).filter(
+      (entry): entry is [string, string] =>
+        entry[1] !== undefined && /^(PATH|HOME|TMPDIR|VIPS_\w+|MALLOC_\w+)$/.test(entry[0]),
+    ),
   )
 }
 
@@ -131,7 +150,8 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
   const entry = options.entry ?? new URL('./inspect-process.ts', import.meta.url)
   const timeoutMs = options.timeoutMs ?? 60_000
   const startLimitMs = options.startLimitMs ?? 60_000
-  const command = [...lowPriority(), process.execPath, Bun.fileURLToPath(entry)]
+  // Settled on the first upload: making an inspector (the server's start, every test) runs nothing.
+  let command: string[] | undefined
   const slots = new Set<Slot>()
   let nextId = 0
   let closed = false
@@ -139,6 +159,7 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
   function retire(slot: Slot, reason: string): void {
     if (!slots.delete(slot)) return
     clearTimeout(slot.starting)
+    slot.waiting = null
     slot.process.kill('SIGKILL')
     const pending = [...slot.pending.values()]
     slot.pending.clear()
@@ -148,31 +169,44 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
     }
   }
 
+  /** Starts an inspect process; throws when the system cannot (no processes or file descriptors left). */
   function spawn(): Slot {
+    command ??= [
+      ...(options.idle === false ? [] : lowPriority(log)),
+      process.execPath,
+      '--no-env-file',
+      Bun.fileURLToPath(entry),
+    ]
+    const child = Bun.spawn(command, {
+      env: childEnvironment(),
+      stdio: ['ignore', 'inherit', 'inherit'],
+      ipc: (message: FromInspector) => settle(slot, message),
+      // A crash (a decoder's segfault, running out of memory) or any other exit fails what the process held.
+      onExit: (_process, exitCode, signal) => {
+        if (slots.has(slot)) log.error('file inspector exited', { exitCode, signal })
+        retire(slot, 'The file inspector stopped unexpectedly')
+      },
+    })
     const starting = setTimeout(() => {
       log.error('file inspector did not start', { startLimitMs })
       retire(slot, 'The file inspector did not start')
     }, startLimitMs)
     starting.unref()
-    const slot: Slot = {
-      process: Bun.spawn(command, {
-        env: childEnvironment(),
-        stdio: ['ignore', 'inherit', 'inherit'],
-        ipc: (message: FromInspector) => settle(slot, message),
-        // A crash (a decoder's segfault, running out of memory) or any other exit fails what the process held.
-        onExit: (_process, exitCode, signal) => {
-          if (slots.has(slot)) log.error('file inspector exited', { exitCode, signal })
-          retire(slot, 'The file inspector stopped unexpectedly')
-        },
-      }),
-      waiting: [],
-      starting,
-      pending: new Map(),
-    }
-    // Idle processes must not keep the server alive: the server and pending uploads do that.
-    slot.process.unref()
+    const slot: Slot = { process: child, waiting: [], starting, pending: new Map() }
+    // An inspect process must not keep the server alive: its HTTP server does that.
+    child.unref()
     slots.add(slot)
     return slot
+  }
+
+  /** Hands an upload to a ready process; one whose channel has closed has died, whatever its exit says. */
+  function post(slot: Slot, request: ToInspector): void {
+    try {
+      slot.process.send(request)
+    } catch (error) {
+      log.error('file inspector unreachable', { error: String(error) })
+      retire(slot, 'The file inspector stopped unexpectedly')
+    }
   }
 
   function arm(slot: Slot, job: Pending): void {
@@ -183,11 +217,15 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
   }
 
   function settle(slot: Slot, message: FromInspector): void {
+    // A message read after the process was retired answers nothing any more.
+    if (!slots.has(slot)) return
     if ('ready' in message) {
+      const waiting = slot.waiting
+      if (!waiting) return
       clearTimeout(slot.starting)
-      for (const job of slot.pending.values()) arm(slot, job)
-      for (const request of slot.waiting ?? []) slot.process.send(request)
       slot.waiting = null
+      for (const job of slot.pending.values()) arm(slot, job)
+      for (const request of waiting) if (slots.has(slot)) post(slot, request)
       return
     }
     const job = slot.pending.get(message.id)
@@ -207,8 +245,8 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
   }
 
   return {
-    inspect(upload: Upload, uploadsDir: string): Promise<Outcome> {
-      if (closed) return Promise.reject(new Error('The server is shutting down'))
+    async inspect(upload: Upload, uploadsDir: string): Promise<Outcome> {
+      if (closed) throw new Error('The server is shutting down')
       const slot = choose()
       const request: ToInspector = { id: nextId++, upload, uploadsDir }
       return new Promise<Outcome>((resolve, reject) => {
@@ -217,7 +255,7 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
         if (slot.waiting) slot.waiting.push(request)
         else {
           arm(slot, job)
-          slot.process.send(request)
+          post(slot, request)
         }
       })
     },

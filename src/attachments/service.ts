@@ -219,14 +219,16 @@ export async function checkFormFiles(
     throw invalidRequest(`At most ${filesPerRequest} files at a time; ${chosen.length} were chosen`)
   }
   if (chosen.length === 0) return { accepted: [] }
-  const formFiles = await Promise.all(
-    chosen.map(async (file) => ({
-      filename: file.name ?? '',
-      declaredType: file.type,
-      bytes: await file.arrayBuffer(),
-    })),
-  )
-  return { accepted: acceptedFiles(await deps.inspector.inspect({ files: formFiles }, deps.uploadsDir)) }
+  // Handed over as files, as an upload request's body is: sending megabytes through the inspect process's
+  // channel would copy them on this thread.
+  const written = chosen.map((file) => ({ file, path: resolve(deps.uploadsDir, `${Bun.randomUUIDv7()}.tmp`) }))
+  try {
+    await Promise.all(written.map(({ file, path }) => Bun.write(path, file)))
+    const files = written.map(({ file, path }) => ({ filename: file.name ?? '', declaredType: file.type, path }))
+    return { accepted: acceptedFiles(await deps.inspector.inspect({ files }, deps.uploadsDir)) }
+  } finally {
+    await Promise.all(written.map(({ path }) => rm(path, { force: true }).catch(() => {})))
+  }
 }
 
 /**

@@ -61,19 +61,22 @@ export async function settle(server: Server): Promise<void> {
 
 /**
  * Resident memory of a process and its descendants: Threadhouse checks uploads in child processes, whose memory
- * is the server's as much as its own. A process that has just ended counts as nothing.
+ * is the server's as much as its own. A process that has just ended counts as nothing. Pages the processes share
+ * (Bun's own code) count once per process.
  */
 export function rssBytes(pid: number): number {
   const { readdirSync, readFileSync } = require('node:fs') as typeof import('node:fs')
+  let own = 0
+  let children: number[] = []
   try {
-    const match = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/)
-    const children = readdirSync(`/proc/${pid}/task`).flatMap((thread) =>
+    own = Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/)?.[1] ?? 0) * 1024
+    children = readdirSync(`/proc/${pid}/task`).flatMap((thread) =>
       readFileSync(`/proc/${pid}/task/${thread}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
     )
-    return (match ? Number(match[1]) * 1024 : 0) + children.reduce((sum, child) => sum + rssBytes(child), 0)
   } catch {
-    return 0
+    // The process ended meanwhile, or a thread of it did, or this kernel does not list children.
   }
+  return own + children.reduce((sum, child) => sum + rssBytes(child), 0)
 }
 
 const ticksPerSecond = 100

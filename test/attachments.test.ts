@@ -108,15 +108,24 @@ function zip(): Uint8Array {
   return new Uint8Array([...new Uint8Array(header.buffer), ...name, ...data])
 }
 
-/** A stream of the bytes in 64 KiB chunks: fetch sends it without a Content-Length. */
-function chunked(bytes: Uint8Array): ReadableStream<Uint8Array> {
+/** Uploads a form to a listening server as a stream in 64 KiB chunks, which fetch sends without a Content-Length. */
+async function uploadChunked(port: number, token: string, threadId: string, body: FormData): Promise<Response> {
+  const encoded = new Response(body)
+  // Read first: Bun's Response forgets its multipart content type once the body is consumed.
+  const contentType = encoded.headers.get('content-type') ?? ''
+  const bytes = new Uint8Array(await encoded.arrayBuffer())
   let offset = 0
-  return new ReadableStream({
+  const stream = new ReadableStream<Uint8Array>({
     pull(controller) {
       if (offset >= bytes.length) return controller.close()
       controller.enqueue(bytes.subarray(offset, offset + 65_536))
       offset += 65_536
     },
+  })
+  return fetch(`http://127.0.0.1:${port}/api/v1/threads/${threadId}/attachments`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': contentType },
+    body: stream,
   })
 }
 
@@ -563,15 +572,8 @@ describe('hostile and malformed uploads store nothing', () => {
     const server = s.h.app.listen({ port: 0, hostname: '127.0.0.1' }).server
     try {
       // A stream has no Content-Length; Bun's maxRequestBodySize, well above the limit, bounds how far it is read.
-      const encoded = new Response(form({ name: 'big.txt', bytes: new Uint8Array(maxRequestBytes).fill(0x61) }))
-      const response = await fetch(`http://127.0.0.1:${server?.port}/api/v1/threads/${s.threadId}/attachments`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${s.owner.token}`,
-          'content-type': encoded.headers.get('content-type') ?? '',
-        },
-        body: chunked(new Uint8Array(await encoded.arrayBuffer())),
-      })
+      const big = form({ name: 'big.txt', bytes: new Uint8Array(maxRequestBytes).fill(0x61) })
+      const response = await uploadChunked(server?.port ?? 0, s.owner.token, s.threadId, big)
       expect(response.status).toBe(413)
       expect(await response.json()).toEqual({ message: expect.any(String) })
       expectNothingStored(s.h)
@@ -586,15 +588,8 @@ describe('hostile and malformed uploads store nothing', () => {
     const server = s.h.app.listen({ port: 0, hostname: '127.0.0.1' }).server
     try {
       // Bun stops reading at maxRequestBodySize (four times the upload limit) and answers 413 itself.
-      const encoded = new Response(form({ name: 'huge.txt', bytes: new Uint8Array(4 * maxRequestBytes + 1) }))
-      const response = await fetch(`http://127.0.0.1:${server?.port}/api/v1/threads/${s.threadId}/attachments`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${s.owner.token}`,
-          'content-type': encoded.headers.get('content-type') ?? '',
-        },
-        body: chunked(new Uint8Array(await encoded.arrayBuffer())),
-      })
+      const huge = form({ name: 'huge.txt', bytes: new Uint8Array(4 * maxRequestBytes + 1) })
+      const response = await uploadChunked(server?.port ?? 0, s.owner.token, s.threadId, huge)
       expect(response.status).toBe(413)
       // Bun answered before the route finished: the route's access-log line marks the end of its work.
       await until(() => lines.some((line) => line.includes('"msg":"request"') && line.includes('/attachments')))

@@ -66,17 +66,22 @@ export async function settle(server: Server): Promise<void> {
  */
 export function rssBytes(pid: number): number {
   const { readdirSync, readFileSync } = require('node:fs') as typeof import('node:fs')
-  let own = 0
-  let children: number[] = []
-  try {
-    own = Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/)?.[1] ?? 0) * 1024
-    children = readdirSync(`/proc/${pid}/task`).flatMap((thread) =>
-      readFileSync(`/proc/${pid}/task/${thread}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
-    )
-  } catch {
-    // The process ended meanwhile, or a thread of it did, or this kernel does not list children.
+  // Each read may find the process or one of its threads ended meanwhile, or a kernel that lists no children.
+  const attempt = <T>(read: () => T, otherwise: T): T => {
+    try {
+      return read()
+    } catch {
+      return otherwise
+    }
   }
-  return own + children.reduce((sum, child) => sum + rssBytes(child), 0)
+  const status = attempt(() => readFileSync(`/proc/${pid}/status`, 'utf8'), '')
+  const own = Number(status.match(/VmRSS:\s+(\d+) kB/)?.[1] ?? 0) * 1024
+  const children = attempt(() => readdirSync(`/proc/${pid}/task`), []).flatMap((thread) =>
+    attempt(() => readFileSync(`/proc/${pid}/task/${thread}/children`, 'utf8'), '')
+      .split(' ')
+      .filter(Boolean),
+  )
+  return own + children.reduce((sum, child) => sum + rssBytes(Number(child)), 0)
 }
 
 const ticksPerSecond = 100

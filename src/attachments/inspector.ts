@@ -2,6 +2,7 @@
 // do all of an upload's work except the database (parsing the body, checking each file, writing the accepted ones
 // under temporary names) while the server keeps answering requests. A process that dies fails only the uploads
 // it held (they answer 500); the next upload gets a fresh one.
+import { rm } from 'node:fs/promises'
 import type { Subprocess } from 'bun'
 import type { Logger } from '../shared/log'
 import type { AttachmentKind } from './attachments.table'
@@ -122,9 +123,15 @@ function lowPriority(log: Logger): string[] {
   ]
   for (const [priority, [program = '', ...args]] of candidates) {
     const path = Bun.which(program, { PATH: process.env.PATH ?? '' })
-    if (path && Bun.spawnSync([path, ...args, 'true'], { stdio: ['ignore', 'ignore', 'ignore'] }).success) {
-      log.info('file inspectors start', { priority })
-      return [path, ...args]
+    if (!path) continue
+    try {
+      const probe = Bun.spawnSync([path, ...args, 'true'], { stdio: ['ignore', 'ignore', 'ignore'], timeout: 2_000 })
+      if (probe.success) {
+        log.info('file inspectors start', { priority })
+        return [path, ...args]
+      }
+    } catch {
+      // Not startable now (no processes left, say): the next candidate may still be.
     }
   }
   log.warn('file inspectors start at the server priority: neither chrt nor nice works here')
@@ -132,7 +139,7 @@ function lowPriority(log: Logger): string[] {
 }
 
 /**
- * The inspect process's environment: what Bun needs, and libvips's and the allocator's tuning. It starts with
+ * The inspect process's environment: what Bun needs, and the tuning of libvips and its C allocator. It starts with
  * none of the server's configuration (model providers' API keys among it) and loads no `.env` file, so that
  * nothing it prints or leaks can hold a secret. It runs as the same user, so this is no sandbox.
  */
@@ -160,12 +167,16 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
     if (!slots.delete(slot)) return
     clearTimeout(slot.starting)
     slot.waiting = null
-    slot.process.kill('SIGKILL')
     const pending = [...slot.pending.values()]
     slot.pending.clear()
     for (const job of pending) {
       clearTimeout(job.timer)
       job.reject(new Error(reason))
+    }
+    try {
+      slot.process.kill('SIGKILL')
+    } catch (error) {
+      log.error('file inspector could not be killed', { error: String(error) })
     }
   }
 
@@ -177,22 +188,26 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
       '--no-env-file',
       Bun.fileURLToPath(entry),
     ]
+    // Assigned once Bun.spawn returns: Bun may report an exit from inside it, before there is a slot.
+    let slot: Slot | undefined
     const child = Bun.spawn(command, {
       env: childEnvironment(),
       stdio: ['ignore', 'inherit', 'inherit'],
-      ipc: (message: FromInspector) => settle(slot, message),
+      ipc: (message: FromInspector) => slot && settle(slot, message),
       // A crash (a decoder's segfault, running out of memory) or any other exit fails what the process held.
       onExit: (_process, exitCode, signal) => {
+        if (!slot) return
         if (slots.has(slot)) log.error('file inspector exited', { exitCode, signal })
         retire(slot, 'The file inspector stopped unexpectedly')
       },
     })
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error('The file inspector did not start')
     const starting = setTimeout(() => {
       log.error('file inspector did not start', { startLimitMs })
-      retire(slot, 'The file inspector did not start')
+      if (slot) retire(slot, 'The file inspector did not start')
     }, startLimitMs)
     starting.unref()
-    const slot: Slot = { process: child, waiting: [], starting, pending: new Map() }
+    slot = { process: child, waiting: [], starting, pending: new Map() }
     // An inspect process must not keep the server alive: its HTTP server does that.
     child.unref()
     slots.add(slot)
@@ -217,8 +232,11 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
   }
 
   function settle(slot: Slot, message: FromInspector): void {
-    // A message read after the process was retired answers nothing any more.
-    if (!slots.has(slot)) return
+    // A message read after the process was retired answers nothing any more; files it checked are not wanted.
+    if (!slots.has(slot)) {
+      discard(message)
+      return
+    }
     if ('ready' in message) {
       const waiting = slot.waiting
       if (!waiting) return
@@ -229,11 +247,22 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
       return
     }
     const job = slot.pending.get(message.id)
-    if (!job) return
+    if (!job) {
+      discard(message)
+      return
+    }
     slot.pending.delete(message.id)
     clearTimeout(job.timer)
     if ('failure' in message) job.reject(new Error(`File inspection failed: ${message.failure}`))
     else job.resolve(message.outcome)
+  }
+
+  /** Removes the temporary files of an outcome that no upload waits for any more (its time limit passed). */
+  function discard(message: FromInspector): void {
+    if (!('outcome' in message) || !('accepted' in message.outcome)) return
+    for (const file of message.outcome.accepted) {
+      for (const path of [file.temporaryPath, file.resizedTemporaryPath]) if (path) void rm(path, { force: true })
+    }
   }
 
   /** An idle process if there is one, else a new one while the pool has room, else the least busy. */

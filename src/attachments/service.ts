@@ -223,7 +223,9 @@ export async function checkFormFiles(
   // channel would copy them on this thread.
   const written = chosen.map((file) => ({ file, path: resolve(deps.uploadsDir, `${Bun.randomUUIDv7()}.tmp`) }))
   try {
-    await Promise.all(written.map(({ file, path }) => Bun.write(path, file)))
+    // Settled, every one, before the finally removes them: none may still be writing then.
+    const writes = await Promise.allSettled(written.map(({ file, path }) => Bun.write(path, file)))
+    for (const write of writes) if (write.status === 'rejected') throw write.reason
     const files = written.map(({ file, path }) => ({ filename: file.name ?? '', declaredType: file.type, path }))
     return { accepted: acceptedFiles(await deps.inspector.inspect({ files }, deps.uploadsDir)) }
   } finally {

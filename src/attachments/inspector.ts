@@ -261,7 +261,10 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
   function discard(message: FromInspector): void {
     if (!('outcome' in message) || !('accepted' in message.outcome)) return
     for (const file of message.outcome.accepted) {
-      for (const path of [file.temporaryPath, file.resizedTemporaryPath]) if (path) void rm(path, { force: true })
+      for (const path of [file.temporaryPath, file.resizedTemporaryPath]) {
+        // Left to the next start-up sweep should this fail.
+        if (path) rm(path, { force: true }).catch(() => {})
+      }
     }
   }
 

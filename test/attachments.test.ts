@@ -161,6 +161,22 @@ function upload(h: Harness, token: string, threadId: string, body: FormData | Bl
   return h.call('POST', `/api/v1/threads/${threadId}/attachments`, { token, body, headers })
 }
 
+/** Serves the harness's app on a loopback port until disposed, for bodies an in-process call cannot send. */
+function listening(h: Harness): { port: number } & AsyncDisposable {
+  const server = h.app.listen({ port: 0, hostname: '127.0.0.1' }).server
+  return {
+    port: server?.port ?? 0,
+    async [Symbol.asyncDispose]() {
+      await h.app.stop()
+    },
+  }
+}
+
+/** Waits for the upload route's access-log line, which it writes once all its work, cleanup included, is done. */
+function routeFinished(lines: string[]): Promise<boolean> {
+  return until(() => lines.some((line) => line.includes('"msg":"request"') && line.includes('/attachments')))
+}
+
 function storedFiles(h: Harness): string[] {
   return readdirSync(h.uploadsDir).sort()
 }
@@ -569,65 +585,52 @@ describe('hostile and malformed uploads store nothing', () => {
 
   test('with no length declared, a longer body is refused once read, with the same 413 {message}', async () => {
     await using s = await setup()
-    const server = s.h.app.listen({ port: 0, hostname: '127.0.0.1' }).server
-    try {
-      // A stream has no Content-Length; Bun's maxRequestBodySize, well above the limit, bounds how far it is read.
-      const big = form({ name: 'big.txt', bytes: new Uint8Array(maxRequestBytes).fill(0x61) })
-      const response = await uploadChunked(server?.port ?? 0, s.owner.token, s.threadId, big)
-      expect(response.status).toBe(413)
-      expect(await response.json()).toEqual({ message: expect.any(String) })
-      expectNothingStored(s.h)
-    } finally {
-      await s.h.app.stop()
-    }
+    await using server = listening(s.h)
+    // A stream has no Content-Length; Bun's maxRequestBodySize, well above the limit, bounds how far it is read.
+    const big = form({ name: 'big.txt', bytes: new Uint8Array(maxRequestBytes).fill(0x61) })
+    const response = await uploadChunked(server.port, s.owner.token, s.threadId, big)
+    expect(response.status).toBe(413)
+    expect(await response.json()).toEqual({ message: expect.any(String) })
+    expectNothingStored(s.h)
   })
 
   test("a chunked body past the server's own bound is cut off with 413, and logged as no fault", async () => {
     const lines: string[] = []
     await using s = await setup({ log: createLogger('debug', (line) => lines.push(line)) })
-    const server = s.h.app.listen({ port: 0, hostname: '127.0.0.1' }).server
-    try {
-      // Bun stops reading at maxRequestBodySize (four times the upload limit) and answers 413 itself.
-      const huge = form({ name: 'huge.txt', bytes: new Uint8Array(4 * maxRequestBytes + 1) })
-      const response = await uploadChunked(server?.port ?? 0, s.owner.token, s.threadId, huge)
-      expect(response.status).toBe(413)
-      // Bun answered before the route finished: the route's access-log line marks the end of its work.
-      await until(() => lines.some((line) => line.includes('"msg":"request"') && line.includes('/attachments')))
-      expectNothingStored(s.h)
-      expect(lines.join('')).not.toContain('"level":"error"')
-    } finally {
-      await s.h.app.stop()
-    }
+    await using server = listening(s.h)
+    // Bun stops reading at maxRequestBodySize (four times the upload limit) and answers 413 itself.
+    const huge = form({ name: 'huge.txt', bytes: new Uint8Array(4 * maxRequestBytes + 1) })
+    const response = await uploadChunked(server.port, s.owner.token, s.threadId, huge)
+    expect(response.status).toBe(413)
+    // Bun answered before the route finished.
+    await routeFinished(lines)
+    expectNothingStored(s.h)
+    expect(lines.join('')).not.toContain('"level":"error"')
   })
 
   test('a client that goes away mid-body leaves no file behind, and the next upload is served', async () => {
     const lines: string[] = []
     await using s = await setup({ log: createLogger('debug', (line) => lines.push(line)) })
-    const server = s.h.app.listen({ port: 0, hostname: '127.0.0.1' }).server
-    try {
-      const socket = await Bun.connect({ hostname: '127.0.0.1', port: server?.port ?? 0, socket: { data() {} } })
-      const head = [
-        `POST /api/v1/threads/${s.threadId}/attachments HTTP/1.1`,
-        'host: 127.0.0.1',
-        `authorization: Bearer ${s.owner.token}`,
-        'content-type: multipart/form-data; boundary=cut',
-        'content-length: 1000000',
-      ]
-      socket.write(`${head.join('\r\n')}\r\n\r\n--cut\r\ncontent-disposition: form-data; name="attachments[0]"`)
-      socket.write(`; filename="a.txt"\r\n\r\n${'a'.repeat(100_000)}`)
-      // The body is being received into a temporary file; the client then leaves with most of it unsent.
-      await until(() => storedFiles(s.h).some((name) => name.endsWith('.tmp')))
-      socket.end()
-      // The route's access-log line marks the end of its work, the file's removal included.
-      await until(() => lines.some((line) => line.includes('"msg":"request"') && line.includes('/attachments')))
-      expectNothingStored(s.h)
-      // The client's doing, not a server fault: nothing reaches the error log.
-      expect(lines.join('')).not.toContain('"level":"error"')
-      const next = await upload(s.h, s.owner.token, s.threadId, form({ name: 'b.txt', bytes: 'b' }))
-      expect(next.status).toBe(201)
-    } finally {
-      await s.h.app.stop()
-    }
+    await using server = listening(s.h)
+    const socket = await Bun.connect({ hostname: '127.0.0.1', port: server.port, socket: { data() {} } })
+    const head = [
+      `POST /api/v1/threads/${s.threadId}/attachments HTTP/1.1`,
+      'host: 127.0.0.1',
+      `authorization: Bearer ${s.owner.token}`,
+      'content-type: multipart/form-data; boundary=cut',
+      'content-length: 1000000',
+    ]
+    socket.write(`${head.join('\r\n')}\r\n\r\n--cut\r\ncontent-disposition: form-data; name="attachments[0]"`)
+    socket.write(`; filename="a.txt"\r\n\r\n${'a'.repeat(100_000)}`)
+    // The body is being received into a temporary file; the client then leaves with most of it unsent.
+    await until(() => storedFiles(s.h).some((name) => name.endsWith('.tmp')))
+    socket.end()
+    await routeFinished(lines)
+    expectNothingStored(s.h)
+    // The client's doing, not a server fault: nothing reaches the error log.
+    expect(lines.join('')).not.toContain('"level":"error"')
+    const next = await upload(s.h, s.owner.token, s.threadId, form({ name: 'b.txt', bytes: 'b' }))
+    expect(next.status).toBe(201)
   })
 
   test("a body the server cannot store for checking is a logged 500 {error, message}, not the client's fault", async () => {

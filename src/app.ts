@@ -36,8 +36,8 @@ export interface AppDeps {
   inspector: FileInspector
   clock: Clock
   log: Logger
-  /** How often idle SSE streams get a comment line; 15 s unless a test needs it sooner. */
-  heartbeatMs?: number
+  /** Comment lines for silent SSE streams, every 15 s unless a test brings its own. */
+  heartbeats?: Heartbeats
   /**
    * Whether every response body is checked against its schema at run time (default true, as in tests).
    * The server turns it off: bodies are built by code typed with the same schemas, the test suite runs
@@ -66,7 +66,7 @@ export function createApp(deps: AppDeps) {
     tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
     authLimiter: perMinute(deps.config.RATE_LIMIT_AUTH_PER_MINUTE),
     links: linksFor(deps.config.PUBLIC_URL),
-    heartbeats: new Heartbeats(deps.heartbeatMs ?? 15_000),
+    heartbeats: deps.heartbeats ?? new Heartbeats(15_000),
     uploadsDir: deps.config.UPLOADS_DIR,
     inspector: deps.inspector,
     publicUrl: deps.config.PUBLIC_URL,

@@ -12,6 +12,7 @@ import { createPersonalAccessToken, createUser } from '../src/auth/service'
 import { type Config, loadConfig } from '../src/config'
 import { type Db, migrateDatabase, openDatabase } from '../src/db/client'
 import { createWorkerRunner } from '../src/generation/runner'
+import { Heartbeats } from '../src/generation/sse'
 import type { GenerationRunner, HistoryMessage, JobHandlers } from '../src/generation/types'
 import { type Logger, silentLogger } from '../src/shared/log'
 import type { Clock } from '../src/shared/time'
@@ -94,6 +95,7 @@ export async function harness(
     config?: Partial<Config>
     log?: Logger
     uploadsDir?: string
+    heartbeats?: Heartbeats
   } = {},
 ): Promise<Harness> {
   const db = openDatabase(':memory:')
@@ -116,7 +118,7 @@ export async function harness(
     inspector,
     clock,
     log: options.log ?? silentLogger,
-    heartbeatMs: 50,
+    heartbeats: options.heartbeats ?? new Heartbeats(50),
   })
 
   async function call(

@@ -1,6 +1,7 @@
 // The response stream: SSE framing, joining mid-answer, resuming with Last-Event-ID, replay after the
 // end, errors, heartbeats, and clients that go away.
 import { expect, test } from 'bun:test'
+import { Heartbeats } from '../src/generation/sse'
 import { collect, harness, openStream, parseEvents, publicUrl, ScriptedRunner, tokensOf, until } from './helpers'
 
 async function started(runner: ScriptedRunner, h: Awaited<ReturnType<typeof harness>>, token: string) {
@@ -165,6 +166,30 @@ test('idle streams receive comment heartbeats', async () => {
   expect(chunk?.value).toBe(': keep-alive\n\n')
   await reader?.cancel()
   job.done()
+})
+
+test('heartbeats skip streams that sent anything since the last look', async () => {
+  const runner = new ScriptedRunner()
+  // An interval no test outlasts: the heartbeats look only when this test calls beat().
+  const heartbeats = new Heartbeats(3_600_000)
+  await using h = await harness({ runner, heartbeats })
+  const owner = await h.user()
+  const { job, path } = await started(runner, h, owner.token)
+  const response = await h.app.handle(
+    new Request(`${publicUrl}${path}`, { headers: { authorization: `Bearer ${owner.token}` } }),
+  )
+  const text = response.text()
+  job.token('one ')
+  heartbeats.beat() // the token was news: no comment
+  heartbeats.beat() // nothing since: a comment
+  job.token('two')
+  heartbeats.beat()
+  job.done()
+  const body = await text
+  expect(body.split(': keep-alive\n\n').map((part) => part.match(/"token":"[^"]*"/g) ?? [])).toEqual([
+    ['"token":"one "'],
+    ['"token":"two"'],
+  ])
 })
 
 test('a client that disconnects never stops or loses the generation', async () => {

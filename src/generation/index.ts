@@ -122,7 +122,8 @@ export const responses = (deps: ResponseDeps) =>
             'after the thread is back in `ready`; the stream closes after `done` or `error`. A client joining ' +
             'mid-answer first receives everything so far in one `token` event. Event ids are offsets into the ' +
             'answer; reconnecting with `Last-Event-ID` resumes exactly after that event. A comment line ' +
-            '(`: keep-alive`) is sent whenever the stream has been silent for 7.5–15 s. The access token may also be given as the `access_token` ' +
+            '(`: keep-alive`) is sent whenever the stream has been silent for 7.5–15 s. The access token may ' +
+            'also be given as the `access_token` ' +
             'query parameter for clients such as EventSource that cannot set headers; other query parameters ' +
             '(polyfills’ and cache busters’) are ignored.',
           responses: documented(

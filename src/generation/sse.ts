@@ -24,8 +24,9 @@ const heartbeat = encoder.encode(': keep-alive\n\n')
 
 /**
  * Keep-alive comments for streams that have been silent for the interval, from one timer for every open
- * stream. Streams that sent anything are left alone: a busy server's streams get their tokens on time, where
- * writing thousands of comments in one go held each of them up by more than a tenth of a second.
+ * stream. Streams that sent anything are left alone: writing thousands of comments in one go held busy
+ * streams' tokens back by more than a tenth of a second. Thousands of streams that are all silent (answers
+ * queued behind others) still get theirs in one go, when nothing is being said on them anyway.
  */
 export class Heartbeats {
   private readonly streams = new Set<SseStream>()
@@ -41,7 +42,7 @@ export class Heartbeats {
     this.timer.unref()
   }
 
-  /** One check: a comment to every stream that wrote nothing since the last one. */
+  /** The timer's tick, which tests call themselves: a comment to every stream that wrote nothing since the last. */
   beat(): void {
     for (const stream of this.streams) {
       if (stream.spoke) {
@@ -90,8 +91,8 @@ class SseStream implements Listener {
   private early: Uint8Array[] | undefined
   private subscription: Subscription | null
   private closed = false
-  /** Whether anything was written since the heartbeats last looked. */
-  spoke = false
+  /** Whether anything was written since the heartbeats last looked; the response's headers count. */
+  spoke = true
 
   /** Subscribes at once, as the response is built, so nothing sent from then on is missed. */
   constructor(

@@ -123,9 +123,8 @@ export const responses = (deps: ResponseDeps) =>
             'mid-answer first receives everything so far in one `token` event. Event ids are offsets into the ' +
             'answer; reconnecting with `Last-Event-ID` resumes exactly after that event. A comment line ' +
             '(`: keep-alive`) is sent whenever the stream has been silent for 7.5–15 s. The access token may ' +
-            'also be given as the `access_token` ' +
-            'query parameter for clients such as EventSource that cannot set headers; other query parameters ' +
-            '(polyfills’ and cache busters’) are ignored.',
+            'also be given as the `access_token` query parameter for clients such as EventSource that cannot ' +
+            'set headers; other query parameters (polyfills’ and cache busters’) are ignored.',
           responses: documented(
             { 200: { description: 'Server-sent events', content: { 'text/event-stream': {} } } },
             errors,

@@ -4,10 +4,16 @@
 // one transaction. The server starts it in Linux's idle scheduling class (inspector.ts), which every thread
 // here inherits, and a decoder that crashes on a crafted file ends this process, not the server.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { resolve } from 'node:path'
 import { checkFile } from './checks'
 import { FormRefusal, type Part, readParts, sanitizeFilename } from './form'
-import type { CheckedFile, FromInspector, Outcome, ToInspector, Upload } from './inspector'
+import {
+  type CheckedFile,
+  type FromInspector,
+  type Outcome,
+  type ToInspector,
+  temporaryPath,
+  type Upload,
+} from './inspector'
 import { filesPerThread } from './limits'
 
 async function partsOf(upload: Upload): Promise<Part[]> {
@@ -20,10 +26,7 @@ async function partsOf(upload: Upload): Promise<Part[]> {
   }))
 }
 
-/**
- * Writes each file, and a large image's scaled copy, under a temporary name: a name no attachment has, which
- * the start-up sweep removes should the server never store it.
- */
+/** Writes each file, and a large image's scaled copy, under a temporary name (`temporaryPath`). */
 function writeTemporary(uploadsDir: string, files: { bytes: Uint8Array; path: string }[]): void {
   try {
     mkdirSync(uploadsDir, { recursive: true })
@@ -45,7 +48,6 @@ async function inspect({ upload, uploadsDir }: ToInspector): Promise<Outcome> {
   if ('stored' in upload && upload.stored + parts.length > filesPerThread) {
     return { refused: { kind: 'quota', stored: upload.stored } }
   }
-  const temporary = () => resolve(uploadsDir, `${Bun.randomUUIDv7()}.tmp`)
   const accepted: CheckedFile[] = []
   const writes: { bytes: Uint8Array; path: string }[] = []
   // One at a time: decoding five large images at once would multiply the memory an upload can take.
@@ -55,8 +57,8 @@ async function inspect({ upload, uploadsDir }: ToInspector): Promise<Outcome> {
       const { code, problem, limit } = verdict
       return { refused: { kind: 'file', part: part.name, file: part.filename, code, problem, limit } }
     }
-    const original = { bytes: part.bytes, path: temporary() }
-    const resized = verdict.resized && { bytes: verdict.resized, path: temporary() }
+    const original = { bytes: part.bytes, path: temporaryPath(uploadsDir) }
+    const resized = verdict.resized && { bytes: verdict.resized, path: temporaryPath(uploadsDir) }
     writes.push(original, ...(resized ? [resized] : []))
     accepted.push({
       filename: part.filename,

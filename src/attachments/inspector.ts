@@ -3,10 +3,17 @@
 // under temporary names) while the server keeps answering requests. A process that dies fails only the uploads
 // it held (they answer 500); the next upload gets a fresh one.
 import { rm } from 'node:fs/promises'
+import { resolve } from 'node:path'
 import type { Subprocess } from 'bun'
 import type { Logger } from '../shared/log'
 import type { AttachmentKind } from './attachments.table'
 import type { AttachmentsModel } from './model'
+
+/**
+ * A new temporary name in the uploads folder, for a body or file on its way through the checks: no attachment has
+ * such a name, so the start-up sweep removes whatever a crash leaves under one.
+ */
+export const temporaryPath = (uploadsDir: string): string => resolve(uploadsDir, `${Bun.randomUUIDv7()}.tmp`)
 
 /** A file a web form sent, already parsed and written to `path`; its name and declared type are claims. */
 export interface FormFile {

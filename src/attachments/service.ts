@@ -13,7 +13,7 @@ import { AppError, invalidRequest, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
 import { requireOwnedThread, requireVisibleThread } from '../threads/service'
 import { type AttachmentKind, attachments } from './attachments.table'
-import type { CheckedFile, FileInspector, Outcome, Refusal } from './inspector'
+import { type CheckedFile, type FileInspector, type Outcome, type Refusal, temporaryPath } from './inspector'
 import { filesPerRequest, filesPerThread, maxRequestBytes } from './limits'
 import type { AttachmentsModel } from './model'
 
@@ -184,7 +184,7 @@ export async function uploadAttachments(
   requireOwnedThread(deps.db, caller, threadId, 'upload files to it')
   const stored = storedCount(deps.db, threadId)
   if (stored >= filesPerThread) throw quotaExceeded(stored)
-  const bodyPath = resolve(deps.uploadsDir, `${Bun.randomUUIDv7()}.tmp`)
+  const bodyPath = temporaryPath(deps.uploadsDir)
   try {
     const { contentType } = await receiveBody(request, bodyPath)
     const outcome = await deps.inspector.inspect({ bodyPath, contentType, stored }, deps.uploadsDir)
@@ -221,7 +221,7 @@ export async function checkFormFiles(
   if (chosen.length === 0) return { accepted: [] }
   // Handed over as files, as an upload request's body is: sending megabytes through the inspect process's
   // channel would copy them on this thread.
-  const written = chosen.map((file) => ({ file, path: resolve(deps.uploadsDir, `${Bun.randomUUIDv7()}.tmp`) }))
+  const written = chosen.map((file) => ({ file, path: temporaryPath(deps.uploadsDir) }))
   try {
     // Settled, every one, before the finally removes them: none may still be writing then.
     const writes = await Promise.allSettled(written.map(({ file, path }) => Bun.write(path, file)))

@@ -1,14 +1,17 @@
-// Boot: config → open db → migrate → createApp → recover queued work → search indexer → listen → first run.
+// Boot: config → start-up checks (storage, one server per database) → open db → migrate → createApp → listen →
+// recover queued work → search indexer → first run.
 import { createApp } from './app'
 import { createFileInspector } from './attachments/inspector'
 import { sweepUploads } from './attachments/service'
 import { firstRun } from './bootstrap'
 import { ConfigError, loadConfig } from './config'
 import { migrateDatabase, openDatabase } from './db/client'
+import { lockDatabase } from './db/instance-lock'
 import { createWorkerRunner } from './generation/runner'
 import { describeProvider, providerSettings } from './generation/settings'
 import { createLogger } from './shared/log'
 import { systemClock } from './shared/time'
+import { listenFailure, prepareStorage, StartupError } from './startup'
 import { startSearchIndexer } from './threads/search'
 import { startUpkeep } from './upkeep'
 
@@ -21,6 +24,18 @@ try {
   process.exit(1)
 }
 
+// What would fail later (the first upload into a read-only folder, a second server on the same file) stops
+// the start here, with one line, before anything is opened or logged.
+let instanceLock: ReturnType<typeof lockDatabase>
+try {
+  prepareStorage(config)
+  instanceLock = lockDatabase(config.DATABASE_PATH)
+} catch (error) {
+  if (!(error instanceof StartupError)) throw error
+  console.error(error.message)
+  process.exit(1)
+}
+
 const log = createLogger(config.LOG_LEVEL)
 const db = openDatabase(config.DATABASE_PATH)
 migrateDatabase(db)
@@ -28,26 +43,29 @@ const swept = await sweepUploads(db, config.UPLOADS_DIR)
 if (swept > 0) log.info('removed stray upload files left by a crash', { count: swept })
 
 const settings = providerSettings(config)
-log.info('generator', describeProvider(settings))
 const runner = createWorkerRunner(settings, log)
 const inspector = createFileInspector(log)
 // Response bodies are checked against their schemas in tests, not on every production request: see
 // AppDeps.validateResponses.
 const app = createApp({ db, config, runner, inspector, clock: systemClock, log, validateResponses: false })
-// Unfinished work is queued again before the first request can reach a thread.
+try {
+  // Bun shares a port between processes that both ask (SO_REUSEPORT) and Elysia asks by default: a second
+  // server on the same port would take half the requests, on its own database.
+  app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60, reusePort: false })
+} catch (error) {
+  // Nothing has been recovered or started yet: there is nothing to give back.
+  console.error(
+    `Cannot listen on HOST ${config.HOST}, PORT ${config.PORT}: ${listenFailure(error, config.HOST, config.PORT)}`,
+  )
+  process.exit(1)
+}
+// Unfinished work is queued again before the first request can reach a thread: requests are only handled
+// once this synchronous stretch after listen() yields to the event loop, so keep no await between the two.
 app.decorator.engine.recover()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
 const indexer = startSearchIndexer(db, log)
 const upkeep = startUpkeep(db, systemClock, log)
-try {
-  app.listen({ port: config.PORT, hostname: config.HOST, idleTimeout: 60 })
-} catch (error) {
-  console.error(`Cannot listen on HOST ${config.HOST}, PORT ${config.PORT}: ${(error as Error).message}`)
-  // Recovery has already claimed unfinished answers: give their attempts back, as a shutdown does.
-  await app.decorator.engine.close()
-  await inspector.close()
-  process.exit(1)
-}
+log.info('generator', describeProvider(settings))
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
 // Only once the server is up: credentials printed beside a failed start would never be printed again.
 await firstRun(db, config, systemClock)
@@ -67,6 +85,7 @@ async function shutdown(signal: string): Promise<void> {
   indexer.stop()
   upkeep.stop()
   db.$client.close()
+  instanceLock?.release()
   process.exit(0)
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'))

@@ -1,0 +1,103 @@
+// Start-up checks that turn what would fail later (a write into a read-only folder on the first upload, a
+// second server sharing the port) into one line naming the cause before the server does anything.
+import { closeSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import type { Config } from './config'
+
+/** Stops start-up; its message is the one line printed, already naming the variable at fault. */
+export class StartupError extends Error {}
+
+/** "EACCES: permission denied" out of Node's "EACCES: permission denied, open '/x'"; the path is named already. */
+export function osReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  return message.split(', ')[0] ?? message
+}
+
+function isFolder(path: string): boolean | undefined {
+  try {
+    return statSync(path).isDirectory()
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Creates the folder if missing, then writes and removes a file in it. A real write, not access(2): access
+ * says yes on /proc, and to root on anything but a read-only mount, where the first real write then fails.
+ * Returns what is wrong, or nothing.
+ */
+function folderProblem(folder: string): string | undefined {
+  const exists = isFolder(folder)
+  if (exists === false) return 'is not a folder'
+  if (exists === undefined) {
+    try {
+      mkdirSync(folder, { recursive: true })
+    } catch (error) {
+      return `cannot be created (${osReason(error)})`
+    }
+  }
+  // Dot-named, so the uploads sweep would leave it alone even if a crash left it behind.
+  const probe = join(folder, `.threadhouse-write-check-${crypto.randomUUID()}`)
+  try {
+    closeSync(openSync(probe, 'wx'))
+    unlinkSync(probe)
+  } catch (error) {
+    return `is not writable (${osReason(error)})`
+  }
+}
+
+/** An existing file must open for reading and writing, as SQLite will open it; a missing one is created later. */
+function fileProblem(path: string): string | undefined {
+  const folder = isFolder(path)
+  if (folder === undefined) return
+  if (folder) return 'is a folder, not a file'
+  try {
+    closeSync(openSync(path, 'r+'))
+  } catch (error) {
+    return `is not writable (${osReason(error)})`
+  }
+}
+
+/**
+ * The database's folder and files and the uploads folder: missing folders are created (as the contract says
+ * for the database's), and each must take writes. SQLite writes its -wal and -shm files beside the database,
+ * so those count too (a CLI run as another user can leave them behind, unwritable to the server).
+ */
+export function prepareStorage(config: Pick<Config, 'DATABASE_PATH' | 'UPLOADS_DIR'>): void {
+  const database = config.DATABASE_PATH
+  if (database !== ':memory:') {
+    const folder = dirname(database)
+    const problem = folderProblem(folder)
+    if (problem) throw new StartupError(`Cannot use DATABASE_PATH ${database}: its folder ${folder} ${problem}`)
+    for (const file of [database, `${database}-wal`, `${database}-shm`]) {
+      const fault = fileProblem(file)
+      if (fault)
+        throw new StartupError(`Cannot use DATABASE_PATH ${database}: ${file === database ? 'it' : file} ${fault}`)
+    }
+  }
+  const uploads = config.UPLOADS_DIR
+  const problem = folderProblem(uploads)
+  if (problem) throw new StartupError(`Cannot use UPLOADS_DIR ${uploads}: it ${problem}`)
+}
+
+/** Whether a server can bind this host at all, on any free port. */
+function hostBinds(hostname: string): boolean {
+  try {
+    Bun.serve({ hostname, port: 0, reusePort: false, fetch: () => new Response() }).stop(true)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Why listening failed, in words for the one line. */
+export function listenFailure(error: unknown, hostname: string, port: number): string {
+  // For a host name that does not resolve, Bun's error code is whatever errno held (EADDRINUSE, EINVAL,
+  // ENOENT...): a bind to any free port on the same host tells a bad HOST from a bad PORT.
+  if (!hostBinds(hostname)) return 'HOST is not a name or address of this machine'
+  const code = (error as { code?: unknown } | undefined)?.code
+  if (code === 'EADDRINUSE') return 'the port is already in use'
+  if (code === 'EACCES')
+    return port < 1024 ? 'permission denied (a port below 1024 needs privileges)' : 'permission denied'
+  return error instanceof Error ? error.message : String(error)
+}

@@ -1,0 +1,217 @@
+// Start-up refuses what would fail later: a taken port, a second server on the same SQLite file, folders it
+// cannot write. Each refusal is one line on stderr and exit code 1, run as operators run it (`bun run start`),
+// beside one real server that holds a database and a port.
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { firstRunToken, type ServerProcess, startServer, until } from './helpers'
+
+// Every test here starts bun processes (startServer alone allows 20 s to listen).
+setDefaultTimeout(30_000)
+
+const dir = mkdtempSync(join(tmpdir(), 'threadhouse-startup-'))
+// Open to the unprivileged user some tests run the server as (see `start`).
+chmodSync(dir, 0o755)
+const running = {
+  DATABASE_PATH: join(dir, 'running', 'db.sqlite'),
+  UPLOADS_DIR: join(dir, 'running', 'uploads'),
+  ADMIN_EMAIL: 'owner@example.com',
+  ADMIN_PASSWORD: 'a long enough password',
+}
+let server: ServerProcess
+let port: number
+
+beforeAll(async () => {
+  server = await startServer(running)
+  port = Number(new URL(server.url).port)
+  // The first run has finished writing once it printed its token: nothing here races it.
+  await firstRunToken(server)
+})
+
+afterAll(async () => {
+  await server[Symbol.asyncDispose]()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** A folder with exactly these permission bits, whatever the umask. */
+function folder(path: string, mode: number): string {
+  mkdirSync(path, { recursive: true })
+  chmodSync(path, mode)
+  return path
+}
+
+let fresh = 0
+/** A database and an uploads folder of their own (writable by anyone), so that only what a test names is shared. */
+function own(): { DATABASE_PATH: string; UPLOADS_DIR: string } {
+  fresh += 1
+  const base = folder(join(dir, `own-${fresh}`), 0o777)
+  return { DATABASE_PATH: join(base, 'db.sqlite'), UPLOADS_DIR: join(base, 'uploads') }
+}
+
+interface Outcome {
+  /** The exit code, or 'listening' when the server started instead of refusing (it is then stopped). */
+  code: number | 'listening'
+  stdout: string
+  stderr: string
+}
+
+/**
+ * Root ignores permission bits, so where a test needs them to count, a test run as root starts the server as
+ * nobody (65534), as the Docker image runs it as its own unprivileged user.
+ */
+const unprivileged = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
+
+/** `bun run start` to its end; a server that starts after all is stopped, so that a missing refusal fails. */
+async function start(env: Record<string, string>, user: { uid?: number; gid?: number } = {}): Promise<Outcome> {
+  const child = Bun.spawn(['bun', 'run', 'start'], {
+    ...user,
+    cwd: `${import.meta.dir}/..`,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  let stdout = ''
+  let stderr = ''
+  const drained = Promise.all([
+    (async () => {
+      for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) stdout += chunk
+    })(),
+    (async () => {
+      for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) stderr += chunk
+    })(),
+  ])
+  const listened = await until(
+    () => (child.exitCode !== null ? 'exited' : stderr.includes('"msg":"listening"')),
+    20_000,
+  )
+  // SIGTERM, which `bun run` passes on to the server it started (a SIGKILL would leave that server running).
+  if (listened === true) child.kill('SIGTERM')
+  const code = await child.exited
+  await drained
+  return { code: listened === true ? 'listening' : code, stdout, stderr }
+}
+
+/** Exit code 1, nothing on stdout, and on stderr exactly `line`: no stack trace, no other line. */
+function expectRefusal(outcome: Outcome, line: string): void {
+  expect(outcome.stderr).not.toContain('    at ')
+  expect({ ...outcome, stderr: outcome.stderr.split('\n') }).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: [line, ''],
+  })
+}
+
+test('a second server on the same database is refused, however the path is spelled', async () => {
+  expectRefusal(
+    await start({ ...own(), DATABASE_PATH: running.DATABASE_PATH }),
+    `Cannot use DATABASE_PATH ${running.DATABASE_PATH}: another Threadhouse server is running on it (one server per SQLite file)`,
+  )
+  const link = join(dir, 'link')
+  symlinkSync(join(dir, 'running'), link)
+  const linked = join(link, 'db.sqlite')
+  expectRefusal(
+    await start({ ...own(), DATABASE_PATH: linked }),
+    `Cannot use DATABASE_PATH ${linked}: another Threadhouse server is running on it (one server per SQLite file)`,
+  )
+})
+
+test('a second server on the same port is refused, instead of sharing it', async () => {
+  expectRefusal(
+    await start({ ...own(), PORT: String(port) }),
+    `Cannot listen on HOST 127.0.0.1, PORT ${port}: the port is already in use`,
+  )
+  // The running server still answers every request.
+  expect((await fetch(`${server.url}/healthz`)).status).toBe(200)
+})
+
+test('the operator CLI works beside the running server, on the same database', async () => {
+  const child = Bun.spawn(
+    ['bun', 'run', 'cli', 'token:create', '--email', running.ADMIN_EMAIL, '--scopes', 'threads:read'],
+    {
+      cwd: `${import.meta.dir}/..`,
+      env: { ...process.env, DATABASE_PATH: running.DATABASE_PATH },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    },
+  )
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
+  expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
+  const token = stdout.trimEnd().split('\n').at(-1)
+  const listed = await fetch(`${server.url}/api/v1/threads`, { headers: { authorization: `Bearer ${token}` } })
+  expect(listed.status).toBe(200)
+})
+
+test('a DATABASE_PATH folder that cannot be written or created is refused', async () => {
+  const readOnly = folder(join(dir, 'read-only'), 0o555)
+  const inReadOnly = join(readOnly, 'db.sqlite')
+  expectRefusal(
+    await start({ ...own(), DATABASE_PATH: inReadOnly }, unprivileged),
+    `Cannot use DATABASE_PATH ${inReadOnly}: its folder ${readOnly} is not writable (EACCES: permission denied)`,
+  )
+  const file = join(dir, 'a-file')
+  writeFileSync(file, 'not a folder')
+  const underFile = join(file, 'db.sqlite')
+  expectRefusal(
+    await start({ ...own(), DATABASE_PATH: underFile }),
+    `Cannot use DATABASE_PATH ${underFile}: its folder ${file} is not a folder`,
+  )
+  const deeper = join(file, 'nested', 'db.sqlite')
+  expectRefusal(
+    await start({ ...own(), DATABASE_PATH: deeper }),
+    `Cannot use DATABASE_PATH ${deeper}: its folder ${join(file, 'nested')} cannot be created (ENOTDIR: not a directory)`,
+  )
+})
+
+test('a DATABASE_PATH that is a folder, or whose files or lock cannot be written, is refused', async () => {
+  const path = own().DATABASE_PATH
+  mkdirSync(path)
+  expectRefusal(
+    await start({ ...own(), DATABASE_PATH: path }),
+    `Cannot use DATABASE_PATH ${path}: it is a folder, not a file`,
+  )
+  const readOnly = own().DATABASE_PATH
+  writeFileSync(readOnly, '', { mode: 0o444 })
+  expectRefusal(
+    await start({ ...own(), DATABASE_PATH: readOnly }, unprivileged),
+    `Cannot use DATABASE_PATH ${readOnly}: it is not writable (EACCES: permission denied)`,
+  )
+  // As a CLI run by another user can leave them: SQLite would fail on the first write.
+  const database = own().DATABASE_PATH
+  writeFileSync(database, '')
+  chmodSync(database, 0o666)
+  writeFileSync(`${database}-wal`, '', { mode: 0o444 })
+  expectRefusal(
+    await start({ ...own(), DATABASE_PATH: database }, unprivileged),
+    `Cannot use DATABASE_PATH ${database}: ${database}-wal is not writable (EACCES: permission denied)`,
+  )
+  // Opened read-only, the lock would only be shared, with any number of servers.
+  const locked = own().DATABASE_PATH
+  writeFileSync(`${locked}.lock`, '', { mode: 0o444 })
+  expectRefusal(
+    await start({ ...own(), DATABASE_PATH: locked }, unprivileged),
+    `Cannot use DATABASE_PATH ${locked}: cannot take the lock ${locked}.lock (EACCES: permission denied)`,
+  )
+})
+
+test('an UPLOADS_DIR that cannot be written or created is refused', async () => {
+  const readOnly = folder(join(dir, 'read-only-uploads'), 0o555)
+  expectRefusal(
+    await start({ ...own(), UPLOADS_DIR: readOnly }, unprivileged),
+    `Cannot use UPLOADS_DIR ${readOnly}: it is not writable (EACCES: permission denied)`,
+  )
+  const file = join(dir, 'uploads-file')
+  writeFileSync(file, 'not a folder')
+  expectRefusal(await start({ ...own(), UPLOADS_DIR: file }), `Cannot use UPLOADS_DIR ${file}: it is not a folder`)
+})
+
+test('a server killed outright leaves no lock behind: the next start on its database listens', async () => {
+  server.process.kill('SIGKILL')
+  await server.process.exited
+  await using again = await startServer(running)
+  expect((await fetch(`${again.url}/healthz`)).status).toBe(200)
+})

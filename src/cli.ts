@@ -1,24 +1,44 @@
-// Operator CLI (see README, "Operator CLI"). Prints its result on stdout and exits 0, or one error line
-// on stderr and exits 1. A printed secret is always the last line of stdout, alone.
-import { existsSync, statSync } from 'node:fs'
+// Operator CLI (see docs/operations.md, "Operator CLI"). Prints its result on stdout and exits 0, or one error
+// line on stderr and exits 1. A printed secret is always the last line of stdout, alone. `--help` and `help`
+// read nothing but this file: no configuration, no database. Only `migrate` and `restore` create a database;
+// every other command refuses to run without one, so a mistyped DATABASE_PATH never starts an empty one.
+import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { roles } from './auth/auth.table'
 import { isRole } from './auth/members'
 import { createPersonalAccessToken, createUser, findUserByEmail, parseScopes } from './auth/service'
-import { ConfigError, loadConfig } from './config'
-import { migrateDatabase, openDatabase } from './db/client'
+import { type Config, ConfigError, loadConfig } from './config'
+import { type Db, MissingDatabaseError, migrateDatabase, openDatabase } from './db/client'
 import { createRegistrationToken } from './oauth/service'
+import { backup, type Counts, restore } from './operations/backup'
+import { OperationError } from './operations/errors'
+import { migrateAndReport } from './operations/migrations'
+import { listUsers, resetPassword } from './operations/users'
 import { AppError } from './shared/errors'
 import { systemClock, toIso } from './shared/time'
 
-const usage = `Usage: bun run cli <command> [options]
-
-  user:create --email E --password P [--name N] [--org SLUG] [--role owner|admin|member]
-  token:create --email E --scopes "S1 S2" [--name N]
-  registration-token:create --email E
-  backup --to FILE`
-
 class UsageError extends Error {}
+
+interface Context {
+  values: Record<string, string | undefined>
+  config: Config
+  out: (line: string) => void
+  now: number
+  /** The database at DATABASE_PATH with its migrations applied; a missing one is refused, never created. */
+  database(): Db
+}
+
+interface Command {
+  /** What follows the command's name on its usage line. */
+  usage: string
+  /** One line for the command list. */
+  summary: string
+  /** Every option is a string; its placeholder (as in the usage line) and what it means. */
+  options: Record<string, { placeholder: string; description: string }>
+  /** More for `<command> --help`, one line each. */
+  details?: string[]
+  run(context: Context): Promise<void> | void
+}
 
 function required(values: Record<string, string | undefined>, name: string): string {
   const value = values[name]
@@ -26,84 +46,284 @@ function required(values: Record<string, string | undefined>, name: string): str
   return value
 }
 
-export async function runCli(argv: string[], out: (line: string) => void): Promise<void> {
-  const [command, ...rest] = argv
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      email: { type: 'string' },
-      password: { type: 'string' },
-      name: { type: 'string' },
-      org: { type: 'string' },
-      role: { type: 'string' },
-      scopes: { type: 'string' },
-      to: { type: 'string' },
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`
+}
+
+function describeCounts(counts: Counts): string {
+  return [
+    plural(counts.organizations, 'organization'),
+    plural(counts.users, 'user'),
+    plural(counts.threads, 'thread'),
+    plural(counts.messages, 'message'),
+    plural(counts.attachments, 'attachment'),
+  ].join(', ')
+}
+
+/** A field of a tab-separated line: tabs and line breaks would split it. */
+function field(value: string | null): string {
+  return (value ?? '').replace(/[\t\r\n]+/g, ' ')
+}
+
+const commands: Record<string, Command> = {
+  migrate: {
+    usage: '',
+    summary: 'Creates the database at DATABASE_PATH if it is missing and applies pending migrations.',
+    options: {},
+    details: [
+      'The server does the same at every start; this does it ahead of a start, or without one.',
+      'It does not create the first organization and owner: the first start on a database without users does.',
+    ],
+    run({ config, out }) {
+      const path = config.DATABASE_PATH
+      const { created, applied, latest } = migrateAndReport(path)
+      if (created) out(`Created ${path} and applied ${plural(applied.length, 'migration')} (up to ${latest})`)
+      else if (applied.length > 0)
+        out(`Applied ${plural(applied.length, 'migration')} to ${path}: ${applied.join(', ')}`)
+      else out(`${path} is up to date (latest migration ${latest})`)
     },
-    strict: true,
-  })
-  const config = loadConfig()
-  const db = openDatabase(config.DATABASE_PATH)
+  },
+  'user:create': {
+    usage: '--email E --password P [--name N] [--org SLUG] [--role owner|admin|member]',
+    summary: 'Creates a user; --org defaults to default (a new slug creates that organization), --role to member.',
+    options: {
+      email: { placeholder: 'E', description: 'the email they sign in with (stored lower-cased)' },
+      password: { placeholder: 'P', description: 'their password, at least 8 characters' },
+      name: { placeholder: 'N', description: 'the name shown for them' },
+      org: { placeholder: 'SLUG', description: 'their organization (default: default); a new slug creates it' },
+      role: { placeholder: 'ROLE', description: 'owner, admin or member (default: member)' },
+    },
+    async run({ values, out, now, database }) {
+      const role = values.role ?? 'member'
+      if (!isRole(role)) throw new UsageError(`--role must be one of ${roles.join(', ')}`)
+      const organizationSlug = values.org ?? 'default'
+      const user = await createUser(
+        database(),
+        {
+          email: required(values, 'email'),
+          password: required(values, 'password'),
+          name: values.name ?? null,
+          organizationSlug,
+          role,
+        },
+        now,
+      )
+      out(`Created user ${values.email?.trim().toLowerCase()} (id ${user.id}, sub ${user.sub}) in ${organizationSlug}`)
+    },
+  },
+  'user:list': {
+    usage: '',
+    summary: 'Lists every user, tab-separated: email, name, organization, role, created (UTC), status.',
+    options: {},
+    details: [
+      'One header line, then one line per user, by organization and then email.',
+      'Status is active, must-change-password (a one-time password is pending) or removed.',
+    ],
+    run({ out, database }) {
+      const users = listUsers(database())
+      out(['email', 'name', 'organization', 'role', 'created', 'status'].join('\t'))
+      for (const user of users) {
+        out(
+          [user.email, field(user.name), user.organizationSlug, user.role, toIso(user.createdAt), user.status].join(
+            '\t',
+          ),
+        )
+      }
+    },
+  },
+  'user:reset-password': {
+    usage: '--email E',
+    summary: "Sets a new one-time password (printed last) and ends the user's web sessions.",
+    options: { email: { placeholder: 'E', description: 'the user whose password to reset' } },
+    details: [
+      'The user must choose their own password at the next sign-in. Their personal access tokens and',
+      'OAuth grants stay valid; removing them from the organization ends those too.',
+    ],
+    async run({ values, out, database }) {
+      const email = required(values, 'email')
+      const reset = await resetPassword(database(), email)
+      if (!reset) throw new UsageError(`No user with email ${email}`)
+      out(
+        `New one-time password for ${reset.email}, to be replaced at the next sign-in; ` +
+          `ended ${plural(reset.endedSessions, 'web session')}.`,
+      )
+      out(reset.oneTimePassword)
+    },
+  },
+  'token:create': {
+    usage: '--email E --scopes "S1 S2" [--name N]',
+    summary: 'Creates a personal access token for the user and prints it last.',
+    options: {
+      email: { placeholder: 'E', description: 'the user the token acts for' },
+      scopes: { placeholder: '"S1 S2"', description: 'space-separated: threads:read, threads:read:own, threads:write' },
+      name: { placeholder: 'N', description: 'a label shown in their settings (default: cli)' },
+    },
+    run({ values, out, now, database }) {
+      const db = database()
+      const email = required(values, 'email')
+      const user = findUserByEmail(db, email)
+      if (!user) throw new UsageError(`No user with email ${email}`)
+      const scopes = parseScopes(required(values, 'scopes'))
+      const token = createPersonalAccessToken(db, { userId: user.id, name: values.name ?? 'cli', scopes }, now)
+      out(`Personal access token for ${user.email} with scopes: ${scopes.join(' ')}`)
+      out(token)
+    },
+  },
+  'registration-token:create': {
+    usage: '--email E',
+    summary: "Creates a single-use, 60-minute RFC 7591 registration token for the user's organization.",
+    options: { email: { placeholder: 'E', description: 'a user of the organization the client will belong to' } },
+    details: ['The token is printed last; send it as "Authorization: Bearer <token>" to POST /oauth/register.'],
+    run({ values, out, now, database }) {
+      const db = database()
+      const email = required(values, 'email')
+      const user = findUserByEmail(db, email)
+      if (!user) throw new UsageError(`No user with email ${email}`)
+      const created = createRegistrationToken(db, user, now)
+      out(
+        `Registration token for ${user.email}'s organization: single use, valid until ${toIso(created.expiresAt)}. ` +
+          'Send it as "Authorization: Bearer <token>" to POST /oauth/register.',
+      )
+      out(created.token)
+    },
+  },
+  backup: {
+    usage: '--to DIR',
+    summary: 'Copies the database and the uploads into a new folder DIR, consistently, while the server runs.',
+    options: { to: { placeholder: 'DIR', description: 'the backup folder to create; it must not exist yet' } },
+    details: [
+      'DIR holds backup.json (when it was made, row counts, files), threadhouse.sqlite (the database as',
+      'one file, copied from one snapshot with VACUUM INTO) and uploads/ (the files of every attachment in',
+      'that snapshot). Files uploaded after the snapshot wait for the next backup. DIR appears only once',
+      'complete; until then the copy is written to DIR.partial-<random>.',
+    ],
+    run({ values, config, out, now, database }) {
+      const target = required(values, 'to')
+      const result = backup(database(), config.UPLOADS_DIR, target, now)
+      if (result.leftOut.length > 0) {
+        out(`Left out ${plural(result.leftOut.length, 'attachment')} removed while the backup ran`)
+      }
+      out(
+        // The folder in full: `bun run` works from the repository, not from where the operator typed the command.
+        `Backed up ${config.DATABASE_PATH} and ${config.UPLOADS_DIR} to ${resolve(target)}: ${describeCounts(result.counts)}; ` +
+          `${plural(result.files, 'file')}, ${result.bytes} bytes`,
+      )
+    },
+  },
+  restore: {
+    usage: '--from DIR',
+    summary: 'Replaces the database and the uploads with those of a backup; the server must be stopped.',
+    options: { from: { placeholder: 'DIR', description: 'a folder written by backup' } },
+    details: [
+      'Refuses while a server, or another command, has the database open. Checks the backup first',
+      '(integrity check, row counts, files), then replaces DATABASE_PATH (removing its -wal and -shm files)',
+      'and the contents of UPLOADS_DIR (dot-files stay), and checks the result the same way. If it stops',
+      'half-way, run it again. The next start applies any migrations newer than the backup.',
+    ],
+    run({ values, config, out }) {
+      const source = required(values, 'from')
+      const result = restore(source, { databasePath: config.DATABASE_PATH, uploadsDir: config.UPLOADS_DIR })
+      out(
+        `Restored ${source} (made ${result.createdAt}) into ${config.DATABASE_PATH} and ${config.UPLOADS_DIR}: ` +
+          `${describeCounts(result.counts)}; ${plural(result.files, 'file')}; integrity check ok`,
+      )
+    },
+  },
+}
+
+const helpCommand = {
+  usage: '[COMMAND]',
+  summary: 'Lists the commands, or describes one (as does `bun run cli COMMAND --help`).',
+}
+
+function overview(): string {
+  const entries = [...Object.entries(commands), ['help', helpCommand] as const]
+  return [
+    'Usage: bun run cli <command> [options]',
+    '',
+    'Commands:',
+    ...entries.flatMap(([name, { usage, summary }]) => [`  ${`${name} ${usage}`.trimEnd()}`, `      ${summary}`]),
+    '',
+    'Commands read the same variables as the server (DATABASE_PATH, UPLOADS_DIR) and work while it runs,',
+    'except restore. Only migrate and restore create a missing database.',
+  ].join('\n')
+}
+
+function commandHelp(name: string, command: Command): string {
+  const options = [
+    ...Object.entries(command.options).map(([option, { placeholder, description }]) => [
+      `--${option} ${placeholder}`,
+      description,
+    ]),
+    ['--help', 'shows this help'],
+  ]
+  const width = Math.max(...options.map(([left]) => left?.length ?? 0))
+  return [
+    `Usage: bun run cli ${`${name} ${command.usage}`.trimEnd()}`,
+    '',
+    command.summary,
+    '',
+    'Options:',
+    ...options.map(([left, right]) => `  ${left?.padEnd(width)}  ${right}`),
+    ...(command.details ? ['', ...command.details] : []),
+  ].join('\n')
+}
+
+function find(name: string): Command {
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined
+  if (!command) throw new UsageError(`Unknown command "${name}"; see \`bun run cli help\``)
+  return command
+}
+
+const isHelpFlag = (arg: string): boolean => arg === '--help' || arg === '-h'
+
+/** The help text `argv` asks for, or null when it asks for a command to run. */
+function helpFor(argv: string[]): string | null {
+  const [name, ...rest] = argv
+  if (name === undefined) return null
+  if (name === 'help' || isHelpFlag(name)) {
+    if (rest.length > 1) throw new UsageError('help takes at most one command')
+    const topic = rest[0]
+    return topic === undefined || topic === 'help' || isHelpFlag(topic) ? overview() : commandHelp(topic, find(topic))
+  }
+  return rest.some(isHelpFlag) ? commandHelp(name, find(name)) : null
+}
+
+export async function runCli(argv: string[], out: (line: string) => void): Promise<void> {
+  const help = helpFor(argv)
+  if (help !== null) {
+    out(help)
+    return
+  }
+  const [name, ...rest] = argv
+  if (name === undefined) throw new UsageError('No command; see `bun run cli help`')
+  const command = find(name)
+  let values: Record<string, string | undefined>
   try {
-    migrateDatabase(db)
-    const now = systemClock.now()
-    switch (command) {
-      case 'user:create': {
-        const role = values.role ?? 'member'
-        if (!isRole(role)) throw new UsageError(`--role must be one of ${roles.join(', ')}`)
-        const user = await createUser(
-          db,
-          {
-            email: required(values, 'email'),
-            password: required(values, 'password'),
-            name: values.name ?? null,
-            organizationSlug: values.org ?? 'default',
-            role,
-          },
-          now,
-        )
-        out(
-          `Created user ${values.email?.toLowerCase()} (id ${user.id}, sub ${user.sub}) in ${values.org ?? 'default'}`,
-        )
-        return
-      }
-      case 'token:create': {
-        const email = required(values, 'email')
-        const user = findUserByEmail(db, email)
-        if (!user) throw new UsageError(`No user with email ${email}`)
-        const scopes = parseScopes(required(values, 'scopes'))
-        const token = createPersonalAccessToken(db, { userId: user.id, name: values.name ?? 'cli', scopes }, now)
-        out(`Personal access token for ${user.email} with scopes: ${scopes.join(' ')}`)
-        out(token)
-        return
-      }
-      case 'registration-token:create': {
-        const email = required(values, 'email')
-        const user = findUserByEmail(db, email)
-        if (!user) throw new UsageError(`No user with email ${email}`)
-        const created = createRegistrationToken(db, user, now)
-        out(
-          `Registration token for ${user.email}'s organization: single use, valid until ${toIso(created.expiresAt)}. ` +
-            'Send it as "Authorization: Bearer <token>" to POST /oauth/register.',
-        )
-        out(created.token)
-        return
-      }
-      case 'backup': {
-        const target = required(values, 'to')
-        if (existsSync(target)) throw new UsageError(`${target} already exists; choose a new file`)
-        // VACUUM INTO reads one consistent snapshot while the server keeps writing (WAL).
-        db.$client.run('VACUUM INTO ?', [target])
-        out(`Backed up ${config.DATABASE_PATH} to ${target} (${statSync(target).size} bytes)`)
-        return
-      }
-      case 'help':
-        out(usage)
-        return
-      default:
-        throw new UsageError(`${command ? `Unknown command "${command}"` : 'No command'}; see \`bun run cli help\``)
+    const options = Object.fromEntries(Object.keys(command.options).map((option) => [option, { type: 'string' }]))
+    values = parseArgs({ args: rest, options: options as Record<string, { type: 'string' }>, strict: true }).values
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}; see \`bun run cli ${name} --help\``)
+  }
+  const config = loadConfig()
+  let db: Db | undefined
+  const database = (): Db => {
+    if (db) return db
+    try {
+      db = openDatabase(config.DATABASE_PATH, { mustExist: true })
+    } catch (error) {
+      if (!(error instanceof MissingDatabaseError)) throw error
+      throw new UsageError(
+        `There is no database at ${config.DATABASE_PATH}; start the server once (bun run start) or create it with bun run cli migrate`,
+      )
     }
+    migrateDatabase(db)
+    return db
+  }
+  try {
+    await command.run({ values, config, out, now: systemClock.now(), database })
   } finally {
-    db.$client.close()
+    db?.$client.close()
   }
 }
 
@@ -111,9 +331,14 @@ if (import.meta.main) {
   try {
     await runCli(process.argv.slice(2), (line) => console.log(line))
   } catch (error) {
-    const known = error instanceof UsageError || error instanceof AppError || error instanceof ConfigError
+    const known =
+      error instanceof UsageError ||
+      error instanceof AppError ||
+      error instanceof ConfigError ||
+      error instanceof OperationError
     const message = error instanceof Error ? error.message : String(error)
-    console.error(`error: ${known ? message : `unexpected failure: ${message}`}`)
+    // One line, as the contract promises, whatever the message held.
+    console.error(`error: ${known ? message : `unexpected failure: ${message}`}`.replace(/\s*\n\s*/g, ' '))
     process.exit(1)
   }
 }

@@ -1,14 +1,18 @@
 // The operator CLI and start-up configuration, run as real processes against a real SQLite file.
 import { Database } from 'bun:sqlite'
 import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import sharp from 'sharp'
 import { resolvePersonalAccessToken } from '../src/auth/service'
+import { signIn, validateSession } from '../src/auth/sessions'
+import { runCli } from '../src/cli'
 import { loadConfig } from '../src/config'
 import { openDatabase } from '../src/db/client'
+import { backup, restore } from '../src/operations/backup'
 import { hashSecret } from '../src/shared/security'
-import { firstRunToken, startServer, until } from './helpers'
+import { firstRunToken, harness, startServer, until } from './helpers'
 
 // Every test here starts bun processes, some a whole server (startServer alone allows 20 s to listen).
 setDefaultTimeout(30_000)
@@ -37,6 +41,75 @@ async function run(command: string[], env: Record<string, string>) {
 function cli(...args: string[]) {
   return run(['bun', 'run', 'cli', ...args], { DATABASE_PATH: databasePath })
 }
+
+/** The command names `help` lists, in its order. */
+const commandNames = [
+  'migrate',
+  'user:create',
+  'user:list',
+  'user:reset-password',
+  'token:create',
+  'registration-token:create',
+  'backup',
+  'restore',
+  'help',
+]
+
+/** What runCli prints for these arguments, in this process. */
+async function printed(...args: string[]): Promise<string> {
+  const lines: string[] = []
+  await runCli(args, (line) => lines.push(line))
+  return lines.join('\n')
+}
+
+test('help lists every command and describes each one, reading neither the configuration nor a database', async () => {
+  const nowhere = join(dir, 'no-such-folder', 'db.sqlite')
+  // A bad variable too: help must not even read the configuration.
+  const env = { DATABASE_PATH: nowhere, PORT: 'eighty' }
+  const [help, dashed] = await Promise.all([
+    run(['bun', 'run', 'cli', 'help'], env),
+    run(['bun', 'run', 'cli', '--help'], env),
+  ])
+  expect(help).toMatchObject({ code: 0, stderr: '' })
+  expect(dashed).toEqual(help)
+  const listed = help.stdout.split('\n').flatMap((line) => line.match(/^ {2}([a-z:-]+)/)?.[1] ?? [])
+  expect(listed).toEqual(commandNames)
+
+  const one = await run(['bun', 'run', 'cli', 'restore', '--help'], env)
+  expect(one).toMatchObject({ code: 0, stderr: '' })
+  expect(one.stdout).toStartWith('Usage: bun run cli restore --from DIR\n')
+  expect(existsSync(join(dir, 'no-such-folder'))).toBe(false)
+
+  for (const name of commandNames.filter((command) => command !== 'help')) {
+    const text = await printed(name, '--help')
+    expect(text).toStartWith(`Usage: bun run cli ${name}`)
+    expect(text).toContain('--help')
+    expect(await printed('help', name)).toBe(text)
+    expect(await printed(name, '--email', 'x@example.com', '-h')).toBe(text)
+  }
+  expect(await printed('help', 'help')).toBe(help.stdout.trimEnd())
+  expect(await printed('user:create', '--help')).toContain('--role ROLE')
+  await expect(printed('help', 'launch-rockets')).rejects.toThrow('Unknown command "launch-rockets"')
+})
+
+test('commands refuse a missing database and create nothing; migrate creates it', async () => {
+  for (const args of [['user:list'], ['token:create', '--email', 'a@example.com', '--scopes', 'threads:read']]) {
+    const refused = await cli(...args)
+    expect(refused).toMatchObject({ code: 1, stdout: '' })
+    expect(refused.stderr.trim().split('\n')).toEqual([
+      `error: There is no database at ${databasePath}; start the server once (bun run start) or create it with bun run cli migrate`,
+    ])
+  }
+  expect(readdirSync(dir)).toEqual([])
+
+  const created = await cli('migrate')
+  expect(created).toMatchObject({ code: 0, stderr: '' })
+  expect(created.stdout).toStartWith(`Created ${databasePath} and applied `)
+  expect(created.stdout).toMatch(/ applied \d+ migrations \(up to 0\d+_\w+\)\n$/)
+  const again = await cli('migrate')
+  expect(again).toMatchObject({ code: 0, stderr: '' })
+  expect(again.stdout).toStartWith(`${databasePath} is up to date (latest migration `)
+})
 
 test('user:create and token:create; the secret is the last line of stdout', async () => {
   const created = await cli(
@@ -81,14 +154,47 @@ test.each([
   [['user:create', '--email', 'y@example.com', '--password', 'password123', '--role', 'king'], '--role'],
   [['token:create', '--email', 'nobody@example.com', '--scopes', 'threads:read'], 'No user'],
   [['token:create', '--email', 'ops@example.com', '--scopes', 'threads:admin'], 'Unknown scope'],
+  [['user:reset-password', '--email', 'nobody@example.com'], 'No user with email nobody@example.com'],
   [['launch-rockets'], 'Unknown command'],
   [['user:create', '--bogus'], 'bogus'],
+  [['user:list', '--to', 'somewhere'], "Unknown option '--to'"],
+  [['user:list', 'extra'], 'Unexpected argument'],
+  [['backup'], '--to is required'],
+  [['restore', '--from', '/nonexistent/backup'], 'not a Threadhouse backup'],
+  [[], 'No command'],
 ])('%j fails with one error line and a non-zero exit', async (args, message) => {
   const result = await cli(...args)
   expect(result.code).not.toBe(0)
   expect(result.stdout).toBe('')
   expect(result.stderr.trim().split('\n')).toHaveLength(1)
   expect(result.stderr).toContain(message)
+})
+
+test('user:list shows every user; user:reset-password prints a one-time password last and ends web sessions', async () => {
+  const list = await cli('user:list')
+  expect(list).toMatchObject({ code: 0, stderr: '' })
+  const [header, ...rows] = list.stdout.trimEnd().split('\n')
+  expect(header).toBe('email\tname\torganization\trole\tcreated\tstatus')
+  expect(rows.map((row) => row.split('\t'))).toEqual([
+    ['ops@example.com', 'Ops', 'ops', 'admin', expect.stringMatching(/^\d{4}-\d\d-\d\dT[\d:.]+Z$/), 'active'],
+  ])
+
+  const db = openDatabase(databasePath)
+  const before = await signIn(db, 'ops@example.com', 'hunter2hunter2', Date.now())
+  expect(before).not.toBeNull()
+  const reset = await cli('user:reset-password', '--email', 'OPS@example.com')
+  expect(reset).toMatchObject({ code: 0, stderr: '' })
+  const lines = reset.stdout.trimEnd().split('\n')
+  expect(lines).toHaveLength(2)
+  expect(lines[0]).toContain('ended 1 web session')
+  const password = lines.at(-1) ?? ''
+  expect(password).toMatch(/^[a-z2-7]{4}(-[a-z2-7]{4}){3}$/)
+
+  expect(validateSession(db, before?.token ?? '', Date.now())).toBeNull()
+  expect(await signIn(db, 'ops@example.com', 'hunter2hunter2', Date.now())).toBeNull()
+  expect(await signIn(db, 'ops@example.com', password, Date.now())).toMatchObject({ mustChangePassword: true })
+  db.$client.close()
+  expect((await cli('user:list')).stdout).toContain('\tmust-change-password\n')
 })
 
 test('configuration errors name the variable; unset values take the documented defaults', () => {
@@ -154,17 +260,154 @@ test('backup makes a consistent copy while the server writes', async () => {
     }
   })()
   await until(() => writes >= 5)
-  const target = join(dir, 'backup.sqlite')
+  const target = join(dir, 'backup')
   const result = await cli('backup', '--to', target)
   writing = false
   await writer
   expect(result).toMatchObject({ code: 0, stderr: '' })
   expect((await cli('backup', '--to', target)).stderr).toContain('already exists')
+  expect(readdirSync(target).sort()).toEqual(['backup.json', 'threadhouse.sqlite', 'uploads'])
 
-  const copy = new Database(target, { readonly: true })
+  const copy = new Database(join(target, 'threadhouse.sqlite'), { readonly: true })
   expect(copy.query('pragma integrity_check').get()).toEqual({ integrity_check: 'ok' })
   const copied = (copy.query('select count(*) as n from threads').get() as { n: number }).n
   copy.close()
   expect(copied).toBeGreaterThanOrEqual(5)
   expect(copied).toBeLessThanOrEqual(writes)
 }, 30_000)
+
+/** A JPEG wide enough that the upload keeps a scaled copy (`<id>.resized`) beside the original. */
+async function wideJpeg(): Promise<Uint8Array> {
+  const image = sharp({ create: { width: 3000, height: 1000, channels: 3, background: '#3a7' } })
+  return new Uint8Array(await image.jpeg().toBuffer())
+}
+
+function uploadsOf(folder: string): string[] {
+  return readdirSync(folder).sort()
+}
+
+test('backup, change or wipe everything, restore: the thread, its files and the tokens are back', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'threadhouse-restore-'))
+  const database = join(home, 'data', 'db.sqlite')
+  const uploads = join(home, 'uploads')
+  const env = { DATABASE_PATH: database, UPLOADS_DIR: uploads, ECHO_TOKEN_DELAY_MS: '0' }
+  const inHome = (...args: string[]) => run(['bun', 'run', 'cli', ...args], env)
+  const notes = '# Notes\n\nKept across a restore.\n'
+  const photo = await wideJpeg()
+  try {
+    const server = await startServer(env)
+    const token = await firstRunToken(server)
+    const headers = { authorization: `Bearer ${token}` }
+    const api = (path: string, init: RequestInit = {}) =>
+      fetch(`${server.url}/api/v1${path}`, { ...init, headers: { ...headers, ...init.headers } })
+    const thread = (await (
+      await api('/threads', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'kept' }),
+      })
+    ).json()) as { thread_id: string }
+    const form = new FormData()
+    form.append('attachments[0]', new File([notes], 'notes.md', { type: 'text/markdown' }))
+    form.append('attachments[1]', new File([photo], 'wide.jpg', { type: 'image/jpeg' }))
+    const uploaded = await api(`/threads/${thread.thread_id}/attachments`, { method: 'POST', body: form })
+    expect(uploaded.status).toBe(201)
+    const [text, image] = (await uploaded.json()) as [{ id: string }, { id: string }]
+    const files = [text.id, image.id, `${image.id}.resized`].sort()
+    expect(uploadsOf(uploads)).toEqual(expect.arrayContaining(files))
+
+    const target = join(home, 'backups', 'first')
+    const made = await inHome('backup', '--to', target)
+    expect(made).toMatchObject({ code: 0, stderr: '' })
+    expect(made.stdout).toContain('1 thread, 0 messages, 2 attachments; 3 files, ')
+    expect(uploadsOf(join(target, 'uploads'))).toEqual(files)
+    expect(JSON.parse(readFileSync(join(target, 'backup.json'), 'utf8'))).toMatchObject({
+      format: 'threadhouse-backup',
+      version: 1,
+      counts: { organizations: 1, users: 1, threads: 1, messages: 0, attachments: 2 },
+      files: 3,
+    })
+
+    // Work after the backup, which the restore must undo.
+    const later = await api('/threads', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'after the backup' }),
+    })
+    expect(later.status).toBe(201)
+    const refused = await inHome('restore', '--from', target)
+    expect(refused).toMatchObject({ code: 1, stdout: '' })
+    expect(refused.stderr.trim().split('\n')).toEqual([expect.stringMatching(/running on it|open in another process/)])
+    expect((await api('/threads')).status).toBe(200)
+
+    // Killed, the server leaves its -wal and -shm beside the database, which must not be replayed into the backup.
+    await server[Symbol.asyncDispose]()
+    writeFileSync(join(uploads, 'stray'), 'not from the backup')
+    writeFileSync(join(uploads, '.gitkeep'), '')
+    const restored = await inHome('restore', '--from', target)
+    expect(restored).toMatchObject({ code: 0, stderr: '' })
+    expect(restored.stdout).toContain('1 thread, 0 messages, 2 attachments; 3 files; integrity check ok')
+    expect(uploadsOf(uploads)).toEqual(['.gitkeep', ...files].sort())
+    // No -wal, -shm or staged copy left; the instance lock's file stays, as a server leaves it.
+    expect(readdirSync(join(home, 'data')).filter((name) => name !== 'db.sqlite.lock')).toEqual(['db.sqlite'])
+    const db = new Database(database, { readonly: true })
+    expect(db.query('select name from threads').all()).toEqual([{ name: 'kept' }])
+    db.close()
+
+    // Everything gone, the database's folder included: the restore alone brings it all back.
+    rmSync(join(home, 'data'), { recursive: true })
+    rmSync(uploads, { recursive: true })
+    expect((await inHome('restore', '--from', target)).code).toBe(0)
+    expect(uploadsOf(uploads)).toEqual(files)
+
+    await using again = await startServer(env)
+    const fetchAgain = (path: string) => fetch(`${again.url}/api/v1${path}`, { headers })
+    expect(await (await fetchAgain(`/threads/${thread.thread_id}`)).json()).toMatchObject({ name: 'kept' })
+    const download = await fetchAgain(`/threads/${thread.thread_id}/attachments/${text.id}`)
+    expect(await download.text()).toBe(notes)
+    const picture = await fetchAgain(`/threads/${thread.thread_id}/attachments/${image.id}`)
+    expect(Buffer.from(await picture.arrayBuffer()).equals(Buffer.from(photo))).toBe(true)
+    expect(again.stdout()).not.toContain('Threadhouse is set up')
+  } finally {
+    rmSync(home, { recursive: true, force: true })
+  }
+}, 60_000)
+
+test('a backup leaves out attachments whose files went missing; restore refuses a damaged backup untouched', async () => {
+  await using h = await harness()
+  const owner = await h.user()
+  const created = await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })
+  const threadId = created.body.thread_id
+  const form = new FormData()
+  form.append('attachments[0]', new File(['kept'], 'kept.txt', { type: 'text/plain' }))
+  form.append('attachments[1]', new File(['gone'], 'gone.txt', { type: 'text/plain' }))
+  const uploaded = await h.call('POST', `/api/v1/threads/${threadId}/attachments`, { token: owner.token, body: form })
+  expect(uploaded.status).toBe(201)
+  const [kept, gone] = uploaded.body as [{ id: string }, { id: string }]
+  rmSync(join(h.uploadsDir, gone.id))
+
+  const home = mkdtempSync(join(tmpdir(), 'threadhouse-backup-'))
+  try {
+    const target = join(home, 'backup')
+    const result = backup(h.db, h.uploadsDir, target, Date.now())
+    expect(result).toMatchObject({ leftOut: [gone.id], files: 1, bytes: 4 })
+    expect(result.counts.attachments).toBe(1)
+    expect(readdirSync(home)).toEqual(['backup'])
+    expect(() => backup(h.db, h.uploadsDir, target, Date.now())).toThrow('already exists')
+    expect(() => backup(h.db, h.uploadsDir, join(h.uploadsDir, 'b'), Date.now())).toThrow('inside UPLOADS_DIR')
+
+    const live = { databasePath: join(home, 'live', 'db.sqlite'), uploadsDir: join(home, 'live', 'uploads') }
+    mkdirSync(live.uploadsDir, { recursive: true })
+    writeFileSync(join(live.uploadsDir, 'current'), 'current data')
+    rmSync(join(target, 'uploads', kept.id))
+    expect(() => restore(target, live)).toThrow(`lacks the file ${kept.id}`)
+    expect(readdirSync(live.uploadsDir)).toEqual(['current'])
+    expect(existsSync(live.databasePath)).toBe(false)
+
+    writeFileSync(join(target, 'uploads', kept.id), 'kept')
+    expect(restore(target, live)).toMatchObject({ files: 1, counts: { threads: 1, attachments: 1 } })
+    expect(readdirSync(live.uploadsDir)).toEqual([kept.id])
+  } finally {
+    rmSync(home, { recursive: true, force: true })
+  }
+})

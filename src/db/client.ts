@@ -1,6 +1,6 @@
 // Opens the one SQLite file, sets the PRAGMAs every connection needs and applies committed migrations.
 import { Database } from 'bun:sqlite'
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { type BunSQLiteDatabase, drizzle } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
@@ -10,10 +10,31 @@ export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
 
 export const migrationsFolder = join(import.meta.dir, '../../db/migrations')
 
-/** Opens (creating if needed) the database at `path`; ':memory:' gives a private in-memory database. */
-export function openDatabase(path: string): Db {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
-  const sqlite = new Database(path, { create: true, strict: true })
+/** Thrown by `openDatabase(path, { mustExist: true })` when there is no database file at `path`. */
+export class MissingDatabaseError extends Error {
+  constructor(readonly path: string) {
+    super(`There is no database at ${path}`)
+  }
+}
+
+export interface OpenOptions {
+  /**
+   * Refuse, rather than create, a database that does not exist yet (and create no folder either): for tools
+   * such as the operator CLI, where a mistyped DATABASE_PATH must not quietly start an empty database.
+   */
+  mustExist?: boolean
+}
+
+/**
+ * Opens the database at `path`, creating it and its folder if needed unless `mustExist` says otherwise;
+ * ':memory:' gives a private in-memory database.
+ */
+export function openDatabase(path: string, options: OpenOptions = {}): Db {
+  const memory = path === ':memory:'
+  if (options.mustExist && !memory && !existsSync(path)) throw new MissingDatabaseError(path)
+  if (!memory && !options.mustExist) mkdirSync(dirname(path), { recursive: true })
+  // `create: false` too, so a file removed between the check and the open is still not recreated.
+  const sqlite = new Database(path, { create: !options.mustExist, readwrite: true, strict: true })
   sqlite.run('PRAGMA journal_mode = WAL')
   sqlite.run('PRAGMA synchronous = NORMAL')
   sqlite.run('PRAGMA foreign_keys = ON')

@@ -55,6 +55,10 @@ test('unknown clients and unregistered redirect URIs get an error page, never a 
     request(client.client_id, { redirect_uri: 'https://app.example/cb?x=1&y=2' }),
     request(client.client_id, { redirect_uri: 'https://app.example:444/cb?x=1' }),
     request(client.client_id, { redirect_uri: 'https://app.example/cb?x=1#frag' }),
+    // A loopback URI whose port is out of range is no URL at all (this was a 500).
+    request(client.client_id, { redirect_uri: 'http://127.0.0.1:99999/callback' }),
+    request(client.client_id, { redirect_uri: 'http://127.0.0.1:65536/callback' }),
+    request(client.client_id, { redirect_uri: 'http://127.0.0.1:1e3/callback' }),
     `${request(client.client_id)}&redirect_uri=https://evil.example/callback`,
     `${request(client.client_id)}&client_id=${client.client_id}`,
   ]
@@ -88,6 +92,24 @@ test('redirect URIs match exactly, except the port of http loopback URIs (RFC 82
   expect(approved.location.origin).toBe('http://[::1]:3000')
   const native = await approve(browser, { clientId: client.client_id, redirectUri: 'com.example.app:/oauth' })
   expect(native.location.protocol).toBe('com.example.app:')
+})
+
+test('a redirect URI stored before the scheme rules existed gets the error page, never a redirect', async () => {
+  await using h = await harness()
+  const client = await register(h)
+  const legacy = ['view-source:https://app.example/cb', 'cursor://anysphere/oauth', 'http://127.0.0.1/c\u00e9']
+  h.db.update(oauthClients).set({ redirectUris: legacy }).where(eq(oauthClients.clientId, client.client_id)).run()
+  const { browser } = await signedIn(h)
+  for (const redirectUri of legacy) {
+    for (const visitor of [browser, Browser.inProcess(h)]) {
+      const response = await visitor.get(request(client.client_id, { redirect_uri: redirectUri }))
+      expect({ redirectUri, status: response.status, location: response.headers.get('location') }).toEqual({
+        redirectUri,
+        status: 400,
+        location: null,
+      })
+    }
+  }
 })
 
 test('other errors redirect with error, error_description, state and iss, even before sign-in', async () => {

@@ -109,15 +109,61 @@ test('invalid metadata is refused with invalid_redirect_uri or invalid_client_me
     expect({ body, status: reply.status, error: reply.body.error }).toEqual({ body, status: 400, error })
     expect(reply.body.error_description).toEqual(expect.any(String))
   }
-  // Private-use schemes are fine for public clients.
+  // Private-use schemes are fine for public clients, in the reverse domain form RFC 8252 §7.1 asks for.
   const native = await h.call('POST', '/oauth/register', {
     body: {
       ...valid,
-      redirect_uris: ['com.example.app:/cb', 'cursor://anysphere/oauth'],
+      redirect_uris: ['com.example.app:/cb', 'com.example.app://callback', 'io.github.some-app.dev:/oauth'],
       token_endpoint_auth_method: 'none',
     },
   })
   expect(native.status).toBe(201)
+})
+
+test('redirect URIs: private-use schemes only as reverse domain names, dangerous schemes never, ASCII only', async () => {
+  await using h = await harness()
+  const attempt = async (uri: string, method: 'none' | 'client_secret_basic') => {
+    const reply = await h.call('POST', '/oauth/register', {
+      body: { client_name: 'App', redirect_uris: [uri], token_endpoint_auth_method: method },
+    })
+    return reply.status === 201 ? 'accepted' : reply.body.error
+  }
+  const refused = [
+    'view-source:https://app.example/cb',
+    'jar:https://app.example/app.jar!/cb',
+    'x-javascript:alert(1)',
+    'javascript:alert(1)',
+    'JavaScript:alert(1)',
+    'data:text/html,hi',
+    'file:///etc/passwd',
+    'blob:https://app.example/1',
+    'about:blank',
+    'cursor://anysphere/oauth',
+    'myapp:/cb',
+    'urn:ietf:wg:oauth:2.0:oob',
+    'com.:/cb',
+    // Not URLs at all, or not ASCII: nothing a Location header could carry as it is.
+    'http://127.0.0.1:99999/callback',
+    'https://app.example:65536/cb',
+    'https://app.example/cb\u0000',
+    'https://app.example/c b',
+    'https://app.example/😀',
+  ]
+  for (const uri of refused) {
+    for (const method of ['none', 'client_secret_basic'] as const) {
+      expect({ uri, method, result: await attempt(uri, method) }).toEqual({
+        uri,
+        method,
+        result: 'invalid_redirect_uri',
+      })
+    }
+  }
+  // https and the http loopback forms still work for every client.
+  for (const uri of ['https://app.example/cb', 'http://127.0.0.1:65535/cb', 'http://localhost/cb', 'http://[::1]/cb']) {
+    for (const method of ['none', 'client_secret_basic'] as const) {
+      expect({ uri, method, result: await attempt(uri, method) }).toEqual({ uri, method, result: 'accepted' })
+    }
+  }
 })
 
 test('a registration token ties the client to its organization and works once, for 60 minutes', async () => {

@@ -97,7 +97,11 @@ test('failed client authentication is still 401 invalid_client; a missing token 
   )
   expect(missing.status).toBe(400)
   expect(missing.body.error).toBe('invalid_request')
-  // The fields the specification shows work for a client registered for Basic.
+  // The fields the specification shows work for a client that took the default method, not for one that declared
+  // client_secret_basic.
   const inForm = { token: 'tho_x', client_id: confidential.client_id, client_secret: confidential.client_secret }
-  expect((await postOAuth(h, '/oauth/token/revoke', inForm)).status).toBe(200)
+  expect((await postOAuth(h, '/oauth/token/revoke', inForm)).status).toBe(401)
+  const byDefault = await register(h, { token_endpoint_auth_method: undefined })
+  const defaultForm = { token: 'tho_x', client_id: byDefault.client_id, client_secret: byDefault.client_secret }
+  expect((await postOAuth(h, '/oauth/token/revoke', defaultForm)).status).toBe(200)
 })

@@ -148,23 +148,8 @@ test('confidential clients: the secret in a Basic header or the form, PKCE optio
   )
   expect(reply.status).toBe(200)
 
-  // The same client sending its secret in the form, as the specification's request shapes do.
-  grant = await code(basicClient.client_id, 'without')
-  const inForm = {
-    grant_type: 'authorization_code',
-    code: grant.code,
-    redirect_uri: redirectUri,
-    client_id: basicClient.client_id,
-  }
-  reply = await postOAuth(h, '/oauth/token', { ...inForm, client_secret: basicClient.client_secret })
-  expect(reply.status).toBe(200)
-  // A wrong secret in the form: 401 without a Basic challenge.
-  reply = await postOAuth(h, '/oauth/token', { ...inForm, client_secret: 'ths_wrong' })
-  expect(reply.status).toBe(401)
-  expect(reply.body.error).toBe('invalid_client')
-  expect(reply.headers.get('www-authenticate')).toBeNull()
-
   // A wrong secret over Basic: 401 with a Basic challenge.
+  grant = await code(basicClient.client_id, 'without')
   reply = await postOAuth(
     h,
     '/oauth/token',
@@ -188,18 +173,14 @@ test('confidential clients: the secret in a Basic header or the form, PKCE optio
   expect((await postOAuth(h, '/oauth/token', post)).body.error).toBe('invalid_grant')
   expect((await postOAuth(h, '/oauth/token', { ...post, code_verifier: grant.verifier ?? '' })).status).toBe(200)
 
-  // A post client may use Basic too (some MCP clients choose Basic whenever it is advertised).
+  // A wrong secret in the form: 401 without a Basic challenge.
   grant = await code(postClient.client_id, 'without')
-  reply = await postOAuth(
-    h,
-    '/oauth/token',
-    { grant_type: 'authorization_code', code: grant.code, redirect_uri: redirectUri },
-    { authorization: basic(postClient.client_id, postClient.client_secret) },
-  )
-  expect(reply.status).toBe(200)
+  reply = await postOAuth(h, '/oauth/token', { ...post, code: grant.code, client_secret: 'ths_wrong' })
+  expect(reply.status).toBe(401)
+  expect(reply.body.error).toBe('invalid_client')
+  expect(reply.headers.get('www-authenticate')).toBeNull()
 
   // A verifier for a code issued without a challenge is a downgrade attempt.
-  grant = await code(postClient.client_id, 'without')
   expect(
     (await postOAuth(h, '/oauth/token', { ...post, code: grant.code, code_verifier: 'v'.repeat(43) })).body.error,
   ).toBe('invalid_grant')
@@ -213,6 +194,70 @@ test('confidential clients: the secret in a Basic header or the form, PKCE optio
     authorization: basic(postClient.client_id, postClient.client_secret),
   })
   expect(reply.body.error).toBe('invalid_request')
+  // The code was never consumed by any of those failures.
+  expect((await postOAuth(h, '/oauth/token', { ...post, code: grant.code })).status).toBe(200)
+})
+
+test('a client that declared its authentication method must use it; one that took the default may use either', async () => {
+  await using h = await harness()
+  const basicClient = await register(h, { token_endpoint_auth_method: 'client_secret_basic' })
+  const postClient = await register(h, { token_endpoint_auth_method: 'client_secret_post' })
+  // The specification's registration: no method named, so client_secret_basic by default (RFC 7591 §2).
+  const defaultClient = await register(h, { token_endpoint_auth_method: undefined })
+  expect(defaultClient.token_endpoint_auth_method).toBe('client_secret_basic')
+  const { browser } = await signedIn(h)
+  const exchange = async (
+    client: { client_id: string; client_secret: string },
+    method: 'client_secret_basic' | 'client_secret_post',
+  ) => {
+    const { code } = await approve(browser, { clientId: client.client_id, withoutPkce: 'yes' })
+    const fields = { grant_type: 'authorization_code', code, redirect_uri: redirectUri }
+    const reply =
+      method === 'client_secret_basic'
+        ? await postOAuth(h, '/oauth/token', fields, { authorization: basic(client.client_id, client.client_secret) })
+        : await postOAuth(h, '/oauth/token', {
+            ...fields,
+            client_id: client.client_id,
+            client_secret: client.client_secret,
+          })
+    return {
+      status: reply.status,
+      error: reply.body?.error,
+      challenge: reply.headers.get('www-authenticate')?.split(' ')[0] ?? null,
+    }
+  }
+  const ok = { status: 200, error: undefined, challenge: null }
+  const refused = { status: 401, error: 'invalid_client', challenge: 'Basic' }
+  expect(await exchange(basicClient, 'client_secret_basic')).toEqual(ok)
+  // The right secret in the form: refused, and the Basic challenge says how to authenticate instead.
+  expect(await exchange(basicClient, 'client_secret_post')).toEqual(refused)
+  expect(await exchange(postClient, 'client_secret_post')).toEqual(ok)
+  // The right secret in a Basic header: refused, with the challenge RFC 6749 §5.2 requires for a Basic attempt.
+  expect(await exchange(postClient, 'client_secret_basic')).toEqual(refused)
+  // The request shape the specification shows (client_id and client_secret as fields), and Basic, both work.
+  expect(await exchange(defaultClient, 'client_secret_post')).toEqual(ok)
+  expect(await exchange(defaultClient, 'client_secret_basic')).toEqual(ok)
+
+  // The same rule at the revocation endpoint.
+  const revoke = async (client: { client_id: string; client_secret: string }, method: 'basic' | 'form') =>
+    (method === 'basic'
+      ? await postOAuth(
+          h,
+          '/oauth/token/revoke',
+          { token: 'tho_x' },
+          {
+            authorization: basic(client.client_id, client.client_secret),
+          },
+        )
+      : await postOAuth(h, '/oauth/token/revoke', {
+          token: 'tho_x',
+          client_id: client.client_id,
+          client_secret: client.client_secret,
+        })
+    ).status
+  expect([await revoke(basicClient, 'basic'), await revoke(basicClient, 'form')]).toEqual([200, 401])
+  expect([await revoke(postClient, 'basic'), await revoke(postClient, 'form')]).toEqual([401, 200])
+  expect([await revoke(defaultClient, 'basic'), await revoke(defaultClient, 'form')]).toEqual([200, 200])
 })
 
 test('token endpoint errors use the RFC 6749 §5.2 codes', async () => {

@@ -34,6 +34,8 @@ export interface Client {
   grantTypes: string[]
   responseTypes: string[]
   authMethod: ClientAuthMethod
+  /** Whether `authMethod` was named at registration rather than defaulted. */
+  authMethodDeclared: boolean
   secretHash: string | null
   clientUri: string | null
   logoUri: string | null
@@ -58,6 +60,7 @@ export function toClient(row: ClientRow): Client {
     grantTypes: row.grantTypes,
     responseTypes: row.responseTypes,
     authMethod: row.tokenEndpointAuthMethod,
+    authMethodDeclared: row.tokenEndpointAuthMethodDeclared,
     secretHash: row.secretHash,
     clientUri: row.clientUri,
     logoUri: row.logoUri,
@@ -76,6 +79,16 @@ export function isVerified(client: Pick<Client, 'origin'>): boolean {
 /** Public clients have no secret and must use PKCE. */
 export function isPublic(client: Pick<Client, 'authMethod'>): boolean {
   return client.authMethod === 'none'
+}
+
+/**
+ * How this client may authenticate at the token and revocation endpoints: the method it registered. A confidential
+ * client that left the method to the default may use either secret method, since the specification documents
+ * `client_id` and `client_secret` as form fields while RFC 7591 makes `client_secret_basic` the default.
+ */
+export function acceptedAuthMethods(client: Pick<Client, 'authMethod' | 'authMethodDeclared'>): ClientAuthMethod[] {
+  if (client.authMethod === 'none' || client.authMethodDeclared) return [client.authMethod]
+  return ['client_secret_basic', 'client_secret_post']
 }
 
 // The docs client's row exists so that grants and tokens can reference it; its redirect URI always follows
@@ -110,7 +123,8 @@ const loopbackRedirect = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(?::\d{1,5})
 
 function loopbackParts(uri: string): { host: string; rest: string } | null {
   const match = loopbackRedirect.exec(uri)
-  if (!match?.[1]) return null
+  // The pattern lets through ports up to 99999; a URL that does not parse is no address a browser can reach.
+  if (!match?.[1] || !URL.canParse(uri)) return null
   const rest = match[2] ?? '/'
   return { host: match[1], rest: rest.startsWith('?') ? `/${rest}` : rest }
 }
@@ -132,25 +146,59 @@ export function redirectUriMatches(registered: string, requested: string): boole
 
 export type RedirectUriKind = 'https' | 'loopback' | 'private-use'
 
-// Schemes that must never receive an authorization code: script and content schemes, local files, and web
-// schemes that are not the ones above.
+// Schemes that must never receive an authorization code, whatever the client: script and content schemes,
+// local files, browser internals and web schemes other than http(s). None is a reverse domain name, so the
+// private-use rule refuses them too; naming them here keeps that true if the rule is ever relaxed.
 const refusedSchemes = new Set([
   'javascript:',
-  'data:',
+  'x-javascript:',
+  'livescript:',
   'vbscript:',
+  'data:',
   'file:',
   'blob:',
   'about:',
   'filesystem:',
+  'view-source:',
+  'jar:',
+  'chrome:',
+  'resource:',
+  'intent:',
   'ws:',
   'wss:',
   'ftp:',
   'mailto:',
 ])
 
+/**
+ * RFC 8252 §7.1: a private-use scheme is a domain name its developer controls, reversed (`com.example.app:`), so
+ * two apps cannot claim the same one by accident and no browser or system scheme qualifies.
+ */
+const reverseDomainScheme = /^[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+:$/
+
+/**
+ * RFC 3986 URIs are visible ASCII: anything else (spaces, Unicode, controls) must be percent-encoded, and could
+ * not go back to the client in a Location header as it is.
+ */
+const visibleAscii = /^[\x21-\x7e]+$/
+
+/** Why a URI may never be a redirect target, whatever the client and however it was registered; null if it may. */
+export function unusableRedirectUriReason(uri: string): string | null {
+  if (!visibleAscii.test(uri)) return 'must be ASCII without spaces; percent-encode other characters'
+  if (!URL.canParse(uri)) return 'is not a valid absolute URI'
+  const { protocol } = new URL(uri)
+  if (protocol === 'https:' || protocol === 'http:') return null
+  if (refusedSchemes.has(protocol)) return `uses the ${protocol} scheme, which may never receive an authorization code`
+  if (!reverseDomainScheme.test(protocol)) {
+    return 'uses a private-use scheme that is not a reverse domain name such as com.example.app (RFC 8252 §7.1)'
+  }
+  return null
+}
+
 /** What kind of redirect URI this is, or InvalidRedirectUri with the rule it breaks. */
 export function classifyRedirectUri(uri: string): RedirectUriKind {
-  if (!URL.canParse(uri)) throw new InvalidRedirectUri(`"${uri}" is not an absolute URI`)
+  const unusable = unusableRedirectUriReason(uri)
+  if (unusable) throw new InvalidRedirectUri(`"${uri}" ${unusable}`)
   if (uri.includes('#')) throw new InvalidRedirectUri(`"${uri}" must not contain a fragment`)
   const url = new URL(uri)
   if (url.username || url.password) throw new InvalidRedirectUri(`"${uri}" must not contain credentials`)
@@ -161,7 +209,6 @@ export function classifyRedirectUri(uri: string): RedirectUriKind {
       `"${uri}" uses http: only http://localhost, http://127.0.0.1 and http://[::1] are allowed; use https`,
     )
   }
-  if (refusedSchemes.has(url.protocol)) throw new InvalidRedirectUri(`"${uri}" uses a scheme that is not allowed`)
   return 'private-use'
 }
 
@@ -171,6 +218,8 @@ export interface ClientMetadata {
   redirectUris: string[]
   scopes: Scope[]
   authMethod: ClientAuthMethod
+  /** Whether the client named `token_endpoint_auth_method` rather than taking the default. */
+  authMethodDeclared: boolean
   grantTypes: GrantType[]
   responseTypes: 'code'[]
   clientUri: string | null
@@ -230,14 +279,15 @@ function scopesOf(body: Record<string, unknown>): Scope[] {
   return [...new Set(requested)] as Scope[]
 }
 
-function authMethodOf(body: Record<string, unknown>): ClientAuthMethod {
-  const value = stringField(body, 'token_endpoint_auth_method') ?? 'client_secret_basic'
+function authMethodOf(body: Record<string, unknown>): { authMethod: ClientAuthMethod; authMethodDeclared: boolean } {
+  const declared = stringField(body, 'token_endpoint_auth_method')
+  const value = declared ?? 'client_secret_basic'
   if (!(clientAuthMethods as readonly string[]).includes(value)) {
     throw new InvalidClientMetadata(
       `token_endpoint_auth_method must be one of ${clientAuthMethods.join(', ')}, got "${value}"`,
     )
   }
-  return value as ClientAuthMethod
+  return { authMethod: value as ClientAuthMethod, authMethodDeclared: declared !== undefined }
 }
 
 function grantTypesOf(body: Record<string, unknown>): GrantType[] {
@@ -272,12 +322,13 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   const name = stringField(fields, 'client_name')?.trim()
   if (!name) throw new InvalidClientMetadata('client_name is required')
   if (name.length > 100) throw new InvalidClientMetadata('client_name must be at most 100 characters')
-  const authMethod = authMethodOf(fields)
+  const { authMethod, authMethodDeclared } = authMethodOf(fields)
   return {
     name,
     redirectUris: redirectUrisOf(fields, authMethod),
     scopes: scopesOf(fields),
     authMethod,
+    authMethodDeclared,
     grantTypes: grantTypesOf(fields),
     responseTypes: responseTypesOf(fields),
     clientUri: webPageUri(fields, 'client_uri'),
@@ -311,6 +362,7 @@ export function createClient(db: Db, input: NewClient, now: number): { client: C
       grantTypes: metadata.grantTypes,
       responseTypes: metadata.responseTypes,
       tokenEndpointAuthMethod: metadata.authMethod,
+      tokenEndpointAuthMethodDeclared: metadata.authMethodDeclared,
       secretHash: secret === null ? null : hashSecret(secret),
       clientUri: metadata.clientUri,
       logoUri: metadata.logoUri,

@@ -22,10 +22,14 @@ export class InvalidRequest extends OAuthError {
 export type AttemptedClientAuth = 'client_secret_basic' | 'client_secret_post' | 'none'
 
 export class InvalidClient extends OAuthError {
-  constructor(description: string, attempted: AttemptedClientAuth) {
-    // RFC 6749 §5.2: a client that tried the Authorization header must get 401 with a matching challenge.
+  /** `required`: the one method the client registered, when the failure is that it used another. */
+  constructor(description: string, attempted: AttemptedClientAuth, required?: AttemptedClientAuth) {
+    // RFC 6749 §5.2: a client that tried the Authorization header must get 401 with a matching challenge, and one
+    // that must use Basic learns it the same way.
     const challenge: Record<string, string> =
-      attempted === 'client_secret_basic' ? { 'www-authenticate': 'Basic realm="threadhouse", charset="UTF-8"' } : {}
+      attempted === 'client_secret_basic' || required === 'client_secret_basic'
+        ? { 'www-authenticate': 'Basic realm="threadhouse", charset="UTF-8"' }
+        : {}
     super('invalid_client', description, 401, challenge)
   }
 }

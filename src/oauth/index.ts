@@ -262,9 +262,11 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           tags: ['OAuth'],
           security: [],
           description:
-            'Form-encoded. Confidential clients authenticate with their secret, whichever method they ' +
-            'registered: Authorization: Basic, or `client_id` + `client_secret` in the body (not both at once); ' +
-            `public clients send \`client_id\` and PKCE’s \`code_verifier\`. Access tokens last ${accessTokenLifetimeSeconds} s. ` +
+            'Form-encoded. Confidential clients authenticate with their secret by the method they registered: ' +
+            '`client_secret_basic` in an Authorization: Basic header, `client_secret_post` as `client_id` + ' +
+            '`client_secret` in the body; a client that named no method at registration may use either (never both ' +
+            'at once), and the other method is 401 `invalid_client`. ' +
+            `Public clients send \`client_id\` and PKCE’s \`code_verifier\`. Access tokens last ${accessTokenLifetimeSeconds} s. ` +
             `Refresh tokens rotate on every use and last ${refreshTokenLifetimeMs / dayMs} days from issue. ` +
             `A rotated refresh token still refreshes for ${refreshReuseGraceMs / 1000} s (clients that refresh ` +
             'concurrently); presented again after that, it revokes every token of that authorization. A narrower ' +
@@ -275,7 +277,10 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           responses: {
             200: jsonResponse('Tokens', OAuthModel.tokenResponse),
             400: oauthErrorResponse400,
-            401: jsonResponse('invalid_client (with WWW-Authenticate: Basic when Basic was used)', OAuthModel.error),
+            401: jsonResponse(
+              'invalid_client (with WWW-Authenticate: Basic when Basic was used or is the registered method)',
+              OAuthModel.error,
+            ),
             429: jsonResponse('temporarily_unavailable: rate limited', OAuthModel.error),
           },
         },

@@ -85,7 +85,9 @@ export namespace OAuthModel {
         t.String({ description: 'refresh_token: a narrower scope for the new access token (never wider).' }),
       ),
       client_id: t.Optional(t.String({ description: 'Required unless sent in the Basic header.' })),
-      client_secret: t.Optional(t.String({ description: 'Confidential clients not using the Basic header.' })),
+      client_secret: t.Optional(
+        t.String({ description: 'Confidential clients registered for `client_secret_post`, or for no method.' }),
+      ),
       resource: t.Optional(t.String({ description: 'RFC 8707 resource indicator (optional).' })),
     },
     { description: 'application/x-www-form-urlencoded' },
@@ -116,13 +118,16 @@ export namespace OAuthModel {
     redirect_uris: t.Array(t.String(), {
       minItems: 1,
       description:
-        'https URIs; http only for localhost, 127.0.0.1 and [::1]; private-use schemes (com.example.app:/cb) for ' +
-        'public clients only; no fragments.',
+        'ASCII https URIs; http only for localhost, 127.0.0.1 and [::1]; private-use schemes for public clients ' +
+        'only, as reverse domain names (com.example.app:/cb, RFC 8252 §7.1); no fragments; javascript:, data:, ' +
+        'file: and the like never.',
     }),
     scope: t.Optional(t.String({ description: 'Space-separated; defaults to every scope.' })),
     token_endpoint_auth_method: t.Optional(
       t.Union([t.Literal('client_secret_basic'), t.Literal('client_secret_post'), t.Literal('none')], {
-        description: 'Default `client_secret_basic`; `none` makes a public client (PKCE required).',
+        description:
+          'Default `client_secret_basic`; `none` makes a public client (PKCE required). A named method is binding at ' +
+          'the token and revocation endpoints; a client that names none may send its secret either way.',
       }),
     ),
     grant_types: t.Optional(

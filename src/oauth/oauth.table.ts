@@ -27,6 +27,12 @@ export const oauthClients = sqliteTable(
     grantTypes: text({ mode: 'json' }).notNull().$type<string[]>(),
     responseTypes: text({ mode: 'json' }).notNull().$type<string[]>(),
     tokenEndpointAuthMethod: text({ enum: clientAuthMethods }).notNull(),
+    /**
+     * Whether the client named its method. One that did is held to it; one left to the default (client_secret_basic)
+     * may also send its secret as form fields, the request shape the specification shows. Clients stored before
+     * the rule are treated as undeclared, so none of them stops working.
+     */
+    tokenEndpointAuthMethodDeclared: integer({ mode: 'boolean' }).notNull().default(false),
     /** SHA-256 of the client secret; null for public clients. */
     secretHash: text(),
     clientUri: text(),

@@ -13,6 +13,7 @@ import { checkResources } from './checks/resource'
 import { parseScopeParameter, withoutImpliedScopes } from './checks/scope'
 import type { AuthorizationRequest } from './checks/types'
 import {
+  acceptedAuthMethods,
   type Client,
   clientInformation,
   createClient,
@@ -35,6 +36,7 @@ import {
 } from './errors'
 import type { OAuthModel } from './model'
 import {
+  type ClientAuthMethod,
   oauthAccessTokens,
   oauthAuthorizationCodes,
   oauthClients,
@@ -222,11 +224,20 @@ function parseBasic(header: string): { id: string; secret: string } | null {
   }
 }
 
+/** What a client that used the wrong method is told to do instead. */
+const howToAuthenticate: Record<ClientAuthMethod | 'either', string> = {
+  none: 'this is a public client: send client_id alone, without a secret',
+  client_secret_basic:
+    'this client registered client_secret_basic: send its client_id and secret in an Authorization: Basic header',
+  client_secret_post:
+    'this client registered client_secret_post: send client_id and client_secret as form fields, not in a header',
+  either: 'this is a confidential client: send its client_secret, in a Basic header or the form',
+}
+
 /**
- * Identifies and authenticates the client. A confidential client proves its secret in a Basic header or in the
- * form, whichever method it registered: the specification's request shapes send `client_id` and
- * `client_secret` as fields, RFC 6749 §2.3.1 allows both, and some MCP clients pick Basic whenever it is
- * advertised. A public client sends its `client_id` alone.
+ * Identifies and authenticates the client (RFC 6749 §2.3.1) with the method it registered. A confidential client
+ * that left the method to the default may use either: the specification's request shapes send `client_id` and
+ * `client_secret` as fields, while RFC 7591's default is Basic. A public client sends its `client_id` alone.
  */
 export function authenticateClient(deps: OAuthDeps, { form, authorization }: ClientRequest): Client {
   const usesBasic = authorization !== null && /^basic\s/i.test(authorization)
@@ -245,11 +256,14 @@ export function authenticateClient(deps: OAuthDeps, { form, authorization }: Cli
   if (!clientId) throw new InvalidClient('Client authentication is required: send client_id', attempted)
   const client = findClient(deps.db, clientId, deps.publicUrl, deps.clock.now())
   if (!client) throw new InvalidClient('Client authentication failed', attempted)
-  if (isPublic(client) !== (attempted === 'none')) {
-    const expected = isPublic(client)
-      ? 'this is a public client: send client_id alone, without a secret'
-      : 'this is a confidential client: send its client_secret, in a Basic header or the form'
-    throw new InvalidClient(`Client authentication failed: ${expected}`, attempted)
+  const accepted = acceptedAuthMethods(client)
+  if (!accepted.includes(attempted)) {
+    const [required] = accepted.length === 1 ? accepted : []
+    throw new InvalidClient(
+      `Client authentication failed: ${howToAuthenticate[required ?? 'either']}`,
+      attempted,
+      required,
+    )
   }
   if (isPublic(client)) return client
   const secret = basic?.secret ?? bodySecret ?? ''

@@ -10,7 +10,7 @@ import { clientIsRegistered } from './client'
 import { codeIsFresh, codeWasIssuedToClient, redirectUriMatchesCode } from './code'
 import { parametersAreSingle } from './parameters'
 import { pkceIsValid, verifierMatchesChallenge } from './pkce'
-import { redirectUriIsRegistered } from './redirect-uri'
+import { redirectUriIsRegistered, redirectUriIsUsable } from './redirect-uri'
 import { exchangeResourceIsThisApi, resourceIsThisApi } from './resource'
 import { responseModeIsQuery, responseTypeIsCode } from './response-type'
 import { scopeIsAllowed } from './scope'
@@ -18,6 +18,7 @@ import type { AuthorizationCheck, CodeExchangeCheck } from './types'
 
 const authorizationRequestChecks: readonly AuthorizationCheck[] = [
   clientIsRegistered,
+  redirectUriIsUsable,
   redirectUriIsRegistered,
   parametersAreSingle,
   responseTypeIsCode,

@@ -138,8 +138,8 @@ test('redirect URIs: private-use schemes only as reverse domain names, dangerous
     'file:///etc/passwd',
     'blob:https://app.example/1',
     'about:blank',
-    'cursor://anysphere/oauth',
     'myapp:/cb',
+    'cursorx://anysphere/oauth',
     'urn:ietf:wg:oauth:2.0:oob',
     'com.:/cb',
     // Not URLs at all, or not ASCII: nothing a Location header could carry as it is.
@@ -157,6 +157,11 @@ test('redirect URIs: private-use schemes only as reverse domain names, dangerous
         result: 'invalid_redirect_uri',
       })
     }
+  }
+  // The assistants' own schemes that predate RFC 8252's advice, so that they connect unaided; public clients only.
+  for (const uri of ['cursor://anysphere.cursor-mcp/oauth/callback', 'vscode://vscode.dev/redirect']) {
+    expect({ uri, result: await attempt(uri, 'none') }).toEqual({ uri, result: 'accepted' })
+    expect({ uri, result: await attempt(uri, 'client_secret_basic') }).toEqual({ uri, result: 'invalid_redirect_uri' })
   }
   // https and the http loopback forms still work for every client.
   for (const uri of ['https://app.example/cb', 'http://127.0.0.1:65535/cb', 'http://localhost/cb', 'http://[::1]/cb']) {

@@ -177,6 +177,13 @@ const refusedSchemes = new Set([
 const reverseDomainScheme = /^[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+:$/
 
 /**
+ * The few assistants' own schemes that predate that advice, kept so that these MCP clients still connect with
+ * nothing set up by hand: Cursor registers `cursor://anysphere.cursor-mcp/oauth/callback`, and VS Code's builds
+ * their `vscode://` forms. Each names one vendor's installed app, as a reverse domain would.
+ */
+const knownAppSchemes = new Set(['cursor:', 'vscode:', 'vscode-insiders:'])
+
+/**
  * RFC 3986 URIs are visible ASCII: anything else (spaces, Unicode, controls) must be percent-encoded, and could
  * not go back to the client in a Location header as it is.
  */
@@ -189,7 +196,7 @@ export function unusableRedirectUriReason(uri: string): string | null {
   const { protocol } = new URL(uri)
   if (protocol === 'https:' || protocol === 'http:') return null
   if (refusedSchemes.has(protocol)) return `uses the ${protocol} scheme, which may never receive an authorization code`
-  if (!reverseDomainScheme.test(protocol)) {
+  if (!reverseDomainScheme.test(protocol) && !knownAppSchemes.has(protocol)) {
     return 'uses a private-use scheme that is not a reverse domain name such as com.example.app (RFC 8252 §7.1)'
   }
   return null

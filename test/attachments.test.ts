@@ -289,11 +289,17 @@ describe('upload', () => {
     expect(s.h.db.select({ resized: attachments.resized }).from(attachments).get()).toEqual({ resized: false })
   })
 
-  test('image streams do not count toward the PDF inflation limit: decks of flat images are accepted', async () => {
+  test('image streams count toward the PDF inflation limit: what claims to be an image can be drawn as contents', async () => {
     await using s = await setup()
     const deck = await pdfBomb(pdfLimits.maxInflatedBytes + 1, { image: true })
     const reply = await upload(s.h, s.owner.token, s.threadId, form({ name: 'deck.pdf', bytes: deck }))
-    expect(reply.status).toBe(201)
+    expect(reply.status).toBe(422)
+    expect(reply.body.reason).toEqual({
+      file: 'deck.pdf',
+      part: 'attachments[0]',
+      code: 'too_large',
+      limit: pdfLimits.maxInflatedBytes,
+    })
   })
 
   test('a part sent with an empty filename is stored under a plain display name', async () => {

@@ -3,13 +3,13 @@
 // the scaled copy models read). Plain data in and out, so that they run in the inspect process
 // (inspect-process.ts) and never on the thread that answers requests.
 import { extname } from 'node:path'
-import { constants, inflateSync } from 'node:zlib'
 import { fileTypeFromBuffer } from 'file-type'
 import { PDFDocument } from 'pdf-lib'
 import sharp from 'sharp'
 import type { AttachmentKind } from './attachments.table'
 import { imageLimits, pdfLimits, textLimits } from './limits'
 import type { AttachmentsModel } from './model'
+import { declaresEncryption, inflatesBeyond, latin1, namesUnboundedFilter } from './pdf-streams'
 
 /** What the form says about a file: its sanitised display name and the type its part declared. */
 export interface FileClaim {
@@ -89,59 +89,15 @@ function isText(bytes: Uint8Array): boolean {
   }
 }
 
-/** A zlib header (RFC 1950): deflate, and a check value that makes the first two bytes a multiple of 31. */
-function startsZlib(bytes: Uint8Array): boolean {
-  const cmf = bytes[0] ?? 0
-  return (cmf & 0x0f) === 8 && ((cmf << 8) | (bytes[1] ?? 0)) % 31 === 0
-}
-
-/**
- * Whether the zlib streams of a PDF inflate to more than `budget` bytes in all. Every `stream` keyword is tried,
- * with or without the line break the format asks for (pdf-lib accepts both); zlib itself finds where each
- * stream's data ends (trailing bytes are ignored), so no `Length` or `endstream` needs to be trusted. Inflating
- * stops as soon as the budget is spent, and output that is zlib data again (a filter chain) is counted too.
- * Image streams are skipped: neither pdf-lib nor text extraction decodes them, and counting them would both
- * refuse slide decks of flat images and make this check inflate them all.
- */
-function inflatesBeyond(bytes: Uint8Array, raw: string, budget: number): boolean {
-  let left = budget
-  for (let at = raw.indexOf('stream'); at !== -1; at = raw.indexOf('stream', at + 6)) {
-    if (raw.startsWith('end', at - 3)) continue
-    if (/\/Subtype\s*\/Image\b/.test(raw.slice(raw.lastIndexOf('obj', at), at))) continue
-    let start = at + 6
-    while (raw[start] === ' ' || raw[start] === '\t') start++
-    if (raw[start] === '\r') start++
-    if (raw[start] === '\n') start++
-    let data = bytes.subarray(start)
-    while (startsZlib(data)) {
-      try {
-        data = inflateSync(data, { maxOutputLength: left + 1, finishFlush: constants.Z_SYNC_FLUSH })
-      } catch (error) {
-        if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') return true
-        // Not a valid zlib stream after all: judging the structure is pdf-lib's job.
-        break
-      }
-      left -= data.length
-      if (left < 0) return true
-    }
-  }
-  return false
-}
-
 async function checkPdf(bytes: Uint8Array): Promise<Verdict> {
-  const raw = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1')
-  // Encryption is declared in the trailer or cross-reference stream dictionary, which are never encrypted
-  // themselves; pdf-lib would only fail to parse such a file, unable to say why.
-  if (/\/Encrypt\s*(?:\d+\s+\d+\s+R|<<)/.test(raw))
-    return refused('password_protected', 'is encrypted or password-protected')
+  const raw = latin1(bytes)
+  if (declaresEncryption(raw)) return refused('password_protected', 'is encrypted or password-protected')
   // pdf-lib recovers from a cut-off file by scanning what is left; the missing end marker gives it away.
   if (!raw.slice(-1024).includes('%%EOF')) return refused('corrupt', 'is a truncated PDF')
-  // LZW and run-length data can be bounded only by decoding it; these filters are rare in files made since the
-  // 1990s, and either can stand for gigabytes, so a PDF that names them is refused.
-  if (/\/(?:LZWDecode|RunLengthDecode)\b/.test(raw)) {
+  if (namesUnboundedFilter(raw)) {
     return refused('unsupported_type', 'uses LZW or run-length compression, which is not accepted')
   }
-  if (inflatesBeyond(bytes, raw, pdfLimits.maxInflatedBytes)) {
+  if (await inflatesBeyond(bytes, raw, pdfLimits.maxInflatedBytes)) {
     const mib = pdfLimits.maxInflatedBytes / (1024 * 1024)
     return refused('too_large', `inflates to more than ${mib} MiB of PDF data`, pdfLimits.maxInflatedBytes)
   }

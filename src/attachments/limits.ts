@@ -20,12 +20,18 @@ export const pdfLimits = {
   maxBytes: 2.5 * MiB,
   maxPages: 100,
   /**
-   * Bytes a PDF's compressed streams other than images may inflate to, in all. pdf-lib inflates object streams
-   * as it loads and text extraction inflates page contents, so without a bound a 2.5 MiB file of compressed
-   * spaces stands for gigabytes. Text, fonts and object streams compress 3–10 times, so real documents stay
+   * Bytes a PDF's compressed streams may inflate to, in all. pdf-lib inflates object streams as it loads and text
+   * extraction inflates page contents, so without a bound a 2.5 MiB file of compressed spaces stands for
+   * gigabytes. Images count too: a stream that says it is one can also be a page's contents. Text, fonts and
+   * object streams compress 3–10 times and photographs are JPEG, which is not inflated, so real documents stay
    * well below it.
    */
   maxInflatedBytes: 128 * MiB,
+  /**
+   * Characters of a PDF's text that models are given, about 250,000 tokens: more than most context windows hold.
+   * Extraction stops there, so a file of tiny type cannot make the text it stands for grow without bound.
+   */
+  maxTextLength: 1_000_000,
 } as const
 
 export const textLimits = {

@@ -1,5 +1,6 @@
 // Boot: config → start-up checks (storage, one server per database) → open db → migrate → createApp → listen →
 // recover queued work → search indexer → first run.
+import { resolve } from 'node:path'
 import { createApp } from './app'
 import { createFileInspector } from './attachments/inspector'
 import { sweepUploads } from './attachments/service'
@@ -65,6 +66,9 @@ app.decorator.engine.recover()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
 const indexer = startSearchIndexer(db, log)
 const upkeep = startUpkeep(db, systemClock, log)
+// Which stores and which model this process uses, so an operator reading the log knows what they are looking at.
+log.info('database', { kind: 'sqlite', path: resolve(config.DATABASE_PATH) })
+log.info('storage', { kind: 'local', path: resolve(config.UPLOADS_DIR) })
 log.info('generator', describeProvider(settings))
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
 // Only once the server is up: credentials printed beside a failed start would never be printed again.

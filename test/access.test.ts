@@ -2,7 +2,7 @@
 // read:own and write tokens.
 import { expect, setDefaultTimeout, test } from 'bun:test'
 import type { Scope } from '../src/auth/model'
-import { type Harness, harness, publicUrl } from './helpers'
+import { type Harness, harness, publicUrl } from './support/helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
 setDefaultTimeout(20_000)

@@ -19,8 +19,8 @@ import {
   sse,
   stateOf,
   testApiKey,
-} from './fake-llm'
-import { collect, openStream, tokensOf, until } from './helpers'
+} from './support/fake-llm'
+import { collect, openStream, tokensOf, until } from './support/helpers'
 
 // Each answer runs in the generation worker beside a fake provider, which a busy machine slows down.
 setDefaultTimeout(20_000)

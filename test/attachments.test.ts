@@ -20,7 +20,7 @@ import {
   startServer,
   type TestUser,
   until,
-} from './helpers'
+} from './support/helpers'
 
 // Image work runs in inspect processes (at the test's own priority, except where a test is about priority), so
 // on a busy machine it waits its turn with every other process: several seconds are no failure here.

@@ -11,7 +11,7 @@ import { createClient, validateClientMetadata } from '../src/oauth/clients'
 import { oauthGrants } from '../src/oauth/oauth.table'
 import { issueTokens, revokeGrant } from '../src/oauth/tokens'
 import { hashSecret } from '../src/shared/security'
-import { type Harness, harness, ManualClock } from './helpers'
+import { type Harness, harness, ManualClock } from './support/helpers'
 
 type Who = 'owner' | 'member' | 'stranger'
 type TokenState = 'none' | 'malformed' | 'revoked' | 'expired' | 'valid'

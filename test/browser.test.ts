@@ -3,8 +3,8 @@ import { expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openBrowser } from './browser'
-import { startServer } from './helpers'
+import { openBrowser } from './support/browser'
+import { startServer } from './support/helpers'
 
 test('Swagger UI renders in Chromium from local assets, with no console errors', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-browser-'))

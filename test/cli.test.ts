@@ -12,7 +12,7 @@ import { loadConfig } from '../src/config'
 import { openDatabase } from '../src/db/client'
 import { backup, restore } from '../src/operations/backup'
 import { hashSecret } from '../src/shared/security'
-import { firstRunToken, harness, startServer, until } from './helpers'
+import { firstRunToken, harness, startServer, until } from './support/helpers'
 
 // Every test here starts bun processes, some a whole server (startServer alone allows 20 s to listen).
 setDefaultTimeout(30_000)

@@ -7,8 +7,8 @@ import { summaryHeading } from '../src/generation/providers/conversation'
 import { createWorkerRunner } from '../src/generation/runner'
 import { silentLogger } from '../src/shared/log'
 import { messages } from '../src/threads/threads.table'
-import { ask, FakeLlm, messagesOf, openaiText, settingsFor, sse } from './fake-llm'
-import { harness, tokensOf } from './helpers'
+import { ask, FakeLlm, messagesOf, openaiText, settingsFor, sse } from './support/fake-llm'
+import { harness, tokensOf } from './support/helpers'
 
 const budget = { systemPrompt: 'You are a test assistant.', maxOutputTokens: 100, contextTokens: 700 }
 

@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
-import { collect, firstRunToken, parseEvents, startServer, until } from './helpers'
+import { collect, firstRunToken, parseEvents, startServer, until } from './support/helpers'
 
 test('SIGKILL at random points loses nothing that was acknowledged', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-crash-'))

@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { harness } from './helpers'
+import { harness } from './support/helpers'
 
 test('OpenAPI describes every API endpoint with schemas, security and tags', async () => {
   await using h = await harness()

@@ -8,7 +8,7 @@ import {
   retryAfterMs,
 } from '../src/generation/providers/failures'
 import { type ChatModel, modelGenerator } from '../src/generation/providers/model'
-import { type FakeLlm, settingsFor } from './fake-llm'
+import { type FakeLlm, settingsFor } from './support/fake-llm'
 
 const context = { model: 'gpt-test', apiKey: 'sk-proj-abcdef0123456789' }
 

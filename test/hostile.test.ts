@@ -3,7 +3,7 @@
 // and a rejected request never changes the database.
 import { expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { type Harness, harness, publicUrl } from './helpers'
+import { type Harness, harness, publicUrl } from './support/helpers'
 
 const documented = new Set([200, 201, 202, 204, 400, 401, 403, 404, 409, 413, 429])
 

@@ -5,7 +5,7 @@ import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createLogger } from '../src/shared/log'
-import { firstRunToken, harness, ManualClock, startServer, until } from './helpers'
+import { firstRunToken, harness, ManualClock, startServer, until } from './support/helpers'
 
 test('every response carries security headers and a request ID', async () => {
   await using h = await harness()

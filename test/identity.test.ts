@@ -4,7 +4,7 @@ import { personalAccessTokens, users } from '../src/auth/auth.table'
 import { type Actor, changeMemberRole } from '../src/auth/members'
 import { createPersonalAccessToken } from '../src/auth/service'
 import { resolvedTokenLifetimeMs } from '../src/auth/token-cache'
-import { harness, ManualClock } from './helpers'
+import { harness, ManualClock } from './support/helpers'
 
 test('GET /me returns exactly the documented identity fields, role being owner, admin or member', async () => {
   await using h = await harness()

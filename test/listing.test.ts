@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { threads } from '../src/threads/threads.table'
-import { type Harness, harness, ManualClock } from './helpers'
+import { type Harness, harness, ManualClock } from './support/helpers'
 
 type Page = { data: { id: string; name: string }[]; first_id: string | null; last_id: string | null; has_more: boolean }
 

@@ -4,7 +4,7 @@ import { expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { collect, firstRunToken, parseEvents, startServer, tokensOf } from './helpers'
+import { collect, firstRunToken, parseEvents, startServer, tokensOf } from './support/helpers'
 
 test('concurrent conversations with many listeners each', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-load-'))

@@ -7,8 +7,8 @@ import { type Actor, addMember, changeMemberRole, removeMember } from '../src/au
 import { changePassword, generateOneTimePassword } from '../src/auth/passwords'
 import { createPersonalAccessToken } from '../src/auth/service'
 import { signIn } from '../src/auth/sessions'
-import { type Harness, harness } from './helpers'
-import { Browser, password, publicGrant, register, settings, signedIn } from './oauth-helpers'
+import { type Harness, harness } from './support/helpers'
+import { Browser, password, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
 setDefaultTimeout(20_000)

@@ -4,7 +4,7 @@
 import { expect, setDefaultTimeout, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { oauthClients } from '../src/oauth/oauth.table'
-import { harness } from './helpers'
+import { harness } from './support/helpers'
 import {
   approve,
   authorizeUrl,
@@ -18,7 +18,7 @@ import {
   register,
   settings,
   signedIn,
-} from './oauth-helpers'
+} from './support/oauth-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
 setDefaultTimeout(20_000)

@@ -1,8 +1,8 @@
 // Swagger: every OAuth and settings operation is documented, and Swagger UI's "Authorize" works against this
 // server through the built-in documentation client and its oauth2-redirect.html.
 import { expect, test } from 'bun:test'
-import { harness } from './helpers'
-import { approve, postOAuth, signedIn } from './oauth-helpers'
+import { harness } from './support/helpers'
+import { approve, postOAuth, signedIn } from './support/oauth-helpers'
 
 const base = 'http://threadhouse.test'
 

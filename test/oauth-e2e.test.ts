@@ -16,8 +16,8 @@ import { createUser } from '../src/auth/service'
 import { loadConfig } from '../src/config'
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { silentLogger } from '../src/shared/log'
-import { ScriptedRunner } from './helpers'
-import { Browser, decide, locationOf, password, settings } from './oauth-helpers'
+import { ScriptedRunner } from './support/helpers'
+import { Browser, decide, locationOf, password, settings } from './support/oauth-helpers'
 
 interface Server extends AsyncDisposable {
   origin: string

@@ -5,8 +5,8 @@
 import { expect, setDefaultTimeout, test } from 'bun:test'
 import fc from 'fast-check'
 import { redirectUriMatches } from '../src/oauth/clients'
-import { harness, publicUrl } from './helpers'
-import { approve, basic, formAction, hiddenField, pkce, postOAuth, register, signedIn } from './oauth-helpers'
+import { harness, publicUrl } from './support/helpers'
+import { approve, basic, formAction, hiddenField, pkce, postOAuth, register, signedIn } from './support/oauth-helpers'
 
 // One harness per test and users signed in with argon2: slow on a busy machine, fast otherwise.
 setDefaultTimeout(60_000)

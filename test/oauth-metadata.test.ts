@@ -1,7 +1,7 @@
 // Discovery: RFC 8414 authorization server metadata, RFC 9728 protected resource metadata, and the API's 401
 // challenge that points MCP clients at them.
 import { expect, test } from 'bun:test'
-import { harness } from './helpers'
+import { harness } from './support/helpers'
 
 const base = 'http://threadhouse.test'
 

@@ -4,7 +4,7 @@ import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { oauthClients, oauthRegistrationTokens } from '../src/oauth/oauth.table'
 import { createRegistrationToken } from '../src/oauth/service'
-import { harness, ManualClock } from './helpers'
+import { harness, ManualClock } from './support/helpers'
 
 test('open registration of a public client answers 201 with every registered field', async () => {
   const clock = new ManualClock()

@@ -1,8 +1,8 @@
 // Token revocation (RFC 7009): access or refresh tokens, 200 whatever the token, other clients' tokens kept,
 // and client authentication still enforced.
 import { expect, test } from 'bun:test'
-import { harness } from './helpers'
-import { approve, basic, postOAuth, publicGrant, register, signedIn } from './oauth-helpers'
+import { harness } from './support/helpers'
+import { approve, basic, postOAuth, publicGrant, register, signedIn } from './support/oauth-helpers'
 
 test('revoking an access token kills that token at once; its refresh token still works', async () => {
   await using h = await harness()

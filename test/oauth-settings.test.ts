@@ -1,8 +1,8 @@
 // The operations behind the settings screens: connected apps for everyone, confidential clients and registration
 // tokens for members, and client administration for owners and admins. Session cookie plus CSRF header.
 import { expect, setDefaultTimeout, test } from 'bun:test'
-import { harness } from './helpers'
-import { approve, Browser, basic, postOAuth, publicGrant, register, settings, signedIn } from './oauth-helpers'
+import { harness } from './support/helpers'
+import { approve, Browser, basic, postOAuth, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
 setDefaultTimeout(20_000)

@@ -3,8 +3,8 @@
 // lifetimes; and OAuth access tokens on the API.
 import { expect, test } from 'bun:test'
 import { oauthAccessTokens, oauthAuthorizationCodes, oauthRefreshTokens } from '../src/oauth/oauth.table'
-import { harness, ManualClock } from './helpers'
-import { approve, basic, postOAuth, publicGrant, register, signedIn } from './oauth-helpers'
+import { harness, ManualClock } from './support/helpers'
+import { approve, basic, postOAuth, publicGrant, register, signedIn } from './support/oauth-helpers'
 
 const redirectUri = 'http://127.0.0.1:53682/callback'
 

@@ -4,9 +4,9 @@ import { expect, test } from 'bun:test'
 import { createUser } from '../src/auth/service'
 import { sessions } from '../src/auth/sessions.table'
 import { type Config, ConfigError, loadConfig } from '../src/config'
-import { type Harness, harness, ScriptedRunner } from './helpers'
-import { Browser, hiddenField, password } from './oauth-helpers'
-import { type FakeOidcProvider, startFakeOidcProvider } from './oidc-provider'
+import { type Harness, harness, ScriptedRunner } from './support/helpers'
+import { Browser, hiddenField, password } from './support/oauth-helpers'
+import { type FakeOidcProvider, startFakeOidcProvider } from './support/oidc-provider'
 
 async function withProvider(provider: FakeOidcProvider, config: Partial<Config> = {}): Promise<Harness> {
   const h = await harness({

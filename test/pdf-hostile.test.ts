@@ -10,7 +10,7 @@ import { PDFDocument, PDFName, StandardFonts } from 'pdf-lib'
 import { attachments } from '../src/attachments/attachments.table'
 import { pdfLimits } from '../src/attachments/limits'
 import { pdfText, pdfTextPath } from '../src/generation/providers/pdf-text'
-import { type Harness, harness } from './helpers'
+import { type Harness, harness } from './support/helpers'
 
 // Uploads are checked in inspect processes, which a busy machine starts slowly.
 setDefaultTimeout(30_000)

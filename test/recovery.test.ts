@@ -14,7 +14,7 @@ import {
   ScriptedRunner,
   startServer,
   tokensOf,
-} from './helpers'
+} from './support/helpers'
 
 // Each test starts and kills real server processes.
 setDefaultTimeout(20_000)

@@ -4,7 +4,7 @@
 import { expect, test } from 'bun:test'
 import { silentLogger } from '../src/shared/log'
 import { flushSearchIndex, keyMask, startSearchIndexer } from '../src/threads/search'
-import { type Harness, harness, until } from './helpers'
+import { type Harness, harness, until } from './support/helpers'
 
 const pending = (h: Harness) =>
   h.db.$client.query<{ n: number }, []>('select count(*) as n from search_pending').get()?.n ?? 0

@@ -7,7 +7,7 @@ import { eq } from 'drizzle-orm'
 import { newId } from '../src/shared/ids'
 import { flushSearchIndex, matchBound, searchPlan, toFtsQuery } from '../src/threads/search'
 import { messages, threads } from '../src/threads/threads.table'
-import { harness, ManualClock } from './helpers'
+import { harness, ManualClock } from './support/helpers'
 
 test('every search plan returns the pages a filtered list would, in order, across cursors', async () => {
   const clock = new ManualClock()

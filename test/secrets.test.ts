@@ -4,8 +4,8 @@ import { expect, test } from 'bun:test'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { collect, firstRunToken, parseEvents, startServer } from './helpers'
-import { authorizeUrl, Browser, basic, decide, locationOf } from './oauth-helpers'
+import { collect, firstRunToken, parseEvents, startServer } from './support/helpers'
+import { authorizeUrl, Browser, basic, decide, locationOf } from './support/oauth-helpers'
 
 test('no plaintext secret in the database or the logs', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-secrets-'))

@@ -8,8 +8,8 @@ import { loadConfig } from '../src/config'
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { silentLogger } from '../src/shared/log'
 import { safeNextPath } from '../src/web/index'
-import { harness, ManualClock, ScriptedRunner } from './helpers'
-import { Browser, hiddenField, password } from './oauth-helpers'
+import { harness, ManualClock, ScriptedRunner } from './support/helpers'
+import { Browser, hiddenField, password } from './support/oauth-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
 setDefaultTimeout(20_000)

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { restartMessage } from '../src/generation/service'
-import { collect, firstRunToken, parseEvents, startServer, tokensOf } from './helpers'
+import { collect, firstRunToken, parseEvents, startServer, tokensOf } from './support/helpers'
 
 async function scenario(graceMs: number) {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-shutdown-'))

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { firstRunToken, type ServerProcess, startServer, until } from './helpers'
+import { firstRunToken, type ServerProcess, startServer, until } from './support/helpers'
 
 // Every test here starts bun processes (startServer alone allows 20 s to listen).
 setDefaultTimeout(30_000)

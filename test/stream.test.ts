@@ -2,7 +2,7 @@
 // end, errors, heartbeats, and clients that go away.
 import { expect, test } from 'bun:test'
 import { Heartbeats } from '../src/generation/sse'
-import { collect, harness, openStream, parseEvents, publicUrl, ScriptedRunner, tokensOf, until } from './helpers'
+import { collect, harness, openStream, parseEvents, publicUrl, ScriptedRunner, tokensOf, until } from './support/helpers'
 
 async function started(runner: ScriptedRunner, h: Awaited<ReturnType<typeof harness>>, token: string) {
   const created = (await h.call('POST', '/api/v1/threads', { token, body: { text: 'tell me' } })).body

@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { messages } from '../src/threads/threads.table'
-import { collect, harness, ManualClock, openStream, ScriptedRunner, tokensOf } from './helpers'
+import { collect, harness, ManualClock, openStream, ScriptedRunner, tokensOf } from './support/helpers'
 
 async function twoTurns(clockStep: number) {
   const clock = new ManualClock()

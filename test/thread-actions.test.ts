@@ -3,7 +3,7 @@
 import { describe, expect, test } from 'bun:test'
 import sharp from 'sharp'
 import { continuationSummary } from '../src/threads/continuation'
-import { harness, publicUrl, ScriptedRunner } from './helpers'
+import { harness, publicUrl, ScriptedRunner } from './support/helpers'
 
 async function png(): Promise<Uint8Array<ArrayBuffer>> {
   return new Uint8Array(

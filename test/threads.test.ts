@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { createWorkerRunner } from '../src/generation/runner'
 import { silentLogger } from '../src/shared/log'
-import { harness, publicUrl, ScriptedRunner } from './helpers'
+import { harness, publicUrl, ScriptedRunner } from './support/helpers'
 
 const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
 

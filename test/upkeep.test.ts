@@ -15,8 +15,8 @@ import {
 import { createRegistrationToken } from '../src/oauth/service'
 import { silentLogger } from '../src/shared/log'
 import { startUpkeep, sweepExpired } from '../src/upkeep'
-import { type Harness, harness, ManualClock } from './helpers'
-import { approve, postOAuth, publicGrant, register, signedIn } from './oauth-helpers'
+import { type Harness, harness, ManualClock } from './support/helpers'
+import { approve, postOAuth, publicGrant, register, signedIn } from './support/oauth-helpers'
 
 const minute = 60_000
 const day = 24 * 60 * minute

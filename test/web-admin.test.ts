@@ -4,9 +4,9 @@ import { expect, setDefaultTimeout, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { users } from '../src/auth/auth.table'
 import { oauthClients } from '../src/oauth/oauth.table'
-import { harness } from './helpers'
-import { Browser, basic, postOAuth, publicGrant, register, settings, signedIn } from './oauth-helpers'
-import { expectEscaped, expectPageHeaders, hostile, post, secretOn, submit } from './web-helpers'
+import { harness } from './support/helpers'
+import { Browser, basic, postOAuth, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
+import { expectEscaped, expectPageHeaders, hostile, post, secretOn, submit } from './support/web-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
 setDefaultTimeout(20_000)

@@ -2,9 +2,9 @@
 // connected apps, OAuth clients, registration tokens and password changes, with hostile names escaped.
 import { expect, setDefaultTimeout, test } from 'bun:test'
 import { sessions } from '../src/auth/sessions.table'
-import { harness, ManualClock } from './helpers'
-import { Browser, password, publicGrant, register, settings, signedIn } from './oauth-helpers'
-import { expectEscaped, expectPageHeaders, hostile, post, secretOn, submit } from './web-helpers'
+import { harness, ManualClock } from './support/helpers'
+import { Browser, password, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
+import { expectEscaped, expectPageHeaders, hostile, post, secretOn, submit } from './support/web-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
 setDefaultTimeout(20_000)

@@ -3,8 +3,8 @@
 import { describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import sharp from 'sharp'
-import { collect, type Harness, harness, parseEvents, ScriptedRunner, tokensOf } from './helpers'
-import { type Browser, hiddenField, signedIn } from './oauth-helpers'
+import { collect, type Harness, harness, parseEvents, ScriptedRunner, tokensOf } from './support/helpers'
+import { type Browser, hiddenField, signedIn } from './support/oauth-helpers'
 
 const xss = '<img src=x onerror=alert(1)><script>alert(2)</script>'
 

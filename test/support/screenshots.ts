@@ -1,5 +1,5 @@
 // Regenerates docs/screenshots/: the threads list and a thread with a streamed answer, light and dark, taken in
-// headless Chromium from a real server with a few threads made through the pages. Run: bun test/screenshots.ts
+// headless Chromium from a real server with a few threads made through the pages. Run: bun test/support/screenshots.ts
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -7,7 +7,7 @@ import sharp from 'sharp'
 import { openBrowser } from './browser'
 import { startServer } from './helpers'
 
-const out = join(import.meta.dir, '..', 'docs', 'screenshots')
+const out = join(import.meta.dir, '..', '..', 'docs', 'screenshots')
 const dir = mkdtempSync(join(tmpdir(), 'threadhouse-shots-'))
 const probe = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response() })
 const url = `http://127.0.0.1:${probe.port}`

@@ -2,10 +2,10 @@
 // protocols byte for byte as their documentation shows them. Each request gets the next scripted
 // reply; every request is recorded, with a promise that settles when the client hangs up early.
 import type { EventSourceMessage } from 'eventsource-parser'
-import { createWorkerRunner } from '../src/generation/runner'
-import type { ModelSettings } from '../src/generation/types'
-import { silentLogger } from '../src/shared/log'
-import type { ThreadsModel } from '../src/threads/model'
+import { createWorkerRunner } from '../../src/generation/runner'
+import type { ModelSettings } from '../../src/generation/types'
+import { silentLogger } from '../../src/shared/log'
+import type { ThreadsModel } from '../../src/threads/model'
 import { collect, type Harness, harness, openStream } from './helpers'
 
 export interface Received {

@@ -4,18 +4,18 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
-import { createApp } from '../src/app'
-import { createFileInspector, type FileInspector } from '../src/attachments/inspector'
-import type { Role } from '../src/auth/auth.table'
-import type { Scope } from '../src/auth/model'
-import { createPersonalAccessToken, createUser } from '../src/auth/service'
-import { type Config, loadConfig } from '../src/config'
-import { type Db, migrateDatabase, openDatabase } from '../src/db/client'
-import { createWorkerRunner } from '../src/generation/runner'
-import { Heartbeats } from '../src/generation/sse'
-import type { GenerationRunner, HistoryMessage, JobHandlers } from '../src/generation/types'
-import { type Logger, silentLogger } from '../src/shared/log'
-import type { Clock } from '../src/shared/time'
+import { createApp } from '../../src/app'
+import { createFileInspector, type FileInspector } from '../../src/attachments/inspector'
+import type { Role } from '../../src/auth/auth.table'
+import type { Scope } from '../../src/auth/model'
+import { createPersonalAccessToken, createUser } from '../../src/auth/service'
+import { type Config, loadConfig } from '../../src/config'
+import { type Db, migrateDatabase, openDatabase } from '../../src/db/client'
+import { createWorkerRunner } from '../../src/generation/runner'
+import { Heartbeats } from '../../src/generation/sse'
+import type { GenerationRunner, HistoryMessage, JobHandlers } from '../../src/generation/types'
+import { type Logger, silentLogger } from '../../src/shared/log'
+import type { Clock } from '../../src/shared/time'
 
 export const publicUrl = 'http://threadhouse.test'
 
@@ -244,7 +244,7 @@ export interface ServerProcess extends AsyncDisposable {
 /** Starts the real server (`bun src/index.ts`) on a free loopback port and waits until it listens. */
 export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
   const child = Bun.spawn(['bun', 'src/index.ts'], {
-    cwd: `${import.meta.dir}/..`,
+    cwd: `${import.meta.dir}/../..`,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdout: 'pipe',
     stderr: 'pipe',

@@ -111,6 +111,43 @@ export function migratedDatabase(): Db {
   return drizzle({ client: sqlite, schema, casing: 'snake_case' }) as Db
 }
 
+const echoWorkers = new Map<number, GenerationRunner>()
+
+/**
+ * The echo responder in the real generation worker, shared by every harness of the test process that asks for the
+ * same token delay: starting a worker costs half a second, and the echo responder keeps no state between jobs. Each
+ * harness gets its own view, whose `close` cancels only that harness's unfinished jobs. Tests about the worker's
+ * own life (crashes, exits) give the harness a runner of their own.
+ */
+function echoRunner(tokenDelayMs: number): GenerationRunner {
+  let shared = echoWorkers.get(tokenDelayMs)
+  if (!shared) {
+    shared = createWorkerRunner({ provider: 'echo', echoTokenDelayMs: tokenDelayMs }, silentLogger)
+    echoWorkers.set(tokenDelayMs, shared)
+  }
+  const worker = shared
+  const unfinished = new Set<string>()
+  return {
+    run(jobId, history, handlers) {
+      unfinished.add(jobId)
+      const settled = () => unfinished.delete(jobId)
+      worker.run(jobId, history, {
+        token: (text) => handlers.token(text),
+        block: (block) => handlers.block(block),
+        summary: (text, replaces) => handlers.summary(text, replaces),
+        done: () => settled() && handlers.done(),
+        error: (message) => settled() && handlers.error(message),
+        cancelled: () => settled() && handlers.cancelled(),
+      })
+    },
+    cancel: (jobId) => worker.cancel(jobId),
+    async close() {
+      for (const jobId of unfinished) worker.cancel(jobId)
+      unfinished.clear()
+    },
+  }
+}
+
 let userCounter = 0
 
 /** Every test user's password (`Browser.signIn`'s default). */
@@ -174,8 +211,7 @@ export async function harness(
   const db = migratedDatabase()
   const uploadsDir = options.uploadsDir ?? mkdtempSync(join(tmpdir(), 'threadhouse-uploads-'))
   const clock = options.clock ?? { now: () => Date.now() }
-  const runner =
-    options.runner ?? createWorkerRunner({ provider: 'echo', echoTokenDelayMs: options.echoDelayMs ?? 0 }, silentLogger)
+  const runner = options.runner ?? echoRunner(options.echoDelayMs ?? 0)
   const inspector = options.inspector ?? createFileInspector(silentLogger, { idle: false })
   const app = createApp({
     db,

@@ -1,192 +1,56 @@
+// The upload route and what messages make of uploads, in-process: accepted kinds and limits, hostile and malformed
+// files and bodies, quotas, who may upload, attachments in messages, the web form's checked files and the start-up
+// sweep. The inspect processes themselves (priority, crashes, time limits) are tested in inspect-processes.test.ts.
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { deflateSync } from 'node:zlib'
-import { PDFDocument, PDFName } from 'pdf-lib'
-import sharp, { type Sharp } from 'sharp'
+import sharp from 'sharp'
 import { attachments } from '../src/attachments/attachments.table'
-import { createFileInspector } from '../src/attachments/inspector'
 import { imageLimits, maxRequestBytes, pdfLimits, textLimits } from '../src/attachments/limits'
 import { checkFormFiles, discardCheckedFiles, sweepUploads } from '../src/attachments/service'
-import { createLogger, silentLogger } from '../src/shared/log'
+import { createLogger } from '../src/shared/log'
 import {
-  firstRunToken,
   type Harness,
   harness,
   publicUrl,
   ScriptedRunner,
-  startServer,
+  sharedInspector,
   type TestUser,
   until,
 } from './support/helpers'
+import {
+  animated,
+  encryptedPdf,
+  expectNothingStored,
+  form,
+  jpeg,
+  listening,
+  paddedTo,
+  pdf,
+  pdfBomb,
+  png,
+  pngDeclaring,
+  routeFinished,
+  storedFiles,
+  type Upload,
+  upload,
+  uploadChunked,
+  setup as uploadSetup,
+  zip,
+} from './support/uploads'
 
-// Image work runs in inspect processes (at the test's own priority, except where a test is about priority), so
-// on a busy machine it waits its turn with every other process: several seconds are no failure here.
+// Image work runs in inspect processes beside the other tests' uploads, so on a busy machine it waits its turn with
+// every other process: several seconds are no failure here.
 setDefaultTimeout(30_000)
 
-// Fixtures, made here so that every byte a test sends is visible in the test.
+// One pool of inspect processes checks every upload here. Each test has its own app, database and uploads folder
+// and shares nothing else, so the tests run concurrently: most of their time is spent waiting for an inspection.
+const inspector = sharedInspector()
+const setup = (options: Parameters<typeof harness>[0] = {}) => uploadSetup({ inspector, ...options })
 
-function solid(width: number, height: number, background = '#3a7'): Sharp {
-  return sharp({ create: { width, height, channels: 3, background } })
-}
-
-async function png(width = 64, height = 48): Promise<Uint8Array> {
-  return new Uint8Array(await solid(width, height).png().toBuffer())
-}
-
-async function jpeg(width = 64, height = 48): Promise<Uint8Array> {
-  return new Uint8Array(await solid(width, height).jpeg().toBuffer())
-}
-
-/** Three differently coloured frames, so that no encoder folds them into one. */
-async function animated(format: 'gif' | 'webp', width = 40, height = 30): Promise<Uint8Array> {
-  const frames = await Promise.all(
-    ['#f00', '#0f0', '#00f'].map((colour) => solid(width, height, colour).png().toBuffer()),
-  )
-  return new Uint8Array(
-    await sharp(frames, { join: { animated: true } })
-      [format]()
-      .toBuffer(),
-  )
-}
-
-async function pdf(pages: number): Promise<Uint8Array> {
-  const document = await PDFDocument.create()
-  for (let page = 0; page < pages; page += 1)
-    document.addPage([200, 200]).drawText(`page ${page + 1}`, { x: 20, y: 100 })
-  return document.save()
-}
-
-/**
- * A one-page PDF whose content stream is `inflated` bytes of spaces, deflated `times` times (a filter chain), or
- * with `image`, an unused grey image of that many pixels instead; `sameLine` starts the data right after the
- * `stream` keyword, without the line break the format asks for but pdf-lib does not need.
- */
-async function pdfBomb(inflated: number, { times = 1, image = false, sameLine = false } = {}): Promise<Uint8Array> {
-  const document = await PDFDocument.create()
-  const page = document.addPage([200, 200])
-  let data: Uint8Array = new Uint8Array(inflated).fill(32)
-  for (let round = 0; round < times; round++) data = deflateSync(data)
-  const Filter = times === 1 ? 'FlateDecode' : Array.from({ length: times }, () => 'FlateDecode')
-  const dict = image
-    ? { Type: 'XObject', Subtype: 'Image', Width: 1, Height: inflated, ColorSpace: 'DeviceGray', BitsPerComponent: 8 }
-    : {}
-  const stream = document.context.register(document.context.stream(data, { ...dict, Filter }))
-  if (!image) page.node.set(PDFName.of('Contents'), stream)
-  const saved = await document.save({ useObjectStreams: false })
-  if (!sameLine) return saved
-  const raw = Buffer.from(saved).toString('latin1')
-  const at = raw.indexOf('stream\n')
-  return new Uint8Array(Buffer.from(`${raw.slice(0, at)}stream ${raw.slice(at + 7)}`, 'latin1'))
-}
-
-/**
- * A decompression bomb: a real 1×1 PNG whose header is rewritten to declare width × height pixels (with a
- * correct CRC), so only a decoder that trusts the header would try to allocate them.
- */
-async function pngDeclaring(width: number, height: number): Promise<Uint8Array> {
-  const bytes = await png(1, 1)
-  const view = new DataView(bytes.buffer, bytes.byteOffset)
-  view.setUint32(16, width)
-  view.setUint32(20, height)
-  view.setUint32(29, Bun.hash.crc32(bytes.subarray(12, 29)))
-  return bytes
-}
-
-/** A stored (uncompressed) zip holding one small text file. */
-function zip(): Uint8Array {
-  const name = new TextEncoder().encode('a.txt')
-  const data = new TextEncoder().encode('hello')
-  const header = new DataView(new ArrayBuffer(30))
-  header.setUint32(0, 0x04034b50, true)
-  header.setUint16(4, 20, true)
-  header.setUint32(18, data.length, true)
-  header.setUint32(22, data.length, true)
-  header.setUint16(26, name.length, true)
-  return new Uint8Array([...new Uint8Array(header.buffer), ...name, ...data])
-}
-
-/** Uploads a form to a listening server as a stream in 64 KiB chunks, which fetch sends without a Content-Length. */
-async function uploadChunked(port: number, token: string, threadId: string, body: FormData): Promise<Response> {
-  const encoded = new Response(body)
-  // Read first: Bun's Response forgets its multipart content type once the body is consumed.
-  const contentType = encoded.headers.get('content-type') ?? ''
-  const bytes = new Uint8Array(await encoded.arrayBuffer())
-  let offset = 0
-  const stream = new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (offset >= bytes.length) return controller.close()
-      controller.enqueue(bytes.subarray(offset, offset + 65_536))
-      offset += 65_536
-    },
-  })
-  return fetch(`http://127.0.0.1:${port}/api/v1/threads/${threadId}/attachments`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': contentType },
-    body: stream,
-  })
-}
-
-/** `bytes` followed by zeros up to `size` bytes: the size check comes before any parsing. */
-function paddedTo(bytes: Uint8Array, size: number): Uint8Array {
-  const padded = new Uint8Array(size)
-  padded.set(bytes)
-  return padded
-}
-
-const encryptedPdf = await Bun.file(join(import.meta.dir, 'fixtures/encrypted.pdf')).bytes()
-
-type Upload = { name: string; bytes: Uint8Array | string; type?: string; part?: string }
-
-function form(...files: Upload[]): FormData {
-  const body = new FormData()
-  files.forEach(({ name, bytes, type, part }, index) => {
-    body.append(part ?? `attachments[${index}]`, new File([bytes], name, { type: type ?? '' }))
-  })
-  return body
-}
-
-async function setup(
-  options: Parameters<typeof harness>[0] = {},
-): Promise<{ h: Harness; owner: TestUser; threadId: string } & AsyncDisposable> {
-  const h = await harness(options)
-  const owner = await h.user()
-  const created = await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })
-  return { h, owner, threadId: created.body.thread_id, [Symbol.asyncDispose]: () => h[Symbol.asyncDispose]() }
-}
-
-function upload(h: Harness, token: string, threadId: string, body: FormData | Blob | string, headers = {}) {
-  return h.call('POST', `/api/v1/threads/${threadId}/attachments`, { token, body, headers })
-}
-
-/** Serves the harness's app on a loopback port until disposed, for bodies an in-process call cannot send. */
-function listening(h: Harness): { port: number } & AsyncDisposable {
-  const server = h.app.listen({ port: 0, hostname: '127.0.0.1' }).server
-  return {
-    port: server?.port ?? 0,
-    async [Symbol.asyncDispose]() {
-      await h.app.stop()
-    },
-  }
-}
-
-/** Waits for the upload route's access-log line, which it writes once all its work, cleanup included, is done. */
-function routeFinished(lines: string[]): Promise<boolean> {
-  return until(() => lines.some((line) => line.includes('"msg":"request"') && line.includes('/attachments')))
-}
-
-function storedFiles(h: Harness): string[] {
-  return readdirSync(h.uploadsDir).sort()
-}
-
-function expectNothingStored(h: Harness): void {
-  expect(h.db.select().from(attachments).all()).toEqual([])
-  expect(storedFiles(h)).toEqual([])
-}
-
-describe('upload', () => {
+describe.concurrent('upload', () => {
   test('stores every accepted kind, by ID, and answers with the sanitised names in part order', async () => {
     await using s = await setup()
     const reply = await upload(
@@ -359,7 +223,7 @@ describe('upload', () => {
   })
 })
 
-describe('hostile and malformed uploads store nothing', () => {
+describe.concurrent('hostile and malformed uploads store nothing', () => {
   const rejections: [string, () => Promise<Upload>, { code: string; limit?: number }][] = [
     ['a PNG renamed .pdf', async () => ({ name: 'scan.pdf', bytes: await png() }), { code: 'type_mismatch' }],
     [
@@ -594,7 +458,7 @@ describe('hostile and malformed uploads store nothing', () => {
     await using server = listening(s.h)
     // A stream has no Content-Length; Bun's maxRequestBodySize, well above the limit, bounds how far it is read.
     const big = form({ name: 'big.txt', bytes: new Uint8Array(maxRequestBytes).fill(0x61) })
-    const response = await uploadChunked(server.port, s.owner.token, s.threadId, big)
+    const response = await uploadChunked(server.url, s.owner.token, s.threadId, big)
     expect(response.status).toBe(413)
     expect(await response.json()).toEqual({ message: expect.any(String) })
     expectNothingStored(s.h)
@@ -606,7 +470,7 @@ describe('hostile and malformed uploads store nothing', () => {
     await using server = listening(s.h)
     // Bun stops reading at maxRequestBodySize (four times the upload limit) and answers 413 itself.
     const huge = form({ name: 'huge.txt', bytes: new Uint8Array(4 * maxRequestBytes + 1) })
-    const response = await uploadChunked(server.port, s.owner.token, s.threadId, huge)
+    const response = await uploadChunked(server.url, s.owner.token, s.threadId, huge)
     expect(response.status).toBe(413)
     // Bun answered before the route finished.
     await routeFinished(lines)
@@ -701,209 +565,7 @@ describe('hostile and malformed uploads store nothing', () => {
   })
 })
 
-/** The processes whose parent is `parent` and whose command line runs the inspect process (Linux only). */
-function inspectProcesses(parent: number): number[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .flatMap((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-        // The fields after the parenthesised name start at the 3rd: the state, then the parent.
-        const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-        const inspects = readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('inspect-process')
-        return Number(ppid) === parent && state !== 'Z' && inspects ? [Number(pid)] : []
-      } catch {
-        return [] // the process ended between the listing and the read
-      }
-    })
-}
-
-/** Each of a process's threads: its name, nice value and scheduling policy (stat fields 19 and 41). */
-function threadsOf(pid: number): { name: string; nice: number; policy: number }[] {
-  return readdirSync(`/proc/${pid}/task`).flatMap((id) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${id}/stat`, 'utf8')
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      const name = readFileSync(`/proc/${pid}/task/${id}/comm`, 'utf8').trim()
-      return [{ name, nice: Number(fields[16]), policy: Number(fields[38]) }]
-    } catch {
-      return [] // the thread ended between the listing and the read
-    }
-  })
-}
-
-/** The one inspect process an upload left running under this test process. */
-const onlyInspectProcess = (): Promise<number> =>
-  until(() => {
-    const found = inspectProcesses(process.pid)
-    return found.length === 1 && found[0]
-  })
-
-const SCHED_IDLE = 5
-// Whether this machine lets a process enter the idle class: a sandbox may refuse, and Threadhouse then
-// uses nice 19.
-const idleClassAllowed =
-  process.platform === 'linux' && Bun.which('chrt') !== null && Bun.spawnSync(['chrt', '-i', '0', 'true']).success
-
-describe('the inspect processes', () => {
-  test.skipIf(!idleClassAllowed)(
-    'run in the idle scheduling class, every thread, and hold none of the server environment',
-    async () => {
-      await using s = await setup({ inspector: createFileInspector(silentLogger) })
-      // Decoding a large image starts libvips's threads, which must inherit the class too.
-      const wide = form({ name: 'wide.jpg', bytes: await jpeg(3000, 1000) })
-      expect((await upload(s.h, s.owner.token, s.threadId, wide)).status).toBe(201)
-      const child = await onlyInspectProcess()
-      expect(threadsOf(child).some((thread) => thread.name.startsWith('libvips'))).toBe(true)
-      expect(new Set(threadsOf(child).map((thread) => thread.policy))).toEqual(new Set([SCHED_IDLE]))
-      expect(threadsOf(process.pid).map((thread) => thread.policy)).not.toContain(SCHED_IDLE)
-      const environment = readFileSync(`/proc/${child}/environ`, 'utf8').split('\0').filter(Boolean)
-      const names = environment.map((variable) => variable.slice(0, variable.indexOf('=')))
-      // Bun's own IPC variables aside, only what bun and libvips need; the test's environment holds dozens more.
-      const ours = names.filter((name) => !name.startsWith('NODE_CHANNEL_'))
-      expect(ours.filter((name) => !/^(PATH|HOME|TMPDIR|VIPS_\w+|MALLOC_\w+)$/.test(name))).toEqual([])
-      expect(Object.keys(process.env).length).toBeGreaterThan(ours.length)
-    },
-  )
-
-  test('load no .env file, though the server did', async () => {
-    // A server started in a folder with a .env file, as `bun src/index.ts` loads one, and a secret in it.
-    const dir = mkdtempSync(join(tmpdir(), 'threadhouse-env-'))
-    writeFileSync(join(dir, '.env'), 'THREADHOUSE_TEST_SECRET=shh\n')
-    const entry = new URL('./fixtures/env-inspect-process.ts', import.meta.url)
-    const source = (path: string) => JSON.stringify(join(import.meta.dir, '..', 'src', path))
-    const script = `
-      import { createFileInspector } from ${source('attachments/inspector.ts')}
-      import { silentLogger } from ${source('shared/log.ts')}
-      const inspector = createFileInspector(silentLogger, { entry: new URL(${JSON.stringify(entry.href)}), idle: false })
-      const seen = await inspector.inspect({ files: [] }, ${JSON.stringify(dir)}).catch((error) => String(error))
-      await inspector.close()
-      console.log(JSON.stringify({ server: process.env.THREADHOUSE_TEST_SECRET, inspector: seen }))`
-    try {
-      const run = Bun.spawnSync([process.execPath, '-e', script], { cwd: dir, timeout: 20_000 })
-      if (!run.success) throw new Error(`the server script failed: ${run.stderr.toString()}`)
-      const seen = JSON.parse(run.stdout.toString()) as { server: string; inspector: string }
-      expect(seen.server).toBe('shh')
-      expect(seen.inspector).toContain('PATH')
-      expect(seen.inspector).not.toContain('THREADHOUSE_TEST_SECRET')
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
-  })
-
-  test.skipIf(process.platform !== 'linux')('start at nice 19 where chrt fails', async () => {
-    // A chrt that refuses, as a sandbox that forbids the idle class would, first on the PATH.
-    const bin = mkdtempSync(join(tmpdir(), 'threadhouse-bin-'))
-    writeFileSync(join(bin, 'chrt'), '#!/bin/sh\nexit 1\n', { mode: 0o755 })
-    const path = process.env.PATH
-    process.env.PATH = `${bin}:${path}`
-    try {
-      const lines: string[] = []
-      const inspector = createFileInspector(createLogger('info', (line) => lines.push(line)))
-      await using s = await setup({ inspector })
-      expect((await upload(s.h, s.owner.token, s.threadId, form({ name: 'a.txt', bytes: 'x' }))).status).toBe(201)
-      expect(lines.map((line) => JSON.parse(line))).toContainEqual(
-        expect.objectContaining({ msg: 'file inspectors start', priority: 'nice 19' }),
-      )
-      const threads = threadsOf(await onlyInspectProcess())
-      // Every thread at nice 19, in the normal class (0).
-      expect(new Set(threads.map(({ nice, policy }) => `${nice} ${policy}`))).toEqual(new Set(['19 0']))
-    } finally {
-      process.env.PATH = path
-      rmSync(bin, { recursive: true, force: true })
-    }
-  })
-
-  test('one that dies fails its upload with 500 and stores nothing; the next upload gets a fresh one', async () => {
-    // One process, so that the second upload can only succeed on a process started after the crash.
-    const entry = new URL('./fixtures/crashing-inspect-process.ts', import.meta.url)
-    const lines: string[] = []
-    const logger = createLogger('error', (line) => lines.push(line))
-    await using s = await setup({ inspector: createFileInspector(logger, { size: 1, entry, idle: false }) })
-    const batch = form({ name: 'notes.txt', bytes: 'fine' }, { name: 'crash.txt', bytes: 'boom' })
-    const crashed = await upload(s.h, s.owner.token, s.threadId, batch)
-    expect(crashed.status).toBe(500)
-    expect(lines.map((line) => JSON.parse(line))).toContainEqual(
-      expect.objectContaining({ msg: 'file inspector exited', exitCode: null, signal: 'SIGSEGV' }),
-    )
-    expectNothingStored(s.h)
-    const next = await upload(s.h, s.owner.token, s.threadId, form({ name: 'notes.txt', bytes: 'fine' }))
-    expect(next.status).toBe(201)
-    expect(next.body).toEqual([{ id: expect.any(String), filename: 'notes.txt' }])
-  })
-
-  test.skipIf(process.platform !== 'linux')('end when the server is killed', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'threadhouse-orphans-'))
-    try {
-      const server = await startServer({ DATABASE_PATH: join(dir, 'db.sqlite'), UPLOADS_DIR: join(dir, 'uploads') })
-      await using _ = server
-      const token = await firstRunToken(server)
-      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-      const created = await fetch(`${server.url}/api/v1/threads`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ text: 'hello' }),
-      })
-      const { thread_id } = (await created.json()) as { thread_id: string }
-      const files = new FormData()
-      files.append('attachments[0]', new File(['notes'], 'notes.txt'))
-      const uploaded = await fetch(`${server.url}/api/v1/threads/${thread_id}/attachments`, {
-        method: 'POST',
-        headers: { authorization: headers.authorization },
-        body: files,
-      })
-      expect(uploaded.status).toBe(201)
-      const [child] = inspectProcesses(server.process.pid)
-      if (!child) throw new Error('no inspect process runs')
-      server.process.kill('SIGKILL')
-      // Gone, or a zombie (empty command line) waiting for whoever adopted it: either way it runs no more.
-      const running = () => {
-        try {
-          return readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('inspect-process')
-        } catch {
-          return false
-        }
-      }
-      try {
-        await until(() => !running(), 10_000)
-      } finally {
-        // Never left running by a failing test; never a process that has taken its number since.
-        if (running()) process.kill(child, 'SIGKILL')
-      }
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
-  })
-})
-
-describe('stuck inspections', () => {
-  test('an inspection past its time limit ends its process and fails its upload; the next upload gets a new one', async () => {
-    // Each process takes longer than the limit to load, which must not count: the limit is for inspecting. The
-    // limit also times the healthy upload on the fresh process, whose first inspection took up to half a second
-    // beside two busy processes (below the test's priority then): 200 ms failed one run in ten there.
-    const entry = new URL('./fixtures/stuck-inspect-process.ts', import.meta.url)
-    const inspector = createFileInspector(silentLogger, { size: 1, entry, timeoutMs: 2_000, idle: false })
-    await using s = await setup({ inspector })
-    const stuck = await upload(s.h, s.owner.token, s.threadId, form({ name: 'stuck.txt', bytes: 'loops forever' }))
-    expect(stuck.status).toBe(500)
-    expectNothingStored(s.h)
-    const next = await upload(s.h, s.owner.token, s.threadId, form({ name: 'notes.txt', bytes: 'fine' }))
-    expect(next.status).toBe(201)
-  })
-})
-
-describe('stuck starts', () => {
-  test('a process that never becomes ready is ended at its start limit and fails the uploads it held', async () => {
-    const entry = new URL('./fixtures/never-ready-inspect-process.ts', import.meta.url)
-    const inspector = createFileInspector(silentLogger, { size: 1, entry, startLimitMs: 300 })
-    await using s = await setup({ inspector })
-    const reply = await upload(s.h, s.owner.token, s.threadId, form({ name: 'notes.txt', bytes: 'fine' }))
-    expect(reply.status).toBe(500)
-    expectNothingStored(s.h)
-  })
-})
-
-describe('who may upload', () => {
+describe.concurrent('who may upload', () => {
   test('403 {error, message} for a member who can see the thread but does not own it', async () => {
     await using s = await setup()
     const colleague = await s.h.user()
@@ -945,7 +607,7 @@ describe('who may upload', () => {
   })
 })
 
-describe('messages that reference attachments', () => {
+describe.concurrent('messages that reference attachments', () => {
   async function uploaded(s: { h: Harness; owner: TestUser; threadId: string }, ...files: Upload[]) {
     const reply = await upload(s.h, s.owner.token, s.threadId, form(...files))
     expect(reply.status).toBe(201)
@@ -1066,7 +728,7 @@ describe('messages that reference attachments', () => {
   })
 })
 
-describe('GET /api/v1/limits', () => {
+describe.concurrent('GET /api/v1/limits', () => {
   test('lists the upload limits for any valid token, and only for one', async () => {
     await using h = await harness()
     const user = await h.user({ scopes: ['threads:read:own'] })
@@ -1096,38 +758,28 @@ describe('GET /api/v1/limits', () => {
   })
 })
 
-describe('web form files', () => {
+describe.concurrent('web form files', () => {
   test('checked files wait under temporary names; a refused form removes them at once', async () => {
     await using s = await setup()
-    const inspector = createFileInspector(silentLogger, { idle: false })
-    try {
-      const file = new File(['a note'], 'note.txt', { type: 'text/plain' })
-      const checked = await checkFormFiles({ inspector, uploadsDir: s.h.uploadsDir }, [file])
-      expect(checked.accepted).toHaveLength(1)
-      expect(storedFiles(s.h)).toHaveLength(1)
-      await discardCheckedFiles(checked)
-      expectNothingStored(s.h)
-    } finally {
-      await inspector.close()
-    }
+    const file = new File(['a note'], 'note.txt', { type: 'text/plain' })
+    const checked = await checkFormFiles({ inspector, uploadsDir: s.h.uploadsDir }, [file])
+    expect(checked.accepted).toHaveLength(1)
+    expect(storedFiles(s.h)).toHaveLength(1)
+    await discardCheckedFiles(checked)
+    expectNothingStored(s.h)
   })
 
   test('a refused form leaves no file behind, not even the ones handed to the inspector', async () => {
     await using s = await setup()
-    const inspector = createFileInspector(silentLogger, { idle: false })
-    try {
-      const note = new File(['a note'], 'note.txt', { type: 'text/plain' })
-      const fake = new File(['not an image'], 'photo.png', { type: 'image/png' })
-      const refused = checkFormFiles({ inspector, uploadsDir: s.h.uploadsDir }, [note, fake])
-      await expect(refused).rejects.toMatchObject({ status: 422 })
-      expectNothingStored(s.h)
-    } finally {
-      await inspector.close()
-    }
+    const note = new File(['a note'], 'note.txt', { type: 'text/plain' })
+    const fake = new File(['not an image'], 'photo.png', { type: 'image/png' })
+    const refused = checkFormFiles({ inspector, uploadsDir: s.h.uploadsDir }, [note, fake])
+    await expect(refused).rejects.toMatchObject({ status: 422 })
+    expectNothingStored(s.h)
   })
 })
 
-describe('start-up sweep', () => {
+describe.concurrent('start-up sweep', () => {
   test('removes temporary and orphaned files, keeps every attachment’s files and dotfiles', async () => {
     await using s = await setup()
     const reply = await upload(

@@ -1,6 +1,7 @@
 // Test harness: a fresh in-memory app per test, real HTTP handling through app.handle, real SQLite,
 // and either the real generation worker or a scripted runner the test drives step by step.
 import { Database } from 'bun:sqlite'
+import { afterAll } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -145,6 +146,37 @@ function echoRunner(tokenDelayMs: number): GenerationRunner {
       for (const jobId of unfinished) worker.cancel(jobId)
       unfinished.clear()
     },
+  }
+}
+
+/**
+ * One pool of inspect processes for every test of the file that calls this at its top level, closed after the
+ * file's last test: starting a process (bun, sharp, pdf-lib) costs more than most uploads' whole test. A harness's
+ * dispose leaves the pool running. Tests about the processes themselves (their priority, crashes, limits) give the
+ * harness an inspector of their own.
+ *
+ * Concurrent tests share the pool, but each process inspects one upload at a time, as a process of its own per
+ * test did: checks of several images at once in one process are not reliable yet (a damaged animated WebP is
+ * sometimes accepted), and tests of single uploads must not depend on which other tests happen to run beside them.
+ */
+export function sharedInspector(): FileInspector {
+  const size = 2
+  const inspector = createFileInspector(silentLogger, { size, idle: false })
+  afterAll(() => inspector.close())
+  let running = 0
+  const waiting: (() => void)[] = []
+  return {
+    async inspect(upload, uploadsDir) {
+      while (running >= size) await new Promise<void>((resolve) => waiting.push(resolve))
+      running += 1
+      try {
+        return await inspector.inspect(upload, uploadsDir)
+      } finally {
+        running -= 1
+        waiting.shift()?.()
+      }
+    },
+    close: async () => {},
   }
 }
 

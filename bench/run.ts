@@ -102,6 +102,9 @@ const appEnv = (database: string, delayMs: number, concurrency: number) => ({
   RATE_LIMIT_API_PER_MINUTE: '1000000000',
   RATE_LIMIT_IP_PER_MINUTE: '1000000000',
   RATE_LIMIT_AUTH_PER_MINUTE: '1000000000',
+  // Scenario 5 holds thousands of streams for a handful of users.
+  STREAM_LIMIT_PER_USER: '0',
+  STREAM_LIMIT_TOTAL: '0',
 })
 const baseEnv = (database: string, delayMs: number) => ({
   DATABASE_PATH: database,

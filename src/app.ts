@@ -13,12 +13,14 @@ import type { Db } from './db/client'
 import { docs } from './docs'
 import { responses } from './generation'
 import { createGenerationEngine } from './generation/service'
-import { Heartbeats } from './generation/sse'
+import { Heartbeats, OpenStreams } from './generation/sse'
 import type { GenerationRunner } from './generation/types'
+import { mcpRoutes } from './mcp'
 import { oauthRoutes } from './oauth'
 import { errorPlugin } from './shared/errors'
 import { httpBasics } from './shared/http'
 import type { Logger } from './shared/log'
+import { AllowedMethods } from './shared/methods'
 import { RateLimiter } from './shared/rate-limit'
 import { responseSchemas } from './shared/responses'
 import type { Clock } from './shared/time'
@@ -62,11 +64,16 @@ export function createApp(deps: AppDeps) {
   const shared = {
     db: deps.db,
     clock: deps.clock,
+    log: deps.log,
     engine,
     tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
     authLimiter: perMinute(deps.config.RATE_LIMIT_AUTH_PER_MINUTE),
     links: linksFor(deps.config.PUBLIC_URL),
     heartbeats: deps.heartbeats ?? new Heartbeats(15_000),
+    streams: new OpenStreams({
+      perUser: deps.config.STREAM_LIMIT_PER_USER,
+      total: deps.config.STREAM_LIMIT_TOTAL,
+    }),
     uploadsDir: deps.config.UPLOADS_DIR,
     inspector: deps.inspector,
     publicUrl: deps.config.PUBLIC_URL,
@@ -76,9 +83,10 @@ export function createApp(deps: AppDeps) {
   // No request needs more than an upload can hold, and the routes refuse a longer declared Content-Length
   // with their own 413 and JSON body, unread. Bun refuses a body at its own limit with a bare 413 before any
   // route sees it, so that limit is a backstop above the routes': it bounds how far a chunked body is read.
-  return new Elysia({ normalize: false, serve: { maxRequestBodySize: 4 * maxRequestBytes } })
+  const allowed = new AllowedMethods()
+  const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: 4 * maxRequestBytes } })
     .decorate('engine', engine)
-    .use(errorPlugin(deps.log))
+    .use(errorPlugin(deps.log, allowed))
     .use(httpBasics({ log: deps.log, config: deps.config, ipLimiter: perMinute(deps.config.RATE_LIMIT_IP_PER_MINUTE) }))
     .get(
       '/healthz',
@@ -105,8 +113,11 @@ export function createApp(deps: AppDeps) {
     .use(oidcSignin({ ...shared, oidc }))
     .use(threadPages(shared))
     .use(oauthRoutes({ ...shared, openRegistration: deps.config.OAUTH_OPEN_REGISTRATION }))
+    .use(mcpRoutes(shared))
     .use(settingsPages(shared))
     .use(adminPages(shared))
+  allowed.learn(app.routes)
+  return app
 }
 
 export type App = ReturnType<typeof createApp>

@@ -56,6 +56,10 @@ const variables = {
    * (per client IP); 0 turns these off. Registration keeps its own stricter 30 per IP per hour.
    */
   RATE_LIMIT_AUTH_PER_MINUTE: { schema: T.Integer({ minimum: 0 }), fallback: 30 },
+  /** Answer streams one person may hold open at once, whatever tokens and sessions they use; 0 = no limit. */
+  STREAM_LIMIT_PER_USER: { schema: T.Integer({ minimum: 0 }), fallback: 64 },
+  /** Answer streams the whole process holds open at once; 0 = no limit. */
+  STREAM_LIMIT_TOTAL: { schema: T.Integer({ minimum: 0 }), fallback: 10_000 },
   /** RFC 7591 registration without a registration token; `false` requires one. */
   OAUTH_OPEN_REGISTRATION: { schema: T.Boolean(), fallback: true },
   /** OpenID Connect sign-in: the provider's issuer URL (its discovery document is read from it). */

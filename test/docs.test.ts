@@ -16,6 +16,7 @@ test('OpenAPI describes every API endpoint with schemas, security and tags', asy
       'GET /.well-known/oauth-authorization-server',
       'GET /.well-known/oauth-protected-resource',
       'GET /.well-known/oauth-protected-resource/api/v1',
+      'GET /.well-known/oauth-protected-resource/mcp',
       'GET /oauth/authorize',
       'POST /oauth/authorize',
       'POST /oauth/register',
@@ -60,10 +61,11 @@ test('OpenAPI states the contract’s shapes: 204 without a body, an event strea
   const { body: spec } = await h.call('GET', '/swagger/json')
   const messagePath = '/api/v1/threads/{threadId}/messages/{messageId}'
   const feedback = spec.paths[`${messagePath}/feedback`].post.responses
-  expect(Object.keys(feedback).sort()).toEqual(['204', '400', '401', '403', '404'])
+  // The body and rate checks every request passes add 411, 413, 415 and 429 (test/openapi.test.ts).
+  expect(Object.keys(feedback).sort()).toEqual(['204', '400', '401', '403', '404', '411', '413', '415', '429'])
   expect(feedback['204'].content).toBeUndefined()
   const stream = spec.paths[`${messagePath}/response/stream`].get.responses
-  expect(Object.keys(stream).sort()).toEqual(['200', '400', '401', '403', '404'])
+  expect(Object.keys(stream).sort()).toEqual(['200', '400', '401', '403', '404', '429'])
   expect(Object.keys(stream['200'].content)).toEqual(['text/event-stream'])
   const me = spec.paths['/api/v1/me'].get.responses['200'].content['application/json'].schema.properties
   expect(me.svc_user_id).toMatchObject({ type: 'integer' })

@@ -5,7 +5,7 @@ import { expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { type Harness, harness, publicUrl } from './support/helpers'
 
-const documented = new Set([200, 201, 202, 204, 400, 401, 403, 404, 409, 413, 429])
+const documented = new Set([200, 201, 202, 204, 400, 401, 403, 404, 409, 413, 415, 429])
 
 function counts(h: Harness): string {
   return JSON.stringify(

@@ -1,4 +1,5 @@
 // Cross-cutting HTTP behaviour: security headers, request IDs and logs, rate limits, CORS.
+
 import { expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
@@ -6,6 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createLogger } from '../src/shared/log'
 import { firstRunToken, harness, ManualClock, startServer, until } from './support/helpers'
+import { Browser } from './support/oauth-helpers'
 
 test('every response carries security headers and a request ID', async () => {
   await using h = await harness()
@@ -34,30 +36,61 @@ test('HSTS is sent when the public URL is https', async () => {
   expect((await h.call('GET', '/healthz')).headers.get('strict-transport-security')).toContain('max-age=')
 })
 
-test('access logs are JSON lines with the request ID, and never the token or the query string', async () => {
+test('access logs: one info line per request with the route pattern, never the token or the query string', async () => {
   const lines: string[] = []
-  await using h = await harness({ log: createLogger('debug', (line) => lines.push(line)) })
+  await using h = await harness({ log: createLogger('info', (line) => lines.push(line)) })
   const owner = await h.user()
-  await h.call('GET', `/api/v1/threads?q=secret-words&access_token=${owner.token}`, {
+  const { thread_id } = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body
+  await h.call('GET', `/api/v1/threads/${thread_id}?q=secret-words`, {
     token: owner.token,
     headers: { 'x-request-id': 'req-1' },
   })
   // The access log is written after the response has gone out.
   await until(() => lines.some((line) => line.includes('req-1')))
   const parsed = lines.map((line) => JSON.parse(line))
-  expect(parsed).toContainEqual(
-    expect.objectContaining({
-      level: 'debug',
-      msg: 'request',
-      requestId: 'req-1',
-      method: 'GET',
-      path: '/api/v1/threads',
-      status: 200,
-    }),
-  )
+  expect(parsed.find((line) => line.requestId === 'req-1')).toEqual({
+    time: expect.any(String),
+    level: 'info',
+    msg: 'request',
+    requestId: 'req-1',
+    method: 'GET',
+    route: '/api/v1/threads/:threadId',
+    status: 200,
+    ms: expect.any(Number),
+  })
   const all = lines.join('\n')
   expect(all).not.toContain(owner.token)
   expect(all).not.toContain('secret-words')
+  expect(all).not.toContain(thread_id)
+})
+
+test('refused tokens and failed sign-ins are warnings that name no secret', async () => {
+  const lines: string[] = []
+  await using h = await harness({ log: createLogger('warn', (line) => lines.push(line)) })
+  const owner = await h.user()
+  await h.call('GET', '/api/v1/me', { token: 'thp_not-a-real-token', headers: { 'x-request-id': 'req-2' } })
+  await h.call('GET', '/api/v1/me') // no token at all: nothing to warn about
+  const browser = Browser.inProcess(h)
+  expect((await browser.signIn(owner.email, 'wrong password here')).status).toBe(401)
+  expect(lines.map((line) => JSON.parse(line))).toEqual([
+    {
+      time: expect.any(String),
+      level: 'warn',
+      msg: 'token refused',
+      requestId: 'req-2',
+      kind: 'personal access token',
+    },
+    {
+      time: expect.any(String),
+      level: 'warn',
+      msg: 'sign-in failed',
+      requestId: expect.any(String),
+      email: owner.email,
+      ip: null,
+    },
+  ])
+  expect(lines.join('\n')).not.toContain('not-a-real-token')
+  expect(lines.join('\n')).not.toContain('wrong password')
 })
 
 test('per-token rate limit answers 429 with Retry-After, and recovers when the window ends', async () => {
@@ -121,8 +154,7 @@ test('API requests with a valid token count against the token, not the address; 
   }
   // A valid token is still served from the full address, up to its own limit.
   expect((await h.call('GET', '/api/v1/me', { token: a.token, headers: office })).status).toBe(200)
-  // A token in the query counts as one in the header; a body is read only for an address within its limit.
-  expect((await h.call('GET', `/api/v1/me?access_token=${a.token}`, { headers: office })).status).toBe(200)
+  // A body is read only for an address within its limit.
   const body = { name: 'From the office' }
   expect((await h.call('POST', '/api/v1/threads', { token: a.token, headers: office, body })).status).toBe(429)
   const elsewhere = { 'x-forwarded-for': '192.0.2.2' }

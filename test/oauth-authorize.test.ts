@@ -97,7 +97,7 @@ test('redirect URIs match exactly, except the port of http loopback URIs (RFC 82
 test('a redirect URI stored before the scheme rules existed gets the error page, never a redirect', async () => {
   await using h = await harness()
   const client = await register(h)
-  const legacy = ['view-source:https://app.example/cb', 'cursor://anysphere/oauth', 'http://127.0.0.1/c\u00e9']
+  const legacy = ['view-source:https://app.example/cb', 'myapp://anysphere/oauth', 'http://127.0.0.1/c\u00e9']
   h.db.update(oauthClients).set({ redirectUris: legacy }).where(eq(oauthClients.clientId, client.client_id)).run()
   const { browser } = await signedIn(h)
   for (const redirectUri of legacy) {

@@ -32,7 +32,7 @@ test('no plaintext secret in the database or the logs', async () => {
       await fetch(`${server.url}/api/v1/threads`, { method: 'POST', headers, body: JSON.stringify({ text: 'hello' }) })
     ).json()) as { thread_id: string; message_id: string }
     const stream = `${server.url}/api/v1/threads/${created.thread_id}/messages/${created.message_id}/response/stream`
-    await collect(parseEvents(await fetch(`${stream}?access_token=${second}`)))
+    await collect(parseEvents(await fetch(stream, { headers: { authorization: `Bearer ${second}` } })))
     await fetch(`${server.url}/api/v1/me`, { headers: { authorization: 'Bearer thp_wrong-token-canary' } })
 
     // The OAuth side: a registration token, a confidential client, sign-in, consent, code, tokens, refresh.

@@ -2,7 +2,16 @@
 // end, errors, heartbeats, and clients that go away.
 import { expect, test } from 'bun:test'
 import { Heartbeats } from '../src/generation/sse'
-import { collect, harness, openStream, parseEvents, publicUrl, ScriptedRunner, tokensOf, until } from './support/helpers'
+import {
+  collect,
+  harness,
+  openStream,
+  parseEvents,
+  publicUrl,
+  ScriptedRunner,
+  tokensOf,
+  until,
+} from './support/helpers'
 
 async function started(runner: ScriptedRunner, h: Awaited<ReturnType<typeof harness>>, token: string) {
   const created = (await h.call('POST', '/api/v1/threads', { token, body: { text: 'tell me' } })).body
@@ -54,20 +63,28 @@ test('raw framing: id, event and data lines, then a blank line', async () => {
     'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
   })
   expect(await response.text()).toBe(
-    'id: 8\nevent: token\ndata: {"token":"Hi there"}\n\nid: 8\nevent: done\ndata: {}\n\n',
+    'id: 8\nevent: token\ndata: {"token":"Hi there"}\n\nretry: 86400000\nid: 8\nevent: done\ndata: {}\n\n',
   )
 })
 
-test('EventSource clients: the token may come as access_token, and other query parameters are ignored', async () => {
+test('tokens in the query string are refused; other query parameters (cache busters) are ignored', async () => {
   await using h = await harness()
   const owner = await h.user()
   const { thread_id, message_id } = (
     await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'hi' } })
   ).body
   const path = `/api/v1/threads/${thread_id}/messages/${message_id}/response/stream`
-  const response = await h.app.handle(new Request(`${publicUrl}${path}?access_token=${owner.token}&_=1&lastEventId=`))
-  expect(response.status).toBe(200)
-  expect((await collect(parseEvents(response))).at(-1)?.event).toBe('done')
+  const refused = await h.call('GET', `${path}?access_token=${owner.token}`)
+  expect({ status: refused.status, body: refused.body }).toEqual({
+    status: 401,
+    body: {
+      error: 'unauthorized',
+      message: 'Send the token in the Authorization header: tokens in the query string are not accepted',
+    },
+  })
+  const stream = await openStream(h, `${path}?_=1&lastEventId=`, owner.token)
+  expect(stream.status).toBe(200)
+  expect((await collect(stream.events)).at(-1)?.event).toBe('done')
 })
 
 test('a client joining mid-answer gets everything so far, then the live rest', async () => {

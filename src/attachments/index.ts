@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import { errorShapes } from '../shared/errors'
-import { documented, type Responses } from '../shared/responses'
+import type { Responses } from '../shared/responses'
 import { attachmentResponse } from './download'
 import {
   filenameMaxLength,
@@ -35,6 +35,13 @@ Errors on this route:
 - 403 \`{error, message}\`: the caller can see the thread but does not own it, or lacks \`threads:write\`;
 - 404 \`{error, message}\`: the thread does not exist for the caller;
 - 500 \`{error, message}\`: the body could not be written to the uploads folder for checking (a full disk, say), checking the files took more than 60 s (a parser stuck on a crafted file, or a machine so busy that the checks, which get only CPU time nothing else wants, had none), the checker did not start within 60 s, or it failed or crashed; nothing is stored.`
+
+/** A download is one of the types an upload can be stored as, never anything else. */
+const storedMediaTypes = [...imageLimits.mediaTypes, ...pdfLimits.mediaTypes, ...textLimits.mediaTypes]
+
+/** Text files are served as UTF-8 text; the others as their bytes. */
+const fileSchema = (type: string): { type: 'string'; format?: 'binary' } =>
+  type.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' }
 
 const downloadErrors = { 400: AuthModel.error, 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
 
@@ -95,10 +102,13 @@ export const attachmentRoutes = (deps: UploadDeps & { responses: Responses }) =>
             'characters replaced by `_`) and `filename*` (UTF-8). Always `X-Content-Type-Options: nosniff` and ' +
             "`Content-Security-Policy: default-src 'none'; frame-ancestors 'none'; sandbox`. " +
             '`Cache-Control: private, no-cache` with an `ETag`: a repeat with `If-None-Match` is 304.',
-          responses: documented(
-            { 200: { description: 'The file', content: { 'application/octet-stream': {} } } },
-            downloadErrors,
-          ),
+          responses: {
+            200: {
+              description: 'The file, as the media type decided from its bytes at upload.',
+              content: Object.fromEntries(storedMediaTypes.map((type) => [type, { schema: fileSchema(type) }])),
+            },
+            304: { description: 'Not modified: `If-None-Match` names this file’s `ETag`.' },
+          },
         },
       },
     )

@@ -1,12 +1,14 @@
 // Bearer authentication for the API: the `scope` macro resolves the caller once per request and
 // enforces the route's scope; `identity` serves GET /me.
-import { bearer } from '@elysiajs/bearer'
 import { Elysia } from 'elysia'
 import type { Db } from '../db/client'
+import type { ProtectedResource } from '../oauth/checks/resource'
 import { resourceMetadataUrl } from '../oauth/metadata'
 import { accessTokenPrefix, resolveOAuthAccessToken } from '../oauth/tokens'
+import { callerChecked } from '../shared/body'
 import { AppError } from '../shared/errors'
-import { settleAddressCount } from '../shared/http'
+import { requestIdOf, settleAddressCount } from '../shared/http'
+import type { Logger } from '../shared/log'
 import { type RateLimiter, rateLimited } from '../shared/rate-limit'
 import type { Responses } from '../shared/responses'
 import { hashSecret } from '../shared/security'
@@ -18,6 +20,7 @@ import { recallToken, rememberToken } from './token-cache'
 export interface AuthDeps {
   db: Db
   clock: Clock
+  log: Logger
   /** Requests per token; absent when the limit is turned off. */
   tokenLimiter?: RateLimiter
   publicUrl: string
@@ -28,13 +31,19 @@ export type Requirement = Scope | 'any'
 
 // Every 401 names the protected resource metadata (RFC 9728 §5.1), which is how MCP clients find the
 // authorization server with nothing configured by hand.
-function challenge(publicUrl: string, params: string): string {
-  return `Bearer realm="threadhouse"${params}, resource_metadata="${resourceMetadataUrl(publicUrl)}"`
+function challenge(publicUrl: string, params: string, resource: ProtectedResource = '/api/v1'): string {
+  return `Bearer realm="threadhouse"${params}, resource_metadata="${resourceMetadataUrl(publicUrl, resource)}"`
 }
 
-function unauthorized(publicUrl: string, message: string, tokenSent: boolean): AppError {
+function unauthorized(
+  publicUrl: string,
+  message: string,
+  tokenSent: boolean,
+  resource: ProtectedResource = '/api/v1',
+): AppError {
   const params = tokenSent ? ', error="invalid_token"' : ''
-  return new AppError(401, 'unauthorized', message, {}, { 'www-authenticate': challenge(publicUrl, params) })
+  const headers = { 'www-authenticate': challenge(publicUrl, params, resource) }
+  return new AppError(401, 'unauthorized', message, {}, headers)
 }
 
 /**
@@ -58,9 +67,25 @@ function resolveToken({ db, clock }: AuthDeps, token: string): Caller | null {
   return resolved.caller
 }
 
-function unauthenticated(publicUrl: string, token: string | undefined): AppError {
-  if (!token) return unauthorized(publicUrl, 'A bearer token is required', false)
-  return unauthorized(publicUrl, 'The bearer token is invalid, expired or revoked', true)
+/** What kind of token was refused, by its prefix: never any part of the secret itself. */
+function tokenKind(token: string): string {
+  if (token.startsWith(personalAccessTokenPrefix)) return 'personal access token'
+  if (token.startsWith(accessTokenPrefix)) return 'OAuth access token'
+  return 'unrecognised'
+}
+
+function unauthenticated(
+  publicUrl: string,
+  token: string | undefined,
+  request: Request,
+  resource: ProtectedResource,
+): AppError {
+  if (!token && new URL(request.url).searchParams.has('access_token')) {
+    const message = 'Send the token in the Authorization header: tokens in the query string are not accepted'
+    return unauthorized(publicUrl, message, false, resource)
+  }
+  if (!token) return unauthorized(publicUrl, 'A bearer token is required', false, resource)
+  return unauthorized(publicUrl, 'The bearer token is invalid, expired or revoked', true, resource)
 }
 
 /**
@@ -80,23 +105,60 @@ export function checkScope(caller: Caller, requirement: Requirement, publicUrl: 
   )
 }
 
-/** The bearer plugin knows the scheme only as `Bearer`; HTTP schemes are case-insensitive (RFC 7235 §2.1). */
-function anyCaseBearer(request: Request): string | undefined {
+/**
+ * The token, from the Authorization header only, with the scheme in any case (RFC 7235 §2.1). Never from the
+ * query string: URLs end up in logs, histories and Referer headers, which is why RFC 9700 and the MCP
+ * authorization specification forbid it; browsers reach streams with their session cookie instead.
+ */
+function bearerToken(request: Request): string | undefined {
   const header = request.headers.get('authorization')
   return header ? /^bearer +(\S+)\s*$/i.exec(header)?.[1] : undefined
 }
 
-// The caller of each request, from the scope check (before validation) to the route (after it).
+// The caller of each request, from the scope check (before the body and validation) to the route (after it).
 const callers = new WeakMap<Request, Caller>()
 
-// Elysia guesses from a hook's source text whether it may return a promise, and reads the bearer plugin's
-// `return authorization.slice(…)` as one: every route would then be compiled async and await the token.
-// The hook is synchronous; its container's `isAsync` is where Elysia records the answer.
-const syncBearer = bearer()
-for (const hook of syncBearer.event.transform ?? []) Object.assign(hook, { isAsync: false })
+/**
+ * The caller of a request to one of the protected resources (the API, the MCP server), from its bearer token, with
+ * the request counted against the token's rate limit (or its address's, when the token is refused). Throws the 401
+ * (pointing at that resource's metadata) or 429. A token issued for the other resource (RFC 8707) is refused like
+ * an invalid one: it was not meant for this one. Scopes are left to the caller, which may refuse in its own form.
+ */
+export function authenticateBearer(deps: AuthDeps, request: Request, resource: ProtectedResource): Caller {
+  const token = bearerToken(request)
+  const resolved = token ? resolveToken(deps, token) : null
+  const caller = resolved && (resolved.audience === undefined || resolved.audience === resource) ? resolved : null
+  // With the per-token limit off, a valid token counts against its address as before.
+  const retryAfter = settleAddressCount(request, caller !== null && deps.tokenLimiter !== undefined)
+  if (retryAfter !== null) throw rateLimited(retryAfter)
+  if (!caller) {
+    // A refused token is worth a line (a leaked one revoked, a client misconfigured); a missing one is not.
+    if (token) deps.log.warn('token refused', { requestId: requestIdOf(request), kind: tokenKind(token) })
+    if (resolved?.audience !== undefined) {
+      const message = `This token was issued for ${deps.publicUrl}${resolved.audience}, not ${deps.publicUrl}${resource}`
+      throw unauthorized(deps.publicUrl, message, true, resource)
+    }
+    throw unauthenticated(deps.publicUrl, token, request, resource)
+  }
+  deps.tokenLimiter?.take(caller.credential)
+  return caller
+}
 
-export const auth = (deps: AuthDeps) =>
-  new Elysia({ name: 'auth' }).use(syncBearer).macro({
+export const auth = (deps: AuthDeps) => {
+  /**
+   * Resolves the caller and enforces the route's scope, once per request. It runs as the first `parse` hook of a
+   * route with a body, before a byte of it is read, and in `transform` for the others: either way before Elysia
+   * validates params, query and body, so a request without a valid token, or without the scope, gets its 401 or
+   * 403, learns nothing about what the route would accept, and costs no body buffering.
+   */
+  const authenticate = (requirement: Requirement, request: Request): void => {
+    if (callers.has(request)) return
+    const caller = authenticateBearer(deps, request, '/api/v1')
+    checkScope(caller, requirement, deps.publicUrl)
+    callers.set(request, caller)
+    callerChecked(request)
+  }
+  return new Elysia({ name: 'auth' }).macro({
     scope: (requirement: Requirement) => ({
       // Both schemes, as at the document's root: an operation's own list replaces the root's, and Swagger UI
       // sends only the credentials of the schemes an operation lists.
@@ -104,23 +166,16 @@ export const auth = (deps: AuthDeps) =>
         security: [{ bearer: [] }, { oauth2: requirement === 'any' ? [] : [requirement] }],
         'x-required-scope': requirement === 'any' ? null : requirement,
       },
-      // Elysia validates params, query and body between `transform` and `resolve`. Authenticating in
-      // `transform` means a request without a valid token, or without the scope, gets its 401 or 403 and
-      // learns nothing about what the route would accept.
-      transform({ bearer, request }) {
-        const token = bearer ?? anyCaseBearer(request)
-        const caller = token ? resolveToken(deps, token) : null
-        // With the per-token limit off, a valid token counts against its address as before.
-        const retryAfter = settleAddressCount(request, caller !== null && deps.tokenLimiter !== undefined)
-        if (retryAfter !== null) throw rateLimited(retryAfter)
-        if (!caller) throw unauthenticated(deps.publicUrl, token)
-        deps.tokenLimiter?.take(caller.credential)
-        checkScope(caller, requirement, deps.publicUrl)
-        callers.set(request, caller)
+      parse({ request }) {
+        authenticate(requirement, request)
+      },
+      transform({ request }) {
+        authenticate(requirement, request)
       },
       resolve: ({ request }) => ({ caller: callers.get(request) as Caller }),
     }),
   })
+}
 
 export const identity = (deps: AuthDeps & { responses: Responses }) =>
   new Elysia({ name: 'identity', prefix: '/api/v1' }).use(auth(deps)).get(

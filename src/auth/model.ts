@@ -33,16 +33,15 @@ export interface Caller {
    * a token with `threads:read:own` (or only `threads:write`) sees its user's own threads and nothing else.
    */
   sees: 'organization' | 'own'
+  /**
+   * RFC 8707: the one protected resource (`/api/v1` or `/mcp`) an OAuth access token was issued for, which alone
+   * accepts it. Absent for tokens good for every resource: personal access tokens, and OAuth tokens asked for with
+   * no resource.
+   */
+  audience?: string
 }
 
 export namespace AuthModel {
-  /** RFC 6750 §2.3: for clients such as EventSource that cannot send an Authorization header. */
-  export const accessTokenQuery = {
-    access_token: t.Optional(
-      t.String({ description: 'The bearer token, for clients that cannot set the Authorization header.' }),
-    ),
-  }
-
   export const me = t.Object(
     {
       sub: t.String({ description: 'Stable string ID of the user (JWT subject).' }),

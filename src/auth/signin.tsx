@@ -1,7 +1,8 @@
 // Sign-in and sign-out pages: GET/POST /login and POST /logout. Behaviour lives in sessions.ts.
 import { Elysia } from 'elysia'
 import { param, readForm } from '../shared/forms'
-import { clientIpOf } from '../shared/http'
+import { clientIpOf, requestIdOf } from '../shared/http'
+import type { Logger } from '../shared/log'
 import type { RateLimiter } from '../shared/rate-limit'
 import {
   anonymousCsrfToken,
@@ -28,6 +29,7 @@ import { signInRetryAfter } from './attempts'
 import { invalidateSession, signIn } from './sessions'
 
 export interface SigninDeps extends WebDeps {
+  log: Logger
   /** The OpenID Connect provider's name, when sign-in through it is configured (see oidc-signin.tsx). */
   externalSignIn: string | null
   /** Sign-in attempts per client address and per email (RATE_LIMIT_AUTH_PER_MINUTE); absent when turned off. */
@@ -107,6 +109,8 @@ export const signin = (deps: SigninDeps) => {
         }
         const opened = await signIn(deps.db, email, param(form, 'password') ?? '', deps.clock.now())
         if (!opened) {
+          // An operator watching for password guessing needs these; the password itself is never logged.
+          deps.log.warn('sign-in failed', { requestId: requestIdOf(request), email, ip: clientIpOf(request) })
           set.status = 401
           return html(
             <LoginPage

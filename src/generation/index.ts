@@ -1,31 +1,30 @@
 // Reading an answer: poll (GET …/response) or stream it as server-sent events (GET …/response/stream).
 import { eq, sql } from 'drizzle-orm'
-import { Elysia, t } from 'elysia'
-import { auth } from '../auth'
+import { Elysia } from 'elysia'
+import { type AuthDeps, auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
 import { notFound } from '../shared/errors'
-import { documented, type Responses } from '../shared/responses'
-import type { Clock } from '../shared/time'
+import type { Responses } from '../shared/responses'
 import { ThreadsModel } from '../threads/model'
-import { type Links, listReplies, requireMessage } from '../threads/service'
+import { type Links, listReplies, pendingMessageId, requireMessage, threadState } from '../threads/service'
 import { generations } from './generations.table'
+import type { Listener } from './hub'
 import { GenerationModel } from './model'
 import type { GenerationEngine } from './service'
-import { type Heartbeats, type ResponseSet, sseResponse } from './sse'
+import { type Heartbeats, type OpenStreams, type ResponseSet, sseResponse } from './sse'
 
-export interface ResponseDeps {
-  db: Db
-  clock: Clock
-  publicUrl: string
+export interface ResponseDeps extends AuthDeps {
   engine: GenerationEngine
   links: Links
   heartbeats: Heartbeats
+  streams: OpenStreams
   responses: Responses
 }
 
-function generationOf(db: Db, messageId: string) {
+/** The answer to a user message: its status and why it failed; 404 when the message asked for none. */
+export function generationOf(db: Db, messageId: string) {
   const row = prepared(db, 'generation:byMessage', () =>
     db
       .select({ status: generations.status, error: generations.error })
@@ -43,20 +42,27 @@ function resumeOffset(header: string | undefined): number {
   return Number.isSafeInteger(offset) && offset > 0 ? offset : 0
 }
 
+/** A thread that is `waiting` or `active` is answering a message: no `done` and no 200 poll until it is back. */
+const busyStates: ReadonlySet<string> = new Set(['waiting', 'active'])
+
 /**
  * The answer to a user message as server-sent events, live from the hub or replayed from the database once it
  * has ended; 404 when the message asked for no answer. The caller has checked that the message may be read.
  * Shared by the API and the web pages; `set` is the route's, whose headers the response takes over (see sseResponse).
+ *
+ * `done` promises that the thread takes messages again (the specification's first rule for events). An ended
+ * answer replayed while a newer one is queued or running therefore waits for that one to end, then says `done`
+ * if the thread is `ready`, or `error` if that answer left it in `error`.
  */
 export function answerStream(
-  deps: Pick<ResponseDeps, 'db' | 'engine' | 'links' | 'heartbeats'>,
+  deps: Pick<ResponseDeps, 'db' | 'engine' | 'links' | 'heartbeats' | 'streams'>,
   set: ResponseSet,
-  messageId: string,
-  lastEventId: string | undefined,
+  request: { userId: number; thread: { id: string; state: string }; messageId: string; lastEventId?: string },
 ): Response {
+  const { thread, messageId } = request
   generationOf(deps.db, messageId) // 404 before any stream starts
-  const from = resumeOffset(lastEventId)
-  return sseResponse(set, deps.heartbeats, (stream) => {
+  const from = resumeOffset(request.lastEventId)
+  return sseResponse(set, deps.heartbeats, { streams: deps.streams, userId: request.userId }, (stream) => {
     const live = deps.engine.hub.subscribe(messageId, from, stream)
     if (live) return live
     // The answer has ended: replay it from the database.
@@ -66,11 +72,32 @@ export function answerStream(
       .map((block) => (block.type === 'text' ? block.text : ''))
       .join('')
     if (from < text.length) stream.token(text.slice(from), text.length)
-    if (settled.status === 'complete') stream.done(text.length)
-    else stream.error(settled.error ?? 'The response failed', text.length)
-    return null
+    if (settled.status !== 'complete') {
+      stream.error(settled.error ?? 'The response failed', text.length)
+      return null
+    }
+    const newer = busyStates.has(thread.state) ? pendingMessageId(deps.db, thread.id) : null
+    if (newer === null) {
+      if (thread.state === 'ready') stream.done(text.length)
+      else stream.error(laterAnswerFailed, text.length)
+      return null
+    }
+    // Tokens of the newer answer are not this stream's; only its end matters.
+    const settle = (): void => {
+      if (threadState(deps.db, thread.id) === 'ready') stream.done(text.length)
+      else stream.error(laterAnswerFailed, text.length)
+    }
+    const follower: Listener = { token() {}, done: settle, error: settle }
+    const following = deps.engine.hub.subscribe(newer, deps.engine.hub.text(newer).length, follower)
+    if (!following) {
+      settle()
+      return null
+    }
+    return { leave: () => following.leave(follower) }
   })
 }
+
+const laterAnswerFailed = 'A later answer in this thread did not complete, so the thread does not take messages now'
 
 const errors = { 400: AuthModel.error, 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
 
@@ -80,9 +107,9 @@ export const responses = (deps: ResponseDeps) =>
     .get(
       '/response',
       ({ caller, params, status }) => {
-        requireMessage(deps.db, caller, params.threadId, params.messageId)
+        const thread = requireMessage(deps.db, caller, params.threadId, params.messageId)
         const generation = generationOf(deps.db, params.messageId)
-        if (generation.status === 'queued' || generation.status === 'running') {
+        if (generation.status === 'queued' || generation.status === 'running' || busyStates.has(thread.state)) {
           return status(202, { status: 'processing' as const })
         }
         return { status: generation.status, messages: listReplies(deps.db, params.messageId, deps.links) }
@@ -95,7 +122,8 @@ export const responses = (deps: ResponseDeps) =>
           summary: 'Poll for the AI response to a user message',
           tags: ['Messages'],
           description:
-            '202 while the answer is queued or being generated; 200 once it has ended. 404 when no response ' +
+            '202 while the answer is queued or being generated, and while the thread is `waiting` or `active` (a ' +
+            'newer answer is on its way); 200 once it has ended and the thread is no longer busy. 404 when no response ' +
             'exists for the message (unknown message, or a message that asked for no answer). A question that a ' +
             'summary has since replaced in the thread’s list still gives its answer here and in the stream.',
         },
@@ -104,14 +132,18 @@ export const responses = (deps: ResponseDeps) =>
     .get(
       '/response/stream',
       ({ caller, params, headers, set }) => {
-        requireMessage(deps.db, caller, params.threadId, params.messageId)
-        return answerStream(deps, set, params.messageId, headers['last-event-id'])
+        const thread = requireMessage(deps.db, caller, params.threadId, params.messageId)
+        const { messageId } = params
+        return answerStream(deps, set, {
+          userId: caller.userId,
+          thread,
+          messageId,
+          lastEventId: headers['last-event-id'],
+        })
       },
       {
         scope: 'threads:read',
         params: ThreadsModel.messageParams,
-        // Other query parameters are ignored: EventSource polyfills and cache busters add their own.
-        query: t.Object(AuthModel.accessTokenQuery, { additionalProperties: true }),
         response: deps.responses(errors),
         detail: {
           summary: 'Stream the AI response as server-sent events',
@@ -119,16 +151,47 @@ export const responses = (deps: ResponseDeps) =>
           description:
             'Events: `token` `{token}`, `error` `{message}`, `done` `{}`; each is `id:`, `event:` and `data:` ' +
             'lines then a blank line. Concatenated `token` data equal the stored answer text. `done` comes only ' +
-            'after the thread is back in `ready`; the stream closes after `done` or `error`. A client joining ' +
+            'when the thread is back in `ready`: the stream of an older answer, opened while a newer one is queued ' +
+            'or running, sends its text and then waits for that answer to end (`error` if it left the thread in ' +
+            '`error`). The stream closes after `done` or `error`, whose event also carries `retry: 86400000`: an ' +
+            'EventSource left open then waits a day before fetching the ended answer again. A client joining ' +
             'mid-answer first receives everything so far in one `token` event. Event ids are offsets into the ' +
             'answer; reconnecting with `Last-Event-ID` resumes exactly after that event. A comment line ' +
-            '(`: keep-alive`) is sent whenever the stream has been silent for 7.5–15 s. The access token may ' +
-            'also be given as the `access_token` query parameter for clients such as EventSource that cannot ' +
-            'set headers; other query parameters (polyfills’ and cache busters’) are ignored.',
-          responses: documented(
-            { 200: { description: 'Server-sent events', content: { 'text/event-stream': {} } } },
-            errors,
-          ),
+            '(`: keep-alive`) is sent whenever the stream has been silent for 7.5–15 s. The token goes in the ' +
+            'Authorization header only (`access_token` in the query string is refused with 401); other query ' +
+            'parameters are ignored. Open streams are limited per person (STREAM_LIMIT_PER_USER, default 64) and ' +
+            'per process (STREAM_LIMIT_TOTAL, default 10000).',
+          parameters: [
+            {
+              name: 'last-event-id',
+              in: 'header',
+              required: false,
+              description: 'The id of the last event received: the stream resumes right after it.',
+              schema: { type: 'string' },
+            },
+          ],
+          responses: {
+            200: {
+              description: 'The answer as server-sent events: `token`, then `done` or `error`.',
+              content: {
+                'text/event-stream': {
+                  schema: { type: 'string', description: 'Events as described above, UTF-8.' },
+                },
+              },
+            },
+            429: {
+              description:
+                'Too many open streams (`too_many_streams`, per person or in all; close one first), or over the ' +
+                'request rate limit (`rate_limited`). Retry after the seconds in `Retry-After`.',
+              headers: {
+                'Retry-After': {
+                  description: 'Seconds to wait before retrying.',
+                  schema: { type: 'integer', minimum: 1 },
+                },
+              },
+              content: { 'application/json': { schema: AuthModel.error } },
+            },
+          },
         },
       },
     )

@@ -1,12 +1,21 @@
 // Server-sent events: `id:`, `event:` and `data:` lines then a blank line.
 // Event ids are offsets into the answer's text, so `Last-Event-ID` resumes without gaps or repeats.
+import { AppError } from '../shared/errors'
 import type { Listener, Subscription } from './hub'
 
 const encoder = new TextEncoder()
 
-function encode(type: string, data: string, id: number): Uint8Array {
-  return encoder.encode(`id: ${id}\nevent: ${type}\ndata: ${data}\n\n`)
+function encode(type: string, data: string, id: number, prefix = ''): Uint8Array {
+  return encoder.encode(`${prefix}id: ${id}\nevent: ${type}\ndata: ${data}\n\n`)
 }
+
+/**
+ * The last event of a stream also sets the client's reconnection delay to a day. The answer is over, yet an
+ * EventSource that is not closed by its page reconnects after every end, by default within seconds, and would
+ * fetch the whole answer again each time; a connection lost mid-answer still reconnects at the usual pace.
+ */
+export const finalRetryMs = 86_400_000
+const finalRetry = `retry: ${finalRetryMs}\n`
 
 // The hub hands one token to every listener of an answer in a row: the listeners after the first get
 // the bytes already encoded (the same id and text always encode alike, and written chunks are never
@@ -67,6 +76,50 @@ export class Heartbeats {
   }
 }
 
+/** How long a refused stream is told to wait: a place frees up whenever any answer ends. */
+const streamRetryAfterSeconds = 5
+
+function tooManyStreams(message: string): AppError {
+  return new AppError(429, 'too_many_streams', message, {}, { 'retry-after': String(streamRetryAfterSeconds) })
+}
+
+/**
+ * Open answer streams, counted per person and in all. Each holds a socket and a place among its answer's
+ * listeners, so one person with many tokens (or a script gone wrong) must not be able to hold them all.
+ * A limit of 0 is no limit.
+ */
+export class OpenStreams {
+  private readonly perUser = new Map<number, number>()
+  private total = 0
+
+  constructor(private readonly limits: { perUser: number; total: number }) {}
+
+  /** Takes a place for one more stream of this person's, or refuses with 429 and Retry-After. */
+  take(userId: number): void {
+    const mine = this.perUser.get(userId) ?? 0
+    if (this.limits.total > 0 && this.total >= this.limits.total) {
+      throw tooManyStreams('The server has as many answer streams open as it allows; try again shortly')
+    }
+    if (this.limits.perUser > 0 && mine >= this.limits.perUser) {
+      throw tooManyStreams(`You have ${mine} answer streams open, the most one person may; close one first`)
+    }
+    this.perUser.set(userId, mine + 1)
+    this.total++
+  }
+
+  release(userId: number): void {
+    const mine = (this.perUser.get(userId) ?? 1) - 1
+    if (mine > 0) this.perUser.set(userId, mine)
+    else this.perUser.delete(userId)
+    this.total--
+  }
+
+  /** How many are open: all of them, or one person's. */
+  count(userId?: number): number {
+    return userId === undefined ? this.total : (this.perUser.get(userId) ?? 0)
+  }
+}
+
 const sseHeaders = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-store',
@@ -97,9 +150,16 @@ class SseStream implements Listener {
   /** Subscribes at once, as the response is built, so nothing sent from then on is missed. */
   constructor(
     private readonly heartbeats: Heartbeats,
+    private readonly place: { streams: OpenStreams; userId: number },
     attach: Attach,
   ) {
-    this.subscription = attach(this)
+    place.streams.take(place.userId)
+    try {
+      this.subscription = attach(this)
+    } catch (error) {
+      place.streams.release(place.userId)
+      throw error
+    }
     // A replay has ended already; only a live answer's stream waits, and needs heartbeats meanwhile.
     if (!this.closed) heartbeats.add(this)
   }
@@ -132,11 +192,11 @@ class SseStream implements Listener {
   }
 
   done(end: number): void {
-    this.end(encode('done', '{}', end))
+    this.end(encode('done', '{}', end, finalRetry))
   }
 
   error(message: string, end: number): void {
-    this.end(encode('error', JSON.stringify({ message }), end))
+    this.end(encode('error', JSON.stringify({ message }), end, finalRetry))
   }
 
   private end(bytes: Uint8Array): void {
@@ -149,6 +209,7 @@ class SseStream implements Listener {
   private close(): void {
     if (this.closed) return
     this.closed = true
+    this.place.streams.release(this.place.userId)
     this.heartbeats.remove(this)
     this.subscription?.leave(this)
     this.subscription = null
@@ -166,8 +227,15 @@ export interface ResponseSet {
  * copy's Headers object for as long as it is open. So the headers set so far move into this response and
  * `set.headers` is left empty; whatever a later hook adds is still merged by Elysia as usual.
  */
-export function sseResponse(set: ResponseSet, heartbeats: Heartbeats, attach: Attach): Response {
+export function sseResponse(
+  set: ResponseSet,
+  heartbeats: Heartbeats,
+  place: { streams: OpenStreams; userId: number },
+  attach: Attach,
+): Response {
+  // Built before the headers move, so that a refusal (429) leaves them for the error response.
+  const source = new SseStream(heartbeats, place, attach)
   const headers = Object.assign(set.headers, sseHeaders) as Record<string, string>
   set.headers = {}
-  return new Response(new ReadableStream(new SseStream(heartbeats, attach)), { headers })
+  return new Response(new ReadableStream(source), { headers })
 }

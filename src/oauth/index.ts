@@ -1,7 +1,10 @@
 // The OAuth 2.0 authorization server over HTTP: discovery documents, the authorization endpoint with its
 // consent page, the token, revocation and registration endpoints, and the settings operations. HTTP in, HTTP
 // out; the behaviour lives in service.ts and management.ts, and every request rule in checks/.
-import { Elysia } from 'elysia'
+
+import { Elysia, t } from 'elysia'
+import { AuthModel } from '../auth/model'
+import { jsonDepthExceeds, maxJsonBodyBytes, maxJsonDepth, readBounded } from '../shared/body'
 import { param, readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
 import { type Limit, RateLimiter } from '../shared/rate-limit'
@@ -79,6 +82,11 @@ function oauthFailure(error: unknown): Response {
   return response
 }
 
+/** The authorization endpoint answers people, with pages. */
+function htmlResponse(description: string) {
+  return { description, content: { 'text/html': { schema: { type: 'string' as const } } } }
+}
+
 const authorizeDetail = {
   summary: 'Authorization endpoint (browser)',
   tags: ['OAuth'],
@@ -98,10 +106,10 @@ const authorizeDetail = {
     schema,
   })),
   responses: {
-    200: { description: 'Consent page (HTML)' },
+    200: htmlResponse('Consent page'),
     303: { description: 'Redirect to the client (code or error), or to /login' },
-    400: { description: 'Error page: unknown client or unregistered redirect_uri' },
-    403: { description: 'Refusal page: the client belongs to another organization' },
+    400: htmlResponse('Error page: unknown client or unregistered redirect_uri'),
+    403: htmlResponse('Refusal page: the client belongs to another organization'),
   },
 }
 
@@ -114,6 +122,21 @@ function jsonResponse(description: string, schema: object) {
 }
 
 const oauthErrorResponse400 = jsonResponse('RFC 6749 §5.2 error', OAuthModel.error)
+
+/** This endpoint's own limit answers in RFC 6749 form; the per-address limit on every request, in the API's. */
+const rateLimitedResponse = {
+  ...jsonResponse(
+    'Rate limited: `temporarily_unavailable` over this endpoint’s own limit, `rate_limited` (`{ error, message }`) ' +
+      'over the per-address limit on all requests. Retry after the seconds in `Retry-After`.',
+    t.Union([OAuthModel.error, AuthModel.error]),
+  ),
+  headers: {
+    'Retry-After': {
+      description: 'Seconds to wait before retrying.',
+      schema: { type: 'integer' as const, minimum: 1 },
+    },
+  },
+}
 
 export const oauthRoutes = (deps: OAuthRoutesDeps) => {
   const registrationLimiter = new RateLimiter(registrationRateLimit, deps.clock)
@@ -236,7 +259,8 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           }),
           responses: {
             303: { description: 'Redirect to the client with `code` (or `error=access_denied`), `state` and `iss`' },
-            403: { description: 'CSRF or Origin check failed, or the client belongs to another organization' },
+            400: htmlResponse('Error page: unknown client, unregistered redirect_uri, or `decision` missing'),
+            403: htmlResponse('CSRF or Origin check failed, or the client belongs to another organization'),
           },
         },
       },
@@ -281,7 +305,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
               'invalid_client (with WWW-Authenticate: Basic when Basic was used or is the registered method)',
               OAuthModel.error,
             ),
-            429: jsonResponse('temporarily_unavailable: rate limited', OAuthModel.error),
+            429: rateLimitedResponse,
           },
         },
       },
@@ -316,7 +340,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
             200: { description: 'Done (empty body)' },
             400: oauthErrorResponse400,
             401: jsonResponse('invalid_client', OAuthModel.error),
-            429: jsonResponse('temporarily_unavailable: rate limited', OAuthModel.error),
+            429: rateLimitedResponse,
           },
         },
       },
@@ -327,12 +351,14 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       async ({ request }) => {
         try {
           limitByAddress(registrationLimiter, 'registration', request)
-          const text = await request.text()
+          const text = new TextDecoder().decode(await readBounded(request, maxJsonBodyBytes))
           let body: unknown = null
-          try {
-            body = JSON.parse(text)
-          } catch {
-            // validateClientMetadata answers invalid_client_metadata for anything that is not a JSON object.
+          // validateClientMetadata answers invalid_client_metadata for anything that is not a JSON object, and a
+          // body nested too deep to be client metadata is not parsed at all: anyone may call this endpoint.
+          if (!jsonDepthExceeds(text, maxJsonDepth)) {
+            try {
+              body = JSON.parse(text)
+            } catch {}
           }
           const registered = registerClient(deps, {
             body,
@@ -364,7 +390,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
             201: jsonResponse('The registered client; `client_secret` appears only here', OAuthModel.registered),
             400: jsonResponse('invalid_redirect_uri or invalid_client_metadata', OAuthModel.error),
             401: jsonResponse('invalid_token: registration token missing, used, expired or unknown', OAuthModel.error),
-            429: jsonResponse('temporarily_unavailable: rate limited', OAuthModel.error),
+            429: rateLimitedResponse,
           },
         },
       },

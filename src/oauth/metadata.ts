@@ -1,11 +1,15 @@
 // Discovery documents: RFC 8414 authorization server metadata and RFC 9728 protected resource metadata.
 import { scopes } from '../auth/model'
+import type { ProtectedResource } from './checks/resource'
 import type { OAuthModel } from './model'
 import { clientAuthMethods } from './oauth.table'
 
-/** Where the API's protected resource metadata lives; every API 401 points here (RFC 9728 §5.1). */
-export function resourceMetadataUrl(publicUrl: string): string {
-  return `${publicUrl}/.well-known/oauth-protected-resource/api/v1`
+/**
+ * Where a protected resource's metadata lives (RFC 9728 §3.1: the well-known path, then the resource's own path);
+ * every 401 of that resource points here (§5.1).
+ */
+export function resourceMetadataUrl(publicUrl: string, resource: ProtectedResource = '/api/v1'): string {
+  return `${publicUrl}/.well-known/oauth-protected-resource${resource}`
 }
 
 export function authorizationServerMetadata(publicUrl: string): OAuthModel.authorizationServerMetadata {
@@ -29,12 +33,22 @@ export function authorizationServerMetadata(publicUrl: string): OAuthModel.autho
 
 /**
  * RFC 9728 §3.3: `resource` must be the identifier the well-known path was built from, so the root document
- * describes the whole host and the path-suffixed one (which MCP clients try first) describes /api/v1.
+ * describes the whole host and each path-suffixed one (which MCP clients try first) its own resource: /api/v1,
+ * or the MCP server at /mcp, which takes tokens in the Authorization header only.
  */
 export function protectedResourceMetadata(
   publicUrl: string,
-  path: '' | '/api/v1',
+  path: '' | ProtectedResource,
 ): OAuthModel.protectedResourceMetadata {
+  if (path === '/mcp') {
+    return {
+      resource: `${publicUrl}/mcp`,
+      authorization_servers: [publicUrl],
+      scopes_supported: [...scopes],
+      bearer_methods_supported: ['header'],
+      resource_name: 'Threadhouse MCP server',
+    }
+  }
   return {
     resource: `${publicUrl}${path}`,
     authorization_servers: [publicUrl],

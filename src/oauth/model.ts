@@ -46,12 +46,14 @@ export namespace OAuthModel {
 
   export const protectedResourceMetadata = t.Object(
     {
-      resource: url('The protected resource: PUBLIC_URL, or PUBLIC_URL/api/v1 for the path-suffixed document.'),
+      resource: url(
+        'The protected resource: PUBLIC_URL, or PUBLIC_URL/api/v1 or PUBLIC_URL/mcp for the path-suffixed documents.',
+      ),
       authorization_servers: t.Array(t.String()),
       scopes_supported: t.Array(t.String()),
       bearer_methods_supported: t.Array(t.Union([t.Literal('header'), t.Literal('query')])),
       resource_name: t.String(),
-      resource_documentation: t.String(),
+      resource_documentation: t.Optional(t.String({ description: 'The API’s Swagger UI; absent for /mcp.' })),
     },
     { description: 'RFC 9728 protected resource metadata.' },
   )
@@ -69,7 +71,13 @@ export namespace OAuthModel {
       t.String({ description: 'BASE64URL(SHA256(code_verifier)); required for public clients.' }),
     ),
     code_challenge_method: t.Optional(t.Literal('S256', { description: 'Only `S256`.' })),
-    resource: t.Optional(t.String({ description: 'RFC 8707 resource indicator: PUBLIC_URL or PUBLIC_URL/api/v1.' })),
+    resource: t.Optional(
+      t.String({
+        description:
+          'RFC 8707 resource indicator: PUBLIC_URL/api/v1 or PUBLIC_URL/mcp (tokens only that resource accepts), ' +
+          'or PUBLIC_URL (both).',
+      }),
+    ),
   })
 
   export const tokenRequest = t.Object(
@@ -88,7 +96,12 @@ export namespace OAuthModel {
       client_secret: t.Optional(
         t.String({ description: 'Confidential clients registered for `client_secret_post`, or for no method.' }),
       ),
-      resource: t.Optional(t.String({ description: 'RFC 8707 resource indicator (optional).' })),
+      resource: t.Optional(
+        t.String({
+          description:
+            'RFC 8707 resource indicator (optional): may narrow the authorization’s resource, never widen or change it.',
+        }),
+      ),
     },
     { description: 'application/x-www-form-urlencoded' },
   )

@@ -76,6 +76,11 @@ export const oauthGrants = sqliteTable(
       .references(() => users.id, { onDelete: 'cascade' }),
     /** The scopes the user approved: the most any token of this family may carry. */
     scopes: text().notNull(),
+    /**
+     * RFC 8707: the one protected resource (`/api/v1` or `/mcp`, a path under PUBLIC_URL) this family's tokens are
+     * for, or null for every resource of this server. A refresh may ask for it, never for another.
+     */
+    resource: text(),
     createdAt: integer().notNull(),
     /** When the family's newest token (usually its refresh token) expires; an app is "connected" until then. */
     expiresAt: integer().notNull(),
@@ -101,6 +106,8 @@ export const oauthAuthorizationCodes = sqliteTable(
     scopes: text().notNull(),
     /** PKCE S256 challenge, when the request carried one. */
     codeChallenge: text(),
+    /** The resource the authorization request named (a path, as on the grant), or null for none. */
+    resource: text(),
     createdAt: integer().notNull(),
     expiresAt: integer().notNull(),
     usedAt: integer(),
@@ -119,6 +126,8 @@ export const oauthAccessTokens = sqliteTable(
       .notNull()
       .references(() => oauthGrants.id, { onDelete: 'cascade' }),
     scopes: text().notNull(),
+    /** The only resource that accepts this token (a path, as on the grant), or null for all of them. */
+    resource: text(),
     createdAt: integer().notNull(),
     expiresAt: integer().notNull(),
     revokedAt: integer(),

@@ -9,7 +9,7 @@ import { repeatedNames } from '../shared/forms'
 import { generateSecret, hashSecret, secretsEqual } from '../shared/security'
 import type { Clock } from '../shared/time'
 import { type AuthorizationEndpoint, authorizationChecks, codeExchangeChecks } from './checks'
-import { checkResources } from './checks/resource'
+import { narrowedAudience } from './checks/resource'
 import { parseScopeParameter, withoutImpliedScopes } from './checks/scope'
 import type { AuthorizationRequest } from './checks/types'
 import {
@@ -77,6 +77,8 @@ export interface ValidAuthorizationRequest {
   redirectUri: string
   scopes: Scope[]
   codeChallenge: string | null
+  /** The one resource the tokens are for (RFC 8707), or null for every resource of this server. */
+  resource: string | null
   state: string | undefined
 }
 
@@ -130,11 +132,11 @@ export function checkAuthorizationRequest(
       location: errorRedirectLocation(deps.publicUrl, { redirectUri: request.redirectUri, state }, error),
     }
   }
-  const { client, redirectUri, scopes, codeChallenge } = request
-  if (!client || !redirectUri || !scopes || codeChallenge === undefined) {
+  const { client, redirectUri, scopes, codeChallenge, resource } = request
+  if (!client || !redirectUri || !scopes || codeChallenge === undefined || resource === undefined) {
     throw new Error('the authorization checks finished without validating the whole request')
   }
-  return { kind: 'valid', request: { client, redirectUri, scopes, codeChallenge, state } }
+  return { kind: 'valid', request: { client, redirectUri, scopes, codeChallenge, resource, state } }
 }
 
 /**
@@ -180,6 +182,7 @@ export function approveAuthorization(
         redirectUri: request.redirectUri,
         scopes: request.scopes.join(' '),
         codeChallenge: request.codeChallenge,
+        resource: request.resource,
         createdAt: now,
         expiresAt: now + authorizationCodeLifetimeMs,
       })
@@ -316,9 +319,18 @@ function exchangeAuthorizationCode(deps: OAuthDeps, client: Client, form: URLSea
       if (error instanceof OAuthError) return error
       throw error
     }
+    // The checks above accepted the request's `resource`: this is the audience they allow.
+    const resource = narrowedAudience(stored.resource, form, deps.publicUrl)
     const grant = tx
       .insert(oauthGrants)
-      .values({ clientId: client.id, userId: stored.userId, scopes: stored.scopes, createdAt: now, expiresAt: now })
+      .values({
+        clientId: client.id,
+        userId: stored.userId,
+        scopes: stored.scopes,
+        resource,
+        createdAt: now,
+        expiresAt: now,
+      })
       .returning({ id: oauthGrants.id })
       .get()
     tx.update(oauthAuthorizationCodes)
@@ -328,7 +340,7 @@ function exchangeAuthorizationCode(deps: OAuthDeps, client: Client, form: URLSea
     markClientUsed(deps.db, client, now)
     return issueTokens(
       deps.db,
-      { grantId: grant.id, scopes: parseScopeParameter(stored.scopes), grantTypes: client.grantTypes },
+      { grantId: grant.id, scopes: parseScopeParameter(stored.scopes), resource, grantTypes: client.grantTypes },
       now,
     )
   })
@@ -341,7 +353,6 @@ function refreshAccessToken(deps: OAuthDeps, client: Client, form: URLSearchPara
   requireGrantType(client, 'refresh_token')
   const token = form.get('refresh_token')
   if (!token) throw new InvalidRequest('refresh_token is required')
-  checkResources(form, deps.publicUrl)
   const now = deps.clock.now()
   const result = deps.db.transaction((tx) => {
     const stored = tx
@@ -352,6 +363,7 @@ function refreshAccessToken(deps: OAuthDeps, client: Client, form: URLSearchPara
         grantId: oauthGrants.id,
         clientId: oauthGrants.clientId,
         scopes: oauthGrants.scopes,
+        resource: oauthGrants.resource,
         revokedAt: oauthGrants.revokedAt,
       })
       .from(oauthRefreshTokens)
@@ -366,6 +378,13 @@ function refreshAccessToken(deps: OAuthDeps, client: Client, form: URLSearchPara
       return new InvalidGrant('The refresh token was already used; every token of this authorization is revoked')
     }
     if (stored.expiresAt <= now) return new InvalidGrant('The refresh token has expired')
+    let resource: string | null
+    try {
+      resource = narrowedAudience(stored.resource, form, deps.publicUrl)
+    } catch (error) {
+      if (error instanceof OAuthError) return error
+      throw error
+    }
     const granted = parseScopeParameter(stored.scopes)
     let scopes = granted
     const requested = withoutImpliedScopes(form.get('scope') ?? '')
@@ -386,7 +405,7 @@ function refreshAccessToken(deps: OAuthDeps, client: Client, form: URLSearchPara
       .run()
     tx.update(oauthGrants).set({ lastUsedAt: now }).where(eq(oauthGrants.id, stored.grantId)).run()
     markClientUsed(deps.db, client, now)
-    return issueTokens(deps.db, { grantId: stored.grantId, scopes, grantTypes: client.grantTypes }, now)
+    return issueTokens(deps.db, { grantId: stored.grantId, scopes, resource, grantTypes: client.grantTypes }, now)
   })
   if (result instanceof OAuthError) throw result
   return result

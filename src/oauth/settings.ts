@@ -4,8 +4,9 @@
 import { Elysia, t } from 'elysia'
 import { isOrganizationAdmin } from '../auth/members'
 import { AuthModel } from '../auth/model'
+import { jsonBody } from '../shared/body'
 import { AppError } from '../shared/errors'
-import { documented, noContent, type Responses } from '../shared/responses'
+import { noContent, type Responses } from '../shared/responses'
 import { toIso } from '../shared/time'
 import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
 import { type PageSession, type WebDeps, web } from '../web/index'
@@ -58,13 +59,13 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       }),
       {
         account: true,
-        response: deps.responses({ 200: OAuthModel.settingsSession, 401: error }),
+        response: deps.responses({ 200: OAuthModel.settingsSession, 401: error, 403: error }),
         detail: { summary: 'The signed-in person and the CSRF token for writes', tags, security },
       },
     )
     .get('/connected-apps', ({ account }) => listConnectedApps(deps.db, account.user.id, deps.clock.now()), {
       account: true,
-      response: deps.responses({ 200: t.Array(OAuthModel.connectedApp), 401: error }),
+      response: deps.responses({ 200: t.Array(OAuthModel.connectedApp), 401: error, 403: error }),
       detail: {
         summary: 'Connected apps: apps holding live tokens for you',
         tags,
@@ -81,11 +82,12 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       },
       {
         account: true,
+        parse: 'none', // no body: whatever is sent is left unread
         params: OAuthModel.clientParams,
         response: deps.responses(writeErrors),
         detail: {
           summary: 'Revoke a connected app (204)',
-          responses: documented(noContent, writeErrors),
+          responses: noContent('Revoked; no content'),
           tags,
           security,
           description: 'Every token the app holds for you stops working at once; other people’s grants are untouched.',
@@ -100,7 +102,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       },
       {
         account: true,
-        body: OAuthModel.registrationRequest,
+        ...jsonBody(OAuthModel.registrationRequest),
         response: deps.responses({ 201: OAuthModel.registered, ...writeErrors }),
         detail: {
           summary: 'Create a confidential OAuth client (any member)',
@@ -122,6 +124,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       },
       {
         account: true,
+        parse: 'none', // no body: whatever is sent is left unread
         response: deps.responses({ 201: OAuthModel.registrationToken, ...writeErrors }),
         detail: {
           summary: 'Generate a registration token (any member)',
@@ -174,6 +177,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       },
       {
         account: true,
+        parse: 'none', // no body: whatever is sent is left unread
         params: OAuthModel.clientParams,
         response: deps.responses({ 200: OAuthModel.rotatedSecret, ...writeErrors, 409: error }),
         detail: {
@@ -194,11 +198,12 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       },
       {
         account: true,
+        parse: 'none', // no body: whatever is sent is left unread
         params: OAuthModel.clientParams,
         response: deps.responses(writeErrors),
         detail: {
           summary: 'Delete an OAuth client (owners and admins, 204)',
-          responses: documented(noContent, writeErrors),
+          responses: noContent('Deleted; no content'),
           tags,
           security,
           description: 'Removes the client and every code, grant and token it had; its tokens fail at once.',

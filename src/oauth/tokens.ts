@@ -39,6 +39,8 @@ export interface IssueTokensInput {
   grantId: number
   /** What this access token may do: the grant's scopes, or fewer when a refresh asked for less. */
   scopes: Scope[]
+  /** The only resource that accepts it (RFC 8707: the grant's, or the one a refresh narrowed to), or null for all. */
+  resource?: string | null
   /** Clients registered without the refresh_token grant get access tokens only. */
   grantTypes: string[]
 }
@@ -52,6 +54,7 @@ export function issueTokens(db: Db, input: IssueTokensInput, now: number): Token
       tokenHash: hashSecret(accessToken),
       grantId: input.grantId,
       scopes: input.scopes.join(' '),
+      resource: input.resource ?? null,
       createdAt: now,
       expiresAt: accessExpiresAt,
     })
@@ -95,6 +98,7 @@ function prepareLookup(db: Db) {
   return db
     .select({
       scopes: oauthAccessTokens.scopes,
+      resource: oauthAccessTokens.resource,
       expiresAt: oauthAccessTokens.expiresAt,
       revokedAt: oauthAccessTokens.revokedAt,
       grantId: oauthGrants.id,
@@ -128,7 +132,8 @@ export function resolveOAuthAccessToken(db: Db, hash: string, now: number): Reso
     db.update(oauthGrants).set({ lastUsedAt: now }).where(eq(oauthGrants.id, row.grantId)).run()
     db.update(oauthClients).set({ lastUsedAt: now }).where(eq(oauthClients.id, row.clientId)).run()
   }
-  return { caller: callerOf(row, `grant:${row.grantId}`), expiresAt: row.expiresAt }
+  const caller = callerOf(row, `grant:${row.grantId}`)
+  return { caller: row.resource === null ? caller : { ...caller, audience: row.resource }, expiresAt: row.expiresAt }
 }
 
 /**

@@ -3,6 +3,7 @@
 import { Elysia } from 'elysia'
 import { requestIdOf, settleAddressCount } from './http'
 import type { Logger } from './log'
+import type { AllowedMethods } from './methods'
 import { rateLimited } from './rate-limit'
 
 export class AppError extends Error {
@@ -23,23 +24,22 @@ export const invalidRequest = (message: string): AppError => new AppError(400, '
 export const conflict = (message: string): AppError => new AppError(409, 'conflict', message)
 export const forbidden = (message: string): AppError => new AppError(403, 'forbidden', message)
 
+/** One schema failure, as TypeBox reports it (`path` like `/attachment_ids/3`). */
 interface ValidationIssue {
   path?: string
   message?: string
-  summary?: string
 }
 
-/** Turns Elysia's validation error into one readable sentence naming the offending field. */
-function describeValidation(error: { type?: string; all?: ValidationIssue[] }): string {
-  const first = error.all?.[0]
-  const where = error.type === 'body' ? 'body' : (error.type ?? 'request')
-  if (!first) return `Invalid ${where}`
-  const field = first.path ? first.path.replace(/^\//, '').replaceAll('/', '.') : ''
-  if (where === 'body' && !field && first.message === 'Expected object') return 'The body must be a JSON object'
-  const message = first.summary ?? first.message ?? 'is invalid'
-  if (first.message === 'Unexpected property' || /additional/i.test(first.message ?? '')) {
-    return `Unknown ${where} property "${field}"`
-  }
+/**
+ * One readable sentence naming the offending field, from the first failure only: reporting every failure of a
+ * hostile value would walk all of it.
+ */
+export function describeIssue(where: string, issue: ValidationIssue | undefined): string {
+  if (!issue) return `Invalid ${where}`
+  const field = issue.path ? issue.path.replace(/^\//, '').replaceAll('/', '.') : ''
+  if (where === 'body' && !field && issue.message === 'Expected object') return 'The body must be a JSON object'
+  const message = issue.message ?? 'is invalid'
+  if (message === 'Unexpected property' || /additional/i.test(message)) return `Unknown ${where} property "${field}"`
   return field ? `Invalid ${where} field "${field}": ${message}` : `Invalid ${where}: ${message}`
 }
 
@@ -51,15 +51,32 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 }
 
 /** Every failure as an AppError, so that one place decides the body's shape. */
-function toAppError(code: string | number, error: unknown, path: string, request: Request, log: Logger): AppError {
+function toAppError(
+  code: string | number,
+  error: unknown,
+  path: string,
+  request: Request,
+  log: Logger,
+  allowed?: AllowedMethods,
+): AppError {
   if (error instanceof AppError) return error
+  // Elysia wraps whatever a parse hook throws, our body readers' refusals included.
+  if (code === 'PARSE' && error instanceof Error && error.cause instanceof AppError) return error.cause
   switch (code) {
-    case 'VALIDATION':
-      return invalidRequest(describeValidation(error as Parameters<typeof describeValidation>[0]))
+    case 'VALIDATION': {
+      // `valueError` is the first failure, which Elysia has already found; its `all` would look for every other.
+      const { type, valueError } = error as { type?: string; valueError?: ValidationIssue }
+      return invalidRequest(describeIssue(type ?? 'request', valueError))
+    }
     case 'PARSE':
       return invalidRequest('The request body could not be parsed')
-    case 'NOT_FOUND':
-      return new AppError(404, 'not_found', 'No such endpoint')
+    case 'NOT_FOUND': {
+      const methods = allowed?.of(path) ?? []
+      if (methods.length === 0) return new AppError(404, 'not_found', 'No such endpoint')
+      const allow = methods.join(', ')
+      const message = `${request.method} is not allowed here; this path answers ${allow}`
+      return new AppError(405, 'method_not_allowed', message, {}, { allow })
+    }
     case 'INVALID_COOKIE_SIGNATURE':
       return invalidRequest('Invalid cookie')
     default:
@@ -78,14 +95,15 @@ const bareRequests = new WeakSet<Request>()
 /** The statuses a bare route renders without `error`; 401, 403 and 404 keep the usual `{ error, message }`. */
 const bareStatuses = new Set([400, 413, 422])
 
-export const errorPlugin = (log: Logger) =>
+export const errorPlugin = (log: Logger, allowed?: AllowedMethods) =>
   new Elysia({ name: 'errors' })
     .error({ AppError })
     .onError({ as: 'global' }, ({ code, error, path, set, request }) => {
       // An API request that failed before its token was checked (an unknown path, a refused body) counts
       // against its address.
       const retryAfter = settleAddressCount(request, false)
-      const failure = retryAfter === null ? toAppError(code, error, path, request, log) : rateLimited(retryAfter)
+      const failure =
+        retryAfter === null ? toAppError(code, error, path, request, log, allowed) : rateLimited(retryAfter)
       const body =
         bareRequests.has(request) && bareStatuses.has(failure.status)
           ? { message: failure.message, ...failure.extra }

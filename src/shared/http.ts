@@ -1,8 +1,8 @@
 // Cross-cutting HTTP concerns: request IDs, JSON access logs, security headers, the client's IP and
 // the per-IP rate limit.
 //
-// Every request counts once against a rate limit. An API request that brings a token (in Authorization or
-// `access_token`) counts against the token once the auth macro knows it is valid: a team behind one NAT or proxy
+// Every request counts once against a rate limit. An API request that brings a token (in Authorization)
+// counts against the token once the auth macro knows it is valid: a team behind one NAT or proxy
 // would otherwise share one address's allowance, and reading the peer address is a system call per request.
 // Every other request, and an API request whose token is missing or refused, counts against the client's address.
 // A request other than GET or HEAD from an address over its limit is refused before its body is read, whatever its
@@ -10,6 +10,7 @@
 import { cors } from '@elysiajs/cors'
 import { Elysia } from 'elysia'
 import type { Config } from '../config'
+import { maxJsonBodyBytes, mediaTypeOf, payloadTooLarge } from './body'
 import { AppError } from './errors'
 import type { Logger } from './log'
 import { type RateLimiter, rateLimited } from './rate-limit'
@@ -39,8 +40,24 @@ interface RequestInfo {
   addressPending: boolean
 }
 
-/** JSON and form bodies are small; only multipart uploads may be larger (their route judges those). */
-export const maxJsonBodyBytes = 1024 * 1024
+/**
+ * The only routes that take multipart bodies: the upload and the web composer's two forms. Each reads its body
+ * itself, within the upload bound, as it streams in; every other body is small and judged here by its length.
+ */
+const multipartPaths = /^\/(?:api\/v1\/threads\/[^/]+\/attachments|threads|threads\/[^/]+\/messages)$/
+
+function takesMultipart(request: Request): boolean {
+  const type = request.headers.get('content-type')
+  return type !== null && mediaTypeOf(request) === 'multipart/form-data' && multipartPaths.test(pathOf(request.url))
+}
+
+/** The path of an absolute URL: from the first slash after `scheme://` to the query or fragment. */
+function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  if (start === -1) return '/'
+  const end = url.slice(start).search(/[?#]/)
+  return end === -1 ? url.slice(start) : url.slice(start, start + end)
+}
 
 const requests = new WeakMap<Request, RequestInfo>()
 const incomingId = /^[\w.-]{1,64}$/
@@ -87,9 +104,20 @@ function resolveIp(request: Request, server: RequestIpServer | undefined, trustP
   return server?.requestIP(request)?.address ?? null
 }
 
-/** Whether an absolute URL's path is under /api/: its path starts at the first slash after `scheme://`. */
+/**
+ * Whether an absolute URL's path is under /api/ or is the MCP endpoint, the paths that take bearer tokens: its
+ * path starts at the first slash after `scheme://`.
+ */
 function isApiUrl(url: string): boolean {
-  return url.startsWith('/api/', url.indexOf('/', url.indexOf('//') + 2))
+  return url.startsWith('/api/', url.indexOf('/', url.indexOf('//') + 2)) || isMcpUrl(url)
+}
+
+/**
+ * The MCP endpoint reads its JSON-RPC bodies itself, within its own bound (src/mcp): an upload_attachment call
+ * carries a whole file in base64, more than any other JSON body.
+ */
+function isMcpUrl(url: string): boolean {
+  return pathOf(url) === '/mcp'
 }
 
 export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
@@ -116,10 +144,7 @@ export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
       const id = given && incomingId.test(given) ? given : crypto.randomUUID()
       const url = request.url
       // CORS preflights never reach the auth macro; they count here.
-      const addressPending =
-        request.method !== 'OPTIONS' &&
-        isApiUrl(url) &&
-        (request.headers.has('authorization') || url.includes('access_token='))
+      const addressPending = request.method !== 'OPTIONS' && isApiUrl(url) && request.headers.has('authorization')
       const info: RequestInfo = { id, startedAt: performance.now(), peers, addressPending }
       requests.set(request, info)
       set.headers['x-request-id'] = id
@@ -131,25 +156,25 @@ export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
         throw rateLimited(retryAfter)
       }
       // A chunked body could only be judged once read: JSON and forms are small, and clients send them with a
-      // length. Uploads, which may stream, are judged by their route.
+      // length. Multipart bodies, which may stream, are judged by their route, and only those routes take them.
       const length = request.headers.get('content-length')
       const refused = length === null ? request.headers.has('transfer-encoding') : Number(length) > maxJsonBodyBytes
-      if (refused && !request.headers.get('content-type')?.startsWith('multipart/form-data')) {
+      if (refused && !takesMultipart(request) && !isMcpUrl(url)) {
         if (length === null) throw new AppError(411, 'length_required', 'Send the body with a Content-Length header')
-        throw new AppError(413, 'payload_too_large', `Request bodies are limited to ${maxJsonBodyBytes} bytes`)
+        throw payloadTooLarge(maxJsonBodyBytes)
       }
     })
-  // Only the path: query strings may carry an access_token. At `debug`, and only installed then, because one
-  // line per request cost about a tenth of the throughput of a simple GET in the benchmark (README, Performance).
-  if (log.debugEnabled) {
-    app.onAfterResponse({ as: 'global' }, ({ request, set, path, responseValue }) => {
+  // One line per request at `info`: the route's pattern rather than the path (IDs say nothing to an operator
+  // and the count of distinct lines stays small), never the query string (an OAuth `code`, a search) or a body.
+  if (log.enabled('info')) {
+    app.onAfterResponse({ as: 'global' }, ({ request, set, route, responseValue }) => {
       const info = requests.get(request)
       if (!info) return
       const status = responseValue instanceof Response ? responseValue.status : Number(set.status ?? 200)
-      log.debug('request', {
+      log.info('request', {
         requestId: info.id,
         method: request.method,
-        path,
+        route: route ?? null,
         status,
         ms: Math.round((performance.now() - info.startedAt) * 10) / 10,
       })

@@ -24,18 +24,39 @@ export function responseSchemas(check: boolean): Responses {
  */
 export const integer = Type.Integer
 
-type Documented = Record<number, { description: string; content?: Record<string, { schema?: object }> }>
-
 /**
- * OpenAPI response objects for `detail.responses`, which replaces the list the plugin builds from `response`:
- * for routes that answer something other than JSON (an event stream, a 204 with no body) beside JSON errors.
+ * Answers that many operations share, defined once among the OpenAPI document's `components.responses`
+ * (src/docs/openapi.ts) and named from routes and from src/docs by these names.
  */
-export function documented(others: Documented, schemas: ResponseSchemas): Documented {
-  const json = Object.entries(schemas).map(([status, schema]) => [
-    status,
-    { description: schema.description ?? '', content: { 'application/json': { schema } } },
-  ])
-  return { ...others, ...Object.fromEntries(json) }
+export type SharedResponse =
+  | 'LengthRequired'
+  | 'PayloadTooLarge'
+  | 'UnsupportedMediaType'
+  | 'TooManyRequests'
+  | 'MethodNotAllowed'
+
+export interface ResponseReference {
+  $ref: string
 }
 
-export const noContent: Documented = { 204: { description: 'No content' } }
+export function sharedResponse(name: SharedResponse): ResponseReference {
+  return { $ref: `#/components/responses/${name}` }
+}
+
+/** An OpenAPI response object; a media type's `schema` may be a TypeBox schema. */
+export interface DocumentedResponse {
+  description: string
+  headers?: Record<string, { description: string; schema: object }>
+  content?: Record<string, { schema?: object }>
+}
+
+/**
+ * OpenAPI responses for `detail.responses`, for what `response` cannot say: a 204 with no body, an event
+ * stream, a file. Each status given here replaces the one the document derives from `response`; the others
+ * stay. A fresh object per route: macros merge their own `detail` into a route's.
+ */
+export type DocumentedResponses = Record<number, DocumentedResponse | ResponseReference>
+
+export function noContent(description = 'Done; no content'): DocumentedResponses {
+  return { 204: { description } }
+}

@@ -1,12 +1,11 @@
 // Threads, messages and feedback routes: HTTP in, HTTP out; behaviour lives in service.ts.
 import { Elysia, t } from 'elysia'
 import { attachmentsPerMessage } from '../attachments/limits'
-import { auth } from '../auth'
+import { type AuthDeps, auth } from '../auth'
 import { AuthModel } from '../auth/model'
-import type { Db } from '../db/client'
 import type { GenerationEngine } from '../generation/service'
-import { documented, noContent, type Responses } from '../shared/responses'
-import type { Clock } from '../shared/time'
+import { jsonBodies, jsonBody } from '../shared/body'
+import { noContent, type Responses } from '../shared/responses'
 import { continueThread, quotedCharacters, quotedMessages } from './continuation'
 import { ThreadsModel } from './model'
 import {
@@ -21,10 +20,7 @@ import {
   updateThread,
 } from './service'
 
-export interface ThreadsDeps {
-  db: Db
-  clock: Clock
-  publicUrl: string
+export interface ThreadsDeps extends AuthDeps {
   engine: GenerationEngine
   links: Links
   responses: Responses
@@ -37,6 +33,7 @@ const ownerErrors = { ...readErrors, 403: t.Union([AuthModel.scopeError, error])
 export const threadRoutes = (deps: ThreadsDeps) =>
   new Elysia({ name: 'threads', prefix: '/api/v1/threads' })
     .use(auth(deps))
+    .use(jsonBodies)
     .get('', ({ caller, query }) => listThreads(deps.db, caller, query, deps.links), {
       scope: 'threads:read',
       query: ThreadsModel.listThreadsQuery,
@@ -61,7 +58,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       },
       {
         scope: 'threads:write',
-        body: ThreadsModel.createThreadBody,
+        ...jsonBody(ThreadsModel.createThreadBody),
         response: deps.responses({
           201: ThreadsModel.createThreadResponse,
           400: error,
@@ -90,7 +87,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       {
         scope: 'threads:write',
         params: ThreadsModel.threadParams,
-        body: ThreadsModel.updateThreadBody,
+        ...jsonBody(ThreadsModel.updateThreadBody),
         response: deps.responses({ 200: ThreadsModel.thread, ...ownerErrors }),
         detail: {
           summary: 'Rename, archive or unarchive a thread, or change its privacy',
@@ -109,6 +106,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         status(202, stopThread(deps.db, deps.engine, caller, params.threadId, deps.links)),
       {
         scope: 'threads:write',
+        parse: 'none', // no body: whatever is sent is left unread
         params: ThreadsModel.threadParams,
         response: deps.responses({ 202: ThreadsModel.thread, ...ownerErrors, 409: error }),
         detail: {
@@ -129,6 +127,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         status(201, continueThread(deps.db, caller, params.threadId, deps.links, deps.clock.now())),
       {
         scope: 'threads:write',
+        parse: 'none', // no body: whatever is sent is left unread
         params: ThreadsModel.threadParams,
         response: deps.responses({ 201: ThreadsModel.continueThreadResponse, ...readErrors, 409: error }),
         detail: {
@@ -172,7 +171,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       {
         scope: 'threads:write',
         params: ThreadsModel.threadParams,
-        body: ThreadsModel.sendMessageBody,
+        ...jsonBody(ThreadsModel.sendMessageBody),
         response: deps.responses({
           201: ThreadsModel.sendMessageResponse,
           400: error,
@@ -203,12 +202,12 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       {
         scope: 'threads:write',
         params: ThreadsModel.messageParams,
-        body: ThreadsModel.feedbackBody,
+        ...jsonBody(ThreadsModel.feedbackBody),
         response: deps.responses(readErrors),
         detail: {
           summary: 'Rate an assistant message (204, no content)',
           tags: ['Messages'],
-          responses: documented(noContent, readErrors),
+          responses: noContent('Rated; no content'),
           description:
             'One rating per user per message; a repeat replaces it. Only assistant messages of threads the ' +
             'caller can see can be rated (400 for other messages).',

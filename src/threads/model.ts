@@ -1,7 +1,6 @@
 // TypeBox schemas of the Threads API: validation, TypeScript types and OpenAPI from one source.
 import { type Static, type TSchema, t } from 'elysia'
 import { attachmentsPerMessage } from '../attachments/limits'
-import { AuthModel } from '../auth/model'
 import { integer } from '../shared/responses'
 
 const uuid = (description?: string) => t.String({ format: 'uuid', description })
@@ -85,7 +84,6 @@ export namespace ThreadsModel {
   })
 
   export const listThreadsQuery = t.Object({
-    ...AuthModel.accessTokenQuery,
     owned: t.Optional(
       t.Boolean({ description: 'true: only threads the caller owns; false: only threads owned by others.' }),
     ),
@@ -127,7 +125,6 @@ export namespace ThreadsModel {
   export type listThreadsQuery = Static<typeof listThreadsQuery>
 
   export const listMessagesQuery = t.Object({
-    ...AuthModel.accessTokenQuery,
     limit: t.Optional(limit),
     after: t.Optional(uuid('Return messages after this message ID.')),
   })

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import { attachmentResponse } from '../attachments/download'
 import type { FileInspector } from '../attachments/inspector'
+import { maxRequestBytes } from '../attachments/limits'
 import {
   attachmentNames,
   type CheckedFiles,
@@ -18,9 +19,11 @@ import type { Caller } from '../auth/model'
 import { callerFromSession } from '../auth/sessions'
 import { answerStream } from '../generation'
 import type { GenerationEngine } from '../generation/service'
-import type { Heartbeats } from '../generation/sse'
+import type { Heartbeats, OpenStreams } from '../generation/sse'
+import { mediaTypeOf, readBounded } from '../shared/body'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { isUuid } from '../shared/ids'
+import type { Logger } from '../shared/log'
 import { RefusedFormPage } from '../web/account'
 import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
 import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps, web } from '../web/index'
@@ -49,9 +52,11 @@ import {
 } from './service'
 
 export interface ThreadPagesDeps extends WebDeps {
+  log: Logger
   engine: GenerationEngine
   links: Links
   heartbeats: Heartbeats
+  streams: OpenStreams
   uploadsDir: string
   inspector: FileInspector
 }
@@ -76,10 +81,18 @@ export function defaultThreadName(text: string): string {
 
 type PageForm = Awaited<ReturnType<Request['formData']>>
 
-/** Both urlencoded and multipart bodies; null for anything unreadable. */
+/**
+ * Both urlencoded and multipart bodies, read within the upload bound as they stream in (413 past it); null for
+ * anything else or anything unreadable. Bun's own parser reads the bytes, as `request.formData()` would.
+ */
 async function readPageForm(request: Request): Promise<PageForm | null> {
+  const type = mediaTypeOf(request)
+  if (type !== 'multipart/form-data' && type !== 'application/x-www-form-urlencoded') return null
+  const bytes = await readBounded(request, maxRequestBytes)
   try {
-    return await request.formData()
+    return await new Response(bytes, {
+      headers: { 'content-type': request.headers.get('content-type') ?? type },
+    }).formData()
   } catch {
     return null
   }
@@ -414,8 +427,15 @@ export const threadPages = (deps: ThreadPagesDeps) =>
       '/threads/:threadId/messages/:messageId/stream',
       ({ account, params, headers, set }) => {
         if (!isUuid(params.threadId) || !isUuid(params.messageId)) throw notFound('Message')
-        requireMessage(deps.db, callerFromSession(account.user), params.threadId, params.messageId)
-        return answerStream(deps, set, params.messageId, headers['last-event-id'])
+        const caller = callerFromSession(account.user)
+        const thread = requireMessage(deps.db, caller, params.threadId, params.messageId)
+        const { messageId } = params
+        return answerStream(deps, set, {
+          userId: caller.userId,
+          thread,
+          messageId,
+          lastEventId: headers['last-event-id'],
+        })
       },
       { account: true, detail: { hide: true } },
     )

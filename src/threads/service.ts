@@ -620,8 +620,9 @@ export function submitFeedback(
 }
 
 /** 404 unless the message exists in a thread the caller can see. */
-export function requireMessage(db: Db, caller: Caller, threadId: string, messageId: string): void {
-  requireVisibleThread(db, caller, threadId)
+/** The message's thread, or 404 when either is not there for this caller. */
+export function requireMessage(db: Db, caller: Caller, threadId: string, messageId: string): ThreadRow {
+  const thread = requireVisibleThread(db, caller, threadId)
   // Only existence matters to the callers (poll and stream): the contents stay unread.
   const row = prepared(db, 'message:exists', () =>
     db
@@ -631,6 +632,7 @@ export function requireMessage(db: Db, caller: Caller, threadId: string, message
       .prepare(),
   ).get({ messageId, threadId })
   if (!row) throw notFound('Message')
+  return thread
 }
 
 /**
@@ -691,6 +693,11 @@ export function stopThread(
   requireOwnedThread(db, caller, threadId, 'stop its answer')
   if (!engine.interrupt(threadId)) throw conflict('The thread has no answer running or queued')
   return getThread(db, caller, threadId, links)
+}
+
+/** The thread's state now, whoever asks; null once it is gone. */
+export function threadState(db: Db, threadId: string): ThreadsModel.thread['state'] | null {
+  return db.select({ state: threads.state }).from(threads).where(eq(threads.id, threadId)).get()?.state ?? null
 }
 
 /** The user message whose answer is queued or running in this thread, if any. */

@@ -5,6 +5,7 @@ import { html } from '@elysiajs/html'
 import { type Cookie, Elysia } from 'elysia'
 import { type SessionUser, validateSession } from '../auth/sessions'
 import type { Db } from '../db/client'
+import { callerChecked, jsonBodies } from '../shared/body'
 import { AppError } from '../shared/errors'
 import type { Clock } from '../shared/time'
 import { sessionCsrfToken } from './csrf'
@@ -135,36 +136,55 @@ function mustChangePasswordFirst(session: PageSession | null, request: Request):
 
 export const web = (deps: WebDeps) => {
   const names = cookieNames(deps.publicUrl)
-  return new Elysia({ name: 'web' })
-    .use(html({ contentType: 'text/html; charset=utf-8', autoDetect: false }))
-    .get(stylesheetPath, () => new Response(stylesheet, { headers: { 'content-type': 'text/css; charset=utf-8' } }), {
-      detail: { hide: true },
-    })
-    .macro({
-      /** Pages: `session` is the signed-in person, or null, and each page decides what a visitor sees. */
-      session: {
-        resolve({ cookie }): { session: PageSession | null } {
-          return { session: resolveSession(deps, names, cookie) }
+  const accounts = new WeakMap<Request, PageSession>()
+  const checkAccount = (cookie: Record<string, Cookie<unknown>>, request: Request): void => {
+    if (accounts.has(request)) return
+    const account = resolveSession(deps, names, cookie)
+    if (!account) throw new AppError(401, 'unauthorized', 'Sign in first: no valid session cookie')
+    if (account.user.mustChangePassword) {
+      throw new AppError(403, 'password_change_required', `Choose a new password first at ${changePasswordPath}`)
+    }
+    accounts.set(request, account)
+    callerChecked(request)
+  }
+  return (
+    new Elysia({ name: 'web' })
+      .use(html({ contentType: 'text/html; charset=utf-8', autoDetect: false }))
+      // The settings API's JSON bodies are read after the `account` check below.
+      .use(jsonBodies)
+      .get(stylesheetPath, () => new Response(stylesheet, { headers: { 'content-type': 'text/css; charset=utf-8' } }), {
+        detail: { hide: true },
+      })
+      .macro({
+        /** Pages: `session` is the signed-in person, or null, and each page decides what a visitor sees. */
+        session: {
+          resolve({ cookie }): { session: PageSession | null } {
+            return { session: resolveSession(deps, names, cookie) }
+          },
+          // Every page, whoever wrote it, first sends a person holding a one-time password to choose their own.
+          beforeHandle(context) {
+            // Elysia runs this after `resolve` above but does not type what resolve added.
+            const { session } = context as unknown as { session: PageSession | null }
+            if (mustChangePasswordFirst(session, context.request)) {
+              return context.redirect(changePasswordLocation(context.request), 303)
+            }
+          },
         },
-        // Every page, whoever wrote it, first sends a person holding a one-time password to choose their own.
-        beforeHandle(context) {
-          // Elysia runs this after `resolve` above but does not type what resolve added.
-          const { session } = context as unknown as { session: PageSession | null }
-          if (mustChangePasswordFirst(session, context.request)) {
-            return context.redirect(changePasswordLocation(context.request), 303)
-          }
+        /**
+         * JSON operations behind the settings screens: 401 without a valid session. Checked as the first `parse`
+         * hook of a route with a body, before a byte of it is read, and in `transform` for the others.
+         */
+        account: {
+          parse({ cookie, request }) {
+            checkAccount(cookie, request)
+          },
+          transform({ cookie, request }) {
+            checkAccount(cookie, request)
+          },
+          resolve({ request }): { account: PageSession } {
+            return { account: accounts.get(request) as PageSession }
+          },
         },
-      },
-      /** JSON operations behind the settings screens: 401 without a valid session. */
-      account: {
-        resolve({ cookie }): { account: PageSession } {
-          const account = resolveSession(deps, names, cookie)
-          if (!account) throw new AppError(401, 'unauthorized', 'Sign in first: no valid session cookie')
-          if (account.user.mustChangePassword) {
-            throw new AppError(403, 'password_change_required', `Choose a new password first at ${changePasswordPath}`)
-          }
-          return { account }
-        },
-      },
-    })
+      })
+  )
 }

@@ -11,7 +11,7 @@ import { codeIsFresh, codeWasIssuedToClient, redirectUriMatchesCode } from './co
 import { parametersAreSingle } from './parameters'
 import { pkceIsValid, verifierMatchesChallenge } from './pkce'
 import { redirectUriIsRegistered, redirectUriIsUsable } from './redirect-uri'
-import { exchangeResourceIsThisApi, resourceIsThisApi } from './resource'
+import { exchangeResourceIsAuthorized, resourceIsServedHere } from './resource'
 import { responseModeIsQuery, responseTypeIsCode } from './response-type'
 import { scopeIsAllowed } from './scope'
 import type { AuthorizationCheck, CodeExchangeCheck } from './types'
@@ -25,7 +25,7 @@ const authorizationRequestChecks: readonly AuthorizationCheck[] = [
   responseModeIsQuery,
   scopeIsAllowed,
   pkceIsValid,
-  resourceIsThisApi,
+  resourceIsServedHere,
 ]
 
 export const authorizationChecks = {
@@ -44,5 +44,5 @@ export const codeExchangeChecks: readonly CodeExchangeCheck[] = [
   codeIsFresh,
   redirectUriMatchesCode,
   verifierMatchesChallenge,
-  exchangeResourceIsThisApi,
+  exchangeResourceIsAuthorized,
 ]

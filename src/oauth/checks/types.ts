@@ -16,6 +16,8 @@ export interface AuthorizationRequest {
   scopes?: Scope[]
   /** Set by `pkceIsValid`: the S256 challenge, or null for a confidential client that sent none. */
   codeChallenge?: string | null
+  /** Set by `resourceIsServedHere`: the one resource the tokens are for (RFC 8707), or null for all of them. */
+  resource?: string | null
 }
 
 export type AuthorizationCheck = (request: AuthorizationRequest) => void
@@ -25,6 +27,8 @@ export interface StoredCode {
   clientId: number
   redirectUri: string
   codeChallenge: string | null
+  /** The resource the authorization request named, or null. */
+  resource: string | null
   expiresAt: number
 }
 

@@ -1,0 +1,149 @@
+// The MCP server at PUBLIC_URL/mcp: the Streamable HTTP transport, stateless, behind the same bearer tokens,
+// audience rules (RFC 8707) and rate limits as the API, and its protected resource metadata (RFC 9728), which
+// every 401 names so that MCP clients find the authorization server on their own. HTTP in, HTTP out: the tools
+// live in tools.ts and what they do in service.ts.
+//
+// Stateless: every POST gets a fresh server and transport, so any instance can serve any request, and nothing
+// is kept between requests. Without sessions there is no stream to offer on GET and none to end on DELETE: both
+// answer 405, as the transport specification allows.
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
+import { Elysia } from 'elysia'
+import { authenticateBearer } from '../auth'
+import type { Caller } from '../auth/model'
+import { protectedResourceMetadata } from '../oauth/metadata'
+import { OAuthModel } from '../oauth/model'
+import { AppError } from '../shared/errors'
+import { requestIdOf } from '../shared/http'
+import { maxMcpBodyBytes } from './model'
+import type { McpDeps } from './service'
+import { serverFor } from './tools'
+
+/**
+ * Bearer tokens, never cookies, so any origin may call: browser-based MCP clients need to read the challenge and
+ * the protocol headers.
+ */
+const cors = {
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version, Retry-After, X-Request-Id',
+} as const
+
+const preflightHeaders = {
+  ...cors,
+  'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
+  'access-control-allow-headers':
+    'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID',
+  'access-control-max-age': '86400',
+} as const
+
+function preflight(): Response {
+  return new Response(null, { status: 204, headers: preflightHeaders })
+}
+
+function withCors(response: Response): Response {
+  for (const [name, value] of Object.entries(cors)) response.headers.set(name, value)
+  return response
+}
+
+/** A refusal before any JSON-RPC is read (401, 429): the API's `{ error, message }` and its headers. */
+function refused(error: AppError): Response {
+  const body = { error: error.code, message: error.message, ...error.extra }
+  return Response.json(body, { status: error.status, headers: { ...error.headers, ...cors } })
+}
+
+/** A JSON-RPC error that answers no particular request (`id: null`), as the transport writes its own. */
+function jsonRpcError(status: number, code: number, message: string, headers: Record<string, string> = {}): Response {
+  const body = { jsonrpc: '2.0', error: { code, message }, id: null }
+  return Response.json(body, { status, headers: { ...headers, ...cors } })
+}
+
+/** Runs `close` once the response body has been read to its end or abandoned, or at once when there is none. */
+function closingAfter(response: Response, close: () => void): Response {
+  if (!response.body) {
+    close()
+    return response
+  }
+  const reader = response.body.getReader()
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read()
+        if (done) {
+          controller.close()
+          close()
+        } else controller.enqueue(value)
+      } catch (error) {
+        controller.error(error)
+        close()
+      }
+    },
+    cancel(reason) {
+      close()
+      return reader.cancel(reason)
+    },
+  })
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
+}
+
+export const mcpRoutes = (deps: McpDeps) => {
+  async function answer(request: Request): Promise<Response> {
+    let caller: Caller
+    try {
+      caller = authenticateBearer(deps, request, '/mcp')
+    } catch (error) {
+      if (error instanceof AppError) return refused(error)
+      throw error
+    }
+    if (request.method !== 'POST') {
+      const message = 'Method not allowed: this stateless server takes JSON-RPC in POST requests only'
+      return jsonRpcError(405, -32000, message, { allow: 'POST' })
+    }
+    const server = serverFor(deps, caller)
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      maxRequestBodySize: maxMcpBodyBytes,
+    })
+    let closed = false
+    // Closing the server aborts the tools still running for this request: a client that went away stops its wait.
+    const close = (): void => {
+      if (closed) return
+      closed = true
+      server.close().catch(() => {})
+    }
+    request.signal.addEventListener('abort', close, { once: true })
+    try {
+      await server.connect(transport)
+      return withCors(closingAfter(await transport.handleRequest(request), close))
+    } catch (error) {
+      close()
+      deps.log.error('MCP request failed', { requestId: requestIdOf(request), error: String(error) })
+      return jsonRpcError(500, -32603, 'Internal error')
+    }
+  }
+
+  return new Elysia({ name: 'mcp' })
+    .get(
+      '/.well-known/oauth-protected-resource/mcp',
+      () => Response.json(protectedResourceMetadata(deps.publicUrl, '/mcp'), { headers: cors }),
+      {
+        detail: {
+          summary: 'Protected resource metadata for the MCP server (RFC 9728)',
+          tags: ['OAuth'],
+          security: [],
+          description:
+            'Named by `resource_metadata` in every 401 of `/mcp`. Tokens asked for with `resource` = ' +
+            '`PUBLIC_URL/mcp` (RFC 8707) are accepted there and not by the API.',
+          responses: {
+            200: {
+              description: 'Metadata',
+              content: { 'application/json': { schema: OAuthModel.protectedResourceMetadata } },
+            },
+          },
+        },
+      },
+    )
+    .options('/.well-known/oauth-protected-resource/mcp', preflight, { detail: { hide: true } })
+    .post('/mcp', ({ request }) => answer(request), { parse: 'none', detail: { hide: true } })
+    .get('/mcp', ({ request }) => answer(request), { detail: { hide: true } })
+    .delete('/mcp', ({ request }) => answer(request), { parse: 'none', detail: { hide: true } })
+    .options('/mcp', preflight, { detail: { hide: true } })
+}

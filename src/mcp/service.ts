@@ -1,0 +1,260 @@
+// What the MCP tools do, as plain functions of (deps, caller, arguments): each goes through the same services
+// as the API (visibility, ownership, thread states, limits), and answers with the API's objects. Waiting for an
+// answer listens to the generation engine's hub, as the API's stream does. Every call into a service is awaited:
+// the services are to become asynchronous repositories.
+import { checkFormFiles, discardCheckedFiles, storeFormFiles, type UploadDeps } from '../attachments/service'
+import type { Caller } from '../auth/model'
+import { generationOf } from '../generation'
+import type { Listener } from '../generation/hub'
+import type { GenerationEngine } from '../generation/service'
+import { conflict, invalidRequest } from '../shared/errors'
+import type { ThreadsModel } from '../threads/model'
+import {
+  createThread,
+  getThread,
+  type Links,
+  listMessages,
+  listReplies,
+  listThreads,
+  maxPageSize,
+  requireMessage,
+  requireOwnedThread,
+  sendMessage,
+  submitFeedback,
+} from '../threads/service'
+import type { McpModel } from './model'
+
+export interface McpDeps extends UploadDeps {
+  engine: GenerationEngine
+  links: Links
+}
+
+/** How a tool waits for an answer: for at most `ms`, until the call is cancelled, telling `onText` what arrives. */
+export interface AnswerWait {
+  ms: number
+  signal: AbortSignal
+  /** Each piece of the answer as it arrives, and the answer's length after it. */
+  onText?: (text: string, end: number) => void
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Reading
+
+export async function searchThreads(
+  deps: McpDeps,
+  caller: Caller,
+  input: { q: string; limit?: number; after?: string; archived?: boolean },
+): Promise<ThreadsModel.threadList> {
+  const query = { q: input.q, limit: input.limit ?? 20, after: input.after, archived: input.archived }
+  return await listThreads(deps.db, caller, query, deps.links)
+}
+
+export async function listThreadPage(
+  deps: McpDeps,
+  caller: Caller,
+  input: { limit?: number; after?: string; owned?: boolean; archived?: boolean },
+): Promise<ThreadsModel.threadList> {
+  const query = { limit: input.limit ?? 20, after: input.after, owned: input.owned, archived: input.archived }
+  return await listThreads(deps.db, caller, query, deps.links)
+}
+
+export async function readThread(
+  deps: McpDeps,
+  caller: Caller,
+  input: { thread_id: string; limit?: number; after?: string },
+): Promise<{ thread: ThreadsModel.thread; messages: ThreadsModel.messageList }> {
+  const thread = await getThread(deps.db, caller, input.thread_id, deps.links)
+  const query = { limit: input.limit ?? 50, after: input.after }
+  const messages = await listMessages(deps.db, caller, input.thread_id, query, deps.links)
+  return { thread, messages }
+}
+
+export async function threadNow(deps: McpDeps, caller: Caller, threadId: string): Promise<ThreadsModel.thread> {
+  return await getThread(deps.db, caller, threadId, deps.links)
+}
+
+/** A thread that is `waiting` or `active` is answering: its answers are not final until it is back (as the poll). */
+const busyStates: ReadonlySet<string> = new Set(['waiting', 'active'])
+
+/** Where the answer to a user message is now: the API's poll (GET …/response), with the thread's link. */
+export async function answerOf(
+  deps: McpDeps,
+  caller: Caller,
+  threadId: string,
+  messageId: string,
+): Promise<McpModel.answer> {
+  await requireMessage(deps.db, caller, threadId, messageId)
+  const thread = await getThread(deps.db, caller, threadId, deps.links)
+  const generation = await generationOf(deps.db, messageId)
+  const base = { thread_id: threadId, message_id: messageId, app_url: thread.app_url }
+  if (generation.status === 'queued' || generation.status === 'running' || busyStates.has(thread.state)) {
+    return { ...base, status: 'processing', messages: [] }
+  }
+  const messages = await listReplies(deps.db, messageId, deps.links)
+  if (generation.status === 'complete') return { ...base, status: 'complete', messages }
+  return { ...base, status: generation.status, messages, error: generation.error ?? 'The response failed' }
+}
+
+/** The answer of a message just sent, for a token that may not read it back: only where to find it later. */
+export function unreadAnswer(deps: McpDeps, threadId: string, messageId: string): McpModel.answer {
+  const base = { thread_id: threadId, message_id: messageId, app_url: deps.links.threadUrl(threadId) }
+  return { ...base, status: 'processing', messages: [] }
+}
+
+/**
+ * Resolves once the answer to `messageId` has ended (it is then stored), `wait.ms` have passed, or the call was
+ * cancelled. Tokens already produced are passed to `onText` first, as a stream joining mid-answer gets them.
+ */
+function answerEnded(engine: GenerationEngine, messageId: string, wait: AnswerWait): Promise<void> {
+  if (wait.ms <= 0 || wait.signal.aborted) return Promise.resolve()
+  return new Promise((resolve) => {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const end = (): void => {
+      clearTimeout(timer)
+      wait.signal.removeEventListener('abort', end)
+      subscription?.leave(listener)
+      resolve()
+    }
+    const listener: Listener = { token: (text, length) => wait.onText?.(text, length), done: end, error: end }
+    const subscription = engine.hub.subscribe(messageId, 0, listener)
+    // Not live in this process: already ended, or never started here. Either way the poll says where it is.
+    if (!subscription) return resolve()
+    timer = setTimeout(end, wait.ms)
+    wait.signal.addEventListener('abort', end, { once: true })
+  })
+}
+
+/** Waits for the answer to a message as `wait` allows, then says where it is. */
+export async function awaitAnswer(
+  deps: McpDeps,
+  caller: Caller,
+  threadId: string,
+  messageId: string,
+  wait: AnswerWait,
+): Promise<McpModel.answer> {
+  await answerEnded(deps.engine, messageId, wait)
+  return await answerOf(deps, caller, threadId, messageId)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Writing
+
+export async function startThread(
+  deps: McpDeps,
+  caller: Caller,
+  input: { name?: string; is_private?: boolean; text?: string },
+): Promise<{ thread_id: string; message_id: string | null; thread: ThreadsModel.thread }> {
+  const body = { name: input.name, is_private: input.is_private, text: input.text }
+  const created = await createThread(deps.db, caller, body, deps.clock.now())
+  if (created.message_id) deps.engine.enqueue(created.message_id, created.thread_id)
+  const thread = await getThread(deps.db, caller, created.thread_id, deps.links)
+  return { ...created, thread }
+}
+
+export async function send(
+  deps: McpDeps,
+  caller: Caller,
+  input: { thread_id: string; text: string; attachment_ids?: string[] },
+): Promise<{ message_id: string }> {
+  const body = { text: input.text, attachment_ids: input.attachment_ids }
+  const sent = await sendMessage(deps.db, caller, input.thread_id, body, deps.clock.now())
+  deps.engine.enqueue(sent.message_id, input.thread_id)
+  return sent
+}
+
+type ChoiceBlock = Extract<ThreadsModel.contentBlock, { type: 'user_get_choice' }>
+
+/** A thread longer than this many pages of messages is not searched for its question. */
+const maxQuestionPages = 100
+
+/**
+ * The question a message asks, if it is still open: the web page offers its choices only on the thread's latest
+ * message, and the answer is the person's next message, as there.
+ */
+async function openQuestion(deps: McpDeps, caller: Caller, threadId: string, messageId: string): Promise<ChoiceBlock> {
+  await requireMessage(deps.db, caller, threadId, messageId)
+  let latest: ThreadsModel.message | undefined
+  let after: string | undefined
+  for (let page = 0; page < maxQuestionPages; page++) {
+    const messages = await listMessages(deps.db, caller, threadId, { limit: maxPageSize, after }, deps.links)
+    latest = messages.data.at(-1) ?? latest
+    if (!messages.has_more || messages.last_id === null) break
+    after = messages.last_id
+  }
+  if (latest?.id !== messageId) {
+    throw conflict('This question is no longer open: the thread has moved on since it was asked (see get_thread)')
+  }
+  const question = latest.contents.find((block): block is ChoiceBlock => block.type === 'user_get_choice')
+  if (!question) throw invalidRequest('This message asks no question to choose from; reply with send_message')
+  return question
+}
+
+/** Answers a `user_get_choice` question with one of its choices: a user message, as the web page's buttons send. */
+export async function answerChoice(
+  deps: McpDeps,
+  caller: Caller,
+  input: { thread_id: string; message_id: string; choice: string },
+): Promise<{ message_id: string }> {
+  const question = await openQuestion(deps, caller, input.thread_id, input.message_id)
+  const wanted = input.choice.trim().toLowerCase()
+  const choice = question.choices.find((option) => option.trim().toLowerCase() === wanted)
+  if (choice === undefined) {
+    const options = question.choices.map((option) => JSON.stringify(option)).join(', ')
+    throw invalidRequest(`choice must be one of ${options}; to answer in other words, use send_message`)
+  }
+  return await send(deps, caller, { thread_id: input.thread_id, text: choice })
+}
+
+/** Standard or URL-safe base64, padded or not, whitespace ignored; anything else is refused rather than guessed. */
+function decodeBase64(text: string): Uint8Array {
+  const compact = text.replace(/\s+/g, '')
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(compact) || compact.replace(/=+$/, '').length % 4 === 1) {
+    throw invalidRequest('content_base64 is not valid base64')
+  }
+  return Buffer.from(compact.replaceAll('-', '+').replaceAll('_', '/'), 'base64')
+}
+
+/**
+ * Stores one file in a thread its caller owns, by the upload's rules: checked by its bytes in the inspect process
+ * like a form's files, within the thread's quota.
+ */
+export async function attachFile(
+  deps: McpDeps,
+  caller: Caller,
+  input: { thread_id: string; filename: string; content_base64: string; media_type?: string },
+): Promise<{ thread_id: string; attachment: { id: string; filename: string }; app_url: string }> {
+  await requireOwnedThread(deps.db, caller, input.thread_id, 'upload files to it')
+  const bytes = decodeBase64(input.content_base64)
+  const file = new File([bytes], input.filename, { type: input.media_type ?? '' })
+  const checked = await checkFormFiles(deps, [file])
+  try {
+    const [attachment] = await storeFormFiles(deps, caller, input.thread_id, checked)
+    if (!attachment) throw invalidRequest('The file is empty')
+    return { thread_id: input.thread_id, attachment, app_url: deps.links.threadUrl(input.thread_id) }
+  } finally {
+    // Stored files have left their temporary names: this removes only what was checked and never stored.
+    await discardCheckedFiles(checked)
+  }
+}
+
+export async function rate(
+  deps: McpDeps,
+  caller: Caller,
+  input: { thread_id: string; message_id: string; positive: boolean; feedback_text?: string },
+): Promise<{
+  thread_id: string
+  message_id: string
+  positive: boolean
+  feedback_text: string | null
+  app_url: string
+}> {
+  const body = { positive: input.positive, feedback_text: input.feedback_text }
+  await submitFeedback(deps.db, caller, input.thread_id, input.message_id, body, deps.clock.now())
+  return {
+    thread_id: input.thread_id,
+    message_id: input.message_id,
+    positive: input.positive,
+    feedback_text: input.feedback_text ?? null,
+    app_url: deps.links.messageUrl(input.thread_id, input.message_id),
+  }
+}

@@ -1,0 +1,500 @@
+// The MCP server at /mcp over real HTTP, driven by the MCP SDK's own client with personal access tokens: the
+// tools, their schemas and scopes, the API's visibility and thread rules, progress while an answer is written,
+// and the transport's answers to what a client should not send.
+import { expect, test } from 'bun:test'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import { and, eq } from 'drizzle-orm'
+import sharp from 'sharp'
+import { personalAccessTokens } from '../src/auth/auth.table'
+import { feedback } from '../src/threads/threads.table'
+import { connect, postMcp, startServer } from './support/mcp-helpers'
+
+// biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
+type Json = any
+
+/** Waits for a condition that another party (the server) makes true, yielding to it in between. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await Bun.sleep(1)
+}
+
+async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args })) as CallToolResult
+}
+
+/** The structured result of a call that must succeed; a tool error fails the test with its text. */
+async function ok(client: Client, name: string, args: Record<string, unknown>): Promise<Json> {
+  const result = await call(client, name, args)
+  if (result.isError) throw new Error(`${name} failed: ${JSON.stringify(result.content)}`)
+  // The text block is the same object as JSON, as the MCP specification suggests for older clients.
+  expect(JSON.parse((result.content[0] as { text: string }).text)).toEqual(result.structuredContent)
+  return result.structuredContent
+}
+
+/** The text of a call that must be refused as a tool error. */
+async function refused(client: Client, name: string, args: Record<string, unknown>): Promise<string> {
+  const result = await call(client, name, args)
+  expect(result.isError).toBe(true)
+  expect(result.structuredContent).toBeUndefined()
+  return (result.content[0] as { text: string }).text
+}
+
+test('tools/list: the nine tools with input and output schemas, annotations, and the scopes each needs', async () => {
+  await using server = await startServer()
+  const ada = await server.member()
+  await using client = await connect(server.origin, ada.token)
+  const { tools } = await client.listTools()
+  const summary = Object.fromEntries(
+    tools.map((tool) => [
+      tool.name,
+      {
+        scopes: tool._meta?.['threadhouse/scopes'],
+        readOnly: tool.annotations?.readOnlyHint,
+        destructive: tool.annotations?.destructiveHint,
+        idempotent: tool.annotations?.idempotentHint,
+      },
+    ]),
+  )
+  const reader = { scopes: ['threads:read'], readOnly: true, destructive: false, idempotent: true }
+  const writer = { scopes: ['threads:write'], readOnly: false, destructive: false, idempotent: false }
+  expect(summary).toEqual({
+    search_threads: reader,
+    list_threads: reader,
+    get_thread: reader,
+    get_response: reader,
+    create_thread: writer,
+    send_message: writer,
+    answer_choice: { ...writer, scopes: ['threads:write', 'threads:read'] },
+    upload_attachment: writer,
+    rate_message: { ...writer, destructive: true, idempotent: true },
+  })
+  for (const tool of tools) {
+    expect(tool.outputSchema?.type).toBe('object')
+    const scopes = (tool._meta?.['threadhouse/scopes'] ?? []) as string[]
+    for (const scope of scopes) expect(tool.description).toContain(scope)
+  }
+  const byName = new Map(tools.map((tool) => [tool.name, tool]))
+  expect(byName.get('send_message')?.inputSchema).toMatchObject({
+    properties: { thread_id: { format: 'uuid' }, text: { minLength: 1 }, attachment_ids: { maxItems: 25 } },
+    required: ['thread_id', 'text'],
+  })
+  expect(Object.keys(byName.get('rate_message')?.inputSchema.properties ?? {})).toEqual([
+    'thread_id',
+    'message_id',
+    'positive',
+    'feedback_text',
+  ])
+  expect(Object.keys(byName.get('list_threads')?.inputSchema.properties ?? {})).toEqual([
+    'limit',
+    'after',
+    'owned',
+    'archived',
+  ])
+})
+
+test('create_thread, send_message with progress as the answer arrives, get_thread and get_response', async () => {
+  await using server = await startServer()
+  const ada = await server.member()
+  await using client = await connect(server.origin, ada.token)
+  const created = await ok(client, 'create_thread', { name: 'Lyon', is_private: true })
+  expect(created).toMatchObject({
+    message_id: null,
+    thread: {
+      name: 'Lyon',
+      state: 'ready',
+      is_private: true,
+      app_url: `${server.origin}/threads/${created.thread_id}`,
+    },
+  })
+
+  const progress: { progress: number; message?: string }[] = []
+  let heard: () => void = () => {}
+  const sending = client.callTool(
+    { name: 'send_message', arguments: { thread_id: created.thread_id, text: 'Plan a weekend' } },
+    undefined,
+    {
+      onprogress: (update) => {
+        progress.push({ progress: update.progress, message: update.message })
+        heard()
+      },
+    },
+  )
+  const nextProgress = () => new Promise<void>((resolve) => (heard = resolve))
+  const job = await server.runner.next()
+  expect(job.history.at(-1)?.contents).toEqual([{ type: 'text', text: 'Plan a weekend' }])
+  // Each token is written once the previous one was heard, so none of them can be missed or merged.
+  let heardFirst = nextProgress()
+  job.handlers.token('Two days ')
+  await heardFirst
+  heardFirst = nextProgress()
+  job.handlers.token('by the Saône.')
+  await heardFirst
+  job.handlers.done()
+  const answer = (await sending).structuredContent as Json
+  expect(progress).toEqual([
+    { progress: 9, message: 'Two days ' },
+    { progress: 22, message: 'by the Saône.' },
+  ])
+  expect(answer).toMatchObject({
+    thread_id: created.thread_id,
+    message_id: job.messageId,
+    status: 'complete',
+    app_url: `${server.origin}/threads/${created.thread_id}`,
+    messages: [{ role: 'assistant', contents: [{ type: 'text', text: 'Two days by the Saône.' }] }],
+  })
+  expect(answer.messages[0].app_url).toBe(
+    `${server.origin}/threads/${created.thread_id}#message-${answer.messages[0].id}`,
+  )
+
+  const read = await ok(client, 'get_thread', { thread_id: created.thread_id, limit: 1 })
+  expect(read.thread).toMatchObject({ id: created.thread_id, state: 'ready' })
+  expect(read.messages).toMatchObject({ limit: 1, has_more: true, data: [{ id: job.messageId, role: 'user' }] })
+  const rest = await ok(client, 'get_thread', { thread_id: created.thread_id, after: read.messages.last_id })
+  expect(rest.messages.data.map((message: Json) => message.id)).toEqual([answer.messages[0].id])
+  expect(await ok(client, 'get_response', { thread_id: created.thread_id, message_id: job.messageId })).toEqual(answer)
+
+  // create_thread with text waits for its answer the same way.
+  const started = client.callTool({ name: 'create_thread', arguments: { text: 'Hello' } })
+  const second = await server.runner.next()
+  second.handlers.token('Hi')
+  second.handlers.done()
+  const withAnswer = (await started).structuredContent as Json
+  expect(withAnswer).toMatchObject({
+    message_id: second.messageId,
+    thread: { state: 'ready' },
+    answer: { status: 'complete', messages: [{ contents: [{ type: 'text', text: 'Hi' }] }] },
+  })
+})
+
+test('a busy thread refuses a message as a tool error; past the wait, get_response fetches the answer later', async () => {
+  await using server = await startServer()
+  const ada = await server.member()
+  await using client = await connect(server.origin, ada.token)
+  const { thread_id } = await ok(client, 'create_thread', {})
+  const progress: (string | undefined)[] = []
+  const sending = client.callTool(
+    { name: 'send_message', arguments: { thread_id, text: 'First', wait_seconds: 1 } },
+    undefined,
+    { onprogress: (update) => progress.push(update.message) },
+  )
+  const job = await server.runner.next()
+  job.handlers.token('Partial')
+  // The answer is not done within the second asked for: the result says where to find it later.
+  const pending = (await sending).structuredContent as Json
+  expect(pending).toEqual({
+    thread_id,
+    message_id: job.messageId,
+    status: 'processing',
+    messages: [],
+    app_url: `${server.origin}/threads/${thread_id}`,
+  })
+  expect(progress).toEqual(['Partial'])
+  const busy = await refused(client, 'send_message', { thread_id, text: 'Second' })
+  expect(busy).toContain('The thread is active; a new message is accepted only in ready')
+  expect(busy).toContain('get_response')
+  expect(await ok(client, 'get_response', { thread_id, message_id: pending.message_id })).toMatchObject({
+    status: 'processing',
+    messages: [],
+  })
+  job.handlers.error('The model is unavailable')
+  expect(await ok(client, 'get_response', { thread_id, message_id: pending.message_id })).toMatchObject({
+    status: 'error',
+    error: 'The model is unavailable',
+    messages: [{ role: 'assistant', contents: [{ type: 'text', text: 'Partial' }] }],
+  })
+  expect(await refused(client, 'send_message', { thread_id, text: 'Again' })).toContain('The thread is error')
+  expect(await refused(client, 'get_response', { thread_id, message_id: crypto.randomUUID() })).toBe(
+    'Message not found',
+  )
+})
+
+test('a client that goes away stops waiting for its answer; the answer goes on', async () => {
+  await using server = await startServer()
+  const ada = await server.member()
+  const client = await connect(server.origin, ada.token)
+  const { thread_id } = await ok(client, 'create_thread', {})
+  const sending = client.callTool({ name: 'send_message', arguments: { thread_id, text: 'Long one' } })
+  const job = await server.runner.next()
+  const { hub } = server.app.decorator.engine
+  await until(() => hub.listenerCount(job.messageId) === 1)
+  await client.close()
+  await expect(sending).rejects.toThrow('Connection closed')
+  await until(() => hub.listenerCount(job.messageId) === 0)
+  job.handlers.token('Still written')
+  job.handlers.done()
+  await using again = await connect(server.origin, ada.token)
+  expect(await ok(again, 'get_response', { thread_id, message_id: job.messageId })).toMatchObject({
+    status: 'complete',
+    messages: [{ contents: [{ type: 'text', text: 'Still written' }] }],
+  })
+})
+
+test('the API’s visibility: private threads of others and other organizations’ threads are never reached', async () => {
+  await using server = await startServer()
+  const [ada, bob, eve] = [
+    await server.member(),
+    await server.member(),
+    await server.member({ org: 'elsewhere', scopes: ['threads:read', 'threads:write'] }),
+  ]
+  await using adaClient = await connect(server.origin, ada.token)
+  await using bobClient = await connect(server.origin, bob.token)
+  await using eveClient = await connect(server.origin, eve.token)
+  const open = await ok(adaClient, 'create_thread', { name: 'Lyon trip' })
+  const hidden = await ok(adaClient, 'create_thread', { name: 'Lyon surprise', is_private: true })
+  await ok(bobClient, 'create_thread', { name: 'Bob notes' })
+
+  const ids = (page: Json) => page.data.map((thread: Json) => thread.id)
+  expect(ids(await ok(bobClient, 'search_threads', { q: 'lyon' }))).toEqual([open.thread_id])
+  expect(ids(await ok(adaClient, 'search_threads', { q: 'lyon' }))).toEqual([hidden.thread_id, open.thread_id])
+  expect(ids(await ok(eveClient, 'search_threads', { q: 'lyon' }))).toEqual([])
+  expect(ids(await ok(eveClient, 'list_threads', {}))).toEqual([])
+  const bobsView = await ok(bobClient, 'list_threads', { owned: false, limit: 1 })
+  expect(bobsView).toMatchObject({ limit: 1, has_more: false, data: [{ id: open.thread_id, name: 'Lyon trip' }] })
+  expect(await refused(bobClient, 'get_thread', { thread_id: hidden.thread_id })).toBe('Thread not found')
+  expect(await refused(eveClient, 'get_thread', { thread_id: open.thread_id })).toBe('Thread not found')
+  // Seeing a thread is not owning it.
+  expect(await refused(bobClient, 'send_message', { thread_id: open.thread_id, text: 'Hi' })).toBe(
+    'Only the owner of a thread can send messages to it',
+  )
+})
+
+test('answer_choice answers the open user_get_choice question, as the web page’s buttons do', async () => {
+  await using server = await startServer()
+  const ada = await server.member()
+  await using client = await connect(server.origin, ada.token)
+  const { thread_id } = await ok(client, 'create_thread', {})
+  const asking = client.callTool({ name: 'send_message', arguments: { thread_id, text: 'Where to?' } })
+  const job = await server.runner.next()
+  const question = { type: 'user_get_choice', tool_use_id: 'c1', question: 'Which city?', choices: ['Lyon', 'Nice'] }
+  job.handlers.token('Let me ask.')
+  job.handlers.block(question as never)
+  job.handlers.done()
+  const asked = (await asking).structuredContent as Json
+  const questionId = asked.messages[0].id
+  expect(asked.messages[0].contents).toEqual([{ type: 'text', text: 'Let me ask.' }, question])
+
+  expect(await refused(client, 'answer_choice', { thread_id, message_id: questionId, choice: 'Paris' })).toBe(
+    'choice must be one of "Lyon", "Nice"; to answer in other words, use send_message',
+  )
+  expect(await refused(client, 'answer_choice', { thread_id, message_id: asked.message_id, choice: 'Lyon' })).toBe(
+    'This question is no longer open: the thread has moved on since it was asked (see get_thread). The thread is busy or has moved on: read it with get_thread, wait for any answer on its way with get_response, then try again.',
+  )
+  const answering = client.callTool({
+    name: 'answer_choice',
+    arguments: { thread_id, message_id: questionId, choice: ' nice ' },
+  })
+  const next = await server.runner.next()
+  expect(next.history.at(-1)?.contents).toEqual([{ type: 'text', text: 'Nice' }])
+  next.handlers.token('Nice it is.')
+  next.handlers.done()
+  expect((await answering).structuredContent).toMatchObject({ status: 'complete', messages: [{ role: 'assistant' }] })
+  // Answered: the question is no longer the thread's latest message.
+  expect(await refused(client, 'answer_choice', { thread_id, message_id: questionId, choice: 'Lyon' })).toStartWith(
+    'This question is no longer open',
+  )
+})
+
+test('upload_attachment checks files as the API does; send_message attaches them; rate_message rates answers', async () => {
+  await using server = await startServer()
+  const [ada, bob] = [await server.member(), await server.member()]
+  await using adaClient = await connect(server.origin, ada.token)
+  await using bobClient = await connect(server.origin, bob.token)
+  const { thread_id } = await ok(adaClient, 'create_thread', {})
+  const notes = Buffer.from('# Packing list\n\n- umbrella\n').toString('base64')
+  const uploaded = await ok(adaClient, 'upload_attachment', {
+    thread_id,
+    filename: 'dir/list.md',
+    content_base64: notes,
+  })
+  expect(uploaded).toEqual({
+    thread_id,
+    attachment: { id: uploaded.attachment.id, filename: 'list.md' },
+    app_url: `${server.origin}/threads/${thread_id}`,
+  })
+  const download = await fetch(`${server.origin}/api/v1/threads/${thread_id}/attachments/${uploaded.attachment.id}`, {
+    headers: { authorization: `Bearer ${ada.token}` },
+  })
+  expect(await download.text()).toBe('# Packing list\n\n- umbrella\n')
+
+  // A file as large as the API takes, though its base64 makes the request larger than any other JSON body.
+  const photo = await sharp({
+    create: {
+      width: 1000,
+      height: 700,
+      channels: 3,
+      background: '#888',
+      noise: { type: 'gaussian', mean: 128, sigma: 60 },
+    },
+  })
+    .png()
+    .toBuffer()
+  expect(photo.byteLength).toBeGreaterThan(1024 * 1024)
+  const large = { thread_id, filename: 'noise.png', content_base64: photo.toString('base64'), media_type: 'image/png' }
+  expect((await ok(adaClient, 'upload_attachment', large)).attachment.filename).toBe('noise.png')
+
+  // The same refusals as the API: bytes that contradict the name, bad base64, another member's thread.
+  const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64')
+  expect(await refused(adaClient, 'upload_attachment', { thread_id, filename: 'a.txt', content_base64: png })).toMatch(
+    /a\.txt/,
+  )
+  expect(
+    await refused(adaClient, 'upload_attachment', { thread_id, filename: 'a.md', content_base64: 'not base64!' }),
+  ).toBe('content_base64 is not valid base64')
+  expect(await refused(bobClient, 'upload_attachment', { thread_id, filename: 'b.md', content_base64: notes })).toBe(
+    'Only the owner of a thread can upload files to it',
+  )
+
+  const sending = adaClient.callTool({
+    name: 'send_message',
+    arguments: { thread_id, text: 'Read this', attachment_ids: [uploaded.attachment.id] },
+  })
+  const job = await server.runner.next()
+  expect(job.history.at(-1)?.contents).toEqual([
+    { type: 'text', text: 'Read this' },
+    { type: 'document', attachment_id: uploaded.attachment.id },
+  ])
+  job.handlers.token('Noted.')
+  job.handlers.done()
+  const answer = (await sending).structuredContent as Json
+  const answerId = answer.messages[0].id
+
+  // Any member who sees the thread may rate its answers; a repeat replaces the rating.
+  const rated = await ok(bobClient, 'rate_message', { thread_id, message_id: answerId, positive: false })
+  expect(rated).toEqual({
+    thread_id,
+    message_id: answerId,
+    positive: false,
+    feedback_text: null,
+    app_url: `${server.origin}/threads/${thread_id}#message-${answerId}`,
+  })
+  await ok(bobClient, 'rate_message', { thread_id, message_id: answerId, positive: true, feedback_text: 'Helpful' })
+  const stored = server.db
+    .select({ positive: feedback.positive, text: feedback.feedbackText })
+    .from(feedback)
+    .where(and(eq(feedback.messageId, answerId), eq(feedback.userId, bob.id)))
+    .all()
+  expect(stored).toEqual([{ positive: true, text: 'Helpful' }])
+  expect(await refused(bobClient, 'rate_message', { thread_id, message_id: answer.message_id, positive: true })).toBe(
+    'Feedback can be given only on assistant messages',
+  )
+})
+
+test('scopes gate tools as they gate the API, and a refusal names the scope', async () => {
+  await using server = await startServer()
+  const reader = await server.member({ scopes: ['threads:read'] })
+  const writer = await server.member({ scopes: ['threads:write'] })
+  const own = await server.member({ scopes: ['threads:read:own', 'threads:write'] })
+  await using readerClient = await connect(server.origin, reader.token)
+  await using writerClient = await connect(server.origin, writer.token)
+  await using ownClient = await connect(server.origin, own.token)
+
+  expect(await refused(readerClient, 'create_thread', { name: 'x' })).toBe(
+    "This tool needs the threads:write scope, which this connection's token does not have (it has: threads:read). " +
+      'Reconnect Threadhouse and allow threads:write, or use a personal access token that has it.',
+  )
+  expect(await refused(writerClient, 'list_threads', {})).toContain('needs the threads:read scope')
+  // Writing alone sends, but does not read the answer back.
+  const { thread_id } = await ok(writerClient, 'create_thread', { name: 'Write only' })
+  const sent = await ok(writerClient, 'send_message', { thread_id, text: 'Hi' })
+  expect(sent).toMatchObject({ status: 'processing', messages: [] })
+  expect(await refused(writerClient, 'get_response', { thread_id, message_id: sent.message_id })).toContain(
+    'threads:read',
+  )
+  expect(
+    await refused(writerClient, 'answer_choice', { thread_id, message_id: sent.message_id, choice: 'A' }),
+  ).toContain('needs the threads:read scope')
+  // threads:read:own stands in for threads:read, over the person's own threads only.
+  const mine = await ok(ownClient, 'create_thread', { name: 'Mine' })
+  expect((await ok(ownClient, 'list_threads', {})).data.map((thread: Json) => thread.id)).toEqual([mine.thread_id])
+  expect(await refused(ownClient, 'get_thread', { thread_id })).toBe('Thread not found')
+})
+
+test('the transport: a 401 challenge, 405 for GET and DELETE, JSON-RPC errors for bad JSON-RPC, never a 500', async () => {
+  await using server = await startServer()
+  const ada = await server.member()
+  const auth = { authorization: `Bearer ${ada.token}` }
+  const challenge = `Bearer realm="threadhouse", resource_metadata="${server.origin}/.well-known/oauth-protected-resource/mcp"`
+  const initialize = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  })
+
+  const anonymous = await postMcp(server.origin, initialize)
+  expect(anonymous.status).toBe(401)
+  expect(anonymous.headers.get('www-authenticate')).toBe(challenge)
+  expect(anonymous.headers.get('access-control-expose-headers')).toContain('WWW-Authenticate')
+  const forged = await postMcp(server.origin, initialize, { authorization: 'Bearer thp_forged' })
+  expect(forged.status).toBe(401)
+  expect(forged.headers.get('www-authenticate')).toBe(
+    challenge.replace('realm="threadhouse"', 'realm="threadhouse", error="invalid_token"'),
+  )
+
+  for (const method of ['GET', 'DELETE']) {
+    const response = await fetch(`${server.origin}/mcp`, {
+      method,
+      headers: { ...auth, accept: 'text/event-stream' },
+    })
+    expect({ status: response.status, allow: response.headers.get('allow') }).toEqual({ status: 405, allow: 'POST' })
+    expect(await response.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 }, id: null })
+  }
+  const preflight = await fetch(`${server.origin}/mcp`, { method: 'OPTIONS' })
+  expect(preflight.status).toBe(204)
+  expect(preflight.headers.get('access-control-allow-headers')).toContain('Mcp-Protocol-Version')
+
+  const rpcError = async (response: Response) => ({ status: response.status, body: await response.json() })
+  expect(await rpcError(await postMcp(server.origin, '{"jsonrpc":', auth))).toMatchObject({
+    status: 400,
+    body: { error: { code: -32700 }, id: null },
+  })
+  expect(await rpcError(await postMcp(server.origin, '{"hello":"world"}', auth))).toMatchObject({
+    status: 400,
+    body: { error: { code: -32700 } },
+  })
+  const tooDeep = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_threads","arguments":{"x":${'['.repeat(200_000)}${']'.repeat(200_000)}}}}`
+  const deep = await postMcp(server.origin, tooDeep, auth)
+  expect(deep.status).toBeLessThan(500)
+  await deep.arrayBuffer()
+  const huge = await postMcp(server.origin, `{"pad":"${'a'.repeat(5 * 1024 * 1024)}"}`, auth)
+  expect(huge.status).toBe(413)
+  await huge.arrayBuffer()
+
+  // A well-formed request for something that does not exist is answered in JSON-RPC, on the event stream.
+  const unknown = await postMcp(server.origin, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'no/such' }), auth)
+  expect(unknown.status).toBe(200)
+  expect(await unknown.text()).toContain('"code":-32601')
+  const badArguments = await postMcp(
+    server.origin,
+    JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'get_thread', arguments: {} } }),
+    auth,
+  )
+  expect(await badArguments.text()).toContain('Input validation error')
+  const oldVersion = await postMcp(server.origin, JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list' }), {
+    ...auth,
+    'mcp-protocol-version': '1999-01-01',
+  })
+  expect(oldVersion.status).toBe(400)
+  await oldVersion.arrayBuffer()
+})
+
+test('MCP requests count against the token’s rate limit and mark the token used', async () => {
+  await using server = await startServer({ config: { RATE_LIMIT_API_PER_MINUTE: 2 } })
+  const ada = await server.member()
+  const list = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' })
+  const auth = { authorization: `Bearer ${ada.token}` }
+  const statuses: number[] = []
+  for (let i = 0; i < 3; i++) {
+    const response = await postMcp(server.origin, list, auth)
+    statuses.push(response.status)
+    if (response.status === 429) expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0)
+    await response.arrayBuffer()
+  }
+  expect(statuses).toEqual([200, 200, 429])
+  const [token] = server.db
+    .select({ lastUsedAt: personalAccessTokens.lastUsedAt })
+    .from(personalAccessTokens)
+    .where(eq(personalAccessTokens.userId, ada.id))
+    .all()
+  expect(token?.lastUsedAt).toBeNumber()
+})

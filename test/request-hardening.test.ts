@@ -1,0 +1,259 @@
+// Hostile requests are refused early and cheaply: the caller before the body, the body's media type, size and
+// depth before it is parsed, open streams per person and per process, unknown methods with 405 and Allow.
+import { expect, setDefaultTimeout, test } from 'bun:test'
+import { createPersonalAccessToken } from '../src/auth/service'
+import { maxJsonDepth } from '../src/shared/body'
+import { collect, harness, openStream, publicUrl, ScriptedRunner, tokensOf } from './support/helpers'
+import { settings, signedIn } from './support/oauth-helpers'
+
+// Sign-in hashes passwords with argon2 on purpose: slow on a busy machine.
+setDefaultTimeout(20_000)
+
+const nested = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`
+const megabyteDeep = nested(512 * 1024 - 16)
+
+/** A body that sends its first bytes, then never ends, and says whether anyone asked for more. */
+function endlessBody(): { body: ReadableStream<Uint8Array>; pulls: () => number } {
+  let pulls = 0
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulls++
+      if (pulls === 1) controller.enqueue(new TextEncoder().encode('{"text":"'))
+      return new Promise(() => {}) // never more, never the end
+    },
+  })
+  return { body, pulls: () => pulls }
+}
+
+test('a body nested deeper than the bound is 400 before it is parsed, on the API and the settings API', async () => {
+  await using h = await harness()
+  const owner = await h.user()
+  const tooDeep = {
+    status: 400,
+    body: { error: 'invalid_request', message: `The body is nested more than ${maxJsonDepth} levels deep` },
+  }
+  for (const body of [megabyteDeep, `{"text":"hi","name":${nested(maxJsonDepth)}}`]) {
+    const reply = await h.call('POST', '/api/v1/threads', { token: owner.token, body })
+    expect({ status: reply.status, body: reply.body }).toEqual(tooDeep)
+  }
+  // Brackets inside strings are text, not nesting.
+  const text = `${'['.repeat(100)}"\\"${'{'.repeat(100)}`
+  expect((await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text } })).status).toBe(201)
+  const { browser } = await signedIn(h)
+  const settingsReply = await settings(browser, 'POST', '/oauth-clients', undefined, {
+    'content-type': 'application/json',
+  })
+  expect(settingsReply.status).toBe(400)
+  const deep = await browser.request('POST', '/settings/api/oauth-clients', {
+    body: megabyteDeep,
+    headers: { 'content-type': 'application/json', 'x-csrf-token': 'irrelevant' },
+  })
+  expect({ status: deep.status, body: await deep.json() }).toEqual(tooDeep)
+})
+
+test('a schema failure reports the first problem only, however large the value', async () => {
+  await using h = await harness()
+  const owner = await h.user()
+  const { thread_id } = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body
+  const attachment_ids = Array.from({ length: 50_000 }, (_, i) => `not-a-uuid-${i}`)
+  const reply = await h.call('POST', `/api/v1/threads/${thread_id}/messages`, {
+    token: owner.token,
+    body: { text: 'hi', attachment_ids },
+  })
+  expect(reply.status).toBe(400)
+  expect(reply.body.error).toBe('invalid_request')
+  expect(reply.body.message.length).toBeLessThan(200)
+})
+
+test('the caller is checked before the body is read: 401 first, and an endless body is never read on', async () => {
+  await using h = await harness()
+  const invalid = await h.call('POST', '/api/v1/threads', { body: { unknown: 'field' } })
+  expect({ status: invalid.status, error: invalid.body.error }).toEqual({ status: 401, error: 'unauthorized' })
+  for (const path of ['/api/v1/threads', '/settings/api/oauth-clients']) {
+    const { body, pulls } = endlessBody()
+    const response = await h.app.handle(
+      new Request(`${publicUrl}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': '100' },
+        body,
+      }),
+    )
+    expect(response.status).toBe(401)
+    expect(pulls()).toBeLessThanOrEqual(1) // at most what the platform buffers on its own, never a parse's worth
+  }
+  // A token without the scope is 403, also before the body.
+  const reader = await h.user({ scopes: ['threads:read'] })
+  const scope = await h.call('POST', '/api/v1/threads', { token: reader.token, body: megabyteDeep })
+  expect({ status: scope.status, error: scope.body.error }).toEqual({ status: 403, error: 'insufficient_scope' })
+})
+
+test('JSON routes take application/json only: other media types are 415 and create nothing', async () => {
+  await using h = await harness()
+  const owner = await h.user()
+  const form = new FormData()
+  form.set('text', 'x'.repeat(5 * 1024 * 1024))
+  const bodies: [string, RequestInit['body'], Record<string, string>][] = [
+    ['multipart', form, {}],
+    ['urlencoded', new URLSearchParams({ text: 'hello' }), {}],
+    ['text', '{"text":"hello"}', { 'content-type': 'text/plain' }],
+    ['none', '{"text":"hello"}', { 'content-type': '' }],
+  ]
+  for (const [, body, headers] of bodies) {
+    const response = await h.app.handle(
+      new Request(`${publicUrl}/api/v1/threads`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${owner.token}`, ...headers },
+        body,
+      }),
+    )
+    // A 5 MiB multipart body is refused by its length, before any route: only the upload and composer take it.
+    expect([413, 415]).toContain(response.status)
+    if (response.status === 415) {
+      expect(await response.json()).toEqual({ error: 'unsupported_media_type', message: expect.any(String) })
+      expect(response.headers.get('accept')).toBe('application/json')
+    }
+  }
+  expect(h.db.$client.query('select count(*) as n from threads').get()).toEqual({ n: 0 })
+  const small = new FormData()
+  small.set('text', 'hello')
+  const multipart = await h.call('POST', '/api/v1/threads', { token: owner.token, body: small })
+  expect(multipart.status).toBe(415)
+  const charset = await h.call('POST', '/api/v1/threads', {
+    token: owner.token,
+    body: { text: 'hello' },
+    headers: { 'content-type': 'application/json; charset=utf-8' },
+  })
+  expect(charset.status).toBe(201)
+})
+
+test('multipart bodies over the JSON bound are refused by length except on the upload and the composer', async () => {
+  await using h = await harness()
+  const owner = await h.user()
+  const big = { 'content-type': 'multipart/form-data; boundary=x', 'content-length': String(5 * 1024 * 1024) }
+  for (const path of ['/api/v1/threads', '/settings/api/oauth-clients', '/oauth/register', '/login']) {
+    const response = await h.app.handle(new Request(`${publicUrl}${path}`, { method: 'POST', headers: big }))
+    expect({ path, status: response.status }).toEqual({ path, status: 413 })
+  }
+  const { thread_id } = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body
+  // The upload judges its own body: an empty one is its own 400, not the JSON bound's 413.
+  const upload = await h.app.handle(
+    new Request(`${publicUrl}/api/v1/threads/${thread_id}/attachments`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'multipart/form-data; boundary=x' },
+      body: '--x--\r\n',
+    }),
+  )
+  expect(upload.status).toBe(400)
+})
+
+test('open streams are limited per person, whatever their tokens, and per process, with 429 and Retry-After', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner, config: { STREAM_LIMIT_PER_USER: 2, STREAM_LIMIT_TOTAL: 3 } })
+  const owner = await h.user()
+  const second = createPersonalAccessToken(h.db, { userId: owner.id, name: 'second', scopes: ['threads:read'] }, 0)
+  const { thread_id, message_id } = (
+    await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'go' } })
+  ).body
+  const job = await runner.started(message_id)
+  job.token('so far ')
+  const path = `/api/v1/threads/${thread_id}/messages/${message_id}/response/stream`
+  const first = await openStream(h, path, owner.token)
+  const other = await openStream(h, path, second)
+  const refused = await h.call('GET', path, { token: second })
+  expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 429, error: 'too_many_streams' })
+  expect(refused.headers.get('retry-after')).toBe('5')
+  // Another person may still open one, up to the process's limit of three.
+  const colleague = await h.user({ scopes: ['threads:read'] })
+  const theirs = await openStream(h, path, colleague.token)
+  expect(theirs.status).toBe(200)
+  const full = await h.call('GET', path, { token: (await h.user()).token })
+  expect(full.status).toBe(429)
+  // A stream whose client goes away gives its place back.
+  await other.events.next()
+  await other.events.return(undefined)
+  expect((await openStream(h, path, second)).status).toBe(200)
+  job.token('done now')
+  job.done()
+  expect(tokensOf(await collect(first.events))).toBe('so far done now')
+  expect((await h.call('GET', path, { token: colleague.token })).status).toBe(200)
+})
+
+test('done only when the thread is ready: an older answer’s stream and poll wait for a newer answer', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner })
+  const owner = await h.user()
+  const created = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'one' } })).body
+  const first = await runner.started(created.message_id)
+  first.token('first answer')
+  first.done()
+  const base = `/api/v1/threads/${created.thread_id}/messages`
+  const poll = (id: string) => h.call('GET', `${base}/${id}/response`, { token: owner.token })
+  expect((await poll(created.message_id)).status).toBe(200)
+  const sent = await h.call('POST', base, { token: owner.token, body: { text: 'two' } })
+  const second = await runner.started(sent.body.message_id)
+  // The first answer is complete, but the thread is busy: the poll says processing, the stream holds `done`.
+  expect((await poll(created.message_id)).body).toEqual({ status: 'processing' })
+  const stream = await openStream(h, `${base}/${created.message_id}/response/stream`, owner.token)
+  const replay = await stream.events.next()
+  expect(replay.value?.event).toBe('token')
+  const ending = stream.events.next()
+  second.token('second answer')
+  second.done()
+  expect((await ending).value).toEqual({ id: '12', event: 'done', data: '{}' })
+  expect((await h.call('GET', `/api/v1/threads/${created.thread_id}`, { token: owner.token })).body.state).toBe('ready')
+  expect((await poll(created.message_id)).status).toBe(200)
+})
+
+test('when the newer answer fails, the older answer’s waiting stream ends with error, never done', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner })
+  const owner = await h.user()
+  const created = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'one' } })).body
+  ;(await runner.started(created.message_id)).done()
+  const base = `/api/v1/threads/${created.thread_id}/messages`
+  const sent = await h.call('POST', base, { token: owner.token, body: { text: 'two' } })
+  const second = await runner.started(sent.body.message_id)
+  const stream = await openStream(h, `${base}/${created.message_id}/response/stream`, owner.token)
+  const events = collect(stream.events)
+  second.error('The model is unreachable')
+  expect((await events).map((event) => event.event)).toEqual(['error'])
+})
+
+test('unknown methods on known paths are 405 with Allow; unknown paths stay 404', async () => {
+  await using h = await harness()
+  const put = await h.call('PUT', '/api/v1/threads')
+  expect({ status: put.status, allow: put.headers.get('allow'), error: put.body.error }).toEqual({
+    status: 405,
+    allow: 'GET, HEAD, POST',
+    error: 'method_not_allowed',
+  })
+  const thread = await h.call('DELETE', '/api/v1/threads/0190a6c4-1d5c-7000-8000-000000000000/messages')
+  expect({ status: thread.status, allow: thread.headers.get('allow') }).toEqual({
+    status: 405,
+    allow: 'GET, HEAD, POST',
+  })
+  expect((await h.call('DELETE', '/healthz')).headers.get('allow')).toBe('GET, HEAD')
+  expect((await h.call('GET', '/api/v1/nothing-here')).status).toBe(404)
+})
+
+test('open registration never parses a body nested deeper than client metadata can be', async () => {
+  await using h = await harness()
+  const reply = await h.call('POST', '/oauth/register', { body: `{"client_name":${megabyteDeep}}` })
+  expect({ status: reply.status, error: reply.body.error }).toEqual({ status: 400, error: 'invalid_client_metadata' })
+})
+
+test('every route that may receive a body says how it reads it: as JSON after its guard, or not at all', async () => {
+  await using h = await harness()
+  const unread: string[] = []
+  for (const route of h.app.routes) {
+    if (['GET', 'HEAD', 'OPTIONS'].includes(route.method)) continue
+    const hooks = (route.hooks as { parse?: unknown }).parse
+    const names = (Array.isArray(hooks) ? hooks : hooks === undefined ? [] : [hooks]).map((hook) => {
+      const fn = typeof hook === 'object' && hook !== null && 'fn' in hook ? hook.fn : hook
+      return typeof fn === 'string' ? fn : typeof fn === 'function' ? fn.name : ''
+    })
+    // Elysia's own parser would buffer and parse whatever arrives, before the route could judge it.
+    if (!names.includes('none') && !names.includes('readJsonBody')) unread.push(`${route.method} ${route.path}`)
+  }
+  expect(unread).toEqual([])
+})

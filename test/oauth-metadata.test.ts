@@ -33,7 +33,7 @@ test('protected resource metadata (RFC 9728) for the host and for /api/v1', asyn
   const common = {
     authorization_servers: [base],
     scopes_supported: ['threads:read', 'threads:read:own', 'threads:write'],
-    bearer_methods_supported: ['header', 'query'],
+    bearer_methods_supported: ['header'],
     resource_name: 'Threadhouse API',
     resource_documentation: `${base}/swagger`,
   }

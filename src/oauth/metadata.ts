@@ -34,28 +34,18 @@ export function authorizationServerMetadata(publicUrl: string): OAuthModel.autho
 /**
  * RFC 9728 §3.3: `resource` must be the identifier the well-known path was built from, so the root document
  * describes the whole host and each path-suffixed one (which MCP clients try first) its own resource: /api/v1,
- * or the MCP server at /mcp, which takes tokens in the Authorization header only.
+ * or the MCP server at /mcp. Both take tokens in the Authorization header only (src/auth/index.ts).
  */
 export function protectedResourceMetadata(
   publicUrl: string,
   path: '' | ProtectedResource,
 ): OAuthModel.protectedResourceMetadata {
-  if (path === '/mcp') {
-    return {
-      resource: `${publicUrl}/mcp`,
-      authorization_servers: [publicUrl],
-      scopes_supported: [...scopes],
-      bearer_methods_supported: ['header'],
-      resource_name: 'Threadhouse MCP server',
-    }
-  }
-  return {
+  const common = {
     resource: `${publicUrl}${path}`,
     authorization_servers: [publicUrl],
     scopes_supported: [...scopes],
-    // The query form serves clients that cannot set headers, such as a browser's EventSource (RFC 6750 §2.3).
-    bearer_methods_supported: ['header', 'query'],
-    resource_name: 'Threadhouse API',
-    resource_documentation: `${publicUrl}/swagger`,
+    bearer_methods_supported: ['header' as const],
   }
+  if (path === '/mcp') return { ...common, resource_name: 'Threadhouse MCP server' }
+  return { ...common, resource_name: 'Threadhouse API', resource_documentation: `${publicUrl}/swagger` }
 }

@@ -51,7 +51,7 @@ export namespace OAuthModel {
       ),
       authorization_servers: t.Array(t.String()),
       scopes_supported: t.Array(t.String()),
-      bearer_methods_supported: t.Array(t.Union([t.Literal('header'), t.Literal('query')])),
+      bearer_methods_supported: t.Array(t.Literal('header'), { description: 'The Authorization header only.' }),
       resource_name: t.String(),
       resource_documentation: t.Optional(t.String({ description: 'The API’s Swagger UI; absent for /mcp.' })),
     },

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import { type BrowserSession, openBrowser } from './support/browser'
-import { type ServerProcess, startServer } from './support/helpers'
+import { type ServerProcess, startServerAtOwnUrl } from './support/helpers'
 import { basic, pkce } from './support/oauth-helpers'
 
 const ownerEmail = 'owner@example.com'
@@ -25,13 +25,6 @@ const pixel = Buffer.from(
   'base64',
 )
 
-function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = probe.port ?? 0
-  probe.stop(true)
-  return port
-}
-
 let dir = ''
 let server: ServerProcess
 let session: BrowserSession
@@ -41,10 +34,7 @@ const dialogs: string[] = []
 /** A fresh database, server process and browser; the module-level handles point at them. */
 async function launch(): Promise<void> {
   dir = mkdtempSync(join(tmpdir(), 'threadhouse-settings-browser-'))
-  const port = freePort()
-  server = await startServer({
-    PORT: String(port),
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
+  server = await startServerAtOwnUrl({
     DATABASE_PATH: join(dir, 'db.sqlite'),
     UPLOADS_DIR: join(dir, 'uploads'),
     ADMIN_EMAIL: ownerEmail,

@@ -8,15 +8,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import sharp from 'sharp'
-import { openBrowser } from './support/browser'
-import { firstRunToken, type ServerProcess, startServer } from './support/helpers'
+import { sharedBrowser } from './support/browser'
+import { firstRunToken, type ServerProcess, startServerAtOwnUrl } from './support/helpers'
 import { startFakeOidcProvider } from './support/oidc-provider'
 
 const email = 'ada@example.com'
 const password = 'correct horse battery'
 
-/** A port that was free a moment ago, so that PUBLIC_URL (and every app_url) names the real address. */
-async function freePort(): Promise<number> {
+/** A port that was free a moment ago, where no provider listens. */
+async function closedPort(): Promise<number> {
   const probe = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response() })
   const port = probe.port ?? 0
   await probe.stop(true)
@@ -31,11 +31,7 @@ interface Site extends AsyncDisposable {
 
 async function startSite(env: Record<string, string> = {}): Promise<Site> {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-web-'))
-  const port = await freePort()
-  const url = `http://127.0.0.1:${port}`
-  const server = await startServer({
-    PORT: String(port),
-    PUBLIC_URL: url,
+  const server = await startServerAtOwnUrl({
     DATABASE_PATH: join(dir, 'db.sqlite'),
     UPLOADS_DIR: join(dir, 'uploads'),
     ADMIN_EMAIL: email,
@@ -45,7 +41,7 @@ async function startSite(env: Record<string, string> = {}): Promise<Site> {
   const token = await firstRunToken(server)
   return {
     server,
-    url,
+    url: server.url,
     token,
     async [Symbol.asyncDispose]() {
       await server[Symbol.asyncDispose]()
@@ -100,6 +96,9 @@ async function api(site: Site, path: string, init: RequestInit = {}): Promise<Re
   })
 }
 
+// One Chromium; each test has a context of its own. The tests share the first site (each makes its own threads) or
+// start their own, so they run concurrently: most of their time is spent waiting for answers to stream in.
+const browser = sharedBrowser()
 let site: Site
 beforeAll(async () => {
   // Slow enough to watch an answer arrive and to press Stop in the middle of a long one.
@@ -109,8 +108,8 @@ afterAll(async () => {
   await site?.[Symbol.asyncDispose]()
 }, 60_000)
 
-test('sign in, start a thread with an image, watch it stream, rate it, follow up, open a message link', async () => {
-  await using session = await openBrowser(site.url)
+test.concurrent('sign in, start a thread with an image, watch it stream, rate it, follow up, open a message link', async () => {
+  await using session = await browser.open(site.url)
   const { page } = session
   const dialogs: string[] = []
   page.on('dialog', (dialog) => {
@@ -173,8 +172,8 @@ test('sign in, start a thread with an image, watch it stream, rate it, follow up
   expect(session.errors).toEqual([])
 }, 60_000)
 
-test('rename, archive, make private, and stop a running answer', async () => {
-  await using session = await openBrowser(site.url)
+test.concurrent('rename, archive, make private, and stop a running answer', async () => {
+  await using session = await browser.open(site.url)
   const { page } = session
   await signIn(page)
   await page.getByLabel('Message', { exact: true }).fill('Short start')
@@ -208,8 +207,8 @@ test('rename, archive, make private, and stop a running answer', async () => {
   expect(session.errors).toEqual([])
 }, 60_000)
 
-test('markup typed into every field stays text: names, messages, files, comments, search', async () => {
-  await using session = await openBrowser(site.url)
+test.concurrent('markup typed into every field stays text: names, messages, files, comments, search', async () => {
+  await using session = await browser.open(site.url)
   const { page } = session
   const dialogs: string[] = []
   page.on('dialog', (dialog) => {
@@ -259,17 +258,16 @@ test('markup typed into every field stays text: names, messages, files, comments
   expect(session.errors).toEqual([])
 }, 60_000)
 
-test('a thread in error continues in a new thread that starts with an extract of the old one', async () => {
+test.concurrent('a thread in error continues in a new thread that starts with an extract of the old one', async () => {
   // A provider that cannot be reached: every answer fails at once, and the thread moves to error.
-  const closedPort = await freePort()
   await using broken = await startSite({
     LLM_PROVIDER: 'openai',
-    LLM_BASE_URL: `http://127.0.0.1:${closedPort}/v1`,
+    LLM_BASE_URL: `http://127.0.0.1:${await closedPort()}/v1`,
     LLM_API_KEY: 'unused',
     LLM_MODEL: 'none',
     LLM_MAX_ATTEMPTS: '1',
   })
-  await using session = await openBrowser(broken.url)
+  await using session = await browser.open(broken.url)
   const { page } = session
   await signIn(page)
   await page.getByLabel('Message', { exact: true }).fill('Plan a weekend in Lyon')
@@ -286,7 +284,7 @@ test('a thread in error continues in a new thread that starts with an extract of
   await page.getByLabel('Message', { exact: true }).waitFor()
 }, 60_000)
 
-test('sign in with the OpenID Connect provider from the sign-in page', async () => {
+test.concurrent('sign in with the OpenID Connect provider from the sign-in page', async () => {
   await using provider = await startFakeOidcProvider()
   await using withOidc = await startSite({
     OIDC_ISSUER: provider.issuer,
@@ -294,7 +292,7 @@ test('sign in with the OpenID Connect provider from the sign-in page', async () 
     OIDC_CLIENT_SECRET: provider.clientSecret,
     OIDC_NAME: 'Example ID',
   })
-  await using session = await openBrowser(withOidc.url)
+  await using session = await browser.open(withOidc.url)
   const { page } = session
   await page.goto('/')
   await page.getByRole('link', { name: 'Sign in with Example ID' }).click()

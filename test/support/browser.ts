@@ -1,20 +1,34 @@
 // Real headless Chromium (Debian's package) driven by playwright-core, for end-to-end tests of the pages.
 // Playwright never downloads a browser here: it is pointed at /usr/bin/chromium.
+import { afterAll } from 'bun:test'
+import { accessSync, constants } from 'node:fs'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 
 export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 
-export interface BrowserSession extends AsyncDisposable {
-  browser: Browser
-  context: BrowserContext
-  page: Page
-  /** Every console error and page error seen so far (CSP violations show up here). */
-  errors: string[]
+let installed: boolean | undefined
+
+/** One line naming the package to install, instead of Playwright's launch error and call log; checked once. */
+function requireChromium(): void {
+  installed ??= (() => {
+    try {
+      accessSync(chromiumPath, constants.X_OK)
+      return true
+    } catch {
+      return false
+    }
+  })()
+  if (!installed) {
+    throw new Error(
+      `Chromium not found at ${chromiumPath}: install Debian's package with \`apt-get install chromium\` ` +
+        '(or set CHROMIUM_PATH)',
+    )
+  }
 }
 
-/** A fresh browser with one page; closed by `await using`. */
-export async function openBrowser(baseURL: string): Promise<BrowserSession> {
-  const browser = await chromium.launch({
+async function launch(): Promise<Browser> {
+  requireChromium()
+  return chromium.launch({
     executablePath: chromiumPath,
     args: [
       '--headless',
@@ -26,6 +40,18 @@ export async function openBrowser(baseURL: string): Promise<BrowserSession> {
       '--no-first-run',
     ],
   })
+}
+
+export interface BrowserSession extends AsyncDisposable {
+  browser: Browser
+  context: BrowserContext
+  page: Page
+  /** Every console error and page error seen so far (CSP violations show up here). */
+  errors: string[]
+}
+
+/** A fresh context (its own cookies, storage and permissions) with one page; `close` ends it. */
+async function session(browser: Browser, baseURL: string, close: () => Promise<void>): Promise<BrowserSession> {
   const context = await browser.newContext({ baseURL })
   const page = await context.newPage()
   const errors: string[] = []
@@ -33,13 +59,35 @@ export async function openBrowser(baseURL: string): Promise<BrowserSession> {
     if (message.type() === 'error') errors.push(message.text())
   })
   page.on('pageerror', (error) => errors.push(error.message))
+  return { browser, context, page, errors, [Symbol.asyncDispose]: close }
+}
+
+/** A browser of its own with one page; closed by `await using`. */
+export async function openBrowser(baseURL: string): Promise<BrowserSession> {
+  const browser = await launch()
+  return session(browser, baseURL, () => browser.close())
+}
+
+/**
+ * One Chromium for every test of the file that calls this at its top level: started by the first `open`, closed
+ * after the file's last test. Launching costs seconds; a context costs a fraction of one and shares nothing with
+ * the others, so each `open` (closed by `await using`) is as fresh as a browser of its own, and concurrent tests
+ * may each have one.
+ */
+export function sharedBrowser(): { open(baseURL: string): Promise<BrowserSession> } {
+  let launched: Promise<Browser> | undefined
+  afterAll(async () => {
+    const browser = await launched?.catch(() => undefined)
+    await browser?.close()
+  })
   return {
-    browser,
-    context,
-    page,
-    errors,
-    async [Symbol.asyncDispose]() {
-      await browser.close()
+    async open(baseURL) {
+      launched ??= launch()
+      const browser = await launched
+      const opened = await session(browser, baseURL, async () => {
+        await opened.context.close()
+      })
+      return opened
     },
   }
 }

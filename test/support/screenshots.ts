@@ -1,28 +1,23 @@
 // Regenerates docs/screenshots/: the threads list and a thread with a streamed answer, light and dark, taken in
-// headless Chromium from a real server with a few threads made through the pages. Run: bun test/support/screenshots.ts
+// headless Chromium from a real server with a few threads made through the pages.
+// Run: bun test/support/screenshots.ts
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import sharp from 'sharp'
 import { openBrowser } from './browser'
-import { startServer } from './helpers'
+import { startServerAtOwnUrl } from './helpers'
 
 const out = join(import.meta.dir, '..', '..', 'docs', 'screenshots')
 const dir = mkdtempSync(join(tmpdir(), 'threadhouse-shots-'))
-const probe = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response() })
-const url = `http://127.0.0.1:${probe.port}`
-await probe.stop(true)
-
-const server = await startServer({
-  PORT: new URL(url).port,
-  PUBLIC_URL: url,
+const server = await startServerAtOwnUrl({
   DATABASE_PATH: join(dir, 'db.sqlite'),
   UPLOADS_DIR: join(dir, 'uploads'),
   ADMIN_EMAIL: 'ada@example.com',
   ADMIN_PASSWORD: 'correct horse battery',
   ECHO_TOKEN_DELAY_MS: '5',
 })
-const session = await openBrowser(url)
+const session = await openBrowser(server.url)
 try {
   const { page } = session
   await page.setViewportSize({ width: 1100, height: 1000 })

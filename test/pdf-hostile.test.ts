@@ -10,10 +10,14 @@ import { PDFDocument, PDFName, StandardFonts } from 'pdf-lib'
 import { attachments } from '../src/attachments/attachments.table'
 import { pdfLimits } from '../src/attachments/limits'
 import { pdfText, pdfTextPath } from '../src/generation/providers/pdf-text'
-import { type Harness, harness } from './support/helpers'
+import { type Harness, harness, sharedInspector } from './support/helpers'
 
 // Uploads are checked in inspect processes, which a busy machine starts slowly.
 setDefaultTimeout(30_000)
+
+// One pool of inspect processes checks every upload here; each test has its own app and files, so the tests run
+// concurrently.
+const inspector = sharedInspector()
 
 const folder = mkdtempSync(join(tmpdir(), 'threadhouse-pdf-hostile-'))
 afterAll(() => rmSync(folder, { recursive: true, force: true }))
@@ -113,7 +117,7 @@ function respelled(pdf: string | Uint8Array, from: string, to: string): Uint8Arr
 }
 
 async function uploaded(bytes: Uint8Array, name: string): Promise<{ h: Harness; status: number; body: unknown }> {
-  const h = await harness()
+  const h = await harness({ inspector })
   const owner = await h.user()
   const thread = await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })
   const form = new FormData()
@@ -149,7 +153,7 @@ async function extracted(bytes: Uint8Array, name: string): Promise<string | null
 
 const tooLarge = { code: 'too_large', limit: pdfLimits.maxInflatedBytes }
 
-describe('a compressed stream counts toward the inflation limit whatever it says it is', () => {
+describe.concurrent('a compressed stream counts toward the inflation limit whatever it says it is', () => {
   for (const layer of ['none', 'hex', 'ascii85'] as const) {
     const under = layer === 'none' ? '' : `, under an ${layer} layer`
     test(`422 too_large for an image that is also a page's contents${under}`, async () => {
@@ -174,7 +178,7 @@ describe('a compressed stream counts toward the inflation limit whatever it says
   })
 })
 
-describe('text extraction stops at the text limit', () => {
+describe.concurrent('text extraction stops at the text limit', () => {
   test('a PDF of more text than models are given yields the limit and a note saying the rest was left out', async () => {
     const page = 'a'.repeat(100_000)
     const pages = Array.from({ length: pdfLimits.maxTextLength / page.length + 2 }, () => page)
@@ -186,7 +190,7 @@ describe('text extraction stops at the text limit', () => {
   })
 })
 
-describe('names spelled with #xx escapes mean what they spell', () => {
+describe.concurrent('names spelled with #xx escapes mean what they spell', () => {
   for (const spelling of ['/Encr#79pt', '/#45#6e#63#72#79#70#74']) {
     test(`422 password_protected for an encrypted PDF whose trailer says ${spelling}`, async () => {
       await expectRefused(respelled(encrypted, '/Encrypt', spelling), { code: 'password_protected' })

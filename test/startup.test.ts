@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { firstRunToken, type ServerProcess, startServer, until } from './support/helpers'
 
-// Every test here starts bun processes (startServer alone allows 20 s to listen).
+// Every test here starts bun processes (startServer alone allows 20 s to listen). Each refusal has folders of its
+// own, so those tests run concurrently: most of their time is spent waiting for processes to start.
 setDefaultTimeout(30_000)
 
 const dir = mkdtempSync(join(tmpdir(), 'threadhouse-startup-'))
@@ -102,7 +103,7 @@ function expectRefusal(outcome: Outcome, line: string): void {
   })
 }
 
-test('a second server on the same database is refused, however the path is spelled', async () => {
+test.concurrent('a second server on the same database is refused, however the path is spelled', async () => {
   expectRefusal(
     await start({ ...own(), DATABASE_PATH: running.DATABASE_PATH }),
     `Cannot use DATABASE_PATH ${running.DATABASE_PATH}: another Threadhouse server is running on it (one server per SQLite file)`,
@@ -116,7 +117,7 @@ test('a second server on the same database is refused, however the path is spell
   )
 })
 
-test('a second server on the same port is refused, instead of sharing it', async () => {
+test.concurrent('a second server on the same port is refused, instead of sharing it', async () => {
   expectRefusal(
     await start({ ...own(), PORT: String(port) }),
     `Cannot listen on HOST 127.0.0.1, PORT ${port}: the port is already in use`,
@@ -125,7 +126,7 @@ test('a second server on the same port is refused, instead of sharing it', async
   expect((await fetch(`${server.url}/healthz`)).status).toBe(200)
 })
 
-test('the operator CLI works beside the running server, on the same database', async () => {
+test.concurrent('the operator CLI works beside the running server, on the same database', async () => {
   const child = Bun.spawn(
     ['bun', 'run', 'cli', 'token:create', '--email', running.ADMIN_EMAIL, '--scopes', 'threads:read'],
     {
@@ -146,7 +147,7 @@ test('the operator CLI works beside the running server, on the same database', a
   expect(listed.status).toBe(200)
 })
 
-test('a DATABASE_PATH folder that cannot be written or created is refused', async () => {
+test.concurrent('a DATABASE_PATH folder that cannot be written or created is refused', async () => {
   const readOnly = folder(join(dir, 'read-only'), 0o555)
   const inReadOnly = join(readOnly, 'db.sqlite')
   expectRefusal(
@@ -167,7 +168,7 @@ test('a DATABASE_PATH folder that cannot be written or created is refused', asyn
   )
 })
 
-test('a DATABASE_PATH that is a folder, or whose files or lock cannot be written, is refused', async () => {
+test.concurrent('a DATABASE_PATH that is a folder, or whose files or lock cannot be written, is refused', async () => {
   const path = own().DATABASE_PATH
   mkdirSync(path)
   expectRefusal(
@@ -198,7 +199,7 @@ test('a DATABASE_PATH that is a folder, or whose files or lock cannot be written
   )
 })
 
-test('an UPLOADS_DIR that cannot be written or created is refused', async () => {
+test.concurrent('an UPLOADS_DIR that cannot be written or created is refused', async () => {
   const readOnly = folder(join(dir, 'read-only-uploads'), 0o555)
   expectRefusal(
     await start({ ...own(), UPLOADS_DIR: readOnly }, unprivileged),
@@ -209,7 +210,8 @@ test('an UPLOADS_DIR that cannot be written or created is refused', async () => 
   expectRefusal(await start({ ...own(), UPLOADS_DIR: file }), `Cannot use UPLOADS_DIR ${file}: it is not a folder`)
 })
 
-test('a server killed outright leaves no lock behind: the next start on its database listens', async () => {
+// Last, alone: it ends the server the others run beside.
+test.serial('a server killed outright leaves no lock behind: the next start on its database listens', async () => {
   server.process.kill('SIGKILL')
   await server.process.exited
   await using again = await startServer(running)

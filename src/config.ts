@@ -27,6 +27,22 @@ const variables = {
   },
   DATABASE_PATH: { schema: T.String({ minLength: 1 }), fallback: 'db/threadhouse.sqlite' },
   UPLOADS_DIR: { schema: T.String({ minLength: 1 }), fallback: 'uploads' },
+  /** Attachments in this S3-compatible bucket instead of UPLOADS_DIR, which then only stages uploads being checked. */
+  S3_BUCKET: {
+    schema: T.String({
+      pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$',
+      description: 'must be a bucket name: 3-63 lowercase letters, digits, dots and hyphens',
+    }),
+    fallback: undefined,
+  },
+  /** The service's URL (MinIO, R2, Garage…); unset for AWS itself, whose endpoint follows from S3_REGION. */
+  S3_ENDPOINT: { schema: HttpUrl, fallback: undefined },
+  S3_REGION: {
+    schema: T.String({ pattern: '^[a-z0-9-]{1,64}$', description: 'must be a region name such as eu-west-1 or auto' }),
+    fallback: undefined,
+  },
+  S3_ACCESS_KEY_ID: { schema: T.String({ minLength: 1 }), fallback: undefined },
+  S3_SECRET_ACCESS_KEY: { schema: T.String({ minLength: 1 }), fallback: undefined },
   LLM_PROVIDER: { schema: T.Union([T.Literal('echo'), T.Literal('openai'), T.Literal('anthropic')]), fallback: 'echo' },
   ECHO_TOKEN_DELAY_MS: { schema: Millis, fallback: 15 },
   /** How long SIGTERM waits for running answers to finish before interrupting them. */
@@ -85,7 +101,14 @@ export type Config = {
 export class ConfigError extends Error {}
 
 /** Variables whose values are never repeated in an error line, since they may hold secrets. */
-const secret = new Set<string>(['LLM_API_KEY', 'LLM_EXTRA_HEADERS', 'ADMIN_PASSWORD', 'OIDC_CLIENT_SECRET'])
+const secret = new Set<string>([
+  'LLM_API_KEY',
+  'LLM_EXTRA_HEADERS',
+  'ADMIN_PASSWORD',
+  'OIDC_CLIENT_SECRET',
+  'S3_ACCESS_KEY_ID',
+  'S3_SECRET_ACCESS_KEY',
+])
 
 function decode(name: string, raw: string, type: unknown): unknown {
   if (type === 'integer') {
@@ -144,6 +167,23 @@ function checkOidc(config: Config): void {
   }
 }
 
+/**
+ * S3 storage is on when S3_BUCKET is set, and then needs its key pair (Bun's client would otherwise look for
+ * credentials elsewhere in the environment, which this reference would not list). An S3 setting without a bucket
+ * is a mistake, not a quiet fall back to the uploads folder.
+ */
+function checkS3(config: Config): void {
+  const settings = ['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const
+  if (config.S3_BUCKET === undefined) {
+    const stray = settings.find((name) => config[name] !== undefined)
+    if (stray) throw new ConfigError(`${stray} is set but S3_BUCKET is not`)
+    return
+  }
+  for (const name of ['S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const) {
+    if (config[name] === undefined) throw new ConfigError(`${name} is required when S3_BUCKET is set`)
+  }
+}
+
 /** Reads the configuration from an environment map (process.env by default); throws ConfigError. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const config: Record<string, unknown> = {}
@@ -157,5 +197,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   checkProvider(config as Config)
   checkOidc(config as Config)
+  checkS3(config as Config)
   return config as Config
 }

@@ -3,6 +3,7 @@
 import { expect, test } from 'bun:test'
 import { ConfigError, loadConfig } from '../src/config'
 import { describeProvider, providerSettings } from '../src/generation/settings'
+import { blobLocation, openBlobStore } from '../src/storage/blobs'
 
 const secret = 'sk-live-do-not-print-me'
 
@@ -97,4 +98,48 @@ test('what is logged about the provider leaves out the key, header values and UR
     extraHeaders: ['X-Proxy-Key'],
   })
   expect(JSON.stringify(logged)).not.toContain(secret)
+})
+
+test('S3_BUCKET moves attachments to a bucket, with the S3_* settings Bun reads; unset keeps UPLOADS_DIR', () => {
+  expect(blobLocation(loadConfig({ UPLOADS_DIR: '/srv/uploads' }))).toEqual({ kind: 'local', root: '/srv/uploads' })
+  const location = blobLocation(
+    loadConfig({
+      S3_BUCKET: 'threadhouse-files',
+      S3_ENDPOINT: 'https://minio.example.com:9000',
+      S3_REGION: 'eu-west-1',
+      S3_ACCESS_KEY_ID: 'AKIAEXAMPLE',
+      S3_SECRET_ACCESS_KEY: secret,
+    }),
+  )
+  expect(location).toEqual({
+    kind: 's3',
+    bucket: 'threadhouse-files',
+    endpoint: 'https://minio.example.com:9000',
+    region: 'eu-west-1',
+    accessKeyId: 'AKIAEXAMPLE',
+    secretAccessKey: secret,
+  })
+  // What the start-up log shows: the bucket and its endpoint, never a credential.
+  if (location.kind !== 's3') throw new Error('expected an S3 location')
+  const shown = openBlobStore({ ...location, endpoint: 'https://user:pass@minio.example.com:9000' }).description
+  expect(shown).toEqual({ kind: 's3', bucket: 'threadhouse-files', endpoint: 'https://minio.example.com:9000' })
+})
+
+test('bad S3 settings are named in one line, and the keys are never repeated', () => {
+  const keys = { S3_ACCESS_KEY_ID: 'AKIAEXAMPLE', S3_SECRET_ACCESS_KEY: secret }
+  expect(failure({ S3_BUCKET: 'My_Bucket', ...keys })).toBe(
+    'S3_BUCKET is invalid ("My_Bucket"): must be a bucket name: 3-63 lowercase letters, digits, dots and hyphens',
+  )
+  expect(failure({ S3_BUCKET: 'files', S3_ENDPOINT: 'minio:9000', ...keys })).toStartWith(
+    'S3_ENDPOINT is invalid ("minio:9000")',
+  )
+  expect(failure({ S3_BUCKET: 'files', S3_REGION: 'EU West', ...keys })).toBe(
+    'S3_REGION is invalid ("EU West"): must be a region name such as eu-west-1 or auto',
+  )
+  expect(failure({ S3_ENDPOINT: 'http://127.0.0.1:9000' })).toBe('S3_ENDPOINT is set but S3_BUCKET is not')
+  expect(failure({ S3_SECRET_ACCESS_KEY: secret })).toBe('S3_SECRET_ACCESS_KEY is set but S3_BUCKET is not')
+  expect(failure({ S3_BUCKET: 'files', S3_ACCESS_KEY_ID: 'AKIAEXAMPLE' })).toBe(
+    'S3_SECRET_ACCESS_KEY is required when S3_BUCKET is set',
+  )
+  expect(failure({ S3_BUCKET: 'files' })).toBe('S3_ACCESS_KEY_ID is required when S3_BUCKET is set')
 })

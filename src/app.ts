@@ -24,6 +24,8 @@ import { AllowedMethods } from './shared/methods'
 import { RateLimiter } from './shared/rate-limit'
 import { responseSchemas } from './shared/responses'
 import type { Clock } from './shared/time'
+import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
+import { storageHealth } from './storage/health'
 import { threadRoutes } from './threads'
 import { threadPages } from './threads/pages'
 import { linksFor } from './threads/service'
@@ -36,6 +38,8 @@ export interface AppDeps {
   runner: GenerationRunner
   /** Checks uploaded files off the request thread; its owner closes it on shutdown, as with the runner. */
   inspector: FileInspector
+  /** Where attachments' bytes are kept; by default the store the configuration names (UPLOADS_DIR or S3_BUCKET). */
+  blobs?: BlobStore
   clock: Clock
   log: Logger
   /** Comment lines for silent SSE streams, every 15 s unless a test brings its own. */
@@ -57,8 +61,9 @@ export function createApp(deps: AppDeps) {
     clock: deps.clock,
     log: deps.log,
     concurrency: deps.config.GENERATION_CONCURRENCY,
-    uploadsDir: deps.config.UPLOADS_DIR,
   })
+  const blobs = deps.blobs ?? openBlobStore(blobLocation(deps.config))
+  const storageAnswers = storageHealth(blobs, deps.log)
   const oidc = oidcSettings(deps.config)
   const perMinute = (max: number) => (max > 0 ? new RateLimiter({ max, windowMs: 60_000 }, deps.clock) : undefined)
   const shared = {
@@ -76,6 +81,7 @@ export function createApp(deps: AppDeps) {
     }),
     uploadsDir: deps.config.UPLOADS_DIR,
     inspector: deps.inspector,
+    blobs,
     publicUrl: deps.config.PUBLIC_URL,
     csrfKey: crypto.getRandomValues(new Uint8Array(32)),
     responses: responseSchemas(deps.validateResponses ?? true),
@@ -90,9 +96,9 @@ export function createApp(deps: AppDeps) {
     .use(httpBasics({ log: deps.log, config: deps.config, ipLimiter: perMinute(deps.config.RATE_LIMIT_IP_PER_MINUTE) }))
     .get(
       '/healthz',
-      () => {
+      async ({ status }) => {
         deps.db.$client.query('select 1').get()
-        return { status: 'ok' }
+        return (await storageAnswers()) ? { status: 'ok' } : status(503, { status: 'storage_unavailable' })
       },
       { detail: { hide: true } },
     )

@@ -12,7 +12,8 @@ import { createWorkerRunner } from './generation/runner'
 import { describeProvider, providerSettings } from './generation/settings'
 import { createLogger } from './shared/log'
 import { systemClock } from './shared/time'
-import { listenFailure, prepareStorage, StartupError } from './startup'
+import { checkBlobStore, listenFailure, prepareStorage, StartupError } from './startup'
+import { blobLocation, openBlobStore } from './storage/blobs'
 import { startSearchIndexer } from './threads/search'
 import { startUpkeep } from './upkeep'
 
@@ -25,11 +26,13 @@ try {
   process.exit(1)
 }
 
-// What would fail later (the first upload into a read-only folder, a second server on the same file) stops
-// the start here, with one line, before anything is opened or logged.
+// What would fail later (the first upload into a read-only folder or an unreachable bucket, a second server on the
+// same file) stops the start here, with one line, before anything is opened or logged.
 let instanceLock: ReturnType<typeof lockDatabase>
+const blobs = openBlobStore(blobLocation(config))
 try {
   prepareStorage(config)
+  await checkBlobStore(blobs)
   instanceLock = lockDatabase(config.DATABASE_PATH)
 } catch (error) {
   if (!(error instanceof StartupError)) throw error
@@ -40,15 +43,15 @@ try {
 const log = createLogger(config.LOG_LEVEL)
 const db = openDatabase(config.DATABASE_PATH)
 migrateDatabase(db)
-const swept = await sweepUploads(db, config.UPLOADS_DIR)
+const swept = await sweepUploads(db, blobs, config.UPLOADS_DIR)
 if (swept > 0) log.info('removed stray upload files left by a crash', { count: swept })
 
 const settings = providerSettings(config)
-const runner = createWorkerRunner(settings, log)
+const runner = createWorkerRunner(settings, blobs.location, log)
 const inspector = createFileInspector(log)
 // Response bodies are checked against their schemas in tests, not on every production request: see
 // AppDeps.validateResponses.
-const app = createApp({ db, config, runner, inspector, clock: systemClock, log, validateResponses: false })
+const app = createApp({ db, config, runner, inspector, blobs, clock: systemClock, log, validateResponses: false })
 try {
   // Bun shares a port between processes that both ask (SO_REUSEPORT) and Elysia asks by default: a second
   // server on the same port would take half the requests, on its own database.
@@ -68,7 +71,7 @@ const indexer = startSearchIndexer(db, log)
 const upkeep = startUpkeep(db, systemClock, log)
 // Which stores and which model this process uses, so an operator reading the log knows what they are looking at.
 log.info('database', { kind: 'sqlite', path: resolve(config.DATABASE_PATH) })
-log.info('storage', { kind: 'local', path: resolve(config.UPLOADS_DIR) })
+log.info('storage', blobs.description)
 log.info('generator', describeProvider(settings))
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
 // Only once the server is up: credentials printed beside a failed start would never be printed again.

@@ -704,7 +704,7 @@ describe.concurrent('messages that reference attachments', () => {
     ])
   })
 
-  test('a generator gets each file’s name, type and a path to read: the scaled copy of a large image', async () => {
+  test('a generator gets each file’s name, type and a key to read: the scaled copy of a large image', async () => {
     const runner = new ScriptedRunner()
     await using s = await setup({ runner })
     const [large, small, notes] = (await uploaded(
@@ -718,12 +718,13 @@ describe.concurrent('messages that reference attachments', () => {
     const history = runner.jobs.get(sent.body.message_id)?.history ?? []
     expect(history.map((message) => message.attachments)).toEqual([
       {
-        [notes]: { filename: 'notes.md', mediaType: 'text/markdown', path: join(s.h.uploadsDir, notes) },
-        [large]: { filename: 'large.jpg', mediaType: 'image/jpeg', path: join(s.h.uploadsDir, `${large}.resized`) },
-        [small]: { filename: 'small.png', mediaType: 'image/png', path: join(s.h.uploadsDir, small) },
+        [notes]: { filename: 'notes.md', mediaType: 'text/markdown', key: notes },
+        [large]: { filename: 'large.jpg', mediaType: 'image/jpeg', key: `${large}.resized` },
+        [small]: { filename: 'small.png', mediaType: 'image/png', key: small },
       },
     ])
-    const scaled = await sharp(history[0]?.attachments?.[large]?.path).metadata()
+    const read = await s.h.blobs.get(history[0]?.attachments?.[large]?.key ?? '')
+    const scaled = await sharp(await read?.bytes()).metadata()
     expect([scaled.width, scaled.height]).toEqual([1568, 1254])
   })
 })
@@ -794,7 +795,7 @@ describe.concurrent('start-up sweep', () => {
     for (const name of [`${orphan}`, `${orphan}.resized`, `${kept[0]}.tmp`, 'junk', '.gitkeep']) {
       await Bun.write(join(s.h.uploadsDir, name), 'x')
     }
-    expect(await sweepUploads(s.h.db, s.h.uploadsDir)).toBe(4)
+    expect(await sweepUploads(s.h.db, s.h.blobs, s.h.uploadsDir)).toBe(4)
     expect(storedFiles(s.h)).toEqual(['.gitkeep', ...kept].sort())
   })
 })

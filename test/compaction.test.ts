@@ -23,7 +23,7 @@ test('older turns are summarised once the history outgrows the context budget', 
     () => sse(openaiText(['Fourth answer.'])),
   )
   const settings = settingsFor('openai', fake, budget)
-  await using h = await harness({ runner: createWorkerRunner(settings, silentLogger) })
+  await using h = await harness({ runner: (blobs) => createWorkerRunner(settings, blobs, silentLogger) })
   const { token } = await h.user()
 
   const one = await ask(h, token, words('one', 100))

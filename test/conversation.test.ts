@@ -1,5 +1,5 @@
 // History conversion, checked on hand-made history objects: summaries, choices and their answers,
-// and attachments (files written by the test; PDF text is extracted and cached beside the file).
+// and attachments (files the test puts in a local blob store; PDF text is extracted and cached beside the file).
 import { afterAll, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -9,9 +9,11 @@ import { anthropicMessages } from '../src/generation/providers/anthropic'
 import { loadHistory, summaryHeading, toTurns } from '../src/generation/providers/conversation'
 import { openaiMessages } from '../src/generation/providers/openai'
 import type { HistoryMessage } from '../src/generation/types'
+import { LocalBlobStore } from '../src/storage/blobs'
 
 const folder = mkdtempSync(join(tmpdir(), 'threadhouse-conversation-'))
 afterAll(() => rmSync(folder, { recursive: true, force: true }))
+const blobs = new LocalBlobStore(folder)
 
 // The smallest valid PNG: one transparent pixel.
 const pixel = Buffer.from(
@@ -20,14 +22,14 @@ const pixel = Buffer.from(
 )
 
 async function withFiles(): Promise<HistoryMessage> {
-  await Bun.write(join(folder, 'chart.png'), pixel)
+  await blobs.put('chart.png', pixel)
   const report = await PDFDocument.create()
   const font = await report.embedFont(StandardFonts.Helvetica)
   report.addPage().drawText('Q3 up 4%', { x: 50, y: 700, font, size: 12 })
   report.addPage().drawText('Outlook: steady', { x: 50, y: 700, font, size: 12 })
-  await Bun.write(join(folder, 'x.pdf'), await report.save())
-  await Bun.write(join(folder, 'scan.pdf'), 'not really a PDF')
-  await Bun.write(join(folder, 'notes.md'), '# Notes\nBuy milk.')
+  await blobs.put('x.pdf', await report.save())
+  await blobs.put('scan.pdf', 'not really a PDF')
+  await blobs.put('notes.md', '# Notes\nBuy milk.')
   return {
     id: 'm1',
     role: 'user',
@@ -40,16 +42,16 @@ async function withFiles(): Promise<HistoryMessage> {
       { type: 'document', attachment_id: 'gone' },
     ],
     attachments: {
-      img: { filename: 'chart.png', mediaType: 'image/png', path: join(folder, 'chart.png') },
-      md: { filename: 'notes.md', mediaType: 'text/markdown', path: join(folder, 'notes.md') },
-      pdf: { filename: 'report.pdf', mediaType: 'application/pdf', path: join(folder, 'x.pdf') },
-      scan: { filename: 'scan.pdf', mediaType: 'application/pdf', path: join(folder, 'scan.pdf') },
+      img: { filename: 'chart.png', mediaType: 'image/png', key: 'chart.png' },
+      md: { filename: 'notes.md', mediaType: 'text/markdown', key: 'notes.md' },
+      pdf: { filename: 'report.pdf', mediaType: 'application/pdf', key: 'x.pdf' },
+      scan: { filename: 'scan.pdf', mediaType: 'application/pdf', key: 'scan.pdf' },
     },
   }
 }
 
 test('attachments become labelled parts: images as image input, documents as text', async () => {
-  const [loaded] = await loadHistory([await withFiles()], 'inline')
+  const [loaded] = await loadHistory([await withFiles()], 'inline', blobs)
   expect(loaded?.parts).toEqual([
     { type: 'text', text: 'Look at these' },
     { type: 'text', text: 'Image "chart.png":' },
@@ -59,7 +61,7 @@ test('attachments become labelled parts: images as image input, documents as tex
     { type: 'text', text: '[PDF "scan.pdf" attached; its text could not be extracted]' },
     { type: 'text', text: '[An attachment that is no longer available]' },
   ])
-  expect(await Bun.file(join(folder, 'x.pdf.txt')).text()).toBe('Q3 up 4%\n\nOutlook: steady')
+  expect(await (await blobs.get('x.pdf.txt'))?.text()).toBe('Q3 up 4%\n\nOutlook: steady')
   const turns = toTurns(loaded ? [loaded] : [], 'offer')
   const openai = openaiMessages({ system: '', turns })
   expect(openai[0]?.content).toContainEqual({
@@ -73,7 +75,7 @@ test('attachments become labelled parts: images as image input, documents as tex
 })
 
 test('a model without image input gets a textual stand-in', async () => {
-  const [loaded] = await loadHistory([await withFiles()], 'describe')
+  const [loaded] = await loadHistory([await withFiles()], 'describe', blobs)
   expect(loaded?.parts[1]).toEqual({ type: 'text', text: '[Image "chart.png" attached; this model cannot see images]' })
   expect(loaded?.parts.some((part) => part.type === 'image')).toBe(false)
 })
@@ -95,7 +97,7 @@ const history: HistoryMessage[] = [
 ]
 
 test('summaries lead as user context, choices pair with the answer, user turns merge', async () => {
-  const turns = toTurns(await loadHistory(history, 'inline'), 'offer')
+  const turns = toTurns(await loadHistory(history, 'inline', blobs), 'offer')
   expect(openaiMessages({ system: 'Be brief.', turns })).toEqual([
     { role: 'system', content: 'Be brief.' },
     { role: 'user', content: `${summaryHeading}\n\nThey talked about paint.\n\nPick a colour for me` },
@@ -145,12 +147,12 @@ test('summaries lead as user context, choices pair with the answer, user turns m
 })
 
 test('a choice nobody answered, or one sent to a model without tools, is written out as text', async () => {
-  const unanswered = await loadHistory(history.slice(1, 3), 'inline')
+  const unanswered = await loadHistory(history.slice(1, 3), 'inline', blobs)
   expect(toTurns(unanswered, 'offer').at(-1)).toEqual({
     role: 'assistant',
     text: 'Happy to.\n\n[I asked the user: Red or blue? Options: Red | Blue]',
   })
-  const withheld = toTurns(await loadHistory(history, 'inline'), 'withhold')
+  const withheld = toTurns(await loadHistory(history, 'inline', blobs), 'withhold')
   expect(withheld.some((turn) => turn.role === 'assistant' && turn.choice)).toBe(false)
   expect(withheld.some((turn) => turn.role === 'user' && turn.answers)).toBe(false)
 })

@@ -1,5 +1,6 @@
 // Provider failures told apart: what is retried, and what the user reads.
 import { expect, test } from 'bun:test'
+import { tmpdir } from 'node:os'
 import {
   describeForLog,
   failure,
@@ -8,7 +9,11 @@ import {
   retryAfterMs,
 } from '../src/generation/providers/failures'
 import { type ChatModel, modelGenerator } from '../src/generation/providers/model'
+import { LocalBlobStore } from '../src/storage/blobs'
 import { type FakeLlm, settingsFor } from './support/fake-llm'
+
+/** Where generators here would read attachments: these histories have none. */
+const noFiles = new LocalBlobStore(tmpdir())
 
 const context = { model: 'gpt-test', apiKey: 'sk-proj-abcdef0123456789' }
 
@@ -92,7 +97,7 @@ test('an unforeseen error inside a model generator becomes a plain sentence, and
     },
   }
   const settings = settingsFor('openai', { url: 'http://127.0.0.1:1' } as FakeLlm, { apiKey: key })
-  const generator = modelGenerator(broken, settings)
+  const generator = modelGenerator(broken, settings, noFiles)
   let caught: unknown
   try {
     for await (const _ of generator.generate({
@@ -124,7 +129,7 @@ test('a failure after part of the answer has streamed is not retried without the
   const streamed: string[] = []
   let caught: unknown
   try {
-    for await (const event of modelGenerator(halfway, settings).generate({
+    for await (const event of modelGenerator(halfway, settings, noFiles).generate({
       history: [{ id: 'm', role: 'user', contents: [{ type: 'text', text: 'hi' }] }],
       signal: new AbortController().signal,
     })) {

@@ -218,7 +218,7 @@ test('an unreachable provider is reported as such', async () => {
   const closed = new FakeLlm()
   const settings = settingsFor('openai', closed, { maxAttempts: 2 })
   await closed.crash()
-  await using h = await harness({ runner: createWorkerRunner(settings, silentLogger) })
+  await using h = await harness({ runner: (blobs) => createWorkerRunner(settings, blobs, silentLogger) })
   const user = await h.user()
   const answer = await ask(h, user.token, 'Hi')
   expect(errorOf(answer.events)).toBe(

@@ -9,7 +9,8 @@ import { deflateSync } from 'node:zlib'
 import { PDFDocument, PDFName, StandardFonts } from 'pdf-lib'
 import { attachments } from '../src/attachments/attachments.table'
 import { pdfLimits } from '../src/attachments/limits'
-import { pdfText, pdfTextPath } from '../src/generation/providers/pdf-text'
+import { pdfText } from '../src/generation/providers/pdf-text'
+import { LocalBlobStore } from '../src/storage/blobs'
 import { type Harness, harness, sharedInspector } from './support/helpers'
 
 // Uploads are checked in inspect processes, which a busy machine starts slowly.
@@ -21,6 +22,7 @@ const inspector = sharedInspector()
 
 const folder = mkdtempSync(join(tmpdir(), 'threadhouse-pdf-hostile-'))
 afterAll(() => rmSync(folder, { recursive: true, force: true }))
+const blobs = new LocalBlobStore(folder)
 
 /** `size` bytes of spaces, deflated as they stream by, so that the test never holds them. */
 function deflatedSpaces(size: number): Promise<Uint8Array> {
@@ -146,9 +148,8 @@ async function expectRefused(bytes: Uint8Array, reason: { code: string; limit?: 
 
 /** Text extraction of `bytes` as a stored file, as the generation worker does it. */
 async function extracted(bytes: Uint8Array, name: string): Promise<string | null> {
-  const path = join(folder, name)
-  await Bun.write(path, bytes)
-  return pdfText(path)
+  await blobs.put(name, bytes)
+  return pdfText(blobs, name)
 }
 
 const tooLarge = { code: 'too_large', limit: pdfLimits.maxInflatedBytes }
@@ -163,7 +164,7 @@ describe.concurrent('a compressed stream counts toward the inflation limit whate
     test(`text extraction of such a file, stored before this check, gives no text and inflates nothing${under}`, async () => {
       const name = `stored-${layer}.pdf`
       expect(await extracted(await imageAsContents(bomb, layer), name)).toBeNull()
-      expect(await Bun.file(pdfTextPath(join(folder, name))).exists()).toBe(false)
+      expect(await blobs.get(`${name}.txt`)).toBeNull()
     })
   }
 

@@ -203,7 +203,7 @@ describe('state machine', () => {
   test('a worker that exits without an error fails its answer; the next answer gets a fresh worker', async () => {
     const entry = new URL('./fixtures/exiting-generation-worker.ts', import.meta.url)
     await using h = await harness({
-      runner: createWorkerRunner({ provider: 'echo', echoTokenDelayMs: 0 }, silentLogger, entry),
+      runner: (blobs) => createWorkerRunner({ provider: 'echo', echoTokenDelayMs: 0 }, blobs, silentLogger, entry),
     })
     const owner = await h.user()
     const ask = async (text: string) =>

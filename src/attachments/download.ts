@@ -1,6 +1,7 @@
 // Serving a stored attachment, for the API and the web pages alike: the media type decided at upload, a safe
 // file name, and headers that keep an uploaded file from ever running as part of this site.
 import { notFound } from '../shared/errors'
+import type { BlobStore } from '../storage/blobs'
 import type { StoredFile } from './service'
 
 /** RFC 8187 encoding for `filename*`: percent-encoded UTF-8, with the characters it reserves encoded too. */
@@ -34,15 +35,29 @@ function matchesEtag(header: string | null, etag: string): boolean {
   return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)
 }
 
-/** The file's response, or 304 when the browser already holds it (attachments never change). */
-export async function attachmentResponse(file: StoredFile, attachmentId: string, request: Request): Promise<Response> {
+/**
+ * The file's response, or 304 when the browser already holds it (attachments never change). The bytes stream
+ * through this server from whichever store keeps them, never by a redirect to a bucket, so these headers always
+ * apply; a row whose file is gone is a 404 like any missing file.
+ */
+export async function attachmentResponse(
+  blobs: BlobStore,
+  file: StoredFile,
+  attachmentId: string,
+  request: Request,
+): Promise<Response> {
   const etag = `"${attachmentId}"`
   const headers = { ...downloadHeaders, etag }
   if (matchesEtag(request.headers.get('if-none-match'), etag)) return new Response(null, { status: 304, headers })
-  const body = Bun.file(file.path)
-  if (!(await body.exists())) throw notFound('Attachment')
+  const body = await blobs.get(file.key)
+  if (!body) throw notFound('Attachment')
   const type = file.mediaType.startsWith('text/') ? `${file.mediaType}; charset=utf-8` : file.mediaType
-  return new Response(body, {
-    headers: { ...headers, 'content-type': type, 'content-disposition': contentDisposition(file) },
+  return new Response(body.stream(), {
+    headers: {
+      ...headers,
+      'content-type': type,
+      'content-length': String(body.size),
+      'content-disposition': contentDisposition(file),
+    },
   })
 }

@@ -83,6 +83,7 @@ export const attachmentRoutes = (deps: UploadDeps & { responses: Responses }) =>
       '/threads/:threadId/attachments/:attachmentId',
       ({ caller, params, request }) =>
         attachmentResponse(
+          deps.blobs,
           findAttachment(deps, caller, params.threadId, params.attachmentId),
           params.attachmentId,
           request,

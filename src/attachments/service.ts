@@ -1,7 +1,7 @@
 // Attachment uploads: stream the body to a file, hand it to an inspect process (which parses it, checks every
-// file and writes the accepted ones under temporary names), then store every row and file together, or nothing.
-// The request thread does only what needs the database. Nothing here sees an Elysia Context.
-import { renameSync } from 'node:fs'
+// file and writes the accepted ones under temporary names), then put the files in the blob store and insert their
+// rows, or nothing. Staging and checking stay on local disk (UPLOADS_DIR) whichever store keeps the files. The
+// request thread does only what needs the database. Nothing here sees an Elysia Context.
 import { readdir, rm } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { and, count, eq, inArray } from 'drizzle-orm'
@@ -10,37 +10,55 @@ import type { Caller } from '../auth/model'
 import type { Db } from '../db/client'
 import type { AttachmentFile } from '../generation/types'
 import { AppError, invalidRequest, notFound } from '../shared/errors'
-import { newId } from '../shared/ids'
+import { idTime, newId } from '../shared/ids'
+import type { BlobStore } from '../storage/blobs'
+import { isValidKey } from '../storage/blobs'
 import { requireOwnedThread, requireVisibleThread } from '../threads/service'
 import { type AttachmentKind, attachments } from './attachments.table'
 import { type CheckedFile, type FileInspector, type Outcome, type Refusal, temporaryPath } from './inspector'
+import { attachmentIdOf, extractedTextKey, originalKey, resizedKey } from './keys'
 import { filesPerRequest, filesPerThread, maxRequestBytes } from './limits'
 import type { AttachmentsModel } from './model'
 
 export interface UploadDeps extends AuthDeps {
+  /** Where request bodies and checked files wait on local disk (UPLOADS_DIR), whichever store keeps the files. */
   uploadsDir: string
   inspector: FileInspector
-}
-
-function originalPath(uploadsDir: string, id: string): string {
-  return resolve(uploadsDir, id)
-}
-
-function resizedPath(uploadsDir: string, id: string): string {
-  return resolve(uploadsDir, `${id}.resized`)
+  blobs: BlobStore
 }
 
 /** The file a model should read: the scaled copy of a large image, otherwise the original. */
-function modelReadyPath(uploadsDir: string, attachment: { id: string; resized: boolean }): string {
-  return attachment.resized ? resizedPath(uploadsDir, attachment.id) : originalPath(uploadsDir, attachment.id)
+function modelReadyKey(attachment: { id: string; resized: boolean }): string {
+  return attachment.resized ? resizedKey(attachment.id) : originalKey(attachment.id)
 }
 
 /**
- * Removes what a crash can leave in the uploads folder: temporary files, and files whose transaction never
- * committed. Kept: each attachment's original, its scaled copy and its extracted text. Run at start-up.
+ * How long a key without a row is left alone in a bucket: long past any upload still in flight, whose row another
+ * server sharing the bucket has not committed yet. A key's age is its UUIDv7's.
  */
-export async function sweepUploads(db: Db, uploadsDir: string): Promise<number> {
-  const names = await readdir(uploadsDir).catch(() => [] as string[])
+export const inFlightMs = 60 * 60 * 1000
+
+/** Removals at a time: a bucket's DELETEs are round trips, and a crash may have left many. */
+const removalsAtOnce = 16
+
+async function removeAll(keys: string[], remove: (key: string) => Promise<void>): Promise<void> {
+  for (let start = 0; start < keys.length; start += removalsAtOnce) {
+    await Promise.all(keys.slice(start, start + removalsAtOnce).map(remove))
+  }
+}
+
+/**
+ * Removes what a crash can leave behind: temporary files in the staging folder, and stored files whose rows were
+ * never committed. Kept: each attachment's original, its scaled copy and its extracted text, and dot files (the
+ * operator's). Run at start-up. A local store is this server's alone, so everything else in it goes at once, as
+ * does anything in the staging folder that is no key; a bucket may be shared with servers still uploading, and
+ * with things that are not Threadhouse's, so there only attachments' keys older than `inFlightMs` go.
+ */
+export async function sweepUploads(db: Db, blobs: BlobStore, uploadsDir: string, now = Date.now()): Promise<number> {
+  const staged = (await readdir(uploadsDir).catch(() => [] as string[])).filter(
+    (name) => !name.startsWith('.') && !isValidKey(name),
+  )
+  await Promise.all(staged.map((name) => rm(resolve(uploadsDir, name), { force: true, recursive: true })))
   const known = new Set(
     db
       .select({ id: attachments.id })
@@ -48,25 +66,28 @@ export async function sweepUploads(db: Db, uploadsDir: string): Promise<number> 
       .all()
       .map((row) => row.id),
   )
-  const kept = /^([0-9a-f-]{36})(\.resized)?(\.txt)?$/
-  const stray = names.filter((name) => {
-    if (name.startsWith('.')) return false // .gitkeep and the like belong to the operator
-    const match = kept.exec(name)
-    return !match?.[1] || !known.has(match[1])
-  })
-  await Promise.all(stray.map((name) => rm(resolve(uploadsDir, name), { force: true, recursive: true })))
-  return stray.length
+  const local = blobs.description.kind === 'local'
+  const stray: string[] = []
+  for await (const key of blobs.keys()) {
+    const id = attachmentIdOf(key)
+    if (id === null) {
+      if (local) stray.push(key)
+      continue
+    }
+    if (known.has(id)) continue
+    const made = idTime(id)
+    if (local || made === null || now - made >= inFlightMs) stray.push(key)
+  }
+  await removeAll(stray, (key) => blobs.delete(key))
+  return staged.length + stray.length
 }
 
 /** The files behind these attachment IDs, as generators read them, by ID. */
-export function filesForModel(db: Db, uploadsDir: string, ids: string[]): Map<string, AttachmentFile> {
+export function filesForModel(db: Db, ids: string[]): Map<string, AttachmentFile> {
   if (ids.length === 0) return new Map()
   const rows = db.select().from(attachments).where(inArray(attachments.id, ids)).all()
   return new Map(
-    rows.map((row) => [
-      row.id,
-      { filename: row.filename, mediaType: row.mediaType, path: modelReadyPath(uploadsDir, row) },
-    ]),
+    rows.map((row) => [row.id, { filename: row.filename, mediaType: row.mediaType, key: modelReadyKey(row) }]),
   )
 }
 
@@ -129,8 +150,10 @@ function acceptedFiles(outcome: Outcome): CheckedFile[] {
 }
 
 /**
- * Inserts the rows and renames the checked files from their temporary names in one transaction: if anything
- * fails, the transaction rolls back and every file is removed.
+ * Puts the checked files in the blob store, then inserts their rows in one transaction: if anything fails, the
+ * transaction rolls back and every file is removed, from the store and from its temporary name. The files go
+ * first because a SQLite transaction cannot wait for a bucket; a crash between the two leaves files without rows,
+ * which the start-up sweep removes.
  */
 async function store(
   deps: UploadDeps,
@@ -139,11 +162,14 @@ async function store(
 ): Promise<AttachmentsModel.attachment[]> {
   const now = deps.clock.now()
   const planned = accepted.map((file) => ({ ...file, id: newId() }))
-  const moves = planned.flatMap(({ id, temporaryPath, resizedTemporaryPath }) => [
-    { from: temporaryPath, to: originalPath(deps.uploadsDir, id) },
-    ...(resizedTemporaryPath ? [{ from: resizedTemporaryPath, to: resizedPath(deps.uploadsDir, id) }] : []),
+  const puts = planned.flatMap(({ id, temporaryPath, resizedTemporaryPath }) => [
+    { key: originalKey(id), path: temporaryPath },
+    ...(resizedTemporaryPath ? [{ key: resizedKey(id), path: resizedTemporaryPath }] : []),
   ])
   try {
+    // Settled, every one, before anything is removed: a PUT still running could land after its key was deleted.
+    const settled = await Promise.allSettled(puts.map(({ key, path }) => deps.blobs.putFile(key, path)))
+    for (const put of settled) if (put.status === 'rejected') throw put.reason
     deps.db.transaction((tx) => {
       // Counted again here: a concurrent upload may have landed while these files were being checked.
       const stored = storedCount(tx, threadId)
@@ -162,10 +188,17 @@ async function store(
           })),
         )
         .run()
-      for (const { from, to } of moves) renameSync(from, to)
     })
   } catch (error) {
-    await Promise.all(moves.flatMap(({ from, to }) => [rm(from, { force: true }), rm(to, { force: true })]))
+    await Promise.all(
+      puts.flatMap(({ key, path }) => [
+        rm(path, { force: true }).catch(() => {}),
+        // Left to the start-up sweep should this fail too.
+        deps.blobs
+          .delete(key)
+          .catch((failure) => deps.log.warn('could not remove an unstored file', { key, error: String(failure) })),
+      ]),
+    )
     throw error
   }
   return planned.map(({ id, filename }) => ({ id, filename }))
@@ -267,16 +300,21 @@ export async function removeUnsentFiles(deps: UploadDeps, threadId: string, ids:
     .where(and(eq(attachments.threadId, threadId), inArray(attachments.id, ids)))
     .run()
   await Promise.all(
-    ids.flatMap((id) => [
-      rm(originalPath(deps.uploadsDir, id), { force: true }),
-      rm(resizedPath(deps.uploadsDir, id), { force: true }),
-    ]),
+    ids
+      .flatMap((id) => [originalKey(id), resizedKey(id), extractedTextKey(originalKey(id))])
+      .map((key) =>
+        // The rows are gone: a file left behind now goes at the next start-up sweep.
+        deps.blobs
+          .delete(key)
+          .catch((failure) => deps.log.warn('could not remove an unsent file', { key, error: String(failure) })),
+      ),
   )
 }
 
 /** A stored file as the download routes serve it. */
 export interface StoredFile {
-  path: string
+  /** The original's key in the blob store (downloads never serve the scaled copy). */
+  key: string
   kind: AttachmentKind
   mediaType: string
   filename: string
@@ -284,7 +322,7 @@ export interface StoredFile {
 
 /** An attachment of a thread the caller can see, or 404 for the thread or the file alike. */
 export function findAttachment(
-  deps: Pick<UploadDeps, 'db' | 'uploadsDir'>,
+  deps: Pick<UploadDeps, 'db'>,
   caller: Caller,
   threadId: string,
   attachmentId: string,
@@ -302,7 +340,7 @@ export function findAttachment(
     .get()
   if (!row) throw notFound('Attachment')
   return {
-    path: originalPath(deps.uploadsDir, row.id),
+    key: originalKey(row.id),
     kind: row.kind,
     mediaType: row.mediaType,
     filename: row.filename,

@@ -1,10 +1,13 @@
 // The main thread's side of the generation worker. If the worker dies, every job it held ends with an
 // error (never silently), and the next job starts a fresh worker.
 import type { Logger } from '../shared/log'
+import type { BlobLocation } from '../storage/blobs'
 import type { FromWorker, GenerationRunner, HistoryMessage, JobHandlers, ProviderSettings, ToWorker } from './types'
 
 export function createWorkerRunner(
   settings: ProviderSettings,
+  /** Where the worker reads attachments from: it opens a store of its own there. */
+  blobs: BlobLocation,
   log: Logger,
   /** The worker's entry module; tests swap in one that can be made to exit. */
   entry = new URL('./worker.ts', import.meta.url),
@@ -56,7 +59,7 @@ export function createWorkerRunner(
       worker = undefined
       failAll('The generator stopped unexpectedly')
     })
-    created.postMessage({ type: 'init', settings } satisfies ToWorker)
+    created.postMessage({ type: 'init', settings, blobs } satisfies ToWorker)
     // The worker must not keep the process alive on its own: the server and pending jobs do that.
     created.unref()
     return created

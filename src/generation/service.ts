@@ -21,7 +21,6 @@ export interface EngineDeps {
   clock: Clock
   log: Logger
   concurrency: number
-  uploadsDir: string
 }
 
 interface Job {
@@ -41,7 +40,7 @@ const maxAttempts = 3
 
 export type GenerationEngine = ReturnType<typeof createGenerationEngine>
 
-export function createGenerationEngine({ db, runner, clock, log, concurrency, uploadsDir }: EngineDeps) {
+export function createGenerationEngine({ db, runner, clock, log, concurrency }: EngineDeps) {
   const hub = new Hub()
   const queue: { messageId: string; threadId: string }[] = []
   const running = new Map<string, Job>()
@@ -104,7 +103,7 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency, up
       HistoryMessage,
       'attachments'
     >[]
-    const files = filesForModel(db, uploadsDir, [...new Set(rows.flatMap((row) => attachmentIdsOf(row.contents)))])
+    const files = filesForModel(db, [...new Set(rows.flatMap((row) => attachmentIdsOf(row.contents)))])
     return rows.map((row) => {
       const own = attachmentIdsOf(row.contents).flatMap((id) => {
         const file = files.get(id)

@@ -1,5 +1,6 @@
 // The generator interface every provider implements, and the messages between the main thread and
 // the generation worker.
+import type { BlobLocation } from '../storage/blobs'
 import type { ThreadsModel } from '../threads/model'
 
 /** What a generator needs to read an attachment; resolved on the main thread from a block's attachment_id. */
@@ -7,8 +8,8 @@ export interface AttachmentFile {
   filename: string
   /** The sniffed media type, such as image/png, application/pdf or text/markdown. */
   mediaType: string
-  /** Where the bytes are (for images, the resized variant). */
-  path: string
+  /** The bytes' key in the blob store (for images, the scaled copy when there is one). */
+  key: string
 }
 
 export interface HistoryMessage {
@@ -60,7 +61,8 @@ export interface ModelSettings {
 export type ProviderSettings = { provider: 'echo'; echoTokenDelayMs: number } | ModelSettings
 
 export type ToWorker =
-  | { type: 'init'; settings: ProviderSettings }
+  /** Once, first: the generator to run, and where attachments' bytes are (a store the worker opens itself). */
+  | { type: 'init'; settings: ProviderSettings; blobs: BlobLocation }
   | { type: 'start'; jobId: string; history: HistoryMessage[] }
   | { type: 'cancel'; jobId: string }
 

@@ -1,5 +1,6 @@
 // The generation worker: runs the configured generator for many jobs at once, off the main thread,
 // and posts every token back as soon as it exists.
+import { openBlobStore } from '../storage/blobs'
 import { createGenerator } from './providers'
 import { describeForLog, ProviderFailure } from './providers/failures'
 import type { FromWorker, Generator, HistoryMessage, ToWorker } from './types'
@@ -39,7 +40,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
   const message = event.data
   switch (message.type) {
     case 'init':
-      generator = createGenerator(message.settings)
+      generator = createGenerator(message.settings, openBlobStore(message.blobs))
       apiKey = 'apiKey' in message.settings ? message.settings.apiKey : undefined
       break
     case 'start':

@@ -24,6 +24,7 @@ import { mediaTypeOf, readBounded } from '../shared/body'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { isUuid } from '../shared/ids'
 import type { Logger } from '../shared/log'
+import type { BlobStore } from '../storage/blobs'
 import { RefusedFormPage } from '../web/account'
 import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
 import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps, web } from '../web/index'
@@ -57,8 +58,10 @@ export interface ThreadPagesDeps extends WebDeps {
   links: Links
   heartbeats: Heartbeats
   streams: OpenStreams
+  /** Where form files wait on local disk while they are checked. */
   uploadsDir: string
   inspector: FileInspector
+  blobs: BlobStore
 }
 
 /** The pages' own policy: the shared one, plus this origin's script and its stream, and images only from here. */
@@ -419,7 +422,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
         if (!isUuid(params.threadId) || !isUuid(params.attachmentId)) throw notFound('Attachment')
         const caller = callerFromSession(account.user)
         const file = findAttachment(deps, caller, params.threadId, params.attachmentId)
-        return attachmentResponse(file, params.attachmentId, request)
+        return attachmentResponse(deps.blobs, file, params.attachmentId, request)
       },
       { account: true, detail: { hide: true } },
     )

@@ -338,7 +338,9 @@ export async function providerHarness(
   fake: FakeLlm,
   overrides: Partial<ModelSettings> = {},
 ): Promise<{ h: Harness; token: string }> {
-  const h = await harness({ runner: createWorkerRunner(settingsFor(provider, fake, overrides), silentLogger) })
+  const h = await harness({
+    runner: (blobs) => createWorkerRunner(settingsFor(provider, fake, overrides), blobs, silentLogger),
+  })
   const user = await h.user()
   return { h, token: user.token }
 }

@@ -22,6 +22,7 @@ import type { GenerationRunner, HistoryMessage, JobHandlers } from '../../src/ge
 import { type Logger, silentLogger } from '../../src/shared/log'
 import { hashPassword } from '../../src/shared/security'
 import type { Clock } from '../../src/shared/time'
+import { type BlobLocation, type BlobStore, LocalBlobStore } from '../../src/storage/blobs'
 
 export const publicUrl = 'http://threadhouse.test'
 
@@ -63,8 +64,13 @@ export class ScriptedRunner implements GenerationRunner {
 
 export interface Harness extends AsyncDisposable {
   db: Db
-  /** Where this app stores attachments: a fresh temporary folder unless the test passed one. */
+  /**
+   * Where this app stages uploads while they are checked (UPLOADS_DIR): a fresh temporary folder unless the test
+   * passed one. With the default blob store, the attachments' files are kept there too.
+   */
   uploadsDir: string
+  /** Where this app keeps attachments' files: a local store over `uploadsDir` unless the test passed another. */
+  blobs: BlobStore
   app: ReturnType<typeof createApp>
   clock: Clock
   /** Creates a user (organization `org`, default `default`) and a token with the given scopes. */
@@ -123,7 +129,9 @@ const echoWorkers = new Map<number, GenerationRunner>()
 function echoRunner(tokenDelayMs: number): GenerationRunner {
   let shared = echoWorkers.get(tokenDelayMs)
   if (!shared) {
-    shared = createWorkerRunner({ provider: 'echo', echoTokenDelayMs: tokenDelayMs }, silentLogger)
+    // The echo responder names attachments and reads none, so its store's folder is never looked at.
+    const unread: BlobLocation = { kind: 'local', root: tmpdir() }
+    shared = createWorkerRunner({ provider: 'echo', echoTokenDelayMs: tokenDelayMs }, unread, silentLogger)
     echoWorkers.set(tokenDelayMs, shared)
   }
   const worker = shared
@@ -230,8 +238,14 @@ async function insertUser(
 
 export async function harness(
   options: {
-    runner?: GenerationRunner
+    /**
+     * The generation runner, or a function making one for this app's blob store (a real worker reads attachments
+     * from it); by default the shared echo worker.
+     */
+    runner?: GenerationRunner | ((blobs: BlobLocation) => GenerationRunner)
     inspector?: FileInspector
+    /** Where attachments' files are kept, such as a bucket (test/support/s3.ts); by default `uploadsDir` itself. */
+    blobs?: BlobStore
     clock?: Clock
     echoDelayMs?: number
     config?: Partial<Config>
@@ -242,8 +256,12 @@ export async function harness(
 ): Promise<Harness> {
   const db = migratedDatabase()
   const uploadsDir = options.uploadsDir ?? mkdtempSync(join(tmpdir(), 'threadhouse-uploads-'))
+  const blobs = options.blobs ?? new LocalBlobStore(uploadsDir)
   const clock = options.clock ?? { now: () => Date.now() }
-  const runner = options.runner ?? echoRunner(options.echoDelayMs ?? 0)
+  const runner =
+    typeof options.runner === 'function'
+      ? options.runner(blobs.location)
+      : (options.runner ?? echoRunner(options.echoDelayMs ?? 0))
   const inspector = options.inspector ?? createFileInspector(silentLogger, { idle: false })
   const app = createApp({
     db,
@@ -256,6 +274,7 @@ export async function harness(
     },
     runner,
     inspector,
+    blobs,
     clock,
     log: options.log ?? silentLogger,
     heartbeats: options.heartbeats ?? new Heartbeats(50),
@@ -287,6 +306,7 @@ export async function harness(
   return {
     db,
     uploadsDir,
+    blobs,
     app,
     clock,
     call,

@@ -1,8 +1,9 @@
 // A thread's history in a vendor-neutral form that each provider maps to its own message format.
-// Two steps: `loadHistory` reads what the stored blocks point to (attachment files) into parts, one
+// Two steps: `loadHistory` reads what the stored blocks point to (attachment files, from the blob store) into parts, one
 // loaded message per stored message, so that sizes can be estimated and IDs kept for compaction;
 // `toTurns` then pairs `user_get_choice` questions with their answers and merges what must be merged.
 
+import type { BlobStore } from '../../storage/blobs'
 import type { HistoryMessage } from '../types'
 import type { ChoiceBlock } from './choice-tool'
 import { pdfText } from './pdf-text'
@@ -39,47 +40,54 @@ const textPart = (text: string): Part => ({ type: 'text', text })
 
 type AttachmentRef = { type: 'image' | 'document'; attachment_id: string }
 
-async function readText(path: string): Promise<string | null> {
+/** A missing file and one that cannot be read (a bucket that does not answer) read alike: as nothing. */
+async function readText(blobs: BlobStore, key: string): Promise<string | null> {
   try {
-    return await Bun.file(path).text()
+    return (await (await blobs.get(key))?.text()) ?? null
   } catch {
     return null
   }
 }
 
-async function readBase64(path: string): Promise<string | null> {
+async function readBase64(blobs: BlobStore, key: string): Promise<string | null> {
   try {
-    return Buffer.from(await Bun.file(path).arrayBuffer()).toString('base64')
+    const blob = await blobs.get(key)
+    return blob ? Buffer.from(await blob.bytes()).toString('base64') : null
   } catch {
     return null
   }
 }
 
 /** Each attachment is labelled with its filename, so the model can tell them apart and name them. */
-async function attachmentParts(block: AttachmentRef, message: HistoryMessage, images: ImageInput): Promise<Part[]> {
+async function attachmentParts(
+  block: AttachmentRef,
+  message: HistoryMessage,
+  images: ImageInput,
+  blobs: BlobStore,
+): Promise<Part[]> {
   const file = message.attachments?.[block.attachment_id]
   if (!file) return [textPart('[An attachment that is no longer available]')]
   const name = JSON.stringify(file.filename)
   if (file.mediaType.startsWith('image/')) {
     if (images === 'describe') return [textPart(`[Image ${name} attached; this model cannot see images]`)]
-    const data = await readBase64(file.path)
+    const data = await readBase64(blobs, file.key)
     if (data === null) return [textPart(`[Image ${name} attached but could not be read]`)]
     return [textPart(`Image ${name}:`), { type: 'image', mediaType: file.mediaType, data }]
   }
   if (file.mediaType === 'application/pdf') {
-    const text = await pdfText(file.path)
+    const text = await pdfText(blobs, file.key)
     if (text === null) return [textPart(`[PDF ${name} attached; its text could not be extracted]`)]
     return [textPart(`<file name=${name}>\n${text}\n</file>`)]
   }
   if (file.mediaType.startsWith('text/')) {
-    const text = await readText(file.path)
+    const text = await readText(blobs, file.key)
     if (text === null) return [textPart(`[File ${name} attached but could not be read]`)]
     return [textPart(`<file name=${name}>\n${text}\n</file>`)]
   }
   return [textPart(`[File ${name} (${file.mediaType}) attached; it cannot be shown to the model]`)]
 }
 
-async function loadMessage(message: HistoryMessage, images: ImageInput): Promise<LoadedMessage> {
+async function loadMessage(message: HistoryMessage, images: ImageInput, blobs: BlobStore): Promise<LoadedMessage> {
   const parts: Part[] = []
   let choice: ChoiceBlock | undefined
   for (const block of message.contents) {
@@ -88,7 +96,7 @@ async function loadMessage(message: HistoryMessage, images: ImageInput): Promise
     } else if (block.type === 'user_get_choice') {
       choice ??= block
     } else {
-      parts.push(...(await attachmentParts(block, message, images)))
+      parts.push(...(await attachmentParts(block, message, images, blobs)))
     }
   }
   return { id: message.id, role: message.role, parts, choice }
@@ -104,8 +112,8 @@ export function withoutImages(messages: LoadedMessage[]): LoadedMessage[] {
   }))
 }
 
-export function loadHistory(history: HistoryMessage[], images: ImageInput): Promise<LoadedMessage[]> {
-  return Promise.all(history.map((message) => loadMessage(message, images)))
+export function loadHistory(history: HistoryMessage[], images: ImageInput, blobs: BlobStore): Promise<LoadedMessage[]> {
+  return Promise.all(history.map((message) => loadMessage(message, images, blobs)))
 }
 
 export function textOf(parts: Part[]): string {

@@ -2,6 +2,7 @@
 // how to make one streaming request; everything around it is here, the same for both: reading the
 // history, compacting it when it outgrows the context budget, retrying transient failures, falling
 // back when a model has no tool support, and turning every failure into a sentence for the user.
+import type { BlobStore } from '../../storage/blobs'
 import type { GenerationRequest, Generator, GeneratorEvent, ModelSettings } from '../types'
 import { planCompaction, summaryMessage, summaryRequest } from './compaction'
 import {
@@ -52,7 +53,7 @@ async function summarise(
   return text.trim()
 }
 
-export function modelGenerator(model: ChatModel, settings: ModelSettings): Generator {
+export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs: BlobStore): Generator {
   // Learnt once per process: a model that refused the tool, or images, will refuse them again.
   let choiceTool: ChoiceTool = 'offer'
   let images: ImageInput = 'inline'
@@ -95,7 +96,7 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings): Gener
   return {
     async *generate({ history, signal }: GenerationRequest): AsyncIterable<GeneratorEvent> {
       try {
-        let messages = await loadHistory(history, images)
+        let messages = await loadHistory(history, images, blobs)
         const plan = planCompaction(messages, settings)
         if (plan) {
           const text = await summarise(model, plan.replaced, settings, signal)

@@ -1,16 +1,14 @@
 // The text of an uploaded PDF, for models that read documents as text. Extracted in the generation worker
-// (never on the request thread) the first time a PDF is used, then kept beside the file as `<id>.txt`.
+// (never on the request thread) the first time a PDF is used, then kept in the blob store beside the file, as
+// `<id>.txt`.
 // Extraction is bounded whatever the file says about itself, since it shares the worker with every generation:
 // the streams are measured again first (the upload checks did, but files stored before they counted every
 // stream were not), pages are read one at a time, and reading stops at a fixed length of text.
-import { rename } from 'node:fs/promises'
 import { getDocumentProxy } from 'unpdf'
+import { extractedTextKey } from '../../attachments/keys'
 import { pdfLimits } from '../../attachments/limits'
 import { inflatesBeyond, latin1, namesUnboundedFilter } from '../../attachments/pdf-streams'
-
-export function pdfTextPath(pdfPath: string): string {
-  return `${pdfPath}.txt`
-}
+import type { BlobStore } from '../../storage/blobs'
 
 /**
  * The text of each page, read page by page until `maxLength` characters: a page's text arrives in chunks, and
@@ -47,11 +45,13 @@ async function pageTexts(bytes: Uint8Array, maxLength: number): Promise<{ pages:
  * The PDF's text, pages separated by blank lines, at most `pdfLimits.maxTextLength` characters and a note saying
  * the rest was left out; null when the file cannot be read or parsed, or its streams inflate beyond the limit.
  */
-export async function pdfText(pdfPath: string): Promise<string | null> {
-  const cached = Bun.file(pdfTextPath(pdfPath))
-  if (await cached.exists()) return cached.text()
+export async function pdfText(blobs: BlobStore, pdfKey: string): Promise<string | null> {
   try {
-    const bytes = new Uint8Array(await Bun.file(pdfPath).arrayBuffer())
+    const cached = await blobs.get(extractedTextKey(pdfKey))
+    if (cached) return await cached.text()
+    const stored = await blobs.get(pdfKey)
+    if (!stored) return null
+    const bytes = await stored.bytes()
     const raw = latin1(bytes)
     if (namesUnboundedFilter(raw) || (await inflatesBeyond(bytes, raw, pdfLimits.maxInflatedBytes))) return null
     const max = pdfLimits.maxTextLength
@@ -60,10 +60,9 @@ export async function pdfText(pdfPath: string): Promise<string | null> {
     const text = complete
       ? joined
       : `${joined.slice(0, max)}\n\n[The rest of this PDF's text is left out: it is longer than ${max} characters]`
-    // Written whole under a temporary name, so a concurrent reader never sees half a file.
-    const temporary = `${pdfTextPath(pdfPath)}.${crypto.randomUUID()}.tmp`
-    await Bun.write(temporary, text)
-    await rename(temporary, pdfTextPath(pdfPath))
+    // Every store writes a key whole: a concurrent reader sees no text yet, or all of it. A cache that cannot be
+    // written now is made again next time; this answer still gets the text.
+    await blobs.put(extractedTextKey(pdfKey), text).catch(() => {})
     return text
   } catch {
     return null

@@ -1,0 +1,16 @@
+// Where an attachment's bytes live in the blob store: its original under its ID, the scaled copy of a large image
+// beside it, and the text extracted from a PDF beside the file it came from.
+
+export const originalKey = (id: string): string => id
+
+export const resizedKey = (id: string): string => `${id}.resized`
+
+/** The cached text of the PDF stored under `key`, which the generation worker writes the first time it reads it. */
+export const extractedTextKey = (key: string): string => `${key}.txt`
+
+const attachmentKey = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(\.resized)?(\.txt)?$/
+
+/** The attachment a key belongs to, or null for a key no attachment would have. */
+export function attachmentIdOf(key: string): string | null {
+  return attachmentKey.exec(key)?.[1] ?? null
+}

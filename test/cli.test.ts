@@ -14,8 +14,9 @@ import { backup, restore } from '../src/operations/backup'
 import { hashSecret } from '../src/shared/security'
 import { firstRunToken, harness, startServer, until } from './support/helpers'
 
-// Every test here starts bun processes, some a whole server (startServer alone allows 20 s to listen).
-setDefaultTimeout(30_000)
+// Every test here starts bun processes, some a whole server (startServer alone allows 20 s to listen), and most of
+// them at once.
+setDefaultTimeout(60_000)
 
 const dir = mkdtempSync(join(tmpdir(), 'threadhouse-cli-'))
 const databasePath = join(dir, 'db.sqlite')
@@ -148,7 +149,50 @@ test('user:create and token:create; the secret is the last line of stdout', asyn
   expect([...(caller?.scopes ?? [])].sort()).toEqual(['threads:read', 'threads:write'])
 })
 
-test.each([
+// Alone: its server holds the database the commands below also use.
+test.serial(
+  'backup makes a consistent copy while the server writes',
+  async () => {
+    const env = { DATABASE_PATH: databasePath, ECHO_TOKEN_DELAY_MS: '0' }
+    await using server = await startServer(env)
+    const token = (await cli('token:create', '--email', 'ops@example.com', '--scopes', 'threads:write')).stdout
+      .trimEnd()
+      .split('\n')
+      .at(-1)
+    let writes = 0
+    let writing = true
+    const writer = (async () => {
+      while (writing) {
+        const reply = await fetch(`${server.url}/api/v1/threads`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name: `w${writes}`, text: 'keep writing' }),
+        })
+        expect(reply.status).toBe(201)
+        writes += 1
+      }
+    })()
+    await until(() => writes >= 5)
+    const target = join(dir, 'backup')
+    const result = await cli('backup', '--to', target)
+    writing = false
+    await writer
+    expect(result).toMatchObject({ code: 0, stderr: '' })
+    expect((await cli('backup', '--to', target)).stderr).toContain('already exists')
+    expect(readdirSync(target).sort()).toEqual(['backup.json', 'threadhouse.sqlite', 'uploads'])
+
+    const copy = new Database(join(target, 'threadhouse.sqlite'), { readonly: true })
+    expect(copy.query('pragma integrity_check').get()).toEqual({ integrity_check: 'ok' })
+    const copied = (copy.query('select count(*) as n from threads').get() as { n: number }).n
+    copy.close()
+    expect(copied).toBeGreaterThanOrEqual(5)
+    expect(copied).toBeLessThanOrEqual(writes)
+  },
+  30_000,
+)
+
+// From here on the tests share only what they read, or use folders of their own: they run concurrently.
+test.concurrent.each([
   [['user:create', '--email', 'x@example.com'], '--password is required'],
   [['user:create', '--email', 'ops@example.com', '--password', 'another-password'], 'already exists'],
   [['user:create', '--email', 'y@example.com', '--password', 'password123', '--role', 'king'], '--role'],
@@ -170,7 +214,7 @@ test.each([
   expect(result.stderr).toContain(message)
 })
 
-test('user:list shows every user; user:reset-password prints a one-time password last and ends web sessions', async () => {
+test.concurrent('user:list shows every user; user:reset-password prints a one-time password last and ends web sessions', async () => {
   const list = await cli('user:list')
   expect(list).toMatchObject({ code: 0, stderr: '' })
   const [header, ...rows] = list.stdout.trimEnd().split('\n')
@@ -197,7 +241,7 @@ test('user:list shows every user; user:reset-password prints a one-time password
   expect((await cli('user:list')).stdout).toContain('\tmust-change-password\n')
 })
 
-test('configuration errors name the variable; unset values take the documented defaults', () => {
+test.concurrent('configuration errors name the variable; unset values take the documented defaults', () => {
   expect(loadConfig({})).toMatchObject({
     PORT: 3000,
     HOST: '0.0.0.0',
@@ -217,7 +261,7 @@ test('configuration errors name the variable; unset values take the documented d
   expect(() => loadConfig({ ADMIN_EMAIL: 'a@b.c' })).toThrow(/ADMIN_PASSWORD/)
 })
 
-test('the server refuses to start on a bad variable, with one line naming it', async () => {
+test.concurrent('the server refuses to start on a bad variable, with one line naming it', async () => {
   const { stderr, code } = await run(['bun', 'src/index.ts'], {
     DATABASE_PATH: databasePath,
     ECHO_TOKEN_DELAY_MS: 'soon',
@@ -226,7 +270,7 @@ test('the server refuses to start on a bad variable, with one line naming it', a
   expect(stderr.trim().split('\n')).toEqual([expect.stringContaining('ECHO_TOKEN_DELAY_MS')])
 })
 
-test('a start that cannot listen says so in one line and keeps the first run for the start that can', async () => {
+test.concurrent('a start that cannot listen says so in one line and keeps the first run for the start that can', async () => {
   const fresh = join(dir, 'fresh.sqlite')
   const { stdout, stderr, code } = await run(['bun', 'src/index.ts'], {
     DATABASE_PATH: fresh,
@@ -239,43 +283,6 @@ test('a start that cannot listen says so in one line and keeps the first run for
   expect(await firstRunToken(server)).toMatch(/^thp_/)
 })
 
-test('backup makes a consistent copy while the server writes', async () => {
-  const env = { DATABASE_PATH: databasePath, ECHO_TOKEN_DELAY_MS: '0' }
-  await using server = await startServer(env)
-  const token = (await cli('token:create', '--email', 'ops@example.com', '--scopes', 'threads:write')).stdout
-    .trimEnd()
-    .split('\n')
-    .at(-1)
-  let writes = 0
-  let writing = true
-  const writer = (async () => {
-    while (writing) {
-      const reply = await fetch(`${server.url}/api/v1/threads`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: `w${writes}`, text: 'keep writing' }),
-      })
-      expect(reply.status).toBe(201)
-      writes += 1
-    }
-  })()
-  await until(() => writes >= 5)
-  const target = join(dir, 'backup')
-  const result = await cli('backup', '--to', target)
-  writing = false
-  await writer
-  expect(result).toMatchObject({ code: 0, stderr: '' })
-  expect((await cli('backup', '--to', target)).stderr).toContain('already exists')
-  expect(readdirSync(target).sort()).toEqual(['backup.json', 'threadhouse.sqlite', 'uploads'])
-
-  const copy = new Database(join(target, 'threadhouse.sqlite'), { readonly: true })
-  expect(copy.query('pragma integrity_check').get()).toEqual({ integrity_check: 'ok' })
-  const copied = (copy.query('select count(*) as n from threads').get() as { n: number }).n
-  copy.close()
-  expect(copied).toBeGreaterThanOrEqual(5)
-  expect(copied).toBeLessThanOrEqual(writes)
-}, 30_000)
-
 /** A JPEG wide enough that the upload keeps a scaled copy (`<id>.resized`) beside the original. */
 async function wideJpeg(): Promise<Uint8Array> {
   const image = sharp({ create: { width: 3000, height: 1000, channels: 3, background: '#3a7' } })
@@ -286,7 +293,7 @@ function uploadsOf(folder: string): string[] {
   return readdirSync(folder).sort()
 }
 
-test('backup, change or wipe everything, restore: the thread, its files and the tokens are back', async () => {
+test.concurrent('backup, change or wipe everything, restore: the thread, its files and the tokens are back', async () => {
   const home = mkdtempSync(join(tmpdir(), 'threadhouse-restore-'))
   const database = join(home, 'data', 'db.sqlite')
   const uploads = join(home, 'uploads')
@@ -373,7 +380,7 @@ test('backup, change or wipe everything, restore: the thread, its files and the 
   }
 }, 60_000)
 
-test('a backup leaves out attachments whose files went missing; restore refuses a damaged backup untouched', async () => {
+test.concurrent('a backup leaves out attachments whose files went missing; restore refuses a damaged backup untouched', async () => {
   await using h = await harness()
   const owner = await h.user()
   const created = await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })

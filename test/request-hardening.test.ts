@@ -12,14 +12,15 @@ setDefaultTimeout(20_000)
 const nested = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`
 const megabyteDeep = nested(512 * 1024 - 16)
 
-/** A body that sends its first bytes, then never ends, and says whether anyone asked for more. */
-function endlessBody(): { body: ReadableStream<Uint8Array>; pulls: () => number } {
+/** A 1 MiB body in 64 KiB chunks, sent only as far as someone reads it: `pulls` says how far that was. */
+function countedBody(): { body: ReadableStream<Uint8Array>; pulls: () => number } {
   let pulls = 0
+  const chunk = new Uint8Array(64 * 1024).fill(0x5b) // '['
   const body = new ReadableStream<Uint8Array>({
     pull(controller) {
       pulls++
-      if (pulls === 1) controller.enqueue(new TextEncoder().encode('{"text":"'))
-      return new Promise(() => {}) // never more, never the end
+      if (pulls > 16) controller.close()
+      else controller.enqueue(chunk)
     },
   })
   return { body, pulls: () => pulls }
@@ -65,21 +66,22 @@ test('a schema failure reports the first problem only, however large the value',
   expect(reply.body.message.length).toBeLessThan(200)
 })
 
-test('the caller is checked before the body is read: 401 first, and an endless body is never read on', async () => {
+test('the caller is checked before the body is read: 401 first, and the body is left unread', async () => {
   await using h = await harness()
   const invalid = await h.call('POST', '/api/v1/threads', { body: { unknown: 'field' } })
   expect({ status: invalid.status, error: invalid.body.error }).toEqual({ status: 401, error: 'unauthorized' })
   for (const path of ['/api/v1/threads', '/settings/api/oauth-clients']) {
-    const { body, pulls } = endlessBody()
+    const { body, pulls } = countedBody()
     const response = await h.app.handle(
       new Request(`${publicUrl}${path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'content-length': '100' },
+        headers: { 'content-type': 'application/json', 'content-length': String(1024 * 1024) },
         body,
       }),
     )
     expect(response.status).toBe(401)
-    expect(pulls()).toBeLessThanOrEqual(1) // at most what the platform buffers on its own, never a parse's worth
+    // At most what the platform buffers on its own: a read would have taken all sixteen chunks.
+    expect(pulls()).toBeLessThanOrEqual(2)
   }
   // A token without the scope is 403, also before the body.
   const reader = await h.user({ scopes: ['threads:read'] })
@@ -110,7 +112,7 @@ test('JSON routes take application/json only: other media types are 415 and crea
     expect([413, 415]).toContain(response.status)
     if (response.status === 415) {
       expect(await response.json()).toEqual({ error: 'unsupported_media_type', message: expect.any(String) })
-      expect(response.headers.get('accept')).toBe('application/json')
+      expect(response.headers.get('accept-post')).toBe('application/json')
     }
   }
   expect(h.db.$client.query('select count(*) as n from threads').get()).toEqual({ n: 0 })
@@ -252,8 +254,72 @@ test('every route that may receive a body says how it reads it: as JSON after it
       const fn = typeof hook === 'object' && hook !== null && 'fn' in hook ? hook.fn : hook
       return typeof fn === 'string' ? fn : typeof fn === 'function' ? fn.name : ''
     })
-    // Elysia's own parser would buffer and parse whatever arrives, before the route could judge it.
-    if (!names.includes('none') && !names.includes('readJsonBody')) unread.push(`${route.method} ${route.path}`)
+    // Elysia's own parser would buffer and parse whatever arrives, before the route could judge it; and a JSON
+    // body is read only after the guard's own hook (named `parse`) has checked the caller.
+    const json = names.indexOf('readJsonBody')
+    const guarded = json > 0 && names.indexOf('parse') >= 0 && names.indexOf('parse') < json
+    if (!names.includes('none') && !guarded) unread.push(`${route.method} ${route.path}`)
   }
   expect(unread).toEqual([])
+})
+
+/** A generator that, like a real one, lets go of a stopped answer a while after it is asked to. */
+class SlowToStopRunner extends ScriptedRunner {
+  readonly stopping = new Map<string, () => void>()
+  override cancel(jobId: string): void {
+    const job = this.jobs.get(jobId)
+    this.jobs.delete(jobId)
+    if (job) this.stopping.set(jobId, () => job.handlers.cancelled())
+  }
+}
+
+test('while a newer answer is being stopped, an older answer’s poll says processing and its stream waits', async () => {
+  const runner = new SlowToStopRunner()
+  await using h = await harness({ runner })
+  const owner = await h.user()
+  const created = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'one' } })).body
+  ;(await runner.started(created.message_id)).done()
+  const base = `/api/v1/threads/${created.thread_id}/messages`
+  const sent = await h.call('POST', base, { token: owner.token, body: { text: 'two' } })
+  await runner.started(sent.body.message_id)
+  expect((await h.call('POST', `/api/v1/threads/${created.thread_id}/stop`, { token: owner.token })).status).toBe(202)
+  const thread = await h.call('GET', `/api/v1/threads/${created.thread_id}`, { token: owner.token })
+  expect(thread.body.state).toBe('interrupted')
+  const poll = await h.call('GET', `${base}/${created.message_id}/response`, { token: owner.token })
+  expect(poll.status).toBe(202)
+  const stream = await openStream(h, `${base}/${created.message_id}/response/stream`, owner.token)
+  const events = collect(stream.events)
+  runner.stopping.get(sent.body.message_id)?.()
+  expect((await events).map((event) => event.event)).toEqual(['done'])
+  expect((await h.call('GET', `${base}/${created.message_id}/response`, { token: owner.token })).status).toBe(200)
+})
+
+test('MCP and closed registration read no body they need not: depth-bounded JSON-RPC, registration access first', async () => {
+  await using h = await harness({ config: { OAUTH_OPEN_REGISTRATION: false } })
+  const owner = await h.user()
+  const mcp = await h.app.handle(
+    new Request(`${publicUrl}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${owner.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_threads","arguments":${megabyteDeep}}}`,
+    }),
+  )
+  expect({ status: mcp.status, body: await mcp.json() }).toEqual({
+    status: 400,
+    body: { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: the body is nested too deep' }, id: null },
+  })
+  const { body, pulls } = countedBody()
+  const registration = await h.app.handle(
+    new Request(`${publicUrl}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': String(1024 * 1024) },
+      body,
+    }),
+  )
+  expect(registration.status).toBe(401)
+  expect(pulls()).toBeLessThanOrEqual(2)
 })

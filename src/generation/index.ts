@@ -14,6 +14,7 @@ import type { Listener } from './hub'
 import { GenerationModel } from './model'
 import type { GenerationEngine } from './service'
 import { type Heartbeats, type OpenStreams, type ResponseSet, sseResponse } from './sse'
+import { busyThreadStates } from './state'
 
 export interface ResponseDeps extends AuthDeps {
   engine: GenerationEngine
@@ -41,9 +42,6 @@ function resumeOffset(header: string | undefined): number {
   const offset = Number(header)
   return Number.isSafeInteger(offset) && offset > 0 ? offset : 0
 }
-
-/** A thread that is `waiting` or `active` is answering a message: no `done` and no 200 poll until it is back. */
-const busyStates: ReadonlySet<string> = new Set(['waiting', 'active'])
 
 /**
  * The answer to a user message as server-sent events, live from the hub or replayed from the database once it
@@ -76,7 +74,7 @@ export function answerStream(
       stream.error(settled.error ?? 'The response failed', text.length)
       return null
     }
-    const newer = busyStates.has(thread.state) ? pendingMessageId(deps.db, thread.id) : null
+    const newer = busyThreadStates.has(thread.state) ? pendingMessageId(deps.db, thread.id) : null
     if (newer === null) {
       if (thread.state === 'ready') stream.done(text.length)
       else stream.error(laterAnswerFailed, text.length)
@@ -109,7 +107,7 @@ export const responses = (deps: ResponseDeps) =>
       ({ caller, params, status }) => {
         const thread = requireMessage(deps.db, caller, params.threadId, params.messageId)
         const generation = generationOf(deps.db, params.messageId)
-        if (generation.status === 'queued' || generation.status === 'running' || busyStates.has(thread.state)) {
+        if (generation.status === 'queued' || generation.status === 'running' || busyThreadStates.has(thread.state)) {
           return status(202, { status: 'processing' as const })
         }
         return { status: generation.status, messages: listReplies(deps.db, params.messageId, deps.links) }

@@ -61,8 +61,8 @@ export class Heartbeats {
       try {
         stream.write(heartbeat)
       } catch {
-        // A stream closed without telling us must not stop the others' heartbeats.
-        this.remove(stream)
+        // A stream closed without telling us must not stop the others' heartbeats, nor keep its place.
+        stream.cancel()
       }
     }
   }

@@ -12,6 +12,7 @@ import { authenticateBearer } from '../auth'
 import type { Caller } from '../auth/model'
 import { protectedResourceMetadata } from '../oauth/metadata'
 import { OAuthModel } from '../oauth/model'
+import { readJson } from '../shared/body'
 import { AppError } from '../shared/errors'
 import { requestIdOf } from '../shared/http'
 import { maxMcpBodyBytes } from './model'
@@ -97,10 +98,15 @@ export const mcpRoutes = (deps: McpDeps) => {
       const message = 'Method not allowed: this stateless server takes JSON-RPC in POST requests only'
       return jsonRpcError(405, -32000, message, { allow: 'POST' })
     }
+    // Read here rather than by the transport, so that a body nested past any JSON-RPC message is never parsed.
+    const read = await readJson(request, maxMcpBodyBytes)
+    if ('problem' in read) {
+      const message = read.problem === 'depth' ? 'Parse error: the body is nested too deep' : 'Parse error'
+      return jsonRpcError(400, -32700, message)
+    }
     const server = serverFor(deps, caller)
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
-      maxRequestBodySize: maxMcpBodyBytes,
     })
     let closed = false
     // Closing the server aborts the tools still running for this request: a client that went away stops its wait.
@@ -112,7 +118,7 @@ export const mcpRoutes = (deps: McpDeps) => {
     request.signal.addEventListener('abort', close, { once: true })
     try {
       await server.connect(transport)
-      return withCors(closingAfter(await transport.handleRequest(request), close))
+      return withCors(closingAfter(await transport.handleRequest(request, { parsedBody: read.value }), close))
     } catch (error) {
       close()
       deps.log.error('MCP request failed', { requestId: requestIdOf(request), error: String(error) })

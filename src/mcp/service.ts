@@ -7,6 +7,8 @@ import type { Caller } from '../auth/model'
 import { generationOf } from '../generation'
 import type { Listener } from '../generation/hub'
 import type { GenerationEngine } from '../generation/service'
+import type { OpenStreams } from '../generation/sse'
+import { busyThreadStates } from '../generation/state'
 import { conflict, invalidRequest } from '../shared/errors'
 import type { ThreadsModel } from '../threads/model'
 import {
@@ -26,6 +28,8 @@ import type { McpModel } from './model'
 
 export interface McpDeps extends UploadDeps {
   engine: GenerationEngine
+  /** A wait holds a connection and a place among the answer's listeners, as a stream does, and counts as one. */
+  streams: OpenStreams
   links: Links
 }
 
@@ -73,9 +77,6 @@ export async function threadNow(deps: McpDeps, caller: Caller, threadId: string)
   return await getThread(deps.db, caller, threadId, deps.links)
 }
 
-/** A thread that is `waiting` or `active` is answering: its answers are not final until it is back (as the poll). */
-const busyStates: ReadonlySet<string> = new Set(['waiting', 'active'])
-
 /** Where the answer to a user message is now: the API's poll (GET …/response), with the thread's link. */
 export async function answerOf(
   deps: McpDeps,
@@ -87,7 +88,7 @@ export async function answerOf(
   const thread = await getThread(deps.db, caller, threadId, deps.links)
   const generation = await generationOf(deps.db, messageId)
   const base = { thread_id: threadId, message_id: messageId, app_url: thread.app_url }
-  if (generation.status === 'queued' || generation.status === 'running' || busyStates.has(thread.state)) {
+  if (generation.status === 'queued' || generation.status === 'running' || busyThreadStates.has(thread.state)) {
     return { ...base, status: 'processing', messages: [] }
   }
   const messages = await listReplies(deps.db, messageId, deps.links)
@@ -132,7 +133,12 @@ export async function awaitAnswer(
   messageId: string,
   wait: AnswerWait,
 ): Promise<McpModel.answer> {
-  await answerEnded(deps.engine, messageId, wait)
+  deps.streams.take(caller.userId)
+  try {
+    await answerEnded(deps.engine, messageId, wait)
+  } finally {
+    deps.streams.release(caller.userId)
+  }
   return await answerOf(deps, caller, threadId, messageId)
 }
 

@@ -4,7 +4,7 @@
 
 import { Elysia, t } from 'elysia'
 import { AuthModel } from '../auth/model'
-import { jsonDepthExceeds, maxJsonBodyBytes, maxJsonDepth, readBounded } from '../shared/body'
+import { readJson } from '../shared/body'
 import { param, readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
 import { type Limit, RateLimiter } from '../shared/rate-limit'
@@ -27,6 +27,7 @@ import {
   refreshReuseGraceMs,
   registerClient,
   registrationTokenLifetimeMs,
+  requireRegistrationAccess,
   revokeToken,
 } from './service'
 import { oauthSettings } from './settings'
@@ -351,20 +352,16 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       async ({ request }) => {
         try {
           limitByAddress(registrationLimiter, 'registration', request)
-          const text = new TextDecoder().decode(await readBounded(request, maxJsonBodyBytes))
-          let body: unknown = null
-          // validateClientMetadata answers invalid_client_metadata for anything that is not a JSON object, and a
-          // body nested too deep to be client metadata is not parsed at all: anyone may call this endpoint.
-          if (!jsonDepthExceeds(text, maxJsonDepth)) {
-            try {
-              body = JSON.parse(text)
-            } catch {}
-          }
-          const registered = registerClient(deps, {
-            body,
+          const access = {
             authorization: request.headers.get('authorization'),
             openRegistration: deps.openRegistration,
-          })
+          }
+          // Only a caller who may register has a body read at all; anyone may call this endpoint.
+          requireRegistrationAccess(deps, access)
+          // validateClientMetadata answers invalid_client_metadata for anything that is not a JSON object.
+          const read = await readJson(request)
+          const body = 'value' in read ? read.value : null
+          const registered = registerClient(deps, { body, ...access })
           return json(registered, 201, noStore)
         } catch (error) {
           return oauthFailure(error)

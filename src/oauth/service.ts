@@ -503,7 +503,14 @@ function bearerOf(authorization: string | null): string | null {
 }
 
 /** Registers a client and returns the RFC 7591 §3.2.1 response body (the secret appears here only). */
-export function registerClient(deps: OAuthDeps, request: RegistrationRequest): OAuthModel.registered {
+/**
+ * Whether this caller may register at all: a usable registration token, or open registration. Checked before the
+ * body is read, and again by registerClient, which consumes the token.
+ */
+export function requireRegistrationAccess(
+  deps: OAuthDeps,
+  request: Pick<RegistrationRequest, 'authorization' | 'openRegistration'>,
+): void {
   const now = deps.clock.now()
   const token = bearerOf(request.authorization)
   const usable = and(gt(oauthRegistrationTokens.expiresAt, now), isNull(oauthRegistrationTokens.usedAt))
@@ -520,6 +527,13 @@ export function registerClient(deps: OAuthDeps, request: RegistrationRequest): O
       'no token',
     )
   }
+}
+
+export function registerClient(deps: OAuthDeps, request: RegistrationRequest): OAuthModel.registered {
+  requireRegistrationAccess(deps, request)
+  const now = deps.clock.now()
+  const token = bearerOf(request.authorization)
+  const usable = and(gt(oauthRegistrationTokens.expiresAt, now), isNull(oauthRegistrationTokens.usedAt))
   const metadata = validateClientMetadata(request.body)
   const created = deps.db.transaction((tx) => {
     let issuer: { userId: number; organizationId: number } | null = null

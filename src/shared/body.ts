@@ -17,17 +17,25 @@ export const maxJsonDepth = 32
 export const payloadTooLarge = (limit: number): AppError =>
   new AppError(413, 'payload_too_large', `Request bodies are limited to ${limit} bytes`)
 
-/** The body's bytes, refused with 413 as soon as more than `limit` have arrived. */
+/**
+ * The body's bytes, refused with 413 as soon as more than `limit` have arrived. A body that breaks off (the
+ * client went away, a malformed chunk) is the client's 400, never a server error.
+ */
 export async function readBounded(request: Request, limit: number): Promise<Uint8Array> {
   const declared = Number(request.headers.get('content-length'))
   if (declared > limit) throw payloadTooLarge(limit)
   if (!request.body) return new Uint8Array()
   const chunks: Uint8Array[] = []
   let size = 0
-  for await (const chunk of request.body) {
-    size += chunk.byteLength
-    if (size > limit) throw payloadTooLarge(limit)
-    chunks.push(chunk)
+  try {
+    for await (const chunk of request.body) {
+      size += chunk.byteLength
+      if (size > limit) throw payloadTooLarge(limit)
+      chunks.push(chunk)
+    }
+  } catch (error) {
+    if (error instanceof AppError) throw error
+    throw invalidRequest('The request body could not be read')
   }
   return Buffer.concat(chunks)
 }
@@ -59,8 +67,36 @@ export function jsonDepthExceeds(text: string, limit: number): boolean {
   return false
 }
 
-export const unsupportedMediaType = (accepted: string): AppError =>
-  new AppError(415, 'unsupported_media_type', `Send the body as ${accepted}`, {}, { accept: accepted })
+/** 415, naming the accepted type the way RFC 9110 §15.5.16 suggests: Accept-Post or Accept-Patch (RFC 5789). */
+export const unsupportedMediaType = (accepted: string, method = 'POST'): AppError =>
+  new AppError(
+    415,
+    'unsupported_media_type',
+    `Send the body as ${accepted}`,
+    {},
+    {
+      [method === 'PATCH' ? 'accept-patch' : 'accept-post']: accepted,
+    },
+  )
+
+/**
+ * A JSON body read within `limit` (413 past it): its value, or why there is none. A text nested deeper than
+ * `maxJsonDepth` is never handed to JSON.parse, whose cost grows with the depth, nor to any later walk.
+ */
+export async function readJson(
+  request: Request,
+  limit = maxJsonBodyBytes,
+): Promise<{ value: unknown } | { problem: 'depth' | 'syntax' }> {
+  const text = new TextDecoder().decode(await readBounded(request, limit))
+  if (jsonDepthExceeds(text, maxJsonDepth)) return { problem: 'depth' }
+  try {
+    return { value: JSON.parse(text) }
+  } catch {
+    return { problem: 'syntax' }
+  }
+}
+
+const tooDeep = `The body is nested more than ${maxJsonDepth} levels deep`
 
 /** Requests whose caller a route's guard has checked: a body is read only for those. */
 const checkedCallers = new WeakSet<Request>()
@@ -80,21 +116,15 @@ function parseJsonBody(schema: TSchema) {
     }
     if (mediaTypeOf(request) !== 'application/json') {
       if (request.body !== null && request.headers.get('content-length') !== '0') {
-        throw unsupportedMediaType('application/json')
+        throw unsupportedMediaType('application/json', request.method)
       }
       throw invalidRequest('The body must be a JSON object')
     }
-    const bytes = await readBounded(request, maxJsonBodyBytes)
-    const text = new TextDecoder().decode(bytes)
-    if (jsonDepthExceeds(text, maxJsonDepth)) {
-      throw invalidRequest(`The body is nested more than ${maxJsonDepth} levels deep`)
+    const read = await readJson(request)
+    if ('problem' in read) {
+      throw invalidRequest(read.problem === 'depth' ? tooDeep : 'The request body could not be parsed')
     }
-    let value: unknown
-    try {
-      value = JSON.parse(text)
-    } catch {
-      throw invalidRequest('The request body could not be parsed')
-    }
+    const { value } = read
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw invalidRequest('The body must be a JSON object')
     }

@@ -1,9 +1,10 @@
+import { maxJsonBodyBytes, mediaTypeOf, readBounded } from './body'
+
 // Form-encoded bodies read by hand rather than by the framework, so a handler sees repeated fields (which the
 // OAuth RFCs require us to refuse) and decides itself how to answer a malformed body.
 export async function readForm(request: Request): Promise<URLSearchParams | null> {
-  const type = request.headers.get('content-type') ?? ''
-  if (!type.toLowerCase().startsWith('application/x-www-form-urlencoded')) return null
-  return new URLSearchParams(await request.text())
+  if (mediaTypeOf(request) !== 'application/x-www-form-urlencoded') return null
+  return new URLSearchParams(new TextDecoder().decode(await readBounded(request, maxJsonBodyBytes)))
 }
 
 /** Names that occur more than once in the parameters. */

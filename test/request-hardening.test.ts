@@ -323,3 +323,26 @@ test('MCP and closed registration read no body they need not: depth-bounded JSON
   expect(registration.status).toBe(401)
   expect(pulls()).toBeLessThanOrEqual(2)
 })
+
+test('the last event sets a day’s reconnection delay, except a restart’s error: that answer comes back', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner })
+  const owner = await h.user()
+  const raw = async (end: (messageId: string) => void): Promise<string> => {
+    const { thread_id, message_id } = (
+      await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'go' } })
+    ).body
+    await runner.started(message_id)
+    const path = `/api/v1/threads/${thread_id}/messages/${message_id}/response/stream`
+    const response = await h.app.handle(
+      new Request(`${publicUrl}${path}`, { headers: { authorization: `Bearer ${owner.token}` } }),
+    )
+    end(message_id)
+    return await response.text()
+  }
+  const hub = h.app.decorator.engine.hub
+  expect(await raw((id) => hub.finish(id, { error: 'The model failed' }))).toContain('retry: 86400000\n')
+  const restart = await raw((id) => hub.finish(id, { error: 'Restarting', resumable: true }))
+  expect(restart).toContain('event: error')
+  expect(restart).not.toContain('retry:')
+})

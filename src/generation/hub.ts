@@ -5,7 +5,8 @@ export interface Listener {
   /** `text` is what was appended; `end` is the answer's length after it (the SSE event id). */
   token(text: string, end: number): void
   done(end: number): void
-  error(message: string, end: number): void
+  /** `resumable`: the answer will be generated again (a restart), so a client should come back for it. */
+  error(message: string, end: number, resumable?: boolean): void
 }
 
 /** What a listener keeps to stop listening: the answer itself, so leaving costs no closure per listener. */
@@ -77,12 +78,12 @@ export class Hub {
     return answer
   }
 
-  finish(messageId: string, outcome: { error: string } | null): void {
+  finish(messageId: string, outcome: { error: string; resumable?: boolean } | null): void {
     const answer = this.live.get(messageId)
     if (!answer) return
     this.live.delete(messageId)
     for (const listener of answer.listeners) {
-      if (outcome) listener.error(outcome.error, answer.text.length)
+      if (outcome) listener.error(outcome.error, answer.text.length, outcome.resumable)
       else listener.done(answer.text.length)
     }
   }

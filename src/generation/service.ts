@@ -307,7 +307,7 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
       closed = true
       const unfinished = [...running.keys()]
       for (const messageId of [...unfinished, ...queue.map((item) => item.messageId)]) {
-        hub.finish(messageId, { error: restartMessage })
+        hub.finish(messageId, { error: restartMessage, resumable: true })
       }
       // A shutdown is no crash: give back the attempt these answers' claims counted, so that answers longer
       // than the grace period are not failed as "repeatedly" after three deploys. Queued again, they are run

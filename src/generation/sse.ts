@@ -195,8 +195,9 @@ class SseStream implements Listener {
     this.end(encode('done', '{}', end, finalRetry))
   }
 
-  error(message: string, end: number): void {
-    this.end(encode('error', JSON.stringify({ message }), end, finalRetry))
+  /** A restart's error keeps the usual reconnection delay: the answer will be generated again, worth coming back for. */
+  error(message: string, end: number, resumable = false): void {
+    this.end(encode('error', JSON.stringify({ message }), end, resumable ? '' : finalRetry))
   }
 
   private end(bytes: Uint8Array): void {

@@ -23,7 +23,7 @@ const uploadDescription = `Multipart form data, one file per part: \`attachments
 
 The type is decided from the bytes, never from the name or declared type, though a name or declared type that contradicts the bytes (a PNG named \`.pdf\`; an SVG, which is text that claims to be an image) is refused:
 - images: JPEG, PNG, GIF, WebP (animations accepted), at most ${mib(imageLimits.maxBytes)} and ${imageLimits.maxPixels.toLocaleString('en-US')} pixels (all frames counted), fully decoded; images longer than ${imageLimits.modelLongestSide} px on a side also get a scaled copy that models read (unless it would be larger than the original);
-- PDF: at most ${mib(pdfLimits.maxBytes)} and ${pdfLimits.maxPages} pages, its compressed streams other than images inflating to at most ${mib(pdfLimits.maxInflatedBytes)} in all (\`too_large\`); PDFs naming LZW or run-length compression (\`unsupported_type\`) and encrypted or password-protected PDFs are refused;
+- PDF: at most ${mib(pdfLimits.maxBytes)} and ${pdfLimits.maxPages} pages, its compressed streams (images included) inflating to at most ${mib(pdfLimits.maxInflatedBytes)} in all (\`too_large\`); PDFs naming LZW or run-length compression (\`unsupported_type\`) and encrypted or password-protected PDFs are refused;
 - text: plain, Markdown (\`.md\`) or CSV (\`.csv\`), at most ${mib(textLimits.maxBytes)}, valid UTF-8 without NUL bytes.
 
 All or nothing: when any file is refused, none is stored. Display names are reduced to their last path segment, without control characters, at most ${filenameMaxLength} characters. GET /api/v1/limits lists these limits.

@@ -16,6 +16,7 @@ import { migrateAndReport } from './operations/migrations'
 import { listUsers, resetPassword } from './operations/users'
 import { AppError } from './shared/errors'
 import { systemClock, toIso } from './shared/time'
+import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
 
 class UsageError extends Error {}
 
@@ -58,6 +59,13 @@ function describeCounts(counts: Counts): string {
     plural(counts.messages, 'message'),
     plural(counts.attachments, 'attachment'),
   ].join(', ')
+}
+
+/** The configured blob store, and how output lines name it: UPLOADS_DIR's folder, or the bucket. */
+function configuredFiles(config: Config): { blobs: BlobStore; name: string } {
+  const blobs = openBlobStore(blobLocation(config))
+  const where = blobs.description
+  return { blobs, name: where.kind === 'local' ? config.UPLOADS_DIR : `bucket ${where.bucket}` }
 }
 
 /** A field of a tab-separated line: tabs and line breaks would split it. */
@@ -194,18 +202,20 @@ const commands: Record<string, Command> = {
     details: [
       'DIR holds backup.json (when it was made, row counts, files), threadhouse.sqlite (the database as',
       'one file, copied from one snapshot with VACUUM INTO) and uploads/ (the files of every attachment in',
-      'that snapshot). Files uploaded after the snapshot wait for the next backup. DIR appears only once',
-      'complete; until then the copy is written to DIR.partial-<random>.',
+      'that snapshot, from UPLOADS_DIR or, with S3_BUCKET, downloaded from the bucket). Files uploaded after',
+      'the snapshot wait for the next backup. DIR appears only once complete; until then the copy is written',
+      'to DIR.partial-<random>.',
     ],
-    run({ values, config, out, now, database }) {
+    async run({ values, config, out, now, database }) {
       const target = required(values, 'to')
-      const result = backup(database(), config.UPLOADS_DIR, target, now)
+      const files = configuredFiles(config)
+      const result = await backup(database(), { blobs: files.blobs, uploadsDir: config.UPLOADS_DIR }, target, now)
       if (result.leftOut.length > 0) {
         out(`Left out ${plural(result.leftOut.length, 'attachment')} removed while the backup ran`)
       }
       out(
         // The folder in full: `bun run` works from the repository, not from where the operator typed the command.
-        `Backed up ${config.DATABASE_PATH} and ${config.UPLOADS_DIR} to ${resolve(target)}: ${describeCounts(result.counts)}; ` +
+        `Backed up ${config.DATABASE_PATH} and ${files.name} to ${resolve(target)}: ${describeCounts(result.counts)}; ` +
           `${plural(result.files, 'file')}, ${result.bytes} bytes`,
       )
     },
@@ -217,14 +227,16 @@ const commands: Record<string, Command> = {
     details: [
       'Refuses while a server, or another command, has the database open. Checks the backup first',
       '(integrity check, row counts, files), then replaces DATABASE_PATH (removing its -wal and -shm files)',
-      'and the contents of UPLOADS_DIR (dot-files stay), and checks the result the same way. If it stops',
-      'half-way, run it again. The next start applies any migrations newer than the backup.',
+      'and the files: the contents of UPLOADS_DIR (dot-files stay) or, with S3_BUCKET, the attachments in',
+      'the bucket (other objects stay). It checks the result the same way. If it stops half-way, run it',
+      'again. The next start applies any migrations newer than the backup.',
     ],
-    run({ values, config, out }) {
+    async run({ values, config, out }) {
       const source = required(values, 'from')
-      const result = restore(source, { databasePath: config.DATABASE_PATH, uploadsDir: config.UPLOADS_DIR })
+      const files = configuredFiles(config)
+      const result = await restore(source, { databasePath: config.DATABASE_PATH, blobs: files.blobs })
       out(
-        `Restored ${source} (made ${result.createdAt}) into ${config.DATABASE_PATH} and ${config.UPLOADS_DIR}: ` +
+        `Restored ${source} (made ${result.createdAt}) into ${config.DATABASE_PATH} and ${files.name}: ` +
           `${describeCounts(result.counts)}; ${plural(result.files, 'file')}; integrity check ok`,
       )
     },
@@ -244,7 +256,7 @@ function overview(): string {
     'Commands:',
     ...entries.flatMap(([name, { usage, summary }]) => [`  ${`${name} ${usage}`.trimEnd()}`, `      ${summary}`]),
     '',
-    'Commands read the same variables as the server (DATABASE_PATH, UPLOADS_DIR) and work while it runs,',
+    'Commands read the same variables as the server (DATABASE_PATH, UPLOADS_DIR, S3_*) and work while it runs,',
     'except restore. Only migrate and restore create a missing database.',
   ].join('\n')
 }

@@ -12,6 +12,7 @@ import { loadConfig } from '../src/config'
 import { openDatabase } from '../src/db/client'
 import { backup, restore } from '../src/operations/backup'
 import { hashSecret } from '../src/shared/security'
+import { LocalBlobStore } from '../src/storage/blobs'
 import { firstRunToken, harness, startServer, until } from './support/helpers'
 
 // Every test here starts bun processes, some a whole server (startServer alone allows 20 s to listen), and most of
@@ -396,24 +397,25 @@ test.concurrent('a backup leaves out attachments whose files went missing; resto
   const home = mkdtempSync(join(tmpdir(), 'threadhouse-backup-'))
   try {
     const target = join(home, 'backup')
-    const result = backup(h.db, h.uploadsDir, target, Date.now())
+    const result = await backup(h.db, h, target, Date.now())
     expect(result).toMatchObject({ leftOut: [gone.id], files: 1, bytes: 4 })
     expect(result.counts.attachments).toBe(1)
     expect(readdirSync(home)).toEqual(['backup'])
-    expect(() => backup(h.db, h.uploadsDir, target, Date.now())).toThrow('already exists')
-    expect(() => backup(h.db, h.uploadsDir, join(h.uploadsDir, 'b'), Date.now())).toThrow('inside UPLOADS_DIR')
+    await expect(backup(h.db, h, target, Date.now())).rejects.toThrow('already exists')
+    await expect(backup(h.db, h, join(h.uploadsDir, 'b'), Date.now())).rejects.toThrow('inside UPLOADS_DIR')
 
-    const live = { databasePath: join(home, 'live', 'db.sqlite'), uploadsDir: join(home, 'live', 'uploads') }
-    mkdirSync(live.uploadsDir, { recursive: true })
-    writeFileSync(join(live.uploadsDir, 'current'), 'current data')
+    const liveUploads = join(home, 'live', 'uploads')
+    const live = { databasePath: join(home, 'live', 'db.sqlite'), blobs: new LocalBlobStore(liveUploads) }
+    mkdirSync(liveUploads, { recursive: true })
+    writeFileSync(join(liveUploads, 'current'), 'current data')
     rmSync(join(target, 'uploads', kept.id))
-    expect(() => restore(target, live)).toThrow(`lacks the file ${kept.id}`)
-    expect(readdirSync(live.uploadsDir)).toEqual(['current'])
+    await expect(restore(target, live)).rejects.toThrow(`lacks the file ${kept.id}`)
+    expect(readdirSync(liveUploads)).toEqual(['current'])
     expect(existsSync(live.databasePath)).toBe(false)
 
     writeFileSync(join(target, 'uploads', kept.id), 'kept')
-    expect(restore(target, live)).toMatchObject({ files: 1, counts: { threads: 1, attachments: 1 } })
-    expect(readdirSync(live.uploadsDir)).toEqual([kept.id])
+    expect(await restore(target, live)).toMatchObject({ files: 1, counts: { threads: 1, attachments: 1 } })
+    expect(readdirSync(liveUploads)).toEqual([kept.id])
   } finally {
     rmSync(home, { recursive: true, force: true })
   }

@@ -7,9 +7,10 @@
 //   DIR/uploads/             the files of every attachment in that database: `<id>`, `<id>.resized`, `<id>.txt`
 //
 // The database is copied first, from one snapshot while the server keeps writing, and then exactly the files
-// that snapshot names: files uploaded later belong to rows the copy does not have, and a file is never changed
-// once it is in place (attachments.service writes each under a temporary name and renames it), so every copy is
-// whole.
+// that snapshot names, from whichever blob store keeps them (the uploads folder or a bucket): files uploaded later
+// belong to rows the copy does not have, and a stored file is never changed (every store writes a key whole, and
+// attachments are never rewritten), so every copy is whole. A backup's files are the same on both stores, so a
+// backup made from one restores into the other.
 import { Database } from 'bun:sqlite'
 import {
   closeSync,
@@ -19,21 +20,22 @@ import {
   fsyncSync,
   mkdirSync,
   openSync,
-  readdirSync,
   readFileSync,
   renameSync,
   rmSync,
-  statSync,
   writeFileSync,
 } from 'node:fs'
+import { rm, stat } from 'node:fs/promises'
 import { dirname, join, relative, resolve } from 'node:path'
 import { count, inArray } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
 import type { SQLiteTable } from 'drizzle-orm/sqlite-core'
 import { attachments } from '../attachments/attachments.table'
+import { attachmentIdOf, extractedTextKey, originalKey, resizedKey } from '../attachments/keys'
 import { organizations, users } from '../auth/auth.table'
 import type { Db } from '../db/client'
 import * as schema from '../db/schema'
+import { type BlobDescription, type BlobStore, LocalBlobStore } from '../storage/blobs'
 import { messages, threads } from '../threads/threads.table'
 import { claimDatabase } from './claim'
 import { OperationError } from './errors'
@@ -46,6 +48,14 @@ const databaseFile = 'threadhouse.sqlite'
 const uploadsFolder = 'uploads'
 // Copy-on-write clones where the file system has them (btrfs, XFS, APFS), a plain copy elsewhere.
 const clone = constants.COPYFILE_FICLONE
+/** Files copied at a time: each is a round trip when the store is a bucket. */
+const filesAtOnce = 16
+
+/** Where an installation keeps its files: the blob store, and the local folder that stages uploads (UPLOADS_DIR). */
+export interface Uploads {
+  blobs: BlobStore
+  uploadsDir: string
+}
 
 export interface Counts {
   organizations: number
@@ -112,10 +122,11 @@ function storedAttachments(db: Db): StoredAttachment[] {
 /** The files an attachment must have (the original, and its scaled copy if it has one) before the optional ones. */
 function filesOf(attachment: StoredAttachment): { required: string[]; optional: string[] } {
   const { id, resized } = attachment
+  const original = originalKey(id)
   return {
-    required: resized ? [id, `${id}.resized`] : [id],
+    required: resized ? [original, resizedKey(id)] : [original],
     // Text extracted from a PDF, cached beside it: worth keeping, but made again when missing.
-    optional: [`${id}.txt`, `${id}.resized.txt`],
+    optional: [extractedTextKey(original)],
   }
 }
 
@@ -123,32 +134,52 @@ function isMissing(error: unknown): boolean {
   return (error as { code?: unknown }).code === 'ENOENT'
 }
 
+/** The store in words, for an operator: the folder, or the bucket and where it is. */
+function named(store: BlobDescription): string {
+  return store.kind === 'local' ? store.path : `bucket ${store.bucket}${store.endpoint ? ` at ${store.endpoint}` : ''}`
+}
+
+/** Runs a store operation, turning a failure (a bucket that does not answer) into one line naming the store. */
+async function fromStore<T>(blobs: BlobStore, what: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    if (error instanceof OperationError) throw error
+    const code = (error as { code?: unknown }).code
+    const reason = `${(error as Error).message ?? error}${typeof code === 'string' ? ` (${code})` : ''}`
+    throw new OperationError(`cannot ${what} in ${named(blobs.description)}: ${reason}`)
+  }
+}
+
+/** Runs `work` on every item, `filesAtOnce` at a time. */
+async function eachInTurn<T>(items: T[], work: (item: T) => Promise<void>): Promise<void> {
+  for (let start = 0; start < items.length; start += filesAtOnce) {
+    await Promise.all(items.slice(start, start + filesAtOnce).map(work))
+  }
+}
+
 /** Copies one attachment's files; returns their bytes, or null (copying nothing) when a required one is gone. */
-function copyAttachment(
+async function copyAttachment(
   attachment: StoredAttachment,
-  from: string,
+  from: BlobStore,
   to: string,
-): { files: number; bytes: number } | null {
+): Promise<{ files: number; bytes: number } | null> {
   const { required, optional } = filesOf(attachment)
   const copied: string[] = []
-  const copy = (name: string): boolean => {
-    try {
-      copyFileSync(join(from, name), join(to, name), clone | constants.COPYFILE_EXCL)
-    } catch (error) {
-      if (isMissing(error)) return false
-      throw error
-    }
-    copied.push(name)
+  const copy = async (key: string): Promise<boolean> => {
+    if (!(await fromStore(from, `copy ${key}`, () => from.getFile(key, join(to, key))))) return false
+    copied.push(key)
     return true
   }
-  for (const name of required) {
-    if (!copy(name)) {
-      for (const done of copied) rmSync(join(to, done), { force: true })
+  for (const key of required) {
+    if (!(await copy(key))) {
+      await Promise.all(copied.map((done) => rm(join(to, done), { force: true })))
       return null
     }
   }
-  for (const name of optional) copy(name)
-  return { files: copied.length, bytes: copied.reduce((sum, name) => sum + statSync(join(to, name)).size, 0) }
+  for (const key of optional) await copy(key)
+  const sizes = await Promise.all(copied.map(async (key) => (await stat(join(to, key))).size))
+  return { files: copied.length, bytes: sizes.reduce((sum, size) => sum + size, 0) }
 }
 
 function isInside(path: string, folder: string): boolean {
@@ -157,11 +188,16 @@ function isInside(path: string, folder: string): boolean {
 }
 
 /**
- * Writes a new backup folder `target` from the open database `db` and the uploads folder, while the server
- * keeps running. Everything is written into a sibling folder first and renamed into place at the end, so a
- * folder named `target` is always a complete backup.
+ * Writes a new backup folder `target` from the open database `db` and its files, while the server keeps running.
+ * Everything is written into a sibling folder first and renamed into place at the end, so a folder named `target`
+ * is always a complete backup.
  */
-export function backup(db: Db, uploadsDir: string, target: string, now: number): BackupResult {
+export async function backup(
+  db: Db,
+  { blobs, uploadsDir }: Uploads,
+  target: string,
+  now: number,
+): Promise<BackupResult> {
   if (existsSync(target)) throw new OperationError(`${target} already exists; choose a new folder`)
   if (isInside(target, uploadsDir)) {
     // The start-up sweep removes whatever in UPLOADS_DIR no attachment names.
@@ -180,15 +216,16 @@ export function backup(db: Db, uploadsDir: string, target: string, now: number):
       let files = 0
       let bytes = 0
       const leftOut: string[] = []
-      for (const attachment of storedAttachments(copy)) {
-        const copied = copyAttachment(attachment, uploadsDir, join(staging, uploadsFolder))
+      await eachInTurn(storedAttachments(copy), async (attachment) => {
+        const copied = await copyAttachment(attachment, blobs, join(staging, uploadsFolder))
         if (!copied) {
           leftOut.push(attachment.id)
-          continue
+          return
         }
         files += copied.files
         bytes += copied.bytes
-      }
+      })
+      leftOut.sort()
       // Only files of attachments that were never sent are removed while the server runs: the rows went first,
       // after the snapshot, so the backup leaves them out too rather than restore rows without files.
       if (leftOut.length > 0) copy.delete(attachments).where(inArray(attachments.id, leftOut)).run()
@@ -232,10 +269,10 @@ function readManifest(source: string): Manifest {
 }
 
 /**
- * Checks a database and its uploads folder against a backup's manifest: SQLite's integrity check, a schema this
- * version knows, the manifest's row counts, and every attachment's required files at their recorded size.
+ * Checks a database and its files against a backup's manifest: SQLite's integrity check, a schema this version
+ * knows, the manifest's row counts, and every attachment's required files at their recorded size.
  */
-function verify(databasePath: string, uploadsDir: string, manifest: Manifest, what: string): Counts {
+async function verify(databasePath: string, blobs: BlobStore, manifest: Manifest, what: string): Promise<Counts> {
   let db: Db
   try {
     db = openFile(databasePath, 'readonly')
@@ -255,15 +292,16 @@ function verify(databasePath: string, uploadsDir: string, manifest: Manifest, wh
         `${what} does not hold what backup.json lists: ${JSON.stringify(counts)} against ${JSON.stringify(manifest.counts)}`,
       )
     }
-    for (const attachment of storedAttachments(db)) {
-      for (const name of filesOf(attachment).required) {
-        const size = existsSync(join(uploadsDir, name)) ? statSync(join(uploadsDir, name)).size : null
-        if (size === null) throw new OperationError(`${what} lacks the file ${name} of attachment ${attachment.id}`)
-        if (name === attachment.id && size !== attachment.sizeBytes) {
-          throw new OperationError(`${what}: ${name} has ${size} bytes instead of ${attachment.sizeBytes}`)
-        }
+    const required = storedAttachments(db).flatMap((attachment) =>
+      filesOf(attachment).required.map((key) => ({ key, attachment })),
+    )
+    await eachInTurn(required, async ({ key, attachment }) => {
+      const size = (await fromStore(blobs, `read ${key}`, () => blobs.get(key)))?.size ?? null
+      if (size === null) throw new OperationError(`${what} lacks the file ${key} of attachment ${attachment.id}`)
+      if (key === originalKey(attachment.id) && size !== attachment.sizeBytes) {
+        throw new OperationError(`${what}: ${key} has ${size} bytes instead of ${attachment.sizeBytes}`)
       }
-    }
+    })
     return counts
   } finally {
     db.$client.close()
@@ -280,13 +318,18 @@ function syncToDisk(path: string): void {
 }
 
 /**
- * Replaces the database and the uploads folder's contents with the backup in `source`, refusing while anything
- * else has the database open. The backup is checked before anything is touched; its files are copied beside
- * the old ones first, so that only removals and renames happen once the old data starts to go. Dot-named
- * entries in the uploads folder (.gitkeep and the like) are the operator's and stay.
+ * Replaces the database and the stored files with the backup in `source`, refusing while anything else has the
+ * database open. The backup is checked before anything is touched. Its files are put in the store first, beside
+ * the current ones (a key both have holds the same bytes: attachments never change), so that once the old data
+ * starts to go only a rename and removals remain. In the uploads folder, dot-named entries (.gitkeep and the
+ * like) are the operator's and stay; in a bucket, which may hold more than Threadhouse's files, only keys an
+ * attachment would have are removed.
  */
-export function restore(source: string, target: { databasePath: string; uploadsDir: string }): RestoreResult {
-  const { databasePath, uploadsDir } = target
+export async function restore(
+  source: string,
+  target: { databasePath: string; blobs: BlobStore },
+): Promise<RestoreResult> {
+  const { databasePath, blobs } = target
   const manifest = readManifest(source)
   const backupDatabase = join(source, databaseFile)
   const backupUploads = join(source, uploadsFolder)
@@ -294,13 +337,14 @@ export function restore(source: string, target: { databasePath: string; uploadsD
     if (!existsSync(part))
       throw new OperationError(`${source} is not a whole backup: it has no ${relative(source, part)}`)
   }
-  verify(backupDatabase, backupUploads, manifest, `The backup ${source}`)
+  const backupFiles = new LocalBlobStore(backupUploads)
+  await verify(backupDatabase, backupFiles, manifest, `The backup ${source}`)
 
   mkdirSync(dirname(resolve(databasePath)), { recursive: true })
   const release = claimDatabase(databasePath)
   try {
-    const files = replace(backupDatabase, backupUploads, target)
-    const counts = verify(databasePath, uploadsDir, manifest, 'The restored database')
+    const files = await replace(backupDatabase, backupUploads, target)
+    const counts = await verify(databasePath, blobs, manifest, 'The restored database')
     return { createdAt: manifest.createdAt, counts, files }
   } finally {
     release()
@@ -308,45 +352,40 @@ export function restore(source: string, target: { databasePath: string; uploadsD
 }
 
 /** Swaps the backup's database and files in for the current ones; returns how many files it put in place. */
-function replace(
+async function replace(
   backupDatabase: string,
   backupUploads: string,
-  { databasePath, uploadsDir }: { databasePath: string; uploadsDir: string },
-): number {
-  mkdirSync(uploadsDir, { recursive: true })
-  // Fixed names, so that a restore run again after an interruption replaces what the first one staged.
+  { databasePath, blobs }: { databasePath: string; blobs: BlobStore },
+): Promise<number> {
+  // A fixed name, so that a restore run again after an interruption replaces what the first one staged.
   const stagedDatabase = `${databasePath}.restoring`
-  const stagedUploads = join(uploadsDir, '.restoring')
-  let files = 0
+  const restored = new Set<string>()
   try {
     copyFileSync(backupDatabase, stagedDatabase, clone)
     syncToDisk(stagedDatabase)
-    rmSync(stagedUploads, { recursive: true, force: true })
-    mkdirSync(stagedUploads)
-    for (const entry of readdirSync(backupUploads, { withFileTypes: true })) {
-      if (!entry.isFile()) continue
-      copyFileSync(join(backupUploads, entry.name), join(stagedUploads, entry.name), clone)
-      files += 1
-    }
+    for await (const key of new LocalBlobStore(backupUploads).keys()) restored.add(key)
+    await eachInTurn([...restored], (key) =>
+      fromStore(blobs, `put ${key}`, () => blobs.put(key, Bun.file(join(backupUploads, key)))),
+    )
   } catch (error) {
     rmSync(stagedDatabase, { force: true })
-    rmSync(stagedUploads, { recursive: true, force: true })
     throw error
   }
 
   try {
-    for (const name of readdirSync(uploadsDir)) {
-      if (!name.startsWith('.')) rmSync(join(uploadsDir, name), { recursive: true, force: true })
-    }
-    for (const name of readdirSync(stagedUploads)) renameSync(join(stagedUploads, name), join(uploadsDir, name))
-    rmSync(stagedUploads, { recursive: true, force: true })
     // A -wal (or a hot -journal) left beside the old database would be replayed into the new one.
     for (const suffix of ['-wal', '-shm', '-journal']) rmSync(`${databasePath}${suffix}`, { force: true })
     renameSync(stagedDatabase, databasePath)
+    const local = blobs.description.kind === 'local'
+    const stale: string[] = []
+    for await (const key of blobs.keys()) {
+      if (!restored.has(key) && (local || attachmentIdOf(key) !== null)) stale.push(key)
+    }
+    await eachInTurn(stale, (key) => blobs.delete(key))
   } catch (error) {
     throw new OperationError(
       `restore stopped half-way (${(error as Error).message}); fix the cause and run it again before starting the server`,
     )
   }
-  return files
+  return restored.size
 }

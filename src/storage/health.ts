@@ -3,7 +3,12 @@
 import type { Logger } from '../shared/log'
 import type { BlobStore } from './blobs'
 
-export function storageHealth(blobs: BlobStore, log: Logger, intervalMs = 10_000): () => Promise<boolean> {
+export function storageHealth(
+  blobs: BlobStore,
+  log: Logger,
+  intervalMs = 10_000,
+  now: () => number = () => performance.now(),
+): () => Promise<boolean> {
   let last: { healthy: boolean; at: number } | undefined
   let running: Promise<boolean> | undefined
 
@@ -16,12 +21,12 @@ export function storageHealth(blobs: BlobStore, log: Logger, intervalMs = 10_000
       if (last?.healthy !== false) log.error('storage does not answer', { ...blobs.description, error: String(error) })
     }
     if (healthy && last?.healthy === false) log.info('storage answers again', { ...blobs.description })
-    last = { healthy, at: performance.now() }
+    last = { healthy, at: now() }
     return healthy
   }
 
   return () => {
-    if (last && performance.now() - last.at < intervalMs) return Promise.resolve(last.healthy)
+    if (last && now() - last.at < intervalMs) return Promise.resolve(last.healthy)
     running ??= probe().finally(() => {
       running = undefined
     })

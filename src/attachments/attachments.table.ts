@@ -1,5 +1,6 @@
-// Files uploaded to a thread. The bytes live under UPLOADS_DIR, named by the attachment's ID (see
-// service.ts); a row exists only once its files are in place, and files without a row are never read.
+// Files uploaded to a thread. The bytes live in the blob store (UPLOADS_DIR or a bucket), keyed by the attachment's
+// ID (see keys.ts, service.ts); a row exists only once its files are in place, and files without a row are never
+// read.
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 import { threads } from '../threads/threads.table'
 

@@ -3,7 +3,7 @@
 import { resolve } from 'node:path'
 import { createApp } from './app'
 import { createFileInspector } from './attachments/inspector'
-import { sweepUploads } from './attachments/service'
+import { sweepStaging, sweepStore } from './attachments/service'
 import { firstRun } from './bootstrap'
 import { ConfigError, loadConfig } from './config'
 import { migrateDatabase, openDatabase } from './db/client'
@@ -43,8 +43,15 @@ try {
 const log = createLogger(config.LOG_LEVEL)
 const db = openDatabase(config.DATABASE_PATH)
 migrateDatabase(db)
-const swept = await sweepUploads(db, blobs, config.UPLOADS_DIR)
-if (swept > 0) log.info('removed stray upload files left by a crash', { count: swept })
+const reportSwept = (count: number) => {
+  if (count > 0) log.info('removed stray upload files left by a crash', { count })
+}
+// Before the server takes uploads: the staging folder, and a local store, whose sweep spares no file without a row.
+// A bucket's sweep lists every key, which takes a while in a large one, and spares keys young enough to be uploads
+// in flight: it runs once the server is up (below).
+reportSwept(await sweepStaging(config.UPLOADS_DIR))
+const storeIsLocal = blobs.description.kind === 'local'
+if (storeIsLocal) reportSwept(await sweepStore(db, blobs))
 
 const settings = providerSettings(config)
 const runner = createWorkerRunner(settings, blobs.location, log)
@@ -69,6 +76,11 @@ app.decorator.engine.recover()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
 const indexer = startSearchIndexer(db, log)
 const upkeep = startUpkeep(db, systemClock, log)
+if (!storeIsLocal) {
+  sweepStore(db, blobs).then(reportSwept, (error) =>
+    log.error('stray upload files could not be removed', { ...blobs.description, error: String(error) }),
+  )
+}
 // Which stores and which model this process uses, so an operator reading the log knows what they are looking at.
 log.info('database', { kind: 'sqlite', path: resolve(config.DATABASE_PATH) })
 log.info('storage', blobs.description)

@@ -48,17 +48,25 @@ async function removeAll(keys: string[], remove: (key: string) => Promise<void>)
 }
 
 /**
- * Removes what a crash can leave behind: temporary files in the staging folder, and stored files whose rows were
- * never committed. Kept: each attachment's original, its scaled copy and its extracted text, and dot files (the
- * operator's). Run at start-up. A local store is this server's alone, so everything else in it goes at once, as
- * does anything in the staging folder that is no key; a bucket may be shared with servers still uploading, and
- * with things that are not Threadhouse's, so there only attachments' keys older than `inFlightMs` go.
+ * Removes what a crash can leave in the staging folder: request bodies and checked files under temporary names,
+ * and anything else that is no key. Dot files are the operator's and stay, and so do keys (in a folder that is
+ * also the store, the store's sweep decides about those). Run at start-up, before the server takes uploads.
  */
-export async function sweepUploads(db: Db, blobs: BlobStore, uploadsDir: string, now = Date.now()): Promise<number> {
+export async function sweepStaging(uploadsDir: string): Promise<number> {
   const staged = (await readdir(uploadsDir).catch(() => [] as string[])).filter(
     (name) => !name.startsWith('.') && !isValidKey(name),
   )
   await Promise.all(staged.map((name) => rm(resolve(uploadsDir, name), { force: true, recursive: true })))
+  return staged.length
+}
+
+/**
+ * Removes stored files whose rows were never committed. Kept: each attachment's original, its scaled copy and
+ * its extracted text. A local store is this server's alone, so everything else in it goes; run it before the
+ * server takes uploads. A bucket may be shared with servers still uploading, and with things that are not
+ * Threadhouse's, so there only attachments' keys older than `inFlightMs` go, and it may run beside uploads.
+ */
+export async function sweepStore(db: Db, blobs: BlobStore, now = Date.now()): Promise<number> {
   const known = new Set(
     db
       .select({ id: attachments.id })
@@ -79,7 +87,12 @@ export async function sweepUploads(db: Db, blobs: BlobStore, uploadsDir: string,
     if (local || made === null || now - made >= inFlightMs) stray.push(key)
   }
   await removeAll(stray, (key) => blobs.delete(key))
-  return staged.length + stray.length
+  return stray.length
+}
+
+/** Both sweeps, one after the other: what a start on a local store does before it takes uploads. */
+export async function sweepUploads(db: Db, blobs: BlobStore, uploadsDir: string, now = Date.now()): Promise<number> {
+  return (await sweepStaging(uploadsDir)) + (await sweepStore(db, blobs, now))
 }
 
 /** The files behind these attachment IDs, as generators read them, by ID. */

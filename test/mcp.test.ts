@@ -8,15 +8,11 @@ import { and, eq } from 'drizzle-orm'
 import sharp from 'sharp'
 import { personalAccessTokens } from '../src/auth/auth.table'
 import { feedback } from '../src/threads/threads.table'
+import { until } from './support/helpers'
 import { connect, postMcp, startServer } from './support/mcp-helpers'
 
 // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
 type Json = any
-
-/** Waits for a condition that another party (the server) makes true, yielding to it in between. */
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await Bun.sleep(1)
-}
 
 async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
   return (await client.callTool({ name, arguments: args })) as CallToolResult
@@ -456,6 +452,24 @@ test('the transport: a 401 challenge, 405 for GET and DELETE, JSON-RPC errors fo
   const deep = await postMcp(server.origin, tooDeep, auth)
   expect(deep.status).toBeLessThan(500)
   await deep.arrayBuffer()
+  // No batches since protocol 2025-06-18: an array, even empty, is refused before any message in it is handled.
+  const list = { jsonrpc: '2.0', method: 'tools/list' }
+  for (const batch of [
+    [],
+    [
+      { ...list, id: 6 },
+      { ...list, id: 7 },
+    ],
+  ]) {
+    expect(await rpcError(await postMcp(server.origin, JSON.stringify(batch), auth))).toEqual({
+      status: 400,
+      body: {
+        jsonrpc: '2.0',
+        error: { code: -32600, message: 'Invalid Request: batches are not supported' },
+        id: null,
+      },
+    })
+  }
   const huge = await postMcp(server.origin, `{"pad":"${'a'.repeat(5 * 1024 * 1024)}"}`, auth)
   expect(huge.status).toBe(413)
   await huge.arrayBuffer()
@@ -497,4 +511,44 @@ test('MCP requests count against the token’s rate limit and mark the token use
     .where(eq(personalAccessTokens.userId, ada.id))
     .all()
   expect(token?.lastUsedAt).toBeNumber()
+})
+
+test('a wait the stream limit refuses still reports the message it sent, as processing', async () => {
+  await using server = await startServer({ config: { STREAM_LIMIT_PER_USER: 1 } })
+  const ada = await server.member()
+  await using client = await connect(server.origin, ada.token)
+  const first = await ok(client, 'create_thread', {})
+  const second = await ok(client, 'create_thread', {})
+  // The one stream Ada may hold is taken by this wait.
+  const waiting = client.callTool({ name: 'send_message', arguments: { thread_id: first.thread_id, text: 'Long' } })
+  const job = await server.runner.next()
+  const { hub } = server.app.decorator.engine
+  await until(() => hub.listenerCount(job.messageId) === 1)
+
+  const sent = await ok(client, 'send_message', { thread_id: second.thread_id, text: 'Another' })
+  const queued = await server.runner.next()
+  expect(sent).toEqual({
+    thread_id: second.thread_id,
+    message_id: queued.messageId,
+    status: 'processing',
+    messages: [],
+    app_url: `${server.origin}/threads/${second.thread_id}`,
+  })
+  const created = await ok(client, 'create_thread', { text: 'Third' })
+  const third = await server.runner.next()
+  expect(created).toMatchObject({ message_id: third.messageId, answer: { status: 'processing', messages: [] } })
+  expect(hub.listenerCount(queued.messageId)).toBe(0)
+
+  job.handlers.done()
+  expect((await waiting).structuredContent).toMatchObject({ status: 'complete' })
+  // A wait of 0 answers at once.
+  queued.handlers.token('Done.')
+  queued.handlers.done()
+  expect(await ok(client, 'send_message', { thread_id: first.thread_id, text: 'Now', wait_seconds: 0 })).toMatchObject({
+    status: 'processing',
+  })
+  const now = await server.runner.next()
+  expect(hub.listenerCount(now.messageId)).toBe(0)
+  now.handlers.done()
+  third.handlers.done()
 })

@@ -104,6 +104,11 @@ export const mcpRoutes = (deps: McpDeps) => {
       const message = read.problem === 'depth' ? 'Parse error: the body is nested too deep' : 'Parse error'
       return jsonRpcError(400, -32700, message)
     }
+    // Protocol 2025-06-18 and later have no batches; the SDK would take up to 100 messages in one POST, each a
+    // tool call, past the per-token rate limit that counts requests.
+    if (Array.isArray(read.value)) {
+      return jsonRpcError(400, -32600, 'Invalid Request: batches are not supported')
+    }
     const server = serverFor(deps, caller)
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

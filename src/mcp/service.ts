@@ -9,7 +9,7 @@ import type { Listener } from '../generation/hub'
 import type { GenerationEngine } from '../generation/service'
 import type { OpenStreams } from '../generation/sse'
 import { busyThreadStates } from '../generation/state'
-import { conflict, invalidRequest } from '../shared/errors'
+import { AppError, conflict, invalidRequest } from '../shared/errors'
 import type { ThreadsModel } from '../threads/model'
 import {
   createThread,
@@ -125,7 +125,21 @@ function answerEnded(engine: GenerationEngine, messageId: string, wait: AnswerWa
   })
 }
 
-/** Waits for the answer to a message as `wait` allows, then says where it is. */
+/**
+ * A place among the caller's open streams for a wait, or false when the stream limit refuses one: the message is
+ * stored by then, so the call still succeeds, with the answer as it stands (`processing`) instead of a wait.
+ */
+function takeStream(deps: McpDeps, caller: Caller): boolean {
+  try {
+    deps.streams.take(caller.userId)
+    return true
+  } catch (error) {
+    if (error instanceof AppError && error.status === 429) return false
+    throw error
+  }
+}
+
+/** Waits for the answer to a message as `wait` allows (if a stream is free), then says where it is. */
 export async function awaitAnswer(
   deps: McpDeps,
   caller: Caller,
@@ -133,11 +147,12 @@ export async function awaitAnswer(
   messageId: string,
   wait: AnswerWait,
 ): Promise<McpModel.answer> {
-  deps.streams.take(caller.userId)
-  try {
-    await answerEnded(deps.engine, messageId, wait)
-  } finally {
-    deps.streams.release(caller.userId)
+  if (wait.ms > 0 && !wait.signal.aborted && takeStream(deps, caller)) {
+    try {
+      await answerEnded(deps.engine, messageId, wait)
+    } finally {
+      deps.streams.release(caller.userId)
+    }
   }
   return await answerOf(deps, caller, threadId, messageId)
 }

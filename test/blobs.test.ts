@@ -25,7 +25,7 @@ const backends: [string, () => Promise<BlobStore>][] = [
     's3',
     async () => {
       const { kind: _, ...bucket } = await (await s3()).bucket()
-      return new S3BlobStore(bucket, 2)
+      return new S3BlobStore(bucket, { pageSize: 2 })
     },
   ],
 ]
@@ -177,5 +177,17 @@ describe('a store that cannot be used says why', () => {
     const closed = new S3BlobStore({ ...bucket, endpoint: 'http://127.0.0.1:1' })
     await expect(closed.check()).rejects.toMatchObject({ code: 'ConnectionRefused' })
     await expect(closed.ping()).rejects.toMatchObject({ code: 'ConnectionRefused' })
+  })
+
+  test('S3: an endpoint that takes the connection and never answers fails check and ping in time', async () => {
+    const silent = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+    try {
+      const { kind: _, ...bucket } = await (await s3()).bucket()
+      const store = new S3BlobStore({ ...bucket, endpoint: `http://127.0.0.1:${silent.port}` }, { answerWithinMs: 200 })
+      await expect(store.check()).rejects.toThrow('no answer within 0.2 s')
+      await expect(store.ping()).rejects.toThrow('no answer within 0.2 s')
+    } finally {
+      silent.stop(true)
+    }
   })
 })

@@ -75,7 +75,7 @@ function checkedKey(key: string): string {
 }
 
 /** How long a check or a ping may take before it counts as failed: a bucket that never answers is not a working one. */
-const answerWithinMs = 10_000
+const defaultAnswerWithinMs = 10_000
 
 async function within<T>(ms: number, work: Promise<T>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
@@ -225,11 +225,20 @@ export class S3BlobStore implements BlobStore {
   readonly description: BlobDescription
   private readonly client: Bun.S3Client
 
+  private readonly pageSize: number
+  private readonly answerWithinMs: number
+
   constructor(
     location: Omit<Extract<BlobLocation, { kind: 's3' }>, 'kind'>,
-    /** Keys per listing request: S3 answers at most 1000; tests make pages small to see more than one. */
-    private readonly pageSize = 1000,
+    options: {
+      /** Keys per listing request: S3 answers at most 1000; tests make pages small to see more than one. */
+      pageSize?: number
+      /** How long check and ping wait for the bucket (default 10 s). */
+      answerWithinMs?: number
+    } = {},
   ) {
+    this.pageSize = options.pageSize ?? 1000
+    this.answerWithinMs = options.answerWithinMs ?? defaultAnswerWithinMs
     this.location = { kind: 's3', ...location }
     const { bucket, endpoint, region, accessKeyId, secretAccessKey } = location
     this.client = new Bun.S3Client({ bucket, endpoint, region, accessKeyId, secretAccessKey })
@@ -288,7 +297,7 @@ export class S3BlobStore implements BlobStore {
     // Outside the key space: never listed, and so never swept as a stray file either.
     const probe = `.write-check-${Bun.randomUUIDv7()}`
     await within(
-      answerWithinMs,
+      this.answerWithinMs,
       (async () => {
         await this.client.write(probe, 'ok')
         try {
@@ -303,7 +312,7 @@ export class S3BlobStore implements BlobStore {
   }
 
   async ping(): Promise<void> {
-    await within(answerWithinMs, this.client.list({ maxKeys: 1 }))
+    await within(this.answerWithinMs, this.client.list({ maxKeys: 1 }))
   }
 }
 

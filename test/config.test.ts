@@ -102,6 +102,14 @@ test('what is logged about the provider leaves out the key, header values and UR
 
 test('S3_BUCKET moves attachments to a bucket, with the S3_* settings Bun reads; unset keeps UPLOADS_DIR', () => {
   expect(blobLocation(loadConfig({ UPLOADS_DIR: '/srv/uploads' }))).toEqual({ kind: 'local', root: '/srv/uploads' })
+  const keys = { S3_ACCESS_KEY_ID: 'AKIAEXAMPLE', S3_SECRET_ACCESS_KEY: secret }
+  expect(blobLocation(loadConfig({ S3_BUCKET: 'on-aws', ...keys }))).toEqual({
+    kind: 's3',
+    bucket: 'on-aws',
+    region: 'us-east-1',
+    accessKeyId: 'AKIAEXAMPLE',
+    secretAccessKey: secret,
+  })
   const location = blobLocation(
     loadConfig({
       S3_BUCKET: 'threadhouse-files',

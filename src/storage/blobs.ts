@@ -339,6 +339,7 @@ export function blobLocation(config: StorageConfig): BlobLocation {
     accessKeyId,
     secretAccessKey,
     ...(config.S3_ENDPOINT !== undefined && { endpoint: config.S3_ENDPOINT }),
-    ...(config.S3_REGION !== undefined && { region: config.S3_REGION }),
+    // Always given: left out, Bun's client would take AWS_REGION from the environment, which no page documents.
+    region: config.S3_REGION ?? 'us-east-1',
   }
 }

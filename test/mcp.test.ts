@@ -6,6 +6,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { and, eq } from 'drizzle-orm'
 import sharp from 'sharp'
+import { attachments } from '../src/attachments/attachments.table'
 import { personalAccessTokens } from '../src/auth/auth.table'
 import { feedback } from '../src/threads/threads.table'
 import { until } from './support/helpers'
@@ -71,7 +72,11 @@ test('tools/list: the nine tools with input and output schemas, annotations, and
   }
   const byName = new Map(tools.map((tool) => [tool.name, tool]))
   expect(byName.get('send_message')?.inputSchema).toMatchObject({
-    properties: { thread_id: { format: 'uuid' }, text: { minLength: 1 }, attachment_ids: { maxItems: 25 } },
+    properties: {
+      thread_id: { format: 'uuid' },
+      text: { minLength: 1, maxLength: 1024 * 1024 },
+      attachment_ids: { maxItems: 25 },
+    },
     required: ['thread_id', 'text'],
   })
   expect(Object.keys(byName.get('rate_message')?.inputSchema.properties ?? {})).toEqual([
@@ -339,6 +344,32 @@ test('upload_attachment checks files as the API does; send_message attaches them
   expect(await refused(bobClient, 'upload_attachment', { thread_id, filename: 'b.md', content_base64: notes })).toBe(
     'Only the owner of a thread can upload files to it',
   )
+  // Ownership and the thread's quota are judged before the bytes are even decoded, as the upload route does.
+  expect(await refused(bobClient, 'upload_attachment', { thread_id, filename: 'b.md', content_base64: '!' })).toBe(
+    'Only the owner of a thread can upload files to it',
+  )
+  const full = await ok(adaClient, 'create_thread', {})
+  server.db
+    .insert(attachments)
+    .values(
+      Array.from({ length: 25 }, (_, i) => ({
+        id: crypto.randomUUID(),
+        threadId: full.thread_id,
+        kind: 'text' as const,
+        mediaType: 'text/plain',
+        filename: `f${i}.txt`,
+        sizeBytes: 1,
+        createdAt: Date.now(),
+      })),
+    )
+    .run()
+  const overQuota = { thread_id: full.thread_id, filename: 'c.md' }
+  expect(await refused(adaClient, 'upload_attachment', { ...overQuota, content_base64: '!' })).toBe(
+    'A thread holds at most 25 files; this one has 25, room for 0 more',
+  )
+  // A text the API's 1 MiB body could not carry is refused by the schema, unsent.
+  const tooLong = await refused(adaClient, 'send_message', { thread_id, text: 'x'.repeat(1024 * 1024 + 1) })
+  expect(tooLong).toContain('Input validation error')
 
   const sending = adaClient.callTool({
     name: 'send_message',

@@ -113,6 +113,17 @@ function quotaExceeded(stored: number): AppError {
   return invalidRequest(`A thread holds at most ${filesPerThread} files; this one has ${stored}, room for ${room} more`)
 }
 
+/**
+ * What an upload checks before it reads or inspects a byte: the caller owns the thread, and the thread has room
+ * for one more file. Answers how many files it holds.
+ */
+export function requireRoomForUpload(db: Db, caller: Caller, threadId: string): number {
+  requireOwnedThread(db, caller, threadId, 'upload files to it')
+  const stored = storedCount(db, threadId)
+  if (stored >= filesPerThread) throw quotaExceeded(stored)
+  return stored
+}
+
 const tooLarge = () =>
   new AppError(413, 'payload_too_large', `An upload body may have at most ${maxRequestBytes} bytes`)
 
@@ -227,9 +238,7 @@ export async function uploadAttachments(
   threadId: string,
   request: Request,
 ): Promise<AttachmentsModel.attachment[]> {
-  requireOwnedThread(deps.db, caller, threadId, 'upload files to it')
-  const stored = storedCount(deps.db, threadId)
-  if (stored >= filesPerThread) throw quotaExceeded(stored)
+  const stored = requireRoomForUpload(deps.db, caller, threadId)
   const bodyPath = temporaryPath(deps.uploadsDir)
   try {
     const { contentType } = await receiveBody(request, bodyPath)

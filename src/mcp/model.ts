@@ -3,7 +3,7 @@
 // (src/threads/model.ts), so that what a model learns from one works with the other.
 import * as z from 'zod/v4'
 import { attachmentsPerMessage, filenameMaxLength, imageLimits, pdfLimits, textLimits } from '../attachments/limits'
-import { feedbackTextMaxChars, threadNameMaxLength } from '../threads/model'
+import { feedbackTextMaxChars, messageTextMaxLength, threadNameMaxLength } from '../threads/model'
 import { maxPageSize } from '../threads/service'
 
 /** The largest single file an upload accepts, whatever its type. */
@@ -13,8 +13,9 @@ export const maxFileBytes = Math.max(imageLimits.maxBytes, pdfLimits.maxBytes, t
 export const maxBase64Length = Math.ceil(maxFileBytes / 3) * 4
 
 /**
- * The largest JSON-RPC body the endpoint reads: one file in base64 and room for the rest of the call. Read by the
- * transport within this bound, whatever Content-Length said.
+ * The largest JSON-RPC body the endpoint reads: one file in base64 and room for the rest of the call. Read by
+ * readJson (src/shared/body.ts) before the transport sees it, within this bound whatever Content-Length said, and
+ * never parsed when nested too deep. Message texts stay within the API's bound (`messageTextMaxLength`).
  */
 export const maxMcpBodyBytes = maxBase64Length + 64 * 1024
 
@@ -138,7 +139,12 @@ export namespace McpModel {
   export const createThreadInput = {
     name: z.string().max(threadNameMaxLength).optional().describe('A title for the thread.'),
     is_private: z.boolean().optional().describe('true: only the person can see it. Default false: the team can.'),
-    text: z.string().min(1).optional().describe('The first message. When given, the answer is waited for.'),
+    text: z
+      .string()
+      .min(1)
+      .max(messageTextMaxLength)
+      .optional()
+      .describe('The first message. When given, the answer is waited for.'),
     wait_seconds: waitSeconds,
   }
   export const createdThread = z.object({
@@ -150,7 +156,7 @@ export namespace McpModel {
 
   export const sendMessageInput = {
     thread_id: threadId,
-    text: z.string().min(1).describe('The message.'),
+    text: z.string().min(1).max(messageTextMaxLength).describe('The message.'),
     attachment_ids: z
       .array(z.string().uuid())
       .max(attachmentsPerMessage)
@@ -164,7 +170,7 @@ export namespace McpModel {
   export const answerChoiceInput = {
     thread_id: threadId,
     message_id: uuid('The assistant message holding the `user_get_choice` question.'),
-    choice: z.string().min(1).describe('One of the question’s `choices`, as written there.'),
+    choice: z.string().min(1).max(messageTextMaxLength).describe('One of the question’s `choices`, as written there.'),
     wait_seconds: waitSeconds,
   }
 

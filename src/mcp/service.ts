@@ -2,7 +2,13 @@
 // as the API (visibility, ownership, thread states, limits), and answers with the API's objects. Waiting for an
 // answer listens to the generation engine's hub, as the API's stream does. Every call into a service is awaited:
 // the services are to become asynchronous repositories.
-import { checkFormFiles, discardCheckedFiles, storeFormFiles, type UploadDeps } from '../attachments/service'
+import {
+  checkFormFiles,
+  discardCheckedFiles,
+  requireRoomForUpload,
+  storeFormFiles,
+  type UploadDeps,
+} from '../attachments/service'
 import type { Caller } from '../auth/model'
 import { generationOf } from '../generation'
 import type { Listener } from '../generation/hub'
@@ -20,7 +26,6 @@ import {
   listThreads,
   maxPageSize,
   requireMessage,
-  requireOwnedThread,
   sendMessage,
   submitFeedback,
 } from '../threads/service'
@@ -244,7 +249,8 @@ export async function attachFile(
   caller: Caller,
   input: { thread_id: string; filename: string; content_base64: string; media_type?: string },
 ): Promise<{ thread_id: string; attachment: { id: string; filename: string }; app_url: string }> {
-  await requireOwnedThread(deps.db, caller, input.thread_id, 'upload files to it')
+  // Refused before the bytes are decoded or inspected, as the upload route refuses before reading its body.
+  await requireRoomForUpload(deps.db, caller, input.thread_id)
   const bytes = decodeBase64(input.content_base64)
   const file = new File([bytes], input.filename, { type: input.media_type ?? '' })
   const checked = await checkFormFiles(deps, [file])

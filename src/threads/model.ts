@@ -1,6 +1,7 @@
 // TypeBox schemas of the Threads API: validation, TypeScript types and OpenAPI from one source.
 import { type Static, type TSchema, t } from 'elysia'
 import { attachmentsPerMessage } from '../attachments/limits'
+import { maxJsonBodyBytes } from '../shared/body'
 import { integer } from '../shared/responses'
 
 const uuid = (description?: string) => t.String({ format: 'uuid', description })
@@ -9,6 +10,13 @@ const timestamp = (description: string) => t.String({ format: 'date-time', descr
 export const feedbackTextMaxChars = 1024
 /** The longest thread name. */
 export const threadNameMaxLength = 500
+/**
+ * The longest message text another client (MCP) may send, in UTF-16 units. The API sets no bound of its own on
+ * `text`: its JSON body is limited to `maxJsonBodyBytes` (1 MiB), and no text longer than that many characters fits
+ * in one, since every character takes at least one byte. The same bound keeps MCP, whose bodies may be larger for
+ * uploads, from storing what the API never could.
+ */
+export const messageTextMaxLength = maxJsonBodyBytes
 
 export namespace ThreadsModel {
   export const threadState = t.Union(

@@ -583,3 +583,21 @@ test('a wait the stream limit refuses still reports the message it sent, as proc
   now.handlers.done()
   third.handlers.done()
 })
+
+test('with CORS_ORIGINS set, a preflight to /mcp allows the MCP transport’s headers', async () => {
+  await using server = await startServer({ config: { CORS_ORIGINS: 'https://app.example' } })
+  const preflight = await fetch(`${server.origin}/mcp`, {
+    method: 'OPTIONS',
+    headers: {
+      origin: 'https://app.example',
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'authorization, content-type, mcp-protocol-version, mcp-session-id',
+    },
+  })
+  expect(preflight.status).toBe(204)
+  expect(preflight.headers.get('access-control-allow-origin')).toBe('https://app.example')
+  const allowed = (preflight.headers.get('access-control-allow-headers') ?? '').toLowerCase().split(/\s*,\s*/)
+  expect(allowed).toEqual(expect.arrayContaining(['mcp-protocol-version', 'mcp-session-id', 'last-event-id']))
+  const exposed = (preflight.headers.get('access-control-expose-headers') ?? '').toLowerCase()
+  expect(exposed).toContain('mcp-session-id')
+})

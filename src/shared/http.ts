@@ -185,8 +185,9 @@ export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
     cors({
       origin: origins,
       methods: ['GET', 'POST', 'PATCH', 'DELETE'],
-      allowedHeaders: ['authorization', 'content-type', 'last-event-id'],
-      exposeHeaders: ['x-request-id', 'retry-after', 'www-authenticate'],
+      // The plugin answers every preflight, /mcp's too: the MCP transport's headers must be allowed here as well.
+      allowedHeaders: ['authorization', 'content-type', 'last-event-id', 'mcp-protocol-version', 'mcp-session-id'],
+      exposeHeaders: ['x-request-id', 'retry-after', 'www-authenticate', 'mcp-session-id', 'mcp-protocol-version'],
       credentials: false,
       maxAge: 600,
     }),

@@ -480,9 +480,10 @@ test('the transport: a 401 challenge, 405 for GET and DELETE, JSON-RPC errors fo
     body: { error: { code: -32700 } },
   })
   const tooDeep = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_threads","arguments":{"x":${'['.repeat(200_000)}${']'.repeat(200_000)}}}}`
-  const deep = await postMcp(server.origin, tooDeep, auth)
-  expect(deep.status).toBeLessThan(500)
-  await deep.arrayBuffer()
+  expect(await rpcError(await postMcp(server.origin, tooDeep, auth))).toMatchObject({
+    status: 400,
+    body: { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: the body is nested too deep' }, id: null },
+  })
   // No batches since protocol 2025-06-18: an array, even empty, is refused before any message in it is handled.
   const list = { jsonrpc: '2.0', method: 'tools/list' }
   for (const batch of [
@@ -501,9 +502,25 @@ test('the transport: a 401 challenge, 405 for GET and DELETE, JSON-RPC errors fo
       },
     })
   }
-  const huge = await postMcp(server.origin, `{"pad":"${'a'.repeat(5 * 1024 * 1024)}"}`, auth)
-  expect(huge.status).toBe(413)
-  await huge.arrayBuffer()
+  const hugeBody = `{"pad":"${'a'.repeat(5 * 1024 * 1024)}"}`
+  const huge = await rpcError(await postMcp(server.origin, hugeBody, auth))
+  expect(huge).toMatchObject({ status: 413, body: { jsonrpc: '2.0', error: { code: -32600 }, id: null } })
+  expect(huge.body.error.message).toStartWith('Invalid Request: Request bodies are limited to')
+  // What the transport refuses by its headers is refused before the body is read: 406 and 415, not 413.
+  expect(await rpcError(await postMcp(server.origin, hugeBody, { ...auth, accept: 'application/json' }))).toEqual({
+    status: 406,
+    body: {
+      jsonrpc: '2.0',
+      error: {
+        code: -32000,
+        message: 'Not Acceptable: Client must accept both application/json and text/event-stream',
+      },
+      id: null,
+    },
+  })
+  const asText = await postMcp(server.origin, hugeBody, { ...auth, 'content-type': 'text/plain' })
+  expect(asText.headers.get('access-control-allow-origin')).toBe('*')
+  expect(await rpcError(asText)).toMatchObject({ status: 415, body: { error: { code: -32000 }, id: null } })
 
   // A well-formed request for something that does not exist is answered in JSON-RPC, on the event stream.
   const unknown = await postMcp(server.origin, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'no/such' }), auth)

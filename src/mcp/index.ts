@@ -12,7 +12,7 @@ import { authenticateBearer } from '../auth'
 import type { Caller } from '../auth/model'
 import { protectedResourceMetadata } from '../oauth/metadata'
 import { OAuthModel } from '../oauth/model'
-import { readJson } from '../shared/body'
+import { mediaTypeOf, readJson } from '../shared/body'
 import { AppError } from '../shared/errors'
 import { requestIdOf } from '../shared/http'
 import { maxMcpBodyBytes } from './model'
@@ -57,6 +57,23 @@ function jsonRpcError(status: number, code: number, message: string, headers: Re
   return Response.json(body, { status, headers: { ...headers, ...cors } })
 }
 
+/**
+ * The transport's own refusals of a POST by its headers (406 without both media types in Accept, 415 for a body
+ * that is not JSON), in its words, or null when it would take the request.
+ */
+function unreadable(request: Request): Response | null {
+  const accept = request.headers.get('accept') ?? ''
+  // A list, so a substring test, as the transport does.
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+    const message = 'Not Acceptable: Client must accept both application/json and text/event-stream'
+    return jsonRpcError(406, -32000, message)
+  }
+  if (mediaTypeOf(request) !== 'application/json') {
+    return jsonRpcError(415, -32000, 'Unsupported Media Type: Content-Type must be application/json')
+  }
+  return null
+}
+
 /** Runs `close` once the response body has been read to its end or abandoned, or at once when there is none. */
 function closingAfter(response: Response, close: () => void): Response {
   if (!response.body) {
@@ -98,8 +115,19 @@ export const mcpRoutes = (deps: McpDeps) => {
       const message = 'Method not allowed: this stateless server takes JSON-RPC in POST requests only'
       return jsonRpcError(405, -32000, message, { allow: 'POST' })
     }
+    // What the transport would refuse anyway, refused before up to 4 MiB of body are read for nothing.
+    const refusal = unreadable(request)
+    if (refusal) return refusal
     // Read here rather than by the transport, so that a body nested past any JSON-RPC message is never parsed.
-    const read = await readJson(request, maxMcpBodyBytes)
+    let read: Awaited<ReturnType<typeof readJson>>
+    try {
+      read = await readJson(request, maxMcpBodyBytes)
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error
+      // 413 past the bound, 400 for a body that broke off: in JSON-RPC, like every other answer of /mcp.
+      if (error.status === 413) return jsonRpcError(413, -32600, `Invalid Request: ${error.message}`)
+      return jsonRpcError(error.status, -32700, `Parse error: ${error.message}`)
+    }
     if ('problem' in read) {
       const message = read.problem === 'depth' ? 'Parse error: the body is nested too deep' : 'Parse error'
       return jsonRpcError(400, -32700, message)

@@ -470,7 +470,7 @@ test('the transport: a 401 challenge, 405 for GET and DELETE, JSON-RPC errors fo
   expect(preflight.status).toBe(204)
   expect(preflight.headers.get('access-control-allow-headers')).toContain('Mcp-Protocol-Version')
 
-  const rpcError = async (response: Response) => ({ status: response.status, body: await response.json() })
+  const rpcError = async (response: Response) => ({ status: response.status, body: (await response.json()) as Json })
   expect(await rpcError(await postMcp(server.origin, '{"jsonrpc":', auth))).toMatchObject({
     status: 400,
     body: { error: { code: -32700 }, id: null },

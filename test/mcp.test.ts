@@ -618,3 +618,25 @@ test('with CORS_ORIGINS set, a preflight to /mcp allows the MCP transport’s he
   const exposed = (preflight.headers.get('access-control-expose-headers') ?? '').toLowerCase()
   expect(exposed).toContain('mcp-session-id')
 })
+
+test('/mcp/ is /mcp: the same tools, the same bound on bodies, the same rate limit', async () => {
+  await using server = await startServer({ config: { RATE_LIMIT_API_PER_MINUTE: 2 } })
+  const ada = await server.member()
+  const auth = { authorization: `Bearer ${ada.token}` }
+  const slash = `${server.origin}/mcp/`
+  const headers = { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+  const list = await fetch(slash, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  })
+  expect(list.status).toBe(200)
+  expect(await list.text()).toContain('"search_threads"')
+  // Larger than the API's 1 MiB, as an upload_attachment call may be: read by /mcp's own bound, in JSON-RPC.
+  const large = await fetch(slash, { method: 'POST', headers, body: `{"pad":"${'a'.repeat(2 * 1024 * 1024)}"}` })
+  expect(large.status).toBe(400)
+  expect(await large.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 } })
+  const third = await fetch(slash, { method: 'POST', headers, body: '{}' })
+  expect(third.status).toBe(429)
+  await third.arrayBuffer()
+})

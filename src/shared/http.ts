@@ -117,7 +117,9 @@ function isApiUrl(url: string): boolean {
  * carries a whole file in base64, more than any other JSON body.
  */
 function isMcpUrl(url: string): boolean {
-  return pathOf(url) === '/mcp'
+  const path = pathOf(url)
+  // The router takes `/mcp/` for `/mcp` (paths are not strict), so it must be judged the same here.
+  return path === '/mcp' || path === '/mcp/'
 }
 
 export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {

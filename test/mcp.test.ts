@@ -421,7 +421,12 @@ test('scopes gate tools as they gate the API, and a refusal names the scope', as
   )
   expect(await refused(writerClient, 'list_threads', {})).toContain('needs the threads:read scope')
   // Writing alone sends, but does not read the answer back.
-  const { thread_id } = await ok(writerClient, 'create_thread', { name: 'Write only' })
+  // Nor the thread it creates: only the IDs and the link, as the API's POST answers.
+  const { thread_id, ...created } = await ok(writerClient, 'create_thread', { name: 'Write only' })
+  expect(created).toEqual({ message_id: null, app_url: `${server.origin}/threads/${thread_id}` })
+  const withText = await ok(writerClient, 'create_thread', { text: 'Hello' })
+  expect(Object.keys(withText).sort()).toEqual(['answer', 'app_url', 'message_id', 'thread_id'])
+  expect(withText.answer).toMatchObject({ message_id: withText.message_id, status: 'processing', messages: [] })
   const sent = await ok(writerClient, 'send_message', { thread_id, text: 'Hi' })
   expect(sent).toMatchObject({ status: 'processing', messages: [] })
   expect(await refused(writerClient, 'get_response', { thread_id, message_id: sent.message_id })).toContain(

@@ -149,8 +149,11 @@ export namespace McpModel {
   }
   export const createdThread = z.object({
     thread_id: z.string(),
-    thread,
+    thread: thread
+      .optional()
+      .describe('The thread as the answer left it; absent for a token without a read scope, as in the API.'),
     message_id: z.string().nullable().describe('The first message, or null when no text was given.'),
+    app_url: z.string().describe('Link to the thread in the web application.'),
     answer: answer.optional().describe('The answer to `text`, when it was given.'),
   })
 

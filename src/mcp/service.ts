@@ -169,12 +169,11 @@ export async function startThread(
   deps: McpDeps,
   caller: Caller,
   input: { name?: string; is_private?: boolean; text?: string },
-): Promise<{ thread_id: string; message_id: string | null; thread: ThreadsModel.thread }> {
+): Promise<{ thread_id: string; message_id: string | null; app_url: string }> {
   const body = { name: input.name, is_private: input.is_private, text: input.text }
   const created = await createThread(deps.db, caller, body, deps.clock.now())
   if (created.message_id) deps.engine.enqueue(created.message_id, created.thread_id)
-  const thread = await getThread(deps.db, caller, created.thread_id, deps.links)
-  return { ...created, thread }
+  return { ...created, app_url: deps.links.threadUrl(created.thread_id) }
 }
 
 export async function send(

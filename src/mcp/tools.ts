@@ -210,7 +210,12 @@ export function serverFor(deps: McpDeps, caller: Caller): McpServer {
     },
     guarded(['threads:write'], 'create_thread', async (args, extra) => {
       const created = await startThread(deps, caller, args)
-      if (created.message_id === null) return created
+      // Without a read scope, only the IDs and the link, as the API's POST answers: nothing to read back.
+      if (!permits(caller, 'threads:read', deps.publicUrl)) {
+        if (created.message_id === null) return created
+        return { ...created, answer: unreadAnswer(deps, created.thread_id, created.message_id) }
+      }
+      if (created.message_id === null) return { ...created, thread: await threadNow(deps, caller, created.thread_id) }
       const answer = await answerTo(created.thread_id, created.message_id, extra, args.wait_seconds)
       // The thread as the answer left it, not as it was when the answer was queued.
       return { ...created, thread: await threadNow(deps, caller, created.thread_id), answer }

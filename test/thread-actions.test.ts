@@ -3,7 +3,10 @@
 import { describe, expect, test } from 'bun:test'
 import sharp from 'sharp'
 import { continuationSummary } from '../src/threads/continuation'
-import { harness, publicUrl, ScriptedRunner } from './support/helpers'
+import { harness, publicUrl, ScriptedRunner, sharedInspector } from './support/helpers'
+
+// One pool of inspect processes for the tests that send files.
+const inspector = sharedInspector()
 
 async function png(): Promise<Uint8Array<ArrayBuffer>> {
   return new Uint8Array(
@@ -189,7 +192,7 @@ describe('POST /threads/{id}/continue', () => {
 
 describe('GET /threads/{id}/attachments/{attachmentId}', () => {
   test('serves the stored file with its type, a safe name and headers that keep it inert', async () => {
-    await using h = await harness({ runner: new ScriptedRunner() })
+    await using h = await harness({ runner: new ScriptedRunner(), inspector })
     const owner = await h.user()
     const member = await h.user()
     const id = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body.thread_id
@@ -238,7 +241,7 @@ describe('GET /threads/{id}/attachments/{attachmentId}', () => {
   })
 
   test('404 for another thread’s file and for a private thread; threads:read is required', async () => {
-    await using h = await harness({ runner: new ScriptedRunner() })
+    await using h = await harness({ runner: new ScriptedRunner(), inspector })
     const owner = await h.user()
     const member = await h.user()
     const writer = await h.user({ scopes: ['threads:write'] })

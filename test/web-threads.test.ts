@@ -3,8 +3,19 @@
 import { describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import sharp from 'sharp'
-import { collect, type Harness, harness, parseEvents, ScriptedRunner, tokensOf } from './support/helpers'
+import {
+  collect,
+  type Harness,
+  harness,
+  parseEvents,
+  ScriptedRunner,
+  sharedInspector,
+  tokensOf,
+} from './support/helpers'
 import { type Browser, hiddenField, signedIn } from './support/oauth-helpers'
+
+// One pool of inspect processes for the tests that send files.
+const inspector = sharedInspector()
 
 const xss = '<img src=x onerror=alert(1)><script>alert(2)</script>'
 
@@ -131,7 +142,7 @@ describe('the threads list', () => {
   })
 
   test('a refused file leaves no thread behind and keeps what was typed', async () => {
-    await using h = await harness()
+    await using h = await harness({ inspector })
     const { browser, user } = await signedIn(h)
     const response = await postMultipart(
       browser,
@@ -172,7 +183,7 @@ describe('the thread page', () => {
   })
 
   test('images show and documents link through the session download route; feedback is kept and shown', async () => {
-    await using h = await harness()
+    await using h = await harness({ inspector })
     const { browser, user } = await signedIn(h)
     const image = await png()
     const id = await startThread(h, browser, { text: 'See **these**', name: 'Files' }, [
@@ -246,7 +257,7 @@ describe('the thread page', () => {
 
   test('a form sent twice at once sends one message; the refused copy keeps none of its files', async () => {
     const runner = new ScriptedRunner()
-    await using h = await harness({ runner })
+    await using h = await harness({ runner, inspector })
     const { browser, user } = await signedIn(h)
     const id = (await h.call('POST', '/api/v1/threads', { token: user.token, body: {} })).body.thread_id
     const csrf = await csrfOf(browser)
@@ -404,7 +415,7 @@ describe('CSRF', () => {
 
 describe('escaping', () => {
   test('thread names, messages, filenames, comments and the search box never inject markup', async () => {
-    await using h = await harness()
+    await using h = await harness({ inspector })
     const { browser, user } = await signedIn(h)
     const id = await startThread(h, browser, { text: `${xss} [x](javascript:alert(3))`, name: xss }, [
       new File(['text'], `"><svg onload=alert(4)>.txt`, { type: 'text/plain' }),

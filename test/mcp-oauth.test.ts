@@ -86,14 +86,26 @@ test('an unmodified MCP client connects on its own: 401, discovery, registration
   expect(callback.searchParams.get('state')).toBe(provider.state())
   const finishing = mcpTransport(server.origin, provider)
   await finishing.finishAuth(callback.searchParams.get('code') ?? '')
-  expect(provider.stored?.scope).toBe('threads:read threads:read:own threads:write')
+  // The client asks for the scopes the 401 of /mcp named, which are what its tools need.
+  expect(authorizationUrl.searchParams.get('scope')).toBe('threads:read threads:write')
+  expect(provider.stored?.scope).toBe('threads:read threads:write')
 
+  // Unused so far (the token exchange marks the client), so that the /mcp calls below must be what marks it.
+  server.db.update(oauthClients).set({ lastUsedAt: null }).run()
+  server.db.update(oauthGrants).set({ lastUsedAt: null }).run()
   const client = new Client({ name: 'desktop', version: '1.0.0' })
   await client.connect(mcpTransport(server.origin, provider))
   await using _closed = { [Symbol.asyncDispose]: () => client.close() }
   expect((await client.listTools()).tools).toHaveLength(9)
   const created = await client.callTool({ name: 'create_thread', arguments: { name: 'From my assistant' } })
   expect(created.structuredContent).toMatchObject({ thread: { name: 'From my assistant', state: 'ready' } })
+  // Last use is audited on the connected app, as for the API: read before any other request uses the token.
+  const [app] = server.db
+    .select({ grantUsed: oauthGrants.lastUsedAt, clientUsed: oauthClients.lastUsedAt, resource: oauthGrants.resource })
+    .from(oauthGrants)
+    .innerJoin(oauthClients, eq(oauthClients.id, oauthGrants.clientId))
+    .all()
+  expect(app).toEqual({ grantUsed: expect.any(Number), clientUsed: expect.any(Number), resource: '/mcp' })
 
   // A token asked for /mcp is for /mcp only; the API refuses it, pointing at its own metadata.
   const api = await fetch(`${server.origin}/api/v1/me`, {
@@ -106,14 +118,6 @@ test('an unmodified MCP client connects on its own: 401, discovery, registration
   expect(((await api.json()) as { message: string }).message).toBe(
     `This token was issued for ${server.origin}/mcp, not ${server.origin}/api/v1`,
   )
-
-  // Last use is audited on the connected app, as for the API.
-  const [app] = server.db
-    .select({ grantUsed: oauthGrants.lastUsedAt, clientUsed: oauthClients.lastUsedAt, resource: oauthGrants.resource })
-    .from(oauthGrants)
-    .innerJoin(oauthClients, eq(oauthClients.id, oauthGrants.clientId))
-    .all()
-  expect(app).toEqual({ grantUsed: expect.any(Number), clientUsed: expect.any(Number), resource: '/mcp' })
 })
 
 test('protected resource metadata for /mcp (RFC 9728), named by every 401 of /mcp', async () => {
@@ -129,7 +133,7 @@ test('protected resource metadata for /mcp (RFC 9728), named by every 401 of /mc
   })
   const anonymous = await postMcp(server.origin, '{}')
   expect(anonymous.headers.get('www-authenticate')).toBe(
-    `Bearer realm="threadhouse", resource_metadata="${server.origin}/.well-known/oauth-protected-resource/mcp"`,
+    `Bearer realm="threadhouse", scope="threads:read threads:write", resource_metadata="${server.origin}/.well-known/oauth-protected-resource/mcp"`,
   )
 })
 

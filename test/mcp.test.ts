@@ -445,7 +445,8 @@ test('the transport: a 401 challenge, 405 for GET and DELETE, JSON-RPC errors fo
   await using server = await startServer()
   const ada = await server.member()
   const auth = { authorization: `Bearer ${ada.token}` }
-  const challenge = `Bearer realm="threadhouse", resource_metadata="${server.origin}/.well-known/oauth-protected-resource/mcp"`
+  const metadata = `resource_metadata="${server.origin}/.well-known/oauth-protected-resource/mcp"`
+  const challenge = `Bearer realm="threadhouse", scope="threads:read threads:write", ${metadata}`
   const initialize = JSON.stringify({
     jsonrpc: '2.0',
     id: 1,

@@ -35,13 +35,18 @@ function challenge(publicUrl: string, params: string, resource: ProtectedResourc
   return `Bearer realm="threadhouse"${params}, resource_metadata="${resourceMetadataUrl(publicUrl, resource)}"`
 }
 
+/** The scopes a 401 of /mcp suggests: what its tools need between them. */
+const mcpChallengeScopes = 'threads:read threads:write'
+
 function unauthorized(
   publicUrl: string,
   message: string,
   tokenSent: boolean,
   resource: ProtectedResource = '/api/v1',
 ): AppError {
-  const params = tokenSent ? ', error="invalid_token"' : ''
+  // At /mcp, the scopes its tools need (RFC 6750 §3, RFC 9728 §5.1): MCP clients ask for these when told.
+  const scope = resource === '/mcp' ? `, scope="${mcpChallengeScopes}"` : ''
+  const params = `${tokenSent ? ', error="invalid_token"' : ''}${scope}`
   const headers = { 'www-authenticate': challenge(publicUrl, params, resource) }
   return new AppError(401, 'unauthorized', message, {}, headers)
 }

@@ -93,14 +93,19 @@ function unauthenticated(
   return unauthorized(publicUrl, 'The bearer token is invalid, expired or revoked', true, resource)
 }
 
+/** Whether the caller's token meets a requirement, by checkScope's rule, for callers that refuse in their own form. */
+export function hasScope(caller: Caller, requirement: Requirement): boolean {
+  if (requirement === 'any' || caller.scopes.has(requirement)) return true
+  return requirement === 'threads:read' && caller.scopes.has('threads:read:own')
+}
+
 /**
  * Scopes never imply each other, except that `threads:read:own` is accepted wherever `threads:read` is. The 403
  * names the missing scope in the body and, per RFC 6750 §3.1, in WWW-Authenticate, where MCP clients look to
  * ask the person for more (step-up authorization).
  */
 export function checkScope(caller: Caller, requirement: Requirement, publicUrl: string): void {
-  if (requirement === 'any' || caller.scopes.has(requirement)) return
-  if (requirement === 'threads:read' && caller.scopes.has('threads:read:own')) return
+  if (hasScope(caller, requirement)) return
   throw new AppError(
     403,
     'insufficient_scope',

@@ -37,6 +37,27 @@ export function generationOf(db: Db, messageId: string) {
   return row
 }
 
+/** Where an answer is, as the poll says: still on its way, or ended with its messages and, unless complete, why. */
+export type PolledAnswer =
+  | { status: 'processing' }
+  | { status: 'complete'; messages: ThreadsModel.message[] }
+  | { status: 'error' | 'interrupted'; messages: ThreadsModel.message[]; error: string }
+
+/**
+ * The answer to a user message, as the poll (GET …/response) and MCP's get_response tell it: `processing` while
+ * it is queued or being written and while its thread is busy with a newer one, else how it ended. 404 when the
+ * message asked for no answer. The caller has checked that the message may be read (requireMessage gives `thread`).
+ */
+export function pollAnswer(db: Db, links: Links, thread: { state: string }, messageId: string): PolledAnswer {
+  const generation = generationOf(db, messageId)
+  if (generation.status === 'queued' || generation.status === 'running' || busyThreadStates.has(thread.state)) {
+    return { status: 'processing' }
+  }
+  const messages = listReplies(db, messageId, links)
+  if (generation.status === 'complete') return { status: 'complete', messages }
+  return { status: generation.status, messages, error: generation.error ?? 'The response failed' }
+}
+
 /** `Last-Event-ID` is an offset into the answer's text; anything else means "from the start". */
 function resumeOffset(header: string | undefined): number {
   const offset = Number(header)
@@ -106,11 +127,10 @@ export const responses = (deps: ResponseDeps) =>
       '/response',
       ({ caller, params, status }) => {
         const thread = requireMessage(deps.db, caller, params.threadId, params.messageId)
-        const generation = generationOf(deps.db, params.messageId)
-        if (generation.status === 'queued' || generation.status === 'running' || busyThreadStates.has(thread.state)) {
-          return status(202, { status: 'processing' as const })
-        }
-        return { status: generation.status, messages: listReplies(deps.db, params.messageId, deps.links) }
+        const answer = pollAnswer(deps.db, deps.links, thread, params.messageId)
+        if (answer.status === 'processing') return status(202, answer)
+        // The API's object says no more than its status and messages.
+        return { status: answer.status, messages: answer.messages }
       },
       {
         scope: 'threads:read',

@@ -10,21 +10,19 @@ import {
   type UploadDeps,
 } from '../attachments/service'
 import type { Caller } from '../auth/model'
-import { generationOf } from '../generation'
+import { pollAnswer } from '../generation'
 import type { Listener } from '../generation/hub'
 import type { GenerationEngine } from '../generation/service'
 import type { OpenStreams } from '../generation/sse'
-import { busyThreadStates } from '../generation/state'
 import { AppError, conflict, invalidRequest } from '../shared/errors'
 import type { ThreadsModel } from '../threads/model'
 import {
   createThread,
   getThread,
   type Links,
+  latestMessage,
   listMessages,
-  listReplies,
   listThreads,
-  maxPageSize,
   requireMessage,
   sendMessage,
   submitFeedback,
@@ -89,16 +87,10 @@ export async function answerOf(
   threadId: string,
   messageId: string,
 ): Promise<McpModel.answer> {
-  await requireMessage(deps.db, caller, threadId, messageId)
-  const thread = await getThread(deps.db, caller, threadId, deps.links)
-  const generation = await generationOf(deps.db, messageId)
-  const base = { thread_id: threadId, message_id: messageId, app_url: thread.app_url }
-  if (generation.status === 'queued' || generation.status === 'running' || busyThreadStates.has(thread.state)) {
-    return { ...base, status: 'processing', messages: [] }
-  }
-  const messages = await listReplies(deps.db, messageId, deps.links)
-  if (generation.status === 'complete') return { ...base, status: 'complete', messages }
-  return { ...base, status: generation.status, messages, error: generation.error ?? 'The response failed' }
+  const thread = await requireMessage(deps.db, caller, threadId, messageId)
+  const answer = await pollAnswer(deps.db, deps.links, thread, messageId)
+  const base = { thread_id: threadId, message_id: messageId, app_url: deps.links.threadUrl(threadId) }
+  return answer.status === 'processing' ? { ...base, status: 'processing', messages: [] } : { ...base, ...answer }
 }
 
 /** The answer of a message just sent, for a token that may not read it back: only where to find it later. */
@@ -189,23 +181,13 @@ export async function send(
 
 type ChoiceBlock = Extract<ThreadsModel.contentBlock, { type: 'user_get_choice' }>
 
-/** A thread longer than this many pages of messages is not searched for its question. */
-const maxQuestionPages = 100
-
 /**
  * The question a message asks, if it is still open: the web page offers its choices only on the thread's latest
  * message, and the answer is the person's next message, as there.
  */
 async function openQuestion(deps: McpDeps, caller: Caller, threadId: string, messageId: string): Promise<ChoiceBlock> {
   await requireMessage(deps.db, caller, threadId, messageId)
-  let latest: ThreadsModel.message | undefined
-  let after: string | undefined
-  for (let page = 0; page < maxQuestionPages; page++) {
-    const messages = await listMessages(deps.db, caller, threadId, { limit: maxPageSize, after }, deps.links)
-    latest = messages.data.at(-1) ?? latest
-    if (!messages.has_more || messages.last_id === null) break
-    after = messages.last_id
-  }
+  const latest = await latestMessage(deps.db, threadId)
   if (latest?.id !== messageId) {
     throw conflict('This question is no longer open: the thread has moved on since it was asked (see get_thread)')
   }

@@ -11,7 +11,7 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js'
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv'
 import { filesPerThread, imageLimits, mib, pdfLimits, textLimits } from '../attachments/limits'
-import { checkScope } from '../auth'
+import { hasScope } from '../auth'
 import type { Caller, Scope } from '../auth/model'
 import { AppError } from '../shared/errors'
 import { McpModel, maxAnswerWaitSeconds } from './model'
@@ -69,16 +69,6 @@ const waitNote =
   'with the answer’s text as it arrives when the client asked for progress; if the answer is not finished by then, ' +
   'the result has status `processing` and its message_id: call get_response with it later.'
 
-/** Whether the caller's token has a scope, by the API's rule (threads:read:own counts as threads:read). */
-function permits(caller: Caller, scope: Scope, publicUrl: string): boolean {
-  try {
-    checkScope(caller, scope, publicUrl)
-    return true
-  } catch {
-    return false
-  }
-}
-
 function structured(value: object): CallToolResult {
   return {
     content: [{ type: 'text', text: JSON.stringify(value) }],
@@ -130,7 +120,7 @@ export function serverFor(deps: McpDeps, caller: Caller): McpServer {
   const guarded =
     <Args>(scopes: Scope[], name: string, run: (args: Args, extra: Extra) => Promise<object>) =>
     async (args: Args, extra: Extra): Promise<CallToolResult> => {
-      const missing = scopes.find((scope) => !permits(caller, scope, deps.publicUrl))
+      const missing = scopes.find((scope) => !hasScope(caller, scope))
       if (missing) return toolError(scopeRefusal(caller, missing))
       try {
         return structured(await run(args, extra))
@@ -143,7 +133,7 @@ export function serverFor(deps: McpDeps, caller: Caller): McpServer {
   const meta = (scopes: Scope[]) => ({ [scopeMetaKey]: scopes })
   /** Waits for the answer to a message just sent, if this token may read it back (as the API's poll needs). */
   const answerTo = (threadId: string, messageId: string, extra: Extra, seconds: number | undefined) =>
-    permits(caller, 'threads:read', deps.publicUrl)
+    hasScope(caller, 'threads:read')
       ? awaitAnswer(deps, caller, threadId, messageId, waitOf(extra, seconds))
       : Promise.resolve(unreadAnswer(deps, threadId, messageId))
 
@@ -211,7 +201,7 @@ export function serverFor(deps: McpDeps, caller: Caller): McpServer {
     guarded(['threads:write'], 'create_thread', async (args, extra) => {
       const created = await startThread(deps, caller, args)
       // Without a read scope, only the IDs and the link, as the API's POST answers: nothing to read back.
-      if (!permits(caller, 'threads:read', deps.publicUrl)) {
+      if (!hasScope(caller, 'threads:read')) {
         if (created.message_id === null) return created
         return { ...created, answer: unreadAnswer(deps, created.thread_id, created.message_id) }
       }

@@ -636,6 +636,23 @@ export function requireMessage(db: Db, caller: Caller, threadId: string, message
 }
 
 /**
+ * The thread's latest message in its list (a summary's replaced messages aside), or null when it has none. The
+ * caller has checked that the thread may be read.
+ */
+export function latestMessage(db: Db, threadId: string): { id: string; contents: ThreadsModel.contentBlock[] } | null {
+  const row = prepared(db, 'message:latest', () =>
+    db
+      .select({ id: messages.id, contents: messages.contents })
+      .from(messages)
+      .where(and(eq(messages.threadId, sql.placeholder('threadId')), eq(messages.active, true)))
+      .orderBy(desc(messages.createdAt), desc(messages.id))
+      .limit(1)
+      .prepare(),
+  ).get({ threadId })
+  return row ? { id: row.id, contents: row.contents as ThreadsModel.contentBlock[] } : null
+}
+
+/**
  * The messages that answer a user message, oldest first: for its poll and stream replay, which still show an
  * answer that a summary has since replaced in the thread's list.
  */

@@ -22,12 +22,14 @@ import {
 } from './support/fake-llm'
 import { collect, openStream, tokensOf, until } from './support/helpers'
 
-// Each answer runs in the generation worker beside a fake provider, which a busy machine slows down.
-setDefaultTimeout(20_000)
+// Each answer runs in the generation worker beside a fake provider, which a busy machine slows down. Each test has
+// its own fake provider, app and worker, so the tests run concurrently: much of their time is spent waiting for
+// timeouts, retries and workers to start, and they all start at once.
+setDefaultTimeout(30_000)
 
 const setup = (fake: FakeLlm, overrides: Partial<ModelSettings> = {}) => providerHarness('anthropic', fake, overrides)
 
-test('streams the answer token by token and stores it', async () => {
+test.concurrent('streams the answer token by token and stores it', async () => {
   await using fake = new FakeLlm()
   fake.reply(() => sse(anthropicText(['Bonjour', ' à', ' tous'])))
   const { h, token } = await setup(fake)
@@ -58,7 +60,7 @@ test('streams the answer token by token and stores it', async () => {
   expect(await stateOf(h, token, answer.threadId)).toBe('ready')
 })
 
-test('a tool_use block becomes a choice block, and the reply goes back as its tool_result', async () => {
+test.concurrent('a tool_use block becomes a choice block, and the reply goes back as its tool_result', async () => {
   await using fake = new FakeLlm()
   const input = { question: 'Which city?', choices: ['Lyon', 'Nice', 'Lille'] }
   fake.reply(
@@ -90,7 +92,7 @@ test('a tool_use block becomes a choice block, and the reply goes back as its to
   ])
 })
 
-test('an overloaded_error event before any text is retried', async () => {
+test.concurrent('an overloaded_error event before any text is retried', async () => {
   await using fake = new FakeLlm()
   fake.reply(
     () => sse([...anthropicTextStart(), anthropicStreamError('overloaded_error', 'Overloaded')]),
@@ -104,7 +106,7 @@ test('an overloaded_error event before any text is retried', async () => {
   expect(fake.received).toHaveLength(2)
 })
 
-test('an error event after text ends the answer in error, keeping the text', async () => {
+test.concurrent('an error event after text ends the answer in error, keeping the text', async () => {
   await using fake = new FakeLlm()
   fake.reply(() =>
     sse([...anthropicTextStart(), anthropicTextDelta('The first'), anthropicStreamError('api_error', 'Internal')]),
@@ -121,7 +123,7 @@ test('an error event after text ends the answer in error, keeping the text', asy
   expect(await stateOf(h, token, answer.threadId)).toBe('error')
 })
 
-test('HTTP errors map to helpful messages', async () => {
+test.concurrent('HTTP errors map to helpful messages', async () => {
   await using fake = new FakeLlm()
   fake.reply(
     () => anthropicError(401, 'authentication_error', 'invalid x-api-key'),
@@ -143,7 +145,7 @@ test('HTTP errors map to helpful messages', async () => {
   expect(fake.received).toHaveLength(4)
 })
 
-test('rate limits and overload are retried within the bound, honouring retry-after', async () => {
+test.concurrent('rate limits and overload are retried within the bound, honouring retry-after', async () => {
   await using fake = new FakeLlm()
   fake.reply(
     () =>
@@ -162,7 +164,7 @@ test('rate limits and overload are retried within the bound, honouring retry-aft
   expect(fake.received).toHaveLength(3)
 })
 
-test('a stalled stream times out and a dropped one breaks off, both keeping the partial answer', async () => {
+test.concurrent('a stalled stream times out and a dropped one breaks off, both keeping the partial answer', async () => {
   await using fake = new FakeLlm()
   fake.reply(() => new Feed([...anthropicTextStart(), anthropicTextDelta('Waiting')]).response())
   const { h, token } = await setup(fake, { timeoutMs: 1000 })
@@ -189,7 +191,7 @@ test('a stalled stream times out and a dropped one breaks off, both keeping the 
   expect((await messagesOf(h, token, sent.body.thread_id))[1]?.contents).toEqual([{ type: 'text', text: 'Cut' }])
 })
 
-test('stopping the answer aborts the upstream request at once', async () => {
+test.concurrent('stopping the answer aborts the upstream request at once', async () => {
   await using fake = new FakeLlm()
   fake.reply(() => new Feed([...anthropicTextStart(), anthropicTextDelta('Once')]).response())
   const { h, token } = await setup(fake, { timeoutMs: 60_000 })

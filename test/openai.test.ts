@@ -24,12 +24,14 @@ import {
 } from './support/fake-llm'
 import { collect, harness, openStream, tokensOf, until } from './support/helpers'
 
-// Each answer runs in the generation worker beside a fake provider, which a busy machine slows down.
-setDefaultTimeout(20_000)
+// Each answer runs in the generation worker beside a fake provider, which a busy machine slows down. Each test has
+// its own fake provider, app and worker, so the tests run concurrently: much of their time is spent waiting for
+// timeouts, retries and workers to start, and they all start at once.
+setDefaultTimeout(30_000)
 
 const setup = (fake: FakeLlm, overrides: Partial<ModelSettings> = {}) => providerHarness('openai', fake, overrides)
 
-test('streams the answer token by token and stores it', async () => {
+test.concurrent('streams the answer token by token and stores it', async () => {
   await using fake = new FakeLlm()
   fake.reply(() => sse(openaiText(['Hello', ',', ' world', '!'])))
   const { h, token } = await setup(fake)
@@ -67,7 +69,7 @@ test('streams the answer token by token and stores it', async () => {
   expect(await stateOf(h, token, answer.threadId)).toBe('ready')
 })
 
-test('sends the whole active history in order on the next turn', async () => {
+test.concurrent('sends the whole active history in order on the next turn', async () => {
   await using fake = new FakeLlm()
   fake.reply(
     () => sse(openaiText(['Paris.'])),
@@ -86,7 +88,7 @@ test('sends the whole active history in order on the next turn', async () => {
   ])
 })
 
-test('a user_get_choice tool call becomes a choice block, and the reply goes back as its result', async () => {
+test.concurrent('a user_get_choice tool call becomes a choice block, and the reply goes back as its result', async () => {
   await using fake = new FakeLlm()
   const input = { question: 'Which format?', choices: ['PDF', 'Word'] }
   fake.reply(
@@ -122,7 +124,7 @@ test('a user_get_choice tool call becomes a choice block, and the reply goes bac
   ])
 })
 
-test('an invalid API key ends the stream with a helpful error and no secret, without retrying', async () => {
+test.concurrent('an invalid API key ends the stream with a helpful error and no secret, without retrying', async () => {
   await using fake = new FakeLlm()
   fake.reply(() =>
     openaiError(401, {
@@ -149,7 +151,7 @@ test('an invalid API key ends the stream with a helpful error and no secret, wit
   expect(poll.body).toEqual({ status: 'error', messages: [] })
 })
 
-test('an unknown model is named in the error', async () => {
+test.concurrent('an unknown model is named in the error', async () => {
   await using fake = new FakeLlm()
   fake.reply(() =>
     openaiError(404, {
@@ -166,7 +168,7 @@ test('an unknown model is named in the error', async () => {
   )
 })
 
-test('a 404 that is not about the model points at the base URL', async () => {
+test.concurrent('a 404 that is not about the model points at the base URL', async () => {
   await using fake = new FakeLlm()
   fake.reply(() => new Response('404 page not found', { status: 404, headers: { 'content-type': 'text/plain' } }))
   const { h, token } = await setup(fake)
@@ -175,7 +177,7 @@ test('a 404 that is not about the model points at the base URL', async () => {
   expect(errorOf(answer.events)).toContain('check LLM_BASE_URL')
 })
 
-test('a rate limit is retried after the wait the server asks for, then the answer streams', async () => {
+test.concurrent('a rate limit is retried after the wait the server asks for, then the answer streams', async () => {
   await using fake = new FakeLlm()
   fake.reply(
     () =>
@@ -195,7 +197,7 @@ test('a rate limit is retried after the wait the server asks for, then the answe
   expect(fake.received[1]?.body).toEqual(fake.received[0]?.body)
 })
 
-test('server errors are retried up to the bound, then the thread is in error', async () => {
+test.concurrent('server errors are retried up to the bound, then the thread is in error', async () => {
   await using fake = new FakeLlm()
   const serverError = () =>
     openaiError(500, {
@@ -214,7 +216,7 @@ test('server errors are retried up to the bound, then the thread is in error', a
   expect(await stateOf(h, token, answer.threadId)).toBe('error')
 })
 
-test('an unreachable provider is reported as such', async () => {
+test.concurrent('an unreachable provider is reported as such', async () => {
   const closed = new FakeLlm()
   const settings = settingsFor('openai', closed, { maxAttempts: 2 })
   await closed.crash()
@@ -226,7 +228,7 @@ test('an unreachable provider is reported as such', async () => {
   )
 })
 
-test('a provider that stalls mid-answer times out; the partial answer is kept', async () => {
+test.concurrent('a provider that stalls mid-answer times out; the partial answer is kept', async () => {
   await using fake = new FakeLlm()
   const feed = new Feed([openaiChunk({ role: 'assistant', content: '' }), openaiChunk({ content: 'Partial' })])
   fake.reply(() => feed.response())
@@ -246,7 +248,7 @@ test('a provider that stalls mid-answer times out; the partial answer is kept', 
   expect(await stateOf(h, token, answer.threadId)).toBe('error')
 })
 
-test('a stall before the first token is retried like any transient failure', async () => {
+test.concurrent('a stall before the first token is retried like any transient failure', async () => {
   await using fake = new FakeLlm()
   fake.reply(
     () => new Feed([openaiChunk({ role: 'assistant', content: '' })]).response(),
@@ -259,7 +261,7 @@ test('a stall before the first token is retried like any transient failure', asy
   expect(answer.events.at(-1)?.event).toBe('done')
 })
 
-test('a connection dropped mid-stream ends in error with the partial answer kept', async () => {
+test.concurrent('a connection dropped mid-stream ends in error with the partial answer kept', async () => {
   await using fake = new FakeLlm()
   const feed = new Feed([openaiChunk({ role: 'assistant', content: '' }), openaiChunk({ content: 'Half an' })])
   fake.reply(() => feed.response())
@@ -281,7 +283,7 @@ test('a connection dropped mid-stream ends in error with the partial answer kept
   expect(await stateOf(h, token, sent.body.thread_id)).toBe('error')
 })
 
-test('stopping the answer aborts the upstream request at once and keeps what was said', async () => {
+test.concurrent('stopping the answer aborts the upstream request at once and keeps what was said', async () => {
   await using fake = new FakeLlm()
   const feed = new Feed([openaiChunk({ role: 'assistant', content: '' }), openaiChunk({ content: 'Once upon' })])
   fake.reply(() => feed.response())
@@ -305,7 +307,7 @@ test('stopping the answer aborts the upstream request at once and keeps what was
   expect((await messagesOf(h, token, threadId))[1]?.contents).toEqual([{ type: 'text', text: 'Once upon' }])
 })
 
-test('shutting down aborts the upstream request', async () => {
+test.concurrent('shutting down aborts the upstream request', async () => {
   await using fake = new FakeLlm()
   const feed = new Feed([openaiChunk({ role: 'assistant', content: '' }), openaiChunk({ content: 'Still going' })])
   fake.reply(() => feed.response())
@@ -323,7 +325,7 @@ test('shutting down aborts the upstream request', async () => {
   await fake.received[0]?.hungUp
 })
 
-test('a model without tool support is asked again without the tool, and earlier choices become text', async () => {
+test.concurrent('a model without tool support is asked again without the tool, and earlier choices become text', async () => {
   await using fake = new FakeLlm()
   fake.reply(
     () => sse(openaiChoice([], 'call_1', { question: 'Tea or coffee?', choices: ['Tea', 'Coffee'] })),
@@ -348,7 +350,7 @@ test('a model without tool support is asked again without the tool, and earlier 
   ])
 })
 
-test('an error sent inside the stream before any token is retried (OpenRouter style)', async () => {
+test.concurrent('an error sent inside the stream before any token is retried (OpenRouter style)', async () => {
   await using fake = new FakeLlm()
   const upstreamDown = { error: { code: 502, message: 'Upstream provider returned an error' } }
   fake.reply(
@@ -362,7 +364,7 @@ test('an error sent inside the stream before any token is retried (OpenRouter st
   expect(fake.received).toHaveLength(2)
 })
 
-test('a text-only model gets a stand-in for an uploaded image instead of a failed answer', async () => {
+test.concurrent('a text-only model gets a stand-in for an uploaded image instead of a failed answer', async () => {
   await using fake = new FakeLlm()
   fake.reply(
     () =>

@@ -120,9 +120,16 @@ describe.concurrent('the inspect processes', () => {
       await inspector.close()
       console.log(JSON.stringify({ server: process.env.THREADHOUSE_TEST_SECRET, inspector: seen }))`
     try {
-      const run = Bun.spawnSync([process.execPath, '-e', script], { cwd: dir, timeout: 20_000 })
-      if (!run.success) throw new Error(`the server script failed: ${run.stderr.toString()}`)
-      const seen = JSON.parse(run.stdout.toString()) as { server: string; inspector: string }
+      // Not spawnSync: the tests running beside this one would wait for it.
+      const run = Bun.spawn([process.execPath, '-e', script], {
+        cwd: dir,
+        timeout: 20_000,
+        stdout: 'pipe',
+        stderr: 'pipe',
+      })
+      const [stdout, stderr, code] = await Promise.all([run.stdout.text(), run.stderr.text(), run.exited])
+      if (code !== 0) throw new Error(`the server script failed: ${stderr}`)
+      const seen = JSON.parse(stdout) as { server: string; inspector: string }
       expect(seen.server).toBe('shh')
       expect(seen.inspector).toContain('PATH')
       expect(seen.inspector).not.toContain('THREADHOUSE_TEST_SECRET')

@@ -16,10 +16,10 @@ import {
   tokensOf,
 } from './support/helpers'
 
-// Each test starts and kills real server processes.
+// Each test starts and kills real server processes, or has an app of its own: they run concurrently.
 setDefaultTimeout(20_000)
 
-test('a server killed mid-generation finishes the answer after restart', async () => {
+test.concurrent('a server killed mid-generation finishes the answer after restart', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-recovery-'))
   const env = {
     DATABASE_PATH: join(dir, 'db.sqlite'),
@@ -71,7 +71,7 @@ test('a server killed mid-generation finishes the answer after restart', async (
   }
 }, 30_000)
 
-test('at start-up, unfinished answers are requeued and one cut short three times fails instead', async () => {
+test.concurrent('at start-up, unfinished answers are requeued and one cut short three times fails instead', async () => {
   await using h = await harness()
   const owner = await h.user()
   // Build by hand the state a crashed process leaves behind: answers `running`, threads `active`.
@@ -108,7 +108,7 @@ test('at start-up, unfinished answers are requeued and one cut short three times
   expect(poll.body).toEqual({ status: 'error', messages: [] })
 })
 
-test('a shutdown past its grace period gives back the attempt, so it never counts toward failing the answer', async () => {
+test.concurrent('a shutdown past its grace period gives back the attempt, so it never counts toward failing the answer', async () => {
   const runner = new ScriptedRunner()
   await using h = await harness({ runner })
   const owner = await h.user()
@@ -119,7 +119,7 @@ test('a shutdown past its grace period gives back the attempt, so it never count
   expect(h.db.select().from(generations).get()).toMatchObject({ status: 'queued', attempts: 0 })
 })
 
-test('at start-up, an answer that was being stopped when the process died stays stopped', async () => {
+test.concurrent('at start-up, an answer that was being stopped when the process died stays stopped', async () => {
   const clock = new ManualClock()
   await using h = await harness({ clock })
   const owner = await h.user()

@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { restartMessage } from '../src/generation/service'
 import { collect, firstRunToken, parseEvents, startServer, tokensOf } from './support/helpers'
 
+// Each scenario has a server and a database of its own: the two run concurrently.
 async function scenario(graceMs: number) {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-shutdown-'))
   const env = {
@@ -36,7 +37,7 @@ async function scenario(graceMs: number) {
   return { dir, env, headers, created, path, events: [first.value, ...rest], code }
 }
 
-test('SIGTERM lets a running answer finish within the grace period, then exits 0', async () => {
+test.concurrent('SIGTERM lets a running answer finish within the grace period, then exits 0', async () => {
   const run = await scenario(10_000)
   try {
     expect(run.code).toBe(0)
@@ -47,7 +48,7 @@ test('SIGTERM lets a running answer finish within the grace period, then exits 0
   }
 }, 30_000)
 
-test('past the grace period, streams end with an error event and the next start completes the answer', async () => {
+test.concurrent('past the grace period, streams end with an error event and the next start completes the answer', async () => {
   const run = await scenario(0)
   try {
     expect(run.code).toBe(0)

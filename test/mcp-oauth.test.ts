@@ -6,61 +6,10 @@ import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import type {
-  OAuthClientInformationMixed,
-  OAuthClientMetadata,
-  OAuthTokens,
-} from '@modelcontextprotocol/sdk/shared/auth.js'
 import { eq } from 'drizzle-orm'
 import { oauthClients, oauthGrants } from '../src/oauth/oauth.table'
 import { type McpTestServer, postMcp, startServer } from './support/mcp-helpers'
-import { type Browser, decide, locationOf, pkce } from './support/oauth-helpers'
-
-/** An MCP client's storage, as a desktop app keeps it; opening the browser is left to the test. */
-class DesktopProvider implements OAuthClientProvider {
-  information: OAuthClientInformationMixed | undefined
-  stored: OAuthTokens | undefined
-  verifier = ''
-  authorizationUrl: URL | undefined
-  private readonly stateValue = crypto.randomUUID()
-
-  get redirectUrl(): string {
-    return 'http://127.0.0.1:33418/callback'
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: 'Desktop assistant',
-      redirect_uris: [this.redirectUrl],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    }
-  }
-  state(): string {
-    return this.stateValue
-  }
-  clientInformation(): OAuthClientInformationMixed | undefined {
-    return this.information
-  }
-  saveClientInformation(information: OAuthClientInformationMixed): void {
-    this.information = information
-  }
-  tokens(): OAuthTokens | undefined {
-    return this.stored
-  }
-  saveTokens(tokens: OAuthTokens): void {
-    this.stored = tokens
-  }
-  redirectToAuthorization(url: URL): void {
-    this.authorizationUrl = url
-  }
-  saveCodeVerifier(verifier: string): void {
-    this.verifier = verifier
-  }
-  codeVerifier(): string {
-    return this.verifier
-  }
-}
+import { type Browser, decide, locationOf, McpClientProvider, pkce } from './support/oauth-helpers'
 
 function mcpTransport(origin: string, provider: OAuthClientProvider): StreamableHTTPClientTransport {
   return new StreamableHTTPClientTransport(new URL(`${origin}/mcp`), { authProvider: provider })
@@ -70,7 +19,7 @@ test('an unmodified MCP client connects on its own: 401, discovery, registration
   await using server = await startServer()
   const ada = await server.member()
   const browser = await server.browserOf(ada.email)
-  const provider = new DesktopProvider()
+  const provider = new McpClientProvider('Desktop assistant')
 
   const first = new Client({ name: 'desktop', version: '1.0.0' })
   await expect(first.connect(mcpTransport(server.origin, provider))).rejects.toBeInstanceOf(UnauthorizedError)

@@ -1,13 +1,7 @@
 // End-to-end OAuth flows over real HTTP on loopback, driven by independent client libraries (oauth4webapi, the
 // MCP TypeScript SDK's auth(), arctic) while a person signs in and approves through the real pages.
 import { expect, test } from 'bun:test'
-import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
 import { auth } from '@modelcontextprotocol/sdk/client/auth.js'
-import type {
-  OAuthClientInformationMixed,
-  OAuthClientMetadata,
-  OAuthTokens,
-} from '@modelcontextprotocol/sdk/shared/auth.js'
 import { CodeChallengeMethod, generateCodeVerifier, generateState, OAuth2Client } from 'arctic'
 import * as oauth from 'oauth4webapi'
 import { type App, createApp } from '../src/app'
@@ -17,7 +11,7 @@ import { loadConfig } from '../src/config'
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { silentLogger } from '../src/shared/log'
 import { ScriptedRunner } from './support/helpers'
-import { Browser, decide, locationOf, password, settings } from './support/oauth-helpers'
+import { Browser, decide, locationOf, McpClientProvider, password, settings } from './support/oauth-helpers'
 
 interface Server extends AsyncDisposable {
   origin: string
@@ -208,55 +202,9 @@ test('oauth4webapi: confidential clients with client_secret_basic (registration 
   expect(reuse.status).toBe(401)
 })
 
-/** An MCP client's storage, as a desktop app would keep it; the browser part is handed to the test. */
-class TestProvider implements OAuthClientProvider {
-  information: OAuthClientInformationMixed | undefined
-  stored: OAuthTokens | undefined
-  verifier = ''
-  authorizationUrl: URL | undefined
-  private readonly stateValue = crypto.randomUUID()
-
-  get redirectUrl(): string {
-    return 'http://127.0.0.1:33418/callback'
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: 'MCP test client',
-      redirect_uris: [this.redirectUrl],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    }
-  }
-  state(): string {
-    return this.stateValue
-  }
-  clientInformation(): OAuthClientInformationMixed | undefined {
-    return this.information
-  }
-  saveClientInformation(information: OAuthClientInformationMixed): void {
-    this.information = information
-  }
-  tokens(): OAuthTokens | undefined {
-    return this.stored
-  }
-  saveTokens(tokens: OAuthTokens): void {
-    this.stored = tokens
-  }
-  redirectToAuthorization(url: URL): void {
-    this.authorizationUrl = url
-  }
-  saveCodeVerifier(verifier: string): void {
-    this.verifier = verifier
-  }
-  codeVerifier(): string {
-    return this.verifier
-  }
-}
-
 test('MCP TypeScript SDK auth(): discovery from the API URL, registration, authorization, tokens, refresh', async () => {
   await using server = await startServer()
-  const provider = new TestProvider()
+  const provider = new McpClientProvider()
   const serverUrl = `${server.origin}/api/v1`
 
   expect(await auth(provider, { serverUrl })).toBe('REDIRECT')

@@ -1,5 +1,11 @@
 // Helpers for driving sign-in, consent and the OAuth endpoints the way a browser and a client would: a cookie
 // jar, the contract's form fields, PKCE, and token requests. Work in-process (app.handle) or over real HTTP.
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js'
 import { sha256 } from '@oslojs/crypto/sha2'
 import { encodeBase64urlNoPadding } from '@oslojs/encoding'
 import { createSession } from '../../src/auth/sessions'
@@ -264,4 +270,52 @@ export async function settings(
   })
   const text = await response.text()
   return { status: response.status, headers: response.headers, body: text === '' ? null : JSON.parse(text) }
+}
+
+/** An MCP client's storage, as a desktop app keeps it; opening the browser is left to the test. */
+export class McpClientProvider implements OAuthClientProvider {
+  constructor(private readonly clientName = 'MCP test client') {}
+
+  information: OAuthClientInformationMixed | undefined
+  stored: OAuthTokens | undefined
+  verifier = ''
+  authorizationUrl: URL | undefined
+  private readonly stateValue = crypto.randomUUID()
+
+  get redirectUrl(): string {
+    return 'http://127.0.0.1:33418/callback'
+  }
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: this.clientName,
+      redirect_uris: [this.redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    }
+  }
+  state(): string {
+    return this.stateValue
+  }
+  clientInformation(): OAuthClientInformationMixed | undefined {
+    return this.information
+  }
+  saveClientInformation(information: OAuthClientInformationMixed): void {
+    this.information = information
+  }
+  tokens(): OAuthTokens | undefined {
+    return this.stored
+  }
+  saveTokens(tokens: OAuthTokens): void {
+    this.stored = tokens
+  }
+  redirectToAuthorization(url: URL): void {
+    this.authorizationUrl = url
+  }
+  saveCodeVerifier(verifier: string): void {
+    this.verifier = verifier
+  }
+  codeVerifier(): string {
+    return this.verifier
+  }
 }

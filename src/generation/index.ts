@@ -2,7 +2,7 @@
 import { eq, sql } from 'drizzle-orm'
 import { Elysia } from 'elysia'
 import { type AuthDeps, auth } from '../auth'
-import { AuthModel } from '../auth/model'
+import { AuthModel, type Caller } from '../auth/model'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
 import { notFound } from '../shared/errors'
@@ -66,7 +66,7 @@ function resumeOffset(header: string | undefined): number {
 
 /**
  * The answer to a user message as server-sent events, live from the hub or replayed from the database once it
- * has ended; 404 when the message asked for no answer. The caller has checked that the message may be read.
+ * has ended; 404 when the thread or message is not there for the caller, or the message asked for no answer.
  * Shared by the API and the web pages; `set` is the route's, whose headers the response takes over (see sseResponse).
  *
  * `done` promises that the thread takes messages again (the specification's first rule for events). An ended
@@ -76,12 +76,13 @@ function resumeOffset(header: string | undefined): number {
 export function answerStream(
   deps: Pick<ResponseDeps, 'db' | 'engine' | 'links' | 'heartbeats' | 'streams'>,
   set: ResponseSet,
-  request: { userId: number; thread: { id: string; state: string }; messageId: string; lastEventId?: string },
+  request: { caller: Caller; threadId: string; messageId: string; lastEventId?: string },
 ): Response {
-  const { thread, messageId } = request
+  const { caller, messageId } = request
+  const thread = requireMessage(deps.db, caller, request.threadId, messageId)
   generationOf(deps.db, messageId) // 404 before any stream starts
   const from = resumeOffset(request.lastEventId)
-  return sseResponse(set, deps.heartbeats, { streams: deps.streams, userId: request.userId }, (stream) => {
+  return sseResponse(set, deps.heartbeats, { streams: deps.streams, userId: caller.userId }, (stream) => {
     const live = deps.engine.hub.subscribe(messageId, from, stream)
     if (live) return live
     // The answer has ended: replay it from the database.
@@ -149,16 +150,8 @@ export const responses = (deps: ResponseDeps) =>
     )
     .get(
       '/response/stream',
-      ({ caller, params, headers, set }) => {
-        const thread = requireMessage(deps.db, caller, params.threadId, params.messageId)
-        const { messageId } = params
-        return answerStream(deps, set, {
-          userId: caller.userId,
-          thread,
-          messageId,
-          lastEventId: headers['last-event-id'],
-        })
-      },
+      ({ caller, params, headers, set }) =>
+        answerStream(deps, set, { caller, ...params, lastEventId: headers['last-event-id'] }),
       {
         scope: 'threads:read',
         params: ThreadsModel.messageParams,

@@ -44,7 +44,6 @@ import {
   listThreads,
   pendingMessageId,
   ratingsBy,
-  requireMessage,
   requireOwnedThread,
   sendMessage,
   stopThread,
@@ -431,14 +430,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
       ({ account, params, headers, set }) => {
         if (!isUuid(params.threadId) || !isUuid(params.messageId)) throw notFound('Message')
         const caller = callerFromSession(account.user)
-        const thread = requireMessage(deps.db, caller, params.threadId, params.messageId)
-        const { messageId } = params
-        return answerStream(deps, set, {
-          userId: caller.userId,
-          thread,
-          messageId,
-          lastEventId: headers['last-event-id'],
-        })
+        return answerStream(deps, set, { caller, ...params, lastEventId: headers['last-event-id'] })
       },
       { account: true, detail: { hide: true } },
     )

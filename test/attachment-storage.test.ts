@@ -31,6 +31,7 @@ import {
   harness,
   openStream,
   publicUrl,
+  runToEnd,
   sharedInspector,
   startServer,
   type TestUser,
@@ -407,17 +408,8 @@ describe('a real server on a bucket', () => {
     ],
   ])('%s stops the start with one line', async (_, change, reason) => {
     const bucket = { ...(await (await s3()).bucket()), ...change }
-    const child = Bun.spawn(['bun', 'src/index.ts'], {
-      cwd: `${import.meta.dir}/..`,
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...serverEnv(bucket) },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(child.stdout).text(),
-      new Response(child.stderr).text(),
-      child.exited,
-    ])
+    const env = { PORT: '0', HOST: '127.0.0.1', ...serverEnv(bucket) }
+    const { stdout, stderr, code } = await runToEnd(['bun', 'src/index.ts'], env)
     const lines = stderr.split('\n')
     expect({ code, stdout, lines: lines.length }).toEqual({ code: 1, stdout: '', lines: 2 })
     expect(lines[0]).toStartWith(`Cannot use S3_BUCKET ${bucket.bucket} at ${bucket.endpoint}: `)

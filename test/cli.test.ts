@@ -13,7 +13,7 @@ import { openDatabase } from '../src/db/client'
 import { backup, restore } from '../src/operations/backup'
 import { hashSecret } from '../src/shared/security'
 import { LocalBlobStore } from '../src/storage/blobs'
-import { firstRunToken, harness, startServer, until } from './support/helpers'
+import { firstRunToken, harness, runToEnd, startServer, until } from './support/helpers'
 
 // Every test here starts bun processes, some a whole server (startServer alone allows 20 s to listen), and most of
 // them at once.
@@ -23,21 +23,7 @@ const dir = mkdtempSync(join(tmpdir(), 'threadhouse-cli-'))
 const databasePath = join(dir, 'db.sqlite')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-/** Runs a command from the repository root to its end: what it printed on each stream, and its exit code. */
-async function run(command: string[], env: Record<string, string>) {
-  const child = Bun.spawn(command, {
-    cwd: `${import.meta.dir}/..`,
-    env: { ...process.env, ...env },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ])
-  return { stdout, stderr, code }
-}
+const run = runToEnd
 
 /** The CLI exactly as operators run it, through package.json's script (bunfig.toml keeps `bun run` quiet). */
 function cli(...args: string[]) {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { firstRunToken, type ServerProcess, startServer, until } from './support/helpers'
+import { firstRunToken, runToEnd, type ServerProcess, startServer, until } from './support/helpers'
 
 // Every test here starts bun processes (startServer alone allows 20 s to listen). Each refusal has folders of its
 // own, so those tests run concurrently: most of their time is spent waiting for processes to start.
@@ -127,20 +127,10 @@ test.concurrent('a second server on the same port is refused, instead of sharing
 })
 
 test.concurrent('the operator CLI works beside the running server, on the same database', async () => {
-  const child = Bun.spawn(
+  const { stdout, stderr, code } = await runToEnd(
     ['bun', 'run', 'cli', 'token:create', '--email', running.ADMIN_EMAIL, '--scopes', 'threads:read'],
-    {
-      cwd: `${import.meta.dir}/..`,
-      env: { ...process.env, DATABASE_PATH: running.DATABASE_PATH },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    },
+    { DATABASE_PATH: running.DATABASE_PATH },
   )
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ])
   expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
   const token = stdout.trimEnd().split('\n').at(-1)
   const listed = await fetch(`${server.url}/api/v1/threads`, { headers: { authorization: `Bearer ${token}` } })

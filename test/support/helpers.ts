@@ -469,3 +469,22 @@ export async function startServerAtOwnUrl(env: Record<string, string>): Promise<
 export function firstRunToken(server: ServerProcess): Promise<string> {
   return until(() => server.stdout().match(/^thp_\S+$/m)?.[0])
 }
+
+/** Runs a command from the repository root to its end: what it printed on each stream, and its exit code. */
+export async function runToEnd(
+  command: string[],
+  env: Record<string, string | undefined>,
+): Promise<{ stdout: string; stderr: string; code: number }> {
+  const child = Bun.spawn(command, {
+    cwd: `${import.meta.dir}/../..`,
+    env: { ...process.env, ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
+  return { stdout, stderr, code }
+}

@@ -14,7 +14,10 @@ import { expectNothingStored, form, jpeg, setup, upload } from './support/upload
 // machine several seconds are no failure.
 setDefaultTimeout(30_000)
 
-/** The processes whose parent is `parent` and whose command line runs the inspect process (Linux only). */
+/** The real inspect process's entry module, as its command line names it (the fixtures' entries are others). */
+const realEntry = join(import.meta.dir, '..', 'src', 'attachments', 'inspect-process.ts')
+
+/** The processes whose parent is `parent` and whose command line runs the real inspect process (Linux only). */
 function inspectProcesses(parent: number): number[] {
   return readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry))
@@ -23,7 +26,7 @@ function inspectProcesses(parent: number): number[] {
         const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
         // The fields after the parenthesised name start at the 3rd: the state, then the parent.
         const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-        const inspects = readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('inspect-process')
+        const inspects = readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(realEntry)
         return Number(ppid) === parent && state !== 'Z' && inspects ? [Number(pid)] : []
       } catch {
         return [] // the process ended between the listing and the read
@@ -58,29 +61,8 @@ const SCHED_IDLE = 5
 const idleClassAllowed =
   process.platform === 'linux' && Bun.which('chrt') !== null && Bun.spawnSync(['chrt', '-i', '0', 'true']).success
 
-// These two count the inspect processes under this test process and read their threads' priority; one of them
-// needs an idle core to make progress, and the other changes PATH. They run alone, before the rest.
+// Alone, first: it changes PATH, which every process started meanwhile would inherit.
 describe('the inspect processes', () => {
-  test.skipIf(!idleClassAllowed)(
-    'run in the idle scheduling class, every thread, and hold none of the server environment',
-    async () => {
-      await using s = await setup({ inspector: createFileInspector(silentLogger) })
-      // Decoding a large image starts libvips's threads, which must inherit the class too.
-      const wide = form({ name: 'wide.jpg', bytes: await jpeg(3000, 1000) })
-      expect((await upload(s.h, s.owner.token, s.threadId, wide)).status).toBe(201)
-      const child = await onlyInspectProcess()
-      expect(threadsOf(child).some((thread) => thread.name.startsWith('libvips'))).toBe(true)
-      expect(new Set(threadsOf(child).map((thread) => thread.policy))).toEqual(new Set([SCHED_IDLE]))
-      expect(threadsOf(process.pid).map((thread) => thread.policy)).not.toContain(SCHED_IDLE)
-      const environment = readFileSync(`/proc/${child}/environ`, 'utf8').split('\0').filter(Boolean)
-      const names = environment.map((variable) => variable.slice(0, variable.indexOf('=')))
-      // Bun's own IPC variables aside, only what bun and libvips need; the test's environment holds dozens more.
-      const ours = names.filter((name) => !name.startsWith('NODE_CHANNEL_'))
-      expect(ours.filter((name) => !/^(PATH|HOME|TMPDIR|VIPS_\w+|MALLOC_\w+)$/.test(name))).toEqual([])
-      expect(Object.keys(process.env).length).toBeGreaterThan(ours.length)
-    },
-  )
-
   test.skipIf(process.platform !== 'linux')('start at nice 19 where chrt fails', async () => {
     // A chrt that refuses, as a sandbox that forbids the idle class would, first on the PATH.
     const bin = mkdtempSync(join(tmpdir(), 'threadhouse-bin-'))
@@ -106,6 +88,26 @@ describe('the inspect processes', () => {
 })
 
 describe.concurrent('the inspect processes', () => {
+  test.skipIf(!idleClassAllowed)(
+    'run in the idle scheduling class, every thread, and hold none of the server environment',
+    async () => {
+      await using s = await setup({ inspector: createFileInspector(silentLogger) })
+      // Decoding a large image starts libvips's threads, which must inherit the class too.
+      const wide = form({ name: 'wide.jpg', bytes: await jpeg(3000, 1000) })
+      expect((await upload(s.h, s.owner.token, s.threadId, wide)).status).toBe(201)
+      const child = await onlyInspectProcess()
+      expect(threadsOf(child).some((thread) => thread.name.startsWith('libvips'))).toBe(true)
+      expect(new Set(threadsOf(child).map((thread) => thread.policy))).toEqual(new Set([SCHED_IDLE]))
+      expect(threadsOf(process.pid).map((thread) => thread.policy)).not.toContain(SCHED_IDLE)
+      const environment = readFileSync(`/proc/${child}/environ`, 'utf8').split('\0').filter(Boolean)
+      const names = environment.map((variable) => variable.slice(0, variable.indexOf('=')))
+      // Bun's own IPC variables aside, only what bun and libvips need; the test's environment holds dozens more.
+      const ours = names.filter((name) => !name.startsWith('NODE_CHANNEL_'))
+      expect(ours.filter((name) => !/^(PATH|HOME|TMPDIR|VIPS_\w+|MALLOC_\w+)$/.test(name))).toEqual([])
+      expect(Object.keys(process.env).length).toBeGreaterThan(ours.length)
+    },
+  )
+
   test('load no .env file, though the server did', async () => {
     // A server started in a folder with a .env file, as `bun src/index.ts` loads one, and a secret in it.
     const dir = mkdtempSync(join(tmpdir(), 'threadhouse-env-'))

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import sharp from 'sharp'
-import { sharedBrowser } from './support/browser'
+import { type BrowserSession, sharedBrowser } from './support/browser'
 import { firstRunToken, type ServerProcess, startServerAtOwnUrl } from './support/helpers'
 import { startFakeOidcProvider } from './support/oidc-provider'
 
@@ -59,7 +59,6 @@ async function signIn(page: Page): Promise<void> {
   await page.waitForURL(/\/threads$/)
 }
 
-/** Waits until the answer being written has streamed in and the page shows it as rendered by the server. */
 /** The little of the DOM that these page functions touch: the project's TypeScript has no DOM library. */
 interface PageElement {
   textContent: string | null
@@ -67,6 +66,9 @@ interface PageElement {
 }
 interface PageWindow {
   __xss?: number
+  /** The first text the answer being written showed on this page (see `open`). */
+  __partial?: string
+  MutationObserver: new (callback: () => void) => { observe(target: unknown, options: Record<string, boolean>): void }
   document: {
     body: PageElement
     scripts: Iterable<PageElement>
@@ -77,16 +79,34 @@ interface PageWindow {
   getComputedStyle(element: unknown): { outlineStyle: string }
 }
 
-async function answerStreamsIn(page: Page, expected: string): Promise<string> {
-  const partial = await page.waitForFunction(() => {
-    const text = (globalThis as unknown as PageWindow).document.querySelector('#live-answer .live-text')?.textContent
-    return text ? text : false
+/**
+ * A page of its own, which records the first text an answer being written shows, at the very change to the page
+ * that shows it: polling for it instead can miss a short answer on a busy machine, where the page is polled less
+ * often than the answer's words arrive.
+ */
+async function open(url: string): Promise<BrowserSession> {
+  const session = await browser.open(url)
+  await session.context.addInitScript(() => {
+    const page = globalThis as unknown as PageWindow
+    new page.MutationObserver(() => {
+      page.__partial ??= page.document.querySelector('#live-answer .live-text')?.textContent || undefined
+    }).observe(page.document, { childList: true, subtree: true, characterData: true })
   })
+  return session
+}
+
+/**
+ * Waits until the answer being written has streamed in and the page shows it as rendered by the server; returns
+ * the first text the page showed while the answer was being written.
+ */
+async function answerStreamsIn(page: Page, expected: string): Promise<string> {
   await page.waitForFunction((text) => {
     const { document } = globalThis as unknown as PageWindow
     return !document.getElementById('live-answer') && (document.body.textContent ?? '').includes(text)
   }, expected)
-  return (await partial.jsonValue()) as string
+  const partial = await page.evaluate(() => (globalThis as unknown as PageWindow).__partial)
+  if (!partial) throw new Error('the page never showed the answer while it was being written')
+  return partial
 }
 
 async function api(site: Site, path: string, init: RequestInit = {}): Promise<Response> {
@@ -109,7 +129,7 @@ afterAll(async () => {
 }, 60_000)
 
 test.concurrent('sign in, start a thread with an image, watch it stream, rate it, follow up, open a message link', async () => {
-  await using session = await browser.open(site.url)
+  await using session = await open(site.url)
   const { page } = session
   const dialogs: string[] = []
   page.on('dialog', (dialog) => {
@@ -173,7 +193,7 @@ test.concurrent('sign in, start a thread with an image, watch it stream, rate it
 }, 60_000)
 
 test.concurrent('rename, archive, make private, and stop a running answer', async () => {
-  await using session = await browser.open(site.url)
+  await using session = await open(site.url)
   const { page } = session
   await signIn(page)
   await page.getByLabel('Message', { exact: true }).fill('Short start')
@@ -208,7 +228,7 @@ test.concurrent('rename, archive, make private, and stop a running answer', asyn
 }, 60_000)
 
 test.concurrent('markup typed into every field stays text: names, messages, files, comments, search', async () => {
-  await using session = await browser.open(site.url)
+  await using session = await open(site.url)
   const { page } = session
   const dialogs: string[] = []
   page.on('dialog', (dialog) => {
@@ -267,7 +287,7 @@ test.concurrent('a thread in error continues in a new thread that starts with an
     LLM_MODEL: 'none',
     LLM_MAX_ATTEMPTS: '1',
   })
-  await using session = await browser.open(broken.url)
+  await using session = await open(broken.url)
   const { page } = session
   await signIn(page)
   await page.getByLabel('Message', { exact: true }).fill('Plan a weekend in Lyon')
@@ -292,7 +312,7 @@ test.concurrent('sign in with the OpenID Connect provider from the sign-in page'
     OIDC_CLIENT_SECRET: provider.clientSecret,
     OIDC_NAME: 'Example ID',
   })
-  await using session = await browser.open(withOidc.url)
+  await using session = await open(withOidc.url)
   const { page } = session
   await page.goto('/')
   await page.getByRole('link', { name: 'Sign in with Example ID' }).click()

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
-import { type BrowserSession, openBrowser } from './support/browser'
+import { type BrowserSession, sharedBrowser } from './support/browser'
 import { type ServerProcess, startServerAtOwnUrl } from './support/helpers'
 import { basic, pkce } from './support/oauth-helpers'
 
@@ -25,13 +25,14 @@ const pixel = Buffer.from(
   'base64',
 )
 
+const browser = sharedBrowser()
 let dir = ''
 let server: ServerProcess
 let session: BrowserSession
 let page: Page
 const dialogs: string[] = []
 
-/** A fresh database, server process and browser; the module-level handles point at them. */
+/** A fresh database, server process and browser context; the module-level handles point at them. */
 async function launch(): Promise<void> {
   dir = mkdtempSync(join(tmpdir(), 'threadhouse-settings-browser-'))
   server = await startServerAtOwnUrl({
@@ -40,7 +41,7 @@ async function launch(): Promise<void> {
     ADMIN_EMAIL: ownerEmail,
     ADMIN_PASSWORD: ownerPassword,
   })
-  session = await openBrowser(server.url)
+  session = await browser.open(server.url)
   page = session.page
   page.setDefaultTimeout(10_000)
   page.on('dialog', (dialog) => {

@@ -1,8 +1,8 @@
 // Real headless Chromium (Debian's package) driven by playwright-core, for end-to-end tests of the pages.
 // Playwright never downloads a browser here: it is pointed at /usr/bin/chromium.
-import { afterAll } from 'bun:test'
 import { accessSync, constants } from 'node:fs'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
+import { closeAfterRun } from './after-run'
 
 export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 
@@ -68,22 +68,26 @@ export async function openBrowser(baseURL: string): Promise<BrowserSession> {
   return session(browser, baseURL, () => browser.close())
 }
 
+let shared: Promise<Browser> | undefined
+
 /**
- * One Chromium for every test of the file that calls this at its top level: started by the first `open`, closed
- * after the file's last test. Launching costs seconds; a context costs a fraction of one and shares nothing with
- * the others, so each `open` (closed by `await using`) is as fresh as a browser of its own, and concurrent tests
- * may each have one.
+ * One Chromium for every browser test of the run: started by the first `open`, closed after the last test file
+ * (after-run.ts). Launching costs seconds; a context costs a fraction of one and shares nothing with the
+ * others, so each `open` (closed by `await using`) is as fresh as a browser of its own, and concurrent tests may
+ * each have one.
  */
 export function sharedBrowser(): { open(baseURL: string): Promise<BrowserSession> } {
-  let launched: Promise<Browser> | undefined
-  afterAll(async () => {
-    const browser = await launched?.catch(() => undefined)
-    await browser?.close()
-  })
   return {
     async open(baseURL) {
-      launched ??= launch()
-      const browser = await launched
+      if (!shared) {
+        shared = launch()
+        closeAfterRun(async () => {
+          const browser = await shared?.catch(() => undefined)
+          shared = undefined
+          await browser?.close()
+        })
+      }
+      const browser = await shared
       const opened = await session(browser, baseURL, async () => {
         await opened.context.close()
       })

@@ -330,6 +330,19 @@ export async function harness(
   }
 }
 
+/** Serves the harness's app on a free loopback port until disposed: for a browser, or a body app.handle cannot send. */
+export function listening(h: Harness): { url: URL; port: number } & AsyncDisposable {
+  const server = h.app.listen({ port: 0, hostname: '127.0.0.1' }).server
+  if (!server) throw new Error('the app is not listening')
+  return {
+    url: server.url,
+    port: server.port ?? 0,
+    async [Symbol.asyncDispose]() {
+      await h.app.stop()
+    },
+  }
+}
+
 /** Opens a response stream through the app and parses it with a real SSE parser until it closes. */
 export async function openStream(
   h: Harness,

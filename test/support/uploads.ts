@@ -9,6 +9,8 @@ import sharp, { type Sharp } from 'sharp'
 import { attachments } from '../../src/attachments/attachments.table'
 import { type Harness, harness, type TestUser, until } from './helpers'
 
+export { listening } from './helpers'
+
 function solid(width: number, height: number, background = '#3a7'): Sharp {
   return sharp({ create: { width, height, channels: 3, background } })
 }
@@ -143,19 +145,6 @@ export async function setup(
 
 export function upload(h: Harness, token: string, threadId: string, body: FormData | Blob | string, headers = {}) {
   return h.call('POST', `/api/v1/threads/${threadId}/attachments`, { token, body, headers })
-}
-
-/** Serves the harness's app on a free loopback port until disposed, for bodies an in-process call cannot send. */
-export function listening(h: Harness): { url: URL; port: number } & AsyncDisposable {
-  const server = h.app.listen({ port: 0, hostname: '127.0.0.1' }).server
-  if (!server) throw new Error('the app is not listening')
-  return {
-    url: server.url,
-    port: server.port ?? 0,
-    async [Symbol.asyncDispose]() {
-      await h.app.stop()
-    },
-  }
 }
 
 /** Waits for the upload route's access-log line, which it writes once all its work, cleanup included, is done. */

@@ -478,9 +478,12 @@ export async function startServerAtOwnUrl(env: Record<string, string>): Promise<
   }
 }
 
-/** The personal access token a first run prints as the last line of its first-run block. */
+/**
+ * The personal access token a first run prints as the last line of its first-run block. The first run comes right
+ * after listening, but on a busy machine, with other servers starting beside this one, it may take as long.
+ */
 export function firstRunToken(server: ServerProcess): Promise<string> {
-  return until(() => server.stdout().match(/^thp_\S+$/m)?.[0])
+  return until(() => server.stdout().match(/^thp_\S+$/m)?.[0], 20_000)
 }
 
 /** Runs a command from the repository root to its end: what it printed on each stream, and its exit code. */

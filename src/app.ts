@@ -26,6 +26,7 @@ import { responseSchemas } from './shared/responses'
 import type { Clock } from './shared/time'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
 import { storageHealth } from './storage/health'
+import { type Store, sqliteStore } from './store'
 import { threadRoutes } from './threads'
 import { threadPages } from './threads/pages'
 import { linksFor } from './threads/service'
@@ -34,6 +35,8 @@ import { settingsPages } from './web/settings'
 
 export interface AppDeps {
   db: Db
+  /** Every feature's repository; by default the SQLite ones over `db`. */
+  store?: Store
   config: Config
   runner: GenerationRunner
   /** Checks uploaded files off the request thread; its owner closes it on shutdown, as with the runner. */
@@ -62,12 +65,14 @@ export function createApp(deps: AppDeps) {
     log: deps.log,
     concurrency: deps.config.GENERATION_CONCURRENCY,
   })
+  const store = deps.store ?? sqliteStore(deps.db)
   const blobs = deps.blobs ?? openBlobStore(blobLocation(deps.config))
   const storageAnswers = storageHealth(blobs, deps.log)
   const oidc = oidcSettings(deps.config)
   const perMinute = (max: number) => (max > 0 ? new RateLimiter({ max, windowMs: 60_000 }, deps.clock) : undefined)
   const shared = {
     db: deps.db,
+    store,
     clock: deps.clock,
     log: deps.log,
     engine,
@@ -97,15 +102,15 @@ export function createApp(deps: AppDeps) {
     .get(
       '/healthz',
       async ({ status }) => {
-        deps.db.$client.query('select 1').get()
+        await store.ping()
         return (await storageAnswers()) ? { status: 'ok' } : status(503, { status: 'storage_unavailable' })
       },
       { detail: { hide: true } },
     )
     .get(
       '/readyz',
-      ({ status }) => {
-        deps.db.$client.query('select 1').get()
+      async ({ status }) => {
+        await store.ping()
         return engine.accepting() ? { status: 'ready' } : status(503, { status: 'stopping' })
       },
       { detail: { hide: true } },

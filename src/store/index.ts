@@ -1,0 +1,21 @@
+// The storage seam: every feature's async repository, built once at boot for the database in use. Services
+// receive the repository they need from here and never see a driver, so the same behaviour runs on SQLite
+// (the default) and, later, PostgreSQL. Query-planner tricks and prepared statements stay inside the
+// SQLite implementations beside each feature.
+import type { Db } from '../db/client'
+
+export interface Store {
+  readonly dialect: 'sqlite'
+  /** One cheap round trip to the database, for /healthz and /readyz: throws when it cannot answer. */
+  ping(): Promise<void>
+}
+
+/** Every repository over one open SQLite database. */
+export function sqliteStore(db: Db): Store {
+  return {
+    dialect: 'sqlite',
+    async ping() {
+      db.$client.query('select 1').get()
+    },
+  }
+}

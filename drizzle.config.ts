@@ -3,6 +3,6 @@ import { defineConfig } from 'drizzle-kit'
 export default defineConfig({
   dialect: 'sqlite',
   schema: './src/db/schema.ts',
-  out: './db/migrations',
+  out: './db/migrations/sqlite',
   casing: 'snake_case',
 })

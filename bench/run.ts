@@ -382,7 +382,7 @@ function searchSqlRow(kind: keyof typeof info.terms): Row {
 function rawInsertNote(sendRow: Row): string {
   // The physical limit for a message write, one transaction each: the message row alone, and the row with
   // the thread's search document rewritten in the same transaction (its updated_at write, then the rewrite
-  // the app defers: the triggers in db/migrations/0006_deferred_search.sql and flushSearchIndex). Spread
+  // the app defers: the triggers in db/migrations/sqlite/0006_deferred_search.sql and flushSearchIndex). Spread
   // over many threads, as real writes are.
   const sqlite = new Database(join(dir, 'seed.sqlite'), { strict: true })
   sqlite.run('PRAGMA journal_mode = WAL')

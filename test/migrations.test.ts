@@ -12,7 +12,7 @@ import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
 /** A database in `dir` migrated up to, not including, the migration whose tag starts with `tag`. */
 function migratedBefore(dir: string, tag: string): Database {
   const before = join(dir, 'before')
-  cpSync('db/migrations', before, { recursive: true })
+  cpSync('db/migrations/sqlite', before, { recursive: true })
   const journalPath = join(before, 'meta/_journal.json')
   const journal = JSON.parse(readFileSync(journalPath, 'utf8'))
   journal.entries = journal.entries.filter((entry: { tag: string }) => entry.tag < tag)
@@ -42,7 +42,7 @@ test('0005 numbers existing threads in updated_at order and indexes their text; 
     message.run('m2', 't-early', 'forgotten umbrella', 0)
     message.run('m3', 't-late', 'museum rain', 1)
 
-    migrate(drizzle({ client: sqlite }), { migrationsFolder: 'db/migrations' })
+    migrate(drizzle({ client: sqlite }), { migrationsFolder: 'db/migrations/sqlite' })
     const order = sqlite.query('select id from threads order by update_seq').all()
     expect(order).toEqual([{ id: 't-early' }, { id: 't-late' }, { id: 't-tie' }])
     const search = (words: string) =>
@@ -84,7 +84,7 @@ test('0007 rebuilds the index without word positions from the threads as they ar
     sqlite.run(`update threads set updated_at = 200 where id = 't1'`)
     expect(sqlite.query('select count(*) as n from search_pending').get()).toEqual({ n: 1 })
 
-    migrate(drizzle({ client: sqlite }), { migrationsFolder: 'db/migrations' })
+    migrate(drizzle({ client: sqlite }), { migrationsFolder: 'db/migrations/sqlite' })
     expect(sqlite.query('select count(*) as n from search_pending').get()).toEqual({ n: 0 })
     const search = (query: string) =>
       sqlite

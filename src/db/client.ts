@@ -8,7 +8,7 @@ import * as schema from './schema'
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
 
-export const migrationsFolder = join(import.meta.dir, '../../db/migrations')
+export const migrationsFolder = join(import.meta.dir, '../../db/migrations/sqlite')
 
 /** Thrown by `openDatabase(path, { mustExist: true })` when there is no database file at `path`. */
 export class MissingDatabaseError extends Error {

@@ -1,0 +1,41 @@
+// Opens PostgreSQL (DATABASE_URL) through Bun's built-in client and applies the committed PostgreSQL migrations.
+// Several instances may start at once on one database: migrations run under an advisory lock, so exactly one
+// applies them and the others wait, then find nothing left to do.
+import { join } from 'node:path'
+import { type BunSQLDatabase, drizzle } from 'drizzle-orm/bun-sql'
+import { migrate } from 'drizzle-orm/bun-sql/migrator'
+import * as schema from './schema.pg'
+
+export type PgDb = BunSQLDatabase<typeof schema> & { $client: Bun.SQL }
+
+export const postgresMigrationsFolder = join(import.meta.dir, '../../db/migrations/postgres')
+
+/** Any constant shared by every instance: the key of the advisory lock taken while migrating. */
+const migrationLock = 0x7468_6d67 // "thmg"
+
+export interface PostgresOptions {
+  /** Connections in the pool (Bun's default is 10). */
+  max?: number
+}
+
+export function openPostgres(url: string, options: PostgresOptions = {}): PgDb {
+  const client = new Bun.SQL(url, { max: options.max ?? 10 })
+  return drizzle({ client, schema, casing: 'snake_case' }) as PgDb
+}
+
+export async function migratePostgres(db: PgDb): Promise<void> {
+  // A session-level lock belongs to one connection: reserve one for the lock and the migration alike.
+  const connection = await db.$client.reserve()
+  try {
+    await connection`select pg_advisory_lock(${migrationLock})`
+    try {
+      await migrate(drizzle({ client: connection, casing: 'snake_case' }), {
+        migrationsFolder: postgresMigrationsFolder,
+      })
+    } finally {
+      await connection`select pg_advisory_unlock(${migrationLock})`
+    }
+  } finally {
+    connection.release()
+  }
+}

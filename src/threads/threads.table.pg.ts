@@ -1,0 +1,134 @@
+// PostgreSQL twin of threads.table.ts: threads, their messages, feedback, and the search documents. The update
+// order and the search queue are kept by triggers in db/migrations/postgres (see the custom migration there).
+// Keep the columns in step with the SQLite tables.
+import { sql } from 'drizzle-orm'
+import {
+  bigint,
+  boolean,
+  customType,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  text,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core'
+import { organizations, users } from '../auth/auth.table.pg'
+import { messageRoles, threadStates } from './threads.table'
+
+const epochMs = () => bigint({ mode: 'number' })
+
+/**
+ * JSON kept as text, byte for byte as written: `jsonb` would reorder keys, and the Bun.SQL adapter sends a `json`
+ * parameter as a JSON string. Read and written as the value, as SQLite's `text({ mode: 'json' })` is.
+ */
+const jsonText = customType<{ data: unknown; driverData: string }>({
+  dataType: () => 'text',
+  toDriver: (value) => JSON.stringify(value),
+  fromDriver: (value) => JSON.parse(value),
+})
+
+/** A full-text document; written and queried only by the PostgreSQL thread search. */
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })
+
+export const threads = pgTable(
+  'threads',
+  {
+    seq: integer().primaryKey().generatedByDefaultAsIdentity(),
+    id: text().notNull().unique(),
+    organizationId: integer()
+      .notNull()
+      .references(() => organizations.id),
+    ownerId: integer()
+      .notNull()
+      .references(() => users.id),
+    name: text(),
+    state: text({ enum: threadStates }).notNull().default('ready'),
+    isPrivate: boolean().notNull().default(false),
+    archived: boolean().notNull().default(false),
+    createdAt: epochMs().notNull(),
+    updatedAt: epochMs().notNull(),
+    updateSeq: bigint({ mode: 'number' }).notNull().default(0),
+  },
+  (t) => [
+    uniqueIndex('threads_update_seq_idx').on(t.updateSeq),
+    index('threads_updated_idx').on(t.updatedAt, t.updateSeq),
+    index('threads_org_update_seq_idx').on(t.organizationId, t.updateSeq),
+    index('threads_org_created_idx').on(t.organizationId, t.createdAt, t.id),
+    index('threads_owner_update_seq_idx').on(t.ownerId, t.updateSeq),
+    index('threads_owner_created_idx').on(t.ownerId, t.createdAt, t.id),
+  ],
+)
+
+/**
+ * The last update sequence and `updated_at` handed out, in one row. Every write of a thread's `updated_at` takes
+ * the next sequence from it with a row lock held to commit, so sequences are committed in order and a reader
+ * following `update_seq` never skips a write that commits later.
+ */
+export const threadUpdateClock = pgTable('thread_update_clock', {
+  id: integer().primaryKey(),
+  updateSeq: bigint({ mode: 'number' }).notNull(),
+  updatedAt: epochMs().notNull(),
+})
+
+/** Threads whose search document is behind; the thread search rewrites them in batches and before any search. */
+export const searchPending = pgTable('search_pending', {
+  threadSeq: integer().primaryKey(),
+})
+
+/** One search document per thread: its name and active messages' text, with what searches filter and sort by. */
+export const threadSearch = pgTable(
+  'thread_search',
+  {
+    threadSeq: integer()
+      .primaryKey()
+      .references(() => threads.seq, { onDelete: 'cascade' }),
+    organizationId: integer().notNull(),
+    ownerId: integer().notNull(),
+    updateSeq: bigint({ mode: 'number' }).notNull(),
+    document: tsvector().notNull(),
+  },
+  (t) => [
+    index('thread_search_document_idx').using('gin', t.document),
+    index('thread_search_org_idx').on(t.organizationId, t.updateSeq),
+    index('thread_search_owner_idx').on(t.ownerId, t.updateSeq),
+  ],
+)
+
+export const messages = pgTable(
+  'messages',
+  {
+    seq: integer().primaryKey().generatedByDefaultAsIdentity(),
+    id: text().notNull().unique(),
+    threadId: text()
+      .notNull()
+      .references(() => threads.id, { onDelete: 'cascade' }),
+    role: text({ enum: messageRoles }).notNull(),
+    contents: jsonText().notNull(),
+    text: text().notNull(),
+    active: boolean().notNull().default(true),
+    replyTo: text(),
+    createdAt: epochMs().notNull(),
+  },
+  (t) => [
+    index('messages_thread_idx').on(t.threadId, t.createdAt, t.id),
+    index('messages_reply_to_idx').on(t.replyTo).where(sql`${t.replyTo} is not null`),
+  ],
+)
+
+export const feedback = pgTable(
+  'feedback',
+  {
+    messageId: text()
+      .notNull()
+      .references(() => messages.id, { onDelete: 'cascade' }),
+    userId: integer()
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    positive: boolean().notNull(),
+    feedbackText: text(),
+    createdAt: epochMs().notNull(),
+    updatedAt: epochMs().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.messageId, t.userId] })],
+)

@@ -6,7 +6,6 @@
 // Stateless: every POST gets a fresh server and transport, so any instance can serve any request, and nothing
 // is kept between requests. Without sessions there is no stream to offer on GET and none to end on DELETE: both
 // answer 405, as the transport specification allows.
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { Elysia } from 'elysia'
 import { authenticateBearer } from '../auth'
 import type { Caller } from '../auth/model'
@@ -17,7 +16,18 @@ import { AppError } from '../shared/errors'
 import { requestIdOf } from '../shared/http'
 import { maxMcpBodyBytes } from './model'
 import type { McpDeps } from './service'
-import { serverFor } from './tools'
+
+/**
+ * The MCP SDK and its JSON Schema validator, loaded by the first MCP request: they are about a third of the CPU a
+ * server spends starting, which every process that never serves /mcp (the CLI, most servers) would pay for nothing.
+ */
+let runtime: Promise<
+  [typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'), typeof import('./tools')]
+>
+const loadRuntime = () => {
+  runtime ??= Promise.all([import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'), import('./tools')])
+  return runtime
+}
 
 /**
  * Bearer tokens, never cookies, so any origin may call: browser-based MCP clients need to read the challenge and
@@ -137,6 +147,7 @@ export const mcpRoutes = (deps: McpDeps) => {
     if (Array.isArray(read.value)) {
       return jsonRpcError(400, -32600, 'Invalid Request: batches are not supported')
     }
+    const [{ WebStandardStreamableHTTPServerTransport }, { serverFor }] = await loadRuntime()
     const server = serverFor(deps, caller)
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

@@ -7,7 +7,7 @@ import type { FromWorker, Generator, HistoryMessage, ToWorker } from './types'
 
 declare const self: Worker
 
-let generator: Generator | undefined
+let generator: Promise<Generator> | undefined
 let apiKey: string | undefined
 const running = new Map<string, AbortController>()
 
@@ -20,7 +20,7 @@ async function run(jobId: string, history: HistoryMessage[]): Promise<void> {
   running.set(jobId, controller)
   try {
     if (!generator) throw new Error('worker used before init')
-    for await (const event of generator.generate({ history, signal: controller.signal })) {
+    for await (const event of (await generator).generate({ history, signal: controller.signal })) {
       if (event.type === 'text') post({ type: 'token', jobId, text: event.text })
       else if (event.type === 'block') post({ type: 'block', jobId, block: event.block })
       else post({ type: 'summary', jobId, text: event.text, replaces: event.replaces })

@@ -3,7 +3,7 @@
 import { resolve } from 'node:path'
 import { createApp } from './app'
 import { createFileInspector } from './attachments/inspector'
-import { sweepStaging, sweepStore } from './attachments/service'
+import { sweepStaging, sweepStore } from './attachments/sweep'
 import { firstRun } from './bootstrap'
 import { ConfigError, loadConfig } from './config'
 import { migrateDatabase, openDatabase } from './db/client'

@@ -7,14 +7,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import sharp from 'sharp'
 import { attachments } from '../src/attachments/attachments.table'
-import {
-  checkFormFiles,
-  inFlightMs,
-  removeUnsentFiles,
-  storeFormFiles,
-  sweepUploads,
-  type UploadDeps,
-} from '../src/attachments/service'
+import { checkFormFiles, removeUnsentFiles, storeFormFiles, type UploadDeps } from '../src/attachments/service'
+import { inFlightMs, sweepUploads } from '../src/attachments/sweep'
 import type { Caller } from '../src/auth/model'
 import { resolvePersonalAccessToken } from '../src/auth/service'
 import { createWorkerRunner } from '../src/generation/runner'

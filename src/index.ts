@@ -3,7 +3,7 @@
 import { resolve } from 'node:path'
 import { createApp } from './app'
 import { createFileInspector } from './attachments/inspector'
-import { sweepStaging, sweepStore } from './attachments/service'
+import { sweepStaging, sweepStore } from './attachments/sweep'
 import { firstRun } from './bootstrap'
 import { ConfigError, loadConfig } from './config'
 import { migrateDatabase, openDatabase } from './db/client'
@@ -14,6 +14,7 @@ import { createLogger } from './shared/log'
 import { systemClock } from './shared/time'
 import { checkBlobStore, listenFailure, prepareStorage, StartupError } from './startup'
 import { blobLocation, openBlobStore } from './storage/blobs'
+import { sqliteStore } from './store'
 import { startSearchIndexer } from './threads/search'
 import { startUpkeep } from './upkeep'
 
@@ -43,6 +44,7 @@ try {
 const log = createLogger(config.LOG_LEVEL)
 const db = openDatabase(config.DATABASE_PATH)
 migrateDatabase(db)
+const store = sqliteStore(db)
 const reportSwept = (count: number) => {
   if (count > 0) log.info('removed stray upload files left by a crash', { count })
 }
@@ -51,14 +53,24 @@ const reportSwept = (count: number) => {
 // in flight: it runs once the server is up (below).
 reportSwept(await sweepStaging(config.UPLOADS_DIR))
 const storeIsLocal = blobs.description.kind === 'local'
-if (storeIsLocal) reportSwept(await sweepStore(db, blobs))
+if (storeIsLocal) reportSwept(await sweepStore(store.attachments, blobs))
 
 const settings = providerSettings(config)
 const runner = createWorkerRunner(settings, blobs.location, log)
 const inspector = createFileInspector(log)
 // Response bodies are checked against their schemas in tests, not on every production request: see
 // AppDeps.validateResponses.
-const app = createApp({ db, config, runner, inspector, blobs, clock: systemClock, log, validateResponses: false })
+const app = createApp({
+  db,
+  store,
+  config,
+  runner,
+  inspector,
+  blobs,
+  clock: systemClock,
+  log,
+  validateResponses: false,
+})
 try {
   // Bun shares a port between processes that both ask (SO_REUSEPORT) and Elysia asks by default: a second
   // server on the same port would take half the requests, on its own database.
@@ -77,7 +89,7 @@ app.decorator.engine.recover()
 const indexer = startSearchIndexer(db, log)
 const upkeep = startUpkeep(db, systemClock, log)
 if (!storeIsLocal) {
-  sweepStore(db, blobs).then(reportSwept, (error) =>
+  sweepStore(store.attachments, blobs).then(reportSwept, (error) =>
     log.error('stray upload files could not be removed', { ...blobs.description, error: String(error) }),
   )
 }

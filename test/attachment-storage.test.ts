@@ -7,14 +7,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import sharp from 'sharp'
 import { attachments } from '../src/attachments/attachments.table'
-import {
-  checkFormFiles,
-  inFlightMs,
-  removeUnsentFiles,
-  storeFormFiles,
-  sweepUploads,
-  type UploadDeps,
-} from '../src/attachments/service'
+import { checkFormFiles, removeUnsentFiles, storeFormFiles, type UploadDeps } from '../src/attachments/service'
+import { inFlightMs, sweepUploads } from '../src/attachments/sweep'
 import type { Caller } from '../src/auth/model'
 import { resolvePersonalAccessToken } from '../src/auth/service'
 import { createWorkerRunner } from '../src/generation/runner'
@@ -23,6 +17,7 @@ import { silentLogger } from '../src/shared/log'
 import { hashSecret } from '../src/shared/security'
 import { type BlobStore, LocalBlobStore, openBlobStore, S3BlobStore } from '../src/storage/blobs'
 import { storageHealth } from '../src/storage/health'
+import { sqliteStore } from '../src/store'
 import { FakeLlm, openaiText, settingsFor, sse } from './support/fake-llm'
 import {
   collect,
@@ -72,6 +67,7 @@ function composer(h: Harness, user: TestUser): { deps: UploadDeps; caller: Calle
   if (!caller) throw new Error('the test user has no valid token')
   const deps = {
     db: h.db,
+    store: sqliteStore(h.db),
     clock: h.clock,
     log: silentLogger,
     publicUrl,
@@ -223,7 +219,7 @@ describe.each(backends)('attachments on the %s store', (kind, store) => {
       for (const key of [old, `${old}.resized`, young, 'notes']) await s.h.blobs.put(key, 'x')
       await Bun.write(join(s.h.uploadsDir, `${Bun.randomUUIDv7()}.tmp`), 'a body a crash left')
       await Bun.write(join(s.h.uploadsDir, '.gitkeep'), '')
-      const removed = await sweepUploads(s.h.db, s.h.blobs, s.h.uploadsDir)
+      const removed = await sweepUploads(sqliteStore(s.h.db).attachments, s.h.blobs, s.h.uploadsDir)
       const expected =
         kind === 'local'
           ? { removed: 5, keys: [kept, `${kept}.txt`] }

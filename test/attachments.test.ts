@@ -9,8 +9,10 @@ import { join } from 'node:path'
 import sharp from 'sharp'
 import { attachments } from '../src/attachments/attachments.table'
 import { imageLimits, maxRequestBytes, pdfLimits, textLimits } from '../src/attachments/limits'
-import { checkFormFiles, discardCheckedFiles, sweepUploads } from '../src/attachments/service'
+import { checkFormFiles, discardCheckedFiles } from '../src/attachments/service'
+import { sweepUploads } from '../src/attachments/sweep'
 import { createLogger } from '../src/shared/log'
+import { sqliteStore } from '../src/store'
 import {
   type Harness,
   harness,
@@ -795,7 +797,7 @@ describe.concurrent('start-up sweep', () => {
     for (const name of [`${orphan}`, `${orphan}.resized`, `${kept[0]}.tmp`, 'junk', '.gitkeep']) {
       await Bun.write(join(s.h.uploadsDir, name), 'x')
     }
-    expect(await sweepUploads(s.h.db, s.h.blobs, s.h.uploadsDir)).toBe(4)
+    expect(await sweepUploads(sqliteStore(s.h.db).attachments, s.h.blobs, s.h.uploadsDir)).toBe(4)
     expect(storedFiles(s.h)).toEqual(['.gitkeep', ...kept].sort())
   })
 })

@@ -1,11 +1,9 @@
 // Files uploaded to a thread. The bytes live in the blob store (UPLOADS_DIR or a bucket), keyed by the attachment's
-// ID (see keys.ts, service.ts); a row exists only once its files are in place, and files without a row are never
+// ID (see keys.ts, repository.ts); a row exists only once its files are in place, and files without a row are never
 // read.
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 import { threads } from '../threads/threads.table'
-
-export const attachmentKinds = ['image', 'pdf', 'text'] as const
-export type AttachmentKind = (typeof attachmentKinds)[number]
+import { attachmentKinds } from './repository'
 
 export const attachments = sqliteTable(
   'attachments',

@@ -6,10 +6,10 @@ import { extname } from 'node:path'
 import { fileTypeFromBuffer } from 'file-type'
 import { PDFDocument } from 'pdf-lib'
 import sharp from 'sharp'
-import type { AttachmentKind } from './attachments.table'
 import { imageLimits, pdfLimits, textLimits } from './limits'
 import type { AttachmentsModel } from './model'
 import { declaresEncryption, inflatesBeyond, latin1, namesUnboundedFilter } from './pdf-streams'
+import type { AttachmentKind } from './repository'
 
 /** What the form says about a file: its sanitised display name and the type its part declared. */
 export interface FileClaim {

@@ -6,8 +6,8 @@ import { rm } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { Subprocess } from 'bun'
 import type { Logger } from '../shared/log'
-import type { AttachmentKind } from './attachments.table'
 import type { AttachmentsModel } from './model'
+import type { AttachmentKind } from './repository'
 
 /**
  * A new temporary name in the uploads folder, for a body or file on its way through the checks: no attachment has

@@ -5,6 +5,11 @@ export const originalKey = (id: string): string => id
 
 export const resizedKey = (id: string): string => `${id}.resized`
 
+/** The file a model should read: the scaled copy of a large image, otherwise the original. */
+export function modelReadyKey(attachment: { id: string; resized: boolean }): string {
+  return attachment.resized ? resizedKey(attachment.id) : originalKey(attachment.id)
+}
+
 /** The cached text of the PDF stored under `key`, which the generation worker writes the first time it reads it. */
 export const extractedTextKey = (key: string): string => `${key}.txt`
 

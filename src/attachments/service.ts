@@ -1,111 +1,28 @@
 // Attachment uploads: stream the body to a file, hand it to an inspect process (which parses it, checks every
 // file and writes the accepted ones under temporary names), then put the files in the blob store and insert their
 // rows, or nothing. Staging and checking stay on local disk (UPLOADS_DIR) whichever store keeps the files. The
-// request thread does only what needs the database. Nothing here sees an Elysia Context.
-import { readdir, rm } from 'node:fs/promises'
-import { resolve } from 'node:path'
-import { and, count, eq, inArray } from 'drizzle-orm'
+// request thread does only what needs the database, through the attachment repository. Nothing here sees an
+// Elysia Context.
+import { rm } from 'node:fs/promises'
 import type { AuthDeps } from '../auth'
 import type { Caller } from '../auth/model'
-import type { Db } from '../db/client'
-import type { AttachmentFile } from '../generation/types'
 import { AppError, invalidRequest, notFound } from '../shared/errors'
-import { idTime, newId } from '../shared/ids'
+import { newId } from '../shared/ids'
 import type { BlobStore } from '../storage/blobs'
-import { isValidKey } from '../storage/blobs'
+import type { Store } from '../store'
 import { requireOwnedThread, requireVisibleThread } from '../threads/service'
-import { type AttachmentKind, attachments } from './attachments.table'
 import { type CheckedFile, type FileInspector, type Outcome, type Refusal, temporaryPath } from './inspector'
-import { attachmentIdOf, extractedTextKey, originalKey, resizedKey } from './keys'
+import { extractedTextKey, originalKey, resizedKey } from './keys'
 import { filesPerRequest, filesPerThread, maxRequestBytes } from './limits'
 import type { AttachmentsModel } from './model'
+import type { AttachmentKind, AttachmentRepository } from './repository'
 
 export interface UploadDeps extends AuthDeps {
+  store: Pick<Store, 'attachments'>
   /** Where request bodies and checked files wait on local disk (UPLOADS_DIR), whichever store keeps the files. */
   uploadsDir: string
   inspector: FileInspector
   blobs: BlobStore
-}
-
-/** The file a model should read: the scaled copy of a large image, otherwise the original. */
-function modelReadyKey(attachment: { id: string; resized: boolean }): string {
-  return attachment.resized ? resizedKey(attachment.id) : originalKey(attachment.id)
-}
-
-/**
- * How long a key without a row is left alone in a bucket: long past any upload still in flight, whose row another
- * server sharing the bucket has not committed yet. A key's age is its UUIDv7's.
- */
-export const inFlightMs = 60 * 60 * 1000
-
-/** Removals at a time: a bucket's DELETEs are round trips, and a crash may have left many. */
-const removalsAtOnce = 16
-
-async function removeAll(keys: string[], remove: (key: string) => Promise<void>): Promise<void> {
-  for (let start = 0; start < keys.length; start += removalsAtOnce) {
-    await Promise.all(keys.slice(start, start + removalsAtOnce).map(remove))
-  }
-}
-
-/**
- * Removes what a crash can leave in the staging folder: request bodies and checked files under temporary names,
- * and anything else that is no key. Dot files are the operator's and stay, and so do keys (in a folder that is
- * also the store, the store's sweep decides about those). Run at start-up, before the server takes uploads.
- */
-export async function sweepStaging(uploadsDir: string): Promise<number> {
-  const staged = (await readdir(uploadsDir).catch(() => [] as string[])).filter(
-    (name) => !name.startsWith('.') && !isValidKey(name),
-  )
-  await Promise.all(staged.map((name) => rm(resolve(uploadsDir, name), { force: true, recursive: true })))
-  return staged.length
-}
-
-/**
- * Removes stored files whose rows were never committed. Kept: each attachment's original, its scaled copy and
- * its extracted text. A local store is this server's alone, so everything else in it goes; run it before the
- * server takes uploads. A bucket may be shared with servers still uploading, and with things that are not
- * Threadhouse's, so there only attachments' keys older than `inFlightMs` go, and it may run beside uploads.
- */
-export async function sweepStore(db: Db, blobs: BlobStore, now = Date.now()): Promise<number> {
-  const known = new Set(
-    db
-      .select({ id: attachments.id })
-      .from(attachments)
-      .all()
-      .map((row) => row.id),
-  )
-  const local = blobs.description.kind === 'local'
-  const stray: string[] = []
-  for await (const key of blobs.keys()) {
-    const id = attachmentIdOf(key)
-    if (id === null) {
-      if (local) stray.push(key)
-      continue
-    }
-    if (known.has(id)) continue
-    const made = idTime(id)
-    if (local || made === null || now - made >= inFlightMs) stray.push(key)
-  }
-  await removeAll(stray, (key) => blobs.delete(key))
-  return stray.length
-}
-
-/** Both sweeps, one after the other: what a start on a local store does before it takes uploads. */
-export async function sweepUploads(db: Db, blobs: BlobStore, uploadsDir: string, now = Date.now()): Promise<number> {
-  return (await sweepStaging(uploadsDir)) + (await sweepStore(db, blobs, now))
-}
-
-/** The files behind these attachment IDs, as generators read them, by ID. */
-export function filesForModel(db: Db, ids: string[]): Map<string, AttachmentFile> {
-  if (ids.length === 0) return new Map()
-  const rows = db.select().from(attachments).where(inArray(attachments.id, ids)).all()
-  return new Map(
-    rows.map((row) => [row.id, { filename: row.filename, mediaType: row.mediaType, key: modelReadyKey(row) }]),
-  )
-}
-
-function storedCount(db: Pick<Db, 'select'>, threadId: string): number {
-  return db.select({ n: count() }).from(attachments).where(eq(attachments.threadId, threadId)).get()?.n ?? 0
 }
 
 function quotaExceeded(stored: number): AppError {
@@ -117,9 +34,13 @@ function quotaExceeded(stored: number): AppError {
  * What an upload checks before it reads or inspects a byte: the caller owns the thread, and the thread has room
  * for one more file. Answers how many files it holds.
  */
-export function requireRoomForUpload(db: Db, caller: Caller, threadId: string): number {
-  requireOwnedThread(db, caller, threadId, 'upload files to it')
-  const stored = storedCount(db, threadId)
+export async function requireRoomForUpload(
+  deps: Pick<UploadDeps, 'db' | 'store'>,
+  caller: Caller,
+  threadId: string,
+): Promise<number> {
+  requireOwnedThread(deps.db, caller, threadId, 'upload files to it')
+  const stored = await deps.store.attachments.countInThread(threadId)
   if (stored >= filesPerThread) throw quotaExceeded(stored)
   return stored
 }
@@ -174,10 +95,10 @@ function acceptedFiles(outcome: Outcome): CheckedFile[] {
 }
 
 /**
- * Puts the checked files in the blob store, then inserts their rows in one transaction: if anything fails, the
- * transaction rolls back and every file is removed, from the store and from its temporary name. The files go
- * first because a SQLite transaction cannot wait for a bucket; a crash between the two leaves files without rows,
- * which the start-up sweep removes.
+ * Puts the checked files in the blob store, then inserts their rows, all or none, within the thread's quota: if
+ * anything fails, every file is removed, from the store and from its temporary name. The files go first because a
+ * database transaction should not wait for a bucket; a crash between the two leaves files without rows, which the
+ * start-up sweep (sweep.ts) removes.
  */
 async function store(
   deps: UploadDeps,
@@ -194,25 +115,21 @@ async function store(
     // Settled, every one, before anything is removed: a PUT still running could land after its key was deleted.
     const settled = await Promise.allSettled(puts.map(({ key, path }) => deps.blobs.putFile(key, path)))
     for (const put of settled) if (put.status === 'rejected') throw put.reason
-    deps.db.transaction((tx) => {
-      // Counted again here: a concurrent upload may have landed while these files were being checked.
-      const stored = storedCount(tx, threadId)
-      if (stored + planned.length > filesPerThread) throw quotaExceeded(stored)
-      tx.insert(attachments)
-        .values(
-          planned.map(({ id, filename, kind, mediaType, sizeBytes, resizedTemporaryPath }) => ({
-            id,
-            threadId,
-            kind,
-            mediaType,
-            filename,
-            sizeBytes,
-            resized: resizedTemporaryPath !== null,
-            createdAt: now,
-          })),
-        )
-        .run()
-    })
+    // Counted again as the rows go in: a concurrent upload may have landed while these files were being checked.
+    const insert = await deps.store.attachments.insertWithinQuota(
+      threadId,
+      planned.map(({ id, filename, kind, mediaType, sizeBytes, resizedTemporaryPath }) => ({
+        id,
+        kind,
+        mediaType,
+        filename,
+        sizeBytes,
+        resized: resizedTemporaryPath !== null,
+        createdAt: now,
+      })),
+      filesPerThread,
+    )
+    if (!insert.inserted) throw quotaExceeded(insert.stored)
   } catch (error) {
     await Promise.all(
       puts.flatMap(({ key, path }) => [
@@ -238,7 +155,7 @@ export async function uploadAttachments(
   threadId: string,
   request: Request,
 ): Promise<AttachmentsModel.attachment[]> {
-  const stored = requireRoomForUpload(deps.db, caller, threadId)
+  const stored = await requireRoomForUpload(deps, caller, threadId)
   const bodyPath = temporaryPath(deps.uploadsDir)
   try {
     const { contentType } = await receiveBody(request, bodyPath)
@@ -317,10 +234,7 @@ export async function storeFormFiles(
  */
 export async function removeUnsentFiles(deps: UploadDeps, threadId: string, ids: string[]): Promise<void> {
   if (ids.length === 0) return
-  deps.db
-    .delete(attachments)
-    .where(and(eq(attachments.threadId, threadId), inArray(attachments.id, ids)))
-    .run()
+  await deps.store.attachments.deleteFromThread(threadId, ids)
   await Promise.all(
     ids
       .flatMap((id) => [originalKey(id), resizedKey(id), extractedTextKey(originalKey(id))])
@@ -343,23 +257,14 @@ export interface StoredFile {
 }
 
 /** An attachment of a thread the caller can see, or 404 for the thread or the file alike. */
-export function findAttachment(
-  deps: Pick<UploadDeps, 'db'>,
+export async function findAttachment(
+  deps: Pick<UploadDeps, 'db' | 'store'>,
   caller: Caller,
   threadId: string,
   attachmentId: string,
-): StoredFile {
+): Promise<StoredFile> {
   requireVisibleThread(deps.db, caller, threadId)
-  const row = deps.db
-    .select({
-      id: attachments.id,
-      kind: attachments.kind,
-      mediaType: attachments.mediaType,
-      filename: attachments.filename,
-    })
-    .from(attachments)
-    .where(and(eq(attachments.id, attachmentId), eq(attachments.threadId, threadId)))
-    .get()
+  const row = await deps.store.attachments.findInThread(threadId, attachmentId)
   if (!row) throw notFound('Attachment')
   return {
     key: originalKey(row.id),
@@ -370,12 +275,10 @@ export function findAttachment(
 }
 
 /** The display names of attachments, by ID, for pages that show them. */
-export function attachmentNames(db: Db, ids: string[]): Map<string, { filename: string; kind: AttachmentKind }> {
-  if (ids.length === 0) return new Map()
-  const rows = db
-    .select({ id: attachments.id, filename: attachments.filename, kind: attachments.kind })
-    .from(attachments)
-    .where(inArray(attachments.id, ids))
-    .all()
+export async function attachmentNames(
+  attachments: AttachmentRepository,
+  ids: string[],
+): Promise<Map<string, { filename: string; kind: AttachmentKind }>> {
+  const rows = await attachments.listByIds(ids)
   return new Map(rows.map((row) => [row.id, { filename: row.filename, kind: row.kind }]))
 }

@@ -2,7 +2,7 @@
 // concurrency limit. It moves threads through their states, persists each answer once, when it ends
 // (never token by token), and feeds the hub that SSE responses listen to.
 import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm'
-import { filesForModel } from '../attachments/service'
+import { filesForModel } from '../attachments/repository.sqlite'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
 import type { Logger } from '../shared/log'

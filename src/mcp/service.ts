@@ -231,7 +231,7 @@ export async function attachFile(
   input: { thread_id: string; filename: string; content_base64: string; media_type?: string },
 ): Promise<{ thread_id: string; attachment: { id: string; filename: string }; app_url: string }> {
   // Refused before the bytes are decoded or inspected, as the upload route refuses before reading its body.
-  await requireRoomForUpload(deps.db, caller, input.thread_id)
+  await requireRoomForUpload(deps, caller, input.thread_id)
   const bytes = decodeBase64(input.content_base64)
   const file = new File([bytes], input.filename, { type: input.media_type ?? '' })
   const checked = await checkFormFiles(deps, [file])

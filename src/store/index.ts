@@ -2,12 +2,15 @@
 // receive the repository they need from here and never see a driver, so the same behaviour runs on SQLite
 // (the default) and, later, PostgreSQL. Query-planner tricks and prepared statements stay inside the
 // SQLite implementations beside each feature.
+import type { AttachmentRepository } from '../attachments/repository'
+import { sqliteAttachmentRepository } from '../attachments/repository.sqlite'
 import type { Db } from '../db/client'
 
 export interface Store {
   readonly dialect: 'sqlite'
   /** One cheap round trip to the database, for /healthz and /readyz: throws when it cannot answer. */
   ping(): Promise<void>
+  attachments: AttachmentRepository
 }
 
 /** Every repository over one open SQLite database. */
@@ -17,5 +20,6 @@ export function sqliteStore(db: Db): Store {
     async ping() {
       db.$client.query('select 1').get()
     },
+    attachments: sqliteAttachmentRepository(db),
   }
 }

@@ -7,6 +7,7 @@ import { attachmentNames } from '../attachments/service'
 import type { Caller } from '../auth/model'
 import type { Db } from '../db/client'
 import { conflict } from '../shared/errors'
+import type { Store } from '../store'
 import { escapeMarkdown } from '../web/markdown'
 import { type ThreadsModel, threadNameMaxLength } from './model'
 import { attachmentIdsOf, insertMessage, insertThread, type Links, requireVisibleThread } from './service'
@@ -76,9 +77,9 @@ export function continuationSummary(
   ].join('\n\n')
 }
 
-function filenamesOf(db: Db, history: QuotedMessage[]): Map<string, string> {
+async function filenamesOf(store: Pick<Store, 'attachments'>, history: QuotedMessage[]): Promise<Map<string, string>> {
   const ids = history.flatMap((message) => attachmentIdsOf(message.contents))
-  return new Map([...attachmentNames(db, ids)].map(([id, { filename }]) => [id, filename]))
+  return new Map([...(await attachmentNames(store.attachments, ids))].map(([id, { filename }]) => [id, filename]))
 }
 
 /**
@@ -86,13 +87,14 @@ function filenamesOf(db: Db, history: QuotedMessage[]): Map<string, string> {
  * marked as continued, and a `summary` message quoting the end of the old conversation. It starts `ready`, and
  * no answer starts until the caller sends a message. Any member who can see the old thread may continue it.
  */
-export function continueThread(
+export async function continueThread(
   db: Db,
+  store: Pick<Store, 'attachments'>,
   caller: Caller,
   threadId: string,
   links: Links,
   now: number,
-): { thread_id: string; message_id: string } {
+): Promise<{ thread_id: string; message_id: string }> {
   const old = requireVisibleThread(db, caller, threadId)
   if (old.state !== 'error') {
     throw conflict(`The thread is ${old.state}; only a thread in error is continued in a new thread`)
@@ -106,7 +108,7 @@ export function continueThread(
   const text = continuationSummary(
     { name: old.name, appUrl: links.threadUrl(old.id) },
     history,
-    filenamesOf(db, history.slice(-quotedMessages)),
+    await filenamesOf(store, history.slice(-quotedMessages)),
   )
   const name = old.name === null ? null : [...`${old.name} (continued)`].slice(0, threadNameMaxLength).join('')
   return db.transaction(() => {

@@ -6,6 +6,7 @@ import { AuthModel } from '../auth/model'
 import type { GenerationEngine } from '../generation/service'
 import { jsonBodies, jsonBody } from '../shared/body'
 import { noContent, type Responses } from '../shared/responses'
+import type { Store } from '../store'
 import { continueThread, quotedCharacters, quotedMessages } from './continuation'
 import { ThreadsModel } from './model'
 import {
@@ -21,6 +22,7 @@ import {
 } from './service'
 
 export interface ThreadsDeps extends AuthDeps {
+  store: Pick<Store, 'attachments'>
   engine: GenerationEngine
   links: Links
   responses: Responses
@@ -123,8 +125,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     )
     .post(
       '/:threadId/continue',
-      ({ caller, params, status }) =>
-        status(201, continueThread(deps.db, caller, params.threadId, deps.links, deps.clock.now())),
+      async ({ caller, params, status }) =>
+        status(201, await continueThread(deps.db, deps.store, caller, params.threadId, deps.links, deps.clock.now())),
       {
         scope: 'threads:write',
         parse: 'none', // no body: whatever is sent is left unread

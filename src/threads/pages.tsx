@@ -25,6 +25,7 @@ import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { isUuid } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import type { BlobStore } from '../storage/blobs'
+import type { Store } from '../store'
 import { RefusedFormPage } from '../web/account'
 import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
 import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps, web } from '../web/index'
@@ -61,6 +62,7 @@ export interface ThreadPagesDeps extends WebDeps {
   uploadsDir: string
   inspector: FileInspector
   blobs: BlobStore
+  store: Pick<Store, 'attachments'>
 }
 
 /** The pages' own policy: the shared one, plus this origin's script and its stream, and images only from here. */
@@ -226,7 +228,7 @@ function allMessages(deps: ThreadPagesDeps, caller: Caller, threadId: string): T
 
 type PageExtras = Pick<ThreadPageProps, 'error' | 'draft'>
 
-function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId: string, extras: PageExtras = {}) {
+async function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId: string, extras: PageExtras = {}) {
   const caller = callerFromSession(session.user)
   const thread = getThread(deps.db, caller, threadId, deps.links)
   const messages = allMessages(deps, caller, threadId)
@@ -239,7 +241,7 @@ function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId: strin
       thread={thread}
       isOwner={thread.owner.id === session.user.sub}
       messages={messages}
-      files={attachmentNames(deps.db, fileIds)}
+      files={await attachmentNames(deps.store.attachments, fileIds)}
       ratings={ratingsBy(deps.db, session.user.id, answers)}
       pendingMessageId={running ? pendingMessageId(deps.db, threadId) : null}
       failure={thread.state === 'error' ? lastFailure(deps.db, threadId) : null}
@@ -354,11 +356,11 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     )
     .get(
       '/threads/:threadId',
-      ({ session, params, html, set }) => {
+      async ({ session, params, html, set }) => {
         if (!session) return seeOther(signInPath(`/threads/${encodeURIComponent(params.threadId)}`))
         try {
           if (!isUuid(params.threadId)) throw notFound('Thread')
-          return html(threadPage(deps, session, params.threadId))
+          return html(await threadPage(deps, session, params.threadId))
         } catch (error) {
           return respond(failurePage(error, session, '/threads'), { html, set })
         }
@@ -383,7 +385,14 @@ export const threadPages = (deps: ThreadPagesDeps) =>
               stopQuietly(deps, caller, threadId)
               return seeOther(back)
             case 'continue': {
-              const continued = continueThread(deps.db, caller, threadId, deps.links, deps.clock.now())
+              const continued = await continueThread(
+                deps.db,
+                deps.store,
+                caller,
+                threadId,
+                deps.links,
+                deps.clock.now(),
+              )
               return seeOther(`/threads/${continued.thread_id}`)
             }
             default:
@@ -417,10 +426,10 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     )
     .get(
       '/threads/:threadId/attachments/:attachmentId',
-      ({ account, params, request }) => {
+      async ({ account, params, request }) => {
         if (!isUuid(params.threadId) || !isUuid(params.attachmentId)) throw notFound('Attachment')
         const caller = callerFromSession(account.user)
-        const file = findAttachment(deps, caller, params.threadId, params.attachmentId)
+        const file = await findAttachment(deps, caller, params.threadId, params.attachmentId)
         return attachmentResponse(deps.blobs, file, params.attachmentId, request)
       },
       { account: true, detail: { hide: true } },
@@ -458,7 +467,10 @@ async function postMessage(
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
-    return { status: error.status, page: threadPage(deps, session, threadId, { error: error.message, draft: text }) }
+    return {
+      status: error.status,
+      page: await threadPage(deps, session, threadId, { error: error.message, draft: text }),
+    }
   }
 }
 

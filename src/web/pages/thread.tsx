@@ -2,7 +2,7 @@
 // being written, and what the reader may do next. Every form works without JavaScript; /assets/thread.js only
 // streams the answer in and then swaps in the page as the server renders it.
 import { escapeHtml } from '@kitajs/html'
-import type { AttachmentKind } from '../../attachments/attachments.table'
+import type { AttachmentKind } from '../../attachments/repository'
 import type { ThreadsModel } from '../../threads/model'
 import type { Rating } from '../../threads/service'
 import { CsrfField, Time } from '../components'

@@ -1,7 +1,7 @@
 // PostgreSQL twin of attachments.table.ts. Keep the two in step.
 import { bigint, boolean, index, integer, pgTable, text } from 'drizzle-orm/pg-core'
 import { threads } from '../threads/threads.table.pg'
-import { attachmentKinds } from './attachments.table'
+import { attachmentKinds } from './repository'
 
 export const attachments = pgTable(
   'attachments',

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { migratePostgres, openPostgres, type PgDb } from '../../src/db/postgres'
 import { closeAfterRun } from './after-run'
 
 export interface PostgresCluster {
@@ -94,4 +95,34 @@ export function sharedPostgres(): Promise<PostgresCluster> {
     closeAfterRun(async () => (await started).stop())
   }
   return shared
+}
+
+let template: Promise<void> | undefined
+let databases = 0
+
+/**
+ * A new, migrated database on the run's cluster, copied from a template migrated once per run. Its pool is small:
+ * many tests run at once against one cluster.
+ */
+export async function freshPostgresDatabase(): Promise<{ url: string; db: PgDb } & AsyncDisposable> {
+  const cluster = await sharedPostgres()
+  template ??= (async () => {
+    await cluster.admin('create database threadhouse_template')
+    const db = openPostgres(cluster.url('threadhouse_template'), { max: 1 })
+    await migratePostgres(db)
+    await db.$client.close()
+  })()
+  await template
+  databases += 1
+  const name = `test_${process.pid}_${databases}`
+  await cluster.admin(`create database ${name} template threadhouse_template`)
+  const url = cluster.url(name)
+  const db = openPostgres(url, { max: 4 })
+  return {
+    url,
+    db,
+    async [Symbol.asyncDispose]() {
+      await db.$client.close()
+    },
+  }
 }

@@ -22,6 +22,7 @@ import {
   isPublic,
   validateClientMetadata,
 } from './clients'
+import type { ClientAuthMethod } from './clients.repository'
 import {
   AccessDenied,
   type AttemptedClientAuth,
@@ -36,7 +37,6 @@ import {
 } from './errors'
 import type { OAuthModel } from './model'
 import {
-  type ClientAuthMethod,
   oauthAccessTokens,
   oauthAuthorizationCodes,
   oauthClients,

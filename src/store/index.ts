@@ -3,11 +3,17 @@
 // (the default) and, later, PostgreSQL. Query-planner tricks and prepared statements stay inside the
 // SQLite implementations beside each feature.
 import type { Db } from '../db/client'
+import type { ClientRepository } from '../oauth/clients.repository'
+import { sqliteClientRepository } from '../oauth/clients.repository.sqlite'
+import type { GrantRepository } from '../oauth/grants.repository'
+import { sqliteGrantRepository } from '../oauth/grants.repository.sqlite'
 
 export interface Store {
   readonly dialect: 'sqlite'
   /** One cheap round trip to the database, for /healthz and /readyz: throws when it cannot answer. */
   ping(): Promise<void>
+  oauthClients: ClientRepository
+  oauthGrants: GrantRepository
 }
 
 /** Every repository over one open SQLite database. */
@@ -17,5 +23,7 @@ export function sqliteStore(db: Db): Store {
     async ping() {
       db.$client.query('select 1').get()
     },
+    oauthClients: sqliteClientRepository(db),
+    oauthGrants: sqliteGrantRepository(db),
   }
 }

@@ -14,6 +14,7 @@ import { createLogger } from './shared/log'
 import { systemClock } from './shared/time'
 import { checkBlobStore, listenFailure, prepareStorage, StartupError } from './startup'
 import { blobLocation, openBlobStore } from './storage/blobs'
+import { sqliteStore } from './store'
 import { startSearchIndexer } from './threads/search'
 import { startUpkeep } from './upkeep'
 
@@ -75,7 +76,7 @@ try {
 app.decorator.engine.recover()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
 const indexer = startSearchIndexer(db, log)
-const upkeep = startUpkeep(db, systemClock, log)
+const upkeep = startUpkeep(db, sqliteStore(db), systemClock, log)
 if (!storeIsLocal) {
   sweepStore(db, blobs).then(reportSwept, (error) =>
     log.error('stray upload files could not be removed', { ...blobs.description, error: String(error) }),

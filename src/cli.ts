@@ -9,7 +9,7 @@ import { isRole } from './auth/members'
 import { createPersonalAccessToken, createUser, findUserByEmail, parseScopes } from './auth/service'
 import { type Config, ConfigError, loadConfig } from './config'
 import { type Db, MissingDatabaseError, migrateDatabase, openDatabase } from './db/client'
-import { createRegistrationToken } from './oauth/service'
+import { createRegistrationToken } from './oauth/registration'
 import { backup, type Counts, restore } from './operations/backup'
 import { OperationError } from './operations/errors'
 import { migrateAndReport } from './operations/migrations'
@@ -17,6 +17,7 @@ import { listUsers, resetPassword } from './operations/users'
 import { AppError } from './shared/errors'
 import { systemClock, toIso } from './shared/time'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
+import { sqliteStore } from './store'
 
 class UsageError extends Error {}
 
@@ -182,12 +183,12 @@ const commands: Record<string, Command> = {
     summary: "Creates a single-use, 60-minute RFC 7591 registration token for the user's organization.",
     options: { email: { placeholder: 'E', description: 'a user of the organization the client will belong to' } },
     details: ['The token is printed last; send it as "Authorization: Bearer <token>" to POST /oauth/register.'],
-    run({ values, out, now, database }) {
+    async run({ values, out, now, database }) {
       const db = database()
       const email = required(values, 'email')
       const user = findUserByEmail(db, email)
       if (!user) throw new UsageError(`No user with email ${email}`)
-      const created = createRegistrationToken(db, user, now)
+      const created = await createRegistrationToken(sqliteStore(db).oauthClients, user, now)
       out(
         `Registration token for ${user.email}'s organization: single use, valid until ${toIso(created.expiresAt)}. ` +
           'Send it as "Authorization: Bearer <token>" to POST /oauth/register.',

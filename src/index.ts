@@ -87,7 +87,7 @@ try {
 app.decorator.engine.recover()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
 const indexer = startSearchIndexer(db, log)
-const upkeep = startUpkeep(db, systemClock, log)
+const upkeep = startUpkeep(db, sqliteStore(db), systemClock, log)
 if (!storeIsLocal) {
   sweepStore(store.attachments, blobs).then(reportSwept, (error) =>
     log.error('stray upload files could not be removed', { ...blobs.description, error: String(error) }),

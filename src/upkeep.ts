@@ -3,25 +3,31 @@
 // refresh of every connected app would add rows for good. Started by src/index.ts; tests call sweepExpired.
 import { deleteExpiredSessions } from './auth/sessions'
 import type { Db } from './db/client'
-import { deleteExpiredOAuthRows } from './oauth/tokens'
 import type { Logger } from './shared/log'
 import type { Clock } from './shared/time'
+import type { Store } from './store'
 
-export function sweepExpired(db: Db, now: number): void {
+export async function sweepExpired(db: Db, store: Store, now: number): Promise<void> {
   deleteExpiredSessions(db, now)
-  deleteExpiredOAuthRows(db, now)
+  await store.oauthGrants.deleteExpired(now)
 }
 
 /** Sweeps once now, then every `intervalMs`; a failed sweep is logged and tried again at the next. */
-export function startUpkeep(db: Db, clock: Clock, log: Logger, intervalMs = 60 * 60_000): { stop(): void } {
-  const run = () => {
+export function startUpkeep(
+  db: Db,
+  store: Store,
+  clock: Clock,
+  log: Logger,
+  intervalMs = 60 * 60_000,
+): { stop(): void } {
+  const run = async () => {
     try {
-      sweepExpired(db, clock.now())
+      await sweepExpired(db, store, clock.now())
     } catch (error) {
       log.error('deleting expired rows failed', { error: String(error) })
     }
   }
-  run()
+  void run()
   const timer = setInterval(run, intervalMs)
   return { stop: () => clearInterval(timer) }
 }

@@ -8,9 +8,10 @@ import { personalAccessTokens } from '../src/auth/auth.table'
 import type { Scope } from '../src/auth/model'
 import { createPersonalAccessToken } from '../src/auth/service'
 import { createClient, validateClientMetadata } from '../src/oauth/clients'
-import { oauthGrants } from '../src/oauth/oauth.table'
-import { issueTokens, revokeGrant } from '../src/oauth/tokens'
+import { oauthAccessTokens, oauthGrants } from '../src/oauth/oauth.table'
+import { newTokens } from '../src/oauth/tokens'
 import { hashSecret } from '../src/shared/security'
+import { sqliteStore } from '../src/store'
 import { type Harness, harness, ManualClock } from './support/helpers'
 
 type Who = 'owner' | 'member' | 'stranger'
@@ -213,8 +214,9 @@ test('every endpoint × token state × scope set × caller × visibility answers
       attachment: uploaded.body[0].id,
     }
   }
-  const { client } = createClient(
-    h.db,
+  const store = sqliteStore(h.db)
+  const { client } = await createClient(
+    store.oauthClients,
     {
       metadata: validateClientMetadata({ client_name: 'Matrix', redirect_uris: ['https://app.example/cb'] }),
       origin: 'open_registration',
@@ -224,8 +226,9 @@ test('every endpoint × token state × scope set × caller × visibility answers
     clock.now(),
   )
   /** An OAuth access token as the token endpoint issues it, for a grant of these scopes. */
-  function oauthTokenFor(who: Who, scopes: Scope[], state: TokenState): string {
+  async function oauthTokenFor(who: Who, scopes: Scope[], state: TokenState): Promise<string> {
     const issuedAt = state === 'expired' ? clock.now() - 2 * 3600_000 : clock.now()
+    const { payload, tokens } = newTokens({ scopes, resource: null, grantTypes: ['authorization_code'] }, issuedAt)
     const grant = h.db
       .insert(oauthGrants)
       .values({
@@ -233,19 +236,18 @@ test('every endpoint × token state × scope set × caller × visibility answers
         userId: people[who].id,
         scopes: scopes.join(' '),
         createdAt: issuedAt,
-        expiresAt: issuedAt,
+        expiresAt: tokens.grantExpiresAt,
       })
       .returning()
       .get()
-    const { access_token } = issueTokens(
-      h.db,
-      { grantId: grant.id, scopes, grantTypes: ['authorization_code'] },
-      issuedAt,
-    )
-    if (state === 'revoked') revokeGrant(h.db, grant.id, clock.now())
-    return access_token
+    h.db
+      .insert(oauthAccessTokens)
+      .values({ ...tokens.access, grantId: grant.id, createdAt: issuedAt })
+      .run()
+    if (state === 'revoked') await store.oauthGrants.revokeGrant(grant.id, clock.now())
+    return payload.access_token
   }
-  function tokenFor(kind: TokenKind, who: Who, scopes: Scope[], state: TokenState): string | undefined {
+  async function tokenFor(kind: TokenKind, who: Who, scopes: Scope[], state: TokenState): Promise<string | undefined> {
     if (state === 'none') return undefined
     if (state === 'malformed') return kind === 'oauth' ? 'tho_this-is-not-a-token' : 'thp_this-is-not-a-token'
     if (kind === 'oauth') return oauthTokenFor(who, scopes, state)
@@ -274,7 +276,7 @@ test('every endpoint × token state × scope set × caller × visibility answers
         for (const scopes of scopeSets) {
           for (const who of callers) {
             for (const visibility of ['public', 'private'] as const) {
-              const token = tokenFor(kind, who, scopes, state)
+              const token = await tokenFor(kind, who, scopes, state)
               const want = expected(endpoint, state, scopes, who, visibility === 'private')
               const got = await endpoint.request(h, fixtures[visibility], token)
               cases += 1

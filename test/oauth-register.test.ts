@@ -3,7 +3,8 @@
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { oauthClients, oauthRegistrationTokens } from '../src/oauth/oauth.table'
-import { createRegistrationToken } from '../src/oauth/service'
+import { createRegistrationToken } from '../src/oauth/registration'
+import { sqliteStore } from '../src/store'
 import { harness, ManualClock } from './support/helpers'
 
 test('open registration of a public client answers 201 with every registered field', async () => {
@@ -174,10 +175,11 @@ test('redirect URIs: private-use schemes only as reverse domain names, dangerous
 test('a registration token ties the client to its organization and works once, for 60 minutes', async () => {
   const clock = new ManualClock()
   await using h = await harness({ clock })
+  const clients = sqliteStore(h.db).oauthClients
   const member = await h.user({ org: 'acme' })
-  const issue = () =>
-    createRegistrationToken(h.db, { id: member.id, organizationId: orgOf(h, member.id) }, clock.now()).token
-  const token = issue()
+  const issue = async () =>
+    (await createRegistrationToken(clients, { id: member.id, organizationId: orgOf(h, member.id) }, clock.now())).token
+  const token = await issue()
   expect(token).toMatch(/^thrg_[a-z2-7]{39}$/)
   const body = { client_name: 'Team tool', redirect_uris: ['https://tool.example/cb'] }
   const registerWith = (bearer: string, payload: unknown = body) =>
@@ -199,7 +201,7 @@ test('a registration token ties the client to its organization and works once, f
   expect(used.body.error).toBe('invalid_token')
   expect(used.headers.get('www-authenticate')).toStartWith('Bearer realm="threadhouse", error="invalid_token"')
 
-  const expiring = issue()
+  const expiring = await issue()
   clock.advance(60 * 60_000)
   expect((await registerWith(expiring)).status).toBe(401)
   expect((await registerWith('thrg_made_up')).status).toBe(401)
@@ -217,7 +219,11 @@ test('with OAUTH_OPEN_REGISTRATION=false only registration tokens work', async (
   expect(open.body.error).toBe('invalid_token')
   // No token was sent, so the challenge names no error (RFC 6750 §3.1).
   expect(open.headers.get('www-authenticate')).toBe('Bearer realm="threadhouse"')
-  const token = createRegistrationToken(h.db, { id: member.id, organizationId: orgOf(h, member.id) }, Date.now()).token
+  const { token } = await createRegistrationToken(
+    sqliteStore(h.db).oauthClients,
+    { id: member.id, organizationId: orgOf(h, member.id) },
+    Date.now(),
+  )
   const withToken = await h.call('POST', '/oauth/register', { body, headers: { authorization: `Bearer ${token}` } })
   expect(withToken.status).toBe(201)
 })

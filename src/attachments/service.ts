@@ -18,7 +18,7 @@ import type { AttachmentsModel } from './model'
 import type { AttachmentKind, AttachmentRepository } from './repository'
 
 export interface UploadDeps extends AuthDeps {
-  store: Pick<Store, 'attachments'>
+  store: Store
   /** Where request bodies and checked files wait on local disk (UPLOADS_DIR), whichever store keeps the files. */
   uploadsDir: string
   inspector: FileInspector

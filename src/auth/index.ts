@@ -13,12 +13,14 @@ import { type RateLimiter, rateLimited } from '../shared/rate-limit'
 import type { Responses } from '../shared/responses'
 import { hashSecret } from '../shared/security'
 import type { Clock } from '../shared/time'
+import type { Store } from '../store'
 import { AuthModel, type Caller, type Scope } from './model'
 import { personalAccessTokenPrefix, resolvePersonalAccessToken } from './service'
 import { recallToken, rememberToken } from './token-cache'
 
 export interface AuthDeps {
   db: Db
+  store: Store
   clock: Clock
   log: Logger
   /** Requests per token; absent when the limit is turned off. */
@@ -55,18 +57,18 @@ function unauthorized(
  * Each kind of bearer token is recognised by its prefix and resolved to the same Caller. A token resolved less
  * than a second ago is taken from memory (token-cache.ts).
  */
-function resolveToken({ db, clock }: AuthDeps, token: string): Caller | null {
+async function resolveToken({ db, store, clock }: AuthDeps, token: string): Promise<Caller | null> {
   const resolve = token.startsWith(personalAccessTokenPrefix)
-    ? resolvePersonalAccessToken
+    ? (hash: string, now: number) => resolvePersonalAccessToken(db, hash, now)
     : token.startsWith(accessTokenPrefix)
-      ? resolveOAuthAccessToken
+      ? (hash: string, now: number) => resolveOAuthAccessToken(store.oauthGrants, hash, now)
       : null
   if (!resolve) return null
   const now = clock.now()
   const hash = hashSecret(token)
   const recalled = recallToken(db, hash, now)
   if (recalled) return recalled
-  const resolved = resolve(db, hash, now)
+  const resolved = await resolve(hash, now)
   if (!resolved) return null
   rememberToken(db, hash, resolved, now)
   return resolved.caller
@@ -134,9 +136,13 @@ const callers = new WeakMap<Request, Caller>()
  * (pointing at that resource's metadata) or 429. A token issued for the other resource (RFC 8707) is refused like
  * an invalid one: it was not meant for this one. Scopes are left to the caller, which may refuse in its own form.
  */
-export function authenticateBearer(deps: AuthDeps, request: Request, resource: ProtectedResource): Caller {
+export async function authenticateBearer(
+  deps: AuthDeps,
+  request: Request,
+  resource: ProtectedResource,
+): Promise<Caller> {
   const token = bearerToken(request)
-  const resolved = token ? resolveToken(deps, token) : null
+  const resolved = token ? await resolveToken(deps, token) : null
   const caller = resolved && (resolved.audience === undefined || resolved.audience === resource) ? resolved : null
   // With the per-token limit off, a valid token counts against its address as before.
   const retryAfter = settleAddressCount(request, caller !== null && deps.tokenLimiter !== undefined)
@@ -161,9 +167,9 @@ export const auth = (deps: AuthDeps) => {
    * validates params, query and body, so a request without a valid token, or without the scope, gets its 401 or
    * 403, learns nothing about what the route would accept, and costs no body buffering.
    */
-  const authenticate = (requirement: Requirement, request: Request): void => {
+  const authenticate = async (requirement: Requirement, request: Request): Promise<void> => {
     if (callers.has(request)) return
-    const caller = authenticateBearer(deps, request, '/api/v1')
+    const caller = await authenticateBearer(deps, request, '/api/v1')
     checkScope(caller, requirement, deps.publicUrl)
     callers.set(request, caller)
     callerChecked(request)
@@ -176,11 +182,11 @@ export const auth = (deps: AuthDeps) => {
         security: [{ bearer: [] }, { oauth2: requirement === 'any' ? [] : [requirement] }],
         'x-required-scope': requirement === 'any' ? null : requirement,
       },
-      parse({ request }) {
-        authenticate(requirement, request)
+      async parse({ request }) {
+        await authenticate(requirement, request)
       },
-      transform({ request }) {
-        authenticate(requirement, request)
+      async transform({ request }) {
+        await authenticate(requirement, request)
       },
       resolve: ({ request }) => ({ caller: callers.get(request) as Caller }),
     }),

@@ -1,13 +1,18 @@
 // OAuth clients: lookup (including the built-in Swagger UI client), redirect URI rules, RFC 7591 metadata
-// validation and creation. Registration and settings both create clients through `createClient`.
-import { eq } from 'drizzle-orm'
+// validation and creation. Registration and settings both build clients with `clientToStore`.
 import { scopes as allScopes, isScope, type Scope } from '../auth/model'
-import type { Db } from '../db/client'
 import { generateSecret, hashSecret } from '../shared/security'
 import { withoutImpliedScopes } from './checks/scope'
-import { InvalidClientMetadata, InvalidRedirectUri } from './errors'
+import {
+  type Client,
+  type ClientAuthMethod,
+  type ClientOrigin,
+  type ClientRepository,
+  clientAuthMethods,
+  type NewClient,
+} from './clients.repository'
+import { InvalidClientMetadata, InvalidRedirectUri, UnauthorizedClient } from './errors'
 import type { OAuthModel } from './model'
-import { type ClientAuthMethod, type ClientOrigin, clientAuthMethods, oauthClients } from './oauth.table'
 
 export const clientIdPrefix = 'thcl_'
 export const clientSecretPrefix = 'ths_'
@@ -21,55 +26,6 @@ export function docsRedirectUri(publicUrl: string): string {
 
 export const supportedGrantTypes = ['authorization_code', 'refresh_token'] as const
 export type GrantType = (typeof supportedGrantTypes)[number]
-
-export interface Client {
-  id: number
-  clientId: string
-  origin: ClientOrigin
-  organizationId: number | null
-  ownerId: number | null
-  name: string
-  redirectUris: string[]
-  scopes: Scope[]
-  grantTypes: string[]
-  responseTypes: string[]
-  authMethod: ClientAuthMethod
-  /** Whether `authMethod` was named at registration rather than defaulted. */
-  authMethodDeclared: boolean
-  secretHash: string | null
-  clientUri: string | null
-  logoUri: string | null
-  tosUri: string | null
-  policyUri: string | null
-  createdAt: number
-  lastUsedAt: number | null
-}
-
-type ClientRow = typeof oauthClients.$inferSelect
-
-export function toClient(row: ClientRow): Client {
-  return {
-    id: row.id,
-    clientId: row.clientId,
-    origin: row.origin,
-    organizationId: row.organizationId,
-    ownerId: row.ownerId,
-    name: row.name,
-    redirectUris: row.redirectUris,
-    scopes: row.scopes.split(' ').filter(isScope),
-    grantTypes: row.grantTypes,
-    responseTypes: row.responseTypes,
-    authMethod: row.tokenEndpointAuthMethod,
-    authMethodDeclared: row.tokenEndpointAuthMethodDeclared,
-    secretHash: row.secretHash,
-    clientUri: row.clientUri,
-    logoUri: row.logoUri,
-    tosUri: row.tosUri,
-    policyUri: row.policyUri,
-    createdAt: row.createdAt,
-    lastUsedAt: row.lastUsedAt,
-  }
-}
 
 /** Clients whose name and links Threadhouse vouches for; every self-registered client is shown as unverified. */
 export function isVerified(client: Pick<Client, 'origin'>): boolean {
@@ -93,30 +49,44 @@ export function acceptedAuthMethods(client: Pick<Client, 'authMethod' | 'authMet
 
 // The docs client's row exists so that grants and tokens can reference it; its redirect URI always follows
 // the current PUBLIC_URL instead of whatever was stored when the row was first written.
-function docsClient(db: Db, publicUrl: string, now: number): Client {
-  db.insert(oauthClients)
-    .values({
-      clientId: docsClientId,
-      origin: 'builtin',
-      name: 'Threadhouse API documentation (Swagger UI)',
-      redirectUris: [],
-      scopes: allScopes.join(' '),
-      grantTypes: [...supportedGrantTypes],
-      responseTypes: ['code'],
-      tokenEndpointAuthMethod: 'none',
-      createdAt: now,
-    })
-    .onConflictDoNothing()
-    .run()
-  const row = db.select().from(oauthClients).where(eq(oauthClients.clientId, docsClientId)).get()
-  if (!row) throw new Error('the built-in documentation client could not be stored')
-  return { ...toClient(row), redirectUris: [docsRedirectUri(publicUrl)], scopes: [...allScopes] }
+async function docsClient(clients: ClientRepository, publicUrl: string, now: number): Promise<Client> {
+  const stored = await clients.findOrCreate({
+    clientId: docsClientId,
+    origin: 'builtin',
+    organizationId: null,
+    ownerId: null,
+    name: 'Threadhouse API documentation (Swagger UI)',
+    redirectUris: [],
+    scopes: [...allScopes],
+    grantTypes: [...supportedGrantTypes],
+    responseTypes: ['code'],
+    authMethod: 'none',
+    authMethodDeclared: false,
+    secretHash: null,
+    clientUri: null,
+    logoUri: null,
+    tosUri: null,
+    policyUri: null,
+    createdAt: now,
+  })
+  return { ...stored, redirectUris: [docsRedirectUri(publicUrl)], scopes: [...allScopes] }
 }
 
-export function findClient(db: Db, clientId: string, publicUrl: string, now: number): Client | null {
-  if (clientId === docsClientId) return docsClient(db, publicUrl, now)
-  const row = db.select().from(oauthClients).where(eq(oauthClients.clientId, clientId)).get()
-  return row ? toClient(row) : null
+export async function findClient(
+  clients: ClientRepository,
+  clientId: string,
+  publicUrl: string,
+  now: number,
+): Promise<Client | null> {
+  if (clientId === docsClientId) return docsClient(clients, publicUrl, now)
+  return clients.findByClientId(clientId)
+}
+
+/** RFC 6749 §5.2 `unauthorized_client`: a client may only use the grants it registered for. */
+export function requireGrantType(client: Client, grantType: GrantType): void {
+  if (!client.grantTypes.includes(grantType)) {
+    throw new UnauthorizedClient(`This client is not registered for the ${grantType} grant`)
+  }
 }
 
 const loopbackRedirect = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(?::\d{1,5})?([/?][^#]*)?$/
@@ -345,41 +315,48 @@ export function validateClientMetadata(body: unknown): ClientMetadata {
   }
 }
 
-export interface NewClient {
+/** A client about to be stored: its validated metadata and who it belongs to, by how it came to exist. */
+export interface ClientRegistration {
   metadata: ClientMetadata
   origin: Exclude<ClientOrigin, 'builtin'>
   organizationId: number | null
   ownerId: number | null
 }
 
-/** Stores a client; the secret (confidential clients only) is returned this once and kept only as a hash. */
-export function createClient(db: Db, input: NewClient, now: number): { client: Client; secret: string | null } {
-  const secret = input.metadata.authMethod === 'none' ? null : generateSecret(clientSecretPrefix)
+/** A client ready to store, with its secret (confidential clients only), returned this once and stored as a hash. */
+export function clientToStore(input: ClientRegistration, now: number): { client: NewClient; secret: string | null } {
   const { metadata } = input
-  const row = db
-    .insert(oauthClients)
-    .values({
-      clientId: generateSecret(clientIdPrefix),
-      origin: input.origin,
-      organizationId: input.organizationId,
-      ownerId: input.ownerId,
-      name: metadata.name,
-      redirectUris: metadata.redirectUris,
-      scopes: metadata.scopes.join(' '),
-      grantTypes: metadata.grantTypes,
-      responseTypes: metadata.responseTypes,
-      tokenEndpointAuthMethod: metadata.authMethod,
-      tokenEndpointAuthMethodDeclared: metadata.authMethodDeclared,
-      secretHash: secret === null ? null : hashSecret(secret),
-      clientUri: metadata.clientUri,
-      logoUri: metadata.logoUri,
-      tosUri: metadata.tosUri,
-      policyUri: metadata.policyUri,
-      createdAt: now,
-    })
-    .returning()
-    .get()
-  return { client: toClient(row), secret }
+  const secret = metadata.authMethod === 'none' ? null : generateSecret(clientSecretPrefix)
+  const client: NewClient = {
+    clientId: generateSecret(clientIdPrefix),
+    origin: input.origin,
+    organizationId: input.organizationId,
+    ownerId: input.ownerId,
+    name: metadata.name,
+    redirectUris: metadata.redirectUris,
+    scopes: metadata.scopes,
+    grantTypes: metadata.grantTypes,
+    responseTypes: metadata.responseTypes,
+    authMethod: metadata.authMethod,
+    authMethodDeclared: metadata.authMethodDeclared,
+    secretHash: secret === null ? null : hashSecret(secret),
+    clientUri: metadata.clientUri,
+    logoUri: metadata.logoUri,
+    tosUri: metadata.tosUri,
+    policyUri: metadata.policyUri,
+    createdAt: now,
+  }
+  return { client, secret }
+}
+
+/** Stores a client; the secret (confidential clients only) is returned this once and kept only as a hash. */
+export async function createClient(
+  clients: ClientRepository,
+  input: ClientRegistration,
+  now: number,
+): Promise<{ client: Client; secret: string | null }> {
+  const { client, secret } = clientToStore(input, now)
+  return { client: await clients.create(client), secret }
 }
 
 /** The RFC 7591 §3.2.1 view of a client: every registered field, without the secret. */

@@ -1,6 +1,7 @@
 // The OAuth 2.0 authorization server over HTTP: discovery documents, the authorization endpoint with its
 // consent page, the token, revocation and registration endpoints, and the settings operations. HTTP in, HTTP
-// out; the behaviour lives in service.ts and management.ts, and every request rule in checks/.
+// out; the behaviour lives in the files named after each (authorization.ts, grants/, revocation.ts,
+// registration.ts, management.ts), and every request rule in checks/.
 
 import { Elysia, t } from 'elysia'
 import { AuthModel } from '../auth/model'
@@ -12,24 +13,22 @@ import type { Responses } from '../shared/responses'
 import { dayMs } from '../shared/time'
 import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
 import { consentPageHeaders, type PageSession, seeOther, signInPath, type WebDeps, web } from '../web/index'
-import { InvalidRequest, noStore, OAuthError, oauthErrorResponse, TemporarilyUnavailable } from './errors'
-import { authorizationServerMetadata, protectedResourceMetadata } from './metadata'
-import { OAuthModel } from './model'
-import { consentFormRefusedPage, consentPage, errorPage, refusalPage } from './pages'
 import {
   type AuthorizationCheckResult,
   approveAuthorization,
   authorizationCodeLifetimeMs,
   checkAuthorizationRequest,
   denyAuthorizationLocation,
-  exchangeToken,
   organizationMayUse,
-  refreshReuseGraceMs,
-  registerClient,
-  registrationTokenLifetimeMs,
-  requireRegistrationAccess,
-  revokeToken,
-} from './service'
+} from './authorization'
+import { InvalidRequest, noStore, OAuthError, oauthErrorResponse, TemporarilyUnavailable } from './errors'
+import { exchangeToken } from './grants'
+import { refreshReuseGraceMs } from './grants/refresh-token'
+import { authorizationServerMetadata, protectedResourceMetadata } from './metadata'
+import { OAuthModel } from './model'
+import { consentFormRefusedPage, consentPage, errorPage, refusalPage } from './pages'
+import { registerClient, registrationTokenLifetimeMs, requireRegistrationAccess } from './registration'
+import { revokeToken } from './revocation'
 import { oauthSettings } from './settings'
 import { accessTokenLifetimeSeconds, refreshTokenLifetimeMs } from './tokens'
 
@@ -198,10 +197,11 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
     )
     .get(
       '/oauth/authorize',
-      ({ request, session, html, set }) => {
+      async ({ request, session, html, set }) => {
         Object.assign(set.headers, consentPageHeaders)
         const url = new URL(request.url)
-        const result = answer(checkAuthorizationRequest(deps, url.searchParams, 'GET /oauth/authorize'), session, url)
+        const checked = await checkAuthorizationRequest(deps, url.searchParams, 'GET /oauth/authorize')
+        const result = answer(checked, session, url)
         if (result instanceof Response) return result
         set.status = result.status
         return html(result.page)
@@ -222,7 +222,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           set.status = 403
           return html(consentFormRefusedPage(session))
         }
-        const checked = checkAuthorizationRequest(deps, url.searchParams, 'POST /oauth/authorize')
+        const checked = await checkAuthorizationRequest(deps, url.searchParams, 'POST /oauth/authorize')
         if (
           checked.kind !== 'valid' ||
           organizationMayUse(checked.request.client, session.user) === 'other-organization'
@@ -238,7 +238,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           set.status = 400
           return html(errorPage(new InvalidRequest('decision must be "approve" or "deny"'), session))
         }
-        const approved = approveAuthorization(deps, checked.request, session.user)
+        const approved = await approveAuthorization(deps, checked.request, session.user)
         if (approved.kind === 'redirect') return seeOther(approved.location)
         set.status = 403
         return html(refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session))
@@ -274,7 +274,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           limitByAddress(deps.authLimiter, 'token', request)
           const form = await readForm(request)
           if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
-          const payload = exchangeToken(deps, { form, authorization: request.headers.get('authorization') })
+          const payload = await exchangeToken(deps, { form, authorization: request.headers.get('authorization') })
           return json(payload, 200, noStore)
         } catch (error) {
           return oauthFailure(error)
@@ -319,7 +319,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           limitByAddress(deps.authLimiter, 'token', request)
           const form = await readForm(request)
           if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
-          revokeToken(deps, { form, authorization: request.headers.get('authorization') })
+          await revokeToken(deps, { form, authorization: request.headers.get('authorization') })
           return new Response(null, { status: 200, headers: { ...cors, ...noStore } })
         } catch (error) {
           return oauthFailure(error)
@@ -357,11 +357,11 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
             openRegistration: deps.openRegistration,
           }
           // Only a caller who may register has a body read at all; anyone may call this endpoint.
-          requireRegistrationAccess(deps, access)
+          await requireRegistrationAccess(deps, access)
           // validateClientMetadata answers invalid_client_metadata for anything that is not a JSON object.
           const read = await readJson(request)
           const body = 'value' in read ? read.value : null
-          const registered = registerClient(deps, { body, ...access })
+          const registered = await registerClient(deps, { body, ...access })
           return json(registered, 201, noStore)
         } catch (error) {
           return oauthFailure(error)

@@ -1,27 +1,22 @@
 // The service behind the settings screens: a person's connected apps, the clients members create, registration
 // tokens, and an organization admin's view of its OAuth clients. Plain arguments in, JSON-ready objects out.
-import { and, desc, eq, gt, isNull } from 'drizzle-orm'
-import { users } from '../auth/auth.table'
 import { isOrganizationAdmin } from '../auth/members'
 import type { SessionUser } from '../auth/sessions'
-import { forgetResolvedTokens } from '../auth/token-cache'
-import type { Db } from '../db/client'
 import { AppError, conflict, forbidden, notFound } from '../shared/errors'
 import { generateSecret, hashSecret } from '../shared/security'
 import { toIso } from '../shared/time'
 import {
-  type Client,
   clientInformation,
   clientSecretPrefix,
   createClient,
   isPublic,
   isVerified,
-  toClient,
   validateClientMetadata,
 } from './clients'
+import type { ClientRepository, ManagedClient } from './clients.repository'
 import { OAuthError } from './errors'
+import type { GrantRepository } from './grants.repository'
 import type { OAuthModel } from './model'
-import { oauthClients, oauthGrants } from './oauth.table'
 
 /** Organization admins manage clients: owners and admins. */
 export function requireOrganizationAdmin(user: SessionUser): void {
@@ -29,36 +24,26 @@ export function requireOrganizationAdmin(user: SessionUser): void {
 }
 
 /** The apps holding live tokens for this person, one entry per app however many times it was approved. */
-export function listConnectedApps(db: Db, userId: number, now: number): OAuthModel.connectedApp[] {
-  const rows = db
-    .select({
-      clientId: oauthClients.clientId,
-      name: oauthClients.name,
-      origin: oauthClients.origin,
-      scopes: oauthGrants.scopes,
-      createdAt: oauthGrants.createdAt,
-      lastUsedAt: oauthGrants.lastUsedAt,
-    })
-    .from(oauthGrants)
-    .innerJoin(oauthClients, eq(oauthClients.id, oauthGrants.clientId))
-    .where(and(eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt), gt(oauthGrants.expiresAt, now)))
-    .orderBy(oauthGrants.createdAt)
-    .all()
+export async function listConnectedApps(
+  grants: GrantRepository,
+  userId: number,
+  now: number,
+): Promise<OAuthModel.connectedApp[]> {
   const apps = new Map<
     string,
     { name: string; verified: boolean; scopes: Set<string>; since: number; used: number | null }
   >()
-  for (const row of rows) {
-    const app = apps.get(row.clientId) ?? {
-      name: row.name,
-      verified: isVerified(row),
+  for (const grant of await grants.listLiveForUser(userId, now)) {
+    const app = apps.get(grant.clientId) ?? {
+      name: grant.clientName,
+      verified: isVerified({ origin: grant.clientOrigin }),
       scopes: new Set<string>(),
-      since: row.createdAt,
+      since: grant.createdAt,
       used: null,
     }
-    for (const scope of row.scopes.split(' ')) app.scopes.add(scope)
-    if (row.lastUsedAt !== null && (app.used === null || row.lastUsedAt > app.used)) app.used = row.lastUsedAt
-    apps.set(row.clientId, app)
+    for (const scope of grant.scopes.split(' ')) app.scopes.add(scope)
+    if (grant.lastUsedAt !== null && (app.used === null || grant.lastUsedAt > app.used)) app.used = grant.lastUsedAt
+    apps.set(grant.clientId, app)
   }
   return [...apps].map(([clientId, app]) => ({
     client_id: clientId,
@@ -71,18 +56,13 @@ export function listConnectedApps(db: Db, userId: number, now: number): OAuthMod
 }
 
 /** Revokes every grant this person gave the app; other people's grants to the same app are untouched. */
-export function revokeConnectedApp(db: Db, userId: number, clientId: string, now: number): void {
-  const client = db.select({ id: oauthClients.id }).from(oauthClients).where(eq(oauthClients.clientId, clientId)).get()
-  const revoked = client
-    ? db
-        .update(oauthGrants)
-        .set({ revokedAt: now })
-        .where(and(eq(oauthGrants.clientId, client.id), eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt)))
-        .returning({ id: oauthGrants.id })
-        .all()
-    : []
-  if (revoked.length === 0) throw notFound('Connected app')
-  forgetResolvedTokens(db)
+export async function revokeConnectedApp(
+  grants: GrantRepository,
+  userId: number,
+  clientId: string,
+  now: number,
+): Promise<void> {
+  if ((await grants.revokeForUserAndClient(userId, clientId, now)) === 0) throw notFound('Connected app')
 }
 
 /** Settings turn the registration rules' OAuth errors into the API's `{ error, message }` form. */
@@ -96,7 +76,12 @@ function asAppError<T>(run: () => T): T {
 }
 
 /** A member creates a confidential client for their organization; the secret is in this answer only. */
-export function createConfidentialClient(db: Db, user: SessionUser, body: unknown, now: number): OAuthModel.registered {
+export async function createConfidentialClient(
+  clients: ClientRepository,
+  user: SessionUser,
+  body: unknown,
+  now: number,
+): Promise<OAuthModel.registered> {
   const metadata = asAppError(() => validateClientMetadata(body))
   if (metadata.authMethod === 'none') {
     throw new AppError(
@@ -105,8 +90,8 @@ export function createConfidentialClient(db: Db, user: SessionUser, body: unknow
       'Public clients cannot be created here; they come only from dynamic registration (POST /oauth/register)',
     )
   }
-  const created = createClient(
-    db,
+  const created = await createClient(
+    clients,
     { metadata, origin: 'settings', organizationId: user.organizationId, ownerId: user.id },
     now,
   )
@@ -114,31 +99,22 @@ export function createConfidentialClient(db: Db, user: SessionUser, body: unknow
 }
 
 /** A client of this organization; clients of other organizations (and unclaimed ones) are simply not found. */
-function organizationClient(db: Db, organizationId: number, clientId: string): Client {
-  const row = db
-    .select()
-    .from(oauthClients)
-    .where(and(eq(oauthClients.clientId, clientId), eq(oauthClients.organizationId, organizationId)))
-    .get()
-  if (!row) throw notFound('OAuth client')
-  return toClient(row)
+async function organizationClient(
+  clients: ClientRepository,
+  organizationId: number,
+  clientId: string,
+): Promise<ManagedClient> {
+  const client = await clients.findInOrganization(organizationId, clientId)
+  if (!client) throw notFound('OAuth client')
+  return client
 }
 
-function ownerOf(db: Db, client: Client): OAuthModel.clientSummary['owner'] {
-  if (client.ownerId === null) return null
-  const owner = db
-    .select({ sub: users.sub, name: users.name, email: users.email })
-    .from(users)
-    .where(eq(users.id, client.ownerId))
-    .get()
-  return owner ? { id: owner.sub, name: owner.name, email: owner.email } : null
-}
-
-function summaryOf(db: Db, client: Client): OAuthModel.clientSummary {
+function summaryOf(client: ManagedClient): OAuthModel.clientSummary {
+  const { owner } = client
   return {
     client_id: client.clientId,
     client_name: client.name,
-    owner: ownerOf(db, client),
+    owner: owner ? { id: owner.sub, name: owner.name, email: owner.email } : null,
     redirect_uris: client.redirectUris,
     token_endpoint_auth_method: client.authMethod,
     verified: isVerified(client),
@@ -148,31 +124,29 @@ function summaryOf(db: Db, client: Client): OAuthModel.clientSummary {
   }
 }
 
-export function listOrganizationClients(db: Db, organizationId: number): OAuthModel.clientSummary[] {
-  return db
-    .select()
-    .from(oauthClients)
-    .where(eq(oauthClients.organizationId, organizationId))
-    .orderBy(desc(oauthClients.createdAt), desc(oauthClients.id))
-    .all()
-    .map((row) => summaryOf(db, toClient(row)))
+export async function listOrganizationClients(
+  clients: ClientRepository,
+  organizationId: number,
+): Promise<OAuthModel.clientSummary[]> {
+  return (await clients.listInOrganization(organizationId)).map(summaryOf)
 }
 
 /** The clients a member created (or issued the registration token for) in their current organization. */
-export function listOwnClients(db: Db, user: Pick<SessionUser, 'id' | 'organizationId'>): OAuthModel.clientSummary[] {
-  return db
-    .select()
-    .from(oauthClients)
-    .where(and(eq(oauthClients.ownerId, user.id), eq(oauthClients.organizationId, user.organizationId)))
-    .orderBy(desc(oauthClients.createdAt), desc(oauthClients.id))
-    .all()
-    .map((row) => summaryOf(db, toClient(row)))
+export async function listOwnClients(
+  clients: ClientRepository,
+  user: Pick<SessionUser, 'id' | 'organizationId'>,
+): Promise<OAuthModel.clientSummary[]> {
+  return (await clients.listOwned(user.id, user.organizationId)).map(summaryOf)
 }
 
-export function getOrganizationClient(db: Db, organizationId: number, clientId: string): OAuthModel.clientDetail {
-  const client = organizationClient(db, organizationId, clientId)
+export async function getOrganizationClient(
+  clients: ClientRepository,
+  organizationId: number,
+  clientId: string,
+): Promise<OAuthModel.clientDetail> {
+  const client = await organizationClient(clients, organizationId, clientId)
   return {
-    ...summaryOf(db, client),
+    ...summaryOf(client),
     scope: client.scopes.join(' '),
     grant_types: client.grantTypes,
     response_types: client.responseTypes,
@@ -184,22 +158,25 @@ export function getOrganizationClient(db: Db, organizationId: number, clientId: 
 }
 
 /** A new secret for a confidential client; the old one stops working at once. Tokens already issued stay valid. */
-export function rotateClientSecret(db: Db, organizationId: number, clientId: string): OAuthModel.rotatedSecret {
-  const client = organizationClient(db, organizationId, clientId)
+export async function rotateClientSecret(
+  clients: ClientRepository,
+  organizationId: number,
+  clientId: string,
+): Promise<OAuthModel.rotatedSecret> {
+  const client = await organizationClient(clients, organizationId, clientId)
   if (isPublic(client)) {
     throw conflict('Public clients have no secret to rotate')
   }
   const secret = generateSecret(clientSecretPrefix)
-  db.update(oauthClients)
-    .set({ secretHash: hashSecret(secret) })
-    .where(eq(oauthClients.id, client.id))
-    .run()
+  await clients.replaceSecret(client.id, hashSecret(secret))
   return { client_id: client.clientId, client_secret: secret }
 }
 
-/** Deleting a client deletes its codes, grants and tokens with it (foreign keys cascade), so all stop at once. */
-export function deleteOrganizationClient(db: Db, organizationId: number, clientId: string): void {
-  const client = organizationClient(db, organizationId, clientId)
-  db.delete(oauthClients).where(eq(oauthClients.id, client.id)).run()
-  forgetResolvedTokens(db)
+/** Deleting a client deletes its codes, grants and tokens with it, so all of them stop at once. */
+export async function deleteOrganizationClient(
+  clients: ClientRepository,
+  organizationId: number,
+  clientId: string,
+): Promise<void> {
+  if (!(await clients.deleteInOrganization(organizationId, clientId))) throw notFound('OAuth client')
 }

@@ -1,8 +1,8 @@
 // Discovery documents: RFC 8414 authorization server metadata and RFC 9728 protected resource metadata.
 import { scopes } from '../auth/model'
 import type { ProtectedResource } from './checks/resource'
+import { clientAuthMethods } from './clients.repository'
 import type { OAuthModel } from './model'
-import { clientAuthMethods } from './oauth.table'
 
 /**
  * Where a protected resource's metadata lives (RFC 9728 §3.1: the well-known path, then the resource's own path);

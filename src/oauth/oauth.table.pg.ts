@@ -2,7 +2,7 @@
 // and indexes, with real booleans and bigint epoch-millisecond timestamps. Keep the two in step.
 import { bigint, boolean, customType, index, integer, pgTable, text } from 'drizzle-orm/pg-core'
 import { organizations, users } from '../auth/auth.table.pg'
-import { clientAuthMethods, clientOrigins } from './oauth.table'
+import { clientAuthMethods, clientOrigins } from './clients.repository'
 
 const epochMs = () => bigint({ mode: 'number' })
 

@@ -2,13 +2,7 @@
 // the tokens issued under them. Every secret is stored as a SHA-256 hash only. Timestamps are epoch ms.
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 import { organizations, users } from '../auth/auth.table'
-
-/** How a client came to exist; only `builtin` and `settings` clients have names Threadhouse vouches for. */
-export const clientOrigins = ['builtin', 'settings', 'token_registration', 'open_registration'] as const
-export type ClientOrigin = (typeof clientOrigins)[number]
-
-export const clientAuthMethods = ['client_secret_basic', 'client_secret_post', 'none'] as const
-export type ClientAuthMethod = (typeof clientAuthMethods)[number]
+import { clientAuthMethods, clientOrigins } from './clients.repository'
 
 export const oauthClients = sqliteTable(
   'oauth_clients',

@@ -4,10 +4,11 @@ import type { PageSession } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { ConsentPage } from '../web/pages/consent'
 import { MessagePage } from '../web/pages/message'
-import { type Client, isLoopbackRedirect, isVerified } from './clients'
+import { organizationMayUse, type ValidAuthorizationRequest } from './authorization'
+import { isLoopbackRedirect, isVerified } from './clients'
+import type { Client } from './clients.repository'
 import type { OAuthError } from './errors'
 import { scopeDescriptions } from './model'
-import { organizationMayUse, type ValidAuthorizationRequest } from './service'
 
 /** How the consent page names where the browser goes next. */
 function describeRedirect(redirectUri: string): string {

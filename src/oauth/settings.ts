@@ -22,7 +22,7 @@ import {
   rotateClientSecret,
 } from './management'
 import { OAuthModel } from './model'
-import { createRegistrationToken } from './service'
+import { createRegistrationToken } from './registration'
 
 const error = AuthModel.error
 const writeErrors = { 400: error, 401: error, 403: error, 404: error }
@@ -63,21 +63,25 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
         detail: { summary: 'The signed-in person and the CSRF token for writes', tags, security },
       },
     )
-    .get('/connected-apps', ({ account }) => listConnectedApps(deps.db, account.user.id, deps.clock.now()), {
-      account: true,
-      response: deps.responses({ 200: t.Array(OAuthModel.connectedApp), 401: error, 403: error }),
-      detail: {
-        summary: 'Connected apps: apps holding live tokens for you',
-        tags,
-        security,
-        description: 'One entry per app: its name, every scope it holds for you and when its tokens were last used.',
+    .get(
+      '/connected-apps',
+      ({ account }) => listConnectedApps(deps.store.oauthGrants, account.user.id, deps.clock.now()),
+      {
+        account: true,
+        response: deps.responses({ 200: t.Array(OAuthModel.connectedApp), 401: error, 403: error }),
+        detail: {
+          summary: 'Connected apps: apps holding live tokens for you',
+          tags,
+          security,
+          description: 'One entry per app: its name, every scope it holds for you and when its tokens were last used.',
+        },
       },
-    })
+    )
     .delete(
       '/connected-apps/:clientId',
-      ({ account, params, request, set }) => {
+      async ({ account, params, request, set }) => {
         requireWriteAllowed(request, account, deps.publicUrl)
-        revokeConnectedApp(deps.db, account.user.id, params.clientId, deps.clock.now())
+        await revokeConnectedApp(deps.store.oauthGrants, account.user.id, params.clientId, deps.clock.now())
         set.status = 204
       },
       {
@@ -96,9 +100,12 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
     )
     .post(
       '/oauth-clients',
-      ({ account, body, request, status }) => {
+      async ({ account, body, request, status }) => {
         requireWriteAllowed(request, account, deps.publicUrl)
-        return status(201, createConfidentialClient(deps.db, account.user, body, deps.clock.now()))
+        return status(
+          201,
+          await createConfidentialClient(deps.store.oauthClients, account.user, body, deps.clock.now()),
+        )
       },
       {
         account: true,
@@ -117,9 +124,9 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
     )
     .post(
       '/registration-tokens',
-      ({ account, request, status }) => {
+      async ({ account, request, status }) => {
         requireWriteAllowed(request, account, deps.publicUrl)
-        const created = createRegistrationToken(deps.db, account.user, deps.clock.now())
+        const created = await createRegistrationToken(deps.store.oauthClients, account.user, deps.clock.now())
         return status(201, { registration_token: created.token, expires_at: toIso(created.expiresAt) })
       },
       {
@@ -140,8 +147,8 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       '/oauth-clients',
       ({ account }) =>
         isOrganizationAdmin(account.user.role)
-          ? listOrganizationClients(deps.db, account.user.organizationId)
-          : listOwnClients(deps.db, account.user),
+          ? listOrganizationClients(deps.store.oauthClients, account.user.organizationId)
+          : listOwnClients(deps.store.oauthClients, account.user),
       {
         account: true,
         response: deps.responses({ 200: t.Array(OAuthModel.clientSummary), 401: error, 403: error }),
@@ -159,7 +166,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       '/oauth-clients/:clientId',
       ({ account, params }) => {
         requireOrganizationAdmin(account.user)
-        return getOrganizationClient(deps.db, account.user.organizationId, params.clientId)
+        return getOrganizationClient(deps.store.oauthClients, account.user.organizationId, params.clientId)
       },
       {
         account: true,
@@ -173,7 +180,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       ({ account, params, request }) => {
         requireWriteAllowed(request, account, deps.publicUrl)
         requireOrganizationAdmin(account.user)
-        return rotateClientSecret(deps.db, account.user.organizationId, params.clientId)
+        return rotateClientSecret(deps.store.oauthClients, account.user.organizationId, params.clientId)
       },
       {
         account: true,
@@ -190,10 +197,10 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
     )
     .delete(
       '/oauth-clients/:clientId',
-      ({ account, params, request, set }) => {
+      async ({ account, params, request, set }) => {
         requireWriteAllowed(request, account, deps.publicUrl)
         requireOrganizationAdmin(account.user)
-        deleteOrganizationClient(deps.db, account.user.organizationId, params.clientId)
+        await deleteOrganizationClient(deps.store.oauthClients, account.user.organizationId, params.clientId)
         set.status = 204
       },
       {

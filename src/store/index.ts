@@ -5,12 +5,18 @@
 import type { AttachmentRepository } from '../attachments/repository'
 import { sqliteAttachmentRepository } from '../attachments/repository.sqlite'
 import type { Db } from '../db/client'
+import type { ClientRepository } from '../oauth/clients.repository'
+import { sqliteClientRepository } from '../oauth/clients.repository.sqlite'
+import type { GrantRepository } from '../oauth/grants.repository'
+import { sqliteGrantRepository } from '../oauth/grants.repository.sqlite'
 
 export interface Store {
   readonly dialect: 'sqlite'
   /** One cheap round trip to the database, for /healthz and /readyz: throws when it cannot answer. */
   ping(): Promise<void>
   attachments: AttachmentRepository
+  oauthClients: ClientRepository
+  oauthGrants: GrantRepository
 }
 
 /** Every repository over one open SQLite database. */
@@ -21,5 +27,7 @@ export function sqliteStore(db: Db): Store {
       db.$client.query('select 1').get()
     },
     attachments: sqliteAttachmentRepository(db),
+    oauthClients: sqliteClientRepository(db),
+    oauthGrants: sqliteGrantRepository(db),
   }
 }

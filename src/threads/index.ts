@@ -22,7 +22,7 @@ import {
 } from './service'
 
 export interface ThreadsDeps extends AuthDeps {
-  store: Pick<Store, 'attachments'>
+  store: Store
   engine: GenerationEngine
   links: Links
   responses: Responses

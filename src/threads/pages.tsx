@@ -62,7 +62,7 @@ export interface ThreadPagesDeps extends WebDeps {
   uploadsDir: string
   inspector: FileInspector
   blobs: BlobStore
-  store: Pick<Store, 'attachments'>
+  store: Store
 }
 
 /** The pages' own policy: the shared one, plus this origin's script and its stream, and images only from here. */

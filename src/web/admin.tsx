@@ -11,7 +11,7 @@ import {
   listOrganizationClients,
   rotateClientSecret,
 } from '../oauth/management'
-import { createRegistrationToken } from '../oauth/service'
+import { createRegistrationToken } from '../oauth/registration'
 import { type AppError, invalidRequest } from '../shared/errors'
 import { account, accountPageHeaders, RefusedFormPage, readTrustedForm } from './account'
 import type { PageSession, WebDeps } from './index'
@@ -60,9 +60,13 @@ export const adminPages = (deps: WebDeps) => {
   }
 
   /** The client's detail page, or the not-found page when it is not this organization's. */
-  function clientPage(admin: PageSession, clientId: string, extra: { rotatedSecret?: string; error?: string } = {}) {
+  async function clientPage(
+    admin: PageSession,
+    clientId: string,
+    extra: { rotatedSecret?: string; error?: string } = {},
+  ) {
     try {
-      const client = getOrganizationClient(deps.db, admin.user.organizationId, clientId)
+      const client = await getOrganizationClient(deps.store.oauthClients, admin.user.organizationId, clientId)
       return {
         status: 200,
         page: <AdminClientPage viewer={viewerOf(admin)} client={client} publicUrl={deps.publicUrl} {...extra} />,
@@ -86,11 +90,11 @@ export const adminPages = (deps: WebDeps) => {
     })
     .get(
       '/admin/clients',
-      ({ admin, query, html }) =>
+      async ({ admin, query, html }) =>
         html(
           <AdminClientsPage
             viewer={viewerOf(admin)}
-            clients={listOrganizationClients(deps.db, admin.user.organizationId)}
+            clients={await listOrganizationClients(deps.store.oauthClients, admin.user.organizationId)}
             notice={noticeFor(adminNotices, query.notice)}
           />,
         ),
@@ -98,8 +102,8 @@ export const adminPages = (deps: WebDeps) => {
     )
     .get(
       '/admin/clients/:clientId',
-      ({ admin, params, html, set }) => {
-        const shown = clientPage(admin, params.clientId)
+      async ({ admin, params, html, set }) => {
+        const shown = await clientPage(admin, params.clientId)
         set.status = shown.status
         return html(shown.page)
       },
@@ -115,14 +119,16 @@ export const adminPages = (deps: WebDeps) => {
         let rotated: { rotatedSecret?: string; error?: string }
         try {
           rotated = {
-            rotatedSecret: rotateClientSecret(deps.db, admin.user.organizationId, params.clientId).client_secret,
+            rotatedSecret: (
+              await rotateClientSecret(deps.store.oauthClients, admin.user.organizationId, params.clientId)
+            ).client_secret,
           }
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
           rotated = { error: refusal.message }
         }
-        const shown = clientPage(admin, params.clientId, rotated)
+        const shown = await clientPage(admin, params.clientId, rotated)
         if (shown.status !== 200) set.status = shown.status
         return html(shown.page)
       },
@@ -130,9 +136,13 @@ export const adminPages = (deps: WebDeps) => {
     )
     .get(
       '/admin/clients/:clientId/delete',
-      ({ admin, params, html, set }) => {
+      async ({ admin, params, html, set }) => {
         try {
-          const client = getOrganizationClient(deps.db, admin.user.organizationId, params.clientId)
+          const client = await getOrganizationClient(
+            deps.store.oauthClients,
+            admin.user.organizationId,
+            params.clientId,
+          )
           return html(<DeleteClientPage viewer={viewerOf(admin)} client={client} />)
         } catch (error) {
           set.status = refusalOf(error).status
@@ -149,7 +159,7 @@ export const adminPages = (deps: WebDeps) => {
           return html(<RefusedFormPage session={admin} />)
         }
         try {
-          deleteOrganizationClient(deps.db, admin.user.organizationId, params.clientId)
+          await deleteOrganizationClient(deps.store.oauthClients, admin.user.organizationId, params.clientId)
         } catch (error) {
           set.status = refusalOf(error).status
           return html(<NotFoundPage admin={admin} what="OAuth client" back="/admin/clients" />)
@@ -258,7 +268,7 @@ export const adminPages = (deps: WebDeps) => {
           set.status = 403
           return html(<RefusedFormPage session={admin} />)
         }
-        const created = createRegistrationToken(deps.db, admin.user, now())
+        const created = await createRegistrationToken(deps.store.oauthClients, admin.user, now())
         return html(<AdminRegistrationPage viewer={viewerOf(admin)} created={created} />)
       },
       { organizationAdmin: true, parse: 'none', detail: { hide: true } },

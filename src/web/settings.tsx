@@ -7,7 +7,7 @@ import { isScope } from '../auth/model'
 import { changePassword } from '../auth/passwords'
 import { createPersonalAccessToken, listPersonalAccessTokens, revokePersonalAccessToken } from '../auth/service'
 import { createConfidentialClient, listConnectedApps, listOwnClients, revokeConnectedApp } from '../oauth/management'
-import { createRegistrationToken } from '../oauth/service'
+import { createRegistrationToken } from '../oauth/registration'
 import { AppError } from '../shared/errors'
 import { param } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
@@ -82,12 +82,20 @@ export const settingsPages = (deps: SettingsDeps) => {
     return <TokensPage viewer={viewerOf(member)} tokens={tokens} now={now()} {...extra} />
   }
 
-  function appsPage(member: PageSession, extra: Partial<Parameters<typeof AppsPage>[0]> = {}): JSX.Element {
-    return <AppsPage viewer={viewerOf(member)} apps={listConnectedApps(deps.db, member.user.id, now())} {...extra} />
+  async function appsPage(
+    member: PageSession,
+    extra: Partial<Parameters<typeof AppsPage>[0]> = {},
+  ): Promise<JSX.Element> {
+    const apps = await listConnectedApps(deps.store.oauthGrants, member.user.id, now())
+    return <AppsPage viewer={viewerOf(member)} apps={apps} {...extra} />
   }
 
-  function clientsPage(member: PageSession, extra: Partial<Parameters<typeof ClientsPage>[0]> = {}): JSX.Element {
-    return <ClientsPage viewer={viewerOf(member)} clients={listOwnClients(deps.db, member.user)} {...extra} />
+  async function clientsPage(
+    member: PageSession,
+    extra: Partial<Parameters<typeof ClientsPage>[0]> = {},
+  ): Promise<JSX.Element> {
+    const clients = await listOwnClients(deps.store.oauthClients, member.user)
+    return <ClientsPage viewer={viewerOf(member)} clients={clients} {...extra} />
   }
 
   return new Elysia({ name: 'settings-pages' })
@@ -150,7 +158,8 @@ export const settingsPages = (deps: SettingsDeps) => {
     )
     .get(
       '/settings/apps',
-      ({ member, query, html }) => html(appsPage(member, { notice: noticeFor(settingsNotices, query.notice) })),
+      async ({ member, query, html }) =>
+        html(await appsPage(member, { notice: noticeFor(settingsNotices, query.notice) })),
       {
         member: true,
         detail: { hide: true },
@@ -165,17 +174,20 @@ export const settingsPages = (deps: SettingsDeps) => {
           return html(<RefusedFormPage session={member} />)
         }
         try {
-          revokeConnectedApp(deps.db, member.user.id, params.clientId, now())
+          await revokeConnectedApp(deps.store.oauthGrants, member.user.id, params.clientId, now())
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
-          return html(appsPage(member, { error: 'That app holds no tokens for you.' }))
+          return html(await appsPage(member, { error: 'That app holds no tokens for you.' }))
         }
         return redirect('/settings/apps?notice=app-revoked', 303)
       },
       { member: true, parse: 'none', detail: { hide: true } },
     )
-    .get('/settings/clients', ({ member, html }) => html(clientsPage(member)), { member: true, detail: { hide: true } })
+    .get('/settings/clients', async ({ member, html }) => html(await clientsPage(member)), {
+      member: true,
+      detail: { hide: true },
+    })
     .post(
       '/settings/clients',
       async ({ member, request, html, set }) => {
@@ -189,14 +201,14 @@ export const settingsPages = (deps: SettingsDeps) => {
           redirectUris: form.get('redirect_uris') ?? '',
         }
         try {
-          const created = createConfidentialClient(
-            deps.db,
+          const created = await createConfidentialClient(
+            deps.store.oauthClients,
             member.user,
             { client_name: values.name, redirect_uris: redirectUrisOf(values.redirectUris) },
             now(),
           )
           return html(
-            clientsPage(member, {
+            await clientsPage(member, {
               created: {
                 clientId: created.client_id,
                 clientSecret: created.client_secret ?? '',
@@ -207,7 +219,7 @@ export const settingsPages = (deps: SettingsDeps) => {
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
-          return html(clientsPage(member, { error: refusal.message, form: values }))
+          return html(await clientsPage(member, { error: refusal.message, form: values }))
         }
       },
       { member: true, parse: 'none', detail: { hide: true } },
@@ -228,7 +240,7 @@ export const settingsPages = (deps: SettingsDeps) => {
           set.status = 403
           return html(<RefusedFormPage session={member} />)
         }
-        const created = createRegistrationToken(deps.db, member.user, now())
+        const created = await createRegistrationToken(deps.store.oauthClients, member.user, now())
         return html(<SettingsRegistrationPage viewer={viewerOf(member)} created={created} />)
       },
       { member: true, parse: 'none', detail: { hide: true } },

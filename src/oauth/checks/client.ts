@@ -8,7 +8,7 @@ export const clientIsRegistered: AuthorizationCheck = (request) => {
   if (values.length > 1) throw new InvalidRequest('client_id must be sent once')
   const clientId = values[0]
   if (!clientId) throw new InvalidRequest('client_id is required')
-  const client = request.findClient(clientId)
+  const client = request.registeredClient
   if (!client) throw new InvalidClient(`No client is registered with client_id "${clientId}"`, 'none')
   request.client = client
 }

@@ -1,13 +1,14 @@
 // The shapes every check works on. A check reads the request, throws the RFC error it finds, or records what
-// it validated for the checks (and the service) after it.
+// it validated for the checks (and the service) after it. Checks do no I/O: what they need is read beforehand.
 import type { Scope } from '../../auth/model'
-import type { Client } from '../clients'
+import type { Client } from '../clients.repository'
 
 /** An authorization request (GET /oauth/authorize, or the consent form posting it back) under validation. */
 export interface AuthorizationRequest {
   readonly params: URLSearchParams
   readonly publicUrl: string
-  readonly findClient: (clientId: string) => Client | null
+  /** The client registered under the request's client_id, looked up before the checks run; null when none is. */
+  readonly registeredClient: Client | null
   /** Set by `clientIsRegistered`. */
   client?: Client
   /** Set by `redirectUriIsRegistered`: the URI as requested (with its port), where responses go. */

@@ -3,11 +3,14 @@
 // (the default) and, later, PostgreSQL. Query-planner tricks and prepared statements stay inside the
 // SQLite implementations beside each feature.
 import type { Db } from '../db/client'
+import type { GenerationRepository } from '../generation/repository'
+import { sqliteGenerationRepository } from '../generation/repository.sqlite'
 
 export interface Store {
   readonly dialect: 'sqlite'
   /** One cheap round trip to the database, for /healthz and /readyz: throws when it cannot answer. */
   ping(): Promise<void>
+  generations: GenerationRepository
 }
 
 /** Every repository over one open SQLite database. */
@@ -17,5 +20,6 @@ export function sqliteStore(db: Db): Store {
     async ping() {
       db.$client.query('select 1').get()
     },
+    generations: sqliteGenerationRepository(db),
   }
 }

@@ -8,11 +8,13 @@ import type { Db } from '../db/client'
 import { callerChecked, jsonBodies } from '../shared/body'
 import { AppError } from '../shared/errors'
 import type { Clock } from '../shared/time'
+import type { Store } from '../store'
 import { sessionCsrfToken } from './csrf'
 import { stylesheetPath } from './layout'
 
 export interface WebDeps {
   db: Db
+  store: Store
   clock: Clock
   publicUrl: string
   /** Signs the pre-sign-in CSRF cookie; random per process, so a sign-in form left open across a restart expires. */

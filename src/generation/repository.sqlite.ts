@@ -137,7 +137,6 @@ export function sqliteGenerationRepository(db: Db): GenerationRepository {
     },
 
     async release(messageIds) {
-      if (messageIds.length === 0) return
       db.update(generations)
         .set({ status: 'queued', attempts: sql`max(${generations.attempts} - 1, 0)` })
         .where(and(inArray(generations.messageId, messageIds), eq(generations.status, 'running')))

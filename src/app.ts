@@ -58,14 +58,14 @@ export interface AppDeps {
 }
 
 export function createApp(deps: AppDeps) {
+  const store = deps.store ?? sqliteStore(deps.db)
   const engine = createGenerationEngine({
-    db: deps.db,
+    generations: store.generations,
     runner: deps.runner,
     clock: deps.clock,
     log: deps.log,
     concurrency: deps.config.GENERATION_CONCURRENCY,
   })
-  const store = deps.store ?? sqliteStore(deps.db)
   const blobs = deps.blobs ?? openBlobStore(blobLocation(deps.config))
   const storageAnswers = storageHealth(blobs, deps.log)
   const oidc = oidcSettings(deps.config)

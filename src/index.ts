@@ -83,8 +83,9 @@ try {
   process.exit(1)
 }
 // Unfinished work is queued again before the first request can reach a thread: requests are only handled
-// once this synchronous stretch after listen() yields to the event loop, so keep no await between the two.
-app.decorator.engine.recover()
+// once this stretch after listen() yields to the event loop, and on SQLite recovery completes without doing so
+// (its promise settles among microtasks), so keep no other await between the two.
+await app.decorator.engine.recover()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
 const indexer = startSearchIndexer(db, log)
 const upkeep = startUpkeep(db, sqliteStore(db), systemClock, log)

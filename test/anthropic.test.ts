@@ -204,7 +204,7 @@ test.concurrent('stopping the answer aborts the upstream request at once', async
     token,
   )
   await stream.events.next()
-  h.app.decorator.engine.interrupt(threadId)
+  await h.app.decorator.engine.interrupt(threadId)
   await fake.received[0]?.hungUp
   expect(eventsOf(await collect(stream.events))).toEqual([
     { event: 'error', data: { message: 'The response was stopped' } },

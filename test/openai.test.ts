@@ -299,7 +299,7 @@ test.concurrent('stopping the answer aborts the upstream request at once and kee
     token,
   )
   await stream.events.next()
-  expect(h.app.decorator.engine.interrupt(threadId)).toBe(true)
+  expect(await h.app.decorator.engine.interrupt(threadId)).toBe(true)
   await fake.received[0]?.hungUp
   const rest = await collect(stream.events)
   expect(eventsOf(rest)).toEqual([{ event: 'error', data: { message: 'The response was stopped' } }])

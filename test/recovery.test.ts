@@ -97,7 +97,7 @@ test.concurrent('at start-up, unfinished answers are requeued and one cut short 
   )
   h.db.$client.run(`update threads set state = 'active'`)
 
-  expect(h.app.decorator.engine.recover()).toBe(1)
+  expect(await h.app.decorator.engine.recover()).toBe(1)
   await h.app.decorator.engine.idle()
   const state = async (id: string) => (await h.call('GET', `/api/v1/threads/${id}`, { token: owner.token })).body.state
   expect(await state(stuck.thread_id)).toBe('ready')
@@ -137,7 +137,7 @@ test.concurrent('at start-up, an answer that was being stopped when the process 
 
   const before = new Date(clock.now()).toISOString()
   clock.advance(1000)
-  expect(h.app.decorator.engine.recover()).toBe(0)
+  expect(await h.app.decorator.engine.recover()).toBe(0)
   const thread = await h.call('GET', `/api/v1/threads/${thread_id}`, { token: owner.token })
   expect(thread.body.state).toBe('ready')
   // The change of state is an update that clients polling with updated_since see.

@@ -227,7 +227,7 @@ describe('state machine', () => {
     ).body
     const job = await runner.started(message_id)
     job.token('Once upon')
-    expect(h.app.decorator.engine.interrupt(thread_id)).toBe(true)
+    expect(await h.app.decorator.engine.interrupt(thread_id)).toBe(true)
     const thread = await h.call('GET', `/api/v1/threads/${thread_id}`, { token: owner.token })
     expect(thread.body.state).toBe('ready')
     const poll = await h.call('GET', `/api/v1/threads/${thread_id}/messages/${message_id}/response`, {
@@ -237,7 +237,7 @@ describe('state machine', () => {
       status: 'interrupted',
       messages: [expect.objectContaining({ contents: [{ type: 'text', text: 'Once upon' }] })],
     })
-    expect(h.app.decorator.engine.interrupt(thread_id)).toBe(false)
+    expect(await h.app.decorator.engine.interrupt(thread_id)).toBe(false)
   })
 })
 

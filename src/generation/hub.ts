@@ -37,6 +37,11 @@ export class Hub {
     if (!this.live.has(messageId)) this.live.set(messageId, new LiveAnswer())
   }
 
+  /** Whether the answer is queued or being written: once it has left the hub, it has ended for good. */
+  isLive(messageId: string): boolean {
+    return this.live.has(messageId)
+  }
+
   /** How many listeners an answer has: a stream whose client left must not stay among them. */
   listenerCount(messageId: string): number {
     return this.live.get(messageId)?.listeners.size ?? 0

@@ -1,17 +1,14 @@
 // Reading an answer: poll (GET …/response) or stream it as server-sent events (GET …/response/stream).
-import { eq, sql } from 'drizzle-orm'
 import { Elysia } from 'elysia'
 import { type AuthDeps, auth } from '../auth'
 import { AuthModel, type Caller } from '../auth/model'
-import type { Db } from '../db/client'
-import { prepared } from '../db/prepared'
 import { notFound } from '../shared/errors'
 import type { Responses } from '../shared/responses'
 import { ThreadsModel } from '../threads/model'
 import { type Links, listReplies, pendingMessageId, requireMessage, threadState } from '../threads/service'
-import { generations } from './generations.table'
 import type { Listener } from './hub'
 import { GenerationModel } from './model'
+import type { GenerationRecord, GenerationRepository } from './repository'
 import type { GenerationEngine } from './service'
 import { type Heartbeats, type OpenStreams, type ResponseSet, sseResponse } from './sse'
 import { busyThreadStates } from './state'
@@ -25,14 +22,8 @@ export interface ResponseDeps extends AuthDeps {
 }
 
 /** The answer to a user message: its status and why it failed; 404 when the message asked for none. */
-export function generationOf(db: Db, messageId: string) {
-  const row = prepared(db, 'generation:byMessage', () =>
-    db
-      .select({ status: generations.status, error: generations.error })
-      .from(generations)
-      .where(eq(generations.messageId, sql.placeholder('messageId')))
-      .prepare(),
-  ).get({ messageId })
+async function generationOf(generations: GenerationRepository, messageId: string): Promise<GenerationRecord> {
+  const row = await generations.find(messageId)
   if (!row) throw notFound('Response')
   return row
 }
@@ -48,12 +39,16 @@ export type PolledAnswer =
  * it is queued or being written and while its thread is busy with a newer one, else how it ended. 404 when the
  * message asked for no answer. The caller has checked that the message may be read (requireMessage gives `thread`).
  */
-export function pollAnswer(db: Db, links: Links, thread: { state: string }, messageId: string): PolledAnswer {
-  const generation = generationOf(db, messageId)
+export async function pollAnswer(
+  deps: Pick<ResponseDeps, 'db' | 'store' | 'links'>,
+  thread: { state: string },
+  messageId: string,
+): Promise<PolledAnswer> {
+  const generation = await generationOf(deps.store.generations, messageId)
   if (generation.status === 'queued' || generation.status === 'running' || busyThreadStates.has(thread.state)) {
     return { status: 'processing' }
   }
-  const messages = listReplies(db, messageId, links)
+  const messages = listReplies(deps.db, messageId, deps.links)
   if (generation.status === 'complete') return { status: 'complete', messages }
   return { status: generation.status, messages, error: generation.error ?? 'The response failed' }
 }
@@ -62,6 +57,25 @@ export function pollAnswer(db: Db, links: Links, thread: { state: string }, mess
 function resumeOffset(header: string | undefined): number {
   const offset = Number(header)
   return Number.isSafeInteger(offset) && offset > 0 ? offset : 0
+}
+
+type StreamDeps = Pick<ResponseDeps, 'db' | 'store' | 'engine' | 'links' | 'heartbeats' | 'streams'>
+
+/** An ended answer as its replay needs it: the stored text, how it ended, and the newer answer it waits for. */
+interface Replay {
+  text: string
+  generation: GenerationRecord
+  newer: string | null
+}
+
+async function replayOf(deps: StreamDeps, thread: { id: string; state: string }, messageId: string): Promise<Replay> {
+  const generation = await generationOf(deps.store.generations, messageId)
+  const text = listReplies(deps.db, messageId, deps.links)
+    .flatMap((message) => message.contents)
+    .map((block) => (block.type === 'text' ? block.text : ''))
+    .join('')
+  const newer = busyThreadStates.has(thread.state) ? pendingMessageId(deps.db, thread.id) : null
+  return { text, generation, newer }
 }
 
 /**
@@ -73,30 +87,26 @@ function resumeOffset(header: string | undefined): number {
  * answer replayed while a newer one is queued or running therefore waits for that one to end, then says `done`
  * if the thread is `ready`, or `error` if that answer left it in `error`.
  */
-export function answerStream(
-  deps: Pick<ResponseDeps, 'db' | 'engine' | 'links' | 'heartbeats' | 'streams'>,
+export async function answerStream(
+  deps: StreamDeps,
   set: ResponseSet,
   request: { caller: Caller; threadId: string; messageId: string; lastEventId?: string },
-): Response {
+): Promise<Response> {
   const { caller, messageId } = request
   const thread = requireMessage(deps.db, caller, request.threadId, messageId)
-  generationOf(deps.db, messageId) // 404 before any stream starts
+  await generationOf(deps.store.generations, messageId) // 404 before any stream starts
   const from = resumeOffset(request.lastEventId)
+  // An answer that has left the hub has ended for good, and was stored before it left: its replay is read now.
+  // A live one is subscribed to with no wait in between, so it cannot end unseen.
+  const replay = deps.engine.hub.isLive(messageId) ? null : await replayOf(deps, thread, messageId)
   return sseResponse(set, deps.heartbeats, { streams: deps.streams, userId: caller.userId }, (stream) => {
-    const live = deps.engine.hub.subscribe(messageId, from, stream)
-    if (live) return live
-    // The answer has ended: replay it from the database.
-    const settled = generationOf(deps.db, messageId)
-    const text = listReplies(deps.db, messageId, deps.links)
-      .flatMap((message) => message.contents)
-      .map((block) => (block.type === 'text' ? block.text : ''))
-      .join('')
+    if (!replay) return deps.engine.hub.subscribe(messageId, from, stream)
+    const { text, generation, newer } = replay
     if (from < text.length) stream.token(text.slice(from), text.length)
-    if (settled.status !== 'complete') {
-      stream.error(settled.error ?? 'The response failed', text.length)
+    if (generation.status !== 'complete') {
+      stream.error(generation.error ?? 'The response failed', text.length)
       return null
     }
-    const newer = busyThreadStates.has(thread.state) ? pendingMessageId(deps.db, thread.id) : null
     if (newer === null) {
       if (thread.state === 'ready') stream.done(text.length)
       else stream.error(laterAnswerFailed, text.length)
@@ -126,9 +136,9 @@ export const responses = (deps: ResponseDeps) =>
     .use(auth(deps))
     .get(
       '/response',
-      ({ caller, params, status }) => {
+      async ({ caller, params, status }) => {
         const thread = requireMessage(deps.db, caller, params.threadId, params.messageId)
-        const answer = pollAnswer(deps.db, deps.links, thread, params.messageId)
+        const answer = await pollAnswer(deps, thread, params.messageId)
         if (answer.status === 'processing') return status(202, answer)
         // The API's object says no more than its status and messages.
         return { status: answer.status, messages: answer.messages }

@@ -1,31 +1,22 @@
-// The generation engine on the main thread: a durable queue (the `generations` table) drained with a
-// concurrency limit. It moves threads through their states, persists each answer once, when it ends
-// (never token by token), and feeds the hub that SSE responses listen to.
-import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm'
-import { filesForModel } from '../attachments/repository.sqlite'
-import type { Db } from '../db/client'
-import { prepared } from '../db/prepared'
+// The generation engine on the main thread: a durable queue (see repository.ts) drained with a concurrency
+// limit. It moves answers through their states, persists each answer once, when it ends (never token by
+// token), and feeds the hub that SSE responses listen to.
 import type { Logger } from '../shared/log'
 import type { Clock } from '../shared/time'
 import type { ThreadsModel } from '../threads/model'
-import { attachmentIdsOf, insertMessage } from '../threads/service'
-import { messages, threads } from '../threads/threads.table'
-import { generations } from './generations.table'
 import { Hub } from './hub'
-import { type Compaction, storeSummary } from './summaries'
-import type { GenerationRunner, HistoryMessage } from './types'
+import type { Compaction, GenerationRepository, PendingAnswer } from './repository'
+import type { GenerationRunner } from './types'
 
 export interface EngineDeps {
-  db: Db
+  generations: GenerationRepository
   runner: GenerationRunner
   clock: Clock
   log: Logger
   concurrency: number
 }
 
-interface Job {
-  messageId: string
-  threadId: string
+interface Job extends PendingAnswer {
   blocks: ThreadsModel.contentBlock[]
   stopping: boolean
   compaction?: Compaction
@@ -35,14 +26,17 @@ interface Job {
 
 export const restartMessage = 'The server is restarting; this answer will be generated again once it is back'
 
+const stoppedMessage = 'The response was stopped'
+
 /** Attempts an answer gets across restarts before its thread moves to `error`. */
 const maxAttempts = 3
 
 export type GenerationEngine = ReturnType<typeof createGenerationEngine>
 
-export function createGenerationEngine({ db, runner, clock, log, concurrency }: EngineDeps) {
+export function createGenerationEngine({ generations, runner, clock, log, concurrency }: EngineDeps) {
   const hub = new Hub()
-  const queue: { messageId: string; threadId: string }[] = []
+  const queue: PendingAnswer[] = []
+  /** Answers being claimed, generated or stored: each holds one of the `concurrency` places. */
   const running = new Map<string, Job>()
   /** Draining: running answers may finish, nothing new starts. Closed: the engine ignores the runner. */
   let draining = false
@@ -50,75 +44,17 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
   const idleWaiters: (() => void)[] = []
   const drainWaiters: (() => void)[] = []
 
-  // Every answer runs these statements: prepared once (see src/db/prepared.ts), they run on the
-  // transaction's connection when called inside db.transaction.
-  const now = () => sql`${sql.placeholder('now')}`
-  const statements = {
-    target: () =>
-      db
-        .select({ createdAt: messages.createdAt })
-        .from(messages)
-        .where(eq(messages.id, sql.placeholder('messageId')))
-        .prepare(),
-    history: () =>
-      db
-        .select({ id: messages.id, role: messages.role, contents: messages.contents })
-        .from(messages)
-        .where(
-          and(
-            eq(messages.threadId, sql.placeholder('threadId')),
-            eq(messages.active, true),
-            lte(messages.createdAt, sql.placeholder('createdAt')),
-          ),
-        )
-        .orderBy(asc(messages.createdAt), asc(messages.id))
-        .prepare(),
-    claim: () =>
-      db
-        .update(generations)
-        .set({ status: 'running', attempts: sql`${generations.attempts} + 1` })
-        .where(and(eq(generations.messageId, sql.placeholder('messageId')), eq(generations.status, 'queued')))
-        .returning({ messageId: generations.messageId })
-        .prepare(),
-    finish: () =>
-      db
-        .update(generations)
-        .set({ status: sql`${sql.placeholder('status')}`, error: sql`${sql.placeholder('error')}`, finishedAt: now() })
-        .where(eq(generations.messageId, sql.placeholder('messageId')))
-        .prepare(),
-    threadState: () =>
-      db
-        .update(threads)
-        .set({ state: sql`${sql.placeholder('state')}`, updatedAt: now() })
-        .where(eq(threads.id, sql.placeholder('threadId')))
-        .prepare(),
-  }
-  const statement = <K extends keyof typeof statements>(name: K) =>
-    prepared(db, `engine:${name}`, statements[name] as () => unknown) as ReturnType<(typeof statements)[K]>
-
-  function history(threadId: string, upTo: string): HistoryMessage[] {
-    const target = statement('target').get({ messageId: upTo })
-    if (!target) return []
-    const rows = statement('history').all({ threadId, createdAt: target.createdAt }) as Omit<
-      HistoryMessage,
-      'attachments'
-    >[]
-    const files = filesForModel(db, [...new Set(rows.flatMap((row) => attachmentIdsOf(row.contents)))])
-    return rows.map((row) => {
-      const own = attachmentIdsOf(row.contents).flatMap((id) => {
-        const file = files.get(id)
-        return file ? [[id, file] as const] : []
-      })
-      return own.length === 0 ? row : { ...row, attachments: Object.fromEntries(own) }
-    })
-  }
-
-  function settle(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): void {
+  async function settle(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): Promise<void> {
     if (job.settled) return
     job.settled = true
     running.delete(job.messageId)
+    const text = hub.text(job.messageId)
+    const contents: ThreadsModel.contentBlock[] =
+      text === '' ? [...job.blocks] : [{ type: 'text', text }, ...job.blocks]
     try {
-      store(job, outcome, error)
+      const { messageId, threadId, compaction } = job
+      await generations.finish({ messageId, threadId, outcome, error, contents, compaction }, clock.now())
+      // Listeners hear the end once it is stored: a stream's `done` promises that the thread takes messages again.
       hub.finish(job.messageId, outcome === 'complete' ? null : { error: error ?? 'The response failed' })
       if (outcome === 'error') log.warn('generation failed', { messageId: job.messageId, error })
     } catch (failure) {
@@ -130,64 +66,55 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
     pump()
   }
 
-  function store(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): void {
-    const now = clock.now()
-    const text = hub.text(job.messageId)
-    const contents: ThreadsModel.contentBlock[] =
-      text === '' ? [...job.blocks] : [{ type: 'text', text }, ...job.blocks]
-    db.transaction(() => {
-      // A summary stays valid whatever happens to the answer, so it is kept even when the answer fails.
-      if (job.compaction) storeSummary(db, job.threadId, job.compaction, now)
-      if (contents.length > 0) {
-        insertMessage(db, { threadId: job.threadId, role: 'assistant', contents, replyTo: job.messageId }, now)
-      }
-      statement('finish').run({ messageId: job.messageId, status: outcome, error, now })
-      // An interrupted answer leaves the thread ready at once: `interrupted` lasts only while stopping.
-      statement('threadState').run({ threadId: job.threadId, state: outcome === 'error' ? 'error' : 'ready', now })
-    })
+  /** Takes a place at once, then claims the answer and hands it to the runner. */
+  function start(answer: PendingAnswer): void {
+    const job: Job = { ...answer, blocks: [], stopping: false }
+    running.set(job.messageId, job)
+    void claimAndRun(job)
   }
 
-  function start(messageId: string, threadId: string): void {
-    const now = clock.now()
-    const job: Job = { messageId, threadId, blocks: [], stopping: false }
+  async function claimAndRun(job: Job): Promise<void> {
+    const { messageId, threadId } = job
     try {
-      const started = db.transaction(() => {
-        if (!statement('claim').get({ messageId })) return false
-        statement('threadState').run({ threadId, state: 'active', now })
-        return true
-      })
+      const claimed = await generations.claim(job, clock.now())
       // Claimed elsewhere or already settled: nothing will feed this hub entry, so end its listeners now.
-      if (!started) {
+      if (!claimed) {
+        running.delete(messageId)
         hub.finish(messageId, { error: 'The response is no longer pending' })
+        return pump()
+      }
+      const history = await generations.history(threadId, messageId)
+      // Shut down meanwhile: the claim is given back with the others (see close).
+      if (closed) {
+        running.delete(messageId)
         return
       }
-      running.set(messageId, job)
-      run(job)
+      // Stopped meanwhile, before the runner knew of it: it ends as a stopped answer that produced nothing.
+      if (job.stopping) return settle(job, 'interrupted', stoppedMessage)
+      const end = (outcome: 'complete' | 'error' | 'interrupted', error: string | null): void => {
+        if (!closed) void settle(job, outcome, error)
+      }
+      runner.run(messageId, history, {
+        token: (text) => !closed && hub.push(messageId, text),
+        block: (block) => !closed && job.blocks.push(block),
+        summary: (text, replaces) => {
+          if (!closed) job.compaction = { text, replaces }
+        },
+        done: () => end('complete', null),
+        error: (message) => end('error', message),
+        cancelled: () => end('interrupted', stoppedMessage),
+      })
     } catch (failure) {
-      // The pump runs inside other requests' handlers: a database error here must end this answer, not theirs.
+      // A database error ends this answer, and only this one: nothing else awaits its start.
       log.error('could not start an answer', { messageId, error: String(failure) })
-      settle(job, 'error', 'The response could not be started')
+      await settle(job, 'error', 'The response could not be started')
     }
-  }
-
-  function run(job: Job): void {
-    const { messageId, threadId } = job
-    runner.run(messageId, history(threadId, messageId), {
-      token: (text) => !closed && hub.push(messageId, text),
-      block: (block) => !closed && job.blocks.push(block),
-      summary: (text, replaces) => {
-        if (!closed) job.compaction = { text, replaces }
-      },
-      done: () => !closed && settle(job, 'complete', null),
-      error: (message) => !closed && settle(job, 'error', message),
-      cancelled: () => !closed && settle(job, 'interrupted', 'The response was stopped'),
-    })
   }
 
   function pump(): void {
     while (!draining && running.size < concurrency && queue.length > 0) {
       const next = queue.shift()
-      if (next) start(next.messageId, next.threadId)
+      if (next) start(next)
     }
     if (running.size === 0) for (const resolve of drainWaiters.splice(0)) resolve()
     if (running.size === 0 && queue.length === 0) for (const resolve of idleWaiters.splice(0)) resolve()
@@ -205,73 +132,38 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
 
     /**
      * Requeues work that a previous process accepted but did not finish, oldest first, and releases
-     * threads that were being stopped. Run once at start-up, before serving.
+     * threads that were being stopped. Run once at start-up, before serving. An answer whose thread was
+     * being stopped when the process died was stopped: it is not run again. One whose generation was cut
+     * short `maxAttempts` times is likely what brings the process down: it fails instead of crashing in a loop.
      */
-    recover(): number {
-      const pending = db
-        .select({ messageId: generations.messageId, threadId: generations.threadId, attempts: generations.attempts })
-        .from(generations)
-        .where(inArray(generations.status, ['queued', 'running']))
-        .orderBy(asc(generations.createdAt))
-        .all()
-      // An answer whose thread was being stopped when the process died was stopped: it is not run again.
-      const stopped = new Set(
-        db
-          .select({ id: threads.id })
-          .from(threads)
-          .where(eq(threads.state, 'interrupted'))
-          .all()
-          .map((thread) => thread.id),
-      )
-      const wasStopped = (job: { threadId: string }) => stopped.has(job.threadId)
-      // An answer whose generation was cut short this often is likely what brings the process down:
-      // give up on it instead of crashing in a loop.
-      const poisoned = pending.filter((job) => !wasStopped(job) && job.attempts >= maxAttempts)
-      const retried = pending.filter((job) => !wasStopped(job) && job.attempts < maxAttempts)
-      const now = clock.now()
-      db.transaction((tx) => {
-        for (const job of pending.filter(wasStopped)) {
-          tx.update(generations)
-            .set({ status: 'interrupted', error: 'The response was stopped', finishedAt: now })
-            .where(eq(generations.messageId, job.messageId))
-            .run()
-        }
-        tx.update(generations).set({ status: 'queued' }).where(eq(generations.status, 'running')).run()
-        // Each state change moves updated_at, so that clients polling with updated_since see it.
-        tx.update(threads).set({ state: 'waiting', updatedAt: now }).where(eq(threads.state, 'active')).run()
-        tx.update(threads).set({ state: 'ready', updatedAt: now }).where(eq(threads.state, 'interrupted')).run()
-        for (const job of poisoned) {
-          tx.update(generations)
-            .set({ status: 'error', error: 'The response failed repeatedly', finishedAt: now })
-            .where(eq(generations.messageId, job.messageId))
-            .run()
-          tx.update(threads).set({ state: 'error', updatedAt: now }).where(eq(threads.id, job.threadId)).run()
-        }
-      })
-      for (const { messageId, threadId } of retried) this.enqueue(messageId, threadId)
-      if (pending.length > 0)
-        log.info('recovered unfinished answers', { requeued: retried.length, failed: poisoned.length })
-      return retried.length
+    async recover(): Promise<number> {
+      const policy = { maxAttempts, stoppedError: stoppedMessage, failedError: 'The response failed repeatedly' }
+      const { requeued, failed, stopped } = await generations.recover(policy, clock.now())
+      for (const { messageId, threadId } of requeued) this.enqueue(messageId, threadId)
+      if (requeued.length + failed + stopped > 0) {
+        log.info('recovered unfinished answers', { requeued: requeued.length, failed })
+      }
+      return requeued.length
     },
 
     /**
      * Stops the answer a thread is producing: the thread is `interrupted` until the generator has let go,
      * then `ready` with the partial answer kept. Returns false when nothing was running or queued.
      */
-    interrupt(threadId: string): boolean {
+    async interrupt(threadId: string): Promise<boolean> {
       // After shutdown the runner's answers are ignored; the next start regenerates what is unfinished.
       if (closed) return false
       const queued = queue.findIndex((item) => item.threadId === threadId)
       if (queued >= 0) {
         const [item] = queue.splice(queued, 1)
         if (!item) return false
-        settle({ ...item, blocks: [], stopping: true }, 'interrupted', 'The response was stopped')
+        await settle({ ...item, blocks: [], stopping: true }, 'interrupted', stoppedMessage)
         return true
       }
       const job = [...running.values()].find((candidate) => candidate.threadId === threadId)
       if (!job || job.stopping) return false
       job.stopping = true
-      db.update(threads).set({ state: 'interrupted', updatedAt: clock.now() }).where(eq(threads.id, threadId)).run()
+      await generations.markStopping(threadId, clock.now())
       runner.cancel(job.messageId)
       return true
     },
@@ -314,10 +206,7 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
       // at the next start.
       if (unfinished.length > 0) {
         try {
-          db.update(generations)
-            .set({ status: 'queued', attempts: sql`max(${generations.attempts} - 1, 0)` })
-            .where(and(inArray(generations.messageId, unfinished), eq(generations.status, 'running')))
-            .run()
+          await generations.release(unfinished)
         } catch (failure) {
           log.error('could not requeue unfinished answers', { error: String(failure) })
         }

@@ -88,7 +88,7 @@ export async function answerOf(
   messageId: string,
 ): Promise<McpModel.answer> {
   const thread = await requireMessage(deps.db, caller, threadId, messageId)
-  const answer = await pollAnswer(deps.db, deps.links, thread, messageId)
+  const answer = await pollAnswer(deps, thread, messageId)
   const base = { thread_id: threadId, message_id: messageId, app_url: deps.links.threadUrl(threadId) }
   return answer.status === 'processing' ? { ...base, status: 'processing', messages: [] } : { ...base, ...answer }
 }

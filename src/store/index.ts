@@ -5,6 +5,8 @@
 import type { AttachmentRepository } from '../attachments/repository'
 import { sqliteAttachmentRepository } from '../attachments/repository.sqlite'
 import type { Db } from '../db/client'
+import type { GenerationRepository } from '../generation/repository'
+import { sqliteGenerationRepository } from '../generation/repository.sqlite'
 import type { ClientRepository } from '../oauth/clients.repository'
 import { sqliteClientRepository } from '../oauth/clients.repository.sqlite'
 import type { GrantRepository } from '../oauth/grants.repository'
@@ -17,6 +19,7 @@ export interface Store {
   attachments: AttachmentRepository
   oauthClients: ClientRepository
   oauthGrants: GrantRepository
+  generations: GenerationRepository
 }
 
 /** Every repository over one open SQLite database. */
@@ -29,5 +32,6 @@ export function sqliteStore(db: Db): Store {
     attachments: sqliteAttachmentRepository(db),
     oauthClients: sqliteClientRepository(db),
     oauthGrants: sqliteGrantRepository(db),
+    generations: sqliteGenerationRepository(db),
   }
 }

@@ -104,8 +104,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     )
     .post(
       '/:threadId/stop',
-      ({ caller, params, status }) =>
-        status(202, stopThread(deps.db, deps.engine, caller, params.threadId, deps.links)),
+      async ({ caller, params, status }) =>
+        status(202, await stopThread(deps.db, deps.engine, caller, params.threadId, deps.links)),
       {
         scope: 'threads:write',
         parse: 'none', // no body: whatever is sent is left unread

@@ -382,7 +382,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
               updateThread(deps.db, caller, threadId, threadChanges(form), deps.links, deps.clock.now())
               return seeOther(back)
             case 'stop':
-              stopQuietly(deps, caller, threadId)
+              await stopQuietly(deps, caller, threadId)
               return seeOther(back)
             case 'continue': {
               const continued = await continueThread(
@@ -513,9 +513,9 @@ function threadChanges(form: PageForm): ThreadsModel.updateThreadBody {
 }
 
 /** Stop is a button that may race the answer's end: finding nothing left to stop is success too. */
-function stopQuietly(deps: ThreadPagesDeps, caller: Caller, threadId: string): void {
+async function stopQuietly(deps: ThreadPagesDeps, caller: Caller, threadId: string): Promise<void> {
   try {
-    stopThread(deps.db, deps.engine, caller, threadId, deps.links)
+    await stopThread(deps.db, deps.engine, caller, threadId, deps.links)
   } catch (error) {
     if (!(error instanceof AppError) || error.status !== 409) throw error
   }

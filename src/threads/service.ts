@@ -693,22 +693,22 @@ export function updateThread(
 
 /** What stopping needs from the generation engine. */
 export interface Interrupter {
-  interrupt(threadId: string): boolean
+  interrupt(threadId: string): Promise<boolean>
 }
 
 /**
  * Stops the answer a thread is producing or waiting for: owner only, 409 when there is none. The thread is
  * `interrupted` until the generator lets go, then `ready` with the partial answer kept.
  */
-export function stopThread(
+export async function stopThread(
   db: Db,
   engine: Interrupter,
   caller: Caller,
   threadId: string,
   links: Links,
-): ThreadsModel.thread {
+): Promise<ThreadsModel.thread> {
   requireOwnedThread(db, caller, threadId, 'stop its answer')
-  if (!engine.interrupt(threadId)) throw conflict('The thread has no answer running or queued')
+  if (!(await engine.interrupt(threadId))) throw conflict('The thread has no answer running or queued')
   return getThread(db, caller, threadId, links)
 }
 

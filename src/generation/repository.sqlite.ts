@@ -1,0 +1,187 @@
+// The generation queue on SQLite. Every answer runs the claim, history and finish statements, so they are
+// prepared once per database (see src/db/prepared.ts); a statement prepared on `db` runs on the transaction's
+// connection when called inside db.transaction. Ending an answer writes threads' messages too: it is one unit.
+import { and, asc, eq, inArray, lte, min, not, sql } from 'drizzle-orm'
+import { filesForModel } from '../attachments/repository.sqlite'
+import type { Db } from '../db/client'
+import { prepared } from '../db/prepared'
+import { attachmentIdsOf, insertMessage } from '../threads/service'
+import { messages, threads } from '../threads/threads.table'
+import { generations } from './generations.table'
+import type { Compaction, GenerationRepository, PendingAnswer } from './repository'
+import type { HistoryMessage } from './types'
+
+export function sqliteGenerationRepository(db: Db): GenerationRepository {
+  const now = () => sql`${sql.placeholder('now')}`
+  const statements = {
+    find: () =>
+      db
+        .select({ status: generations.status, error: generations.error })
+        .from(generations)
+        .where(eq(generations.messageId, sql.placeholder('messageId')))
+        .prepare(),
+    target: () =>
+      db
+        .select({ createdAt: messages.createdAt })
+        .from(messages)
+        .where(eq(messages.id, sql.placeholder('messageId')))
+        .prepare(),
+    history: () =>
+      db
+        .select({ id: messages.id, role: messages.role, contents: messages.contents })
+        .from(messages)
+        .where(
+          and(
+            eq(messages.threadId, sql.placeholder('threadId')),
+            eq(messages.active, true),
+            lte(messages.createdAt, sql.placeholder('createdAt')),
+          ),
+        )
+        .orderBy(asc(messages.createdAt), asc(messages.id))
+        .prepare(),
+    claim: () =>
+      db
+        .update(generations)
+        .set({ status: 'running', attempts: sql`${generations.attempts} + 1` })
+        .where(and(eq(generations.messageId, sql.placeholder('messageId')), eq(generations.status, 'queued')))
+        .returning({ messageId: generations.messageId })
+        .prepare(),
+    finish: () =>
+      db
+        .update(generations)
+        .set({ status: sql`${sql.placeholder('status')}`, error: sql`${sql.placeholder('error')}`, finishedAt: now() })
+        .where(
+          and(
+            eq(generations.messageId, sql.placeholder('messageId')),
+            inArray(generations.status, ['queued', 'running']),
+          ),
+        )
+        .returning({ messageId: generations.messageId })
+        .prepare(),
+    threadState: () =>
+      db
+        .update(threads)
+        .set({ state: sql`${sql.placeholder('state')}`, updatedAt: now() })
+        .where(eq(threads.id, sql.placeholder('threadId')))
+        .prepare(),
+  }
+  const statement = <K extends keyof typeof statements>(name: K) =>
+    prepared(db, `generation:${name}`, statements[name] as () => unknown) as ReturnType<(typeof statements)[K]>
+
+  /**
+   * Messages are listed by (created_at, id), so the summary is dated one millisecond before the first message it
+   * does not replace: it lists exactly where the replaced messages were. Runs inside the answer's transaction.
+   */
+  function storeSummary(threadId: string, compaction: Compaction, now: number): void {
+    if (compaction.replaces.length === 0) return
+    const inThread = eq(messages.threadId, threadId)
+    const firstKept = db
+      .select({ createdAt: min(messages.createdAt) })
+      .from(messages)
+      .where(and(inThread, eq(messages.active, true), not(inArray(messages.id, compaction.replaces))))
+      .get()
+    const createdAt = (firstKept?.createdAt ?? now) - 1
+    db.update(messages)
+      .set({ active: false })
+      .where(and(inThread, inArray(messages.id, compaction.replaces)))
+      .run()
+    const contents = [{ type: 'text' as const, text: compaction.text }]
+    insertMessage(db, { threadId, role: 'summary', contents, placedAt: createdAt }, now)
+  }
+
+  return {
+    async find(messageId) {
+      return statement('find').get({ messageId }) ?? null
+    },
+
+    async history(threadId, messageId) {
+      const target = statement('target').get({ messageId })
+      if (!target) return []
+      const rows = statement('history').all({ threadId, createdAt: target.createdAt }) as Omit<
+        HistoryMessage,
+        'attachments'
+      >[]
+      const files = filesForModel(db, [...new Set(rows.flatMap((row) => attachmentIdsOf(row.contents)))])
+      return rows.map((row) => {
+        const own = attachmentIdsOf(row.contents).flatMap((id) => {
+          const file = files.get(id)
+          return file ? [[id, file] as const] : []
+        })
+        return own.length === 0 ? row : { ...row, attachments: Object.fromEntries(own) }
+      })
+    },
+
+    async claim({ messageId, threadId }, now) {
+      return db.transaction(() => {
+        if (!statement('claim').get({ messageId })) return false
+        statement('threadState').run({ threadId, state: 'active', now })
+        return true
+      })
+    },
+
+    async finish(answer, now) {
+      db.transaction(() => {
+        const { messageId, threadId, outcome, error, contents } = answer
+        if (!statement('finish').get({ messageId, status: outcome, error, now })) return
+        if (answer.compaction) storeSummary(threadId, answer.compaction, now)
+        if (contents.length > 0) insertMessage(db, { threadId, role: 'assistant', contents, replyTo: messageId }, now)
+        statement('threadState').run({ threadId, state: outcome === 'error' ? 'error' : 'ready', now })
+      })
+    },
+
+    async markStopping(threadId, now) {
+      db.update(threads)
+        .set({ state: 'interrupted', updatedAt: now })
+        .where(and(eq(threads.id, threadId), inArray(threads.state, ['waiting', 'active'])))
+        .run()
+    },
+
+    async release(messageIds) {
+      db.update(generations)
+        .set({ status: 'queued', attempts: sql`max(${generations.attempts} - 1, 0)` })
+        .where(and(inArray(generations.messageId, messageIds), eq(generations.status, 'running')))
+        .run()
+    },
+
+    async recover({ maxAttempts, stoppedError, failedError }, now) {
+      return db.transaction((tx) => {
+        const pending = tx
+          .select({ messageId: generations.messageId, threadId: generations.threadId, attempts: generations.attempts })
+          .from(generations)
+          .where(inArray(generations.status, ['queued', 'running']))
+          .orderBy(asc(generations.createdAt))
+          .all()
+        const beingStopped = new Set(
+          tx
+            .select({ id: threads.id })
+            .from(threads)
+            .where(eq(threads.state, 'interrupted'))
+            .all()
+            .map((thread) => thread.id),
+        )
+        const stopped = pending.filter((job) => beingStopped.has(job.threadId))
+        const poisoned = pending.filter((job) => !beingStopped.has(job.threadId) && job.attempts >= maxAttempts)
+        const requeued: PendingAnswer[] = pending
+          .filter((job) => !beingStopped.has(job.threadId) && job.attempts < maxAttempts)
+          .map(({ messageId, threadId }) => ({ messageId, threadId }))
+        for (const job of stopped) {
+          tx.update(generations)
+            .set({ status: 'interrupted', error: stoppedError, finishedAt: now })
+            .where(eq(generations.messageId, job.messageId))
+            .run()
+        }
+        tx.update(generations).set({ status: 'queued' }).where(eq(generations.status, 'running')).run()
+        tx.update(threads).set({ state: 'waiting', updatedAt: now }).where(eq(threads.state, 'active')).run()
+        tx.update(threads).set({ state: 'ready', updatedAt: now }).where(eq(threads.state, 'interrupted')).run()
+        for (const job of poisoned) {
+          tx.update(generations)
+            .set({ status: 'error', error: failedError, finishedAt: now })
+            .where(eq(generations.messageId, job.messageId))
+            .run()
+          tx.update(threads).set({ state: 'error', updatedAt: now }).where(eq(threads.id, job.threadId)).run()
+        }
+        return { requeued, failed: poisoned.length, stopped: stopped.length }
+      })
+    },
+  }
+}

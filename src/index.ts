@@ -14,6 +14,7 @@ import { createLogger } from './shared/log'
 import { systemClock } from './shared/time'
 import { checkBlobStore, listenFailure, prepareStorage, StartupError } from './startup'
 import { blobLocation, openBlobStore } from './storage/blobs'
+import { sqliteStore } from './store'
 import { startSearchIndexer } from './threads/search'
 import { startUpkeep } from './upkeep'
 
@@ -58,7 +59,18 @@ const runner = createWorkerRunner(settings, blobs.location, log)
 const inspector = createFileInspector(log)
 // Response bodies are checked against their schemas in tests, not on every production request: see
 // AppDeps.validateResponses.
-const app = createApp({ db, config, runner, inspector, blobs, clock: systemClock, log, validateResponses: false })
+const store = sqliteStore(db)
+const app = createApp({
+  db,
+  store,
+  config,
+  runner,
+  inspector,
+  blobs,
+  clock: systemClock,
+  log,
+  validateResponses: false,
+})
 try {
   // Bun shares a port between processes that both ask (SO_REUSEPORT) and Elysia asks by default: a second
   // server on the same port would take half the requests, on its own database.
@@ -74,7 +86,7 @@ try {
 // once this synchronous stretch after listen() yields to the event loop, so keep no await between the two.
 app.decorator.engine.recover()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
-const indexer = startSearchIndexer(db, log)
+const indexer = startSearchIndexer(store.search, log)
 const upkeep = startUpkeep(db, systemClock, log)
 if (!storeIsLocal) {
   sweepStore(db, blobs).then(reportSwept, (error) =>

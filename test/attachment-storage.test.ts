@@ -23,6 +23,7 @@ import { silentLogger } from '../src/shared/log'
 import { hashSecret } from '../src/shared/security'
 import { type BlobStore, LocalBlobStore, openBlobStore, S3BlobStore } from '../src/storage/blobs'
 import { storageHealth } from '../src/storage/health'
+import { sqliteStore } from '../src/store'
 import { FakeLlm, openaiText, settingsFor, sse } from './support/fake-llm'
 import {
   collect,
@@ -72,6 +73,7 @@ function composer(h: Harness, user: TestUser): { deps: UploadDeps; caller: Calle
   if (!caller) throw new Error('the test user has no valid token')
   const deps = {
     db: h.db,
+    store: sqliteStore(h.db),
     clock: h.clock,
     log: silentLogger,
     publicUrl,

@@ -81,10 +81,10 @@ export const attachmentRoutes = (deps: UploadDeps & { responses: Responses }) =>
     )
     .get(
       '/threads/:threadId/attachments/:attachmentId',
-      ({ caller, params, request }) =>
+      async ({ caller, params, request }) =>
         attachmentResponse(
           deps.blobs,
-          findAttachment(deps, caller, params.threadId, params.attachmentId),
+          await findAttachment(deps, caller, params.threadId, params.attachmentId),
           params.attachmentId,
           request,
         ),

@@ -13,7 +13,7 @@ import { AppError, invalidRequest, notFound } from '../shared/errors'
 import { idTime, newId } from '../shared/ids'
 import type { BlobStore } from '../storage/blobs'
 import { isValidKey } from '../storage/blobs'
-import { requireOwnedThread, requireVisibleThread } from '../threads/service'
+import { requireOwnedThread, requireVisibleThread } from '../threads/visibility'
 import { type AttachmentKind, attachments } from './attachments.table'
 import { type CheckedFile, type FileInspector, type Outcome, type Refusal, temporaryPath } from './inspector'
 import { attachmentIdOf, extractedTextKey, originalKey, resizedKey } from './keys'
@@ -117,9 +117,13 @@ function quotaExceeded(stored: number): AppError {
  * What an upload checks before it reads or inspects a byte: the caller owns the thread, and the thread has room
  * for one more file. Answers how many files it holds.
  */
-export function requireRoomForUpload(db: Db, caller: Caller, threadId: string): number {
-  requireOwnedThread(db, caller, threadId, 'upload files to it')
-  const stored = storedCount(db, threadId)
+export async function requireRoomForUpload(
+  deps: Pick<UploadDeps, 'db' | 'store'>,
+  caller: Caller,
+  threadId: string,
+): Promise<number> {
+  await requireOwnedThread(deps.store.threads, caller, threadId, 'upload files to it')
+  const stored = storedCount(deps.db, threadId)
   if (stored >= filesPerThread) throw quotaExceeded(stored)
   return stored
 }
@@ -238,7 +242,7 @@ export async function uploadAttachments(
   threadId: string,
   request: Request,
 ): Promise<AttachmentsModel.attachment[]> {
-  const stored = requireRoomForUpload(deps.db, caller, threadId)
+  const stored = await requireRoomForUpload(deps, caller, threadId)
   const bodyPath = temporaryPath(deps.uploadsDir)
   try {
     const { contentType } = await receiveBody(request, bodyPath)
@@ -307,7 +311,7 @@ export async function storeFormFiles(
   checked: CheckedFiles,
 ): Promise<AttachmentsModel.attachment[]> {
   if (checked.accepted.length === 0) return []
-  requireOwnedThread(deps.db, caller, threadId, 'upload files to it')
+  await requireOwnedThread(deps.store.threads, caller, threadId, 'upload files to it')
   return store(deps, threadId, checked.accepted)
 }
 
@@ -343,13 +347,13 @@ export interface StoredFile {
 }
 
 /** An attachment of a thread the caller can see, or 404 for the thread or the file alike. */
-export function findAttachment(
-  deps: Pick<UploadDeps, 'db'>,
+export async function findAttachment(
+  deps: Pick<UploadDeps, 'db' | 'store'>,
   caller: Caller,
   threadId: string,
   attachmentId: string,
-): StoredFile {
-  requireVisibleThread(deps.db, caller, threadId)
+): Promise<StoredFile> {
+  await requireVisibleThread(deps.store.threads, caller, threadId)
   const row = deps.db
     .select({
       id: attachments.id,

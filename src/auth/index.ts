@@ -13,12 +13,14 @@ import { type RateLimiter, rateLimited } from '../shared/rate-limit'
 import type { Responses } from '../shared/responses'
 import { hashSecret } from '../shared/security'
 import type { Clock } from '../shared/time'
+import type { Store } from '../store'
 import { AuthModel, type Caller, type Scope } from './model'
 import { personalAccessTokenPrefix, resolvePersonalAccessToken } from './service'
 import { recallToken, rememberToken } from './token-cache'
 
 export interface AuthDeps {
   db: Db
+  store: Store
   clock: Clock
   log: Logger
   /** Requests per token; absent when the limit is turned off. */

@@ -7,8 +7,10 @@ import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
 import { notFound } from '../shared/errors'
 import type { Responses } from '../shared/responses'
+import { type Links, toMessage } from '../threads/links'
 import { ThreadsModel } from '../threads/model'
-import { type Links, listReplies, pendingMessageId, requireMessage, threadState } from '../threads/service'
+import { pendingMessageOf, repliesOf, stateOf } from '../threads/repository.sqlite'
+import { requireMessage } from '../threads/visibility'
 import { generations } from './generations.table'
 import type { Listener } from './hub'
 import { GenerationModel } from './model'
@@ -53,7 +55,7 @@ export function pollAnswer(db: Db, links: Links, thread: { state: string }, mess
   if (generation.status === 'queued' || generation.status === 'running' || busyThreadStates.has(thread.state)) {
     return { status: 'processing' }
   }
-  const messages = listReplies(db, messageId, links)
+  const messages = repliesOf(db, messageId).map((row) => toMessage(row, links))
   if (generation.status === 'complete') return { status: 'complete', messages }
   return { status: generation.status, messages, error: generation.error ?? 'The response failed' }
 }
@@ -73,13 +75,13 @@ function resumeOffset(header: string | undefined): number {
  * answer replayed while a newer one is queued or running therefore waits for that one to end, then says `done`
  * if the thread is `ready`, or `error` if that answer left it in `error`.
  */
-export function answerStream(
-  deps: Pick<ResponseDeps, 'db' | 'engine' | 'links' | 'heartbeats' | 'streams'>,
+export async function answerStream(
+  deps: Pick<ResponseDeps, 'db' | 'store' | 'engine' | 'links' | 'heartbeats' | 'streams'>,
   set: ResponseSet,
   request: { caller: Caller; threadId: string; messageId: string; lastEventId?: string },
-): Response {
+): Promise<Response> {
   const { caller, messageId } = request
-  const thread = requireMessage(deps.db, caller, request.threadId, messageId)
+  const thread = await requireMessage(deps.store.threads, caller, request.threadId, messageId)
   generationOf(deps.db, messageId) // 404 before any stream starts
   const from = resumeOffset(request.lastEventId)
   return sseResponse(set, deps.heartbeats, { streams: deps.streams, userId: caller.userId }, (stream) => {
@@ -87,7 +89,7 @@ export function answerStream(
     if (live) return live
     // The answer has ended: replay it from the database.
     const settled = generationOf(deps.db, messageId)
-    const text = listReplies(deps.db, messageId, deps.links)
+    const text = repliesOf(deps.db, messageId)
       .flatMap((message) => message.contents)
       .map((block) => (block.type === 'text' ? block.text : ''))
       .join('')
@@ -96,7 +98,7 @@ export function answerStream(
       stream.error(settled.error ?? 'The response failed', text.length)
       return null
     }
-    const newer = busyThreadStates.has(thread.state) ? pendingMessageId(deps.db, thread.id) : null
+    const newer = busyThreadStates.has(thread.state) ? pendingMessageOf(deps.db, thread.id) : null
     if (newer === null) {
       if (thread.state === 'ready') stream.done(text.length)
       else stream.error(laterAnswerFailed, text.length)
@@ -104,7 +106,7 @@ export function answerStream(
     }
     // Tokens of the newer answer are not this stream's; only its end matters.
     const settle = (): void => {
-      if (threadState(deps.db, thread.id) === 'ready') stream.done(text.length)
+      if (stateOf(deps.db, thread.id) === 'ready') stream.done(text.length)
       else stream.error(laterAnswerFailed, text.length)
     }
     const follower: Listener = { token() {}, done: settle, error: settle }
@@ -126,8 +128,8 @@ export const responses = (deps: ResponseDeps) =>
     .use(auth(deps))
     .get(
       '/response',
-      ({ caller, params, status }) => {
-        const thread = requireMessage(deps.db, caller, params.threadId, params.messageId)
+      async ({ caller, params, status }) => {
+        const thread = await requireMessage(deps.store.threads, caller, params.threadId, params.messageId)
         const answer = pollAnswer(deps.db, deps.links, thread, params.messageId)
         if (answer.status === 'processing') return status(202, answer)
         // The API's object says no more than its status and messages.

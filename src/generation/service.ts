@@ -7,8 +7,9 @@ import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
 import type { Logger } from '../shared/log'
 import type { Clock } from '../shared/time'
+import { attachmentIdsOf } from '../threads/messages'
 import type { ThreadsModel } from '../threads/model'
-import { attachmentIdsOf, insertMessage } from '../threads/service'
+import { insertMessageRow } from '../threads/repository.sqlite'
 import { messages, threads } from '../threads/threads.table'
 import { generations } from './generations.table'
 import { Hub } from './hub'
@@ -139,7 +140,7 @@ export function createGenerationEngine({ db, runner, clock, log, concurrency }: 
       // A summary stays valid whatever happens to the answer, so it is kept even when the answer fails.
       if (job.compaction) storeSummary(db, job.threadId, job.compaction, now)
       if (contents.length > 0) {
-        insertMessage(db, { threadId: job.threadId, role: 'assistant', contents, replyTo: job.messageId }, now)
+        insertMessageRow(db, { threadId: job.threadId, role: 'assistant', contents, replyTo: job.messageId }, now)
       }
       statement('finish').run({ messageId: job.messageId, status: outcome, error, now })
       // An interrupted answer leaves the thread ready at once: `interrupted` lasts only while stopping.

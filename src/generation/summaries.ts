@@ -3,7 +3,7 @@
 // the same `db` (see src/db/prepared.ts).
 import { and, eq, inArray, min, not } from 'drizzle-orm'
 import type { Db } from '../db/client'
-import { insertMessage } from '../threads/service'
+import { insertMessageRow } from '../threads/repository.sqlite'
 import { messages } from '../threads/threads.table'
 
 export interface Compaction {
@@ -30,5 +30,5 @@ export function storeSummary(db: Db, threadId: string, compaction: Compaction, n
     .where(and(inThread, inArray(messages.id, compaction.replaces)))
     .run()
   const contents = [{ type: 'text' as const, text: compaction.text }]
-  insertMessage(db, { threadId, role: 'summary', contents, placedAt: createdAt }, now)
+  insertMessageRow(db, { threadId, role: 'summary', contents, placedAt: createdAt }, now)
 }

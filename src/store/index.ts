@@ -3,11 +3,17 @@
 // (the default) and, later, PostgreSQL. Query-planner tricks and prepared statements stay inside the
 // SQLite implementations beside each feature.
 import type { Db } from '../db/client'
+import type { ThreadRepository } from '../threads/repository'
+import { sqliteThreadRepository } from '../threads/repository.sqlite'
+import type { ThreadSearch } from '../threads/search'
+import { fts5ThreadSearch } from '../threads/search.fts5'
 
 export interface Store {
   readonly dialect: 'sqlite'
   /** One cheap round trip to the database, for /healthz and /readyz: throws when it cannot answer. */
   ping(): Promise<void>
+  threads: ThreadRepository
+  search: ThreadSearch
 }
 
 /** Every repository over one open SQLite database. */
@@ -17,5 +23,7 @@ export function sqliteStore(db: Db): Store {
     async ping() {
       db.$client.query('select 1').get()
     },
+    threads: sqliteThreadRepository(db),
+    search: fts5ThreadSearch(db),
   }
 }

@@ -12,7 +12,9 @@ import { join } from 'node:path'
 import { resolvePersonalAccessToken } from '../src/auth/service'
 import { openDatabase } from '../src/db/client'
 import { hashSecret } from '../src/shared/security'
-import { linksFor, listThreads } from '../src/threads/service'
+import { sqliteStore } from '../src/store'
+import { linksFor } from '../src/threads/links'
+import { listThreads } from '../src/threads/listing'
 import { holdStreams, type Measure, percentile, type Server, sendAndStream, startServer, wrk } from './load'
 import { chart, p99Ratio, type Row, table, throughputRatio } from './report'
 import { ftsQuery, keyMask, searchFlusher, searchSql } from './search-sql'
@@ -196,7 +198,7 @@ if (wantsHttp) {
           goals: [{ ratio: 0.8, label: 'req/s ≥ 0.8', higherIsBetter: true, value: throughputRatio }],
         })
       }
-      for (const kind of ['common', 'mid', 'rare'] as const) rows.push(searchSqlRow(kind))
+      for (const kind of ['common', 'mid', 'rare'] as const) rows.push(await searchSqlRow(kind))
     }
     if (selected.has('4')) {
       // One client shows the latency of an idle server; sixteen show the throughput.
@@ -343,7 +345,7 @@ async function latencyBesideUploads(server: Server, files: UploadFile[], nextThr
   }
 }
 
-function searchSqlRow(kind: keyof typeof info.terms): Row {
+async function searchSqlRow(kind: keyof typeof info.terms): Promise<Row> {
   // The search without HTTP: the app's own service function (its SQL plus row mapping) against the
   // baseline's raw prepared statement, both in this process over the app's copy of the database.
   const db = openDatabase(join(dir, 'app.sqlite'))
@@ -354,13 +356,14 @@ function searchSqlRow(kind: keyof typeof info.terms): Row {
   const raw = db.$client.query(
     searchSql(columnsSql, '?1 = ?1 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)'),
   )
-  const time = (run: (q: string) => unknown) => {
+  const threads = sqliteStore(db).threads
+  const time = async (run: (q: string) => unknown) => {
     const samples: number[] = []
     const deadline = performance.now() + Math.min(seconds, 5) * 1000
     for (let i = 0; performance.now() < deadline || i < 200; i++) {
       const q = info.terms[kind][i % info.terms[kind].length] as string
       const started = performance.now()
-      run(q)
+      await run(q)
       samples.push(performance.now() - started)
     }
     const total = samples.reduce((a, b) => a + b, 0)
@@ -373,8 +376,8 @@ function searchSqlRow(kind: keyof typeof info.terms): Row {
       requests: samples.length,
     } satisfies Measure
   }
-  const app = time((q) => listThreads(db, caller, { q, limit: 50 }, links))
-  const base = time((q) => raw.all(0, caller.organizationId, caller.userId, 51, ftsQuery(q), keyMask))
+  const app = await time((q) => listThreads(threads, caller, { q, limit: 50 }, links))
+  const base = await time((q) => raw.all(0, caller.organizationId, caller.userId, 51, ftsQuery(q), keyMask))
   db.$client.close()
   return { scenario: `3 search SQL ${kind} (queries/s)`, app: { ...app, rss: Number.NaN }, base }
 }

@@ -1,13 +1,20 @@
-// The search the baseline runs, written as src/threads/search.ts plans it for the default order (FTS5
+// The search the baseline runs, written as src/threads/search.fts5.ts plans it for the default order (FTS5
 // reads the organization's key range of thread documents, most recently updated first), so the HTTP
 // comparison measures the framework and not a different plan. Parameters: ?1–?3 the caller (see
 // baseline.ts), ?4 the limit, ?5 the FTS5 query, ?6 the highest update_seq wanted (a cursor's, minus one).
 // searchFlusher is the app's index upkeep, for the baseline and the raw-insert reference.
 import type { Database } from 'bun:sqlite'
-import { documentColumns, keyMask } from '../src/threads/search'
+import { searchWords } from '../src/threads/search'
+import { documentColumns, keyMask, ftsQuery as matching } from '../src/threads/search.fts5'
 
 // The app's own key layout and query syntax: the baseline must search exactly as it does.
-export { keyMask, toFtsQuery as ftsQuery } from '../src/threads/search'
+export { keyMask } from '../src/threads/search.fts5'
+
+/** The FTS5 query the app runs for the text `q`; null when it holds no word. */
+export function ftsQuery(q: string): string | null {
+  const words = searchWords(q)
+  return words === null ? null : matching(words)
+}
 
 export function searchSql(columns: string, visible: string): string {
   return `select ${columns} from thread_search s cross join threads t cross join users u
@@ -18,7 +25,7 @@ export function searchSql(columns: string, visible: string): string {
 }
 
 /**
- * The app's index upkeep (flushSearchIndex in src/threads/search.ts) in raw SQL: rewrites up to `batch` of the
+ * The app's index upkeep (flushSearchIndex in src/threads/search.fts5.ts) in raw SQL: rewrites up to `batch` of the
  * documents the triggers left pending (all by default) in one transaction, and returns how many.
  */
 export function searchFlusher(sqlite: Database): (batch?: number) => number {

@@ -4,7 +4,7 @@
 // search documents are built at the end from the same SQL the triggers run.
 import { createPersonalAccessToken } from '../src/auth/service'
 import { migrateDatabase, openDatabase } from '../src/db/client'
-import { rebuildSearchIndex } from '../src/threads/search'
+import { rebuildSearchIndex } from '../src/threads/search.fts5'
 import { prng, textOf, vocabulary, zipfSampler } from './words'
 
 export interface SeedUser {

@@ -87,8 +87,8 @@ try {
 // (its promise settles among microtasks), so keep no other await between the two.
 await app.decorator.engine.recover()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
-const indexer = startSearchIndexer(db, log)
-const upkeep = startUpkeep(db, sqliteStore(db), systemClock, log)
+const indexer = startSearchIndexer(store.search, log)
+const upkeep = startUpkeep(db, store, systemClock, log)
 if (!storeIsLocal) {
   sweepStore(store.attachments, blobs).then(reportSwept, (error) =>
     log.error('stray upload files could not be removed', { ...blobs.description, error: String(error) }),

@@ -1,9 +1,10 @@
 // The search index is kept behind the writes: a write of updated_at marks its thread pending
-// (db/migrations/0006_deferred_search.sql) and src/threads/search.ts rewrites pending documents in
+// (db/migrations/0006_deferred_search.sql) and src/threads/search.fts5.ts rewrites pending documents in
 // batches, in the background and before any search. Here: nothing is missed, nothing stale is left.
 import { expect, test } from 'bun:test'
 import { silentLogger } from '../src/shared/log'
-import { flushSearchIndex, keyMask, startSearchIndexer } from '../src/threads/search'
+import { startSearchIndexer } from '../src/threads/search'
+import { flushSearchIndex, fts5ThreadSearch, keyMask } from '../src/threads/search.fts5'
 import { type Harness, harness, until } from './support/helpers'
 
 const pending = (h: Harness) =>
@@ -69,7 +70,7 @@ test('the background indexer rewrites pending documents in batches, each under i
   for (const id of ids.slice(0, 5)) await send(h, owner.token, id, 'more harvest')
   expect(pending(h)).toBe(5)
 
-  const indexer = startSearchIndexer(h.db, silentLogger, 1, 2)
+  const indexer = startSearchIndexer(fts5ThreadSearch(h.db), silentLogger, 1, 2)
   try {
     await until(() => pending(h) === 0)
   } finally {

@@ -1,11 +1,12 @@
 // Search reads the thread documents in update order for `updated_at`, and picks one of two plans by how
-// many documents match for `created_at` (src/threads/search.ts). Every way must return exactly what a
+// many documents match for `created_at` (src/threads/search.fts5.ts). Every way must return exactly what a
 // plain list filtered by the words would: checked here against a simple oracle, with a word common
 // enough to take the `walk` plan and rarer ones that take the `matches` plan.
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { newId } from '../src/shared/ids'
-import { flushSearchIndex, matchBound, searchPlan, toFtsQuery } from '../src/threads/search'
+import { searchWords } from '../src/threads/search'
+import { flushSearchIndex, ftsQuery, matchBound, searchPlan } from '../src/threads/search.fts5'
 import { messages, threads } from '../src/threads/threads.table'
 import { harness, ManualClock } from './support/helpers'
 
@@ -119,7 +120,7 @@ test('every search plan returns the pages a filtered list would, in order, acros
   flushSearchIndex(h.db)
   const plans = new Set<string>()
   for (const q of ['common', 'common alpha', 'beta gamma', 'topic beta', 'delta', 'common nothing', 'alpha delta']) {
-    plans.add(searchPlan(h.db, toFtsQuery(q) as string, 1))
+    plans.add(searchPlan(h.db, ftsQuery(searchWords(q) ?? []), 1))
     for (const [sortBy, dir] of [
       ['updated_at', 'desc'],
       ['updated_at', 'asc'],

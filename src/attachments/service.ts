@@ -10,7 +10,7 @@ import { AppError, invalidRequest, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
 import type { BlobStore } from '../storage/blobs'
 import type { Store } from '../store'
-import { requireOwnedThread, requireVisibleThread } from '../threads/service'
+import { requireOwnedThread, requireVisibleThread } from '../threads/visibility'
 import { type CheckedFile, type FileInspector, type Outcome, type Refusal, temporaryPath } from './inspector'
 import { extractedTextKey, originalKey, resizedKey } from './keys'
 import { filesPerRequest, filesPerThread, maxRequestBytes } from './limits'
@@ -39,7 +39,7 @@ export async function requireRoomForUpload(
   caller: Caller,
   threadId: string,
 ): Promise<number> {
-  requireOwnedThread(deps.db, caller, threadId, 'upload files to it')
+  await requireOwnedThread(deps.store.threads, caller, threadId, 'upload files to it')
   const stored = await deps.store.attachments.countInThread(threadId)
   if (stored >= filesPerThread) throw quotaExceeded(stored)
   return stored
@@ -224,7 +224,7 @@ export async function storeFormFiles(
   checked: CheckedFiles,
 ): Promise<AttachmentsModel.attachment[]> {
   if (checked.accepted.length === 0) return []
-  requireOwnedThread(deps.db, caller, threadId, 'upload files to it')
+  await requireOwnedThread(deps.store.threads, caller, threadId, 'upload files to it')
   return store(deps, threadId, checked.accepted)
 }
 
@@ -263,7 +263,7 @@ export async function findAttachment(
   threadId: string,
   attachmentId: string,
 ): Promise<StoredFile> {
-  requireVisibleThread(deps.db, caller, threadId)
+  await requireVisibleThread(deps.store.threads, caller, threadId)
   const row = await deps.store.attachments.findInThread(threadId, attachmentId)
   if (!row) throw notFound('Attachment')
   return {

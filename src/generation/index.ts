@@ -4,8 +4,9 @@ import { type AuthDeps, auth } from '../auth'
 import { AuthModel, type Caller } from '../auth/model'
 import { notFound } from '../shared/errors'
 import type { Responses } from '../shared/responses'
+import { type Links, toMessage } from '../threads/links'
 import { ThreadsModel } from '../threads/model'
-import { type Links, listReplies, pendingMessageId, requireMessage, threadState } from '../threads/service'
+import { requireMessage } from '../threads/visibility'
 import type { Listener } from './hub'
 import { GenerationModel } from './model'
 import type { GenerationRecord, GenerationRepository } from './repository'
@@ -48,7 +49,7 @@ export async function pollAnswer(
   if (generation.status === 'queued' || generation.status === 'running' || busyThreadStates.has(thread.state)) {
     return { status: 'processing' }
   }
-  const messages = listReplies(deps.db, messageId, deps.links)
+  const messages = (await deps.store.threads.replies(messageId)).map((row) => toMessage(row, deps.links))
   if (generation.status === 'complete') return { status: 'complete', messages }
   return { status: generation.status, messages, error: generation.error ?? 'The response failed' }
 }
@@ -70,11 +71,12 @@ interface Replay {
 
 async function replayOf(deps: StreamDeps, thread: { id: string; state: string }, messageId: string): Promise<Replay> {
   const generation = await generationOf(deps.store.generations, messageId)
-  const text = listReplies(deps.db, messageId, deps.links)
+  const text = (await deps.store.threads.replies(messageId))
+    .map((row) => toMessage(row, deps.links))
     .flatMap((message) => message.contents)
     .map((block) => (block.type === 'text' ? block.text : ''))
     .join('')
-  const newer = busyThreadStates.has(thread.state) ? pendingMessageId(deps.db, thread.id) : null
+  const newer = busyThreadStates.has(thread.state) ? await deps.store.threads.pendingMessageId(thread.id) : null
   return { text, generation, newer }
 }
 
@@ -93,7 +95,7 @@ export async function answerStream(
   request: { caller: Caller; threadId: string; messageId: string; lastEventId?: string },
 ): Promise<Response> {
   const { caller, messageId } = request
-  const thread = requireMessage(deps.db, caller, request.threadId, messageId)
+  const thread = await requireMessage(deps.store.threads, caller, request.threadId, messageId)
   await generationOf(deps.store.generations, messageId) // 404 before any stream starts
   const from = resumeOffset(request.lastEventId)
   // An answer that has left the hub has ended for good, and was stored before it left: its replay is read now.
@@ -112,10 +114,13 @@ export async function answerStream(
       else stream.error(laterAnswerFailed, text.length)
       return null
     }
-    // Tokens of the newer answer are not this stream's; only its end matters.
+    // Tokens of the newer answer are not this stream's; only its end matters. The stream stays open (with its
+    // heartbeats) until the thread's state is read.
     const settle = (): void => {
-      if (threadState(deps.db, thread.id) === 'ready') stream.done(text.length)
-      else stream.error(laterAnswerFailed, text.length)
+      deps.store.threads.state(thread.id).then(
+        (state) => (state === 'ready' ? stream.done(text.length) : stream.error(laterAnswerFailed, text.length)),
+        () => stream.error(laterAnswerFailed, text.length),
+      )
     }
     const follower: Listener = { token() {}, done: settle, error: settle }
     const following = deps.engine.hub.subscribe(newer, deps.engine.hub.text(newer).length, follower)
@@ -137,7 +142,7 @@ export const responses = (deps: ResponseDeps) =>
     .get(
       '/response',
       async ({ caller, params, status }) => {
-        const thread = requireMessage(deps.db, caller, params.threadId, params.messageId)
+        const thread = await requireMessage(deps.store.threads, caller, params.threadId, params.messageId)
         const answer = await pollAnswer(deps, thread, params.messageId)
         if (answer.status === 'processing') return status(202, answer)
         // The API's object says no more than its status and messages.

@@ -5,7 +5,8 @@ import { and, asc, eq, inArray, lte, min, not, sql } from 'drizzle-orm'
 import { filesForModel } from '../attachments/repository.sqlite'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
-import { attachmentIdsOf, insertMessage } from '../threads/service'
+import { attachmentIdsOf } from '../threads/messages'
+import { insertMessageRow } from '../threads/repository.sqlite'
 import { messages, threads } from '../threads/threads.table'
 import { generations } from './generations.table'
 import type { Compaction, GenerationRepository, PendingAnswer } from './repository'
@@ -86,7 +87,7 @@ export function sqliteGenerationRepository(db: Db): GenerationRepository {
       .where(and(inThread, inArray(messages.id, compaction.replaces)))
       .run()
     const contents = [{ type: 'text' as const, text: compaction.text }]
-    insertMessage(db, { threadId, role: 'summary', contents, placedAt: createdAt }, now)
+    insertMessageRow(db, { threadId, role: 'summary', contents, placedAt: createdAt }, now)
   }
 
   return {
@@ -124,7 +125,8 @@ export function sqliteGenerationRepository(db: Db): GenerationRepository {
         const { messageId, threadId, outcome, error, contents } = answer
         if (!statement('finish').get({ messageId, status: outcome, error, now })) return
         if (answer.compaction) storeSummary(threadId, answer.compaction, now)
-        if (contents.length > 0) insertMessage(db, { threadId, role: 'assistant', contents, replyTo: messageId }, now)
+        if (contents.length > 0)
+          insertMessageRow(db, { threadId, role: 'assistant', contents, replyTo: messageId }, now)
         statement('threadState').run({ threadId, state: outcome === 'error' ? 'error' : 'ready', now })
       })
     },

@@ -3,8 +3,8 @@
 // (src/threads/model.ts), so that what a model learns from one works with the other.
 import * as z from 'zod/v4'
 import { attachmentsPerMessage, filenameMaxLength, imageLimits, pdfLimits, textLimits } from '../attachments/limits'
+import { maxPageSize } from '../threads/listing'
 import { feedbackTextMaxChars, messageTextMaxLength, threadNameMaxLength } from '../threads/model'
-import { maxPageSize } from '../threads/service'
 
 /** The largest single file an upload accepts, whatever its type. */
 export const maxFileBytes = Math.max(imageLimits.maxBytes, pdfLimits.maxBytes, textLimits.maxBytes)

@@ -15,18 +15,13 @@ import type { Listener } from '../generation/hub'
 import type { GenerationEngine } from '../generation/service'
 import type { OpenStreams } from '../generation/sse'
 import { AppError, conflict, invalidRequest } from '../shared/errors'
+import { submitFeedback } from '../threads/feedback'
+import type { Links } from '../threads/links'
+import { listThreads } from '../threads/listing'
+import { listMessages, sendMessage } from '../threads/messages'
 import type { ThreadsModel } from '../threads/model'
-import {
-  createThread,
-  getThread,
-  type Links,
-  latestMessage,
-  listMessages,
-  listThreads,
-  requireMessage,
-  sendMessage,
-  submitFeedback,
-} from '../threads/service'
+import { createThread, getThread } from '../threads/threads'
+import { requireMessage } from '../threads/visibility'
 import type { McpModel } from './model'
 
 export interface McpDeps extends UploadDeps {
@@ -53,7 +48,7 @@ export async function searchThreads(
   input: { q: string; limit?: number; after?: string; archived?: boolean },
 ): Promise<ThreadsModel.threadList> {
   const query = { q: input.q, limit: input.limit ?? 20, after: input.after, archived: input.archived }
-  return await listThreads(deps.db, caller, query, deps.links)
+  return await listThreads(deps.store.threads, caller, query, deps.links)
 }
 
 export async function listThreadPage(
@@ -62,7 +57,7 @@ export async function listThreadPage(
   input: { limit?: number; after?: string; owned?: boolean; archived?: boolean },
 ): Promise<ThreadsModel.threadList> {
   const query = { limit: input.limit ?? 20, after: input.after, owned: input.owned, archived: input.archived }
-  return await listThreads(deps.db, caller, query, deps.links)
+  return await listThreads(deps.store.threads, caller, query, deps.links)
 }
 
 export async function readThread(
@@ -70,14 +65,14 @@ export async function readThread(
   caller: Caller,
   input: { thread_id: string; limit?: number; after?: string },
 ): Promise<{ thread: ThreadsModel.thread; messages: ThreadsModel.messageList }> {
-  const thread = await getThread(deps.db, caller, input.thread_id, deps.links)
+  const thread = await getThread(deps.store.threads, caller, input.thread_id, deps.links)
   const query = { limit: input.limit ?? 50, after: input.after }
-  const messages = await listMessages(deps.db, caller, input.thread_id, query, deps.links)
+  const messages = await listMessages(deps.store.threads, caller, input.thread_id, query, deps.links)
   return { thread, messages }
 }
 
 export async function threadNow(deps: McpDeps, caller: Caller, threadId: string): Promise<ThreadsModel.thread> {
-  return await getThread(deps.db, caller, threadId, deps.links)
+  return await getThread(deps.store.threads, caller, threadId, deps.links)
 }
 
 /** Where the answer to a user message is now: the API's poll (GET …/response), with the thread's link. */
@@ -87,7 +82,7 @@ export async function answerOf(
   threadId: string,
   messageId: string,
 ): Promise<McpModel.answer> {
-  const thread = await requireMessage(deps.db, caller, threadId, messageId)
+  const thread = await requireMessage(deps.store.threads, caller, threadId, messageId)
   const answer = await pollAnswer(deps, thread, messageId)
   const base = { thread_id: threadId, message_id: messageId, app_url: deps.links.threadUrl(threadId) }
   return answer.status === 'processing' ? { ...base, status: 'processing', messages: [] } : { ...base, ...answer }
@@ -163,7 +158,7 @@ export async function startThread(
   input: { name?: string; is_private?: boolean; text?: string },
 ): Promise<{ thread_id: string; message_id: string | null; app_url: string }> {
   const body = { name: input.name, is_private: input.is_private, text: input.text }
-  const created = await createThread(deps.db, caller, body, deps.clock.now())
+  const created = await createThread(deps.store.threads, caller, body, deps.clock.now())
   if (created.message_id) deps.engine.enqueue(created.message_id, created.thread_id)
   return { ...created, app_url: deps.links.threadUrl(created.thread_id) }
 }
@@ -174,7 +169,7 @@ export async function send(
   input: { thread_id: string; text: string; attachment_ids?: string[] },
 ): Promise<{ message_id: string }> {
   const body = { text: input.text, attachment_ids: input.attachment_ids }
-  const sent = await sendMessage(deps.db, caller, input.thread_id, body, deps.clock.now())
+  const sent = await sendMessage(deps.store.threads, caller, input.thread_id, body, deps.clock.now())
   deps.engine.enqueue(sent.message_id, input.thread_id)
   return sent
 }
@@ -186,8 +181,8 @@ type ChoiceBlock = Extract<ThreadsModel.contentBlock, { type: 'user_get_choice' 
  * message, and the answer is the person's next message, as there.
  */
 async function openQuestion(deps: McpDeps, caller: Caller, threadId: string, messageId: string): Promise<ChoiceBlock> {
-  await requireMessage(deps.db, caller, threadId, messageId)
-  const latest = await latestMessage(deps.db, threadId)
+  await requireMessage(deps.store.threads, caller, threadId, messageId)
+  const latest = await deps.store.threads.latestMessage(threadId)
   if (latest?.id !== messageId) {
     throw conflict('This question is no longer open: the thread has moved on since it was asked (see get_thread)')
   }
@@ -257,7 +252,7 @@ export async function rate(
   app_url: string
 }> {
   const body = { positive: input.positive, feedback_text: input.feedback_text }
-  await submitFeedback(deps.db, caller, input.thread_id, input.message_id, body, deps.clock.now())
+  await submitFeedback(deps.store.threads, caller, input.thread_id, input.message_id, body, deps.clock.now())
   return {
     thread_id: input.thread_id,
     message_id: input.message_id,

@@ -11,6 +11,10 @@ import type { ClientRepository } from '../oauth/clients.repository'
 import { sqliteClientRepository } from '../oauth/clients.repository.sqlite'
 import type { GrantRepository } from '../oauth/grants.repository'
 import { sqliteGrantRepository } from '../oauth/grants.repository.sqlite'
+import type { ThreadRepository } from '../threads/repository'
+import { sqliteThreadRepository } from '../threads/repository.sqlite'
+import type { ThreadSearch } from '../threads/search'
+import { fts5ThreadSearch } from '../threads/search.fts5'
 
 export interface Store {
   readonly dialect: 'sqlite'
@@ -20,6 +24,8 @@ export interface Store {
   oauthClients: ClientRepository
   oauthGrants: GrantRepository
   generations: GenerationRepository
+  threads: ThreadRepository
+  search: ThreadSearch
 }
 
 /** Every repository over one open SQLite database. */
@@ -33,5 +39,7 @@ export function sqliteStore(db: Db): Store {
     oauthClients: sqliteClientRepository(db),
     oauthGrants: sqliteGrantRepository(db),
     generations: sqliteGenerationRepository(db),
+    threads: sqliteThreadRepository(db),
+    search: fts5ThreadSearch(db),
   }
 }

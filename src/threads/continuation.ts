@@ -2,16 +2,14 @@
 // seeded with a `summary` message that quotes the end of the old conversation. The summary is a deterministic
 // extract, not a model's summary: the model just failed on this thread, and an extract can be neither wrong
 // nor slow. It says so, so that neither the reader nor the model takes it for more than it is.
-import { and, asc, eq } from 'drizzle-orm'
-import { attachmentNames } from '../attachments/service'
 import type { Caller } from '../auth/model'
-import type { Db } from '../db/client'
 import { conflict } from '../shared/errors'
-import type { Store } from '../store'
 import { escapeMarkdown } from '../web/markdown'
+import type { Links } from './links'
+import { attachmentIdsOf } from './messages'
 import { type ThreadsModel, threadNameMaxLength } from './model'
-import { attachmentIdsOf, insertMessage, insertThread, type Links, requireVisibleThread } from './service'
-import { messages } from './threads.table'
+import type { ThreadRepository } from './repository'
+import { requireVisibleThread } from './visibility'
 
 /** How many of the old thread's last messages the extract quotes. */
 export const quotedMessages = 6
@@ -77,10 +75,8 @@ export function continuationSummary(
   ].join('\n\n')
 }
 
-async function filenamesOf(store: Pick<Store, 'attachments'>, history: QuotedMessage[]): Promise<Map<string, string>> {
-  const ids = history.flatMap((message) => attachmentIdsOf(message.contents))
-  return new Map([...(await attachmentNames(store.attachments, ids))].map(([id, { filename }]) => [id, filename]))
-}
+/** The display names of attachments by ID, as the attachments feature knows them; unknown IDs are left out. */
+export type FileNames = (ids: string[]) => Promise<Map<string, { filename: string }>>
 
 /**
  * Creates a thread for the caller that continues one in `error` (409 otherwise): same privacy, the old name
@@ -88,36 +84,33 @@ async function filenamesOf(store: Pick<Store, 'attachments'>, history: QuotedMes
  * no answer starts until the caller sends a message. Any member who can see the old thread may continue it.
  */
 export async function continueThread(
-  db: Db,
-  store: Pick<Store, 'attachments'>,
+  threads: ThreadRepository,
+  fileNames: FileNames,
   caller: Caller,
   threadId: string,
   links: Links,
   now: number,
 ): Promise<{ thread_id: string; message_id: string }> {
-  const old = requireVisibleThread(db, caller, threadId)
+  const old = await requireVisibleThread(threads, caller, threadId)
   if (old.state !== 'error') {
     throw conflict(`The thread is ${old.state}; only a thread in error is continued in a new thread`)
   }
-  const history = db
-    .select({ role: messages.role, contents: messages.contents })
-    .from(messages)
-    .where(and(eq(messages.threadId, threadId), eq(messages.active, true)))
-    .orderBy(asc(messages.createdAt), asc(messages.id))
-    .all() as QuotedMessage[]
+  const history = await threads.activeMessages(threadId)
+  const quotedIds = history.slice(-quotedMessages).flatMap((message) => attachmentIdsOf(message.contents))
+  const names = await fileNames(quotedIds)
   const text = continuationSummary(
     { name: old.name, appUrl: links.threadUrl(old.id) },
     history,
-    await filenamesOf(store, history.slice(-quotedMessages)),
+    new Map([...names].map(([id, { filename }]) => [id, filename])),
   )
   const name = old.name === null ? null : [...`${old.name} (continued)`].slice(0, threadNameMaxLength).join('')
-  return db.transaction(() => {
-    const newThreadId = insertThread(db, caller, { name, state: 'ready', isPrivate: old.isPrivate }, now)
-    const messageId = insertMessage(
-      db,
-      { threadId: newThreadId, role: 'summary', contents: [{ type: 'text', text }] },
-      now,
-    )
-    return { thread_id: newThreadId, message_id: messageId }
+  const created = await threads.createThread({
+    organizationId: caller.organizationId,
+    ownerId: caller.userId,
+    name,
+    isPrivate: old.isPrivate,
+    first: { role: 'summary', contents: [{ type: 'text', text }] },
+    now,
   })
+  return { thread_id: created.threadId, message_id: created.messageId as string }
 }

@@ -1,6 +1,7 @@
-// Threads, messages and feedback routes: HTTP in, HTTP out; behaviour lives in service.ts.
+// Threads, messages and feedback routes: HTTP in, HTTP out; behaviour lives in the services beside this file.
 import { Elysia, t } from 'elysia'
 import { attachmentsPerMessage } from '../attachments/limits'
+import { attachmentNames } from '../attachments/service'
 import { type AuthDeps, auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { GenerationEngine } from '../generation/service'
@@ -8,18 +9,12 @@ import { jsonBodies, jsonBody } from '../shared/body'
 import { noContent, type Responses } from '../shared/responses'
 import type { Store } from '../store'
 import { continueThread, quotedCharacters, quotedMessages } from './continuation'
+import { submitFeedback } from './feedback'
+import type { Links } from './links'
+import { listThreads } from './listing'
+import { listMessages, sendMessage } from './messages'
 import { ThreadsModel } from './model'
-import {
-  createThread,
-  getThread,
-  type Links,
-  listMessages,
-  listThreads,
-  sendMessage,
-  stopThread,
-  submitFeedback,
-  updateThread,
-} from './service'
+import { createThread, getThread, stopThread, updateThread } from './threads'
 
 export interface ThreadsDeps extends AuthDeps {
   store: Store
@@ -36,7 +31,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
   new Elysia({ name: 'threads', prefix: '/api/v1/threads' })
     .use(auth(deps))
     .use(jsonBodies)
-    .get('', ({ caller, query }) => listThreads(deps.db, caller, query, deps.links), {
+    .get('', ({ caller, query }) => listThreads(deps.store.threads, caller, query, deps.links), {
       scope: 'threads:read',
       query: ThreadsModel.listThreadsQuery,
       response: deps.responses({ 200: ThreadsModel.threadList, ...readErrors }),
@@ -53,8 +48,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     })
     .post(
       '',
-      ({ caller, body, status }) => {
-        const created = createThread(deps.db, caller, body, deps.clock.now())
+      async ({ caller, body, status }) => {
+        const created = await createThread(deps.store.threads, caller, body, deps.clock.now())
         if (created.message_id) deps.engine.enqueue(created.message_id, created.thread_id)
         return status(201, created)
       },
@@ -77,7 +72,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         },
       },
     )
-    .get('/:threadId', ({ caller, params }) => getThread(deps.db, caller, params.threadId, deps.links), {
+    .get('/:threadId', ({ caller, params }) => getThread(deps.store.threads, caller, params.threadId, deps.links), {
       scope: 'threads:read',
       params: ThreadsModel.threadParams,
       response: deps.responses({ 200: ThreadsModel.thread, ...readErrors }),
@@ -85,7 +80,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     })
     .patch(
       '/:threadId',
-      ({ caller, params, body }) => updateThread(deps.db, caller, params.threadId, body, deps.links, deps.clock.now()),
+      ({ caller, params, body }) =>
+        updateThread(deps.store.threads, caller, params.threadId, body, deps.links, deps.clock.now()),
       {
         scope: 'threads:write',
         params: ThreadsModel.threadParams,
@@ -105,7 +101,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     .post(
       '/:threadId/stop',
       async ({ caller, params, status }) =>
-        status(202, await stopThread(deps.db, deps.engine, caller, params.threadId, deps.links)),
+        status(202, await stopThread(deps.store.threads, deps.engine, caller, params.threadId, deps.links)),
       {
         scope: 'threads:write',
         parse: 'none', // no body: whatever is sent is left unread
@@ -125,8 +121,14 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     )
     .post(
       '/:threadId/continue',
-      async ({ caller, params, status }) =>
-        status(201, await continueThread(deps.db, deps.store, caller, params.threadId, deps.links, deps.clock.now())),
+      async ({ caller, params, status }) => {
+        const fileNames = async (ids: string[]) => attachmentNames(deps.store.attachments, ids)
+        const now = deps.clock.now()
+        return status(
+          201,
+          await continueThread(deps.store.threads, fileNames, caller, params.threadId, deps.links, now),
+        )
+      },
       {
         scope: 'threads:write',
         parse: 'none', // no body: whatever is sent is left unread
@@ -148,7 +150,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     )
     .get(
       '/:threadId/messages',
-      ({ caller, params, query }) => listMessages(deps.db, caller, params.threadId, query, deps.links),
+      ({ caller, params, query }) => listMessages(deps.store.threads, caller, params.threadId, query, deps.links),
       {
         scope: 'threads:read',
         params: ThreadsModel.threadParams,
@@ -165,8 +167,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     )
     .post(
       '/:threadId/messages',
-      ({ caller, params, body, status }) => {
-        const sent = sendMessage(deps.db, caller, params.threadId, body, deps.clock.now())
+      async ({ caller, params, body, status }) => {
+        const sent = await sendMessage(deps.store.threads, caller, params.threadId, body, deps.clock.now())
         deps.engine.enqueue(sent.message_id, params.threadId)
         return status(201, sent)
       },
@@ -197,8 +199,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     )
     .post(
       '/:threadId/messages/:messageId/feedback',
-      ({ caller, params, body, set }) => {
-        submitFeedback(deps.db, caller, params.threadId, params.messageId, body, deps.clock.now())
+      async ({ caller, params, body, set }) => {
+        await submitFeedback(deps.store.threads, caller, params.threadId, params.messageId, body, deps.clock.now())
         set.status = 204
       },
       {

@@ -174,7 +174,7 @@ export namespace ThreadsModel {
   export const feedbackBody = t.Object(
     {
       positive: t.Boolean({ description: 'true = thumbs up, false = thumbs down.' }),
-      // Not maxLength, which counts UTF-16 units: service.ts counts characters (code points).
+      // Not maxLength, which counts UTF-16 units: feedback.ts counts characters (code points).
       feedback_text: t.Optional(t.String({ description: `At most ${feedbackTextMaxChars} characters (code points).` })),
     },
     { additionalProperties: false, examples: [{ positive: false, feedback_text: 'Missed the question' }] },

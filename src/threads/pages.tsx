@@ -34,25 +34,16 @@ import { MessagePage } from '../web/pages/message'
 import { ThreadPage, type ThreadPageProps, threadScriptPath } from '../web/pages/thread'
 import { type NewThreadDraft, type ThreadFilters, ThreadListPage } from '../web/pages/threads'
 import { continueThread } from './continuation'
+import { submitFeedback } from './feedback'
+import type { Links } from './links'
+import { listThreads } from './listing'
+import { attachmentIdsOf, lastFailure, listMessages, sendMessage } from './messages'
 import { feedbackTextMaxChars, type ThreadsModel, threadNameMaxLength } from './model'
-import {
-  attachmentIdsOf,
-  createThread,
-  getThread,
-  type Links,
-  lastFailure,
-  listMessages,
-  listThreads,
-  pendingMessageId,
-  ratingsBy,
-  requireOwnedThread,
-  sendMessage,
-  stopThread,
-  submitFeedback,
-  updateThread,
-} from './service'
+import { createThread, getThread, stopThread, updateThread } from './threads'
+import { requireOwnedThread } from './visibility'
 
 export interface ThreadPagesDeps extends WebDeps {
+  store: Store
   log: Logger
   engine: GenerationEngine
   links: Links
@@ -62,7 +53,6 @@ export interface ThreadPagesDeps extends WebDeps {
   uploadsDir: string
   inspector: FileInspector
   blobs: BlobStore
-  store: Store
 }
 
 /** The pages' own policy: the shared one, plus this origin's script and its stream, and images only from here. */
@@ -215,11 +205,11 @@ function pageHref(filters: ThreadFilters, after: string | null): string {
 }
 
 /** Every active message of the thread, oldest first: an app_url anchor may name any of them. */
-function allMessages(deps: ThreadPagesDeps, caller: Caller, threadId: string): ThreadsModel.message[] {
+async function allMessages(deps: ThreadPagesDeps, caller: Caller, threadId: string): Promise<ThreadsModel.message[]> {
   const all: ThreadsModel.message[] = []
   let after: string | undefined
   for (;;) {
-    const page = listMessages(deps.db, caller, threadId, { limit: 200, after }, deps.links)
+    const page = await listMessages(deps.store.threads, caller, threadId, { limit: 200, after }, deps.links)
     all.push(...page.data)
     if (!page.has_more || page.last_id === null) return all
     after = page.last_id
@@ -230,8 +220,9 @@ type PageExtras = Pick<ThreadPageProps, 'error' | 'draft'>
 
 async function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId: string, extras: PageExtras = {}) {
   const caller = callerFromSession(session.user)
-  const thread = getThread(deps.db, caller, threadId, deps.links)
-  const messages = allMessages(deps, caller, threadId)
+  const threads = deps.store.threads
+  const thread = await getThread(threads, caller, threadId, deps.links)
+  const messages = await allMessages(deps, caller, threadId)
   const fileIds = messages.flatMap((message) => attachmentIdsOf(message.contents))
   const answers = messages.filter((message) => message.role === 'assistant').map((message) => message.id)
   const running = thread.state === 'waiting' || thread.state === 'active' || thread.state === 'interrupted'
@@ -242,15 +233,15 @@ async function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId:
       isOwner={thread.owner.id === session.user.sub}
       messages={messages}
       files={await attachmentNames(deps.store.attachments, fileIds)}
-      ratings={ratingsBy(deps.db, session.user.id, answers)}
-      pendingMessageId={running ? pendingMessageId(deps.db, threadId) : null}
-      failure={thread.state === 'error' ? lastFailure(deps.db, threadId) : null}
+      ratings={await threads.ratingsBy(session.user.id, answers)}
+      pendingMessageId={running ? await threads.pendingMessageId(threadId) : null}
+      failure={thread.state === 'error' ? await lastFailure(threads, threadId) : null}
       {...extras}
     />
   )
 }
 
-function listPage(
+async function listPage(
   deps: ThreadPagesDeps,
   session: PageSession,
   query: Record<string, string | undefined>,
@@ -269,10 +260,10 @@ function listPage(
   // A cursor that is no longer visible (its thread was made private) restarts the list rather than failing.
   let page: ThreadsModel.threadList
   try {
-    page = listThreads(deps.db, caller, { ...apiQuery, after }, deps.links)
+    page = await listThreads(deps.store.threads, caller, { ...apiQuery, after }, deps.links)
   } catch (error) {
     if (!(error instanceof AppError) || after === undefined) throw error
-    page = listThreads(deps.db, caller, apiQuery, deps.links)
+    page = await listThreads(deps.store.threads, caller, apiQuery, deps.links)
   }
   return (
     <ThreadListPage
@@ -296,10 +287,10 @@ async function sendWithFiles(
   checked: CheckedFiles,
 ): Promise<void> {
   const ids = (await storeFormFiles(deps, caller, threadId, checked)).map((file) => file.id)
-  let sent: ReturnType<typeof sendMessage>
+  let sent: Awaited<ReturnType<typeof sendMessage>>
   try {
-    sent = sendMessage(
-      deps.db,
+    sent = await sendMessage(
+      deps.store.threads,
       caller,
       threadId,
       { text, attachment_ids: ids.length > 0 ? ids : undefined },
@@ -333,12 +324,12 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     })
     .get(
       '/threads',
-      ({ session, query, html, request }) => {
+      async ({ session, query, html, request }) => {
         if (!session) {
           const url = new URL(request.url)
           return seeOther(signInPath(url.pathname + url.search))
         }
-        return html(listPage(deps, session, query))
+        return html(await listPage(deps, session, query))
       },
       { session: true, detail: { hide: true } },
     )
@@ -379,20 +370,22 @@ export const threadPages = (deps: ThreadPagesDeps) =>
             case 'messages':
               return postMessage(deps, signedIn, threadId, form)
             case 'update':
-              updateThread(deps.db, caller, threadId, threadChanges(form), deps.links, deps.clock.now())
+              await updateThread(
+                deps.store.threads,
+                caller,
+                threadId,
+                threadChanges(form),
+                deps.links,
+                deps.clock.now(),
+              )
               return seeOther(back)
             case 'stop':
               await stopQuietly(deps, caller, threadId)
               return seeOther(back)
             case 'continue': {
-              const continued = await continueThread(
-                deps.db,
-                deps.store,
-                caller,
-                threadId,
-                deps.links,
-                deps.clock.now(),
-              )
+              const fileNames = async (ids: string[]) => attachmentNames(deps.store.attachments, ids)
+              const now = deps.clock.now()
+              const continued = await continueThread(deps.store.threads, fileNames, caller, threadId, deps.links, now)
               return seeOther(`/threads/${continued.thread_id}`)
             }
             default:
@@ -417,7 +410,8 @@ export const threadPages = (deps: ThreadPagesDeps) =>
             throw invalidRequest(`A comment may have at most ${feedbackTextMaxChars} characters.`)
           }
           const rating = { positive, feedback_text: text === '' ? undefined : text }
-          submitFeedback(deps.db, callerFromSession(signedIn.user), threadId, messageId, rating, deps.clock.now())
+          const caller = callerFromSession(signedIn.user)
+          await submitFeedback(deps.store.threads, caller, threadId, messageId, rating, deps.clock.now())
           return seeOther(`/threads/${threadId}#message-${messageId}`)
         })
         return respond(outcome, { html, set })
@@ -453,7 +447,7 @@ async function postMessage(
 ): Promise<FormOutcome> {
   const caller = callerFromSession(session.user)
   const text = field(form, 'text') ?? ''
-  const thread = requireOwnedThread(deps.db, caller, threadId, 'send messages to it')
+  const thread = await requireOwnedThread(deps.store.threads, caller, threadId, 'send messages to it')
   let checked: CheckedFiles | undefined
   try {
     if (text.trim() === '') throw invalidRequest('Write a message first.')
@@ -467,10 +461,8 @@ async function postMessage(
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
-    return {
-      status: error.status,
-      page: await threadPage(deps, session, threadId, { error: error.message, draft: text }),
-    }
+    const page = await threadPage(deps, session, threadId, { error: error.message, draft: text })
+    return { status: error.status, page }
   }
 }
 
@@ -488,13 +480,18 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
     // Files are checked before the thread exists, so a refused file leaves nothing behind.
     checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
     const name = draft.name.trim() === '' ? defaultThreadName(text) : draft.name.trim()
-    const created = createThread(deps.db, caller, { name, is_private: draft.isPrivate }, deps.clock.now())
+    const created = await createThread(
+      deps.store.threads,
+      caller,
+      { name, is_private: draft.isPrivate },
+      deps.clock.now(),
+    )
     await sendWithFiles(deps, caller, created.thread_id, text, checked)
     return seeOther(`/threads/${created.thread_id}#live-answer`)
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
-    return { status: error.status, page: listPage(deps, session, {}, { error: error.message, draft }) }
+    return { status: error.status, page: await listPage(deps, session, {}, { error: error.message, draft }) }
   }
 }
 
@@ -515,7 +512,7 @@ function threadChanges(form: PageForm): ThreadsModel.updateThreadBody {
 /** Stop is a button that may race the answer's end: finding nothing left to stop is success too. */
 async function stopQuietly(deps: ThreadPagesDeps, caller: Caller, threadId: string): Promise<void> {
   try {
-    await stopThread(deps.db, deps.engine, caller, threadId, deps.links)
+    await stopThread(deps.store.threads, deps.engine, caller, threadId, deps.links)
   } catch (error) {
     if (!(error instanceof AppError) || error.status !== 409) throw error
   }

@@ -1,5 +1,5 @@
 // Threads, their messages and per-user feedback. Each table has an explicit integer rowid (`seq`) that
-// VACUUM never renumbers; the search index (raw SQL in the migrations, see search.ts) follows `update_seq`.
+// VACUUM never renumbers; the search index (raw SQL in the migrations, see search.fts5.ts) follows `update_seq`.
 import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import { organizations, users } from '../auth/auth.table'
@@ -44,7 +44,7 @@ export const threads = sqliteTable(
 
 /**
  * Threads whose search document is behind: the triggers add a thread here on every write of `updated_at`,
- * and src/threads/search.ts rewrites its document later, in batches, and before any search reads the index.
+ * and src/threads/search.fts5.ts rewrites its document later, in batches, and before any search reads the index.
  * `indexedKey` is the key of the document the index still holds for it (none for a new thread).
  */
 export const searchPending = sqliteTable('search_pending', {

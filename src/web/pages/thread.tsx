@@ -4,7 +4,7 @@
 import { escapeHtml } from '@kitajs/html'
 import type { AttachmentKind } from '../../attachments/repository'
 import type { ThreadsModel } from '../../threads/model'
-import type { Rating } from '../../threads/service'
+import type { Rating } from '../../threads/repository'
 import { CsrfField, Time } from '../components'
 import { Layout, type Viewer } from '../layout'
 import { renderMarkdown } from '../markdown'

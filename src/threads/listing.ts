@@ -1,0 +1,85 @@
+// Listing threads: keyset pages, filters, `updated_since` and search. A page starts strictly after the `after`
+// thread's current sort key, so pages miss nothing and repeat nothing while threads change (README, "Pagination
+// guarantees"); `updated_at` pages follow the update order, which never reorders on ties or clock steps.
+import type { Caller } from '../auth/model'
+import { invalidRequest } from '../shared/errors'
+import { type Links, toThread } from './links'
+import type { ThreadsModel } from './model'
+import type { ThreadRepository } from './repository'
+import { searchWords } from './search'
+
+export const maxPageSize = 200
+
+export function clampLimit(limit: number | undefined): number {
+  return Math.min(limit ?? 50, maxPageSize)
+}
+
+/** A page of `limit` items from up to `limit + 1` rows: the extra row only says there is more. */
+export function envelope<T extends { id: string }>(rows: T[], limit: number) {
+  const hasMore = rows.length > limit
+  const data = hasMore ? rows.slice(0, limit) : rows
+  return {
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+    has_more: hasMore,
+    limit,
+  }
+}
+
+/** `updated_since` as a time; a day that does not exist is 400, where Date.parse would roll it into the next month. */
+function parseSince(value: string): number {
+  const since = Date.parse(value)
+  const [year, month, day] = value.slice(0, 10).split('-').map(Number) as [number, number, number]
+  const date = new Date(Date.UTC(year, month - 1, day))
+  if (Number.isNaN(since) || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) {
+    throw invalidRequest('updated_since must be an RFC 3339 time or date that exists')
+  }
+  return since
+}
+
+export async function listThreads(
+  threads: ThreadRepository,
+  caller: Caller,
+  query: ThreadsModel.listThreadsQuery,
+  links: Links,
+): Promise<ThreadsModel.threadList> {
+  const limit = clampLimit(query.limit)
+  const sortBy = query.sort_by === 'created_at' ? 'created_at' : 'updated_at'
+  const descending = query.sort_dir !== 'asc'
+  let seqFrom = 0
+  let seqTo: number | undefined
+  if (query.updated_since !== undefined) {
+    // "Updated after `since`" is "after the last update written by then" in the update order.
+    seqFrom = (await threads.updateSeqAt(parseSince(query.updated_since))) + 1
+  }
+  let words: string[] | undefined
+  if (query.q !== undefined && query.q.trim() !== '') {
+    const parsed = searchWords(query.q)
+    if (parsed === null) return envelope([], limit)
+    words = parsed
+  }
+  let after: { createdAt: number; id: string } | undefined
+  if (query.after !== undefined) {
+    const cursor = await threads.listCursor(caller, query.after, sortBy)
+    if (!cursor) throw invalidRequest('after does not name a thread you can list')
+    if (sortBy === 'created_at') after = cursor
+    else if (descending) seqTo = cursor.updateSeq - 1
+    else seqFrom = Math.max(seqFrom, cursor.updateSeq + 1)
+  }
+  const rows = await threads.listThreads({
+    viewer: caller,
+    sortBy,
+    descending,
+    owned: query.owned,
+    private: query.private,
+    archived: query.archived === true,
+    words,
+    seqFrom,
+    seqTo,
+    after,
+    limit: limit + 1,
+  })
+  const page = envelope(rows, limit)
+  return { ...page, data: page.data.map((row) => toThread(row, links)) }
+}

@@ -1,0 +1,76 @@
+// Threads themselves: starting one, reading it, changing it and stopping its answer.
+import type { Caller } from '../auth/model'
+import { conflict } from '../shared/errors'
+import { type Links, toThread } from './links'
+import type { ThreadsModel } from './model'
+import type { ThreadRepository } from './repository'
+import { requireOwnedThread, requireVisibleThread } from './visibility'
+
+export async function getThread(
+  threads: ThreadRepository,
+  caller: Caller,
+  threadId: string,
+  links: Links,
+): Promise<ThreadsModel.thread> {
+  return toThread(await requireVisibleThread(threads, caller, threadId), links)
+}
+
+/**
+ * Creates a thread owned by the caller. With `text`, that is its first message: the thread starts `waiting`, and
+ * the caller hands `message_id` to the generation engine.
+ */
+export async function createThread(
+  threads: ThreadRepository,
+  caller: Caller,
+  body: ThreadsModel.createThreadBody,
+  now: number,
+): Promise<{ thread_id: string; message_id: string | null }> {
+  const created = await threads.createThread({
+    organizationId: caller.organizationId,
+    ownerId: caller.userId,
+    name: body.name ?? null,
+    isPrivate: body.is_private ?? false,
+    first: body.text === undefined ? undefined : { role: 'user', contents: [{ type: 'text', text: body.text }] },
+    now,
+  })
+  return { thread_id: created.threadId, message_id: created.messageId }
+}
+
+/** Renames a thread, archives or unarchives it, or changes its privacy: owner only, and any change is an update. */
+export async function updateThread(
+  threads: ThreadRepository,
+  caller: Caller,
+  threadId: string,
+  changes: ThreadsModel.updateThreadBody,
+  links: Links,
+  now: number,
+): Promise<ThreadsModel.thread> {
+  await requireOwnedThread(threads, caller, threadId, 'change it')
+  await threads.updateThread(
+    threadId,
+    { name: changes.name, archived: changes.archived, isPrivate: changes.is_private },
+    now,
+  )
+  return await getThread(threads, caller, threadId, links)
+}
+
+/** What stopping needs from the generation engine. */
+export interface Interrupter {
+  interrupt(threadId: string): Promise<boolean>
+}
+
+/**
+ * Stops the answer a thread is producing or waiting for: owner only, 409 when there is none. The thread is
+ * `interrupted` until the generator lets go, then `ready` with the partial answer kept.
+ */
+export async function stopThread(
+  threads: ThreadRepository,
+  engine: Interrupter,
+  caller: Caller,
+  threadId: string,
+  links: Links,
+): Promise<ThreadsModel.thread> {
+  await requireOwnedThread(threads, caller, threadId, 'stop its answer')
+  if (!(await engine.interrupt(threadId))) throw conflict('The thread has no answer running or queued')
+  return await getThread(threads, caller, threadId, links)
+}

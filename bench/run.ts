@@ -9,9 +9,10 @@ import { Database } from 'bun:sqlite'
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { resolvePersonalAccessToken } from '../src/auth/service'
+import { resolvePersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { openDatabase } from '../src/db/client'
 import { hashSecret } from '../src/shared/security'
+import { sqliteStore } from '../src/store'
 import { linksFor, listThreads } from '../src/threads/service'
 import { holdStreams, type Measure, percentile, type Server, sendAndStream, startServer, wrk } from './load'
 import { chart, p99Ratio, type Row, table, throughputRatio } from './report'
@@ -33,7 +34,7 @@ const rows: Row[] = []
 const notes: string[] = []
 
 log(`seeding at scale ${scale} in ${dir}`)
-const info = seed(join(dir, 'seed.sqlite'), scale)
+const info = await seed(join(dir, 'seed.sqlite'), scale)
 log(`seeded ${info.threads} threads and ${info.messages} messages in ${info.seconds.toFixed(1)} s`)
 copyFileSync(join(dir, 'seed.sqlite'), join(dir, 'app.sqlite'))
 copyFileSync(join(dir, 'seed.sqlite'), join(dir, 'base.sqlite'))
@@ -196,7 +197,7 @@ if (wantsHttp) {
           goals: [{ ratio: 0.8, label: 'req/s ≥ 0.8', higherIsBetter: true, value: throughputRatio }],
         })
       }
-      for (const kind of ['common', 'mid', 'rare'] as const) rows.push(searchSqlRow(kind))
+      for (const kind of ['common', 'mid', 'rare'] as const) rows.push(await searchSqlRow(kind))
     }
     if (selected.has('4')) {
       // One client shows the latency of an idle server; sixteen show the throughput.
@@ -343,13 +344,14 @@ async function latencyBesideUploads(server: Server, files: UploadFile[], nextThr
   }
 }
 
-function searchSqlRow(kind: keyof typeof info.terms): Row {
+async function searchSqlRow(kind: keyof typeof info.terms): Promise<Row> {
   // The search without HTTP: the app's own service function (its SQL plus row mapping) against the
   // baseline's raw prepared statement, both in this process over the app's copy of the database.
   const db = openDatabase(join(dir, 'app.sqlite'))
   const links = linksFor(publicUrl)
   const reader = readers[0] as (typeof readers)[number]
-  const caller = resolvePersonalAccessToken(db, hashSecret(reader.token), Date.now())?.caller
+  const caller = (await resolvePersonalAccessToken(sqliteStore(db).accessTokens, hashSecret(reader.token), Date.now()))
+    ?.caller
   if (!caller) throw new Error('reader token did not resolve')
   const raw = db.$client.query(
     searchSql(columnsSql, '?1 = ?1 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)'),

@@ -6,11 +6,12 @@ import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { personalAccessTokens } from '../src/auth/auth.table'
 import type { Scope } from '../src/auth/model'
-import { createPersonalAccessToken } from '../src/auth/service'
+import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { createClient, validateClientMetadata } from '../src/oauth/clients'
 import { oauthGrants } from '../src/oauth/oauth.table'
 import { issueTokens, revokeGrant } from '../src/oauth/tokens'
 import { hashSecret } from '../src/shared/security'
+import { sqliteStore } from '../src/store'
 import { type Harness, harness, ManualClock } from './support/helpers'
 
 type Who = 'owner' | 'member' | 'stranger'
@@ -245,12 +246,12 @@ test('every endpoint × token state × scope set × caller × visibility answers
     if (state === 'revoked') revokeGrant(h.db, grant.id, clock.now())
     return access_token
   }
-  function tokenFor(kind: TokenKind, who: Who, scopes: Scope[], state: TokenState): string | undefined {
+  async function tokenFor(kind: TokenKind, who: Who, scopes: Scope[], state: TokenState): Promise<string | undefined> {
     if (state === 'none') return undefined
     if (state === 'malformed') return kind === 'oauth' ? 'tho_this-is-not-a-token' : 'thp_this-is-not-a-token'
     if (kind === 'oauth') return oauthTokenFor(who, scopes, state)
-    const token = createPersonalAccessToken(
-      h.db,
+    const token = await createPersonalAccessToken(
+      sqliteStore(h.db).accessTokens,
       { userId: people[who].id, name: 'matrix', scopes, expiresAt: state === 'expired' ? clock.now() - 1 : null },
       clock.now(),
     )
@@ -274,7 +275,7 @@ test('every endpoint × token state × scope set × caller × visibility answers
         for (const scopes of scopeSets) {
           for (const who of callers) {
             for (const visibility of ['public', 'private'] as const) {
-              const token = tokenFor(kind, who, scopes, state)
+              const token = await tokenFor(kind, who, scopes, state)
               const want = expected(endpoint, state, scopes, who, visibility === 'private')
               const got = await endpoint.request(h, fixtures[visibility], token)
               cases += 1

@@ -75,7 +75,7 @@ test('an hour on, the sweep deletes expired tokens and dead grants but keeps wha
   })
 
   clock.advance(61 * minute)
-  sweepExpired(h.db, clock.now())
+  await sweepExpired(h.db, clock.now())
   // The live grant keeps both refresh tokens and its used code; the revoked grant took its own rows with it.
   expect(rowCounts(h)).toEqual({
     sessions: 1,

@@ -106,7 +106,7 @@ export const mcpRoutes = (deps: McpDeps) => {
   async function answer(request: Request): Promise<Response> {
     let caller: Caller
     try {
-      caller = authenticateBearer(deps, request, '/mcp')
+      caller = await authenticateBearer(deps, request, '/mcp')
     } catch (error) {
       if (error instanceof AppError) return refused(error)
       throw error

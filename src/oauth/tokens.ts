@@ -2,8 +2,8 @@
 // the same Caller a personal access token gives, so every API endpoint accepts both.
 import { and, eq, isNotNull, isNull, lte, or, sql } from 'drizzle-orm'
 import { organizations, users } from '../auth/auth.table'
+import { callerOf } from '../auth/callers'
 import type { ResolvedToken, Scope } from '../auth/model'
-import { callerOf } from '../auth/service'
 import { forgetResolvedTokens } from '../auth/token-cache'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'

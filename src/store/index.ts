@@ -2,12 +2,27 @@
 // receive the repository they need from here and never see a driver, so the same behaviour runs on SQLite
 // (the default) and, later, PostgreSQL. Query-planner tricks and prepared statements stay inside the
 // SQLite implementations beside each feature.
+import type { SessionRepository } from '../auth/sessions.repository'
+import { sqliteSessionRepository } from '../auth/sessions.repository.sqlite'
+import { type TokenCache, tokenCacheOf } from '../auth/token-cache'
+import type { AccessTokenRepository } from '../auth/tokens.repository'
+import { sqliteAccessTokenRepository } from '../auth/tokens.repository.sqlite'
+import type { UserRepository } from '../auth/users.repository'
+import { sqliteUserRepository } from '../auth/users.repository.sqlite'
 import type { Db } from '../db/client'
 
 export interface Store {
   readonly dialect: 'sqlite'
   /** One cheap round trip to the database, for /healthz and /readyz: throws when it cannot answer. */
   ping(): Promise<void>
+  users: UserRepository
+  accessTokens: AccessTokenRepository
+  sessions: SessionRepository
+  /**
+   * Bearer tokens this process resolved a moment ago. The store holds it because the store knows when the
+   * database changes: the repositories forget it on every write that changes what a token resolves to.
+   */
+  tokenCache: TokenCache
 }
 
 /** Every repository over one open SQLite database. */
@@ -17,5 +32,9 @@ export function sqliteStore(db: Db): Store {
     async ping() {
       db.$client.query('select 1').get()
     },
+    users: sqliteUserRepository(db),
+    accessTokens: sqliteAccessTokenRepository(db),
+    sessions: sqliteSessionRepository(db),
+    tokenCache: tokenCacheOf(db),
   }
 }

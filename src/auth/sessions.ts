@@ -1,5 +1,4 @@
 // Browser sessions: a random cookie value, stored only as its SHA-256, that expires after 30 days unused.
-
 import { generateSecret, hashPassword, hashSecret, verifyPassword } from '../shared/security'
 import { dayMs } from '../shared/time'
 import type { Store } from '../store'

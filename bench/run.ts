@@ -9,7 +9,7 @@ import { Database } from 'bun:sqlite'
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { resolvePersonalAccessToken } from '../src/auth/service'
+import { resolvePersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { openDatabase } from '../src/db/client'
 import { hashSecret } from '../src/shared/security'
 import { sqliteStore } from '../src/store'
@@ -35,7 +35,7 @@ const rows: Row[] = []
 const notes: string[] = []
 
 log(`seeding at scale ${scale} in ${dir}`)
-const info = seed(join(dir, 'seed.sqlite'), scale)
+const info = await seed(join(dir, 'seed.sqlite'), scale)
 log(`seeded ${info.threads} threads and ${info.messages} messages in ${info.seconds.toFixed(1)} s`)
 copyFileSync(join(dir, 'seed.sqlite'), join(dir, 'app.sqlite'))
 copyFileSync(join(dir, 'seed.sqlite'), join(dir, 'base.sqlite'))
@@ -351,7 +351,8 @@ async function searchSqlRow(kind: keyof typeof info.terms): Promise<Row> {
   const db = openDatabase(join(dir, 'app.sqlite'))
   const links = linksFor(publicUrl)
   const reader = readers[0] as (typeof readers)[number]
-  const caller = resolvePersonalAccessToken(db, hashSecret(reader.token), Date.now())?.caller
+  const caller = (await resolvePersonalAccessToken(sqliteStore(db).accessTokens, hashSecret(reader.token), Date.now()))
+    ?.caller
   if (!caller) throw new Error('reader token did not resolve')
   const raw = db.$client.query(
     searchSql(columnsSql, '?1 = ?1 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)'),

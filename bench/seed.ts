@@ -2,8 +2,9 @@
 // messages shaped like real use (conversations interleaved in time, Zipf-distributed vocabulary), written
 // with raw prepared statements in large transactions so a million messages take about a minute. The
 // search documents are built at the end from the same SQL the triggers run.
-import { createPersonalAccessToken } from '../src/auth/service'
+import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { migrateDatabase, openDatabase } from '../src/db/client'
+import { sqliteStore } from '../src/store'
 import { rebuildSearchIndex } from '../src/threads/search.fts5'
 import { prng, textOf, vocabulary, zipfSampler } from './words'
 
@@ -30,7 +31,7 @@ const zipfExponent = 1.05
 const end = Date.parse('2026-01-01T00:00:00.000Z')
 const span = 2 * 365 * 24 * 3600_000
 
-export function seed(path: string, scale: number): SeedInfo {
+export async function seed(path: string, scale: number): Promise<SeedInfo> {
   const started = performance.now()
   const db = openDatabase(path)
   migrateDatabase(db)
@@ -65,9 +66,10 @@ export function seed(path: string, scale: number): SeedInfo {
       users.push({ id: Number(row.lastInsertRowid), organizationId, token: '' })
     }
   })()
+  const { accessTokens } = sqliteStore(db)
   for (const user of users) {
-    user.token = createPersonalAccessToken(
-      db,
+    user.token = await createPersonalAccessToken(
+      accessTokens,
       { userId: user.id, name: 'bench', scopes: ['threads:read', 'threads:write'] },
       end,
     )

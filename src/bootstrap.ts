@@ -1,12 +1,12 @@
 // First run: on an empty database, create organization `default`, its owner and a starter token, and
 // print them once so a newcomer can call the API straight away.
-import { count } from 'drizzle-orm'
-import { users } from './auth/auth.table'
-import { createPersonalAccessToken, createUser } from './auth/service'
+import { createPersonalAccessToken } from './auth/personal-access-tokens'
+import { createUser } from './auth/users'
 import type { Config } from './config'
 import type { Db } from './db/client'
 import { generateSecret } from './shared/security'
 import type { Clock } from './shared/time'
+import { sqliteStore } from './store'
 
 const print = (line: string): void => console.log(line)
 
@@ -15,17 +15,17 @@ export async function firstRun(
   config: Pick<Config, 'ADMIN_EMAIL' | 'ADMIN_PASSWORD' | 'PUBLIC_URL'>,
   clock: Clock,
 ): Promise<void> {
-  const existing = db.select({ n: count() }).from(users).get()
-  if (existing && existing.n > 0) return
+  const store = sqliteStore(db)
+  if (await store.users.hasAny()) return
   const email = config.ADMIN_EMAIL ?? 'admin@localhost'
   const password = config.ADMIN_PASSWORD ?? generateSecret('').slice(0, 24)
   const owner = await createUser(
-    db,
+    store.users,
     { email, password, name: 'Owner', organizationSlug: 'default', role: 'owner' },
     clock.now(),
   )
-  const token = createPersonalAccessToken(
-    db,
+  const token = await createPersonalAccessToken(
+    store.accessTokens,
     { userId: owner.id, name: 'first run', scopes: ['threads:read', 'threads:write'] },
     clock.now(),
   )

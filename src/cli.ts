@@ -4,9 +4,10 @@
 // every other command refuses to run without one, so a mistyped DATABASE_PATH never starts an empty one.
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { roles } from './auth/auth.table'
 import { isRole } from './auth/members'
-import { createPersonalAccessToken, createUser, findUserByEmail, parseScopes } from './auth/service'
+import { roles } from './auth/model'
+import { createPersonalAccessToken, parseScopes } from './auth/personal-access-tokens'
+import { createUser, findUserByEmail } from './auth/users'
 import { type Config, ConfigError, loadConfig } from './config'
 import { type Db, MissingDatabaseError, migrateDatabase, openDatabase } from './db/client'
 import { createRegistrationToken } from './oauth/registration'
@@ -17,7 +18,7 @@ import { listUsers, resetPassword } from './operations/users'
 import { AppError } from './shared/errors'
 import { systemClock, toIso } from './shared/time'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
-import { sqliteStore } from './store'
+import { type Store, sqliteStore } from './store'
 
 class UsageError extends Error {}
 
@@ -28,6 +29,8 @@ interface Context {
   now: number
   /** The database at DATABASE_PATH with its migrations applied; a missing one is refused, never created. */
   database(): Db
+  /** The repositories over `database()`. */
+  store(): Store
 }
 
 interface Command {
@@ -102,12 +105,12 @@ const commands: Record<string, Command> = {
       org: { placeholder: 'SLUG', description: 'their organization (default: default); a new slug creates it' },
       role: { placeholder: 'ROLE', description: 'owner, admin or member (default: member)' },
     },
-    async run({ values, out, now, database }) {
+    async run({ values, out, now, store }) {
       const role = values.role ?? 'member'
       if (!isRole(role)) throw new UsageError(`--role must be one of ${roles.join(', ')}`)
       const organizationSlug = values.org ?? 'default'
       const user = await createUser(
-        database(),
+        store().users,
         {
           email: required(values, 'email'),
           password: required(values, 'password'),
@@ -128,8 +131,8 @@ const commands: Record<string, Command> = {
       'One header line, then one line per user, by organization and then email.',
       'Status is active, must-change-password (a one-time password is pending) or removed.',
     ],
-    run({ out, database }) {
-      const users = listUsers(database())
+    async run({ out, store }) {
+      const users = await listUsers(store().users)
       out(['email', 'name', 'organization', 'role', 'created', 'status'].join('\t'))
       for (const user of users) {
         out(
@@ -148,9 +151,9 @@ const commands: Record<string, Command> = {
       'The user must choose their own password at the next sign-in. Their personal access tokens and',
       'OAuth grants stay valid; removing them from the organization ends those too.',
     ],
-    async run({ values, out, database }) {
+    async run({ values, out, store }) {
       const email = required(values, 'email')
-      const reset = await resetPassword(database(), email)
+      const reset = await resetPassword(store().users, email)
       if (!reset) throw new UsageError(`No user with email ${email}`)
       out(
         `New one-time password for ${reset.email}, to be replaced at the next sign-in; ` +
@@ -167,13 +170,17 @@ const commands: Record<string, Command> = {
       scopes: { placeholder: '"S1 S2"', description: 'space-separated: threads:read, threads:read:own, threads:write' },
       name: { placeholder: 'N', description: 'a label shown in their settings (default: cli)' },
     },
-    run({ values, out, now, database }) {
-      const db = database()
+    async run({ values, out, now, store }) {
+      const { users, accessTokens } = store()
       const email = required(values, 'email')
-      const user = findUserByEmail(db, email)
+      const user = await findUserByEmail(users, email)
       if (!user) throw new UsageError(`No user with email ${email}`)
       const scopes = parseScopes(required(values, 'scopes'))
-      const token = createPersonalAccessToken(db, { userId: user.id, name: values.name ?? 'cli', scopes }, now)
+      const token = await createPersonalAccessToken(
+        accessTokens,
+        { userId: user.id, name: values.name ?? 'cli', scopes },
+        now,
+      )
       out(`Personal access token for ${user.email} with scopes: ${scopes.join(' ')}`)
       out(token)
     },
@@ -183,12 +190,12 @@ const commands: Record<string, Command> = {
     summary: "Creates a single-use, 60-minute RFC 7591 registration token for the user's organization.",
     options: { email: { placeholder: 'E', description: 'a user of the organization the client will belong to' } },
     details: ['The token is printed last; send it as "Authorization: Bearer <token>" to POST /oauth/register.'],
-    async run({ values, out, now, database }) {
+    async run({ values, out, now, database, store }) {
       const db = database()
       const email = required(values, 'email')
-      const user = findUserByEmail(db, email)
+      const user = await findUserByEmail(store().users, email)
       if (!user) throw new UsageError(`No user with email ${email}`)
-      const created = await createRegistrationToken(sqliteStore(db).oauthClients, user, now)
+      const created = await createRegistrationToken(store().oauthClients, user, now)
       out(
         `Registration token for ${user.email}'s organization: single use, valid until ${toIso(created.expiresAt)}. ` +
           'Send it as "Authorization: Bearer <token>" to POST /oauth/register.',
@@ -333,8 +340,9 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
     migrateDatabase(db)
     return db
   }
+  const store = (): Store => sqliteStore(database())
   try {
-    await command.run({ values, config, out, now: systemClock.now(), database })
+    await command.run({ values, config, out, now: systemClock.now(), database, store })
   } finally {
     db?.$client.close()
   }

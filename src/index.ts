@@ -88,7 +88,7 @@ try {
 await app.decorator.engine.recover()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
 const indexer = startSearchIndexer(store.search, log)
-const upkeep = startUpkeep(db, store, systemClock, log)
+const upkeep = startUpkeep(store, systemClock, log)
 if (!storeIsLocal) {
   sweepStore(store.attachments, blobs).then(reportSwept, (error) =>
     log.error('stray upload files could not be removed', { ...blobs.description, error: String(error) }),

@@ -10,7 +10,7 @@ import { attachments } from '../src/attachments/attachments.table'
 import { checkFormFiles, removeUnsentFiles, storeFormFiles, type UploadDeps } from '../src/attachments/service'
 import { inFlightMs, sweepUploads } from '../src/attachments/sweep'
 import type { Caller } from '../src/auth/model'
-import { resolvePersonalAccessToken } from '../src/auth/service'
+import { resolvePersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { createWorkerRunner } from '../src/generation/runner'
 import { backup, restore } from '../src/operations/backup'
 import { silentLogger } from '../src/shared/log'
@@ -62,12 +62,13 @@ function staged(h: Harness): string[] {
 }
 
 /** The web composer's view of a harness: what its routes hand the attachment services, and the user as a caller. */
-function composer(h: Harness, user: TestUser): { deps: UploadDeps; caller: Caller } {
-  const caller = resolvePersonalAccessToken(h.db, hashSecret(user.token), Date.now())?.caller
+async function composer(h: Harness, user: TestUser): Promise<{ deps: UploadDeps; caller: Caller }> {
+  const store = sqliteStore(h.db)
+  const caller = (await resolvePersonalAccessToken(store.accessTokens, hashSecret(user.token), Date.now()))?.caller
   if (!caller) throw new Error('the test user has no valid token')
   const deps = {
     db: h.db,
-    store: sqliteStore(h.db),
+    store,
     clock: h.clock,
     log: silentLogger,
     publicUrl,
@@ -158,7 +159,7 @@ describe.each(backends)('attachments on the %s store', (kind, store) => {
     expect(before).toHaveLength(25)
     // Checked while the thread had room, as a form's files are; stored once it has none: the quota is counted
     // again in the transaction, after the files were put.
-    const { deps, caller } = composer(s.h, s.owner)
+    const { deps, caller } = await composer(s.h, s.owner)
     const checked = await checkFormFiles(deps, [new File(['late'], 'late.txt')])
     await expect(storeFormFiles(deps, caller, s.threadId, checked)).rejects.toMatchObject({ status: 400 })
     expect(await keysOf(s.h.blobs)).toEqual(before)
@@ -192,7 +193,7 @@ describe.each(backends)('attachments on the %s store', (kind, store) => {
 
   test("the web form's files: checked in the staging folder, stored, and removed again when the message is refused", async () => {
     await using s = await setup()
-    const { deps, caller } = composer(s.h, s.owner)
+    const { deps, caller } = await composer(s.h, s.owner)
     const checked = await checkFormFiles(deps, [new File(['a note'], 'note.txt', { type: 'text/plain' })])
     expect(staged(s.h)).toHaveLength(1)
     expect(await keysOf(s.h.blobs)).toEqual([])

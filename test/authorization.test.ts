@@ -6,7 +6,7 @@ import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { personalAccessTokens } from '../src/auth/auth.table'
 import type { Scope } from '../src/auth/model'
-import { createPersonalAccessToken } from '../src/auth/service'
+import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { createClient, validateClientMetadata } from '../src/oauth/clients'
 import { oauthAccessTokens, oauthGrants } from '../src/oauth/oauth.table'
 import { newTokens } from '../src/oauth/tokens'
@@ -251,8 +251,8 @@ test('every endpoint × token state × scope set × caller × visibility answers
     if (state === 'none') return undefined
     if (state === 'malformed') return kind === 'oauth' ? 'tho_this-is-not-a-token' : 'thp_this-is-not-a-token'
     if (kind === 'oauth') return oauthTokenFor(who, scopes, state)
-    const token = createPersonalAccessToken(
-      h.db,
+    const token = await createPersonalAccessToken(
+      sqliteStore(h.db).accessTokens,
       { userId: people[who].id, name: 'matrix', scopes, expiresAt: state === 'expired' ? clock.now() - 1 : null },
       clock.now(),
     )

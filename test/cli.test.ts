@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import sharp from 'sharp'
-import { resolvePersonalAccessToken } from '../src/auth/service'
+import { resolvePersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { signIn, validateSession } from '../src/auth/sessions'
 import { runCli } from '../src/cli'
 import { loadConfig } from '../src/config'
@@ -13,6 +13,7 @@ import { openDatabase } from '../src/db/client'
 import { backup, restore } from '../src/operations/backup'
 import { hashSecret } from '../src/shared/security'
 import { LocalBlobStore } from '../src/storage/blobs'
+import { sqliteStore } from '../src/store'
 import { firstRunToken, harness, runToEnd, startServer, until } from './support/helpers'
 
 // Every test here starts bun processes, some a whole server (startServer alone allows 20 s to listen), and most of
@@ -130,7 +131,8 @@ test('user:create and token:create; the secret is the last line of stdout', asyn
   expect(secret).toMatch(/^thp_[a-z2-7]{39}$/)
 
   const db = openDatabase(databasePath)
-  const caller = resolvePersonalAccessToken(db, hashSecret(secret), Date.now())?.caller
+  const caller = (await resolvePersonalAccessToken(sqliteStore(db).accessTokens, hashSecret(secret), Date.now()))
+    ?.caller
   db.$client.close()
   expect(caller).toMatchObject({ email: 'ops@example.com', role: 'admin', organizationSlug: 'ops' })
   expect([...(caller?.scopes ?? [])].sort()).toEqual(['threads:read', 'threads:write'])
@@ -211,7 +213,8 @@ test.concurrent('user:list shows every user; user:reset-password prints a one-ti
   ])
 
   const db = openDatabase(databasePath)
-  const before = await signIn(db, 'ops@example.com', 'hunter2hunter2', Date.now())
+  const store = sqliteStore(db)
+  const before = await signIn(store, 'ops@example.com', 'hunter2hunter2', Date.now())
   expect(before).not.toBeNull()
   const reset = await cli('user:reset-password', '--email', 'OPS@example.com')
   expect(reset).toMatchObject({ code: 0, stderr: '' })
@@ -221,9 +224,9 @@ test.concurrent('user:list shows every user; user:reset-password prints a one-ti
   const password = lines.at(-1) ?? ''
   expect(password).toMatch(/^[a-z2-7]{4}(-[a-z2-7]{4}){3}$/)
 
-  expect(validateSession(db, before?.token ?? '', Date.now())).toBeNull()
-  expect(await signIn(db, 'ops@example.com', 'hunter2hunter2', Date.now())).toBeNull()
-  expect(await signIn(db, 'ops@example.com', password, Date.now())).toMatchObject({ mustChangePassword: true })
+  expect(await validateSession(store.sessions, before?.token ?? '', Date.now())).toBeNull()
+  expect(await signIn(store, 'ops@example.com', 'hunter2hunter2', Date.now())).toBeNull()
+  expect(await signIn(store, 'ops@example.com', password, Date.now())).toMatchObject({ mustChangePassword: true })
   db.$client.close()
   expect((await cli('user:list')).stdout).toContain('\tmust-change-password\n')
 })

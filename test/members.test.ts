@@ -5,8 +5,9 @@ import { eq } from 'drizzle-orm'
 import { users } from '../src/auth/auth.table'
 import { type Actor, addMember, changeMemberRole, removeMember } from '../src/auth/members'
 import { changePassword, generateOneTimePassword } from '../src/auth/passwords'
-import { createPersonalAccessToken } from '../src/auth/service'
+import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { signIn } from '../src/auth/sessions'
+import { sqliteStore } from '../src/store'
 import { type Harness, harness } from './support/helpers'
 import { Browser, password, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
 
@@ -44,25 +45,31 @@ test('role rules: owners do anything, admins never touch or make owners, the las
   const now = Date.now()
 
   expect(
-    await refusal(() => addMember(h.db, member, { email: 'a@example.com', name: null, role: 'member' }, now)),
+    await refusal(() =>
+      addMember(sqliteStore(h.db).users, member, { email: 'a@example.com', name: null, role: 'member' }, now),
+    ),
   ).toBe(403)
-  expect(await refusal(() => addMember(h.db, admin, { email: 'b@example.com', name: null, role: 'owner' }, now))).toBe(
-    403,
-  )
-  expect(await refusal(() => changeMemberRole(h.db, admin, subOf(owner), 'member'))).toBe(403)
-  expect(await refusal(() => changeMemberRole(h.db, admin, subOf(member), 'owner'))).toBe(403)
-  expect(await refusal(() => removeMember(h.db, admin, subOf(owner), now))).toBe(403)
-  expect(await refusal(() => changeMemberRole(h.db, owner, subOf(owner), 'admin'))).toBe(409)
-  expect(await refusal(() => removeMember(h.db, owner, subOf(owner), now))).toBe(409)
-  expect(await refusal(() => removeMember(h.db, admin, subOf(admin), now))).toBe(409)
-  expect(changeMemberRole(h.db, admin, subOf(member), 'admin').role).toBe('admin')
-  expect(changeMemberRole(h.db, owner, subOf(admin), 'owner').role).toBe('owner')
+  expect(
+    await refusal(() =>
+      addMember(sqliteStore(h.db).users, admin, { email: 'b@example.com', name: null, role: 'owner' }, now),
+    ),
+  ).toBe(403)
+  expect(await refusal(() => changeMemberRole(sqliteStore(h.db).users, admin, subOf(owner), 'member'))).toBe(403)
+  expect(await refusal(() => changeMemberRole(sqliteStore(h.db).users, admin, subOf(member), 'owner'))).toBe(403)
+  expect(await refusal(() => removeMember(sqliteStore(h.db).users, admin, subOf(owner), now))).toBe(403)
+  expect(await refusal(() => changeMemberRole(sqliteStore(h.db).users, owner, subOf(owner), 'admin'))).toBe(409)
+  expect(await refusal(() => removeMember(sqliteStore(h.db).users, owner, subOf(owner), now))).toBe(409)
+  expect(await refusal(() => removeMember(sqliteStore(h.db).users, admin, subOf(admin), now))).toBe(409)
+  expect((await changeMemberRole(sqliteStore(h.db).users, admin, subOf(member), 'admin')).role).toBe('admin')
+  expect((await changeMemberRole(sqliteStore(h.db).users, owner, subOf(admin), 'owner')).role).toBe('owner')
   // With a second owner, the first may step down, and may then be removed by the other.
-  expect(changeMemberRole(h.db, owner, subOf(owner), 'member').role).toBe('member')
-  expect(removeMember(h.db, { ...admin, role: 'owner' }, subOf(owner), now).id).toBe(owner.id)
+  expect((await changeMemberRole(sqliteStore(h.db).users, owner, subOf(owner), 'member')).role).toBe('member')
+  expect((await removeMember(sqliteStore(h.db).users, { ...admin, role: 'owner' }, subOf(owner), now)).id).toBe(
+    owner.id,
+  )
   // People of other organizations are not found.
   const stranger = actor(h, (await h.user({ org: 'globex', role: 'owner' })).id)
-  expect(await refusal(() => changeMemberRole(h.db, stranger, subOf(member), 'member'))).toBe(404)
+  expect(await refusal(() => changeMemberRole(sqliteStore(h.db).users, stranger, subOf(member), 'member'))).toBe(404)
 })
 
 test('a removed member is locked out of every door, and nobody else is touched', async () => {
@@ -73,15 +80,19 @@ test('a removed member is locked out of every door, and nobody else is touched',
   const app = await register(h)
   const grant = (await publicGrant(h, browser, app.client_id)).body
   const theirs = (await publicGrant(h, colleague.browser, app.client_id)).body
-  removeMember(h.db, owner, user.sub, Date.now())
+  await removeMember(sqliteStore(h.db).users, owner, user.sub, Date.now())
 
   expect((await browser.get('/login?next=/x')).status).toBe(200)
-  expect(await signIn(h.db, user.email, password, Date.now())).toBeNull()
+  expect(await signIn(sqliteStore(h.db), user.email, password, Date.now())).toBeNull()
   for (const token of [user.token, grant.access_token]) {
     expect((await h.call('GET', '/api/v1/me', { token })).status).toBe(401)
   }
   // A token made afterwards by hand (the CLI) does not work either.
-  const late = createPersonalAccessToken(h.db, { userId: user.id, name: 'late', scopes: ['threads:read'] }, Date.now())
+  const late = await createPersonalAccessToken(
+    sqliteStore(h.db).accessTokens,
+    { userId: user.id, name: 'late', scopes: ['threads:read'] },
+    Date.now(),
+  )
   expect((await h.call('GET', '/api/v1/me', { token: late })).status).toBe(401)
   expect((await h.call('GET', '/api/v1/me', { token: theirs.access_token })).status).toBe(200)
   expect((await h.call('GET', '/api/v1/me', { token: colleague.user.token })).status).toBe(200)
@@ -90,7 +101,12 @@ test('a removed member is locked out of every door, and nobody else is touched',
 test('a one-time password keeps the session on the change-password page until it is replaced', async () => {
   await using h = await harness()
   const owner = actor(h, (await h.user({ role: 'owner' })).id)
-  const added = await addMember(h.db, owner, { email: 'New@Example.com', name: ' Nia ', role: 'member' }, Date.now())
+  const added = await addMember(
+    sqliteStore(h.db).users,
+    owner,
+    { email: 'New@Example.com', name: ' Nia ', role: 'member' },
+    Date.now(),
+  )
   expect(added.member).toMatchObject({ email: 'new@example.com', name: 'Nia', mustChangePassword: true })
   const browser = Browser.inProcess(h)
   const signedInAt = await browser.signIn('new@example.com', added.oneTimePassword, '/somewhere')
@@ -102,7 +118,7 @@ test('a one-time password keeps the session on the change-password page until it
   expect(json.body.error).toBe('password_change_required')
 
   const row = h.db.select().from(users).where(eq(users.email, 'new@example.com')).get()
-  await changePassword(h.db, {
+  await changePassword(sqliteStore(h.db).users, {
     userId: row?.id ?? 0,
     currentPassword: added.oneTimePassword,
     newPassword: 'chosen by me',

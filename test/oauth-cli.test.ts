@@ -3,9 +3,10 @@ import { afterAll, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createUser, findUserByEmail } from '../src/auth/service'
+import { createUser, findUserByEmail } from '../src/auth/users'
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { oauthRegistrationTokens } from '../src/oauth/oauth.table'
+import { sqliteStore } from '../src/store'
 
 const dir = mkdtempSync(join(tmpdir(), 'threadhouse-oauth-cli-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -15,7 +16,7 @@ test('bun run cli registration-token:create prints a usable token as the last li
   const db = openDatabase(databasePath)
   migrateDatabase(db)
   await createUser(
-    db,
+    sqliteStore(db).users,
     { email: 'dev@example.com', password: 'hunter2hunter2', organizationSlug: 'acme', role: 'member' },
     Date.now(),
   )
@@ -30,7 +31,7 @@ test('bun run cli registration-token:create prints a usable token as the last li
   const token = stdout.trimEnd().split('\n').at(-1) ?? ''
   expect(token).toMatch(/^thrg_[a-z2-7]{39}$/)
   const row = db.select().from(oauthRegistrationTokens).get()
-  const user = findUserByEmail(db, 'dev@example.com')
+  const user = await findUserByEmail(sqliteStore(db).users, 'dev@example.com')
   expect(row).toMatchObject({ userId: user?.id, organizationId: user?.organizationId, usedAt: null })
   expect((row?.expiresAt ?? 0) - (row?.createdAt ?? 0)).toBe(60 * 60_000)
 

@@ -6,10 +6,11 @@ import { CodeChallengeMethod, generateCodeVerifier, generateState, OAuth2Client 
 import * as oauth from 'oauth4webapi'
 import { type App, createApp } from '../src/app'
 import { createFileInspector } from '../src/attachments/inspector'
-import { createUser } from '../src/auth/service'
+import { createUser } from '../src/auth/users'
 import { loadConfig } from '../src/config'
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { silentLogger } from '../src/shared/log'
+import { sqliteStore } from '../src/store'
 import { ScriptedRunner } from './support/helpers'
 import { Browser, decide, locationOf, McpClientProvider, password, settings } from './support/oauth-helpers'
 
@@ -25,7 +26,11 @@ interface Server extends AsyncDisposable {
 async function startServer(): Promise<Server> {
   const db = openDatabase(':memory:')
   migrateDatabase(db)
-  await createUser(db, { email: 'ada@example.com', password, organizationSlug: 'acme', role: 'member' }, Date.now())
+  await createUser(
+    sqliteStore(db).users,
+    { email: 'ada@example.com', password, organizationSlug: 'acme', role: 'member' },
+    Date.now(),
+  )
   let app: App | undefined
   const server = Bun.serve({
     hostname: '127.0.0.1',

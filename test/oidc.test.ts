@@ -1,9 +1,10 @@
 // Sign-in through an OpenID Connect provider, against a real provider on loopback: PKCE, state and nonce, a
 // verified ID token, and matching to an existing user by verified email only.
 import { expect, test } from 'bun:test'
-import { createUser } from '../src/auth/service'
 import { sessions } from '../src/auth/sessions.table'
+import { createUser } from '../src/auth/users'
 import { type Config, ConfigError, loadConfig } from '../src/config'
+import { sqliteStore } from '../src/store'
 import { type Harness, harness, ScriptedRunner } from './support/helpers'
 import { Browser, hiddenField, password } from './support/oauth-helpers'
 import { type FakeOidcProvider, startFakeOidcProvider } from './support/oidc-provider'
@@ -19,7 +20,11 @@ async function withProvider(provider: FakeOidcProvider, config: Partial<Config> 
       OIDC_NAME: 'Example ID',
     },
   })
-  await createUser(h.db, { email: 'ada@example.com', password, organizationSlug: 'default', role: 'member' }, 0)
+  await createUser(
+    sqliteStore(h.db).users,
+    { email: 'ada@example.com', password, organizationSlug: 'default', role: 'member' },
+    0,
+  )
   return h
 }
 

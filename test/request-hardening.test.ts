@@ -1,8 +1,9 @@
 // Hostile requests are refused early and cheaply: the caller before the body, the body's media type, size and
 // depth before it is parsed, open streams per person and per process, unknown methods with 405 and Allow.
 import { expect, setDefaultTimeout, test } from 'bun:test'
-import { createPersonalAccessToken } from '../src/auth/service'
+import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { maxJsonDepth } from '../src/shared/body'
+import { sqliteStore } from '../src/store'
 import { collect, harness, openStream, publicUrl, ScriptedRunner, tokensOf } from './support/helpers'
 import { settings, signedIn } from './support/oauth-helpers'
 
@@ -152,7 +153,11 @@ test('open streams are limited per person, whatever their tokens, and per proces
   const runner = new ScriptedRunner()
   await using h = await harness({ runner, config: { STREAM_LIMIT_PER_USER: 2, STREAM_LIMIT_TOTAL: 3 } })
   const owner = await h.user()
-  const second = createPersonalAccessToken(h.db, { userId: owner.id, name: 'second', scopes: ['threads:read'] }, 0)
+  const second = await createPersonalAccessToken(
+    sqliteStore(h.db).accessTokens,
+    { userId: owner.id, name: 'second', scopes: ['threads:read'] },
+    0,
+  )
   const { thread_id, message_id } = (
     await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'go' } })
   ).body

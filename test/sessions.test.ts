@@ -2,11 +2,12 @@
 import { expect, setDefaultTimeout, test } from 'bun:test'
 import { createApp } from '../src/app'
 import { createFileInspector } from '../src/attachments/inspector'
-import { createUser } from '../src/auth/service'
 import { sessions } from '../src/auth/sessions.table'
+import { createUser } from '../src/auth/users'
 import { loadConfig } from '../src/config'
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { silentLogger } from '../src/shared/log'
+import { sqliteStore } from '../src/store'
 import { safeNextPath } from '../src/web/index'
 import { harness, ManualClock, ScriptedRunner } from './support/helpers'
 import { Browser, hiddenField, password } from './support/oauth-helpers'
@@ -191,7 +192,11 @@ test('sign-out needs the session CSRF token and ends the session', async () => {
 test('under https the cookies are Secure and __Host- prefixed', async () => {
   const db = openDatabase(':memory:')
   migrateDatabase(db)
-  await createUser(db, { email: 'a@example.com', password, organizationSlug: 'default', role: 'member' }, Date.now())
+  await createUser(
+    sqliteStore(db).users,
+    { email: 'a@example.com', password, organizationSlug: 'default', role: 'member' },
+    Date.now(),
+  )
   const app = createApp({
     db,
     config: { ...loadConfig({}), PUBLIC_URL: 'https://threadhouse.example', GENERATION_CONCURRENCY: 1 },

@@ -76,7 +76,7 @@ test('an hour on, the sweep deletes expired tokens and dead grants but keeps wha
   })
 
   clock.advance(61 * minute)
-  await sweepExpired(h.db, sqliteStore(h.db), clock.now())
+  await sweepExpired(sqliteStore(h.db), clock.now())
   // The live grant keeps both refresh tokens and its used code; the revoked grant took its own rows with it.
   expect(rowCounts(h)).toEqual({
     sessions: 1,
@@ -102,7 +102,7 @@ test('thirty days on, only the people, their personal access tokens and the clie
   await everything(h, clock)
   clock.advance(30 * day + minute)
   // Started, the upkeep sweeps at once, before its first interval.
-  startUpkeep(h.db, sqliteStore(h.db), clock, silentLogger).stop()
+  startUpkeep(sqliteStore(h.db), clock, silentLogger).stop()
   expect(rowCounts(h)).toEqual({
     sessions: 0,
     grants: 0,

@@ -1,7 +1,7 @@
 // PostgreSQL twin of auth.table.ts (organizations, users, personal access tokens): the same columns and indexes,
 // with real booleans and bigint epoch-millisecond timestamps. Keep the two in step.
 import { bigint, boolean, index, integer, pgTable, text } from 'drizzle-orm/pg-core'
-import { roles } from './auth.table'
+import { roles } from './model'
 
 const epochMs = () => bigint({ mode: 'number' })
 

@@ -1,8 +1,6 @@
 // Organizations, their users and the users' personal access tokens. Timestamps are epoch milliseconds.
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
-
-export const roles = ['owner', 'admin', 'member'] as const
-export type Role = (typeof roles)[number]
+import { roles } from './model'
 
 export const organizations = sqliteTable('organizations', {
   id: integer().primaryKey({ autoIncrement: true }),

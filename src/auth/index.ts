@@ -14,9 +14,8 @@ import type { Responses } from '../shared/responses'
 import { hashSecret } from '../shared/security'
 import type { Clock } from '../shared/time'
 import type { Store } from '../store'
-import { AuthModel, type Caller, type Scope } from './model'
-import { personalAccessTokenPrefix, resolvePersonalAccessToken } from './service'
-import { recallToken, rememberToken } from './token-cache'
+import { AuthModel, type Caller, type ResolvedToken, type Scope } from './model'
+import { personalAccessTokenPrefix, resolvePersonalAccessToken } from './personal-access-tokens'
 
 export interface AuthDeps {
   db: Db
@@ -53,25 +52,32 @@ function unauthorized(
   return new AppError(401, 'unauthorized', message, {}, headers)
 }
 
+type Lookup = (deps: AuthDeps, hash: string, now: number) => Promise<ResolvedToken | null>
+
+const personalAccessTokenLookup: Lookup = (deps, hash, now) =>
+  resolvePersonalAccessToken(deps.store.accessTokens, hash, now)
+const oauthAccessTokenLookup: Lookup = (deps, hash, now) => resolveOAuthAccessToken(deps.store.oauthGrants, hash, now)
+
 /**
  * Each kind of bearer token is recognised by its prefix and resolved to the same Caller. A token resolved less
- * than a second ago is taken from memory (token-cache.ts).
+ * than a second ago is taken from memory (token-cache.ts) at once; only a miss waits for the database.
  */
-async function resolveToken({ db, store, clock }: AuthDeps, token: string): Promise<Caller | null> {
-  const resolve = token.startsWith(personalAccessTokenPrefix)
-    ? (hash: string, now: number) => resolvePersonalAccessToken(db, hash, now)
+function resolveToken(deps: AuthDeps, token: string): Caller | null | Promise<Caller | null> {
+  const lookup = token.startsWith(personalAccessTokenPrefix)
+    ? personalAccessTokenLookup
     : token.startsWith(accessTokenPrefix)
-      ? (hash: string, now: number) => resolveOAuthAccessToken(store.oauthGrants, hash, now)
+      ? oauthAccessTokenLookup
       : null
-  if (!resolve) return null
-  const now = clock.now()
+  if (!lookup) return null
+  const now = deps.clock.now()
   const hash = hashSecret(token)
-  const recalled = recallToken(db, hash, now)
+  const recalled = deps.store.tokenCache.recall(hash, now)
   if (recalled) return recalled
-  const resolved = await resolve(hash, now)
-  if (!resolved) return null
-  rememberToken(db, hash, resolved, now)
-  return resolved.caller
+  return lookup(deps, hash, now).then((resolved) => {
+    if (!resolved) return null
+    deps.store.tokenCache.remember(hash, resolved, now)
+    return resolved.caller
+  })
 }
 
 /** What kind of token was refused, by its prefix: never any part of the secret itself. */
@@ -135,14 +141,28 @@ const callers = new WeakMap<Request, Caller>()
  * the request counted against the token's rate limit (or its address's, when the token is refused). Throws the 401
  * (pointing at that resource's metadata) or 429. A token issued for the other resource (RFC 8707) is refused like
  * an invalid one: it was not meant for this one. Scopes are left to the caller, which may refuse in its own form.
+ * Synchronous when the token cache knows the token, which is most requests; a promise when it waits for a lookup.
  */
-export async function authenticateBearer(
+export function authenticateBearer(
   deps: AuthDeps,
   request: Request,
   resource: ProtectedResource,
-): Promise<Caller> {
+): Caller | Promise<Caller> {
   const token = bearerToken(request)
-  const resolved = token ? await resolveToken(deps, token) : null
+  const resolved = token ? resolveToken(deps, token) : null
+  return resolved instanceof Promise
+    ? resolved.then((caller) => admit(deps, request, resource, token, caller))
+    : admit(deps, request, resource, token, resolved)
+}
+
+/** The resolved caller if the token is meant for this resource, counted against its limit; else the refusal. */
+function admit(
+  deps: AuthDeps,
+  request: Request,
+  resource: ProtectedResource,
+  token: string | undefined,
+  resolved: Caller | null,
+): Caller {
   const caller = resolved && (resolved.audience === undefined || resolved.audience === resource) ? resolved : null
   // With the per-token limit off, a valid token counts against its address as before.
   const retryAfter = settleAddressCount(request, caller !== null && deps.tokenLimiter !== undefined)
@@ -161,18 +181,22 @@ export async function authenticateBearer(
 }
 
 export const auth = (deps: AuthDeps) => {
+  const allow = (requirement: Requirement, request: Request, caller: Caller): void => {
+    checkScope(caller, requirement, deps.publicUrl)
+    callers.set(request, caller)
+    callerChecked(request)
+  }
   /**
    * Resolves the caller and enforces the route's scope, once per request. It runs as the first `parse` hook of a
    * route with a body, before a byte of it is read, and in `transform` for the others: either way before Elysia
    * validates params, query and body, so a request without a valid token, or without the scope, gets its 401 or
    * 403, learns nothing about what the route would accept, and costs no body buffering.
    */
-  const authenticate = async (requirement: Requirement, request: Request): Promise<void> => {
+  const authenticate = (requirement: Requirement, request: Request): void | Promise<void> => {
     if (callers.has(request)) return
-    const caller = await authenticateBearer(deps, request, '/api/v1')
-    checkScope(caller, requirement, deps.publicUrl)
-    callers.set(request, caller)
-    callerChecked(request)
+    const caller = authenticateBearer(deps, request, '/api/v1')
+    if (caller instanceof Promise) return caller.then((resolved) => allow(requirement, request, resolved))
+    allow(requirement, request, caller)
   }
   return new Elysia({ name: 'auth' }).macro({
     scope: (requirement: Requirement) => ({
@@ -182,6 +206,7 @@ export const auth = (deps: AuthDeps) => {
         security: [{ bearer: [] }, { oauth2: requirement === 'any' ? [] : [requirement] }],
         'x-required-scope': requirement === 'any' ? null : requirement,
       },
+      // Declared async, so that Elysia awaits them whenever a lookup the token cache missed is still running.
       async parse({ request }) {
         await authenticate(requirement, request)
       },

@@ -9,16 +9,14 @@
 // - Removal keeps the user row (their threads need an owner) and ends every way in: sessions, personal access
 //   tokens, OAuth grants, unexchanged authorization codes and unused registration tokens. Their threads stay
 //   as they were: public ones readable by the organization, private ones by nobody, none writable.
-import { and, asc, count, eq, isNull } from 'drizzle-orm'
-import type { Db } from '../db/client'
-import { oauthAuthorizationCodes, oauthGrants, oauthRegistrationTokens } from '../oauth/oauth.table'
 import { conflict, forbidden, invalidRequest, notFound } from '../shared/errors'
 import { hashPassword } from '../shared/security'
-import { personalAccessTokens, type Role, roles, users } from './auth.table'
+import { type Role, roles } from './model'
 import { generateOneTimePassword } from './passwords'
-import { createUser } from './service'
-import { sessions } from './sessions.table'
-import { forgetResolvedTokens } from './token-cache'
+import { createUser, normalizedEmail } from './users'
+import type { Member, UserRepository } from './users.repository'
+
+export type { Member } from './users.repository'
 
 /** Who is acting: the signed-in owner or admin. */
 export interface Actor {
@@ -26,17 +24,6 @@ export interface Actor {
   role: Role
   organizationId: number
   organizationSlug: string
-}
-
-export interface Member {
-  id: number
-  sub: string
-  email: string
-  name: string | null
-  role: Role
-  createdAt: number
-  /** Still holds the one-time password an admin handed out. */
-  mustChangePassword: boolean
 }
 
 export function isRole(value: string): value is Role {
@@ -59,50 +46,18 @@ function requireMayManage(actor: Actor, target: Member): void {
   if (target.role === 'owner' && actor.role !== 'owner') throw forbidden('Only an owner can change or remove an owner')
 }
 
-function activeOwners(db: Db, organizationId: number): number {
-  const row = db
-    .select({ n: count() })
-    .from(users)
-    .where(and(eq(users.organizationId, organizationId), eq(users.role, 'owner'), isNull(users.removedAt)))
-    .get()
-  return row?.n ?? 0
-}
-
-function requireAnotherOwner(db: Db, organizationId: number, target: Member): void {
-  if (target.role === 'owner' && activeOwners(db, organizationId) <= 1) {
-    throw conflict('An organization needs at least one owner: make someone else an owner first')
-  }
-}
-
-const memberColumns = {
-  id: users.id,
-  sub: users.sub,
-  email: users.email,
-  name: users.name,
-  role: users.role,
-  createdAt: users.createdAt,
-  mustChangePassword: users.mustChangePassword,
-}
+const lastOwner = () => conflict('An organization needs at least one owner: make someone else an owner first')
 
 /** The organization's current members (removed people are not listed), by email. */
-export function listMembers(db: Db, organizationId: number): Member[] {
-  return db
-    .select(memberColumns)
-    .from(users)
-    .where(and(eq(users.organizationId, organizationId), isNull(users.removedAt)))
-    .orderBy(asc(users.email))
-    .all()
+export function listMembers(users: UserRepository, organizationId: number): Promise<Member[]> {
+  return users.listMembers(organizationId)
 }
 
 /** A current member of the actor's organization by their public ID; anyone else is simply not found. */
-export function findMember(db: Db, organizationId: number, sub: string): Member {
-  const row = db
-    .select(memberColumns)
-    .from(users)
-    .where(and(eq(users.sub, sub), eq(users.organizationId, organizationId), isNull(users.removedAt)))
-    .get()
-  if (!row) throw notFound('Member')
-  return row
+export async function findMember(users: UserRepository, organizationId: number, sub: string): Promise<Member> {
+  const member = await users.findMember(organizationId, sub)
+  if (!member) throw notFound('Member')
+  return member
 }
 
 export interface NewMember {
@@ -127,46 +82,47 @@ function normalizedName(name: string | null): string | null {
  * Someone removed from this organization earlier comes back as the same user, so their threads are theirs
  * again; any other existing email is a conflict.
  */
-async function restoreRemoved(db: Db, actor: Actor, input: NewMember, password: string): Promise<Member | null> {
-  const email = input.email.trim().toLowerCase()
-  const existing = db
-    .select({ id: users.id, organizationId: users.organizationId, removedAt: users.removedAt })
-    .from(users)
-    .where(eq(users.email, email))
-    .get()
+async function restoreRemoved(
+  users: UserRepository,
+  actor: Actor,
+  input: NewMember,
+  password: string,
+): Promise<Member | null> {
+  const email = normalizedEmail(input.email)
+  const existing = await users.findByEmail(email)
   if (!existing) return null
-  if (existing.removedAt === null || existing.organizationId !== actor.organizationId) {
-    throw conflict(`A user with email ${email} already exists`)
-  }
-  db.update(users)
-    .set({
-      role: input.role,
-      name: normalizedName(input.name),
-      passwordHash: await hashPassword(password),
-      mustChangePassword: true,
-      removedAt: null,
-    })
-    .where(eq(users.id, existing.id))
-    .run()
-  forgetResolvedTokens(db)
-  return findMemberById(db, existing.id)
+  const taken = () => conflict(`A user with email ${email} already exists`)
+  if (existing.removedAt === null || existing.organizationId !== actor.organizationId) throw taken()
+  const restored = await users.restore(existing.id, {
+    role: input.role,
+    name: normalizedName(input.name),
+    passwordHash: await hashPassword(password),
+  })
+  // Restored by someone else meanwhile: present now, like any other member.
+  if (!restored) throw taken()
+  return restored
 }
 
-function findMemberById(db: Db, id: number): Member {
-  const row = db.select(memberColumns).from(users).where(eq(users.id, id)).get()
-  if (!row) throw notFound('Member')
-  return row
+async function findMemberById(users: UserRepository, id: number): Promise<Member> {
+  const member = await users.findMemberById(id)
+  if (!member) throw notFound('Member')
+  return member
 }
 
 /** Adds a person to the actor's organization with a one-time password they must change at first sign-in. */
-export async function addMember(db: Db, actor: Actor, input: NewMember, now: number): Promise<AddedMember> {
+export async function addMember(
+  users: UserRepository,
+  actor: Actor,
+  input: NewMember,
+  now: number,
+): Promise<AddedMember> {
   requireManager(actor)
   requireMayGrant(actor, input.role)
   const oneTimePassword = generateOneTimePassword()
-  const restored = await restoreRemoved(db, actor, input, oneTimePassword)
+  const restored = await restoreRemoved(users, actor, input, oneTimePassword)
   if (restored) return { member: restored, oneTimePassword }
   const created = await createUser(
-    db,
+    users,
     {
       email: input.email,
       password: oneTimePassword,
@@ -177,45 +133,29 @@ export async function addMember(db: Db, actor: Actor, input: NewMember, now: num
     },
     now,
   )
-  return { member: findMemberById(db, created.id), oneTimePassword }
+  return { member: await findMemberById(users, created.id), oneTimePassword }
 }
 
-export function changeMemberRole(db: Db, actor: Actor, sub: string, role: Role): Member {
+export async function changeMemberRole(users: UserRepository, actor: Actor, sub: string, role: Role): Promise<Member> {
   requireManager(actor)
-  const target = findMember(db, actor.organizationId, sub)
+  const target = await findMember(users, actor.organizationId, sub)
   requireMayManage(actor, target)
   requireMayGrant(actor, role)
   if (target.role === role) return target
-  if (role !== 'owner') requireAnotherOwner(db, actor.organizationId, target)
-  db.update(users).set({ role }).where(eq(users.id, target.id)).run()
-  forgetResolvedTokens(db)
+  const outcome = await users.changeRole(actor.organizationId, target.id, role)
+  if (outcome === 'not_found') throw notFound('Member')
+  if (outcome === 'last_owner') throw lastOwner()
   return { ...target, role }
 }
 
-/** Removes a member and, in the same transaction, every session, token, grant and pending code they hold. */
-export function removeMember(db: Db, actor: Actor, sub: string, now: number): Member {
+/** Removes a member and, in the same unit of work, every session, token, grant and pending code they hold. */
+export async function removeMember(users: UserRepository, actor: Actor, sub: string, now: number): Promise<Member> {
   requireManager(actor)
-  const target = findMember(db, actor.organizationId, sub)
+  const target = await findMember(users, actor.organizationId, sub)
   if (target.id === actor.id) throw conflict('You cannot remove yourself; ask another owner or admin')
   requireMayManage(actor, target)
-  requireAnotherOwner(db, actor.organizationId, target)
-  db.transaction((tx) => {
-    tx.update(users).set({ removedAt: now, mustChangePassword: false }).where(eq(users.id, target.id)).run()
-    tx.delete(sessions).where(eq(sessions.userId, target.id)).run()
-    tx.update(personalAccessTokens)
-      .set({ revokedAt: now })
-      .where(and(eq(personalAccessTokens.userId, target.id), isNull(personalAccessTokens.revokedAt)))
-      .run()
-    tx.update(oauthGrants)
-      .set({ revokedAt: now })
-      .where(and(eq(oauthGrants.userId, target.id), isNull(oauthGrants.revokedAt)))
-      .run()
-    // An authorization code not yet exchanged would otherwise open a fresh grant after removal.
-    tx.delete(oauthAuthorizationCodes).where(eq(oauthAuthorizationCodes.userId, target.id)).run()
-    tx.delete(oauthRegistrationTokens)
-      .where(and(eq(oauthRegistrationTokens.userId, target.id), isNull(oauthRegistrationTokens.usedAt)))
-      .run()
-  })
-  forgetResolvedTokens(db)
+  const outcome = await users.remove(actor.organizationId, target.id, now)
+  if (outcome === 'not_found') throw notFound('Member')
+  if (outcome === 'last_owner') throw lastOwner()
   return target
 }

@@ -1,7 +1,10 @@
-// Scopes, the authenticated caller and the identity (GET /me) schema.
+// Roles, scopes, the authenticated caller and the identity (GET /me) schema.
 import { type Static, t } from 'elysia'
 import { integer } from '../shared/responses'
-import type { Role } from './auth.table'
+
+/** A person's role in their organization. */
+export const roles = ['owner', 'admin', 'member'] as const
+export type Role = (typeof roles)[number]
 
 export const scopes = ['threads:read', 'threads:read:own', 'threads:write'] as const
 export type Scope = (typeof scopes)[number]

@@ -78,7 +78,7 @@ async function completeSignIn(
     throw new OidcRefusal(400, `${client.name} did not sign you in (${query.error ?? 'no code was returned'}).`)
   }
   const identity = await client.finish(query.code, pending)
-  return { userId: userForIdentity(deps.db, identity, client.name).id, next: pending.next }
+  return { userId: (await userForIdentity(deps.store.users, identity, client.name)).id, next: pending.next }
 }
 
 export const oidcSignin = (deps: OidcSigninDeps) => {
@@ -133,7 +133,7 @@ export const oidcSignin = (deps: OidcSigninDeps) => {
         }
         try {
           const signedIn = await completeSignIn(deps, client, query, pending)
-          const session = createSession(deps.db, signedIn.userId, deps.clock.now())
+          const session = await createSession(deps.store.sessions, signedIn.userId, deps.clock.now())
           const sessionCookie = cookie[sessionName]
           if (sessionCookie) setSessionCookie(sessionCookie, deps.publicUrl, session.token, session.expiresAt)
           // Checked again on the way out: the value came back through a cookie.

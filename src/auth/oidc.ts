@@ -5,8 +5,8 @@
 import { CodeChallengeMethod, generateCodeVerifier, generateState, OAuth2Client } from 'arctic'
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from 'jose'
 import type { Config } from '../config'
-import type { Db } from '../db/client'
-import { findUserByEmail } from './service'
+import { findUserByEmail } from './users'
+import type { UserRepository } from './users.repository'
 
 export interface OidcSettings {
   issuer: string
@@ -168,8 +168,12 @@ export function createOidcClient(settings: OidcSettings, now: () => number) {
 export type OidcClient = ReturnType<typeof createOidcClient>
 
 /** The Threadhouse user with this verified email; see the module comment for why nobody is created. */
-export function userForIdentity(db: Db, identity: OidcIdentity, providerName: string): { id: number } {
-  const user = findUserByEmail(db, identity.email)
+export async function userForIdentity(
+  users: UserRepository,
+  identity: OidcIdentity,
+  providerName: string,
+): Promise<{ id: number }> {
+  const user = await findUserByEmail(users, identity.email)
   if (!user) {
     throw new OidcRefusal(
       403,

@@ -1,14 +1,11 @@
 // Passwords people choose and the one-time passwords admins hand out: generating a one-time password, and
 // changing a password (which also ends the person's other sessions and clears the must-change flag).
 import { encodeBase32LowerCaseNoPadding } from '@oslojs/encoding'
-import { eq } from 'drizzle-orm'
-import type { Db } from '../db/client'
 import { invalidRequest } from '../shared/errors'
-import { hashPassword, verifyPassword } from '../shared/security'
-import { users } from './auth.table'
-import { minimumPasswordLength } from './service'
-import { invalidateOtherSessions } from './sessions'
+import { hashPassword, hashSecret, verifyPassword } from '../shared/security'
+import type { UserRepository } from './users.repository'
 
+export const minimumPasswordLength = 8
 /** Long passwords are welcome; this only bounds the work argon2 is asked to do. */
 export const maximumPasswordLength = 1024
 
@@ -31,9 +28,9 @@ export interface PasswordChange {
 }
 
 /** Replaces the person's password once the current one is proven; throws a readable 400 otherwise. */
-export async function changePassword(db: Db, change: PasswordChange): Promise<void> {
-  const user = db.select({ passwordHash: users.passwordHash }).from(users).where(eq(users.id, change.userId)).get()
-  if (!user || !(await verifyPassword(change.currentPassword, user.passwordHash))) {
+export async function changePassword(users: UserRepository, change: PasswordChange): Promise<void> {
+  const currentHash = await users.passwordHashOf(change.userId)
+  if (currentHash === null || !(await verifyPassword(change.currentPassword, currentHash))) {
     throw invalidRequest('The current password is not correct.')
   }
   if (change.newPassword.length < minimumPasswordLength) {
@@ -45,8 +42,6 @@ export async function changePassword(db: Db, change: PasswordChange): Promise<vo
   if (change.newPassword === change.currentPassword) {
     throw invalidRequest('The new password must differ from the current one.')
   }
-  const passwordHash = await hashPassword(change.newPassword)
-  db.update(users).set({ passwordHash, mustChangePassword: false }).where(eq(users.id, change.userId)).run()
   // Anyone else holding the old password (the admin who set a one-time one, a thief) is signed out.
-  invalidateOtherSessions(db, change.userId, change.keepSessionToken)
+  await users.changePassword(change.userId, await hashPassword(change.newPassword), hashSecret(change.keepSessionToken))
 }

@@ -107,7 +107,7 @@ export const signin = (deps: SigninDeps) => {
             />,
           )
         }
-        const opened = await signIn(deps.db, email, param(form, 'password') ?? '', deps.clock.now())
+        const opened = await signIn(deps.store, email, param(form, 'password') ?? '', deps.clock.now())
         if (!opened) {
           // An operator watching for password guessing needs these; the password itself is never logged.
           deps.log.warn('sign-in failed', { requestId: requestIdOf(request), email, ip: clientIpOf(request) })
@@ -142,7 +142,7 @@ export const signin = (deps: SigninDeps) => {
           set.status = 403
           return html(<MessagePage title="Sign-out refused" message={formRefusedMessage} viewer={viewerOf(session)} />)
         }
-        invalidateSession(deps.db, session.token)
+        await invalidateSession(deps.store.sessions, session.token)
         const ended = cookie[names.session]
         if (ended) clearCookie(ended, deps.publicUrl)
         return redirect('/login', 303)

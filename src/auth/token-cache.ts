@@ -1,10 +1,10 @@
 // Bearer tokens already resolved, kept for a moment in memory: resolving one (a join of three or four tables,
 // and the SQLite read lock every statement takes) was a quarter of a simple API request's cost (README,
-// Performance). Only tokens that resolved are kept, so unknown ones cannot fill it. Every write that can change
-// what a valid token resolves to (revoking it, its grant or its app, removing its user, changing their role)
-// calls `forgetResolvedTokens`, so such changes apply to the very next request; the one-second lifetime bounds
-// how long one made outside the server, by hand in SQL, can go unseen.
-import type { Db } from '../db/client'
+// Performance). Only tokens that resolved are kept, so unknown ones cannot fill it. One cache per database, held
+// by the store: every write that can change what a valid token resolves to (revoking it, its grant or its app,
+// removing its user, changing their role) calls `forgetResolvedTokens` with that database, so such changes apply
+// to the very next request; the one-second lifetime bounds how long one made outside the server, by hand in SQL,
+// can go unseen.
 import type { Caller, ResolvedToken } from './model'
 
 export const resolvedTokenLifetimeMs = 1000
@@ -15,35 +15,47 @@ interface Entry extends ResolvedToken {
   resolvedAt: number
 }
 
-const caches = new WeakMap<Db, Map<string, Entry>>()
+export class TokenCache {
+  private readonly entries = new Map<string, Entry>()
 
-/**
- * The caller of a token resolved less than a second ago and not expired since, keyed by the token's hash. A
- * clock set back since then does not stretch that second.
- */
-export function recallToken(db: Db, hash: string, now: number): Caller | null {
-  const cache = caches.get(db)
-  const entry = cache?.get(hash)
-  if (!entry) return null
-  const age = now - entry.resolvedAt
-  if (age >= 0 && age < resolvedTokenLifetimeMs && (entry.expiresAt === null || now < entry.expiresAt)) {
-    return entry.caller
+  /**
+   * The caller of a token resolved less than a second ago and not expired since, keyed by the token's hash. A
+   * clock set back since then does not stretch that second.
+   */
+  recall(hash: string, now: number): Caller | null {
+    const entry = this.entries.get(hash)
+    if (!entry) return null
+    const age = now - entry.resolvedAt
+    if (age >= 0 && age < resolvedTokenLifetimeMs && (entry.expiresAt === null || now < entry.expiresAt)) {
+      return entry.caller
+    }
+    this.entries.delete(hash)
+    return null
   }
-  cache?.delete(hash)
-  return null
+
+  remember(hash: string, resolved: ResolvedToken, now: number): void {
+    if (this.entries.size >= maxTokens) this.entries.clear()
+    this.entries.set(hash, { ...resolved, resolvedAt: now })
+  }
+
+  forget(): void {
+    this.entries.clear()
+  }
 }
 
-export function rememberToken(db: Db, hash: string, resolved: ResolvedToken, now: number): void {
-  let cache = caches.get(db)
+const caches = new WeakMap<object, TokenCache>()
+
+/** The cache of tokens resolved from this database (its driver handle): the same one for every store over it. */
+export function tokenCacheOf(database: object): TokenCache {
+  let cache = caches.get(database)
   if (!cache) {
-    cache = new Map()
-    caches.set(db, cache)
+    cache = new TokenCache()
+    caches.set(database, cache)
   }
-  if (cache.size >= maxTokens) cache.clear()
-  cache.set(hash, { ...resolved, resolvedAt: now })
+  return cache
 }
 
 /** Called after every write that may change what a valid token resolves to; the next request reads the database. */
-export function forgetResolvedTokens(db: Db): void {
-  caches.get(db)?.clear()
+export function forgetResolvedTokens(database: object): void {
+  caches.get(database)?.forget()
 }

@@ -1,7 +1,8 @@
 // Access and refresh tokens: their lifetimes, making a pair for a grant, and turning an access token into the
 // same Caller a personal access token gives, so every API endpoint accepts both.
+
+import { callerOf } from '../auth/callers'
 import type { ResolvedToken, Scope } from '../auth/model'
-import { callerOf } from '../auth/service'
 import { generateSecret, hashSecret } from '../shared/security'
 import { dayMs, lastUsedResolutionMs } from '../shared/time'
 import type { GrantRepository, NewTokens } from './grants.repository'

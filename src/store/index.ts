@@ -4,6 +4,13 @@
 // SQLite implementations beside each feature.
 import type { AttachmentRepository } from '../attachments/repository'
 import { sqliteAttachmentRepository } from '../attachments/repository.sqlite'
+import type { SessionRepository } from '../auth/sessions.repository'
+import { sqliteSessionRepository } from '../auth/sessions.repository.sqlite'
+import { type TokenCache, tokenCacheOf } from '../auth/token-cache'
+import type { AccessTokenRepository } from '../auth/tokens.repository'
+import { sqliteAccessTokenRepository } from '../auth/tokens.repository.sqlite'
+import type { UserRepository } from '../auth/users.repository'
+import { sqliteUserRepository } from '../auth/users.repository.sqlite'
 import type { Db } from '../db/client'
 import type { GenerationRepository } from '../generation/repository'
 import { sqliteGenerationRepository } from '../generation/repository.sqlite'
@@ -26,6 +33,14 @@ export interface Store {
   generations: GenerationRepository
   threads: ThreadRepository
   search: ThreadSearch
+  users: UserRepository
+  accessTokens: AccessTokenRepository
+  sessions: SessionRepository
+  /**
+   * Bearer tokens this process resolved a moment ago. The store holds it because the store knows when the
+   * database changes: the repositories forget it on every write that changes what a token resolves to.
+   */
+  tokenCache: TokenCache
 }
 
 /** Every repository over one open SQLite database. */
@@ -41,5 +56,9 @@ export function sqliteStore(db: Db): Store {
     generations: sqliteGenerationRepository(db),
     threads: sqliteThreadRepository(db),
     search: fts5ThreadSearch(db),
+    users: sqliteUserRepository(db),
+    accessTokens: sqliteAccessTokenRepository(db),
+    sessions: sqliteSessionRepository(db),
+    tokenCache: tokenCacheOf(db),
   }
 }

@@ -3,8 +3,8 @@
 // password, change role, remove after confirmation) and registration tokens. Same rules as the settings pages:
 // CSRF-checked form posts, secrets shown once on the response page, POST-redirect-GET for everything else.
 import { Elysia } from 'elysia'
-import type { Role } from '../auth/auth.table'
 import { type Actor, addMember, changeMemberRole, findMember, isRole, listMembers, removeMember } from '../auth/members'
+import type { Role } from '../auth/model'
 import {
   deleteOrganizationClient,
   getOrganizationClient,
@@ -47,12 +47,15 @@ function NotFoundPage({ admin, what, back }: { admin: PageSession; what: string;
 export const adminPages = (deps: WebDeps) => {
   const now = (): number => deps.clock.now()
 
-  function membersPage(admin: PageSession, extra: Partial<Parameters<typeof MembersPage>[0]> = {}): JSX.Element {
+  async function membersPage(
+    admin: PageSession,
+    extra: Partial<Parameters<typeof MembersPage>[0]> = {},
+  ): Promise<JSX.Element> {
     return (
       <MembersPage
         viewer={viewerOf(admin)}
         actor={{ id: admin.user.id, role: admin.user.role }}
-        members={listMembers(deps.db, admin.user.organizationId)}
+        members={await listMembers(deps.store.users, admin.user.organizationId)}
         signInUrl={`${deps.publicUrl}/login`}
         {...extra}
       />
@@ -170,7 +173,8 @@ export const adminPages = (deps: WebDeps) => {
     )
     .get(
       '/admin/members',
-      ({ admin, query, html }) => html(membersPage(admin, { notice: noticeFor(adminNotices, query.notice) })),
+      async ({ admin, query, html }) =>
+        html(await membersPage(admin, { notice: noticeFor(adminNotices, query.notice) })),
       {
         organizationAdmin: true,
         detail: { hide: true },
@@ -192,12 +196,12 @@ export const adminPages = (deps: WebDeps) => {
         }
         try {
           if (!isRole(role)) throw invalidRole()
-          const added = await addMember(deps.db, actorOf(admin), values, now())
-          return html(membersPage(admin, { added }))
+          const added = await addMember(deps.store.users, actorOf(admin), values, now())
+          return html(await membersPage(admin, { added }))
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
-          return html(membersPage(admin, { error: refusal.message, form: values }))
+          return html(await membersPage(admin, { error: refusal.message, form: values }))
         }
       },
       { organizationAdmin: true, parse: 'none', detail: { hide: true } },
@@ -214,11 +218,11 @@ export const adminPages = (deps: WebDeps) => {
         let changed: { id: number; role: Role }
         try {
           if (!isRole(role)) throw invalidRole()
-          changed = changeMemberRole(deps.db, actorOf(admin), params.sub, role)
+          changed = await changeMemberRole(deps.store.users, actorOf(admin), params.sub, role)
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
-          return html(membersPage(admin, { error: refusal.message }))
+          return html(await membersPage(admin, { error: refusal.message }))
         }
         // Someone who just gave up their own admin role can no longer see this page.
         if (changed.id === admin.user.id && changed.role === 'member') return redirect('/settings', 303)
@@ -228,9 +232,9 @@ export const adminPages = (deps: WebDeps) => {
     )
     .get(
       '/admin/members/:sub/remove',
-      ({ admin, params, html, set }) => {
+      async ({ admin, params, html, set }) => {
         try {
-          const member = findMember(deps.db, admin.user.organizationId, params.sub)
+          const member = await findMember(deps.store.users, admin.user.organizationId, params.sub)
           return html(<RemoveMemberPage viewer={viewerOf(admin)} member={member} />)
         } catch (error) {
           set.status = refusalOf(error).status
@@ -247,11 +251,11 @@ export const adminPages = (deps: WebDeps) => {
           return html(<RefusedFormPage session={admin} />)
         }
         try {
-          removeMember(deps.db, actorOf(admin), params.sub, now())
+          await removeMember(deps.store.users, actorOf(admin), params.sub, now())
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
-          return html(membersPage(admin, { error: refusal.message }))
+          return html(await membersPage(admin, { error: refusal.message }))
         }
         return redirect('/admin/members?notice=member-removed', 303)
       },

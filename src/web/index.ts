@@ -105,15 +105,15 @@ export function safeNextPath(next: string | null | undefined, publicUrl: string)
   return `${target.pathname}${target.search}${target.hash}`
 }
 
-function resolveSession(
+async function resolveSession(
   deps: WebDeps,
   names: CookieNames,
   cookie: Record<string, Cookie<unknown>>,
-): PageSession | null {
+): Promise<PageSession | null> {
   const sessionCookie = cookie[names.session]
   const token = sessionCookie?.value
   if (!sessionCookie || typeof token !== 'string') return null
-  const valid = validateSession(deps.db, token, deps.clock.now())
+  const valid = await validateSession(deps.store.sessions, token, deps.clock.now())
   if (!valid) return null
   if (valid.renewed) setSessionCookie(sessionCookie, deps.publicUrl, token, valid.expiresAt)
   return { user: valid.user, token, csrf: sessionCsrfToken(token) }
@@ -139,9 +139,9 @@ function mustChangePasswordFirst(session: PageSession | null, request: Request):
 export const web = (deps: WebDeps) => {
   const names = cookieNames(deps.publicUrl)
   const accounts = new WeakMap<Request, PageSession>()
-  const checkAccount = (cookie: Record<string, Cookie<unknown>>, request: Request): void => {
+  const checkAccount = async (cookie: Record<string, Cookie<unknown>>, request: Request): Promise<void> => {
     if (accounts.has(request)) return
-    const account = resolveSession(deps, names, cookie)
+    const account = await resolveSession(deps, names, cookie)
     if (!account) throw new AppError(401, 'unauthorized', 'Sign in first: no valid session cookie')
     if (account.user.mustChangePassword) {
       throw new AppError(403, 'password_change_required', `Choose a new password first at ${changePasswordPath}`)
@@ -160,8 +160,8 @@ export const web = (deps: WebDeps) => {
       .macro({
         /** Pages: `session` is the signed-in person, or null, and each page decides what a visitor sees. */
         session: {
-          resolve({ cookie }): { session: PageSession | null } {
-            return { session: resolveSession(deps, names, cookie) }
+          async resolve({ cookie }): Promise<{ session: PageSession | null }> {
+            return { session: await resolveSession(deps, names, cookie) }
           },
           // Every page, whoever wrote it, first sends a person holding a one-time password to choose their own.
           beforeHandle(context) {
@@ -177,11 +177,11 @@ export const web = (deps: WebDeps) => {
          * hook of a route with a body, before a byte of it is read, and in `transform` for the others.
          */
         account: {
-          parse({ cookie, request }) {
-            checkAccount(cookie, request)
+          async parse({ cookie, request }) {
+            await checkAccount(cookie, request)
           },
-          transform({ cookie, request }) {
-            checkAccount(cookie, request)
+          async transform({ cookie, request }) {
+            await checkAccount(cookie, request)
           },
           resolve({ request }): { account: PageSession } {
             return { account: accounts.get(request) as PageSession }

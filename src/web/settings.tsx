@@ -5,7 +5,11 @@ import { Elysia } from 'elysia'
 import { signInRetryAfter } from '../auth/attempts'
 import { isScope } from '../auth/model'
 import { changePassword } from '../auth/passwords'
-import { createPersonalAccessToken, listPersonalAccessTokens, revokePersonalAccessToken } from '../auth/service'
+import {
+  createPersonalAccessToken,
+  listPersonalAccessTokens,
+  revokePersonalAccessToken,
+} from '../auth/personal-access-tokens'
 import { createConfidentialClient, listConnectedApps, listOwnClients, revokeConnectedApp } from '../oauth/management'
 import { createRegistrationToken } from '../oauth/registration'
 import { AppError } from '../shared/errors'
@@ -77,8 +81,11 @@ export interface SettingsDeps extends WebDeps {
 export const settingsPages = (deps: SettingsDeps) => {
   const now = (): number => deps.clock.now()
 
-  function tokensPage(member: PageSession, extra: Partial<Parameters<typeof TokensPage>[0]> = {}): JSX.Element {
-    const tokens = listPersonalAccessTokens(deps.db, member.user.id)
+  async function tokensPage(
+    member: PageSession,
+    extra: Partial<Parameters<typeof TokensPage>[0]> = {},
+  ): Promise<JSX.Element> {
+    const tokens = await listPersonalAccessTokens(deps.store.accessTokens, member.user.id)
     return <TokensPage viewer={viewerOf(member)} tokens={tokens} now={now()} {...extra} />
   }
 
@@ -106,7 +113,8 @@ export const settingsPages = (deps: SettingsDeps) => {
     .get('/settings', ({ redirect }) => redirect('/settings/tokens', 303), { member: true, detail: { hide: true } })
     .get(
       '/settings/tokens',
-      ({ member, query, html }) => html(tokensPage(member, { notice: noticeFor(settingsNotices, query.notice) })),
+      async ({ member, query, html }) =>
+        html(await tokensPage(member, { notice: noticeFor(settingsNotices, query.notice) })),
       {
         member: true,
         detail: { hide: true },
@@ -123,10 +131,10 @@ export const settingsPages = (deps: SettingsDeps) => {
         const { values, error } = parseTokenForm(form)
         if (error) {
           set.status = 400
-          return html(tokensPage(member, { error, form: values }))
+          return html(await tokensPage(member, { error, form: values }))
         }
-        const token = createPersonalAccessToken(
-          deps.db,
+        const token = await createPersonalAccessToken(
+          deps.store.accessTokens,
           {
             userId: member.user.id,
             name: values.name,
@@ -135,7 +143,7 @@ export const settingsPages = (deps: SettingsDeps) => {
           },
           now(),
         )
-        return html(tokensPage(member, { created: { name: values.name, token } }))
+        return html(await tokensPage(member, { created: { name: values.name, token } }))
       },
       { member: true, parse: 'none', detail: { hide: true } },
     )
@@ -148,9 +156,12 @@ export const settingsPages = (deps: SettingsDeps) => {
           return html(<RefusedFormPage session={member} />)
         }
         const id = Number(params.id)
-        if (!Number.isSafeInteger(id) || !revokePersonalAccessToken(deps.db, member.user.id, id, now())) {
+        if (
+          !Number.isSafeInteger(id) ||
+          !(await revokePersonalAccessToken(deps.store.accessTokens, member.user.id, id, now()))
+        ) {
           set.status = 404
-          return html(tokensPage(member, { error: 'That token does not exist or was already revoked.' }))
+          return html(await tokensPage(member, { error: 'That token does not exist or was already revoked.' }))
         }
         return redirect('/settings/tokens?notice=token-revoked', 303)
       },
@@ -282,7 +293,7 @@ export const settingsPages = (deps: SettingsDeps) => {
           return html(page(`Too many attempts. Wait ${retryAfter} seconds, then try again.`))
         }
         try {
-          await changePassword(deps.db, {
+          await changePassword(deps.store.users, {
             userId: member.user.id,
             currentPassword: form.get('current_password') ?? '',
             newPassword,

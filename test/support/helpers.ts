@@ -10,9 +10,9 @@ import { drizzle } from 'drizzle-orm/bun-sqlite'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { createApp } from '../../src/app'
 import { createFileInspector, type FileInspector } from '../../src/attachments/inspector'
-import { organizations, type Role, users } from '../../src/auth/auth.table'
-import type { Scope } from '../../src/auth/model'
-import { createPersonalAccessToken } from '../../src/auth/service'
+import { organizations, users } from '../../src/auth/auth.table'
+import type { Role, Scope } from '../../src/auth/model'
+import { createPersonalAccessToken } from '../../src/auth/personal-access-tokens'
 import { type Config, loadConfig } from '../../src/config'
 import { type Db, migrateDatabase, openDatabase } from '../../src/db/client'
 import * as schema from '../../src/db/schema'
@@ -23,6 +23,7 @@ import { type Logger, silentLogger } from '../../src/shared/log'
 import { hashPassword } from '../../src/shared/security'
 import type { Clock } from '../../src/shared/time'
 import { type BlobLocation, type BlobStore, LocalBlobStore } from '../../src/storage/blobs'
+import { sqliteStore } from '../../src/store'
 
 export const publicUrl = 'http://threadhouse.test'
 
@@ -318,7 +319,11 @@ export async function harness(
         { email, name: name ?? `User ${userCounter}`, organizationSlug: org, role },
         clock.now(),
       )
-      const token = createPersonalAccessToken(db, { userId: created.id, name: 'test', scopes }, clock.now())
+      const token = await createPersonalAccessToken(
+        sqliteStore(db).accessTokens,
+        { userId: created.id, name: 'test', scopes },
+        clock.now(),
+      )
       return { id: created.id, sub: created.sub, email, token }
     },
     async [Symbol.asyncDispose]() {

@@ -8,11 +8,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { type App, createApp } from '../../src/app'
 import { createFileInspector } from '../../src/attachments/inspector'
 import type { Scope } from '../../src/auth/model'
-import { createPersonalAccessToken, createUser } from '../../src/auth/service'
+import { createPersonalAccessToken } from '../../src/auth/personal-access-tokens'
+import { createUser } from '../../src/auth/users'
 import { type Config, loadConfig } from '../../src/config'
 import { type Db, migrateDatabase, openDatabase } from '../../src/db/client'
 import type { GenerationRunner, HistoryMessage, JobHandlers } from '../../src/generation/types'
 import { silentLogger } from '../../src/shared/log'
+import { sqliteStore } from '../../src/store'
 import { Browser, password } from './oauth-helpers'
 
 export interface Job {
@@ -102,8 +104,13 @@ export async function startServer(options: { config?: Partial<Config> } = {}): P
       members += 1
       const email = `mcp${members}@example.com`
       const now = Date.now()
-      const user = await createUser(db, { email, password, organizationSlug: org, role: 'member' }, now)
-      const token = createPersonalAccessToken(db, { userId: user.id, name: 'mcp test', scopes }, now)
+      const store = sqliteStore(db)
+      const user = await createUser(store.users, { email, password, organizationSlug: org, role: 'member' }, now)
+      const token = await createPersonalAccessToken(
+        store.accessTokens,
+        { userId: user.id, name: 'mcp test', scopes },
+        now,
+      )
       return { id: user.id, email, token }
     },
     async browserOf(email) {

@@ -1,8 +1,8 @@
 // Administration → Members: add someone with a one-time password (shown once), change roles, and remove
 // people after a confirmation step.
 import { escapeHtml } from '@kitajs/html'
-import { type Role, roles } from '../../../auth/auth.table'
 import type { Member } from '../../../auth/members'
+import { type Role, roles } from '../../../auth/model'
 import { CsrfField, ErrorAlert, Notice, OneTimeSecret, TableRegion, Time } from '../../components'
 import type { Viewer } from '../../layout'
 import { AdminFrame } from '../settings/frame'

@@ -1,7 +1,7 @@
 // Settings → Password: change your password. Someone signed in with a one-time password from an admin lands
 // here first and cannot use any other page until they have chosen their own.
 import { escapeHtml } from '@kitajs/html'
-import { minimumPasswordLength } from '../../../auth/service'
+import { minimumPasswordLength } from '../../../auth/passwords'
 import { CsrfField, ErrorAlert, Notice } from '../../components'
 import type { Viewer } from '../../layout'
 import { SettingsFrame } from './frame'

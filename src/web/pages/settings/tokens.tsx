@@ -2,7 +2,7 @@
 // the ones that still exist, revoke them.
 import { escapeHtml } from '@kitajs/html'
 import { type Scope, scopes } from '../../../auth/model'
-import type { PersonalAccessTokenSummary } from '../../../auth/service'
+import type { PersonalAccessTokenSummary } from '../../../auth/personal-access-tokens'
 import { scopeDescriptions } from '../../../oauth/model'
 import { CsrfField, ErrorAlert, Notice, OneTimeSecret, TableRegion, Time } from '../../components'
 import type { Viewer } from '../../layout'

@@ -190,8 +190,7 @@ const commands: Record<string, Command> = {
     summary: "Creates a single-use, 60-minute RFC 7591 registration token for the user's organization.",
     options: { email: { placeholder: 'E', description: 'a user of the organization the client will belong to' } },
     details: ['The token is printed last; send it as "Authorization: Bearer <token>" to POST /oauth/register.'],
-    async run({ values, out, now, database, store }) {
-      const db = database()
+    async run({ values, out, now, store }) {
       const email = required(values, 'email')
       const user = await findUserByEmail(store().users, email)
       if (!user) throw new UsageError(`No user with email ${email}`)

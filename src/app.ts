@@ -9,7 +9,6 @@ import { oidcSettings } from './auth/oidc'
 import { oidcSignin } from './auth/oidc-signin'
 import { signin } from './auth/signin'
 import type { Config } from './config'
-import type { Db } from './db/client'
 import { docs } from './docs'
 import { responses } from './generation'
 import { createGenerationEngine } from './generation/service'
@@ -26,7 +25,7 @@ import { responseSchemas } from './shared/responses'
 import type { Clock } from './shared/time'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
 import { storageHealth } from './storage/health'
-import { type Store, sqliteStore } from './store'
+import type { Store } from './store'
 import { threadRoutes } from './threads'
 import { linksFor } from './threads/links'
 import { threadPages } from './threads/pages'
@@ -34,9 +33,8 @@ import { adminPages } from './web/admin'
 import { settingsPages } from './web/settings'
 
 export interface AppDeps {
-  db: Db
-  /** Every feature's repository; by default the SQLite ones over `db`. */
-  store?: Store
+  /** Every feature's repository, over whichever database the configuration names. */
+  store: Store
   config: Config
   runner: GenerationRunner
   /** Checks uploaded files off the request thread; its owner closes it on shutdown, as with the runner. */
@@ -58,7 +56,7 @@ export interface AppDeps {
 }
 
 export function createApp(deps: AppDeps) {
-  const store = deps.store ?? sqliteStore(deps.db)
+  const store = deps.store
   const engine = createGenerationEngine({
     generations: store.generations,
     runner: deps.runner,
@@ -71,7 +69,6 @@ export function createApp(deps: AppDeps) {
   const oidc = oidcSettings(deps.config)
   const perMinute = (max: number) => (max > 0 ? new RateLimiter({ max, windowMs: 60_000 }, deps.clock) : undefined)
   const shared = {
-    db: deps.db,
     store,
     clock: deps.clock,
     log: deps.log,

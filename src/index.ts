@@ -61,7 +61,6 @@ const inspector = createFileInspector(log)
 // Response bodies are checked against their schemas in tests, not on every production request: see
 // AppDeps.validateResponses.
 const app = createApp({
-  db,
   store,
   config,
   runner,

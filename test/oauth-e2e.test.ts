@@ -39,7 +39,7 @@ async function startServer(): Promise<Server> {
   })
   const origin = `http://127.0.0.1:${server.port}`
   app = createApp({
-    db,
+    store: sqliteStore(db),
     config: { ...loadConfig({}), PUBLIC_URL: origin, GENERATION_CONCURRENCY: 1 },
     runner: new ScriptedRunner(),
     // Never started: no test here uploads a file.

@@ -198,7 +198,7 @@ test('under https the cookies are Secure and __Host- prefixed', async () => {
     Date.now(),
   )
   const app = createApp({
-    db,
+    store: sqliteStore(db),
     config: { ...loadConfig({}), PUBLIC_URL: 'https://threadhouse.example', GENERATION_CONCURRENCY: 1 },
     runner: new ScriptedRunner(),
     // Never started: no test here uploads a file.

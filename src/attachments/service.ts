@@ -35,7 +35,7 @@ function quotaExceeded(stored: number): AppError {
  * for one more file. Answers how many files it holds.
  */
 export async function requireRoomForUpload(
-  deps: Pick<UploadDeps, 'db' | 'store'>,
+  deps: Pick<UploadDeps, 'store'>,
   caller: Caller,
   threadId: string,
 ): Promise<number> {
@@ -258,7 +258,7 @@ export interface StoredFile {
 
 /** An attachment of a thread the caller can see, or 404 for the thread or the file alike. */
 export async function findAttachment(
-  deps: Pick<UploadDeps, 'db' | 'store'>,
+  deps: Pick<UploadDeps, 'store'>,
   caller: Caller,
   threadId: string,
   attachmentId: string,

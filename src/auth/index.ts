@@ -1,7 +1,6 @@
 // Bearer authentication for the API: the `scope` macro resolves the caller once per request and
 // enforces the route's scope; `identity` serves GET /me.
 import { Elysia } from 'elysia'
-import type { Db } from '../db/client'
 import type { ProtectedResource } from '../oauth/checks/resource'
 import { resourceMetadataUrl } from '../oauth/metadata'
 import { accessTokenPrefix, resolveOAuthAccessToken } from '../oauth/tokens'
@@ -18,7 +17,6 @@ import { AuthModel, type Caller, type ResolvedToken, type Scope } from './model'
 import { personalAccessTokenPrefix, resolvePersonalAccessToken } from './personal-access-tokens'
 
 export interface AuthDeps {
-  db: Db
   store: Store
   clock: Clock
   log: Logger

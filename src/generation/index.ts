@@ -41,7 +41,7 @@ export type PolledAnswer =
  * message asked for no answer. The caller has checked that the message may be read (requireMessage gives `thread`).
  */
 export async function pollAnswer(
-  deps: Pick<ResponseDeps, 'db' | 'store' | 'links'>,
+  deps: Pick<ResponseDeps, 'store' | 'links'>,
   thread: { state: string },
   messageId: string,
 ): Promise<PolledAnswer> {
@@ -60,7 +60,7 @@ function resumeOffset(header: string | undefined): number {
   return Number.isSafeInteger(offset) && offset > 0 ? offset : 0
 }
 
-type StreamDeps = Pick<ResponseDeps, 'db' | 'store' | 'engine' | 'links' | 'heartbeats' | 'streams'>
+type StreamDeps = Pick<ResponseDeps, 'store' | 'engine' | 'links' | 'heartbeats' | 'streams'>
 
 /** An ended answer as its replay needs it: the stored text, how it ended, and the newer answer it waits for. */
 interface Replay {

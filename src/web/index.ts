@@ -4,7 +4,6 @@ import { join } from 'node:path'
 import { html } from '@elysiajs/html'
 import { type Cookie, Elysia } from 'elysia'
 import { type SessionUser, validateSession } from '../auth/sessions'
-import type { Db } from '../db/client'
 import { callerChecked, jsonBodies } from '../shared/body'
 import { AppError } from '../shared/errors'
 import type { Clock } from '../shared/time'
@@ -13,7 +12,6 @@ import { sessionCsrfToken } from './csrf'
 import { stylesheetPath } from './layout'
 
 export interface WebDeps {
-  db: Db
   store: Store
   clock: Clock
   publicUrl: string

@@ -265,7 +265,7 @@ export async function harness(
       : (options.runner ?? echoRunner(options.echoDelayMs ?? 0))
   const inspector = options.inspector ?? createFileInspector(silentLogger, { idle: false })
   const app = createApp({
-    db,
+    store: sqliteStore(db),
     config: {
       ...loadConfig({}),
       PUBLIC_URL: publicUrl,

@@ -81,7 +81,7 @@ export async function startServer(options: { config?: Partial<Config> } = {}): P
   })
   const origin = `http://127.0.0.1:${server.port}`
   app = createApp({
-    db,
+    store: sqliteStore(db),
     config: {
       ...loadConfig({}),
       PUBLIC_URL: origin,

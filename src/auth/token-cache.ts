@@ -15,7 +15,8 @@ interface Entry extends ResolvedToken {
   resolvedAt: number
 }
 
-const caches = new WeakMap<Db, Map<string, Entry>>()
+/** Keyed by the database handle (SQLite's or PostgreSQL's): one cache per database. */
+const caches = new WeakMap<object, Map<string, Entry>>()
 
 /**
  * The caller of a token resolved less than a second ago and not expired since, keyed by the token's hash. A
@@ -44,6 +45,6 @@ export function rememberToken(db: Db, hash: string, resolved: ResolvedToken, now
 }
 
 /** Called after every write that may change what a valid token resolves to; the next request reads the database. */
-export function forgetResolvedTokens(db: Db): void {
+export function forgetResolvedTokens(db: object): void {
   caches.get(db)?.clear()
 }

@@ -148,8 +148,9 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
       const result = await db.transaction(async (tx) => {
         // Rotations of one grant take turns on its row (each of them updates it anyway), and so does a revocation
         // or a deletion of the grant. The token's state is read only once the lock is held, by a statement of its
-        // own: under READ COMMITTED it then sees the `used_at` a rotation that held the lock before committed (a
-        // join locking both rows would re-check the locked row alone and return the token as it was before waiting).
+        // own: under READ COMMITTED it then sees the `used_at` a rotation that held the lock before committed. (One
+        // join locking the grant's row would return the token's row as it was before the wait: tried, a token
+        // presented past the window while its first rotation held the lock rotated instead of being refused.)
         const [held] = await tx
           .select({ revokedAt: oauthGrants.revokedAt })
           .from(oauthGrants)
@@ -250,7 +251,7 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
     },
 
     listLiveForUser(userId, now) {
-      // The id breaks ties in creation order, as SQLite's rowid order does: PostgreSQL keeps no order among equals.
+      // The id breaks ties in creation order, the order SQLite returns them in: PostgreSQL keeps none among equals.
       return db
         .select({
           clientId: oauthClients.clientId,

@@ -1,0 +1,299 @@
+// Authorization codes, grants and tokens on PostgreSQL (the GrantRepository contract of grants.repository.ts). Many
+// connections write at once under READ COMMITTED, so each guarantee rests on a row lock rather than on a read
+// followed by a write: a code is spent by a conditional update, a rotation holds its grant's row while it decides,
+// an unclaimed client is claimed by a conditional update. Locks are taken in one order everywhere (grant, then its
+// tokens or codes, then the client's row; clients.repository.pg.ts deletes in that order too), so that two units of
+// work never wait for each other. Writes that can change what a valid token resolves to clear the in-memory token
+// cache after they commit.
+import { and, eq, gt, inArray, isNotNull, isNull, lte, or } from 'drizzle-orm'
+import { organizations, users } from '../auth/auth.table.pg'
+import { forgetResolvedTokens } from '../auth/token-cache'
+import type { PgDb } from '../db/postgres'
+import type { GrantRepository, NewTokens } from './grants.repository'
+import {
+  oauthAccessTokens,
+  oauthAuthorizationCodes,
+  oauthClients,
+  oauthGrants,
+  oauthRefreshTokens,
+  oauthRegistrationTokens,
+} from './oauth.table.pg'
+
+/** A transaction, or the database itself (outside a transaction only: inside one, every statement goes to `tx`). */
+type Runner = Pick<PgDb, 'select' | 'insert' | 'update' | 'delete'>
+
+/** Stores the tokens of one request under a grant (whose expiry the caller moves to `tokens.grantExpiresAt`). */
+async function insertTokens(tx: Runner, grantId: number, tokens: NewTokens, now: number): Promise<void> {
+  await tx.insert(oauthAccessTokens).values({ ...tokens.access, grantId, createdAt: now })
+  if (tokens.refresh) await tx.insert(oauthRefreshTokens).values({ ...tokens.refresh, grantId, createdAt: now })
+}
+
+async function markClientUsed(tx: Runner, clientId: number, now: number): Promise<void> {
+  await tx.update(oauthClients).set({ lastUsedAt: now }).where(eq(oauthClients.id, clientId))
+}
+
+/** Revokes a grant unless it already was; whether it did. The caller clears the token cache after committing. */
+async function revoke(tx: Runner, grantId: number, now: number): Promise<boolean> {
+  const revoked = await tx
+    .update(oauthGrants)
+    .set({ revokedAt: now })
+    .where(and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAt)))
+    .returning({ id: oauthGrants.id })
+  return revoked.length > 0
+}
+
+export function pgGrantRepository(db: PgDb): GrantRepository {
+  async function revokeGrant(grantId: number, now: number): Promise<void> {
+    if (await revoke(db, grantId, now)) forgetResolvedTokens(db)
+  }
+
+  return {
+    createAuthorizationCode(code, forOrganization) {
+      return db.transaction(async (tx) => {
+        if (forOrganization !== null) {
+          // The first approval wins even when two organizations approve at the same moment: the second UPDATE waits
+          // for the first one's row lock, re-checks `organization_id IS NULL` once it commits, and matches nothing;
+          // the read that follows then sees the committed owner.
+          await tx
+            .update(oauthClients)
+            .set({ organizationId: forOrganization })
+            .where(and(eq(oauthClients.id, code.clientId), isNull(oauthClients.organizationId)))
+          const [owner] = await tx
+            .select({ organizationId: oauthClients.organizationId })
+            .from(oauthClients)
+            .where(eq(oauthClients.id, code.clientId))
+          if (owner?.organizationId !== forOrganization) return false
+        }
+        await tx.insert(oauthAuthorizationCodes).values(code)
+        return true
+      })
+    },
+
+    async findAuthorizationCode(codeHash) {
+      const [row] = await db
+        .select({
+          id: oauthAuthorizationCodes.id,
+          clientId: oauthAuthorizationCodes.clientId,
+          userId: oauthAuthorizationCodes.userId,
+          redirectUri: oauthAuthorizationCodes.redirectUri,
+          scopes: oauthAuthorizationCodes.scopes,
+          codeChallenge: oauthAuthorizationCodes.codeChallenge,
+          resource: oauthAuthorizationCodes.resource,
+          expiresAt: oauthAuthorizationCodes.expiresAt,
+          usedAt: oauthAuthorizationCodes.usedAt,
+          grantId: oauthAuthorizationCodes.grantId,
+        })
+        .from(oauthAuthorizationCodes)
+        .where(eq(oauthAuthorizationCodes.codeHash, codeHash))
+      return row ?? null
+    },
+
+    async redeemAuthorizationCode({ codeId, grant, tokens, now }) {
+      let replayed = false
+      const redeemed = await db.transaction(async (tx) => {
+        // Exactly one exchange spends the code: a concurrent one waits for this row lock, re-checks `used_at` once
+        // this transaction commits, and matches nothing.
+        const [unused] = await tx
+          .update(oauthAuthorizationCodes)
+          .set({ usedAt: now })
+          .where(and(eq(oauthAuthorizationCodes.id, codeId), isNull(oauthAuthorizationCodes.usedAt)))
+          .returning({ id: oauthAuthorizationCodes.id })
+        if (!unused) {
+          // The winner set `grant_id` in the transaction that spent the code, which has committed by now (the
+          // update above waited for it), so this new statement sees the grant to revoke.
+          const [first] = await tx
+            .select({ grantId: oauthAuthorizationCodes.grantId })
+            .from(oauthAuthorizationCodes)
+            .where(eq(oauthAuthorizationCodes.id, codeId))
+          if (first?.grantId != null) replayed = await revoke(tx, first.grantId, now)
+          return null
+        }
+        const [created] = await tx
+          .insert(oauthGrants)
+          .values({ ...grant, createdAt: now, expiresAt: tokens.grantExpiresAt })
+          .returning({ id: oauthGrants.id })
+        if (!created) throw new Error('the grant could not be stored')
+        await tx
+          .update(oauthAuthorizationCodes)
+          .set({ grantId: created.id })
+          .where(eq(oauthAuthorizationCodes.id, codeId))
+        await markClientUsed(tx, grant.clientId, now)
+        await insertTokens(tx, created.id, tokens, now)
+        return { grantId: created.id }
+      })
+      if (replayed) forgetResolvedTokens(db)
+      return redeemed
+    },
+
+    async findRefreshToken(tokenHash) {
+      const [row] = await db
+        .select({
+          id: oauthRefreshTokens.id,
+          expiresAt: oauthRefreshTokens.expiresAt,
+          usedAt: oauthRefreshTokens.usedAt,
+          grantId: oauthGrants.id,
+          clientId: oauthGrants.clientId,
+          scopes: oauthGrants.scopes,
+          resource: oauthGrants.resource,
+          revokedAt: oauthGrants.revokedAt,
+        })
+        .from(oauthRefreshTokens)
+        .innerJoin(oauthGrants, eq(oauthGrants.id, oauthRefreshTokens.grantId))
+        .where(eq(oauthRefreshTokens.tokenHash, tokenHash))
+      return row ?? null
+    },
+
+    async rotateRefreshToken({ tokenId, grantId, clientId, tokens, now, reuseGraceMs }) {
+      let revoked = false
+      const result = await db.transaction(async (tx) => {
+        // Rotations of one grant take turns on its row (each of them updates it anyway), and so does a revocation
+        // or a deletion of the grant. The token's state is read only once the lock is held, by a statement of its
+        // own: under READ COMMITTED it then sees the `used_at` a rotation that held the lock before committed. (One
+        // join locking the grant's row would return the token's row as it was before the wait: tried, a token
+        // presented past the window while its first rotation held the lock rotated instead of being refused.)
+        const [held] = await tx
+          .select({ revokedAt: oauthGrants.revokedAt })
+          .from(oauthGrants)
+          .where(
+            inArray(
+              oauthGrants.id,
+              tx
+                .select({ grantId: oauthRefreshTokens.grantId })
+                .from(oauthRefreshTokens)
+                .where(eq(oauthRefreshTokens.id, tokenId)),
+            ),
+          )
+          .for('update')
+        if (!held || held.revokedAt !== null) return 'revoked'
+        const [current] = await tx
+          .select({ usedAt: oauthRefreshTokens.usedAt })
+          .from(oauthRefreshTokens)
+          .where(eq(oauthRefreshTokens.id, tokenId))
+        if (!current) return 'revoked'
+        if (current.usedAt !== null && now - current.usedAt > reuseGraceMs) {
+          revoked = await revoke(tx, grantId, now)
+          return 'reused'
+        }
+        // A token reused within the grace window keeps its first use time, so the window never slides.
+        await tx
+          .update(oauthRefreshTokens)
+          .set({ usedAt: now })
+          .where(and(eq(oauthRefreshTokens.id, tokenId), isNull(oauthRefreshTokens.usedAt)))
+        await tx
+          .update(oauthGrants)
+          .set({ lastUsedAt: now, expiresAt: tokens.grantExpiresAt })
+          .where(eq(oauthGrants.id, grantId))
+        await markClientUsed(tx, clientId, now)
+        await insertTokens(tx, grantId, tokens, now)
+        return 'rotated'
+      })
+      if (revoked) forgetResolvedTokens(db)
+      return result
+    },
+
+    revokeGrant,
+
+    async revokeRefreshTokenGrant(tokenHash, clientId, now) {
+      const [found] = await db
+        .select({ grantId: oauthGrants.id, clientId: oauthGrants.clientId })
+        .from(oauthRefreshTokens)
+        .innerJoin(oauthGrants, eq(oauthGrants.id, oauthRefreshTokens.grantId))
+        .where(eq(oauthRefreshTokens.tokenHash, tokenHash))
+      if (found?.clientId === clientId) await revokeGrant(found.grantId, now)
+    },
+
+    async revokeAccessToken(tokenHash, clientId, now) {
+      const [found] = await db
+        .select({ id: oauthAccessTokens.id, clientId: oauthGrants.clientId })
+        .from(oauthAccessTokens)
+        .innerJoin(oauthGrants, eq(oauthGrants.id, oauthAccessTokens.grantId))
+        .where(eq(oauthAccessTokens.tokenHash, tokenHash))
+      if (found?.clientId !== clientId) return
+      const revoked = await db
+        .update(oauthAccessTokens)
+        .set({ revokedAt: now })
+        .where(and(eq(oauthAccessTokens.id, found.id), isNull(oauthAccessTokens.revokedAt)))
+        .returning({ id: oauthAccessTokens.id })
+      if (revoked.length > 0) forgetResolvedTokens(db)
+    },
+
+    async findAccessToken(tokenHash) {
+      const [row] = await db
+        .select({
+          scopes: oauthAccessTokens.scopes,
+          resource: oauthAccessTokens.resource,
+          expiresAt: oauthAccessTokens.expiresAt,
+          revokedAt: oauthAccessTokens.revokedAt,
+          grantId: oauthGrants.id,
+          grantRevokedAt: oauthGrants.revokedAt,
+          grantLastUsedAt: oauthGrants.lastUsedAt,
+          clientId: oauthGrants.clientId,
+          userId: users.id,
+          removedAt: users.removedAt,
+          sub: users.sub,
+          name: users.name,
+          email: users.email,
+          role: users.role,
+          organizationId: users.organizationId,
+          organizationSlug: organizations.slug,
+        })
+        .from(oauthAccessTokens)
+        .innerJoin(oauthGrants, eq(oauthGrants.id, oauthAccessTokens.grantId))
+        .innerJoin(users, eq(users.id, oauthGrants.userId))
+        .innerJoin(organizations, eq(organizations.id, users.organizationId))
+        .where(eq(oauthAccessTokens.tokenHash, tokenHash))
+      return row ?? null
+    },
+
+    async markUsed(grantId, clientId, now) {
+      await db.update(oauthGrants).set({ lastUsedAt: now }).where(eq(oauthGrants.id, grantId))
+      await markClientUsed(db, clientId, now)
+    },
+
+    listLiveForUser(userId, now) {
+      // The id breaks ties in creation order, the order SQLite returns them in: PostgreSQL keeps none among equals.
+      return db
+        .select({
+          clientId: oauthClients.clientId,
+          clientName: oauthClients.name,
+          clientOrigin: oauthClients.origin,
+          scopes: oauthGrants.scopes,
+          createdAt: oauthGrants.createdAt,
+          lastUsedAt: oauthGrants.lastUsedAt,
+        })
+        .from(oauthGrants)
+        .innerJoin(oauthClients, eq(oauthClients.id, oauthGrants.clientId))
+        .where(and(eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt), gt(oauthGrants.expiresAt, now)))
+        .orderBy(oauthGrants.createdAt, oauthGrants.id)
+    },
+
+    async revokeForUserAndClient(userId, clientId, now) {
+      const [client] = await db
+        .select({ id: oauthClients.id })
+        .from(oauthClients)
+        .where(eq(oauthClients.clientId, clientId))
+      if (!client) return 0
+      const revoked = await db
+        .update(oauthGrants)
+        .set({ revokedAt: now })
+        .where(and(eq(oauthGrants.clientId, client.id), eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt)))
+        .returning({ id: oauthGrants.id })
+      if (revoked.length > 0) forgetResolvedTokens(db)
+      return revoked.length
+    },
+
+    async deleteExpired(now) {
+      await db.transaction(async (tx) => {
+        await tx.delete(oauthGrants).where(or(isNotNull(oauthGrants.revokedAt), lte(oauthGrants.expiresAt, now)))
+        await tx
+          .delete(oauthAuthorizationCodes)
+          .where(and(isNull(oauthAuthorizationCodes.usedAt), lte(oauthAuthorizationCodes.expiresAt, now)))
+        await tx.delete(oauthAccessTokens).where(lte(oauthAccessTokens.expiresAt, now))
+        await tx.delete(oauthRefreshTokens).where(lte(oauthRefreshTokens.expiresAt, now))
+        await tx
+          .delete(oauthRegistrationTokens)
+          .where(or(isNotNull(oauthRegistrationTokens.usedAt), lte(oauthRegistrationTokens.expiresAt, now)))
+      })
+    },
+  }
+}

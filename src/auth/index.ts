@@ -69,11 +69,13 @@ function resolveToken(deps: AuthDeps, token: string): Caller | null | Promise<Ca
   if (!lookup) return null
   const now = deps.clock.now()
   const hash = hashSecret(token)
-  const recalled = deps.store.tokenCache.recall(hash, now)
+  const cache = deps.store.tokenCache
+  const recalled = cache.recall(hash, now)
   if (recalled) return recalled
+  const epoch = cache.epoch
   return lookup(deps, hash, now).then((resolved) => {
     if (!resolved) return null
-    deps.store.tokenCache.remember(hash, resolved, now)
+    cache.remember(hash, resolved, now, epoch)
     return resolved.caller
   })
 }

@@ -4,7 +4,9 @@
 // by the store: every write that can change what a valid token resolves to (revoking it, its grant or its app,
 // removing its user, changing their role) calls `forgetResolvedTokens` with that database, so such changes apply
 // to the very next request; the one-second lifetime bounds how long one made outside the server, by hand in SQL,
-// can go unseen.
+// can go unseen. On PostgreSQL a lookup is a round trip that a revocation can overtake (the lookup reads before the
+// revocation commits, its answer arrives after the cache was emptied), so an answer is remembered only when
+// nothing was forgotten since its lookup began (`epoch`).
 import type { Caller, ResolvedToken } from './model'
 
 export const resolvedTokenLifetimeMs = 1000
@@ -17,6 +19,12 @@ interface Entry extends ResolvedToken {
 
 export class TokenCache {
   private readonly entries = new Map<string, Entry>()
+  private forgotten = 0
+
+  /** Changes on every `forget`: read it before looking a token up, and hand it to `remember` with the answer. */
+  get epoch(): number {
+    return this.forgotten
+  }
 
   /**
    * The caller of a token resolved less than a second ago and not expired since, keyed by the token's hash. A
@@ -33,12 +41,18 @@ export class TokenCache {
     return null
   }
 
-  remember(hash: string, resolved: ResolvedToken, now: number): void {
+  /**
+   * Keeps a token's caller, unless the cache was emptied since `epoch` was read: a write that changed what tokens
+   * resolve to committed while this lookup was under way, so its answer may predate the write.
+   */
+  remember(hash: string, resolved: ResolvedToken, now: number, epoch: number): void {
+    if (epoch !== this.forgotten) return
     if (this.entries.size >= maxTokens) this.entries.clear()
     this.entries.set(hash, { ...resolved, resolvedAt: now })
   }
 
   forget(): void {
+    this.forgotten += 1
     this.entries.clear()
   }
 }

@@ -1,0 +1,82 @@
+// Personal access tokens on PostgreSQL (tokens.repository.ts). Revocation is one conditional update, so of racing
+// revocations the first takes the row and the others, once it commits, find it revoked and change nothing.
+import { and, desc, eq, isNull } from 'drizzle-orm'
+import type { PgDb } from '../db/postgres'
+import { organizations, personalAccessTokens, users } from './auth.table.pg'
+import { forgetResolvedTokens } from './token-cache'
+import type { AccessTokenRepository } from './tokens.repository'
+
+export function pgAccessTokenRepository(db: PgDb): AccessTokenRepository {
+  return {
+    async create(token, now) {
+      await db.insert(personalAccessTokens).values({
+        userId: token.userId,
+        name: token.name,
+        tokenHash: token.tokenHash,
+        scopes: token.scopes.join(' '),
+        createdAt: now,
+        expiresAt: token.expiresAt,
+      })
+    },
+
+    listActive(userId) {
+      return db
+        .select({
+          id: personalAccessTokens.id,
+          name: personalAccessTokens.name,
+          scopes: personalAccessTokens.scopes,
+          createdAt: personalAccessTokens.createdAt,
+          lastUsedAt: personalAccessTokens.lastUsedAt,
+          expiresAt: personalAccessTokens.expiresAt,
+        })
+        .from(personalAccessTokens)
+        .where(and(eq(personalAccessTokens.userId, userId), isNull(personalAccessTokens.revokedAt)))
+        .orderBy(desc(personalAccessTokens.createdAt), desc(personalAccessTokens.id))
+    },
+
+    async revoke(userId, tokenId, now) {
+      const revoked = await db
+        .update(personalAccessTokens)
+        .set({ revokedAt: now })
+        .where(
+          and(
+            eq(personalAccessTokens.id, tokenId),
+            eq(personalAccessTokens.userId, userId),
+            isNull(personalAccessTokens.revokedAt),
+          ),
+        )
+        .returning({ id: personalAccessTokens.id })
+      if (revoked.length === 0) return false
+      forgetResolvedTokens(db)
+      return true
+    },
+
+    async findByHash(tokenHash) {
+      const [row] = await db
+        .select({
+          tokenId: personalAccessTokens.id,
+          scopes: personalAccessTokens.scopes,
+          expiresAt: personalAccessTokens.expiresAt,
+          revokedAt: personalAccessTokens.revokedAt,
+          lastUsedAt: personalAccessTokens.lastUsedAt,
+          userId: users.id,
+          removedAt: users.removedAt,
+          sub: users.sub,
+          name: users.name,
+          email: users.email,
+          role: users.role,
+          organizationId: users.organizationId,
+          organizationSlug: organizations.slug,
+        })
+        .from(personalAccessTokens)
+        .innerJoin(users, eq(users.id, personalAccessTokens.userId))
+        .innerJoin(organizations, eq(organizations.id, users.organizationId))
+        .where(eq(personalAccessTokens.tokenHash, tokenHash))
+      return row ?? null
+    },
+
+    async markUsed(tokenId, now) {
+      await db.update(personalAccessTokens).set({ lastUsedAt: now }).where(eq(personalAccessTokens.id, tokenId))
+    },
+  }
+}

@@ -1,0 +1,255 @@
+// Users, organizations and members on PostgreSQL (users.repository.ts). Many connections write at once here, so
+// each guarantee holds by the database rather than by taking turns in one process: the unique email index answers
+// racing creations, a conditional update answers racing restorations, and every change that can take an owner
+// away first locks the organization's row, so changes to one organization's owners take turns and each counts the
+// owners the one before it left.
+import { and, asc, count, eq, isNotNull, isNull, ne, type SQL, sql, TransactionRollbackError } from 'drizzle-orm'
+import type { AnyPgColumn } from 'drizzle-orm/pg-core'
+import type { PgDb } from '../db/postgres'
+import { oauthAuthorizationCodes, oauthGrants, oauthRegistrationTokens } from '../oauth/oauth.table.pg'
+import { organizations, personalAccessTokens, users } from './auth.table.pg'
+import type { Role } from './model'
+import { sessions } from './sessions.table.pg'
+import { forgetResolvedTokens } from './token-cache'
+import type { Member, MemberRemoval, RoleChange, UserRefusal, UserRepository } from './users.repository'
+
+type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
+
+const memberColumns = {
+  id: users.id,
+  sub: users.sub,
+  email: users.email,
+  name: users.name,
+  role: users.role,
+  createdAt: users.createdAt,
+  mustChangePassword: users.mustChangePassword,
+}
+
+/**
+ * Text ordered byte by byte, as SQLite orders it: a database created with a language's collation (en_US.UTF-8 is
+ * common) would otherwise skip dots and dashes in emails and sort slugs differently. Raw SQL because Drizzle's
+ * query builder has no COLLATE.
+ */
+const bytewise = (column: AnyPgColumn): SQL => sql`${column} collate "C"`
+
+/**
+ * Locks the organization's row until the transaction ends, so whatever may take away an owner (a demotion, a
+ * removal) takes turns per organization; false when there is no such organization. FOR NO KEY UPDATE rather than
+ * FOR UPDATE: it conflicts with itself but not with the key-share lock a foreign key check takes, so creating a
+ * user or a thread in the organization meanwhile does not wait.
+ */
+async function lockedOrganization(tx: Tx, organizationId: number): Promise<boolean> {
+  const rows = await tx
+    .select({ id: organizations.id })
+    .from(organizations)
+    .where(eq(organizations.id, organizationId))
+    .for('no key update')
+  return rows.length > 0
+}
+
+/** Active owners of the organization, as committed when the statement starts (after the lock above was taken). */
+async function activeOwners(tx: Tx, organizationId: number): Promise<number> {
+  const [row] = await tx
+    .select({ n: count() })
+    .from(users)
+    .where(and(eq(users.organizationId, organizationId), eq(users.role, 'owner'), isNull(users.removedAt)))
+  return row?.n ?? 0
+}
+
+/** The member's current role, or null when they are not a current member of the organization. */
+async function currentRole(tx: Tx, organizationId: number, userId: number): Promise<Role | null> {
+  const [row] = await tx
+    .select({ role: users.role })
+    .from(users)
+    .where(and(eq(users.id, userId), eq(users.organizationId, organizationId), isNull(users.removedAt)))
+  return row?.role ?? null
+}
+
+export function pgUserRepository(db: PgDb): UserRepository {
+  return {
+    async create(user, now) {
+      try {
+        return await db.transaction(async (tx): Promise<{ id: number } | UserRefusal> => {
+          // The common case answered before anything is written; a creation racing this one is caught below.
+          const [taken] = await tx.select({ id: users.id }).from(users).where(eq(users.email, user.email))
+          if (taken) return 'email_taken'
+          const [existing] = await tx
+            .select({ id: organizations.id })
+            .from(organizations)
+            .where(eq(organizations.slug, user.organizationSlug))
+          let organizationId = existing?.id
+          if (organizationId === undefined) {
+            if (!user.mayCreateOrganization) return 'no_such_organization'
+            // Two people may found one organization at once: the second waits for the first and joins it.
+            const [inserted] = await tx
+              .insert(organizations)
+              .values({ slug: user.organizationSlug, name: user.organizationSlug, createdAt: now })
+              .onConflictDoNothing({ target: organizations.slug })
+              .returning({ id: organizations.id })
+            organizationId =
+              inserted?.id ??
+              (
+                await tx
+                  .select({ id: organizations.id })
+                  .from(organizations)
+                  .where(eq(organizations.slug, user.organizationSlug))
+              )[0]?.id
+            if (organizationId === undefined) throw new Error(`organization ${user.organizationSlug} vanished`)
+          }
+          // Of creations racing with one email, the index lets one insert; the others wait for it to commit and
+          // insert nothing, and roll back the organization they may have founded, as if they had seen it taken.
+          const [created] = await tx
+            .insert(users)
+            .values({
+              sub: user.sub,
+              email: user.email,
+              name: user.name,
+              role: user.role,
+              organizationId,
+              passwordHash: user.passwordHash,
+              mustChangePassword: user.mustChangePassword,
+              createdAt: now,
+            })
+            .onConflictDoNothing({ target: users.email })
+            .returning({ id: users.id })
+          return created ?? tx.rollback()
+        })
+      } catch (error) {
+        if (error instanceof TransactionRollbackError) return 'email_taken'
+        throw error
+      }
+    },
+
+    async hasAny() {
+      const rows = await db.select({ id: users.id }).from(users).limit(1)
+      return rows.length > 0
+    },
+
+    async findByEmail(email) {
+      const [row] = await db.select().from(users).where(eq(users.email, email))
+      return row ?? null
+    },
+
+    async findActiveByEmail(email) {
+      const [row] = await db
+        .select()
+        .from(users)
+        .where(and(eq(users.email, email), isNull(users.removedAt)))
+      return row ?? null
+    },
+
+    async passwordHashOf(userId) {
+      const [row] = await db.select({ passwordHash: users.passwordHash }).from(users).where(eq(users.id, userId))
+      return row?.passwordHash ?? null
+    },
+
+    listAll() {
+      return db
+        .select({
+          email: users.email,
+          name: users.name,
+          organizationSlug: organizations.slug,
+          role: users.role,
+          createdAt: users.createdAt,
+          mustChangePassword: users.mustChangePassword,
+          removedAt: users.removedAt,
+        })
+        .from(users)
+        .innerJoin(organizations, eq(organizations.id, users.organizationId))
+        .orderBy(asc(bytewise(organizations.slug)), asc(bytewise(users.email)))
+    },
+
+    listMembers(organizationId) {
+      return db
+        .select(memberColumns)
+        .from(users)
+        .where(and(eq(users.organizationId, organizationId), isNull(users.removedAt)))
+        .orderBy(asc(bytewise(users.email)))
+    },
+
+    async findMember(organizationId, sub) {
+      const [row] = await db
+        .select(memberColumns)
+        .from(users)
+        .where(and(eq(users.sub, sub), eq(users.organizationId, organizationId), isNull(users.removedAt)))
+      return row ?? null
+    },
+
+    async findMemberById(userId) {
+      const [row] = await db.select(memberColumns).from(users).where(eq(users.id, userId))
+      return row ?? null
+    },
+
+    async restore(userId, { role, name, passwordHash }) {
+      // A conditional update: of racing restorations the first takes the row, the others wait for it and then
+      // find the user no longer removed, so they update nothing.
+      const [restored] = await db
+        .update(users)
+        .set({ role, name, passwordHash, mustChangePassword: true, removedAt: null })
+        .where(and(eq(users.id, userId), isNotNull(users.removedAt)))
+        .returning(memberColumns)
+      if (!restored) return null
+      forgetResolvedTokens(db)
+      return restored satisfies Member
+    },
+
+    async changeRole(organizationId, userId, role) {
+      const outcome = await db.transaction(async (tx): Promise<RoleChange> => {
+        if (!(await lockedOrganization(tx, organizationId))) return 'not_found'
+        const current = await currentRole(tx, organizationId, userId)
+        if (current === null) return 'not_found'
+        if (current === 'owner' && role !== 'owner' && (await activeOwners(tx, organizationId)) <= 1) {
+          return 'last_owner'
+        }
+        await tx.update(users).set({ role }).where(eq(users.id, userId))
+        return 'changed'
+      })
+      if (outcome === 'changed') forgetResolvedTokens(db)
+      return outcome
+    },
+
+    async remove(organizationId, userId, now) {
+      const outcome = await db.transaction(async (tx): Promise<MemberRemoval> => {
+        if (!(await lockedOrganization(tx, organizationId))) return 'not_found'
+        const current = await currentRole(tx, organizationId, userId)
+        if (current === null) return 'not_found'
+        if (current === 'owner' && (await activeOwners(tx, organizationId)) <= 1) return 'last_owner'
+        await tx.update(users).set({ removedAt: now, mustChangePassword: false }).where(eq(users.id, userId))
+        await tx.delete(sessions).where(eq(sessions.userId, userId))
+        await tx
+          .update(personalAccessTokens)
+          .set({ revokedAt: now })
+          .where(and(eq(personalAccessTokens.userId, userId), isNull(personalAccessTokens.revokedAt)))
+        // An authorization code not yet exchanged would otherwise open a fresh grant after removal. Deleted before
+        // the grants are revoked: an exchange already under way holds its code's row, so this waits for it to
+        // commit, and the grant it opened is then seen, and revoked, by the next statement.
+        await tx.delete(oauthAuthorizationCodes).where(eq(oauthAuthorizationCodes.userId, userId))
+        await tx
+          .update(oauthGrants)
+          .set({ revokedAt: now })
+          .where(and(eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt)))
+        await tx
+          .delete(oauthRegistrationTokens)
+          .where(and(eq(oauthRegistrationTokens.userId, userId), isNull(oauthRegistrationTokens.usedAt)))
+        return 'removed'
+      })
+      if (outcome === 'removed') forgetResolvedTokens(db)
+      return outcome
+    },
+
+    async changePassword(userId, passwordHash, keepSessionHash) {
+      await db.transaction(async (tx) => {
+        await tx.update(users).set({ passwordHash, mustChangePassword: false }).where(eq(users.id, userId))
+        await tx.delete(sessions).where(and(eq(sessions.userId, userId), ne(sessions.tokenHash, keepSessionHash)))
+      })
+    },
+
+    async resetPassword(userId, passwordHash) {
+      return db.transaction(async (tx) => {
+        await tx.update(users).set({ passwordHash, mustChangePassword: true }).where(eq(users.id, userId))
+        const ended = await tx.delete(sessions).where(eq(sessions.userId, userId)).returning({ id: sessions.id })
+        return ended.length
+      })
+    },
+  }
+}

@@ -151,7 +151,12 @@ async function rewrite(db: PgDb, claim: (tx: Tx) => Promise<{ seq: number }[]>) 
       .from(threads)
       .where(inArray(threads.seq, claimed))
       .for('share', { skipLocked: true })
-    // One statement, so each document is one committed state of its thread.
+    // One statement, so each document is one committed state of its thread. A subquery per thread, so that its
+    // messages are always read through their thread's index, whatever the planner knows of the tables.
+    const text = tx
+      .select({ text: sql<string>`string_agg(${messages.text}, ' ')` })
+      .from(messages)
+      .where(and(eq(messages.threadId, threads.id), eq(messages.active, true)))
     const sources = await tx
       .select({
         seq: threads.seq,
@@ -159,12 +164,10 @@ async function rewrite(db: PgDb, claim: (tx: Tx) => Promise<{ seq: number }[]>) 
         ownerId: threads.ownerId,
         updateSeq: threads.updateSeq,
         name: threads.name,
-        text: sql<string | null>`string_agg(${messages.text}, ' ')`,
+        text: sql<string | null>`(${text})`,
       })
       .from(threads)
-      .leftJoin(messages, and(eq(messages.threadId, threads.id), eq(messages.active, true)))
       .where(inArray(threads.seq, claimed))
-      .groupBy(threads.seq)
     const partsOf = new Map<number, string[][]>()
     for (const source of sources) {
       partsOf.set(source.seq, documentParts(documentLexemes(`${source.name ?? ''}\n${source.text ?? ''}`)))

@@ -60,6 +60,8 @@ function foldCharacter(character: string): string {
     const parts = one.normalize('NFD')
     result = parts.charCodeAt(0) < 128 && onlyDroppedMarks.test(parts.slice(1)) ? parts.charAt(0).toLowerCase() : one
   }
+  // Bounded, whatever text comes in: a text of every character would otherwise keep them all.
+  if (foldCache.size >= 65_536) foldCache.clear()
   foldCache.set(character, result)
   return result
 }

@@ -30,6 +30,11 @@ export function searchWords(text: string): string[] | null {
   return text.match(word)?.slice(0, maxWords) ?? null
 }
 
+/** Every word of a text, in order: what a document holds where the index does not split words itself (search.pg.ts). */
+export function textWords(text: string): string[] {
+  return text.match(word) ?? []
+}
+
 /** The text of the blocks a message holds, which its thread's document takes in. */
 export function searchableText(contents: ContentBlock[]): string {
   return contents

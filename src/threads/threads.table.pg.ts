@@ -95,6 +95,25 @@ export const threadSearch = pgTable(
   ],
 )
 
+/**
+ * The rest of a document too big for one `tsvector` (1 MiB of distinct words): its parts after the first, which
+ * `thread_search` holds with a marker. Rare; written and queried only by the PostgreSQL thread search.
+ */
+export const threadSearchOverflow = pgTable(
+  'thread_search_overflow',
+  {
+    threadSeq: integer()
+      .notNull()
+      .references(() => threadSearch.threadSeq, { onDelete: 'cascade' }),
+    part: integer().notNull(),
+    document: tsvector().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.threadSeq, t.part] }),
+    index('thread_search_overflow_document_idx').using('gin', t.document),
+  ],
+)
+
 export const messages = pgTable(
   'messages',
   {

@@ -1,0 +1,328 @@
+// The threads repository on PostgreSQL (see repository.ts): Drizzle over Bun.SQL, a pool of connections under READ
+// COMMITTED. Every atomic method is one transaction with every statement on `tx`. A write of `threads.updated_at`
+// takes the next update sequence from a one-row clock and holds that row until commit (the trigger in
+// db/migrations/postgres/0001_update_order.sql), so sequences commit in order and a reader following them misses
+// nothing; thread writes therefore take turns on the clock, and each writes `updated_at` last and once, keeping
+// its turn short. Search is a filter on the documents search.pg.ts keeps.
+import { and, asc, desc, eq, gte, inArray, lte, max, ne, or, type SQL, sql } from 'drizzle-orm'
+import { attachments } from '../attachments/attachments.table.pg'
+import { users } from '../auth/auth.table.pg'
+import type { PgDb } from '../db/postgres'
+import { generations } from '../generation/generations.table.pg'
+import { newId } from '../shared/ids'
+import type { ContentBlock, MessageRole, MessageRow, ThreadListQuery, ThreadRepository, Viewer } from './repository'
+import { searchableText } from './search'
+import { documentHolds, flushPgSearchIndex } from './search.pg'
+import { feedback, messages, threadSearch, threads } from './threads.table.pg'
+
+type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
+
+/** The threads a viewer may see: never another organization's; private ones only their owner's. */
+function visibleTo(viewer: Viewer): SQL {
+  if (viewer.sees === 'own') return eq(threads.ownerId, viewer.userId)
+  return and(
+    eq(threads.organizationId, viewer.organizationId),
+    or(eq(threads.isPrivate, false), eq(threads.ownerId, viewer.userId)),
+  ) as SQL
+}
+
+const threadColumns = {
+  id: threads.id,
+  name: threads.name,
+  state: threads.state,
+  isPrivate: threads.isPrivate,
+  archived: threads.archived,
+  ownerId: threads.ownerId,
+  ownerSub: users.sub,
+  ownerName: users.name,
+  createdAt: threads.createdAt,
+  updatedAt: threads.updatedAt,
+}
+
+const messageColumns = {
+  id: messages.id,
+  threadId: messages.threadId,
+  role: messages.role,
+  contents: messages.contents,
+  createdAt: messages.createdAt,
+}
+
+async function listThreads(db: PgDb, query: ThreadListQuery) {
+  const { viewer } = query
+  const conditions: (SQL | undefined)[] = [visibleTo(viewer)]
+  if (query.owned === true) conditions.push(eq(threads.ownerId, viewer.userId))
+  if (query.owned === false) conditions.push(ne(threads.ownerId, viewer.userId))
+  if (query.private !== undefined) conditions.push(eq(threads.isPrivate, query.private))
+  if (!query.archived) conditions.push(eq(threads.archived, false))
+  if (query.seqFrom > 0) conditions.push(gte(threads.updateSeq, query.seqFrom))
+  if (query.sortBy === 'updated_at') {
+    if (query.seqTo !== undefined) conditions.push(lte(threads.updateSeq, query.seqTo))
+  } else if (query.after !== undefined) {
+    // A row comparison, which Drizzle does not build: strictly after the cursor in the order asked for.
+    const { createdAt, id } = query.after
+    conditions.push(
+      query.descending
+        ? sql`(${threads.createdAt}, ${threads.id}) < (${createdAt}, ${id})`
+        : sql`(${threads.createdAt}, ${threads.id}) > (${createdAt}, ${id})`,
+    )
+  }
+  const order =
+    query.sortBy === 'updated_at'
+      ? [query.descending ? desc(threads.updateSeq) : asc(threads.updateSeq)]
+      : query.descending
+        ? [desc(threads.createdAt), desc(threads.id)]
+        : [asc(threads.createdAt), asc(threads.id)]
+  const rows = db.select(threadColumns).from(threads).innerJoin(users, eq(users.id, threads.ownerId))
+  if (query.words === undefined) {
+    return rows
+      .where(and(...conditions))
+      .orderBy(...order)
+      .limit(query.limit)
+  }
+  // Writes leave documents queued (see search.pg.ts): a search first brings every one of them up to date.
+  await flushPgSearchIndex(db)
+  // The document's copies of the thread's organization and owner (which never change) let the index narrow them.
+  // Private threads are listed to their owner only.
+  const scope =
+    viewer.sees === 'own' || query.owned === true || query.private === true
+      ? eq(threadSearch.ownerId, viewer.userId)
+      : eq(threadSearch.organizationId, viewer.organizationId)
+  return rows
+    .innerJoin(threadSearch, eq(threadSearch.threadSeq, threads.seq))
+    .where(and(...conditions, scope, documentHolds(query.words)))
+    .orderBy(...order)
+    .limit(query.limit)
+}
+
+/**
+ * Inserts a user message at the end of its thread and queues its answer, in the caller's transaction. `newest` is
+ * the thread's newest message time: a message is dated no earlier, even when the clock steps back.
+ */
+async function appendUserMessage(
+  tx: Tx,
+  threadId: string,
+  contents: ContentBlock[],
+  newest: number | null,
+  now: number,
+): Promise<string> {
+  const id = newId()
+  await tx.insert(messages).values({
+    id,
+    threadId,
+    role: 'user',
+    contents,
+    text: searchableText(contents),
+    createdAt: newest === null || now >= newest ? now : newest + 1,
+  })
+  await tx.insert(generations).values({ messageId: id, threadId, status: 'queued', createdAt: now })
+  return id
+}
+
+export function pgThreadRepository(db: PgDb): ThreadRepository {
+  return {
+    async findVisible(viewer, threadId) {
+      const [row] = await db
+        .select(threadColumns)
+        .from(threads)
+        .innerJoin(users, eq(users.id, threads.ownerId))
+        .where(and(eq(threads.id, threadId), visibleTo(viewer)))
+      return row
+    },
+
+    async state(threadId) {
+      const [row] = await db.select({ state: threads.state }).from(threads).where(eq(threads.id, threadId))
+      return row?.state ?? null
+    },
+
+    async createThread(thread) {
+      // The thread must exist before its message (a foreign key), so here the clock's turn starts with the insert.
+      return db.transaction(async (tx) => {
+        const threadId = newId()
+        await tx.insert(threads).values({
+          id: threadId,
+          organizationId: thread.organizationId,
+          ownerId: thread.ownerId,
+          name: thread.name,
+          state: thread.first?.role === 'user' ? 'waiting' : 'ready',
+          isPrivate: thread.isPrivate,
+          createdAt: thread.now,
+          updatedAt: thread.now,
+        })
+        const first = thread.first
+        if (!first) return { threadId, messageId: null }
+        if (first.role === 'user') {
+          return { threadId, messageId: await appendUserMessage(tx, threadId, first.contents, null, thread.now) }
+        }
+        const messageId = newId()
+        await tx.insert(messages).values({
+          id: messageId,
+          threadId,
+          role: first.role,
+          contents: first.contents,
+          text: searchableText(first.contents),
+          createdAt: thread.now,
+        })
+        return { threadId, messageId }
+      })
+    },
+
+    async updateThread(threadId, changes, now) {
+      await db
+        .update(threads)
+        .set({
+          ...(changes.name !== undefined && { name: changes.name }),
+          ...(changes.archived !== undefined && { archived: changes.archived }),
+          ...(changes.isPrivate !== undefined && { isPrivate: changes.isPrivate }),
+          updatedAt: now,
+        })
+        .where(eq(threads.id, threadId))
+    },
+
+    async updateSeqAt(since) {
+      // `updated_at` never decreases along the update sequence (the trigger holds it back), so "updated after
+      // `since`" is exactly "update_seq after this"; sequences commit in order, so none below it is still to come.
+      const [row] = await db
+        .select({ updateSeq: threads.updateSeq })
+        .from(threads)
+        .where(lte(threads.updatedAt, since))
+        .orderBy(desc(threads.updatedAt), desc(threads.updateSeq))
+        .limit(1)
+      return row?.updateSeq ?? 0
+    },
+
+    async listCursor(viewer, threadId, sortBy) {
+      const scope =
+        viewer.sees === 'own' || sortBy === 'updated_at'
+          ? visibleTo(viewer)
+          : eq(threads.organizationId, viewer.organizationId)
+      const [row] = await db
+        .select({ updateSeq: threads.updateSeq, createdAt: threads.createdAt, id: threads.id })
+        .from(threads)
+        .where(and(eq(threads.id, threadId), scope))
+      return row
+    },
+
+    listThreads(query) {
+      return listThreads(db, query)
+    },
+
+    async listMessages(threadId, page) {
+      const conditions: SQL[] = [eq(messages.threadId, threadId), eq(messages.active, true)]
+      if (page.after !== undefined) {
+        const [cursor] = await db
+          .select({ createdAt: messages.createdAt, id: messages.id })
+          .from(messages)
+          .where(and(eq(messages.id, page.after), eq(messages.threadId, threadId)))
+        if (!cursor) return null
+        conditions.push(sql`(${messages.createdAt}, ${messages.id}) > (${cursor.createdAt}, ${cursor.id})`)
+      }
+      return (await db
+        .select(messageColumns)
+        .from(messages)
+        .where(and(...conditions))
+        .orderBy(asc(messages.createdAt), asc(messages.id))
+        .limit(page.limit)) as MessageRow[]
+    },
+
+    async findMessage(threadId, messageId) {
+      const [row] = await db
+        .select({ role: messages.role })
+        .from(messages)
+        .where(and(eq(messages.id, messageId), eq(messages.threadId, threadId)))
+      return row
+    },
+
+    async latestMessage(threadId) {
+      const [row] = await db
+        .select({ id: messages.id, contents: messages.contents })
+        .from(messages)
+        .where(and(eq(messages.threadId, threadId), eq(messages.active, true)))
+        .orderBy(desc(messages.createdAt), desc(messages.id))
+        .limit(1)
+      return row ? { id: row.id, contents: row.contents as ContentBlock[] } : null
+    },
+
+    async activeMessages(threadId) {
+      return (await db
+        .select({ role: messages.role, contents: messages.contents })
+        .from(messages)
+        .where(and(eq(messages.threadId, threadId), eq(messages.active, true)))
+        .orderBy(asc(messages.createdAt), asc(messages.id))) as { role: MessageRole; contents: ContentBlock[] }[]
+    },
+
+    async replies(messageId) {
+      return (await db
+        .select(messageColumns)
+        .from(messages)
+        .where(eq(messages.replyTo, messageId))
+        .orderBy(asc(messages.createdAt), asc(messages.id))) as MessageRow[]
+    },
+
+    async attachmentKinds(threadId, attachmentIds) {
+      if (attachmentIds.length === 0) return new Map()
+      const rows = await db
+        .select({ id: attachments.id, kind: attachments.kind })
+        .from(attachments)
+        .where(and(eq(attachments.threadId, threadId), inArray(attachments.id, attachmentIds)))
+      return new Map(rows.map(({ id, kind }) => [id, kind]))
+    },
+
+    async sendUserMessage(threadId, contents, now) {
+      return db.transaction(async (tx) => {
+        // The conditional update is the lock: of any number of concurrent sends, one moves the thread and holds its
+        // row to commit; the others wait for it, then find the thread no longer ready and write nothing. It leaves
+        // updated_at alone, so the clock is taken only by the last statement.
+        const [claimed] = await tx
+          .update(threads)
+          .set({ state: 'waiting' })
+          .where(and(eq(threads.id, threadId), eq(threads.state, 'ready')))
+          .returning({ id: threads.id })
+        if (!claimed) return null
+        const [newest] = await tx
+          .select({ createdAt: max(messages.createdAt) })
+          .from(messages)
+          .where(eq(messages.threadId, threadId))
+        const messageId = await appendUserMessage(tx, threadId, contents, newest?.createdAt ?? null, now)
+        await tx.update(threads).set({ updatedAt: now }).where(eq(threads.id, threadId))
+        return messageId
+      })
+    },
+
+    async pendingMessageId(threadId) {
+      const [row] = await db
+        .select({ messageId: generations.messageId })
+        .from(generations)
+        .where(and(eq(generations.threadId, threadId), inArray(generations.status, ['queued', 'running'])))
+        .orderBy(desc(generations.createdAt), desc(generations.messageId))
+        .limit(1)
+      return row?.messageId ?? null
+    },
+
+    async lastFailure(threadId) {
+      const [row] = await db
+        .select({ error: generations.error })
+        .from(generations)
+        .where(and(eq(generations.threadId, threadId), eq(generations.status, 'error')))
+        .orderBy(desc(generations.createdAt), desc(generations.messageId))
+        .limit(1)
+      return row ?? null
+    },
+
+    async rate(rating) {
+      const values = { positive: rating.positive, feedbackText: rating.text, updatedAt: rating.now }
+      await db
+        .insert(feedback)
+        .values({ messageId: rating.messageId, userId: rating.userId, createdAt: rating.now, ...values })
+        .onConflictDoUpdate({ target: [feedback.messageId, feedback.userId], set: values })
+    },
+
+    async ratingsBy(userId, messageIds) {
+      if (messageIds.length === 0) return new Map()
+      const rows = await db
+        .select({ messageId: feedback.messageId, positive: feedback.positive, text: feedback.feedbackText })
+        .from(feedback)
+        .where(and(eq(feedback.userId, userId), inArray(feedback.messageId, messageIds)))
+      return new Map(rows.map((row) => [row.messageId, { positive: row.positive, text: row.text }]))
+    },
+  }
+}

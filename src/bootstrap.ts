@@ -3,19 +3,17 @@
 import { createPersonalAccessToken } from './auth/personal-access-tokens'
 import { createUser } from './auth/users'
 import type { Config } from './config'
-import type { Db } from './db/client'
 import { generateSecret } from './shared/security'
 import type { Clock } from './shared/time'
-import { sqliteStore } from './store'
+import type { Store } from './store'
 
 const print = (line: string): void => console.log(line)
 
 export async function firstRun(
-  db: Db,
+  store: Pick<Store, 'users' | 'accessTokens'>,
   config: Pick<Config, 'ADMIN_EMAIL' | 'ADMIN_PASSWORD' | 'PUBLIC_URL'>,
   clock: Clock,
 ): Promise<void> {
-  const store = sqliteStore(db)
   if (await store.users.hasAny()) return
   const email = config.ADMIN_EMAIL ?? 'admin@localhost'
   const password = config.ADMIN_PASSWORD ?? generateSecret('').slice(0, 24)

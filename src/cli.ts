@@ -17,8 +17,10 @@ import { migrateAndReport } from './operations/migrations'
 import { listUsers, resetPassword } from './operations/users'
 import { AppError } from './shared/errors'
 import { systemClock, toIso } from './shared/time'
+import { StartupError } from './startup'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
 import { type Store, sqliteStore } from './store'
+import { type OpenedStore, openStore } from './store/open'
 
 class UsageError extends Error {}
 
@@ -27,10 +29,13 @@ interface Context {
   config: Config
   out: (line: string) => void
   now: number
-  /** The database at DATABASE_PATH with its migrations applied; a missing one is refused, never created. */
+  /**
+   * The SQLite database at DATABASE_PATH with its migrations applied; a missing one is refused, never created. For
+   * the commands that copy the SQLite file itself: refused on PostgreSQL.
+   */
   database(): Db
-  /** The repositories over `database()`. */
-  store(): Store
+  /** The repositories over the configured database (DATABASE_URL or DATABASE_PATH), migrations applied. */
+  store(): Promise<Store>
 }
 
 interface Command {
@@ -86,7 +91,12 @@ const commands: Record<string, Command> = {
       'The server does the same at every start; this does it ahead of a start, or without one.',
       'It does not create the first organization and owner: the first start on a database without users does.',
     ],
-    run({ config, out }) {
+    async run({ config, out, store }) {
+      if (config.DATABASE_URL !== undefined) {
+        await store()
+        out('The PostgreSQL database DATABASE_URL names is up to date')
+        return
+      }
       const path = config.DATABASE_PATH
       const { created, applied, latest } = migrateAndReport(path)
       if (created) out(`Created ${path} and applied ${plural(applied.length, 'migration')} (up to ${latest})`)
@@ -110,7 +120,7 @@ const commands: Record<string, Command> = {
       if (!isRole(role)) throw new UsageError(`--role must be one of ${roles.join(', ')}`)
       const organizationSlug = values.org ?? 'default'
       const user = await createUser(
-        store().users,
+        (await store()).users,
         {
           email: required(values, 'email'),
           password: required(values, 'password'),
@@ -132,7 +142,7 @@ const commands: Record<string, Command> = {
       'Status is active, must-change-password (a one-time password is pending) or removed.',
     ],
     async run({ out, store }) {
-      const users = await listUsers(store().users)
+      const users = await listUsers((await store()).users)
       out(['email', 'name', 'organization', 'role', 'created', 'status'].join('\t'))
       for (const user of users) {
         out(
@@ -153,7 +163,7 @@ const commands: Record<string, Command> = {
     ],
     async run({ values, out, store }) {
       const email = required(values, 'email')
-      const reset = await resetPassword(store().users, email)
+      const reset = await resetPassword((await store()).users, email)
       if (!reset) throw new UsageError(`No user with email ${email}`)
       out(
         `New one-time password for ${reset.email}, to be replaced at the next sign-in; ` +
@@ -171,7 +181,7 @@ const commands: Record<string, Command> = {
       name: { placeholder: 'N', description: 'a label shown in their settings (default: cli)' },
     },
     async run({ values, out, now, store }) {
-      const { users, accessTokens } = store()
+      const { users, accessTokens } = await store()
       const email = required(values, 'email')
       const user = await findUserByEmail(users, email)
       if (!user) throw new UsageError(`No user with email ${email}`)
@@ -192,9 +202,9 @@ const commands: Record<string, Command> = {
     details: ['The token is printed last; send it as "Authorization: Bearer <token>" to POST /oauth/register.'],
     async run({ values, out, now, store }) {
       const email = required(values, 'email')
-      const user = await findUserByEmail(store().users, email)
+      const user = await findUserByEmail((await store()).users, email)
       if (!user) throw new UsageError(`No user with email ${email}`)
-      const created = await createRegistrationToken(store().oauthClients, user, now)
+      const created = await createRegistrationToken((await store()).oauthClients, user, now)
       out(
         `Registration token for ${user.email}'s organization: single use, valid until ${toIso(created.expiresAt)}. ` +
           'Send it as "Authorization: Bearer <token>" to POST /oauth/register.',
@@ -238,7 +248,9 @@ const commands: Record<string, Command> = {
       'the bucket (other objects stay). It checks the result the same way. If it stops half-way, run it',
       'again. The next start applies any migrations newer than the backup.',
     ],
-    async run({ values, config, out }) {
+    async run({ values, config, out, database }) {
+      // The database is replaced, not opened; this only refuses PostgreSQL, whose backups are pg_dump's.
+      if (config.DATABASE_URL !== undefined) database()
       const source = required(values, 'from')
       const files = configuredFiles(config)
       const result = await restore(source, { databasePath: config.DATABASE_PATH, blobs: files.blobs })
@@ -326,7 +338,13 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
   }
   const config = loadConfig()
   let db: Db | undefined
+  let opened: OpenedStore | undefined
   const database = (): Db => {
+    if (config.DATABASE_URL !== undefined) {
+      throw new UsageError(
+        `${name} copies the SQLite file; with DATABASE_URL use pg_dump and pg_restore (see docs/operations.md)`,
+      )
+    }
     if (db) return db
     try {
       db = openDatabase(config.DATABASE_PATH, { mustExist: true })
@@ -339,11 +357,16 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
     migrateDatabase(db)
     return db
   }
-  const store = (): Store => sqliteStore(database())
+  const store = async (): Promise<Store> => {
+    if (config.DATABASE_URL === undefined) return sqliteStore(database())
+    opened ??= await openStore(config)
+    return opened.store
+  }
   try {
     await command.run({ values, config, out, now: systemClock.now(), database, store })
   } finally {
     db?.$client.close()
+    await opened?.close()
   }
 }
 
@@ -355,6 +378,7 @@ if (import.meta.main) {
       error instanceof UsageError ||
       error instanceof AppError ||
       error instanceof ConfigError ||
+      error instanceof StartupError ||
       error instanceof OperationError
     const message = error instanceof Error ? error.message : String(error)
     // One line, as the contract promises, whatever the message held.

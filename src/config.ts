@@ -26,6 +26,14 @@ const variables = {
     fallback: undefined,
   },
   DATABASE_PATH: { schema: T.String({ minLength: 1 }), fallback: 'db/threadhouse.sqlite' },
+  /** PostgreSQL instead of the SQLite file at DATABASE_PATH. */
+  DATABASE_URL: {
+    schema: T.String({
+      pattern: '^postgres(ql)?://[^/?#\\s]+/[^/?#\\s]+(\\?\\S*)?$',
+      description: 'must be a PostgreSQL URL such as postgres://user:password@host:5432/threadhouse',
+    }),
+    fallback: undefined,
+  },
   UPLOADS_DIR: { schema: T.String({ minLength: 1 }), fallback: 'uploads' },
   /** Attachments in this S3-compatible bucket instead of UPLOADS_DIR, which then only stages uploads being checked. */
   S3_BUCKET: {
@@ -102,6 +110,7 @@ export class ConfigError extends Error {}
 
 /** Variables whose values are never repeated in an error line, since they may hold secrets. */
 const secret = new Set<string>([
+  'DATABASE_URL',
   'LLM_API_KEY',
   'LLM_EXTRA_HEADERS',
   'ADMIN_PASSWORD',

@@ -1,12 +1,10 @@
 // Boot: config → start-up checks (storage, one server per database) → open db → migrate → createApp → listen →
 // recover queued work → search indexer → first run.
-import { resolve } from 'node:path'
 import { createApp } from './app'
 import { createFileInspector } from './attachments/inspector'
 import { sweepStaging, sweepStore } from './attachments/sweep'
 import { firstRun } from './bootstrap'
 import { ConfigError, loadConfig } from './config'
-import { migrateDatabase, openDatabase } from './db/client'
 import { lockDatabase } from './db/instance-lock'
 import { createWorkerRunner } from './generation/runner'
 import { describeProvider, providerSettings } from './generation/settings'
@@ -14,7 +12,7 @@ import { createLogger } from './shared/log'
 import { systemClock } from './shared/time'
 import { checkBlobStore, listenFailure, prepareStorage, StartupError } from './startup'
 import { blobLocation, openBlobStore } from './storage/blobs'
-import { sqliteStore } from './store'
+import { type OpenedStore, openStore } from './store/open'
 import { startSearchIndexer } from './threads/search'
 import { startUpkeep } from './upkeep'
 
@@ -29,22 +27,23 @@ try {
 
 // What would fail later (the first upload into a read-only folder or an unreachable bucket, a second server on the
 // same file) stops the start here, with one line, before anything is opened or logged.
-let instanceLock: ReturnType<typeof lockDatabase>
+// On PostgreSQL several instances may share the database; a SQLite file takes one server.
+let instanceLock: ReturnType<typeof lockDatabase> | undefined
+let opened: OpenedStore
 const blobs = openBlobStore(blobLocation(config))
 try {
   prepareStorage(config)
   await checkBlobStore(blobs)
-  instanceLock = lockDatabase(config.DATABASE_PATH)
+  if (config.DATABASE_URL === undefined) instanceLock = lockDatabase(config.DATABASE_PATH)
+  opened = await openStore(config)
 } catch (error) {
   if (!(error instanceof StartupError)) throw error
   console.error(error.message)
   process.exit(1)
 }
+const { store } = opened
 
 const log = createLogger(config.LOG_LEVEL)
-const db = openDatabase(config.DATABASE_PATH)
-migrateDatabase(db)
-const store = sqliteStore(db)
 const reportSwept = (count: number) => {
   if (count > 0) log.info('removed stray upload files left by a crash', { count })
 }
@@ -94,12 +93,12 @@ if (!storeIsLocal) {
   )
 }
 // Which stores and which model this process uses, so an operator reading the log knows what they are looking at.
-log.info('database', { kind: 'sqlite', path: resolve(config.DATABASE_PATH) })
+log.info('database', opened.description)
 log.info('storage', blobs.description)
 log.info('generator', describeProvider(settings))
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
 // Only once the server is up: credentials printed beside a failed start would never be printed again.
-await firstRun(db, config, systemClock)
+await firstRun(store, config, systemClock)
 
 let stopping = false
 async function shutdown(signal: string): Promise<void> {
@@ -115,7 +114,7 @@ async function shutdown(signal: string): Promise<void> {
   await closing
   indexer.stop()
   upkeep.stop()
-  db.$client.close()
+  await opened.close()
   instanceLock?.release()
   process.exit(0)
 }

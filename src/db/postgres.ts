@@ -16,10 +16,12 @@ const migrationLock = 0x7468_6d67 // "thmg"
 export interface PostgresOptions {
   /** Connections in the pool (Bun's default is 10). */
   max?: number
+  /** Seconds to wait for a connection before failing (Bun's default is 30). */
+  connectionTimeout?: number
 }
 
 export function openPostgres(url: string, options: PostgresOptions = {}): PgDb {
-  const client = new Bun.SQL(url, { max: options.max ?? 10 })
+  const client = new Bun.SQL(url, { max: options.max ?? 10, connectionTimeout: options.connectionTimeout ?? 30 })
   return drizzle({ client, schema, casing: 'snake_case' }) as PgDb
 }
 

@@ -15,7 +15,9 @@ import { attachments } from '../attachments/attachments.table.pg'
 import { modelReadyKey } from '../attachments/keys'
 import type { PgDb } from '../db/postgres'
 import { newId } from '../shared/ids'
+import { attachmentIdsOf } from '../threads/messages'
 import type { ThreadsModel } from '../threads/model'
+import { searchableText } from '../threads/search'
 import { messages, threads } from '../threads/threads.table.pg'
 import { generations } from './generations.table.pg'
 import type { Compaction, GenerationRepository } from './repository'
@@ -34,19 +36,6 @@ function chunks<T>(items: T[]): T[][] {
   for (let start = 0; start < items.length; start += idsPerStatement)
     out.push(items.slice(start, start + idsPerStatement))
   return out
-}
-
-/** The attachment IDs a message's `image` and `document` blocks name, in order (as src/threads/ reads them). */
-function attachmentIdsOf(contents: ThreadsModel.contentBlock[]): string[] {
-  return contents.flatMap((block) => ('attachment_id' in block ? [block.attachment_id] : []))
-}
-
-/** Text of the blocks a message holds, for full-text search (the same text src/threads/ stores). */
-function searchableText(contents: ThreadsModel.contentBlock[]): string {
-  return contents
-    .map((block) => (block.type === 'text' ? block.text : block.type === 'user_get_choice' ? block.question : ''))
-    .filter(Boolean)
-    .join('\n')
 }
 
 /** The files behind these attachment IDs, as generators read them, by ID. */

@@ -24,7 +24,7 @@ import type { ThreadSearch } from '../threads/search'
 import { fts5ThreadSearch } from '../threads/search.fts5'
 
 export interface Store {
-  readonly dialect: 'sqlite'
+  readonly dialect: 'sqlite' | 'postgres'
   /** One cheap round trip to the database, for /healthz and /readyz: throws when it cannot answer. */
   ping(): Promise<void>
   attachments: AttachmentRepository

@@ -1,0 +1,34 @@
+// Every repository over one PostgreSQL database (DATABASE_URL): the same contracts as sqliteStore, with the
+// guarantees held by conditional updates and row locks instead of SQLite's single writer.
+import { sql } from 'drizzle-orm'
+import { pgAttachmentRepository } from '../attachments/repository.pg'
+import { pgSessionRepository } from '../auth/sessions.repository.pg'
+import { tokenCacheOf } from '../auth/token-cache'
+import { pgAccessTokenRepository } from '../auth/tokens.repository.pg'
+import { pgUserRepository } from '../auth/users.repository.pg'
+import type { PgDb } from '../db/postgres'
+import { pgGenerationRepository } from '../generation/repository.pg'
+import { pgClientRepository } from '../oauth/clients.repository.pg'
+import { pgGrantRepository } from '../oauth/grants.repository.pg'
+import { pgThreadRepository } from '../threads/repository.pg'
+import { pgThreadSearch } from '../threads/search.pg'
+import type { Store } from '.'
+
+export function pgStore(db: PgDb): Store {
+  return {
+    dialect: 'postgres',
+    async ping() {
+      await db.execute(sql`select 1`)
+    },
+    attachments: pgAttachmentRepository(db),
+    oauthClients: pgClientRepository(db),
+    oauthGrants: pgGrantRepository(db),
+    generations: pgGenerationRepository(db),
+    threads: pgThreadRepository(db),
+    search: pgThreadSearch(db),
+    users: pgUserRepository(db),
+    accessTokens: pgAccessTokenRepository(db),
+    sessions: pgSessionRepository(db),
+    tokenCache: tokenCacheOf(db),
+  }
+}

@@ -2,7 +2,6 @@
 // quota, lookups that never cross threads, and reads of any number of IDs (a sweep's).
 import { expect, test } from 'bun:test'
 import type { NewAttachment } from '../src/attachments/repository'
-import { sqliteStore } from '../src/store'
 import { harness } from './support/helpers'
 
 function file(index = 0): NewAttachment {
@@ -24,7 +23,7 @@ async function setup() {
   const owner = await h.user()
   const thread = async () =>
     (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body.thread_id as string
-  return { h, attachments: sqliteStore(h.db).attachments, first: await thread(), second: await thread() }
+  return { h, attachments: h.store.attachments, first: await thread(), second: await thread() }
 }
 
 test('a counted insert stores every file within the limit, and none past it', async () => {

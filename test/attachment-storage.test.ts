@@ -17,7 +17,6 @@ import { silentLogger } from '../src/shared/log'
 import { hashSecret } from '../src/shared/security'
 import { type BlobStore, LocalBlobStore, openBlobStore, S3BlobStore } from '../src/storage/blobs'
 import { storageHealth } from '../src/storage/health'
-import { sqliteStore } from '../src/store'
 import { FakeLlm, openaiText, settingsFor, sse } from './support/fake-llm'
 import {
   collect,
@@ -63,7 +62,7 @@ function staged(h: Harness): string[] {
 
 /** The web composer's view of a harness: what its routes hand the attachment services, and the user as a caller. */
 async function composer(h: Harness, user: TestUser): Promise<{ deps: UploadDeps; caller: Caller }> {
-  const store = sqliteStore(h.db)
+  const store = h.store
   const caller = (await resolvePersonalAccessToken(store.accessTokens, hashSecret(user.token), Date.now()))?.caller
   if (!caller) throw new Error('the test user has no valid token')
   const deps = {
@@ -220,7 +219,7 @@ describe.each(backends)('attachments on the %s store', (kind, store) => {
       for (const key of [old, `${old}.resized`, young, 'notes']) await s.h.blobs.put(key, 'x')
       await Bun.write(join(s.h.uploadsDir, `${Bun.randomUUIDv7()}.tmp`), 'a body a crash left')
       await Bun.write(join(s.h.uploadsDir, '.gitkeep'), '')
-      const removed = await sweepUploads(sqliteStore(s.h.db).attachments, s.h.blobs, s.h.uploadsDir)
+      const removed = await sweepUploads(s.h.store.attachments, s.h.blobs, s.h.uploadsDir)
       const expected =
         kind === 'local'
           ? { removed: 5, keys: [kept, `${kept}.txt`] }

@@ -12,7 +12,6 @@ import { imageLimits, maxRequestBytes, pdfLimits, textLimits } from '../src/atta
 import { checkFormFiles, discardCheckedFiles } from '../src/attachments/service'
 import { sweepUploads } from '../src/attachments/sweep'
 import { createLogger } from '../src/shared/log'
-import { sqliteStore } from '../src/store'
 import {
   type Harness,
   harness,
@@ -797,7 +796,7 @@ describe.concurrent('start-up sweep', () => {
     for (const name of [`${orphan}`, `${orphan}.resized`, `${kept[0]}.tmp`, 'junk', '.gitkeep']) {
       await Bun.write(join(s.h.uploadsDir, name), 'x')
     }
-    expect(await sweepUploads(sqliteStore(s.h.db).attachments, s.h.blobs, s.h.uploadsDir)).toBe(4)
+    expect(await sweepUploads(s.h.store.attachments, s.h.blobs, s.h.uploadsDir)).toBe(4)
     expect(storedFiles(s.h)).toEqual(['.gitkeep', ...kept].sort())
   })
 })

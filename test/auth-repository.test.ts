@@ -5,7 +5,7 @@
 import { expect, test } from 'bun:test'
 import type { Role } from '../src/auth/model'
 import type { NewUserRecord } from '../src/auth/users.repository'
-import { type Store, sqliteStore } from '../src/store'
+import type { Store } from '../src/store'
 import { harness } from './support/helpers'
 
 const now = 1_750_000_000_000
@@ -53,7 +53,7 @@ function remembered(store: Store, epoch = store.tokenCache.epoch): () => boolean
 
 test('emails are unique, even when created at once; a new organization only for a well-formed slug', async () => {
   await using h = await harness()
-  const store = sqliteStore(h.db)
+  const store = h.store
   const results = await Promise.all([
     store.users.create(someone('twin@example.com', 'owner'), now),
     store.users.create(someone('twin@example.com', 'owner'), now),
@@ -72,7 +72,7 @@ test('emails are unique, even when created at once; a new organization only for 
 
 test('of two owners stepping down at once, one stays owner; the last owner is never removed', async () => {
   await using h = await harness()
-  const store = sqliteStore(h.db)
+  const store = h.store
   const first = await created(store, someone('first@example.com', 'owner'))
   const second = await created(store, someone('second@example.com', 'owner'))
   const org = (await store.users.findActiveByEmail('first@example.com'))?.organizationId ?? 0
@@ -90,7 +90,7 @@ test('of two owners stepping down at once, one stays owner; the last owner is ne
 
 test('removal ends sessions and tokens together and forgets resolved tokens; one restoration wins', async () => {
   await using h = await harness()
-  const store = sqliteStore(h.db)
+  const store = h.store
   await created(store, someone('owner@example.com', 'owner'))
   const leaver = await created(store, someone('leaver@example.com', 'member'))
   const org = (await store.users.findActiveByEmail('leaver@example.com'))?.organizationId ?? 0
@@ -120,7 +120,7 @@ test('removal ends sessions and tokens together and forgets resolved tokens; one
 
 test('one revocation wins and forgets resolved tokens; a role change forgets them too', async () => {
   await using h = await harness()
-  const store = sqliteStore(h.db)
+  const store = h.store
   const owner = await created(store, someone('owner@example.com', 'owner'))
   const member = await created(store, someone('member@example.com', 'member'))
   const org = (await store.users.findActiveByEmail('owner@example.com'))?.organizationId ?? 0
@@ -155,7 +155,7 @@ test('one revocation wins and forgets resolved tokens; a role change forgets the
 
 test('password changes keep only the session making them; resets end every session; expired ones are swept', async () => {
   await using h = await harness()
-  const store = sqliteStore(h.db)
+  const store = h.store
   const user = await created(store, { ...someone('person@example.com', 'owner'), mustChangePassword: true })
   for (const tokenHash of ['here', 'elsewhere', 'old']) {
     await store.sessions.create({ tokenHash, userId: user, expiresAt: tokenHash === 'old' ? now : now + day }, now)

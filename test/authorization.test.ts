@@ -11,7 +11,6 @@ import { createClient, validateClientMetadata } from '../src/oauth/clients'
 import { oauthAccessTokens, oauthGrants } from '../src/oauth/oauth.table'
 import { newTokens } from '../src/oauth/tokens'
 import { hashSecret } from '../src/shared/security'
-import { sqliteStore } from '../src/store'
 import { type Harness, harness, ManualClock } from './support/helpers'
 
 type Who = 'owner' | 'member' | 'stranger'
@@ -214,7 +213,7 @@ test('every endpoint × token state × scope set × caller × visibility answers
       attachment: uploaded.body[0].id,
     }
   }
-  const store = sqliteStore(h.db)
+  const store = h.store
   const { client } = await createClient(
     store.oauthClients,
     {
@@ -252,7 +251,7 @@ test('every endpoint × token state × scope set × caller × visibility answers
     if (state === 'malformed') return kind === 'oauth' ? 'tho_this-is-not-a-token' : 'thp_this-is-not-a-token'
     if (kind === 'oauth') return oauthTokenFor(who, scopes, state)
     const token = await createPersonalAccessToken(
-      sqliteStore(h.db).accessTokens,
+      h.store.accessTokens,
       { userId: people[who].id, name: 'matrix', scopes, expiresAt: state === 'expired' ? clock.now() - 1 : null },
       clock.now(),
     )

@@ -1,7 +1,6 @@
 // The guarantees GenerationRepository's JSDoc promises, checked on the contract itself rather than through the
 // engine, which never lets them race: every implementation must pass these.
 import { expect, test } from 'bun:test'
-import { sqliteStore } from '../src/store'
 import { harness } from './support/helpers'
 
 async function queuedAnswer() {
@@ -22,7 +21,7 @@ async function queuedAnswer() {
   return {
     h,
     answer: { messageId, threadId },
-    generations: sqliteStore(h.db).generations,
+    generations: h.store.generations,
     generation: () => row('select status, attempts, error from generations where message_id = ?'),
     threadState: () => row('select state from threads where id = ?', threadId),
     replies: () => row('select count(*) as n from messages where reply_to = ?'),

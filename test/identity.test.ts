@@ -4,7 +4,6 @@ import { personalAccessTokens, users } from '../src/auth/auth.table'
 import { type Actor, changeMemberRole } from '../src/auth/members'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { resolvedTokenLifetimeMs } from '../src/auth/token-cache'
-import { sqliteStore } from '../src/store'
 import { harness, ManualClock } from './support/helpers'
 
 test('GET /me returns exactly the documented identity fields, role being owner, admin or member', async () => {
@@ -55,7 +54,7 @@ test('expired personal access tokens are refused to the millisecond, revoked one
   const user = await h.user()
   // Sooner than a resolved token's second in memory ends: the token's own expiry still holds to the millisecond.
   const expiring = await createPersonalAccessToken(
-    sqliteStore(h.db).accessTokens,
+    h.store.accessTokens,
     { userId: user.id, name: 'short', scopes: ['threads:read'], expiresAt: clock.now() + 300 },
     clock.now(),
   )
@@ -96,7 +95,7 @@ test('a resolved token is reused for a second at most; the server’s own change
   // A role changed in the admin pages shows at once, at the same instant.
   const organizationId = h.db.select().from(users).where(eq(users.id, owner.id)).get()?.organizationId ?? 0
   const actor: Actor = { id: owner.id, role: 'owner', organizationId, organizationSlug: 'default' }
-  await changeMemberRole(sqliteStore(h.db).users, actor, user.sub, 'admin')
+  await changeMemberRole(h.store.users, actor, user.sub, 'admin')
   expect((await h.call('GET', '/api/v1/me', { token: user.token })).body.role).toBe('admin')
 
   // A change made by hand in SQL, which the server cannot see coming, reaches it within the second.

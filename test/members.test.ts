@@ -7,7 +7,6 @@ import { type Actor, addMember, changeMemberRole, removeMember } from '../src/au
 import { changePassword, generateOneTimePassword } from '../src/auth/passwords'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { signIn } from '../src/auth/sessions'
-import { sqliteStore } from '../src/store'
 import { type Harness, harness } from './support/helpers'
 import { Browser, password, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
 
@@ -45,31 +44,25 @@ test('role rules: owners do anything, admins never touch or make owners, the las
   const now = Date.now()
 
   expect(
-    await refusal(() =>
-      addMember(sqliteStore(h.db).users, member, { email: 'a@example.com', name: null, role: 'member' }, now),
-    ),
+    await refusal(() => addMember(h.store.users, member, { email: 'a@example.com', name: null, role: 'member' }, now)),
   ).toBe(403)
   expect(
-    await refusal(() =>
-      addMember(sqliteStore(h.db).users, admin, { email: 'b@example.com', name: null, role: 'owner' }, now),
-    ),
+    await refusal(() => addMember(h.store.users, admin, { email: 'b@example.com', name: null, role: 'owner' }, now)),
   ).toBe(403)
-  expect(await refusal(() => changeMemberRole(sqliteStore(h.db).users, admin, subOf(owner), 'member'))).toBe(403)
-  expect(await refusal(() => changeMemberRole(sqliteStore(h.db).users, admin, subOf(member), 'owner'))).toBe(403)
-  expect(await refusal(() => removeMember(sqliteStore(h.db).users, admin, subOf(owner), now))).toBe(403)
-  expect(await refusal(() => changeMemberRole(sqliteStore(h.db).users, owner, subOf(owner), 'admin'))).toBe(409)
-  expect(await refusal(() => removeMember(sqliteStore(h.db).users, owner, subOf(owner), now))).toBe(409)
-  expect(await refusal(() => removeMember(sqliteStore(h.db).users, admin, subOf(admin), now))).toBe(409)
-  expect((await changeMemberRole(sqliteStore(h.db).users, admin, subOf(member), 'admin')).role).toBe('admin')
-  expect((await changeMemberRole(sqliteStore(h.db).users, owner, subOf(admin), 'owner')).role).toBe('owner')
+  expect(await refusal(() => changeMemberRole(h.store.users, admin, subOf(owner), 'member'))).toBe(403)
+  expect(await refusal(() => changeMemberRole(h.store.users, admin, subOf(member), 'owner'))).toBe(403)
+  expect(await refusal(() => removeMember(h.store.users, admin, subOf(owner), now))).toBe(403)
+  expect(await refusal(() => changeMemberRole(h.store.users, owner, subOf(owner), 'admin'))).toBe(409)
+  expect(await refusal(() => removeMember(h.store.users, owner, subOf(owner), now))).toBe(409)
+  expect(await refusal(() => removeMember(h.store.users, admin, subOf(admin), now))).toBe(409)
+  expect((await changeMemberRole(h.store.users, admin, subOf(member), 'admin')).role).toBe('admin')
+  expect((await changeMemberRole(h.store.users, owner, subOf(admin), 'owner')).role).toBe('owner')
   // With a second owner, the first may step down, and may then be removed by the other.
-  expect((await changeMemberRole(sqliteStore(h.db).users, owner, subOf(owner), 'member')).role).toBe('member')
-  expect((await removeMember(sqliteStore(h.db).users, { ...admin, role: 'owner' }, subOf(owner), now)).id).toBe(
-    owner.id,
-  )
+  expect((await changeMemberRole(h.store.users, owner, subOf(owner), 'member')).role).toBe('member')
+  expect((await removeMember(h.store.users, { ...admin, role: 'owner' }, subOf(owner), now)).id).toBe(owner.id)
   // People of other organizations are not found.
   const stranger = actor(h, (await h.user({ org: 'globex', role: 'owner' })).id)
-  expect(await refusal(() => changeMemberRole(sqliteStore(h.db).users, stranger, subOf(member), 'member'))).toBe(404)
+  expect(await refusal(() => changeMemberRole(h.store.users, stranger, subOf(member), 'member'))).toBe(404)
 })
 
 test('a removed member is locked out of every door, and nobody else is touched', async () => {
@@ -80,16 +73,16 @@ test('a removed member is locked out of every door, and nobody else is touched',
   const app = await register(h)
   const grant = (await publicGrant(h, browser, app.client_id)).body
   const theirs = (await publicGrant(h, colleague.browser, app.client_id)).body
-  await removeMember(sqliteStore(h.db).users, owner, user.sub, Date.now())
+  await removeMember(h.store.users, owner, user.sub, Date.now())
 
   expect((await browser.get('/login?next=/x')).status).toBe(200)
-  expect(await signIn(sqliteStore(h.db), user.email, password, Date.now())).toBeNull()
+  expect(await signIn(h.store, user.email, password, Date.now())).toBeNull()
   for (const token of [user.token, grant.access_token]) {
     expect((await h.call('GET', '/api/v1/me', { token })).status).toBe(401)
   }
   // A token made afterwards by hand (the CLI) does not work either.
   const late = await createPersonalAccessToken(
-    sqliteStore(h.db).accessTokens,
+    h.store.accessTokens,
     { userId: user.id, name: 'late', scopes: ['threads:read'] },
     Date.now(),
   )
@@ -102,7 +95,7 @@ test('a one-time password keeps the session on the change-password page until it
   await using h = await harness()
   const owner = actor(h, (await h.user({ role: 'owner' })).id)
   const added = await addMember(
-    sqliteStore(h.db).users,
+    h.store.users,
     owner,
     { email: 'New@Example.com', name: ' Nia ', role: 'member' },
     Date.now(),
@@ -118,7 +111,7 @@ test('a one-time password keeps the session on the change-password page until it
   expect(json.body.error).toBe('password_change_required')
 
   const row = h.db.select().from(users).where(eq(users.email, 'new@example.com')).get()
-  await changePassword(sqliteStore(h.db).users, {
+  await changePassword(h.store.users, {
     userId: row?.id ?? 0,
     currentPassword: added.oneTimePassword,
     newPassword: 'chosen by me',

@@ -4,7 +4,6 @@ import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { oauthClients, oauthRegistrationTokens } from '../src/oauth/oauth.table'
 import { createRegistrationToken } from '../src/oauth/registration'
-import { sqliteStore } from '../src/store'
 import { harness, ManualClock } from './support/helpers'
 
 test('open registration of a public client answers 201 with every registered field', async () => {
@@ -175,7 +174,7 @@ test('redirect URIs: private-use schemes only as reverse domain names, dangerous
 test('a registration token ties the client to its organization and works once, for 60 minutes', async () => {
   const clock = new ManualClock()
   await using h = await harness({ clock })
-  const clients = sqliteStore(h.db).oauthClients
+  const clients = h.store.oauthClients
   const member = await h.user({ org: 'acme' })
   const issue = async () =>
     (await createRegistrationToken(clients, { id: member.id, organizationId: orgOf(h, member.id) }, clock.now())).token
@@ -220,7 +219,7 @@ test('with OAUTH_OPEN_REGISTRATION=false only registration tokens work', async (
   // No token was sent, so the challenge names no error (RFC 6750 §3.1).
   expect(open.headers.get('www-authenticate')).toBe('Bearer realm="threadhouse"')
   const { token } = await createRegistrationToken(
-    sqliteStore(h.db).oauthClients,
+    h.store.oauthClients,
     { id: member.id, organizationId: orgOf(h, member.id) },
     Date.now(),
   )

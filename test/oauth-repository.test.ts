@@ -7,7 +7,7 @@ import { eq } from 'drizzle-orm'
 import { users } from '../src/auth/auth.table'
 import type { NewClient } from '../src/oauth/clients.repository'
 import type { NewTokens } from '../src/oauth/grants.repository'
-import { type Store, sqliteStore } from '../src/store'
+import type { Store } from '../src/store'
 import { type Harness, harness } from './support/helpers'
 
 const now = 1_750_000_000_000
@@ -70,7 +70,7 @@ async function approvedCode(store: Store, clientId: number, userId: number, code
 
 test('of two exchanges of one code, exactly one wins, and the loser revokes what the winner got', async () => {
   await using h = await harness()
-  const store = sqliteStore(h.db)
+  const store = h.store
   const user = await person(h)
   const client = await store.oauthClients.create(clientNamed('racer', user.organizationId))
   const codeId = await approvedCode(store, client.id, user.id, 'code-race')
@@ -88,7 +88,7 @@ test('of two exchanges of one code, exactly one wins, and the loser revokes what
 
 test('a refresh token rotates within the grace window, and presented after it revokes its grant', async () => {
   await using h = await harness()
-  const store = sqliteStore(h.db)
+  const store = h.store
   const user = await person(h)
   const client = await store.oauthClients.create(clientNamed('refresher', user.organizationId))
   const codeId = await approvedCode(store, client.id, user.id, 'code-refresh')
@@ -120,7 +120,7 @@ test('a refresh token rotates within the grace window, and presented after it re
 
 test('a registration token registers exactly one client, in its issuer’s organization, until it expires', async () => {
   await using h = await harness()
-  const store = sqliteStore(h.db)
+  const store = h.store
   const issuer = await person(h, 'acme')
   const issue = (tokenHash: string) =>
     store.oauthClients.createRegistrationToken({
@@ -151,7 +151,7 @@ test('a registration token registers exactly one client, in its issuer’s organ
 
 test('the first organization to approve an unclaimed client keeps it', async () => {
   await using h = await harness()
-  const store = sqliteStore(h.db)
+  const store = h.store
   const [first, second] = [await person(h, 'first'), await person(h, 'second')]
   const client = await store.oauthClients.create(clientNamed('unclaimed', null))
   const approve = (user: { id: number; organizationId: number }, codeHash: string) =>

@@ -4,7 +4,6 @@ import { expect, test } from 'bun:test'
 import { sessions } from '../src/auth/sessions.table'
 import { createUser } from '../src/auth/users'
 import { type Config, ConfigError, loadConfig } from '../src/config'
-import { sqliteStore } from '../src/store'
 import { type Harness, harness, ScriptedRunner } from './support/helpers'
 import { Browser, hiddenField, password } from './support/oauth-helpers'
 import { type FakeOidcProvider, startFakeOidcProvider } from './support/oidc-provider'
@@ -21,7 +20,7 @@ async function withProvider(provider: FakeOidcProvider, config: Partial<Config> 
     },
   })
   await createUser(
-    sqliteStore(h.db).users,
+    h.store.users,
     { email: 'ada@example.com', password, organizationSlug: 'default', role: 'member' },
     0,
   )

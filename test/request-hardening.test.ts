@@ -3,7 +3,6 @@
 import { expect, setDefaultTimeout, test } from 'bun:test'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { maxJsonDepth } from '../src/shared/body'
-import { sqliteStore } from '../src/store'
 import { collect, harness, openStream, publicUrl, ScriptedRunner, tokensOf } from './support/helpers'
 import { settings, signedIn } from './support/oauth-helpers'
 
@@ -154,7 +153,7 @@ test('open streams are limited per person, whatever their tokens, and per proces
   await using h = await harness({ runner, config: { STREAM_LIMIT_PER_USER: 2, STREAM_LIMIT_TOTAL: 3 } })
   const owner = await h.user()
   const second = await createPersonalAccessToken(
-    sqliteStore(h.db).accessTokens,
+    h.store.accessTokens,
     { userId: owner.id, name: 'second', scopes: ['threads:read'] },
     0,
   )

@@ -14,7 +14,6 @@ import {
 } from '../src/oauth/oauth.table'
 import { createRegistrationToken } from '../src/oauth/registration'
 import { silentLogger } from '../src/shared/log'
-import { sqliteStore } from '../src/store'
 import { startUpkeep, sweepExpired } from '../src/upkeep'
 import { type Harness, harness, ManualClock } from './support/helpers'
 import { approve, postOAuth, publicGrant, register, signedIn } from './support/oauth-helpers'
@@ -57,7 +56,7 @@ async function everything(h: Harness, clock: ManualClock) {
   await approve(browser, { clientId: client.client_id })
   const member = h.db.select().from(users).where(eq(users.id, user.id)).get()
   if (!member) throw new Error('the signed-in user is missing')
-  await createRegistrationToken(sqliteStore(h.db).oauthClients, member, clock.now())
+  await createRegistrationToken(h.store.oauthClients, member, clock.now())
   return { browser, user, live, refreshed, refresh }
 }
 
@@ -76,7 +75,7 @@ test('an hour on, the sweep deletes expired tokens and dead grants but keeps wha
   })
 
   clock.advance(61 * minute)
-  await sweepExpired(sqliteStore(h.db), clock.now())
+  await sweepExpired(h.store, clock.now())
   // The live grant keeps both refresh tokens and its used code; the revoked grant took its own rows with it.
   expect(rowCounts(h)).toEqual({
     sessions: 1,
@@ -102,7 +101,7 @@ test('thirty days on, only the people, their personal access tokens and the clie
   await everything(h, clock)
   clock.advance(30 * day + minute)
   // Started, the upkeep sweeps at once, before its first interval.
-  startUpkeep(sqliteStore(h.db), clock, silentLogger).stop()
+  startUpkeep(h.store, clock, silentLogger).stop()
   expect(rowCounts(h)).toEqual({
     sessions: 0,
     grants: 0,

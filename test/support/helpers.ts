@@ -1,21 +1,14 @@
-// Test harness: a fresh in-memory app per test, real HTTP handling through app.handle, real SQLite,
-// and either the real generation worker or a scripted runner the test drives step by step.
-import { Database } from 'bun:sqlite'
 import { afterAll } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { eq } from 'drizzle-orm'
-import { drizzle } from 'drizzle-orm/bun-sqlite'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { createApp } from '../../src/app'
 import { createFileInspector, type FileInspector } from '../../src/attachments/inspector'
-import { organizations, users } from '../../src/auth/auth.table'
 import type { Role, Scope } from '../../src/auth/model'
 import { createPersonalAccessToken } from '../../src/auth/personal-access-tokens'
 import { type Config, loadConfig } from '../../src/config'
-import { type Db, migrateDatabase, openDatabase } from '../../src/db/client'
-import * as schema from '../../src/db/schema'
+import type { Db } from '../../src/db/client'
 import { createWorkerRunner } from '../../src/generation/runner'
 import { Heartbeats } from '../../src/generation/sse'
 import type { GenerationRunner, HistoryMessage, JobHandlers } from '../../src/generation/types'
@@ -23,7 +16,8 @@ import { type Logger, silentLogger } from '../../src/shared/log'
 import { hashPassword } from '../../src/shared/security'
 import type { Clock } from '../../src/shared/time'
 import { type BlobLocation, type BlobStore, LocalBlobStore } from '../../src/storage/blobs'
-import { sqliteStore } from '../../src/store'
+import type { Store } from '../../src/store'
+import { backendEnv, testBucket, testDatabase } from './backend'
 
 export const publicUrl = 'http://threadhouse.test'
 
@@ -64,6 +58,12 @@ export class ScriptedRunner implements GenerationRunner {
 }
 
 export interface Harness extends AsyncDisposable {
+  /** Every repository of this app, on the run's backend (test/support/backend.ts). */
+  store: Store
+  /**
+   * The SQLite database under `store`, for tests of SQLite's own machinery (query plans, FTS5). On PostgreSQL runs
+   * any use of it throws: such a test reads or writes through `store` instead, or runs on SQLite only.
+   */
   db: Db
   /**
    * Where this app stages uploads while they are checked (UPLOADS_DIR): a fresh temporary folder unless the test
@@ -95,28 +95,6 @@ export interface Reply {
   headers: Headers
   // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
   body: any
-}
-
-let template: Uint8Array | undefined
-
-/**
- * A fresh in-memory database holding every migration: a copy of one migrated once per test process, since
- * running the migrations costs tens of milliseconds a test and the copy a fraction of one. The copy gets the
- * connection settings `openDatabase` gives every connection (keep the two alike).
- */
-export function migratedDatabase(): Db {
-  if (!template) {
-    const source = openDatabase(':memory:')
-    migrateDatabase(source)
-    template = source.$client.serialize()
-    source.$client.close()
-  }
-  const sqlite = Database.deserialize(template, { strict: true })
-  sqlite.run('PRAGMA journal_mode = WAL')
-  sqlite.run('PRAGMA synchronous = NORMAL')
-  sqlite.run('PRAGMA foreign_keys = ON')
-  sqlite.run('PRAGMA busy_timeout = 5000')
-  return drizzle({ client: sqlite, schema, casing: 'snake_case' }) as Db
 }
 
 const echoWorkers = new Map<number, GenerationRunner>()
@@ -201,39 +179,35 @@ let testPasswordHash: Promise<string> | undefined
  * the password against a real hash. Tests of creating users call `createUser` itself.
  */
 async function insertUser(
-  db: Db,
+  store: Store,
   input: { email: string; name: string; organizationSlug: string; role: Role },
   now: number,
 ): Promise<{ id: number; sub: string }> {
   testPasswordHash ??= hashPassword(testPassword)
-  const passwordHash = await testPasswordHash
-  return db.transaction((tx) => {
-    const organizationId =
-      tx
-        .select({ id: organizations.id })
-        .from(organizations)
-        .where(eq(organizations.slug, input.organizationSlug))
-        .get()?.id ??
-      tx
-        .insert(organizations)
-        .values({ slug: input.organizationSlug, name: input.organizationSlug, createdAt: now })
-        .returning({ id: organizations.id })
-        .get().id
-    const sub = Bun.randomUUIDv7()
-    const { id } = tx
-      .insert(users)
-      .values({
-        sub,
-        email: input.email,
-        name: input.name,
-        role: input.role,
-        organizationId,
-        passwordHash,
-        createdAt: now,
-      })
-      .returning({ id: users.id })
-      .get()
-    return { id, sub }
+  const sub = Bun.randomUUIDv7()
+  const created = await store.users.create(
+    {
+      sub,
+      email: input.email,
+      name: input.name,
+      role: input.role,
+      passwordHash: await testPasswordHash,
+      mustChangePassword: false,
+      organizationSlug: input.organizationSlug,
+      mayCreateOrganization: true,
+    },
+    now,
+  )
+  if (typeof created !== 'object') throw new Error(`test user not created: ${created}`)
+  return { id: created.id, sub }
+}
+
+/** Stands in for the SQLite handle on PostgreSQL runs: a test that reaches for it says so at once. */
+function sqliteOnly(): Db {
+  return new Proxy({} as Db, {
+    get() {
+      throw new Error('this test reads SQLite directly (h.db); on PostgreSQL it must use h.store or run on SQLite only')
+    },
   })
 }
 
@@ -255,9 +229,10 @@ export async function harness(
     heartbeats?: Heartbeats
   } = {},
 ): Promise<Harness> {
-  const db = migratedDatabase()
+  const database = await testDatabase()
+  const { store } = database
   const uploadsDir = options.uploadsDir ?? mkdtempSync(join(tmpdir(), 'threadhouse-uploads-'))
-  const blobs = options.blobs ?? new LocalBlobStore(uploadsDir)
+  const blobs = options.blobs ?? (await testBucket()) ?? new LocalBlobStore(uploadsDir)
   const clock = options.clock ?? { now: () => Date.now() }
   const runner =
     typeof options.runner === 'function'
@@ -265,7 +240,7 @@ export async function harness(
       : (options.runner ?? echoRunner(options.echoDelayMs ?? 0))
   const inspector = options.inspector ?? createFileInspector(silentLogger, { idle: false })
   const app = createApp({
-    store: sqliteStore(db),
+    store,
     config: {
       ...loadConfig({}),
       PUBLIC_URL: publicUrl,
@@ -305,7 +280,8 @@ export async function harness(
   }
 
   return {
-    db,
+    store,
+    db: database.sqlite ?? sqliteOnly(),
     uploadsDir,
     blobs,
     app,
@@ -315,12 +291,12 @@ export async function harness(
       userCounter += 1
       const email = `user${userCounter}@example.com`
       const created = await insertUser(
-        db,
+        store,
         { email, name: name ?? `User ${userCounter}`, organizationSlug: org, role },
         clock.now(),
       )
       const token = await createPersonalAccessToken(
-        sqliteStore(db).accessTokens,
+        store.accessTokens,
         { userId: created.id, name: 'test', scopes },
         clock.now(),
       )
@@ -329,7 +305,7 @@ export async function harness(
     async [Symbol.asyncDispose]() {
       await app.decorator.engine.close()
       await inspector.close()
-      db.$client.close()
+      await database[Symbol.asyncDispose]()
       if (options.uploadsDir === undefined) rmSync(uploadsDir, { recursive: true, force: true })
     },
   }
@@ -419,11 +395,14 @@ export interface ServerProcess extends AsyncDisposable {
   stderr(): string
 }
 
-/** Starts the real server (`bun src/index.ts`) on a free loopback port and waits until it listens. */
+/**
+ * Starts the real server (`bun src/index.ts`) on a free loopback port and waits until it listens; on PostgreSQL runs,
+ * on a fresh database and bucket unless `env` names its own (test/support/backend.ts).
+ */
 export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
   const child = Bun.spawn(['bun', 'src/index.ts'], {
     cwd: `${import.meta.dir}/../..`,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...(await backendEnv(env)) },
     stdout: 'pipe',
     stderr: 'pipe',
   })

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { BlobLocation } from '../../src/storage/blobs'
+import { closeAfterRun } from './after-run'
 
 const credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', region: 'us-east-1' }
 
@@ -72,4 +73,16 @@ export function sharedS3(): () => Promise<S3Server> {
     shared ??= startS3()
     return shared
   }
+}
+
+let runServer: Promise<S3Server> | undefined
+
+/** One s3rver for the whole `bun test` run, started on first use and stopped after the last test file. */
+export function runS3(): Promise<S3Server> {
+  if (!runServer) {
+    runServer = startS3()
+    const started = runServer
+    closeAfterRun(async () => (await started)[Symbol.asyncDispose]())
+  }
+  return runServer
 }

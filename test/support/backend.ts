@@ -1,0 +1,68 @@
+// Which backend the suite runs on. By default SQLite and a local uploads folder; with THREADHOUSE_TEST_BACKEND=postgres
+// the same tests run on PostgreSQL (a throwaway cluster, test/support/postgres.ts) and an S3-compatible bucket (s3rver,
+// test/support/s3.ts), both started once per run. `.ci/run` runs the suite both ways.
+import type { Db } from '../../src/db/client'
+import { type BlobStore, S3BlobStore } from '../../src/storage/blobs'
+import { type Store, sqliteStore } from '../../src/store'
+import { migratedDatabase } from './database'
+import { freshPostgresDatabase } from './postgres'
+import { runS3 } from './s3'
+
+export const onPostgres = process.env.THREADHOUSE_TEST_BACKEND === 'postgres'
+
+export interface TestDatabase extends AsyncDisposable {
+  store: Store
+  /** The SQLite database under the store, for the few tests of SQLite's own machinery; undefined on PostgreSQL. */
+  sqlite: Db | undefined
+}
+
+/** A fresh, migrated database of the run's backend, as a Store. */
+export async function testDatabase(): Promise<TestDatabase> {
+  if (onPostgres) {
+    const [database, { pgStore }] = await Promise.all([freshPostgresDatabase(), import('../../src/store/postgres')])
+    return {
+      store: pgStore(database.db),
+      sqlite: undefined,
+      [Symbol.asyncDispose]: () => database[Symbol.asyncDispose](),
+    }
+  }
+  const db = migratedDatabase()
+  return {
+    store: sqliteStore(db),
+    sqlite: db,
+    async [Symbol.asyncDispose]() {
+      db.$client.close()
+    },
+  }
+}
+
+/** On PostgreSQL runs, a fresh bucket of the run's S3 server; on SQLite runs, undefined (the uploads folder). */
+export async function testBucket(): Promise<BlobStore | undefined> {
+  if (!onPostgres) return undefined
+  const { kind: _, ...settings } = await (await runS3()).bucket()
+  return new S3BlobStore(settings)
+}
+
+/**
+ * A server process's environment on the run's backend: on PostgreSQL runs, DATABASE_PATH gives way to DATABASE_URL of
+ * a fresh database and the process keeps its files in a fresh bucket, unless the test names its own.
+ */
+export async function backendEnv(env: Record<string, string>): Promise<Record<string, string>> {
+  if (!onPostgres) return env
+  const { DATABASE_PATH: _, ...rest } = env
+  const database = env.DATABASE_URL ? undefined : await freshPostgresDatabase()
+  // The server opens its own connections; this pool is not needed.
+  await database?.[Symbol.asyncDispose]()
+  const bucket = env.S3_BUCKET ? undefined : await (await runS3()).bucket()
+  return {
+    ...(database && { DATABASE_URL: database.url }),
+    ...(bucket && {
+      S3_BUCKET: bucket.bucket,
+      S3_ENDPOINT: bucket.endpoint ?? '',
+      S3_REGION: bucket.region ?? 'us-east-1',
+      S3_ACCESS_KEY_ID: bucket.accessKeyId,
+      S3_SECRET_ACCESS_KEY: bucket.secretAccessKey,
+    }),
+    ...rest,
+  }
+}

@@ -2,6 +2,7 @@
 // the same tests run on PostgreSQL (a throwaway cluster, test/support/postgres.ts) and an S3-compatible bucket (s3rver,
 // test/support/s3.ts), both started once per run. `.ci/run` runs the suite both ways.
 import type { Db } from '../../src/db/client'
+import type * as sqliteTables from '../../src/db/schema'
 import { type BlobStore, S3BlobStore } from '../../src/storage/blobs'
 import { type Store, sqliteStore } from '../../src/store'
 import { migratedDatabase } from './database'
@@ -10,19 +11,35 @@ import { runS3 } from './s3'
 
 export const onPostgres = process.env.THREADHOUSE_TEST_BACKEND === 'postgres'
 
+/** The tables of the run's dialect, by the names both schemas share. */
+export type Tables = typeof sqliteTables
+
 export interface TestDatabase extends AsyncDisposable {
   store: Store
   /** The SQLite database under the store, for the few tests of SQLite's own machinery; undefined on PostgreSQL. */
   sqlite: Db | undefined
+  /**
+   * Drizzle over the run's database, for tests that set up or inspect rows directly, with `tables` of the same
+   * dialect. Typed as SQLite's, whose query builders PostgreSQL's mirror: a test awaits every query (`(await q)[0]`
+   * for one row, never `.get()`, `.all()` or `.run()`) and names tables through `tables`, so one line runs on both.
+   */
+  orm: Db
+  tables: Tables
 }
 
 /** A fresh, migrated database of the run's backend, as a Store. */
 export async function testDatabase(): Promise<TestDatabase> {
   if (onPostgres) {
-    const [database, { pgStore }] = await Promise.all([freshPostgresDatabase(), import('../../src/store/postgres')])
+    const [database, { pgStore }, pgTables] = await Promise.all([
+      freshPostgresDatabase(),
+      import('../../src/store/postgres'),
+      import('../../src/db/schema.pg'),
+    ])
     return {
       store: pgStore(database.db),
       sqlite: undefined,
+      orm: database.db as unknown as Db,
+      tables: pgTables as unknown as Tables,
       [Symbol.asyncDispose]: () => database[Symbol.asyncDispose](),
     }
   }
@@ -30,6 +47,8 @@ export async function testDatabase(): Promise<TestDatabase> {
   return {
     store: sqliteStore(db),
     sqlite: db,
+    orm: db,
+    tables: await import('../../src/db/schema'),
     async [Symbol.asyncDispose]() {
       db.$client.close()
     },

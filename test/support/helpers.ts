@@ -17,7 +17,7 @@ import { hashPassword } from '../../src/shared/security'
 import type { Clock } from '../../src/shared/time'
 import { type BlobLocation, type BlobStore, LocalBlobStore } from '../../src/storage/blobs'
 import type { Store } from '../../src/store'
-import { backendEnv, testBucket, testDatabase } from './backend'
+import { backendEnv, type Tables, testBucket, testDatabase } from './backend'
 
 export const publicUrl = 'http://threadhouse.test'
 
@@ -65,6 +65,9 @@ export interface Harness extends AsyncDisposable {
    * any use of it throws: such a test reads or writes through `store` instead, or runs on SQLite only.
    */
   db: Db
+  /** Drizzle and the tables of the run's database, for setting up or inspecting rows on either backend (backend.ts). */
+  orm: Db
+  tables: Tables
   /**
    * Where this app stages uploads while they are checked (UPLOADS_DIR): a fresh temporary folder unless the test
    * passed one. With the default blob store, the attachments' files are kept there too.
@@ -282,6 +285,8 @@ export async function harness(
   return {
     store,
     db: database.sqlite ?? sqliteOnly(),
+    orm: database.orm,
+    tables: database.tables,
     uploadsDir,
     blobs,
     app,

@@ -4,11 +4,9 @@
 // The expected status comes from a small oracle written from the specification, not from the code.
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { personalAccessTokens } from '../src/auth/auth.table'
 import type { Scope } from '../src/auth/model'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { createClient, validateClientMetadata } from '../src/oauth/clients'
-import { oauthAccessTokens, oauthGrants } from '../src/oauth/oauth.table'
 import { newTokens } from '../src/oauth/tokens'
 import { hashSecret } from '../src/shared/security'
 import { type Harness, harness, ManualClock } from './support/helpers'
@@ -228,7 +226,8 @@ test('every endpoint × token state × scope set × caller × visibility answers
   async function oauthTokenFor(who: Who, scopes: Scope[], state: TokenState): Promise<string> {
     const issuedAt = state === 'expired' ? clock.now() - 2 * 3600_000 : clock.now()
     const { payload, tokens } = newTokens({ scopes, resource: null, grantTypes: ['authorization_code'] }, issuedAt)
-    const grant = h.db
+    const { oauthAccessTokens, oauthGrants } = h.tables
+    const [grant] = await h.orm
       .insert(oauthGrants)
       .values({
         clientId: client.id,
@@ -238,11 +237,8 @@ test('every endpoint × token state × scope set × caller × visibility answers
         expiresAt: tokens.grantExpiresAt,
       })
       .returning()
-      .get()
-    h.db
-      .insert(oauthAccessTokens)
-      .values({ ...tokens.access, grantId: grant.id, createdAt: issuedAt })
-      .run()
+    if (!grant) throw new Error('the grant was not stored')
+    await h.orm.insert(oauthAccessTokens).values({ ...tokens.access, grantId: grant.id, createdAt: issuedAt })
     if (state === 'revoked') await store.oauthGrants.revokeGrant(grant.id, clock.now())
     return payload.access_token
   }
@@ -256,11 +252,11 @@ test('every endpoint × token state × scope set × caller × visibility answers
       clock.now(),
     )
     if (state === 'revoked') {
-      h.db
+      const { personalAccessTokens } = h.tables
+      await h.orm
         .update(personalAccessTokens)
         .set({ revokedAt: clock.now() })
         .where(eq(personalAccessTokens.tokenHash, hashSecret(token)))
-        .run()
     }
     return token
   }

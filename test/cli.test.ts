@@ -14,6 +14,7 @@ import { backup, restore } from '../src/operations/backup'
 import { hashSecret } from '../src/shared/security'
 import { LocalBlobStore } from '../src/storage/blobs'
 import { sqliteStore } from '../src/store'
+import { onPostgres } from './support/backend'
 import { firstRunToken, harness, runToEnd, startServer, until } from './support/helpers'
 
 // Every test here starts bun processes, some a whole server (startServer alone allows 20 s to listen), and most of
@@ -138,8 +139,9 @@ test('user:create and token:create; the secret is the last line of stdout', asyn
   expect([...(caller?.scopes ?? [])].sort()).toEqual(['threads:read', 'threads:write'])
 })
 
-// Alone: its server holds the database the commands below also use.
-test.serial(
+// Alone: its server holds the database the commands below also use. A test of the SQLite file's backup, on SQLite
+// only: with DATABASE_URL the CLI refuses backup and restore and points at pg_dump (docs/operations.md).
+test.serial.skipIf(onPostgres)(
   'backup makes a consistent copy while the server writes',
   async () => {
     const env = { DATABASE_PATH: databasePath, ECHO_TOKEN_DELAY_MS: '0' }
@@ -283,129 +285,140 @@ function uploadsOf(folder: string): string[] {
   return readdirSync(folder).sort()
 }
 
-test.concurrent('backup, change or wipe everything, restore: the thread, its files and the tokens are back', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'threadhouse-restore-'))
-  const database = join(home, 'data', 'db.sqlite')
-  const uploads = join(home, 'uploads')
-  const env = { DATABASE_PATH: database, UPLOADS_DIR: uploads, ECHO_TOKEN_DELAY_MS: '0' }
-  const inHome = (...args: string[]) => run(['bun', 'run', 'cli', ...args], env)
-  const notes = '# Notes\n\nKept across a restore.\n'
-  const photo = await wideJpeg()
-  try {
-    const server = await startServer(env)
-    const token = await firstRunToken(server)
-    const headers = { authorization: `Bearer ${token}` }
-    const api = (path: string, init: RequestInit = {}) =>
-      fetch(`${server.url}/api/v1${path}`, { ...init, headers: { ...headers, ...init.headers } })
-    const thread = (await (
-      await api('/threads', {
+// The SQLite file's backup and restore, on SQLite only: on PostgreSQL the CLI points at pg_dump instead.
+test.concurrent.skipIf(onPostgres)(
+  'backup, change or wipe everything, restore: the thread, its files and the tokens are back',
+  async () => {
+    const home = mkdtempSync(join(tmpdir(), 'threadhouse-restore-'))
+    const database = join(home, 'data', 'db.sqlite')
+    const uploads = join(home, 'uploads')
+    const env = { DATABASE_PATH: database, UPLOADS_DIR: uploads, ECHO_TOKEN_DELAY_MS: '0' }
+    const inHome = (...args: string[]) => run(['bun', 'run', 'cli', ...args], env)
+    const notes = '# Notes\n\nKept across a restore.\n'
+    const photo = await wideJpeg()
+    try {
+      const server = await startServer(env)
+      const token = await firstRunToken(server)
+      const headers = { authorization: `Bearer ${token}` }
+      const api = (path: string, init: RequestInit = {}) =>
+        fetch(`${server.url}/api/v1${path}`, { ...init, headers: { ...headers, ...init.headers } })
+      const thread = (await (
+        await api('/threads', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'kept' }),
+        })
+      ).json()) as { thread_id: string }
+      const form = new FormData()
+      form.append('attachments[0]', new File([notes], 'notes.md', { type: 'text/markdown' }))
+      form.append('attachments[1]', new File([photo], 'wide.jpg', { type: 'image/jpeg' }))
+      const uploaded = await api(`/threads/${thread.thread_id}/attachments`, { method: 'POST', body: form })
+      expect(uploaded.status).toBe(201)
+      const [text, image] = (await uploaded.json()) as [{ id: string }, { id: string }]
+      const files = [text.id, image.id, `${image.id}.resized`].sort()
+      expect(uploadsOf(uploads)).toEqual(expect.arrayContaining(files))
+
+      const target = join(home, 'backups', 'first')
+      const made = await inHome('backup', '--to', target)
+      expect(made).toMatchObject({ code: 0, stderr: '' })
+      expect(made.stdout).toContain('1 thread, 0 messages, 2 attachments; 3 files, ')
+      expect(uploadsOf(join(target, 'uploads'))).toEqual(files)
+      expect(JSON.parse(readFileSync(join(target, 'backup.json'), 'utf8'))).toMatchObject({
+        format: 'threadhouse-backup',
+        version: 1,
+        counts: { organizations: 1, users: 1, threads: 1, messages: 0, attachments: 2 },
+        files: 3,
+      })
+
+      // Work after the backup, which the restore must undo.
+      const later = await api('/threads', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'kept' }),
+        body: JSON.stringify({ name: 'after the backup' }),
       })
-    ).json()) as { thread_id: string }
+      expect(later.status).toBe(201)
+      const refused = await inHome('restore', '--from', target)
+      expect(refused).toMatchObject({ code: 1, stdout: '' })
+      expect(refused.stderr.trim().split('\n')).toEqual([
+        expect.stringMatching(/running on it|open in another process/),
+      ])
+      expect((await api('/threads')).status).toBe(200)
+
+      // Killed, the server leaves its -wal and -shm beside the database, which must not be replayed into the backup.
+      await server[Symbol.asyncDispose]()
+      writeFileSync(join(uploads, 'stray'), 'not from the backup')
+      writeFileSync(join(uploads, '.gitkeep'), '')
+      const restored = await inHome('restore', '--from', target)
+      expect(restored).toMatchObject({ code: 0, stderr: '' })
+      expect(restored.stdout).toContain('1 thread, 0 messages, 2 attachments; 3 files; integrity check ok')
+      expect(uploadsOf(uploads)).toEqual(['.gitkeep', ...files].sort())
+      // No -wal, -shm or staged copy left; the instance lock's file stays, as a server leaves it.
+      expect(readdirSync(join(home, 'data')).filter((name) => name !== 'db.sqlite.lock')).toEqual(['db.sqlite'])
+      const db = new Database(database, { readonly: true })
+      expect(db.query('select name from threads').all()).toEqual([{ name: 'kept' }])
+      db.close()
+
+      // Everything gone, the database's folder included: the restore alone brings it all back.
+      rmSync(join(home, 'data'), { recursive: true })
+      rmSync(uploads, { recursive: true })
+      expect((await inHome('restore', '--from', target)).code).toBe(0)
+      expect(uploadsOf(uploads)).toEqual(files)
+
+      await using again = await startServer(env)
+      const fetchAgain = (path: string) => fetch(`${again.url}/api/v1${path}`, { headers })
+      expect(await (await fetchAgain(`/threads/${thread.thread_id}`)).json()).toMatchObject({ name: 'kept' })
+      const download = await fetchAgain(`/threads/${thread.thread_id}/attachments/${text.id}`)
+      expect(await download.text()).toBe(notes)
+      const picture = await fetchAgain(`/threads/${thread.thread_id}/attachments/${image.id}`)
+      expect(Buffer.from(await picture.arrayBuffer()).equals(Buffer.from(photo))).toBe(true)
+      expect(again.stdout()).not.toContain('Threadhouse is set up')
+    } finally {
+      rmSync(home, { recursive: true, force: true })
+    }
+  },
+  60_000,
+)
+
+// The SQLite file's backup (it copies h.db), on SQLite only: on PostgreSQL the CLI points at pg_dump instead.
+test.concurrent.skipIf(onPostgres)(
+  'a backup leaves out attachments whose files went missing; restore refuses a damaged backup untouched',
+  async () => {
+    await using h = await harness()
+    const owner = await h.user()
+    const created = await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })
+    const threadId = created.body.thread_id
     const form = new FormData()
-    form.append('attachments[0]', new File([notes], 'notes.md', { type: 'text/markdown' }))
-    form.append('attachments[1]', new File([photo], 'wide.jpg', { type: 'image/jpeg' }))
-    const uploaded = await api(`/threads/${thread.thread_id}/attachments`, { method: 'POST', body: form })
+    form.append('attachments[0]', new File(['kept'], 'kept.txt', { type: 'text/plain' }))
+    form.append('attachments[1]', new File(['gone'], 'gone.txt', { type: 'text/plain' }))
+    const uploaded = await h.call('POST', `/api/v1/threads/${threadId}/attachments`, { token: owner.token, body: form })
     expect(uploaded.status).toBe(201)
-    const [text, image] = (await uploaded.json()) as [{ id: string }, { id: string }]
-    const files = [text.id, image.id, `${image.id}.resized`].sort()
-    expect(uploadsOf(uploads)).toEqual(expect.arrayContaining(files))
+    const [kept, gone] = uploaded.body as [{ id: string }, { id: string }]
+    rmSync(join(h.uploadsDir, gone.id))
 
-    const target = join(home, 'backups', 'first')
-    const made = await inHome('backup', '--to', target)
-    expect(made).toMatchObject({ code: 0, stderr: '' })
-    expect(made.stdout).toContain('1 thread, 0 messages, 2 attachments; 3 files, ')
-    expect(uploadsOf(join(target, 'uploads'))).toEqual(files)
-    expect(JSON.parse(readFileSync(join(target, 'backup.json'), 'utf8'))).toMatchObject({
-      format: 'threadhouse-backup',
-      version: 1,
-      counts: { organizations: 1, users: 1, threads: 1, messages: 0, attachments: 2 },
-      files: 3,
-    })
+    const home = mkdtempSync(join(tmpdir(), 'threadhouse-backup-'))
+    try {
+      const target = join(home, 'backup')
+      const result = await backup(h.db, h, target, Date.now())
+      expect(result).toMatchObject({ leftOut: [gone.id], files: 1, bytes: 4 })
+      expect(result.counts.attachments).toBe(1)
+      expect(readdirSync(home)).toEqual(['backup'])
+      await expect(backup(h.db, h, target, Date.now())).rejects.toThrow('already exists')
+      await expect(backup(h.db, h, join(h.uploadsDir, 'b'), Date.now())).rejects.toThrow('inside UPLOADS_DIR')
 
-    // Work after the backup, which the restore must undo.
-    const later = await api('/threads', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'after the backup' }),
-    })
-    expect(later.status).toBe(201)
-    const refused = await inHome('restore', '--from', target)
-    expect(refused).toMatchObject({ code: 1, stdout: '' })
-    expect(refused.stderr.trim().split('\n')).toEqual([expect.stringMatching(/running on it|open in another process/)])
-    expect((await api('/threads')).status).toBe(200)
+      const liveUploads = join(home, 'live', 'uploads')
+      const live = { databasePath: join(home, 'live', 'db.sqlite'), blobs: new LocalBlobStore(liveUploads) }
+      mkdirSync(liveUploads, { recursive: true })
+      writeFileSync(join(liveUploads, 'current'), 'current data')
+      rmSync(join(target, 'uploads', kept.id))
+      await expect(restore(target, live)).rejects.toThrow(`lacks the file ${kept.id}`)
+      expect(readdirSync(liveUploads)).toEqual(['current'])
+      expect(existsSync(live.databasePath)).toBe(false)
 
-    // Killed, the server leaves its -wal and -shm beside the database, which must not be replayed into the backup.
-    await server[Symbol.asyncDispose]()
-    writeFileSync(join(uploads, 'stray'), 'not from the backup')
-    writeFileSync(join(uploads, '.gitkeep'), '')
-    const restored = await inHome('restore', '--from', target)
-    expect(restored).toMatchObject({ code: 0, stderr: '' })
-    expect(restored.stdout).toContain('1 thread, 0 messages, 2 attachments; 3 files; integrity check ok')
-    expect(uploadsOf(uploads)).toEqual(['.gitkeep', ...files].sort())
-    // No -wal, -shm or staged copy left; the instance lock's file stays, as a server leaves it.
-    expect(readdirSync(join(home, 'data')).filter((name) => name !== 'db.sqlite.lock')).toEqual(['db.sqlite'])
-    const db = new Database(database, { readonly: true })
-    expect(db.query('select name from threads').all()).toEqual([{ name: 'kept' }])
-    db.close()
-
-    // Everything gone, the database's folder included: the restore alone brings it all back.
-    rmSync(join(home, 'data'), { recursive: true })
-    rmSync(uploads, { recursive: true })
-    expect((await inHome('restore', '--from', target)).code).toBe(0)
-    expect(uploadsOf(uploads)).toEqual(files)
-
-    await using again = await startServer(env)
-    const fetchAgain = (path: string) => fetch(`${again.url}/api/v1${path}`, { headers })
-    expect(await (await fetchAgain(`/threads/${thread.thread_id}`)).json()).toMatchObject({ name: 'kept' })
-    const download = await fetchAgain(`/threads/${thread.thread_id}/attachments/${text.id}`)
-    expect(await download.text()).toBe(notes)
-    const picture = await fetchAgain(`/threads/${thread.thread_id}/attachments/${image.id}`)
-    expect(Buffer.from(await picture.arrayBuffer()).equals(Buffer.from(photo))).toBe(true)
-    expect(again.stdout()).not.toContain('Threadhouse is set up')
-  } finally {
-    rmSync(home, { recursive: true, force: true })
-  }
-}, 60_000)
-
-test.concurrent('a backup leaves out attachments whose files went missing; restore refuses a damaged backup untouched', async () => {
-  await using h = await harness()
-  const owner = await h.user()
-  const created = await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })
-  const threadId = created.body.thread_id
-  const form = new FormData()
-  form.append('attachments[0]', new File(['kept'], 'kept.txt', { type: 'text/plain' }))
-  form.append('attachments[1]', new File(['gone'], 'gone.txt', { type: 'text/plain' }))
-  const uploaded = await h.call('POST', `/api/v1/threads/${threadId}/attachments`, { token: owner.token, body: form })
-  expect(uploaded.status).toBe(201)
-  const [kept, gone] = uploaded.body as [{ id: string }, { id: string }]
-  rmSync(join(h.uploadsDir, gone.id))
-
-  const home = mkdtempSync(join(tmpdir(), 'threadhouse-backup-'))
-  try {
-    const target = join(home, 'backup')
-    const result = await backup(h.db, h, target, Date.now())
-    expect(result).toMatchObject({ leftOut: [gone.id], files: 1, bytes: 4 })
-    expect(result.counts.attachments).toBe(1)
-    expect(readdirSync(home)).toEqual(['backup'])
-    await expect(backup(h.db, h, target, Date.now())).rejects.toThrow('already exists')
-    await expect(backup(h.db, h, join(h.uploadsDir, 'b'), Date.now())).rejects.toThrow('inside UPLOADS_DIR')
-
-    const liveUploads = join(home, 'live', 'uploads')
-    const live = { databasePath: join(home, 'live', 'db.sqlite'), blobs: new LocalBlobStore(liveUploads) }
-    mkdirSync(liveUploads, { recursive: true })
-    writeFileSync(join(liveUploads, 'current'), 'current data')
-    rmSync(join(target, 'uploads', kept.id))
-    await expect(restore(target, live)).rejects.toThrow(`lacks the file ${kept.id}`)
-    expect(readdirSync(liveUploads)).toEqual(['current'])
-    expect(existsSync(live.databasePath)).toBe(false)
-
-    writeFileSync(join(target, 'uploads', kept.id), 'kept')
-    expect(await restore(target, live)).toMatchObject({ files: 1, counts: { threads: 1, attachments: 1 } })
-    expect(readdirSync(liveUploads)).toEqual([kept.id])
-  } finally {
-    rmSync(home, { recursive: true, force: true })
-  }
-})
+      writeFileSync(join(target, 'uploads', kept.id), 'kept')
+      expect(await restore(target, live)).toMatchObject({ files: 1, counts: { threads: 1, attachments: 1 } })
+      expect(readdirSync(liveUploads)).toEqual([kept.id])
+    } finally {
+      rmSync(home, { recursive: true, force: true })
+    }
+  },
+)

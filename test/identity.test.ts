@@ -1,6 +1,5 @@
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { personalAccessTokens, users } from '../src/auth/auth.table'
 import { type Actor, changeMemberRole } from '../src/auth/members'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { resolvedTokenLifetimeMs } from '../src/auth/token-cache'
@@ -64,11 +63,10 @@ test('expired personal access tokens are refused to the millisecond, revoked one
   clock.advance(1)
   expect((await h.call('GET', '/api/v1/me', { token: expiring })).status).toBe(401)
 
-  h.db
-    .update(personalAccessTokens)
+  await h.orm
+    .update(h.tables.personalAccessTokens)
     .set({ revokedAt: clock.now() })
-    .where(eq(personalAccessTokens.userId, user.id))
-    .run()
+    .where(eq(h.tables.personalAccessTokens.userId, user.id))
   expect((await h.call('GET', '/api/v1/me', { token: user.token })).status).toBe(401)
 })
 
@@ -76,13 +74,14 @@ test('tokens are stored only as SHA-256 hashes and record their last use', async
   const clock = new ManualClock()
   await using h = await harness({ clock })
   const user = await h.user()
-  const rows = h.db.select().from(personalAccessTokens).all()
+  const { personalAccessTokens } = h.tables
+  const rows = await h.orm.select().from(personalAccessTokens)
   expect(user.token).toStartWith('thp_')
   expect(JSON.stringify(rows)).not.toContain(user.token.slice(4))
   expect(rows[0]?.tokenHash).toMatch(/^[0-9a-f]{64}$/)
   expect(rows[0]?.lastUsedAt).toBeNull()
   await h.call('GET', '/api/v1/me', { token: user.token })
-  expect(h.db.select().from(personalAccessTokens).get()?.lastUsedAt).toBe(clock.now())
+  expect((await h.orm.select().from(personalAccessTokens))[0]?.lastUsedAt).toBe(clock.now())
 })
 
 test('a resolved token is reused for a second at most; the server’s own changes apply to the next request', async () => {
@@ -93,17 +92,16 @@ test('a resolved token is reused for a second at most; the server’s own change
   expect((await h.call('GET', '/api/v1/me', { token: user.token })).body.role).toBe('member')
 
   // A role changed in the admin pages shows at once, at the same instant.
-  const organizationId = h.db.select().from(users).where(eq(users.id, owner.id)).get()?.organizationId ?? 0
+  const organizationId = (await h.store.users.findByEmail(owner.email))?.organizationId ?? 0
   const actor: Actor = { id: owner.id, role: 'owner', organizationId, organizationSlug: 'default' }
   await changeMemberRole(h.store.users, actor, user.sub, 'admin')
   expect((await h.call('GET', '/api/v1/me', { token: user.token })).body.role).toBe('admin')
 
   // A change made by hand in SQL, which the server cannot see coming, reaches it within the second.
-  h.db
-    .update(personalAccessTokens)
+  await h.orm
+    .update(h.tables.personalAccessTokens)
     .set({ revokedAt: clock.now() })
-    .where(eq(personalAccessTokens.userId, user.id))
-    .run()
+    .where(eq(h.tables.personalAccessTokens.userId, user.id))
   clock.advance(resolvedTokenLifetimeMs - 1)
   expect((await h.call('GET', '/api/v1/me', { token: user.token })).status).toBe(200)
   clock.advance(1)
@@ -112,11 +110,10 @@ test('a resolved token is reused for a second at most; the server’s own change
   // A clock set back does not stretch the second.
   const other = await h.user()
   expect((await h.call('GET', '/api/v1/me', { token: other.token })).status).toBe(200)
-  h.db
-    .update(personalAccessTokens)
+  await h.orm
+    .update(h.tables.personalAccessTokens)
     .set({ revokedAt: clock.now() })
-    .where(eq(personalAccessTokens.userId, other.id))
-    .run()
+    .where(eq(h.tables.personalAccessTokens.userId, other.id))
   clock.advance(-60_000)
   expect((await h.call('GET', '/api/v1/me', { token: other.token })).status).toBe(401)
 })

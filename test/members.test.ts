@@ -2,7 +2,6 @@
 // sessions, personal and OAuth tokens), and a one-time password holding the session on the change-password page.
 import { expect, setDefaultTimeout, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { users } from '../src/auth/auth.table'
 import { type Actor, addMember, changeMemberRole, removeMember } from '../src/auth/members'
 import { changePassword, generateOneTimePassword } from '../src/auth/passwords'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
@@ -13,10 +12,12 @@ import { Browser, password, publicGrant, register, settings, signedIn } from './
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
 setDefaultTimeout(20_000)
 
-function actor(h: Harness, id: number): Actor {
-  const row = h.db.select().from(users).where(eq(users.id, id)).get()
+/** The user as an acting member, with the public ID others name them by. */
+async function actor(h: Harness, id: number): Promise<Actor & { sub: string }> {
+  const { users } = h.tables
+  const [row] = await h.orm.select().from(users).where(eq(users.id, id))
   if (!row) throw new Error('no such user')
-  return { id: row.id, role: row.role, organizationId: row.organizationId, organizationSlug: 'default' }
+  return { id: row.id, role: row.role, organizationId: row.organizationId, organizationSlug: 'default', sub: row.sub }
 }
 
 async function refusal(run: () => unknown): Promise<number> {
@@ -36,11 +37,11 @@ test('one-time passwords are 80 random bits in four readable groups', () => {
 
 test('role rules: owners do anything, admins never touch or make owners, the last owner stays', async () => {
   await using h = await harness()
-  const owner = actor(h, (await h.user({ role: 'owner' })).id)
-  const admin = actor(h, (await h.user({ role: 'admin' })).id)
+  const owner = await actor(h, (await h.user({ role: 'owner' })).id)
+  const admin = await actor(h, (await h.user({ role: 'admin' })).id)
   const memberUser = await h.user()
-  const member = actor(h, memberUser.id)
-  const subOf = (a: Actor) => h.db.select({ sub: users.sub }).from(users).where(eq(users.id, a.id)).get()?.sub ?? ''
+  const member = await actor(h, memberUser.id)
+  const subOf = (a: { sub: string }) => a.sub
   const now = Date.now()
 
   expect(
@@ -61,13 +62,13 @@ test('role rules: owners do anything, admins never touch or make owners, the las
   expect((await changeMemberRole(h.store.users, owner, subOf(owner), 'member')).role).toBe('member')
   expect((await removeMember(h.store.users, { ...admin, role: 'owner' }, subOf(owner), now)).id).toBe(owner.id)
   // People of other organizations are not found.
-  const stranger = actor(h, (await h.user({ org: 'globex', role: 'owner' })).id)
+  const stranger = await actor(h, (await h.user({ org: 'globex', role: 'owner' })).id)
   expect(await refusal(() => changeMemberRole(h.store.users, stranger, subOf(member), 'member'))).toBe(404)
 })
 
 test('a removed member is locked out of every door, and nobody else is touched', async () => {
   await using h = await harness()
-  const owner = actor(h, (await h.user({ role: 'owner' })).id)
+  const owner = await actor(h, (await h.user({ role: 'owner' })).id)
   const { browser, user } = await signedIn(h)
   const colleague = await signedIn(h)
   const app = await register(h)
@@ -93,7 +94,7 @@ test('a removed member is locked out of every door, and nobody else is touched',
 
 test('a one-time password keeps the session on the change-password page until it is replaced', async () => {
   await using h = await harness()
-  const owner = actor(h, (await h.user({ role: 'owner' })).id)
+  const owner = await actor(h, (await h.user({ role: 'owner' })).id)
   const added = await addMember(
     h.store.users,
     owner,
@@ -110,7 +111,7 @@ test('a one-time password keeps the session on the change-password page until it
   const json = await settings(browser, 'GET', '/connected-apps')
   expect(json.body.error).toBe('password_change_required')
 
-  const row = h.db.select().from(users).where(eq(users.email, 'new@example.com')).get()
+  const row = await h.store.users.findByEmail('new@example.com')
   await changePassword(h.store.users, {
     userId: row?.id ?? 0,
     currentPassword: added.oneTimePassword,

@@ -3,7 +3,6 @@
 // CSRF, and which organization may use a client.
 import { expect, setDefaultTimeout, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { oauthClients } from '../src/oauth/oauth.table'
 import { harness } from './support/helpers'
 import {
   approve,
@@ -98,7 +97,8 @@ test('a redirect URI stored before the scheme rules existed gets the error page,
   await using h = await harness()
   const client = await register(h)
   const legacy = ['view-source:https://app.example/cb', 'myapp://anysphere/oauth', 'http://127.0.0.1/c\u00e9']
-  h.db.update(oauthClients).set({ redirectUris: legacy }).where(eq(oauthClients.clientId, client.client_id)).run()
+  const { oauthClients } = h.tables
+  await h.orm.update(oauthClients).set({ redirectUris: legacy }).where(eq(oauthClients.clientId, client.client_id))
   const { browser } = await signedIn(h)
   for (const redirectUri of legacy) {
     for (const visitor of [browser, Browser.inProcess(h)]) {
@@ -290,13 +290,15 @@ test('an openly registered client belongs to the first organization that approve
   const client = await register(h)
   const acme = await signedIn(h, { org: 'acme' })
   const globex = await signedIn(h, { org: 'globex' })
-  const stored = () => h.db.select().from(oauthClients).where(eq(oauthClients.clientId, client.client_id)).get()
-  expect(stored()?.organizationId).toBeNull()
+  const { oauthClients } = h.tables
+  const stored = async () =>
+    (await h.orm.select().from(oauthClients).where(eq(oauthClients.clientId, client.client_id)))[0]
+  expect((await stored())?.organizationId).toBeNull()
   // Seeing the consent page, or denying, claims nothing.
   await decide(globex.browser, request(client.client_id), 'deny')
-  expect(stored()?.organizationId).toBeNull()
+  expect((await stored())?.organizationId).toBeNull()
   await approve(acme.browser, { clientId: client.client_id })
-  expect(stored()?.organizationId).not.toBeNull()
+  expect((await stored())?.organizationId).not.toBeNull()
 
   const refused = await globex.browser.get(request(client.client_id))
   expect(refused.status).toBe(403)

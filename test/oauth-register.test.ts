@@ -2,9 +2,8 @@
 // validation, the response, the operator switch and the rate limit.
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { oauthClients, oauthRegistrationTokens } from '../src/oauth/oauth.table'
 import { createRegistrationToken } from '../src/oauth/registration'
-import { harness, ManualClock } from './support/helpers'
+import { type Harness, harness, ManualClock } from './support/helpers'
 
 test('open registration of a public client answers 201 with every registered field', async () => {
   const clock = new ManualClock()
@@ -42,7 +41,7 @@ test('open registration of a public client answers 201 with every registered fie
     tos_uri: 'https://desktop.example/tos',
     policy_uri: 'https://desktop.example/privacy',
   })
-  const stored = h.db.select().from(oauthClients).where(eq(oauthClients.clientId, reply.body.client_id)).get()
+  const stored = await storedClient(h, reply.body.client_id)
   expect(stored).toMatchObject({ origin: 'open_registration', organizationId: null, ownerId: null, secretHash: null })
 })
 
@@ -64,7 +63,7 @@ test('confidential clients get a secret once, kept only as a hash; defaults fill
     client_secret: expect.stringMatching(/^ths_[a-z2-7]{39}$/),
     client_secret_expires_at: 0,
   })
-  const stored = h.db.select().from(oauthClients).where(eq(oauthClients.clientId, reply.body.client_id)).get()
+  const stored = await storedClient(h, reply.body.client_id)
   expect(JSON.stringify(stored)).not.toContain(reply.body.client_secret.slice(4))
   expect(stored?.secretHash).toMatch(/^[0-9a-f]{64}$/)
 })
@@ -177,7 +176,8 @@ test('a registration token ties the client to its organization and works once, f
   const clients = h.store.oauthClients
   const member = await h.user({ org: 'acme' })
   const issue = async () =>
-    (await createRegistrationToken(clients, { id: member.id, organizationId: orgOf(h, member.id) }, clock.now())).token
+    (await createRegistrationToken(clients, { id: member.id, organizationId: await orgOf(h, member.id) }, clock.now()))
+      .token
   const token = await issue()
   expect(token).toMatch(/^thrg_[a-z2-7]{39}$/)
   const body = { client_name: 'Team tool', redirect_uris: ['https://tool.example/cb'] }
@@ -188,10 +188,10 @@ test('a registration token ties the client to its organization and works once, f
   expect((await registerWith(token, { client_name: 'x' })).status).toBe(400)
   const first = await registerWith(token)
   expect(first.status).toBe(201)
-  const stored = h.db.select().from(oauthClients).where(eq(oauthClients.clientId, first.body.client_id)).get()
+  const stored = await storedClient(h, first.body.client_id)
   expect(stored).toMatchObject({
     origin: 'token_registration',
-    organizationId: orgOf(h, member.id),
+    organizationId: await orgOf(h, member.id),
     ownerId: member.id,
   })
 
@@ -206,7 +206,7 @@ test('a registration token ties the client to its organization and works once, f
   expect((await registerWith('thrg_made_up')).status).toBe(401)
   const malformed = await h.call('POST', '/oauth/register', { body, headers: { authorization: 'Basic abc' } })
   expect(malformed.status).toBe(401)
-  expect(JSON.stringify(h.db.select().from(oauthRegistrationTokens).all())).not.toContain(token.slice(5))
+  expect(JSON.stringify(await h.orm.select().from(h.tables.oauthRegistrationTokens))).not.toContain(token.slice(5))
 })
 
 test('with OAUTH_OPEN_REGISTRATION=false only registration tokens work', async () => {
@@ -220,7 +220,7 @@ test('with OAUTH_OPEN_REGISTRATION=false only registration tokens work', async (
   expect(open.headers.get('www-authenticate')).toBe('Bearer realm="threadhouse"')
   const { token } = await createRegistrationToken(
     h.store.oauthClients,
-    { id: member.id, organizationId: orgOf(h, member.id) },
+    { id: member.id, organizationId: await orgOf(h, member.id) },
     Date.now(),
   )
   const withToken = await h.call('POST', '/oauth/register', { body, headers: { authorization: `Bearer ${token}` } })
@@ -243,8 +243,14 @@ test('registration is rate-limited to 30 requests per address per hour', async (
   expect((await from('192.0.2.1')).status).toBe(201)
 })
 
-function orgOf(h: Awaited<ReturnType<typeof harness>>, userId: number): number {
-  const user = h.db.query.users.findFirst({ where: (users, { eq }) => eq(users.id, userId) }).sync()
+async function orgOf(h: Harness, userId: number): Promise<number> {
+  const { users } = h.tables
+  const [user] = await h.orm.select().from(users).where(eq(users.id, userId))
   if (!user) throw new Error('no such user')
   return user.organizationId
+}
+
+async function storedClient(h: Harness, clientId: string) {
+  const { oauthClients } = h.tables
+  return (await h.orm.select().from(oauthClients).where(eq(oauthClients.clientId, clientId)))[0]
 }

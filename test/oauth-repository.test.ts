@@ -3,8 +3,6 @@
 // token presented after the grace window revokes its grant, a registration token registers one client, and the
 // first organization to approve an unclaimed client keeps it.
 import { expect, test } from 'bun:test'
-import { eq } from 'drizzle-orm'
-import { users } from '../src/auth/auth.table'
 import type { NewClient } from '../src/oauth/clients.repository'
 import type { NewTokens } from '../src/oauth/grants.repository'
 import type { Store } from '../src/store'
@@ -44,9 +42,9 @@ function tokens(name: string, at: number): NewTokens {
 }
 
 async function person(h: Harness, org = 'default'): Promise<{ id: number; organizationId: number }> {
-  const { id } = await h.user({ org })
-  const row = h.db.select({ organizationId: users.organizationId }).from(users).where(eq(users.id, id)).get()
-  if (!row) throw new Error('the test user is missing')
+  const { id, email } = await h.user({ org })
+  const row = await h.store.users.findByEmail(email)
+  if (row?.id !== id) throw new Error('the test user is missing')
   return { id, organizationId: row.organizationId }
 }
 

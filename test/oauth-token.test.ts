@@ -2,7 +2,6 @@
 // with replay revocation; client authentication methods; refresh rotation with family revocation; scopes;
 // lifetimes; and OAuth access tokens on the API.
 import { expect, test } from 'bun:test'
-import { oauthAccessTokens, oauthAuthorizationCodes, oauthRefreshTokens } from '../src/oauth/oauth.table'
 import { harness, ManualClock } from './support/helpers'
 import { approve, basic, postOAuth, publicGrant, register, signedIn } from './support/oauth-helpers'
 
@@ -27,10 +26,11 @@ test('a public client exchanges its code with PKCE for Bearer tokens, never cach
   expect(me.status).toBe(200)
   expect(me.body.sub).toBe(user.sub)
   // Codes and tokens exist only as hashes.
+  const { oauthAccessTokens, oauthAuthorizationCodes, oauthRefreshTokens } = h.tables
   const stored = JSON.stringify([
-    h.db.select().from(oauthAuthorizationCodes).all(),
-    h.db.select().from(oauthAccessTokens).all(),
-    h.db.select().from(oauthRefreshTokens).all(),
+    await h.orm.select().from(oauthAuthorizationCodes),
+    await h.orm.select().from(oauthAccessTokens),
+    await h.orm.select().from(oauthRefreshTokens),
   ])
   expect(stored).not.toContain(reply.body.access_token.slice(4))
   expect(stored).not.toContain(reply.body.refresh_token.slice(4))

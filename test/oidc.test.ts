@@ -1,7 +1,6 @@
 // Sign-in through an OpenID Connect provider, against a real provider on loopback: PKCE, state and nonce, a
 // verified ID token, and matching to an existing user by verified email only.
 import { expect, test } from 'bun:test'
-import { sessions } from '../src/auth/sessions.table'
 import { createUser } from '../src/auth/users'
 import { type Config, ConfigError, loadConfig } from '../src/config'
 import { type Harness, harness, ScriptedRunner } from './support/helpers'
@@ -90,7 +89,7 @@ test('unknown and unverified emails are refused, and nobody is created', async (
   const unverified = await roundTrip(Browser.inProcess(h))
   expect(unverified.status).toBe(403)
   expect(await unverified.text()).toContain('Example ID has not verified your email address ada@example.com.')
-  expect(h.db.select().from(sessions).all()).toEqual([])
+  expect(await h.orm.select().from(h.tables.sessions)).toEqual([])
 })
 
 test('a wrong state, a replayed nonce, a forged signature or a refusal at the provider opens no session', async () => {
@@ -120,7 +119,7 @@ test('a wrong state, a replayed nonce, a forged signature or a refusal at the pr
   const denied = await roundTrip(Browser.inProcess(h))
   expect(denied.status).toBe(400)
   expect(await denied.text()).toContain('Example ID did not sign you in (access_denied).')
-  expect(h.db.select().from(sessions).all()).toEqual([])
+  expect(await h.orm.select().from(h.tables.sessions)).toEqual([])
 })
 
 test('without configuration there is no button and no route; the variables are checked together', async () => {

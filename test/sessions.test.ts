@@ -1,15 +1,7 @@
 // Sign-in, sessions and CSRF: the contract's form fields, cookie attributes, sliding expiry and same-origin rules.
 import { expect, setDefaultTimeout, test } from 'bun:test'
-import { createApp } from '../src/app'
-import { createFileInspector } from '../src/attachments/inspector'
-import { sessions } from '../src/auth/sessions.table'
-import { createUser } from '../src/auth/users'
-import { loadConfig } from '../src/config'
-import { migrateDatabase, openDatabase } from '../src/db/client'
-import { silentLogger } from '../src/shared/log'
-import { sqliteStore } from '../src/store'
 import { safeNextPath } from '../src/web/index'
-import { harness, ManualClock, ScriptedRunner } from './support/helpers'
+import { harness, ManualClock } from './support/helpers'
 import { Browser, hiddenField, password } from './support/oauth-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
@@ -56,7 +48,7 @@ test('signing in sets an HttpOnly, SameSite=Lax session cookie and 303s to next'
   const token = browser.cookies.get('threadhouse_session') ?? ''
   expect(token).toStartWith('thss_')
   // Stored only as a hash.
-  const rows = h.db.select().from(sessions).all()
+  const rows = await h.orm.select().from(h.tables.sessions)
   expect(rows).toHaveLength(1)
   expect(JSON.stringify(rows)).not.toContain(token)
   // A signed-in visit to /login goes straight on.
@@ -170,7 +162,7 @@ test('sessions slide: used sessions live on, idle ones expire after 30 days', as
   expect(await signedIn()).toBe(true)
   clock.advance(30 * day)
   expect(await signedIn()).toBe(false)
-  expect(h.db.select().from(sessions).all()).toHaveLength(0)
+  expect(await h.orm.select().from(h.tables.sessions)).toHaveLength(0)
 })
 
 test('sign-out needs the session CSRF token and ends the session', async () => {
@@ -186,34 +178,18 @@ test('sign-out needs the session CSRF token and ends the session', async () => {
   expect(out.status).toBe(303)
   expect(out.headers.get('location')).toBe('/login')
   expect(browser.cookies.has('threadhouse_session')).toBe(false)
-  expect(h.db.select().from(sessions).all()).toHaveLength(0)
+  expect(await h.orm.select().from(h.tables.sessions)).toHaveLength(0)
 })
 
 test('under https the cookies are Secure and __Host- prefixed', async () => {
-  const db = openDatabase(':memory:')
-  migrateDatabase(db)
-  await createUser(
-    sqliteStore(db).users,
-    { email: 'a@example.com', password, organizationSlug: 'default', role: 'member' },
-    Date.now(),
-  )
-  const app = createApp({
-    store: sqliteStore(db),
-    config: { ...loadConfig({}), PUBLIC_URL: 'https://threadhouse.example', GENERATION_CONCURRENCY: 1 },
-    runner: new ScriptedRunner(),
-    // Never started: no test here uploads a file.
-    inspector: createFileInspector(silentLogger),
-    clock: { now: () => Date.now() },
-    log: silentLogger,
-  })
-  const browser = new Browser((request) => app.handle(request), 'https://threadhouse.example')
+  await using h = await harness({ config: { PUBLIC_URL: 'https://threadhouse.example' } })
+  const user = await h.user()
+  const browser = new Browser((request) => h.app.handle(request), 'https://threadhouse.example')
   const page = await browser.get('/login')
   expect(page.headers.getSetCookie()[0]).toMatch(/^__Host-threadhouse_csrf=.*; Secure/)
-  const response = await browser.signIn('a@example.com')
+  const response = await browser.signIn(user.email)
   expect(response.status).toBe(303)
   const cookie = response.headers.getSetCookie().find((line) => line.startsWith('__Host-threadhouse_session='))
   expect(cookie).toContain('Secure')
   expect(cookie).toContain('HttpOnly')
-  await app.decorator.engine.close()
-  db.$client.close()
 })

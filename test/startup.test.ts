@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { backendEnv, onPostgres } from './support/backend'
 import { firstRunToken, runToEnd, type ServerProcess, startServer, until } from './support/helpers'
 
 // Every test here starts bun processes (startServer alone allows 20 s to listen). Each refusal has folders of its
@@ -22,9 +23,17 @@ const running = {
 }
 let server: ServerProcess
 let port: number
+/** The running server's whole environment: on PostgreSQL runs, with the DATABASE_URL and bucket it was given. */
+let runningEnv: Record<string, string>
+/** Where the running server keeps its data: its SQLite file, or on PostgreSQL runs its database. */
+let runningDatabase: Record<string, string>
 
 beforeAll(async () => {
-  server = await startServer(running)
+  runningEnv = await backendEnv(running)
+  runningDatabase = onPostgres
+    ? { DATABASE_URL: runningEnv.DATABASE_URL ?? '' }
+    : { DATABASE_PATH: running.DATABASE_PATH }
+  server = await startServer(runningEnv)
   port = Number(new URL(server.url).port)
   // The first run has finished writing once it printed its token: nothing here races it.
   await firstRunToken(server)
@@ -103,19 +112,24 @@ function expectRefusal(outcome: Outcome, line: string): void {
   })
 }
 
-test.concurrent('a second server on the same database is refused, however the path is spelled', async () => {
-  expectRefusal(
-    await start({ ...own(), DATABASE_PATH: running.DATABASE_PATH }),
-    `Cannot use DATABASE_PATH ${running.DATABASE_PATH}: another Threadhouse server is running on it (one server per SQLite file)`,
-  )
-  const link = join(dir, 'link')
-  symlinkSync(join(dir, 'running'), link)
-  const linked = join(link, 'db.sqlite')
-  expectRefusal(
-    await start({ ...own(), DATABASE_PATH: linked }),
-    `Cannot use DATABASE_PATH ${linked}: another Threadhouse server is running on it (one server per SQLite file)`,
-  )
-})
+// The SQLite file's instance lock, on SQLite only: on PostgreSQL several servers may share one database (start-up
+// migrates under an advisory lock, src/db/postgres.ts).
+test.concurrent.skipIf(onPostgres)(
+  'a second server on the same database is refused, however the path is spelled',
+  async () => {
+    expectRefusal(
+      await start({ ...own(), DATABASE_PATH: running.DATABASE_PATH }),
+      `Cannot use DATABASE_PATH ${running.DATABASE_PATH}: another Threadhouse server is running on it (one server per SQLite file)`,
+    )
+    const link = join(dir, 'link')
+    symlinkSync(join(dir, 'running'), link)
+    const linked = join(link, 'db.sqlite')
+    expectRefusal(
+      await start({ ...own(), DATABASE_PATH: linked }),
+      `Cannot use DATABASE_PATH ${linked}: another Threadhouse server is running on it (one server per SQLite file)`,
+    )
+  },
+)
 
 test.concurrent('a second server on the same port is refused, instead of sharing it', async () => {
   expectRefusal(
@@ -129,7 +143,7 @@ test.concurrent('a second server on the same port is refused, instead of sharing
 test.concurrent('the operator CLI works beside the running server, on the same database', async () => {
   const { stdout, stderr, code } = await runToEnd(
     ['bun', 'run', 'cli', 'token:create', '--email', running.ADMIN_EMAIL, '--scopes', 'threads:read'],
-    { DATABASE_PATH: running.DATABASE_PATH },
+    runningDatabase,
   )
   expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
   const token = stdout.trimEnd().split('\n').at(-1)
@@ -204,6 +218,6 @@ test.concurrent('an UPLOADS_DIR that cannot be written or created is refused', a
 test.serial('a server killed outright leaves no lock behind: the next start on its database listens', async () => {
   server.process.kill('SIGKILL')
   await server.process.exited
-  await using again = await startServer(running)
+  await using again = await startServer(runningEnv)
   expect((await fetch(`${again.url}/healthz`)).status).toBe(200)
 })

@@ -1,5 +1,11 @@
-// Loaded before the test files (bunfig.toml): after the last file, closes what the files shared (after-run.ts).
-import { afterAll } from 'bun:test'
+// Loaded before the test files (bunfig.toml). On PostgreSQL runs, starts the run's cluster and S3 server first, so
+// that no test pays for them inside its own timeout; after the last file, closes what the files shared
+// (after-run.ts).
+import { afterAll, beforeAll } from 'bun:test'
 import { closeShared } from './after-run'
+import { onPostgres } from './backend'
+import { sharedPostgres } from './postgres'
+import { runS3 } from './s3'
 
+if (onPostgres) beforeAll(() => Promise.all([sharedPostgres(), runS3()]).then(() => {}), 60_000)
 afterAll(closeShared)

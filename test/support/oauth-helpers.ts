@@ -9,7 +9,6 @@ import type {
 import { sha256 } from '@oslojs/crypto/sha2'
 import { encodeBase64urlNoPadding } from '@oslojs/encoding'
 import { createSession } from '../../src/auth/sessions'
-import { sqliteStore } from '../../src/store'
 import { cookieNames } from '../../src/web'
 import type { Harness } from './helpers'
 
@@ -228,7 +227,7 @@ export async function signedIn(
 ): Promise<{ browser: Browser; user: Awaited<ReturnType<Harness['user']>> }> {
   const user = await h.user(options)
   const browser = Browser.inProcess(h)
-  const { token } = await createSession(sqliteStore(h.db).sessions, user.id, h.clock.now())
+  const { token } = await createSession(h.store.sessions, user.id, h.clock.now())
   browser.cookies.set(cookieNames(browser.origin).session, token)
   return { browser, user }
 }

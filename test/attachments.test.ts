@@ -7,11 +7,11 @@ import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import sharp from 'sharp'
-import { attachments } from '../src/attachments/attachments.table'
 import { imageLimits, maxRequestBytes, pdfLimits, textLimits } from '../src/attachments/limits'
 import { checkFormFiles, discardCheckedFiles } from '../src/attachments/service'
 import { sweepUploads } from '../src/attachments/sweep'
 import { createLogger } from '../src/shared/log'
+import { LocalBlobStore } from '../src/storage/blobs'
 import {
   type Harness,
   harness,
@@ -41,6 +41,13 @@ import {
   setup as uploadSetup,
   zip,
 } from './support/uploads'
+
+/** The bytes the app's blob store keeps under `key` (its uploads folder, or on PostgreSQL runs a bucket). */
+async function storedBytes(h: Harness, key: string): Promise<Uint8Array> {
+  const blob = await h.blobs.get(key)
+  if (!blob) throw new Error(`nothing is stored under ${key}`)
+  return blob.bytes()
+}
 
 // Image work runs in inspect processes beside the other tests' uploads, so on a busy machine it waits its turn with
 // every other process: several seconds are no failure here.
@@ -75,7 +82,7 @@ describe.concurrent('upload', () => {
       { id: expect.any(String), filename: 'table.csv' },
     ])
     const ids = reply.body.map((attachment: { id: string }) => attachment.id)
-    const rows = s.h.db.select().from(attachments).all()
+    const rows = await s.h.orm.select().from(s.h.tables.attachments)
     expect(
       rows.map(({ id, kind, mediaType, threadId, resized }) => ({ id, kind, mediaType, threadId, resized })),
     ).toEqual([
@@ -85,8 +92,8 @@ describe.concurrent('upload', () => {
       { id: ids[3], kind: 'text', mediaType: 'text/markdown', threadId: s.threadId, resized: false },
       { id: ids[4], kind: 'text', mediaType: 'text/csv', threadId: s.threadId, resized: false },
     ])
-    expect(storedFiles(s.h)).toEqual([...ids].sort())
-    expect(await Bun.file(join(s.h.uploadsDir, ids[4])).text()).toBe('a,b\n1,2\n')
+    expect(await storedFiles(s.h)).toEqual([...ids].sort())
+    expect(new TextDecoder().decode(await storedBytes(s.h, ids[4]))).toBe('a,b\n1,2\n')
   })
 
   test('uploading sends no message and leaves the thread ready', async () => {
@@ -113,7 +120,7 @@ describe.concurrent('upload', () => {
       ),
     )
     expect(reply.status).toBe(201)
-    const types = s.h.db.select({ mediaType: attachments.mediaType }).from(attachments).all()
+    const types = await s.h.orm.select({ mediaType: s.h.tables.attachments.mediaType }).from(s.h.tables.attachments)
     expect(types.map((row) => row.mediaType)).toEqual([
       'image/gif',
       'image/webp',
@@ -129,15 +136,19 @@ describe.concurrent('upload', () => {
     const reply = await upload(s.h, s.owner.token, s.threadId, form({ name: 'wide.jpg', bytes: original }))
     expect(reply.status).toBe(201)
     const id = reply.body[0].id
-    expect(storedFiles(s.h)).toEqual([id, `${id}.resized`])
-    expect(Buffer.from(await Bun.file(join(s.h.uploadsDir, id)).bytes()).equals(original)).toBe(true)
-    const copy = await sharp(join(s.h.uploadsDir, `${id}.resized`)).metadata()
+    expect(await storedFiles(s.h)).toEqual([id, `${id}.resized`])
+    expect(Buffer.from(await storedBytes(s.h, id)).equals(original)).toBe(true)
+    const copy = await sharp(await storedBytes(s.h, `${id}.resized`)).metadata()
     expect({ format: copy.format, width: copy.width, height: copy.height }).toEqual({
       format: 'jpeg',
       width: imageLimits.modelLongestSide,
       height: 523,
     })
-    expect(s.h.db.select({ resized: attachments.resized }).from(attachments).get()).toEqual({ resized: true })
+    expect((await s.h.orm.select({ resized: s.h.tables.attachments.resized }).from(s.h.tables.attachments))[0]).toEqual(
+      {
+        resized: true,
+      },
+    )
   })
 
   test('a large image whose scaled copy would be bigger than itself keeps no copy: models get the original', async () => {
@@ -150,8 +161,12 @@ describe.concurrent('upload', () => {
       .toBuffer()
     const reply = await upload(s.h, s.owner.token, s.threadId, form({ name: 'noise.png', bytes: noisy }))
     expect(reply.status).toBe(201)
-    expect(storedFiles(s.h)).toEqual([reply.body[0].id])
-    expect(s.h.db.select({ resized: attachments.resized }).from(attachments).get()).toEqual({ resized: false })
+    expect(await storedFiles(s.h)).toEqual([reply.body[0].id])
+    expect((await s.h.orm.select({ resized: s.h.tables.attachments.resized }).from(s.h.tables.attachments))[0]).toEqual(
+      {
+        resized: false,
+      },
+    )
   })
 
   test('image streams count toward the PDF inflation limit: what claims to be an image can be drawn as contents', async () => {
@@ -191,7 +206,7 @@ describe.concurrent('upload', () => {
       form({ name: 'big.webp', bytes: await animated('webp', 2000, 1000) }),
     )
     expect(reply.status).toBe(201)
-    const copy = await sharp(join(s.h.uploadsDir, `${reply.body[0].id}.resized`), { animated: true }).metadata()
+    const copy = await sharp(await storedBytes(s.h, `${reply.body[0].id}.resized`), { animated: true }).metadata()
     expect({ width: copy.width, pageHeight: copy.pageHeight, pages: copy.pages }).toEqual({
       width: 1568,
       pageHeight: 784,
@@ -219,7 +234,7 @@ describe.concurrent('upload', () => {
       'attachment',
       `${'n'.repeat(251)}.csv`,
     ])
-    expect(storedFiles(s.h)).toEqual(reply.body.map((attachment: { id: string }) => attachment.id).sort())
+    expect(await storedFiles(s.h)).toEqual(reply.body.map((attachment: { id: string }) => attachment.id).sort())
     expect(readdirSync(join(s.h.uploadsDir, '..')).filter((name) => name.includes('passwd'))).toEqual([])
   })
 })
@@ -369,7 +384,7 @@ describe.concurrent('hostile and malformed uploads store nothing', () => {
         message: expect.stringContaining('attachments[1]'),
         reason: { file: bad.name, part: 'attachments[1]', ...reason },
       })
-      expectNothingStored(s.h)
+      await expectNothingStored(s.h)
     })
   }
 
@@ -396,7 +411,7 @@ describe.concurrent('hostile and malformed uploads store nothing', () => {
       expect(reply.status).toBe(422)
       expect(reply.body.reason).toEqual({ file: 'scan', part: 'attachments[0]', code: 'type_mismatch' })
     }
-    expectNothingStored(s.h)
+    await expectNothingStored(s.h)
   })
 
   const malformed: [string, () => FormData | string, Record<string, string>?][] = [
@@ -434,7 +449,7 @@ describe.concurrent('hostile and malformed uploads store nothing', () => {
       const reply = await upload(s.h, s.owner.token, s.threadId, body(), headers)
       expect(reply.status).toBe(400)
       expect(reply.body).toEqual({ message: expect.any(String) })
-      expectNothingStored(s.h)
+      await expectNothingStored(s.h)
     })
   }
 
@@ -451,7 +466,7 @@ describe.concurrent('hostile and malformed uploads store nothing', () => {
       'content-length': String(maxRequestBytes + 1),
     })
     expect(reply).toEqual({ status: 413, headers: expect.anything(), body: { message: expect.any(String) } })
-    expectNothingStored(s.h)
+    await expectNothingStored(s.h)
   })
 
   test('with no length declared, a longer body is refused once read, with the same 413 {message}', async () => {
@@ -462,7 +477,7 @@ describe.concurrent('hostile and malformed uploads store nothing', () => {
     const response = await uploadChunked(server.url, s.owner.token, s.threadId, big)
     expect(response.status).toBe(413)
     expect(await response.json()).toEqual({ message: expect.any(String) })
-    expectNothingStored(s.h)
+    await expectNothingStored(s.h)
   })
 
   test("a chunked body past the server's own bound is cut off with 413, and logged as no fault", async () => {
@@ -475,7 +490,7 @@ describe.concurrent('hostile and malformed uploads store nothing', () => {
     expect(response.status).toBe(413)
     // Bun answered before the route finished.
     await routeFinished(lines)
-    expectNothingStored(s.h)
+    await expectNothingStored(s.h)
     expect(lines.join('')).not.toContain('"level":"error"')
   })
 
@@ -494,10 +509,10 @@ describe.concurrent('hostile and malformed uploads store nothing', () => {
     socket.write(`${head.join('\r\n')}\r\n\r\n--cut\r\ncontent-disposition: form-data; name="attachments[0]"`)
     socket.write(`; filename="a.txt"\r\n\r\n${'a'.repeat(100_000)}`)
     // The body is being received into a temporary file; the client then leaves with most of it unsent.
-    await until(() => storedFiles(s.h).some((name) => name.endsWith('.tmp')))
+    await until(async () => (await storedFiles(s.h)).some((name) => name.endsWith('.tmp')))
     socket.end()
     await routeFinished(lines)
-    expectNothingStored(s.h)
+    await expectNothingStored(s.h)
     // The client's doing, not a server fault: nothing reaches the error log.
     expect(lines.join('')).not.toContain('"level":"error"')
     const next = await upload(s.h, s.owner.token, s.threadId, form({ name: 'b.txt', bytes: 'b' }))
@@ -517,7 +532,7 @@ describe.concurrent('hostile and malformed uploads store nothing', () => {
     const reply = await upload(h, owner.token, created.body.thread_id, form({ name: 'a.txt', bytes: 'a' }))
     expect(reply).toMatchObject({ status: 500, body: { error: 'internal_error', message: expect.any(String) } })
     expect(lines.join('')).toContain('ENOTDIR')
-    expect(h.db.select().from(attachments).all()).toEqual([])
+    expect(await h.orm.select().from(h.tables.attachments)).toEqual([])
   })
 
   test('the 26th file of a thread is refused with 400, whether alone or in a batch', async () => {
@@ -526,12 +541,12 @@ describe.concurrent('hostile and malformed uploads store nothing', () => {
       const files = Array.from({ length: 5 }, (_, n) => ({ name: `${batch}-${n}.txt`, bytes: 'x' }))
       expect((await upload(s.h, s.owner.token, s.threadId, form(...files))).status).toBe(201)
     }
-    const before = storedFiles(s.h)
+    const before = await storedFiles(s.h)
     expect(before).toHaveLength(25)
     const reply = await upload(s.h, s.owner.token, s.threadId, form({ name: 'one-more.txt', bytes: 'x' }))
     expect(reply).toMatchObject({ status: 400, body: { message: expect.stringContaining('25') } })
-    expect(s.h.db.select().from(attachments).all()).toHaveLength(25)
-    expect(storedFiles(s.h)).toEqual(before)
+    expect(await s.h.orm.select().from(s.h.tables.attachments)).toHaveLength(25)
+    expect(await storedFiles(s.h)).toEqual(before)
   })
 
   test('of two concurrent batches that each fit but not together, one is stored and the other leaves nothing', async () => {
@@ -547,8 +562,8 @@ describe.concurrent('hostile and malformed uploads store nothing', () => {
       upload(s.h, s.owner.token, s.threadId, batch('b')),
     ])
     expect(replies.map((reply) => reply.status).sort()).toEqual([201, 400])
-    expect(s.h.db.select().from(attachments).all()).toHaveLength(25)
-    expect(storedFiles(s.h)).toHaveLength(25)
+    expect(await s.h.orm.select().from(s.h.tables.attachments)).toHaveLength(25)
+    expect(await storedFiles(s.h)).toHaveLength(25)
   })
 
   test('a batch that would cross the thread quota is refused whole', async () => {
@@ -561,8 +576,8 @@ describe.concurrent('hostile and malformed uploads store nothing', () => {
     await upload(s.h, s.owner.token, s.threadId, form(...files.slice(0, 2)))
     const reply = await upload(s.h, s.owner.token, s.threadId, form(...files))
     expect(reply.status).toBe(400)
-    expect(s.h.db.select().from(attachments).all()).toHaveLength(22)
-    expect(storedFiles(s.h)).toHaveLength(22)
+    expect(await s.h.orm.select().from(s.h.tables.attachments)).toHaveLength(22)
+    expect(await storedFiles(s.h)).toHaveLength(22)
   })
 })
 
@@ -573,7 +588,7 @@ describe.concurrent('who may upload', () => {
     const reply = await upload(s.h, colleague.token, s.threadId, form({ name: 'a.txt', bytes: 'x' }))
     expect(reply.status).toBe(403)
     expect(reply.body).toEqual({ error: 'forbidden', message: expect.any(String) })
-    expectNothingStored(s.h)
+    await expectNothingStored(s.h)
   })
 
   test('404 {error, message} when the caller cannot see the thread', async () => {
@@ -584,7 +599,7 @@ describe.concurrent('who may upload', () => {
     expect(reply.body).toEqual({ error: 'not_found', message: expect.any(String) })
     const unknown = await upload(s.h, s.owner.token, Bun.randomUUIDv7(), form({ name: 'a.txt', bytes: 'x' }))
     expect(unknown.status).toBe(404)
-    expectNothingStored(s.h)
+    await expectNothingStored(s.h)
   })
 
   test('the threads:write scope is required, and a token is', async () => {
@@ -604,7 +619,7 @@ describe.concurrent('who may upload', () => {
       }),
     )
     expect(anonymous.status).toBe(401)
-    expectNothingStored(s.h)
+    await expectNothingStored(s.h)
   })
 })
 
@@ -766,9 +781,9 @@ describe.concurrent('web form files', () => {
     const file = new File(['a note'], 'note.txt', { type: 'text/plain' })
     const checked = await checkFormFiles({ inspector, uploadsDir: s.h.uploadsDir }, [file])
     expect(checked.accepted).toHaveLength(1)
-    expect(storedFiles(s.h)).toHaveLength(1)
+    expect(await storedFiles(s.h)).toHaveLength(1)
     await discardCheckedFiles(checked)
-    expectNothingStored(s.h)
+    await expectNothingStored(s.h)
   })
 
   test('a refused form leaves no file behind, not even the ones handed to the inspector', async () => {
@@ -777,13 +792,17 @@ describe.concurrent('web form files', () => {
     const fake = new File(['not an image'], 'photo.png', { type: 'image/png' })
     const refused = checkFormFiles({ inspector, uploadsDir: s.h.uploadsDir }, [note, fake])
     await expect(refused).rejects.toMatchObject({ status: 422 })
-    expectNothingStored(s.h)
+    await expectNothingStored(s.h)
   })
 })
 
 describe.concurrent('start-up sweep', () => {
   test('removes temporary and orphaned files, keeps every attachment’s files and dotfiles', async () => {
-    await using s = await setup()
+    // The local store's sweep, on either database: its uploads folder is the store too. A bucket's sweep, which
+    // leaves young keys and others' objects alone, is tested in attachment-storage.test.ts.
+    const uploadsDir = mkdtempSync(join(tmpdir(), 'threadhouse-sweep-'))
+    await using _ = { [Symbol.asyncDispose]: () => rm(uploadsDir, { recursive: true, force: true }) }
+    await using s = await setup({ uploadsDir, blobs: new LocalBlobStore(uploadsDir) })
     const reply = await upload(
       s.h,
       s.owner.token,
@@ -791,12 +810,12 @@ describe.concurrent('start-up sweep', () => {
       form({ name: 'big.jpg', bytes: await jpeg(2000, 1600) }, { name: 'notes.md', bytes: '# Notes' }),
     )
     expect(reply.status).toBe(201)
-    const kept = storedFiles(s.h)
+    const kept = await storedFiles(s.h)
     const orphan = crypto.randomUUID()
     for (const name of [`${orphan}`, `${orphan}.resized`, `${kept[0]}.tmp`, 'junk', '.gitkeep']) {
       await Bun.write(join(s.h.uploadsDir, name), 'x')
     }
     expect(await sweepUploads(s.h.store.attachments, s.h.blobs, s.h.uploadsDir)).toBe(4)
-    expect(storedFiles(s.h)).toEqual(['.gitkeep', ...kept].sort())
+    expect(await storedFiles(s.h)).toEqual(['.gitkeep', ...kept].sort())
   })
 })

@@ -152,7 +152,7 @@ describe.concurrent('the inspect processes', () => {
     expect(lines.map((line) => JSON.parse(line))).toContainEqual(
       expect.objectContaining({ msg: 'file inspector exited', exitCode: null, signal: 'SIGSEGV' }),
     )
-    expectNothingStored(s.h)
+    await expectNothingStored(s.h)
     const next = await upload(s.h, s.owner.token, s.threadId, form({ name: 'notes.txt', bytes: 'fine' }))
     expect(next.status).toBe(201)
     expect(next.body).toEqual([{ id: expect.any(String), filename: 'notes.txt' }])
@@ -212,7 +212,7 @@ describe.concurrent('stuck inspections', () => {
     await using s = await setup({ inspector })
     const stuck = await upload(s.h, s.owner.token, s.threadId, form({ name: 'stuck.txt', bytes: 'loops forever' }))
     expect(stuck.status).toBe(500)
-    expectNothingStored(s.h)
+    await expectNothingStored(s.h)
     const next = await upload(s.h, s.owner.token, s.threadId, form({ name: 'notes.txt', bytes: 'fine' }))
     expect(next.status).toBe(201)
   })
@@ -225,6 +225,6 @@ describe.concurrent('stuck starts', () => {
     await using s = await setup({ inspector })
     const reply = await upload(s.h, s.owner.token, s.threadId, form({ name: 'notes.txt', bytes: 'fine' }))
     expect(reply.status).toBe(500)
-    expectNothingStored(s.h)
+    await expectNothingStored(s.h)
   })
 })

@@ -2,16 +2,16 @@
 // contents, compressed data under an ASCII layer, and names spelled with `#xx` escapes. Each is refused at upload
 // with the usual 422, and text extraction, which reads files stored before these checks too, stays bounded.
 import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { deflateSync } from 'node:zlib'
 import { PDFDocument, PDFName, StandardFonts } from 'pdf-lib'
-import { attachments } from '../src/attachments/attachments.table'
 import { pdfLimits } from '../src/attachments/limits'
 import { pdfText } from '../src/generation/providers/pdf-text'
 import { LocalBlobStore } from '../src/storage/blobs'
 import { type Harness, harness, sharedInspector } from './support/helpers'
+import { expectNothingStored } from './support/uploads'
 
 // Uploads are checked in inspect processes, which a busy machine starts slowly.
 setDefaultTimeout(30_000)
@@ -142,8 +142,7 @@ async function expectRefused(bytes: Uint8Array, reason: { code: string; limit?: 
       reason: { file: 'hostile.pdf', part: 'attachments[0]', ...reason },
     },
   })
-  expect(h.db.select().from(attachments).all()).toEqual([])
-  expect(readdirSync(h.uploadsDir)).toEqual([])
+  await expectNothingStored(h)
 }
 
 /** Text extraction of `bytes` as a stored file, as the generation worker does it. */

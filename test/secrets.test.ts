@@ -4,20 +4,23 @@ import { expect, test } from 'bun:test'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { backendEnv } from './support/backend'
 import { collect, firstRunToken, parseEvents, startServer } from './support/helpers'
 import { authorizeUrl, Browser, basic, decide, locationOf } from './support/oauth-helpers'
+import { dumpDatabase } from './support/postgres'
 
 test('no plaintext secret in the database or the logs', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-secrets-'))
   const password = 'plaintext-password-canary'
   try {
-    const env = {
+    // On PostgreSQL runs the server's database and bucket, which the CLI below must reach too.
+    const env = await backendEnv({
       DATABASE_PATH: join(dir, 'db.sqlite'),
       ECHO_TOKEN_DELAY_MS: '0',
       LOG_LEVEL: 'debug',
       ADMIN_EMAIL: 'owner@example.com',
       ADMIN_PASSWORD: password,
-    }
+    })
     await using server = await startServer(env)
     const token = await firstRunToken(server)
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
@@ -98,11 +101,18 @@ test('no plaintext secret in the database or the logs', async () => {
     ]
     for (const value of oauthSecrets) expect(value.length).toBeGreaterThan(20)
     const secrets = [password, token, second, token.slice(4), second.slice(4), ...oauthSecrets]
-    const files = readdirSync(dir).filter((name) => name.startsWith('db.sqlite'))
-    expect(files.length).toBeGreaterThan(0)
-    for (const file of files) {
-      const bytes = readFileSync(join(dir, file)).toString('latin1')
-      for (const secret of secrets) expect(bytes.includes(secret)).toBe(false)
+    if (env.DATABASE_URL) {
+      // PostgreSQL: every row of the server's database, as pg_dump writes it.
+      const rows = dumpDatabase(env.DATABASE_URL)
+      expect(rows).toContain('owner@example.com')
+      for (const secret of secrets) expect(rows.includes(secret)).toBe(false)
+    } else {
+      const files = readdirSync(dir).filter((name) => name.startsWith('db.sqlite'))
+      expect(files.length).toBeGreaterThan(0)
+      for (const file of files) {
+        const bytes = readFileSync(join(dir, file)).toString('latin1')
+        for (const secret of secrets) expect(bytes.includes(secret)).toBe(false)
+      }
     }
     await server[Symbol.asyncDispose]() // every log line written, none still in the pipe
     const logs = server.stderr()

@@ -2,8 +2,6 @@
 // rules, rotation, deletion after confirmation); members (one-time passwords, roles, removal) with every rule.
 import { expect, setDefaultTimeout, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { users } from '../src/auth/auth.table'
-import { oauthClients } from '../src/oauth/oauth.table'
 import { harness } from './support/helpers'
 import { Browser, basic, postOAuth, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
 import { expectEscaped, expectPageHeaders, hostile, post, secretOn, submit } from './support/web-helpers'
@@ -114,7 +112,10 @@ test('clients: list with owner, redirect URIs and last use; detail panel; only h
     ['/assets/logo.png', '/assets/logo.png'],
     ['http://threadhouse.test/assets/logo.png', '/assets/logo.png'],
   ] as const) {
-    h.db.update(oauthClients).set({ logoUri: logo }).where(eq(oauthClients.clientId, registered.client_id)).run()
+    await h.orm
+      .update(h.tables.oauthClients)
+      .set({ logoUri: logo })
+      .where(eq(h.tables.oauthClients.clientId, registered.client_id))
     const page = await (await admin.browser.get(`/admin/clients/${registered.client_id}`)).text()
     const img = /<img class="logo" src="([^"]*)"/.exec(page)?.[1] ?? null
     expect(img).toBe(shown)
@@ -314,7 +315,7 @@ test('removing a member ends their sessions, tokens and grants; their threads st
   const readded = await submit(owner.browser, '/admin/members', { email: leaver.user.email, role: 'member' })
   expect(readded.status).toBe(200)
   const oneTime = secretOn(await readded.text(), 'one-time-password')
-  const row = h.db.select().from(users).where(eq(users.email, leaver.user.email)).get()
+  const row = await h.store.users.findByEmail(leaver.user.email)
   expect({ id: row?.id, removedAt: row?.removedAt, mustChangePassword: row?.mustChangePassword }).toEqual({
     id: leaver.user.id,
     removedAt: null,

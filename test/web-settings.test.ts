@@ -1,7 +1,6 @@
 // The settings pages through app.handle: who may open them, the strict headers, CSRF on every form, API tokens,
 // connected apps, OAuth clients, registration tokens and password changes, with hostile names escaped.
 import { expect, setDefaultTimeout, test } from 'bun:test'
-import { sessions } from '../src/auth/sessions.table'
 import { harness, ManualClock } from './support/helpers'
 import { Browser, password, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
 import { expectEscaped, expectPageHeaders, hostile, post, secretOn, submit } from './support/web-helpers'
@@ -275,7 +274,7 @@ test('changing the password needs the current one, signs out other sessions and 
     'Your password was changed',
   )
   expect((await elsewhere.get('/settings/tokens')).status).toBe(303)
-  expect(h.db.select().from(sessions).all()).toHaveLength(1)
+  expect(await h.orm.select().from(h.tables.sessions)).toHaveLength(1)
   expect((await Browser.inProcess(h).signIn(user.email)).status).toBe(401)
   expect((await Browser.inProcess(h).signIn(user.email, 'a new secret')).status).toBe(303)
   // API tokens are separate credentials and keep working.

@@ -1,7 +1,6 @@
 // The thread pages through app.handle: sign-in redirects, the list with its filters and paging, the thread page
 // (404 exactly like the API), every form with its CSRF and origin checks, streaming, downloads, and escaping.
 import { describe, expect, test } from 'bun:test'
-import { readdirSync } from 'node:fs'
 import sharp from 'sharp'
 import {
   collect,
@@ -13,6 +12,7 @@ import {
   tokensOf,
 } from './support/helpers'
 import { type Browser, hiddenField, signedIn } from './support/oauth-helpers'
+import { storedFiles } from './support/uploads'
 
 // One pool of inspect processes for the tests that send files.
 const inspector = sharedInspector()
@@ -271,9 +271,9 @@ describe('the thread page', () => {
     expect((await Promise.all([send(), send()])).sort()).toEqual([303, 409])
     const messages = (await h.call('GET', `/api/v1/threads/${id}/messages`, { token: user.token })).body.data
     expect(messages).toHaveLength(1)
-    const rows = h.db.$client.query<{ id: string }, []>('select id from attachments').all()
+    const rows = await h.orm.select({ id: h.tables.attachments.id }).from(h.tables.attachments)
     expect(rows.map((row) => row.id)).toEqual([messages[0].contents[1].attachment_id])
-    expect(readdirSync(h.uploadsDir).sort()).toEqual(rows.map((row) => row.id))
+    expect(await storedFiles(h)).toEqual(rows.map((row) => row.id))
   })
 
   test('the session stream route serves the answer as server-sent events', async () => {
@@ -321,6 +321,8 @@ describe('the thread page', () => {
     await runner.started(created.body.message_id)
     const csrf = await csrfOf(browser)
     expect((await browser.postForm(`/threads/${id}/stop`, { csrf })).status).toBe(303)
+    // The stopped answer is stored once the generator lets go (at once here; on PostgreSQL a moment later).
+    await h.app.decorator.engine.idle()
     expect((await h.call('GET', `/api/v1/threads/${id}`, { token: user.token })).body.state).toBe('ready')
     // Pressing Stop after the end is no error.
     expect((await browser.postForm(`/threads/${id}/stop`, { csrf })).status).toBe(303)

@@ -38,6 +38,8 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
   const queue: PendingAnswer[] = []
   /** Answers being claimed, generated or stored: each holds one of the `concurrency` places. */
   const running = new Map<string, Job>()
+  /** Answers settled but not yet stored: idle() waits for them, so that what it promises is in the database. */
+  let storing = 0
   /** Draining: running answers may finish, nothing new starts. Closed: the engine ignores the runner. */
   let draining = false
   let closed = false
@@ -48,6 +50,7 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
     if (job.settled) return
     job.settled = true
     running.delete(job.messageId)
+    storing += 1
     const text = hub.text(job.messageId)
     const contents: ThreadsModel.contentBlock[] =
       text === '' ? [...job.blocks] : [{ type: 'text', text }, ...job.blocks]
@@ -63,6 +66,7 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
       log.error('could not store an answer', { messageId: job.messageId, error: String(failure) })
       hub.finish(job.messageId, { error: 'The response could not be saved' })
     }
+    storing -= 1
     pump()
   }
 
@@ -117,7 +121,9 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
       if (next) start(next)
     }
     if (running.size === 0) for (const resolve of drainWaiters.splice(0)) resolve()
-    if (running.size === 0 && queue.length === 0) for (const resolve of idleWaiters.splice(0)) resolve()
+    if (running.size === 0 && queue.length === 0 && storing === 0) {
+      for (const resolve of idleWaiters.splice(0)) resolve()
+    }
   }
 
   return {
@@ -173,9 +179,9 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
       return !draining
     },
 
-    /** Resolves when nothing is queued or running (tests and graceful shutdown). */
+    /** Resolves when nothing is queued, running or being stored (tests and graceful shutdown). */
     idle(): Promise<void> {
-      if (running.size === 0 && queue.length === 0) return Promise.resolve()
+      if (running.size === 0 && queue.length === 0 && storing === 0) return Promise.resolve()
       return new Promise((resolve) => idleWaiters.push(resolve))
     },
 

@@ -126,3 +126,10 @@ export async function freshPostgresDatabase(): Promise<{ url: string; db: PgDb }
     },
   }
 }
+
+/** Every row of the database at `url` as pg_dump writes it (data only, plain text): what a test reads for a secret. */
+export function dumpDatabase(url: string): string {
+  const result = spawnSync(join(binaries(), 'pg_dump'), ['--data-only', url], { encoding: 'utf8' })
+  if (result.status !== 0) throw new Error(`pg_dump failed: ${result.stderr || result.stdout}`)
+  return result.stdout
+}

@@ -2,11 +2,10 @@
 // made), multipart forms, a harness with an owner and a thread, and checks that nothing was stored.
 import { expect } from 'bun:test'
 import { readdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { deflateSync } from 'node:zlib'
 import { PDFDocument, PDFName } from 'pdf-lib'
 import sharp, { type Sharp } from 'sharp'
-import { attachments } from '../../src/attachments/attachments.table'
 import { type Harness, harness, type TestUser, until } from './helpers'
 
 export { listening } from './helpers'
@@ -152,11 +151,19 @@ export function routeFinished(lines: string[]): Promise<boolean> {
   return until(() => lines.some((line) => line.includes('"msg":"request"') && line.includes('/attachments')))
 }
 
-export function storedFiles(h: Harness): string[] {
-  return readdirSync(h.uploadsDir).sort()
+/**
+ * Every file the app keeps: what is in its uploads folder (staging, and the attachments' files with the local store)
+ * and, when its blob store is elsewhere (a bucket), every key there too.
+ */
+export async function storedFiles(h: Harness): Promise<string[]> {
+  const names = readdirSync(h.uploadsDir)
+  const { location } = h.blobs
+  if (location.kind !== 'local' || location.root !== resolve(h.uploadsDir))
+    for await (const key of h.blobs.keys()) names.push(key)
+  return names.sort()
 }
 
-export function expectNothingStored(h: Harness): void {
-  expect(h.db.select().from(attachments).all()).toEqual([])
-  expect(storedFiles(h)).toEqual([])
+export async function expectNothingStored(h: Harness): Promise<void> {
+  expect(await h.orm.select().from(h.tables.attachments)).toEqual([])
+  expect(await storedFiles(h)).toEqual([])
 }

@@ -20,8 +20,11 @@ interface Job extends PendingAnswer {
   blocks: ThreadsModel.contentBlock[]
   stopping: boolean
   compaction?: Compaction
-  /** Set by the first settle: a worker that fails after a failed start must not store the answer twice. */
-  settled?: boolean
+  /**
+   * Set by the first settle, until the answer is stored: a worker that fails after a failed start must not store
+   * the answer twice, and a stop whose generator let go at once waits for it.
+   */
+  settled?: Promise<void>
 }
 
 export const restartMessage = 'The server is restarting; this answer will be generated again once it is back'
@@ -44,10 +47,13 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
   const idleWaiters: (() => void)[] = []
   const drainWaiters: (() => void)[] = []
 
-  async function settle(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): Promise<void> {
-    if (job.settled) return
-    job.settled = true
-    running.delete(job.messageId)
+  function settle(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): Promise<void> {
+    job.settled ??= store(job, outcome, error)
+    return job.settled
+  }
+
+  /** Stores the answer, then frees its place: until then it is running (idle and a graceful close wait for it). */
+  async function store(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): Promise<void> {
     const text = hub.text(job.messageId)
     const contents: ThreadsModel.contentBlock[] =
       text === '' ? [...job.blocks] : [{ type: 'text', text }, ...job.blocks]
@@ -63,6 +69,7 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
       log.error('could not store an answer', { messageId: job.messageId, error: String(failure) })
       hub.finish(job.messageId, { error: 'The response could not be saved' })
     }
+    running.delete(job.messageId)
     pump()
   }
 
@@ -161,10 +168,13 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
         return true
       }
       const job = [...running.values()].find((candidate) => candidate.threadId === threadId)
-      if (!job || job.stopping) return false
+      // One already ending (its answer being stored) has nothing left to stop.
+      if (!job || job.stopping || job.settled) return false
       job.stopping = true
       await generations.markStopping(threadId, clock.now())
       runner.cancel(job.messageId)
+      // A generator that let go at once (during cancel) has its answer being stored: the stop ends with it.
+      await job.settled
       return true
     },
 
@@ -197,7 +207,8 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
         clearTimeout(timer)
       }
       closed = true
-      const unfinished = [...running.keys()]
+      // Answers being stored are finished, not given back.
+      const unfinished = [...running.values()].filter((job) => !job.settled).map((job) => job.messageId)
       for (const messageId of [...unfinished, ...queue.map((item) => item.messageId)]) {
         hub.finish(messageId, { error: restartMessage, resumable: true })
       }

@@ -10,16 +10,14 @@ async function queuedAnswer() {
   const { thread_id: threadId } = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body
   const messageId = crypto.randomUUID()
   const { generations, messages, threads } = h.tables
-  await h.orm
-    .insert(messages)
-    .values({
-      id: messageId,
-      threadId,
-      role: 'user',
-      contents: [{ type: 'text', text: 'hi' }],
-      text: 'hi',
-      createdAt: 1,
-    })
+  await h.orm.insert(messages).values({
+    id: messageId,
+    threadId,
+    role: 'user',
+    contents: [{ type: 'text', text: 'hi' }],
+    text: 'hi',
+    createdAt: 1,
+  })
   await h.orm.insert(generations).values({ messageId, threadId, status: 'queued', attempts: 0, createdAt: 1 })
   await h.orm.update(threads).set({ state: 'waiting' }).where(eq(threads.id, threadId))
   return {

@@ -6,7 +6,6 @@ import type { LoadedMessage } from '../src/generation/providers/conversation'
 import { summaryHeading } from '../src/generation/providers/conversation'
 import { createWorkerRunner } from '../src/generation/runner'
 import { silentLogger } from '../src/shared/log'
-import { messages } from '../src/threads/threads.table'
 import { ask, FakeLlm, messagesOf, openaiText, settingsFor, sse } from './support/fake-llm'
 import { harness, tokensOf } from './support/helpers'
 
@@ -54,7 +53,8 @@ test('older turns are summarised once the history outgrows the context budget', 
     ['user', [{ type: 'text', text: words('three', 100) }]],
     ['assistant', [{ type: 'text', text: 'Third answer.' }]],
   ])
-  expect(h.db.select().from(messages).where(eq(messages.active, false)).all()).toHaveLength(4)
+  const { messages } = h.tables
+  expect(await h.orm.select().from(messages).where(eq(messages.active, false))).toHaveLength(4)
 
   // The stored summary is the context of the following turns.
   await ask(h, token, 'And now?', one.threadId)

@@ -7,19 +7,28 @@ import { expect, test } from 'bun:test'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { count as countRows, inArray } from 'drizzle-orm'
 import fc from 'fast-check'
+import { attachmentIdOf } from '../src/attachments/keys'
+import { inFlightMs } from '../src/attachments/sweep'
+import { openPostgres } from '../src/db/postgres'
+import { attachments, generations, searchPending, threadSearch, threads } from '../src/db/schema.pg'
+import { idTime } from '../src/shared/ids'
+import { S3BlobStore } from '../src/storage/blobs'
+import { backendEnv, onPostgres } from './support/backend'
 import { collect, firstRunToken, parseEvents, startServer, until } from './support/helpers'
 
 test('SIGKILL at random points loses nothing that was acknowledged', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-crash-'))
-  const env = {
+  // Resolved once, so that on PostgreSQL every restart opens the same database and bucket.
+  const env = await backendEnv({
     DATABASE_PATH: join(dir, 'db.sqlite'),
     UPLOADS_DIR: join(dir, 'uploads'),
     ECHO_TOKEN_DELAY_MS: '2',
     RATE_LIMIT_API_PER_MINUTE: '0',
     ADMIN_EMAIL: 'owner@example.com',
     ADMIN_PASSWORD: 'a long enough password',
-  }
+  })
   // Seeded, so a failure can be replayed: the kill comes after this many acknowledged requests.
   const killAfter = fc.sample(fc.integer({ min: 3, max: 40 }), { numRuns: 4, seed: 7 })
   const acknowledged = { threads: new Set<string>(), messages: new Map<string, string>() }
@@ -82,34 +91,8 @@ test('SIGKILL at random points loses nothing that was acknowledged', async () =>
 
     await using last = await startServer(env)
     const headers = { authorization: `Bearer ${token}` }
-    const db = new Database(env.DATABASE_PATH, { readonly: true })
-    try {
-      await until(() => {
-        const busy = db
-          .query("select count(*) as n from threads where state in ('waiting', 'active', 'interrupted')")
-          .get() as {
-          n: number
-        }
-        return busy.n === 0
-      }, 30_000)
-      expect(db.query('pragma integrity_check').get()).toEqual({ integrity_check: 'ok' })
-      // Search documents left pending by the crashes are rewritten by the running server, none left stale:
-      // every thread (each was created saying "round") has exactly one document, under its current key.
-      await until(() => (db.query('select count(*) as n from search_pending').get() as { n: number }).n === 0, 30_000)
-      const keys = (sql: string) => (db.query(sql).all() as { key: number }[]).map((row) => row.key)
-      expect(
-        keys(`select rowid as key from thread_search where thread_search match 'body : "round"' order by rowid`),
-      ).toEqual(keys('select (organization_id << 40) | (1099511627775 - update_seq) as key from threads order by key'))
-      expect(db.query("select count(*) as n from generations where status in ('queued', 'running')").get()).toEqual({
-        n: 0,
-      })
-      // Uploads: no temporary or orphaned file survives the start-up sweep, and every row has its file.
-      const rows = (db.query('select id from attachments').all() as { id: string }[]).map((row) => row.id)
-      expect(rows.length).toBeGreaterThan(0)
-      expect(readdirSync(env.UPLOADS_DIR).sort()).toEqual([...rows].sort())
-    } finally {
-      db.close()
-    }
+    if (onPostgres) await settledOnPostgres(env)
+    else await settledOnSqlite(env)
     for (const threadId of acknowledged.threads) {
       const thread = await fetch(`${last.url}/api/v1/threads/${threadId}`, { headers })
       expect(thread.status).toBe(200)
@@ -126,3 +109,79 @@ test('SIGKILL at random points loses nothing that was acknowledged', async () =>
     rmSync(dir, { recursive: true, force: true })
   }
 }, 120_000)
+
+/** Once the restarted server has caught up: the SQLite file is sound, and nothing is stuck, stale or orphaned. */
+async function settledOnSqlite(env: Record<string, string>): Promise<void> {
+  const db = new Database(env.DATABASE_PATH, { readonly: true })
+  try {
+    await until(() => {
+      const busy = db
+        .query("select count(*) as n from threads where state in ('waiting', 'active', 'interrupted')")
+        .get() as {
+        n: number
+      }
+      return busy.n === 0
+    }, 30_000)
+    expect(db.query('pragma integrity_check').get()).toEqual({ integrity_check: 'ok' })
+    // Search documents left pending by the crashes are rewritten by the running server, none left stale:
+    // every thread (each was created saying "round") has exactly one document, under its current key.
+    await until(() => (db.query('select count(*) as n from search_pending').get() as { n: number }).n === 0, 30_000)
+    const keys = (sql: string) => (db.query(sql).all() as { key: number }[]).map((row) => row.key)
+    expect(
+      keys(`select rowid as key from thread_search where thread_search match 'body : "round"' order by rowid`),
+    ).toEqual(keys('select (organization_id << 40) | (1099511627775 - update_seq) as key from threads order by key'))
+    expect(db.query("select count(*) as n from generations where status in ('queued', 'running')").get()).toEqual({
+      n: 0,
+    })
+    // Uploads: no temporary or orphaned file survives the start-up sweep, and every row has its file.
+    const rows = (db.query('select id from attachments').all() as { id: string }[]).map((row) => row.id)
+    expect(rows.length).toBeGreaterThan(0)
+    expect(readdirSync(env.UPLOADS_DIR ?? '').sort()).toEqual([...rows].sort())
+  } finally {
+    db.close()
+  }
+}
+
+/**
+ * The same facts on PostgreSQL, read from the server's database and bucket: nothing stuck, every thread's search
+ * document current (one each, under its latest update), and every attachment's file kept, with no other.
+ */
+async function settledOnPostgres(env: Record<string, string>): Promise<void> {
+  const db = openPostgres(env.DATABASE_URL ?? '', { max: 2 })
+  try {
+    const count = async (query: Promise<{ n: number }[]>) => (await query)[0]?.n ?? -1
+    const busy = inArray(threads.state, ['waiting', 'active', 'interrupted'])
+    await until(async () => (await count(db.select({ n: countRows() }).from(threads).where(busy))) === 0, 30_000)
+    await until(async () => (await count(db.select({ n: countRows() }).from(searchPending))) === 0, 30_000)
+    const documents = await db
+      .select({ seq: threadSearch.threadSeq, updateSeq: threadSearch.updateSeq })
+      .from(threadSearch)
+      .orderBy(threadSearch.threadSeq)
+    expect(documents).toEqual(
+      await db.select({ seq: threads.seq, updateSeq: threads.updateSeq }).from(threads).orderBy(threads.seq),
+    )
+    const unfinished = inArray(generations.status, ['queued', 'running'])
+    expect(await count(db.select({ n: countRows() }).from(generations).where(unfinished))).toBe(0)
+    const rows = (await db.select({ id: attachments.id }).from(attachments)).map((row) => row.id)
+    expect(rows.length).toBeGreaterThan(0)
+    const bucket = new S3BlobStore({
+      bucket: env.S3_BUCKET ?? '',
+      endpoint: env.S3_ENDPOINT,
+      region: env.S3_REGION,
+      accessKeyId: env.S3_ACCESS_KEY_ID ?? '',
+      secretAccessKey: env.S3_SECRET_ACCESS_KEY ?? '',
+    })
+    const keys: string[] = []
+    for await (const key of bucket.keys()) keys.push(key)
+    // Every row has its file. A bucket's sweep spares a file without a row while it may be an upload in flight
+    // (sweep.ts, inFlightMs): the uploads the kills cut short between file and row stay, all of them that young.
+    expect(keys.filter((key) => rows.includes(key)).sort()).toEqual([...rows].sort())
+    for (const key of keys.filter((key) => !rows.includes(key))) {
+      expect(Date.now() - (idTime(attachmentIdOf(key) ?? '') ?? 0)).toBeLessThan(inFlightMs)
+    }
+    // No request body or checked file is left in the staging folder.
+    expect(readdirSync(env.UPLOADS_DIR ?? '')).toEqual([])
+  } finally {
+    await db.$client.close()
+  }
+}

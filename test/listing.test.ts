@@ -1,7 +1,6 @@
 // Listing threads: keyset pagination for every sort, filters, limits and full-text search.
 import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { threads } from '../src/threads/threads.table'
 import { type Harness, harness, ManualClock } from './support/helpers'
 
 type Page = { data: { id: string; name: string }[]; first_id: string | null; last_id: string | null; has_more: boolean }
@@ -38,7 +37,7 @@ describe('keyset pagination', () => {
         // Reverse the update order so updated_at and created_at disagree.
         for (const name of [...names].reverse()) {
           clock.advance(1000)
-          h.db.update(threads).set({ updatedAt: clock.now() }).where(eq(threads.name, name)).run()
+          await h.orm.update(h.tables.threads).set({ updatedAt: clock.now() }).where(eq(h.tables.threads.name, name))
         }
         let extra = 0
         const seen = await walk(h, owner.token, `limit=3&sort_by=${sortBy}&sort_dir=${sortDir}`, async () => {
@@ -67,7 +66,7 @@ describe('keyset pagination', () => {
     for (const name of names) await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name } })
     // Updated at one instant in another order: the later update comes first.
     for (const name of ['same3', 'same0', 'same6'])
-      h.db.update(threads).set({ updatedAt: clock.now() }).where(eq(threads.name, name)).run()
+      await h.orm.update(h.tables.threads).set({ updatedAt: clock.now() }).where(eq(h.tables.threads.name, name))
     expect(await walk(h, owner.token, 'limit=2')).toEqual([
       'same6',
       'same0',
@@ -115,7 +114,7 @@ describe('keyset pagination', () => {
     const seen = await walk(h, owner.token, 'limit=2&sort_by=updated_at&sort_dir=desc', async (page) => {
       if (page !== 0) return
       clock.advance(1000)
-      h.db.update(threads).set({ updatedAt: clock.now() }).where(eq(threads.name, 'u1')).run()
+      await h.orm.update(h.tables.threads).set({ updatedAt: clock.now() }).where(eq(h.tables.threads.name, 'u1'))
     })
     expect(seen.filter((name) => name !== 'u1')).toEqual(['u5', 'u4', 'u3', 'u2', 'u0'])
   })
@@ -241,7 +240,7 @@ describe('filters', () => {
     await create(me.token, 'mine-public')
     await create(me.token, 'mine-private', true)
     const old = await create(mate.token, 'theirs-archived')
-    h.db.update(threads).set({ archived: true }).where(eq(threads.id, old)).run()
+    await h.orm.update(h.tables.threads).set({ archived: true }).where(eq(h.tables.threads.id, old))
     const since = new Date(clock.now()).toISOString()
     await create(mate.token, 'theirs-new')
 

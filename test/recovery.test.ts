@@ -4,7 +4,8 @@ import { expect, setDefaultTimeout, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { generations } from '../src/generation/generations.table'
+import { eq } from 'drizzle-orm'
+import { backendEnv } from './support/backend'
 import {
   collect,
   firstRunToken,
@@ -21,13 +22,14 @@ setDefaultTimeout(20_000)
 
 test.concurrent('a server killed mid-generation finishes the answer after restart', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-recovery-'))
-  const env = {
+  // Resolved once, so that on PostgreSQL the restarted server opens the same database and bucket.
+  const env = await backendEnv({
     DATABASE_PATH: join(dir, 'db.sqlite'),
     UPLOADS_DIR: join(dir, 'uploads'),
     ECHO_TOKEN_DELAY_MS: '100',
     ADMIN_EMAIL: 'owner@example.com',
     ADMIN_PASSWORD: 'a long enough password',
-  }
+  })
   try {
     let token: string
     let created: { thread_id: string; message_id: string }
@@ -74,28 +76,29 @@ test.concurrent('a server killed mid-generation finishes the answer after restar
 test.concurrent('at start-up, unfinished answers are requeued and one cut short three times fails instead', async () => {
   await using h = await harness()
   const owner = await h.user()
+  const { generations, messages, threads } = h.tables
   // Build by hand the state a crashed process leaves behind: answers `running`, threads `active`.
   const make = async () => {
     const { thread_id } = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body
     const now = Date.now()
     const messageId = crypto.randomUUID()
-    h.db.$client.run(
-      `insert into messages (id, thread_id, role, contents, text, created_at) values (?, ?, 'user', '[{"type":"text","text":"again"}]', 'again', ?)`,
-      [messageId, thread_id, now],
-    )
+    await h.orm.insert(messages).values({
+      id: messageId,
+      threadId: thread_id,
+      role: 'user',
+      contents: [{ type: 'text', text: 'again' }],
+      text: 'again',
+      createdAt: now,
+    })
     return { thread_id, messageId }
   }
   const stuck = await make()
   const poison = await make()
-  h.db.$client.run(
-    `insert into generations (message_id, thread_id, status, attempts, created_at) values (?, ?, 'running', 1, 1)`,
-    [stuck.messageId, stuck.thread_id],
-  )
-  h.db.$client.run(
-    `insert into generations (message_id, thread_id, status, attempts, created_at) values (?, ?, 'running', 3, 2)`,
-    [poison.messageId, poison.thread_id],
-  )
-  h.db.$client.run(`update threads set state = 'active'`)
+  await h.orm.insert(generations).values([
+    { messageId: stuck.messageId, threadId: stuck.thread_id, status: 'running', attempts: 1, createdAt: 1 },
+    { messageId: poison.messageId, threadId: poison.thread_id, status: 'running', attempts: 3, createdAt: 2 },
+  ])
+  await h.orm.update(threads).set({ state: 'active' })
 
   expect(await h.app.decorator.engine.recover()).toBe(1)
   await h.app.decorator.engine.idle()
@@ -114,9 +117,10 @@ test.concurrent('a shutdown past its grace period gives back the attempt, so it 
   const owner = await h.user()
   const created = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'a long one' } })).body
   await runner.started(created.message_id)
-  expect(h.db.select().from(generations).get()).toMatchObject({ status: 'running', attempts: 1 })
+  const { generations } = h.tables
+  expect(await h.orm.select().from(generations)).toMatchObject([{ status: 'running', attempts: 1 }])
   await h.app.decorator.engine.close(0)
-  expect(h.db.select().from(generations).get()).toMatchObject({ status: 'queued', attempts: 0 })
+  expect(await h.orm.select().from(generations)).toMatchObject([{ status: 'queued', attempts: 0 }])
 })
 
 test.concurrent('at start-up, an answer that was being stopped when the process died stays stopped', async () => {
@@ -125,15 +129,19 @@ test.concurrent('at start-up, an answer that was being stopped when the process 
   const owner = await h.user()
   const { thread_id } = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })).body
   const messageId = crypto.randomUUID()
-  h.db.$client.run(
-    `insert into messages (id, thread_id, role, contents, text, created_at) values (?, ?, 'user', '[{"type":"text","text":"stop me"}]', 'stop me', 1)`,
-    [messageId, thread_id],
-  )
-  h.db.$client.run(
-    `insert into generations (message_id, thread_id, status, attempts, created_at) values (?, ?, 'running', 1, 1)`,
-    [messageId, thread_id],
-  )
-  h.db.$client.run(`update threads set state = 'interrupted' where id = ?`, [thread_id])
+  const { generations, messages, threads } = h.tables
+  await h.orm.insert(messages).values({
+    id: messageId,
+    threadId: thread_id,
+    role: 'user',
+    contents: [{ type: 'text', text: 'stop me' }],
+    text: 'stop me',
+    createdAt: 1,
+  })
+  await h.orm
+    .insert(generations)
+    .values({ messageId, threadId: thread_id, status: 'running', attempts: 1, createdAt: 1 })
+  await h.orm.update(threads).set({ state: 'interrupted' }).where(eq(threads.id, thread_id))
 
   const before = new Date(clock.now()).toISOString()
   clock.advance(1000)

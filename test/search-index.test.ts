@@ -1,17 +1,52 @@
 // The search index is kept behind the writes: a write of updated_at marks its thread pending
-// (db/migrations/0006_deferred_search.sql) and src/threads/search.fts5.ts rewrites pending documents in
-// batches, in the background and before any search. Here: nothing is missed, nothing stale is left.
+// (db/migrations/0006_deferred_search.sql; on PostgreSQL, postgres/0001_update_order.sql) and the store's search
+// (search.fts5.ts, search.pg.ts) rewrites pending documents in batches, in the background and before any search. Here: nothing is missed, nothing stale is left.
 import { expect, test } from 'bun:test'
+import { and, count, eq, exists, ilike, or } from 'drizzle-orm'
+import type { PgDb } from '../src/db/postgres'
+import { threadSearch } from '../src/db/schema.pg'
 import { silentLogger } from '../src/shared/log'
 import { startSearchIndexer } from '../src/threads/search'
-import { flushSearchIndex, fts5ThreadSearch, keyMask } from '../src/threads/search.fts5'
+import { keyMask } from '../src/threads/search.fts5'
+import { documentHolds } from '../src/threads/search.pg'
+import { onPostgres } from './support/backend'
 import { type Harness, harness, until } from './support/helpers'
 
-const pending = (h: Harness) =>
-  h.db.$client.query<{ n: number }, []>('select count(*) as n from search_pending').get()?.n ?? 0
+const pending = async (h: Harness) => (await h.orm.select({ n: count() }).from(h.tables.searchPending))[0]?.n ?? -1
 
-/** The keys of every document matching `word`, and the current keys of the threads that should match it. */
-function keysFor(h: Harness, word: string) {
+/**
+ * The keys of every document matching `word`, and the current keys of the threads that should match it: on SQLite
+ * FTS5's rowids, which hold the organization and the update (search.fts5.ts); on PostgreSQL each document's thread
+ * and the update it was written from (search.pg.ts).
+ */
+async function keysFor(h: Harness, word: string) {
+  if (onPostgres) {
+    const { messages, threads } = h.tables
+    const documents = await (h.orm as unknown as PgDb)
+      .select({ seq: threadSearch.threadSeq, updateSeq: threadSearch.updateSeq })
+      .from(threadSearch)
+      .where(documentHolds([word]))
+      .orderBy(threadSearch.threadSeq)
+    const matching = await h.orm
+      .select({ seq: threads.seq, updateSeq: threads.updateSeq })
+      .from(threads)
+      .where(
+        or(
+          ilike(threads.name, `%${word}%`),
+          exists(
+            h.orm
+              .select({ id: messages.id })
+              .from(messages)
+              .where(
+                and(eq(messages.threadId, threads.id), eq(messages.active, true), ilike(messages.text, `%${word}%`)),
+              ),
+          ),
+        ),
+      )
+      .orderBy(threads.seq)
+    const key = (row: { seq: number; updateSeq: number }) => `${row.seq}:${row.updateSeq}`
+    return { indexed: documents.map(key), current: matching.map(key) }
+  }
   const indexed = h.db.$client
     .query<{ rowid: number }, [string]>('select rowid from thread_search where thread_search match ? order by rowid')
     .all(`body : "${word}"`)
@@ -38,21 +73,21 @@ test('a write only marks its thread pending; a search first rewrites the pending
   const owner = await h.user()
   const created = await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: 'Orchard' } })
   await h.app.decorator.engine.idle()
-  expect(pending(h)).toBe(1)
-  expect(keysFor(h, 'orchard').indexed).toEqual([])
+  expect(await pending(h)).toBe(1)
+  expect((await keysFor(h, 'orchard')).indexed).toEqual([])
 
   const found = await h.call('GET', '/api/v1/threads?q=orchard', { token: owner.token })
   expect(found.body.data.map((t: { id: string }) => t.id)).toEqual([created.body.thread_id])
-  expect(pending(h)).toBe(0)
+  expect(await pending(h)).toBe(0)
 
   // Sending and answering write updated_at several times: the thread is pending once, under the key the
   // index holds, and its old document is replaced, not left beside the new one.
   await send(h, owner.token, created.body.thread_id, 'apples and quinces')
   await send(h, owner.token, created.body.thread_id, 'pears too')
-  expect(pending(h)).toBe(1)
+  expect(await pending(h)).toBe(1)
   const found2 = await h.call('GET', '/api/v1/threads?q=quinces%20pears', { token: owner.token })
   expect(found2.body.data.map((t: { id: string }) => t.id)).toEqual([created.body.thread_id])
-  const orchard = keysFor(h, 'orchard')
+  const orchard = await keysFor(h, 'orchard')
   expect(orchard.indexed).toEqual(orchard.current)
   expect(orchard.indexed).toHaveLength(1)
 })
@@ -66,17 +101,17 @@ test('the background indexer rewrites pending documents in batches, each under i
     ids.push(created.body.thread_id)
   }
   await h.app.decorator.engine.idle()
-  expect(flushSearchIndex(h.db)).toBe(10)
+  expect(await h.store.search.flush()).toBe(10)
   for (const id of ids.slice(0, 5)) await send(h, owner.token, id, 'more harvest')
-  expect(pending(h)).toBe(5)
+  expect(await pending(h)).toBe(5)
 
-  const indexer = startSearchIndexer(fts5ThreadSearch(h.db), silentLogger, 1, 2)
+  const indexer = startSearchIndexer(h.store.search, silentLogger, 1, 2)
   try {
-    await until(() => pending(h) === 0)
+    await until(async () => (await pending(h)) === 0)
   } finally {
     indexer.stop()
   }
-  const harvest = keysFor(h, 'harvest')
+  const harvest = await keysFor(h, 'harvest')
   expect(harvest.indexed).toHaveLength(10)
   expect(harvest.indexed).toEqual(harvest.current)
 })
@@ -89,18 +124,18 @@ test('a deleted thread loses its document whether it is indexed, pending with a 
   const indexed = await make('plum indexed')
   const stale = await make('plum stale')
   await h.app.decorator.engine.idle()
-  flushSearchIndex(h.db)
+  await h.store.search.flush()
   await send(h, owner.token, stale, 'plum again')
   const fresh = await make('plum fresh')
   await h.app.decorator.engine.idle()
-  expect(pending(h)).toBe(2)
+  expect(await pending(h)).toBe(2)
 
   // No route deletes a thread; the trigger is for whatever removes rows (an operator, a future route).
-  h.db.$client.run('pragma foreign_keys = off')
+  const { messages, threads } = h.tables
   for (const id of [indexed, stale, fresh]) {
-    h.db.$client.query('delete from messages where thread_id = ?').run(id)
-    h.db.$client.query('delete from threads where id = ?').run(id)
+    await h.orm.delete(messages).where(eq(messages.threadId, id))
+    await h.orm.delete(threads).where(eq(threads.id, id))
   }
-  expect(pending(h)).toBe(0)
-  expect(keysFor(h, 'plum').indexed).toEqual([])
+  expect(await pending(h)).toBe(0)
+  expect((await keysFor(h, 'plum')).indexed).toEqual([])
 })

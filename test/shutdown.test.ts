@@ -5,18 +5,20 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { restartMessage } from '../src/generation/service'
+import { backendEnv } from './support/backend'
 import { collect, firstRunToken, parseEvents, startServer, tokensOf } from './support/helpers'
 
 // Each scenario has a server and a database of its own: the two run concurrently.
 async function scenario(graceMs: number) {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-shutdown-'))
-  const env = {
+  // Resolved once, so that on PostgreSQL the next start opens the same database and bucket.
+  const env = await backendEnv({
     DATABASE_PATH: join(dir, 'db.sqlite'),
     ECHO_TOKEN_DELAY_MS: '50',
     SHUTDOWN_GRACE_MS: String(graceMs),
     ADMIN_EMAIL: 'owner@example.com',
     ADMIN_PASSWORD: 'a long enough password',
-  }
+  })
   const server = await startServer(env)
   const token = await firstRunToken(server)
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }

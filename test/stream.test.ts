@@ -227,6 +227,7 @@ test('a client that disconnects never stops or loses the generation', async () =
   await until(() => h.app.decorator.engine.hub.listenerCount(message_id) === 0)
   job.token('going')
   job.done()
+  await h.app.decorator.engine.idle()
   const poll = await h.call('GET', `/api/v1/threads/${thread_id}/messages/${message_id}/response`, {
     token: owner.token,
   })

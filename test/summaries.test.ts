@@ -1,6 +1,5 @@
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { messages } from '../src/threads/threads.table'
 import { collect, harness, ManualClock, openStream, ScriptedRunner, tokensOf } from './support/helpers'
 
 async function twoTurns(clockStep: number) {
@@ -42,7 +41,8 @@ test('the worker receives message IDs, and a summary replaces the messages it na
     ['user', [{ type: 'text', text: 'second question' }]],
     ['assistant', [{ type: 'text', text: 'second answer' }]],
   ])
-  const inactive = h.db.select({ id: messages.id }).from(messages).where(eq(messages.active, false)).all()
+  const { messages } = h.tables
+  const inactive = await h.orm.select({ id: messages.id }).from(messages).where(eq(messages.active, false))
   expect(inactive.map((row) => row.id).sort()).toEqual([...replaced].sort())
 
   // The replaced answer is no longer listed, but its poll and stream still give it.

@@ -131,6 +131,7 @@ describe('POST /threads/{id}/continue', () => {
     const job = await runner.started(created.body.message_id)
     job.token('Day one: ')
     job.error('The model is unavailable')
+    await h.app.decorator.engine.idle()
     expect((await h.call('GET', `/api/v1/threads/${id}`, { token: owner.token })).body.state).toBe('error')
 
     const continued = await h.call('POST', `/api/v1/threads/${id}/continue`, { token: member.token })
@@ -163,6 +164,7 @@ describe('POST /threads/{id}/continue', () => {
       body: { text: 'secret', is_private: true },
     })
     ;(await runner.started(created.body.message_id)).error('boom')
+    await h.app.decorator.engine.idle()
     const path = `/api/v1/threads/${created.body.thread_id}/continue`
     expect((await h.call('POST', path, { token: member.token })).status).toBe(404)
     const continued = await h.call('POST', path, { token: owner.token })

@@ -129,6 +129,7 @@ describe('state machine', () => {
 
     job.token('partial')
     job.done()
+    await h.app.decorator.engine.idle()
     expect(await state()).toBe('ready')
     const next = await h.call('POST', `/api/v1/threads/${thread_id}/messages`, {
       token: owner.token,
@@ -145,6 +146,8 @@ describe('state machine', () => {
     for (let i = 0; i < 5; i++) {
       sent.push((await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: `t${i}` } })).body)
     }
+    // The first four are claimed and started a moment after their threads are created.
+    await Promise.all(sent.slice(0, 4).map((thread) => runner.started(thread.message_id)))
     expect(runner.jobs.size).toBe(4)
     const last = sent[4]
     expect((await h.call('GET', `/api/v1/threads/${last.thread_id}`, { token: owner.token })).body.state).toBe(
@@ -180,6 +183,7 @@ describe('state machine', () => {
     const job = await runner.started(message_id)
     job.token('half an ')
     job.error('The model is unavailable')
+    await h.app.decorator.engine.idle()
 
     const thread = await h.call('GET', `/api/v1/threads/${thread_id}`, { token: owner.token })
     expect(thread.body.state).toBe('error')
@@ -332,8 +336,11 @@ describe('feedback', () => {
     expect(
       (await h.call('POST', path, { token: owner.token, body: { positive: false, feedback_text: 'meh' } })).status,
     ).toBe(204)
-    const rows = h.db.$client.query('select positive, feedback_text from feedback').all()
-    expect(rows).toEqual([{ positive: 0, feedback_text: 'meh' }])
+    const { feedback } = h.tables
+    const rows = await h.orm
+      .select({ positive: feedback.positive, feedback_text: feedback.feedbackText })
+      .from(feedback)
+    expect(rows).toEqual([{ positive: false, feedback_text: 'meh' }])
 
     const tooLong = await h.call('POST', path, {
       token: owner.token,

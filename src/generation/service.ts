@@ -20,8 +20,11 @@ interface Job extends PendingAnswer {
   blocks: ThreadsModel.contentBlock[]
   stopping: boolean
   compaction?: Compaction
-  /** Set by the first settle: a worker that fails after a failed start must not store the answer twice. */
-  settled?: boolean
+  /**
+   * Set by the first settle, until the answer is stored: a worker that fails after a failed start must not store
+   * the answer twice, and a stop whose generator let go at once waits for it.
+   */
+  settled?: Promise<void>
 }
 
 export const restartMessage = 'The server is restarting; this answer will be generated again once it is back'
@@ -38,19 +41,19 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
   const queue: PendingAnswer[] = []
   /** Answers being claimed, generated or stored: each holds one of the `concurrency` places. */
   const running = new Map<string, Job>()
-  /** Answers settled but not yet stored: idle() waits for them, so that what it promises is in the database. */
-  let storing = 0
   /** Draining: running answers may finish, nothing new starts. Closed: the engine ignores the runner. */
   let draining = false
   let closed = false
   const idleWaiters: (() => void)[] = []
   const drainWaiters: (() => void)[] = []
 
-  async function settle(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): Promise<void> {
-    if (job.settled) return
-    job.settled = true
-    running.delete(job.messageId)
-    storing += 1
+  function settle(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): Promise<void> {
+    job.settled ??= store(job, outcome, error)
+    return job.settled
+  }
+
+  /** Stores the answer, then frees its place: until then it is running (idle and a graceful close wait for it). */
+  async function store(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): Promise<void> {
     const text = hub.text(job.messageId)
     const contents: ThreadsModel.contentBlock[] =
       text === '' ? [...job.blocks] : [{ type: 'text', text }, ...job.blocks]
@@ -66,7 +69,7 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
       log.error('could not store an answer', { messageId: job.messageId, error: String(failure) })
       hub.finish(job.messageId, { error: 'The response could not be saved' })
     }
-    storing -= 1
+    running.delete(job.messageId)
     pump()
   }
 
@@ -121,9 +124,7 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
       if (next) start(next)
     }
     if (running.size === 0) for (const resolve of drainWaiters.splice(0)) resolve()
-    if (running.size === 0 && queue.length === 0 && storing === 0) {
-      for (const resolve of idleWaiters.splice(0)) resolve()
-    }
+    if (running.size === 0 && queue.length === 0) for (const resolve of idleWaiters.splice(0)) resolve()
   }
 
   return {
@@ -167,10 +168,13 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
         return true
       }
       const job = [...running.values()].find((candidate) => candidate.threadId === threadId)
-      if (!job || job.stopping) return false
+      // One already ending (its answer being stored) has nothing left to stop.
+      if (!job || job.stopping || job.settled) return false
       job.stopping = true
       await generations.markStopping(threadId, clock.now())
       runner.cancel(job.messageId)
+      // A generator that let go at once (during cancel) has its answer being stored: the stop ends with it.
+      await job.settled
       return true
     },
 
@@ -179,9 +183,9 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
       return !draining
     },
 
-    /** Resolves when nothing is queued, running or being stored (tests and graceful shutdown). */
+    /** Resolves when nothing is queued or running (tests and graceful shutdown). */
     idle(): Promise<void> {
-      if (running.size === 0 && queue.length === 0 && storing === 0) return Promise.resolve()
+      if (running.size === 0 && queue.length === 0) return Promise.resolve()
       return new Promise((resolve) => idleWaiters.push(resolve))
     },
 
@@ -203,7 +207,8 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
         clearTimeout(timer)
       }
       closed = true
-      const unfinished = [...running.keys()]
+      // Answers being stored are finished, not given back.
+      const unfinished = [...running.values()].filter((job) => !job.settled).map((job) => job.messageId)
       for (const messageId of [...unfinished, ...queue.map((item) => item.messageId)]) {
         hub.finish(messageId, { error: restartMessage, resumable: true })
       }

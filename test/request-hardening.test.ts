@@ -80,6 +80,23 @@ test('a schema failure reports the first problem only, however large the value',
   expect(reply.body.message.length).toBeLessThan(200)
 })
 
+test('text holding U+0000 is refused with 400 on every backend, since PostgreSQL cannot store it', async () => {
+  await using h = await harness()
+  const owner = await h.user()
+  const bodies = [{ text: 'a\u0000b' }, { name: 'x\u0000', text: 'hi' }, { text: 'hi', nested: { 'k\u0000': 1 } }]
+  for (const body of bodies) {
+    const reply = await h.call('POST', '/api/v1/threads', { token: owner.token, body })
+    expect({ status: reply.status, body: reply.body }).toEqual({
+      status: 400,
+      body: { error: 'invalid_request', message: 'Text may not contain the NUL character (U+0000)' },
+    })
+  }
+  // The escape alone, as text, is fine.
+  const escaped = await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'a\\u0000b' } })
+  expect(escaped.status).toBe(201)
+  expect(await h.orm.$count(h.tables.threads)).toBe(1)
+})
+
 test('the caller is checked before the body is read: 401 first, and the body is left unread', async () => {
   await using h = await harness()
   const invalid = await h.call('POST', '/api/v1/threads', { body: { unknown: 'field' } })

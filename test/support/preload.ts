@@ -8,4 +8,5 @@ import { sharedPostgres } from './postgres'
 import { runS3 } from './s3'
 
 if (onPostgres) beforeAll(() => Promise.all([sharedPostgres(), runS3()]).then(() => {}), 60_000)
-afterAll(closeShared)
+// Generous: stopping Chromium, the cluster and s3rver together takes seconds on a busy machine.
+afterAll(closeShared, 60_000)

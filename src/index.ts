@@ -1,5 +1,5 @@
-// Boot: config → start-up checks (storage, one server per database) → open db → migrate → createApp → listen →
-// recover queued work → search indexer → first run.
+// Boot: config → start-up checks (storage, one server per SQLite file) → open the store (SQLite or PostgreSQL) and
+// migrate → createApp → listen → recover queued work → search indexer → first run.
 import { createApp } from './app'
 import { createFileInspector } from './attachments/inspector'
 import { sweepStaging, sweepStore } from './attachments/sweep'
@@ -27,7 +27,8 @@ try {
 
 // What would fail later (the first upload into a read-only folder or an unreachable bucket, a second server on the
 // same file) stops the start here, with one line, before anything is opened or logged.
-// On PostgreSQL several instances may share the database; a SQLite file takes one server.
+// A SQLite file takes one server; PostgreSQL has no such lock (several instances are not supported yet, see
+// docs/operations.md).
 let instanceLock: ReturnType<typeof lockDatabase> | undefined
 let opened: OpenedStore
 const blobs = openBlobStore(blobLocation(config))

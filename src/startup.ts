@@ -64,9 +64,10 @@ function fileProblem(path: string): string | undefined {
  * for the database's), and each must take writes. SQLite writes its -wal and -shm files beside the database,
  * so those count too (a CLI run as another user can leave them behind, unwritable to the server).
  */
-export function prepareStorage(config: Pick<Config, 'DATABASE_PATH' | 'UPLOADS_DIR'>): void {
+export function prepareStorage(config: Pick<Config, 'DATABASE_PATH' | 'DATABASE_URL' | 'UPLOADS_DIR'>): void {
   const database = config.DATABASE_PATH
-  if (database !== ':memory:') {
+  // With DATABASE_URL the SQLite path is not used: nothing is checked or created for it.
+  if (database !== ':memory:' && config.DATABASE_URL === undefined) {
     const folder = dirname(database)
     const problem = folderProblem(folder)
     if (problem) throw new StartupError(`Cannot use DATABASE_PATH ${database}: its folder ${folder} ${problem}`)

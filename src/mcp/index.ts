@@ -142,6 +142,8 @@ export const mcpRoutes = (deps: McpDeps) => {
       const message = read.problem === 'depth' ? 'Parse error: the body is nested too deep' : 'Parse error'
       return jsonRpcError(400, -32700, message)
     }
+    // PostgreSQL's text cannot hold it, so no backend takes it (as on the API).
+    if (read.holdsNul) return jsonRpcError(400, -32600, 'Invalid Request: text may not contain U+0000')
     // Protocol 2025-06-18 and later have no batches; the SDK would take up to 100 messages in one POST, each a
     // tool call, past the per-token rate limit that counts requests.
     if (Array.isArray(read.value)) {

@@ -5,7 +5,7 @@
 
 import { Elysia, t } from 'elysia'
 import { AuthModel } from '../auth/model'
-import { readJson } from '../shared/body'
+import { holdsNul, readJson } from '../shared/body'
 import { param, readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
 import { type Limit, RateLimiter } from '../shared/rate-limit'
@@ -21,7 +21,15 @@ import {
   denyAuthorizationLocation,
   organizationMayUse,
 } from './authorization'
-import { InvalidRequest, noStore, OAuthError, oauthErrorResponse, TemporarilyUnavailable } from './errors'
+import {
+  InvalidClientMetadata,
+  InvalidRedirectUri,
+  InvalidRequest,
+  noStore,
+  OAuthError,
+  oauthErrorResponse,
+  TemporarilyUnavailable,
+} from './errors'
 import { exchangeToken } from './grants'
 import { refreshReuseGraceMs } from './grants/refresh-token'
 import { authorizationServerMetadata, protectedResourceMetadata } from './metadata'
@@ -361,6 +369,11 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           // validateClientMetadata answers invalid_client_metadata for anything that is not a JSON object.
           const read = await readJson(request)
           const body = 'value' in read ? read.value : null
+          if ('value' in read && read.holdsNul) {
+            const where = holdsNul((body as { redirect_uris?: unknown }).redirect_uris)
+            const message = 'Client metadata may not contain the NUL character (U+0000)'
+            throw where ? new InvalidRedirectUri(message) : new InvalidClientMetadata(message)
+          }
           const registered = await registerClient(deps, { body, ...access })
           return json(registered, 201, noStore)
         } catch (error) {

@@ -86,7 +86,7 @@ export const unsupportedMediaType = (accepted: string, method = 'POST'): AppErro
 export async function readJson(
   request: Request,
   limit = maxJsonBodyBytes,
-): Promise<{ value: unknown } | { problem: 'depth' | 'syntax' | 'nul' }> {
+): Promise<{ value: unknown; holdsNul: boolean } | { problem: 'depth' | 'syntax' }> {
   const text = new TextDecoder().decode(await readBounded(request, limit))
   if (jsonDepthExceeds(text, maxJsonDepth)) return { problem: 'depth' }
   let value: unknown
@@ -95,13 +95,13 @@ export async function readJson(
   } catch {
     return { problem: 'syntax' }
   }
-  // PostgreSQL's text cannot hold U+0000, so no backend takes it: the same 400 on SQLite as on PostgreSQL. JSON can
-  // only carry it escaped, so bodies without the escape are not walked.
-  if (text.includes('\\u0000') && holdsNul(value)) return { problem: 'nul' }
-  return { value }
+  // PostgreSQL's text cannot hold U+0000, so no route takes it, on either backend. JSON can only carry it escaped,
+  // so bodies without the escape are not walked.
+  return { value, holdsNul: text.includes('\\u0000') && holdsNul(value) }
 }
 
-function holdsNul(value: unknown): boolean {
+/** Whether any string in the value, or any key, holds U+0000. */
+export function holdsNul(value: unknown): boolean {
   if (typeof value === 'string') return value.includes('\u0000')
   if (typeof value !== 'object' || value === null) return false
   if (Array.isArray(value)) return value.some(holdsNul)
@@ -111,7 +111,6 @@ function holdsNul(value: unknown): boolean {
 const problems = {
   depth: `The body is nested more than ${maxJsonDepth} levels deep`,
   syntax: 'The request body could not be parsed',
-  nul: 'Text may not contain the NUL character (U+0000)',
 } as const
 
 /** Requests whose caller a route's guard has checked: a body is read only for those. */
@@ -138,6 +137,7 @@ function parseJsonBody(schema: TSchema) {
     }
     const read = await readJson(request)
     if ('problem' in read) throw invalidRequest(problems[read.problem])
+    if (read.holdsNul) throw invalidRequest('Text may not contain the NUL character (U+0000)')
     const { value } = read
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw invalidRequest('The body must be a JSON object')

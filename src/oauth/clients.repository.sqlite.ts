@@ -1,60 +1,11 @@
 // OAuth clients and registration tokens on SQLite (the ClientRepository contract of clients.repository.ts).
 import { and, desc, eq, getTableColumns, gt, isNull, type SQL } from 'drizzle-orm'
 import { users } from '../auth/auth.table'
-import { isScope } from '../auth/model'
 import { forgetResolvedTokens } from '../auth/token-cache'
 import type { Db } from '../db/client'
-import type { Client, ClientRepository, ManagedClient, NewClient } from './clients.repository'
+import type { ClientRepository, ManagedClient } from './clients.repository'
+import { toClient, valuesOf } from './clients.rows'
 import { oauthClients, oauthRegistrationTokens } from './oauth.table'
-
-type ClientRow = typeof oauthClients.$inferSelect
-type ClientValues = typeof oauthClients.$inferInsert
-
-function toClient(row: ClientRow): Client {
-  return {
-    id: row.id,
-    clientId: row.clientId,
-    origin: row.origin,
-    organizationId: row.organizationId,
-    ownerId: row.ownerId,
-    name: row.name,
-    redirectUris: row.redirectUris,
-    scopes: row.scopes.split(' ').filter(isScope),
-    grantTypes: row.grantTypes,
-    responseTypes: row.responseTypes,
-    authMethod: row.tokenEndpointAuthMethod,
-    authMethodDeclared: row.tokenEndpointAuthMethodDeclared,
-    secretHash: row.secretHash,
-    clientUri: row.clientUri,
-    logoUri: row.logoUri,
-    tosUri: row.tosUri,
-    policyUri: row.policyUri,
-    createdAt: row.createdAt,
-    lastUsedAt: row.lastUsedAt,
-  }
-}
-
-function valuesOf(client: NewClient): ClientValues {
-  return {
-    clientId: client.clientId,
-    origin: client.origin,
-    organizationId: client.organizationId,
-    ownerId: client.ownerId,
-    name: client.name,
-    redirectUris: client.redirectUris,
-    scopes: client.scopes.join(' '),
-    grantTypes: client.grantTypes,
-    responseTypes: client.responseTypes,
-    tokenEndpointAuthMethod: client.authMethod,
-    tokenEndpointAuthMethodDeclared: client.authMethodDeclared,
-    secretHash: client.secretHash,
-    clientUri: client.clientUri,
-    logoUri: client.logoUri,
-    tosUri: client.tosUri,
-    policyUri: client.policyUri,
-    createdAt: client.createdAt,
-  }
-}
 
 export function sqliteClientRepository(db: Db): ClientRepository {
   function managedClients(where: SQL | undefined): ManagedClient[] {

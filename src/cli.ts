@@ -24,6 +24,13 @@ import { type OpenedStore, openStore } from './store/open'
 
 class UsageError extends Error {}
 
+/** For the commands that copy the SQLite file itself: PostgreSQL's backups are pg_dump's. */
+function sqliteFileOnly(command: string): UsageError {
+  return new UsageError(
+    `${command} copies the SQLite file; with DATABASE_URL use pg_dump and pg_restore (see docs/operations.md)`,
+  )
+}
+
 interface Context {
   values: Record<string, string | undefined>
   config: Config
@@ -248,9 +255,8 @@ const commands: Record<string, Command> = {
       'the bucket (other objects stay). It checks the result the same way. If it stops half-way, run it',
       'again. The next start applies any migrations newer than the backup.',
     ],
-    async run({ values, config, out, database }) {
-      // The database is replaced, not opened; this only refuses PostgreSQL, whose backups are pg_dump's.
-      if (config.DATABASE_URL !== undefined) database()
+    async run({ values, config, out }) {
+      if (config.DATABASE_URL !== undefined) throw sqliteFileOnly('restore')
       const source = required(values, 'from')
       const files = configuredFiles(config)
       const result = await restore(source, { databasePath: config.DATABASE_PATH, blobs: files.blobs })
@@ -340,11 +346,7 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
   let db: Db | undefined
   let opened: OpenedStore | undefined
   const database = (): Db => {
-    if (config.DATABASE_URL !== undefined) {
-      throw new UsageError(
-        `${name} copies the SQLite file; with DATABASE_URL use pg_dump and pg_restore (see docs/operations.md)`,
-      )
-    }
+    if (config.DATABASE_URL !== undefined) throw sqliteFileOnly(name)
     if (db) return db
     try {
       db = openDatabase(config.DATABASE_PATH, { mustExist: true })

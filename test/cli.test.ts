@@ -233,6 +233,21 @@ test.concurrent('user:list shows every user; user:reset-password prints a one-ti
   expect((await cli('user:list')).stdout).toContain('\tmust-change-password\n')
 })
 
+test.concurrent('with DATABASE_URL, backup and restore refuse in one line and point at pg_dump, connecting to nothing', async () => {
+  // Port 1 on loopback: nothing listens, so a command that tried to connect would fail differently.
+  const env = { DATABASE_URL: 'postgres://ops:secret-password@127.0.0.1:1/threadhouse' }
+  for (const args of [
+    ['backup', '--to', join(dir, 'never')],
+    ['restore', '--from', join(dir, 'never')],
+  ]) {
+    const result = await run(['bun', 'run', 'cli', ...args], env)
+    expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 1, stdout: '' })
+    expect(result.stderr.trim()).toBe(
+      `error: ${args[0]} copies the SQLite file; with DATABASE_URL use pg_dump and pg_restore (see docs/operations.md)`,
+    )
+  }
+})
+
 test.concurrent('configuration errors name the variable; unset values take the documented defaults', () => {
   expect(loadConfig({})).toMatchObject({
     PORT: 3000,

@@ -72,8 +72,7 @@ interface Replay {
 async function replayOf(deps: StreamDeps, thread: { id: string; state: string }, messageId: string): Promise<Replay> {
   const generation = await generationOf(deps.store.generations, messageId)
   const text = (await deps.store.threads.replies(messageId))
-    .map((row) => toMessage(row, deps.links))
-    .flatMap((message) => message.contents)
+    .flatMap((row) => row.contents)
     .map((block) => (block.type === 'text' ? block.text : ''))
     .join('')
   const newer = busyThreadStates.has(thread.state) ? await deps.store.threads.pendingMessageId(thread.id) : null

@@ -30,6 +30,7 @@ import { threadRoutes } from './threads'
 import { linksFor } from './threads/links'
 import { threadPages } from './threads/pages'
 import { adminPages } from './web/admin'
+import { pageErrors } from './web/errors'
 import { settingsPages } from './web/settings'
 
 export interface AppDeps {
@@ -94,7 +95,13 @@ export function createApp(deps: AppDeps) {
   const allowed = new AllowedMethods()
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: 4 * maxRequestBytes } })
     .decorate('engine', engine)
-    .use(errorPlugin(deps.log, allowed))
+    .use(
+      errorPlugin(
+        deps.log,
+        allowed,
+        pageErrors({ store, clock: deps.clock, publicUrl: deps.config.PUBLIC_URL }, allowed),
+      ),
+    )
     .use(httpBasics({ log: deps.log, config: deps.config, ipLimiter: perMinute(deps.config.RATE_LIMIT_IP_PER_MINUTE) }))
     .get(
       '/healthz',

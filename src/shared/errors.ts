@@ -90,15 +90,21 @@ function toAppError(
   }
 }
 
+/**
+ * How failures of page requests are shown (src/web/errors.tsx): a response, or null where the request is the
+ * API's and gets JSON. `unmatched` says no route matched the request.
+ */
+export type PageFailures = (failure: AppError, request: Request, unmatched: boolean) => Promise<Response | null>
+
 /** Requests whose route asked for bare client-error bodies (see `errorShapes`). */
 const bareRequests = new WeakSet<Request>()
 /** The statuses a bare route renders without `error`; 401, 403 and 404 keep the usual `{ error, message }`. */
 const bareStatuses = new Set([400, 413, 422])
 
-export const errorPlugin = (log: Logger, allowed?: AllowedMethods) =>
+export const errorPlugin = (log: Logger, allowed?: AllowedMethods, pages?: PageFailures) =>
   new Elysia({ name: 'errors' })
     .error({ AppError })
-    .onError({ as: 'global' }, ({ code, error, path, set, request }) => {
+    .onError({ as: 'global' }, async ({ code, error, path, set, request }) => {
       // An API request that failed before its token was checked (an unknown path, a refused body) counts
       // against its address.
       const retryAfter = settleAddressCount(request, false)
@@ -109,6 +115,11 @@ export const errorPlugin = (log: Logger, allowed?: AllowedMethods) =>
           ? { message: failure.message, ...failure.extra }
           : { error: failure.code, message: failure.message, ...failure.extra }
       set.status = failure.status // read by the access log
+      const page = retryAfter === null ? await pages?.(failure, request, code === 'NOT_FOUND') : null
+      if (page) {
+        set.status = page.status
+        return page
+      }
       return json(failure.status, body, failure.headers)
     })
 

@@ -130,6 +130,14 @@ export function changePasswordLocation(request: Request): string {
   return `${changePasswordPath}?next=${encodeURIComponent(url.pathname + url.search)}`
 }
 
+/** Requests answered by a page, with who is signed in (null for a visitor); the error pages read it. */
+const pageSessions = new WeakMap<Request, PageSession | null>()
+
+/** Who is signed in on a page request (null for a visitor); undefined when the request is not for a page. */
+export function pageSessionOf(request: Request): PageSession | null | undefined {
+  return pageSessions.get(request)
+}
+
 function mustChangePasswordFirst(session: PageSession | null, request: Request): boolean {
   return session?.user.mustChangePassword === true && !openToOneTimePasswords.has(new URL(request.url).pathname)
 }
@@ -158,8 +166,10 @@ export const web = (deps: WebDeps) => {
       .macro({
         /** Pages: `session` is the signed-in person, or null, and each page decides what a visitor sees. */
         session: {
-          async resolve({ cookie }): Promise<{ session: PageSession | null }> {
-            return { session: await resolveSession(deps, names, cookie) }
+          async resolve({ cookie, request }): Promise<{ session: PageSession | null }> {
+            const session = await resolveSession(deps, names, cookie)
+            pageSessions.set(request, session)
+            return { session }
           },
           // Every page, whoever wrote it, first sends a person holding a one-time password to choose their own.
           beforeHandle(context) {

@@ -1,0 +1,115 @@
+// The one guard of every state-changing web route: the route option `trustedForm` lets a request through only when
+// it carries a CSRF token the attacker cannot know and the browser does not say it came from another site (see
+// csrf.ts for both halves). Routes name where the token is, and nothing else:
+//
+// - 'form': a signed-in person's form; the token is the form's `csrf` field, derived from the session. Form-encoded
+//   bodies only, as small as any form's.
+// - 'upload': the same, and the body may also be multipart with files, up to an upload's size.
+// - 'sign-in': the sign-in form, before there is a session; the token goes with the pre-sign-in cookie.
+// - 'header': the settings API's JSON writes; the token is the `X-CSRF-Token` header and the body is the route's.
+//
+// A form route gets the read form as `form`. A page without a session sends the visitor to sign in first; a refused
+// form is a 403 page (src/web/errors.tsx), and a refused settings API write a 403 `csrf_failed`.
+// test/web-layer.test.ts posts to every route the app has without a token, so a new route cannot forget this.
+import { Elysia } from 'elysia'
+import { maxRequestBytes } from '../attachments/limits'
+import { maxJsonBodyBytes, mediaTypeOf, readBounded } from '../shared/body'
+import { AppError } from '../shared/errors'
+import { anonymousCsrfToken, csrfTokenMatches, formRefusedMessage, isSameOriginRequest } from './csrf'
+import { PageError } from './errors'
+import { cookieNames, type PageSession, type WebDeps, web } from './index'
+
+export type TrustedFormKind = 'form' | 'upload' | 'sign-in' | 'header'
+
+/** The header the settings API's writes carry their token in. */
+export const csrfHeader = 'x-csrf-token'
+
+/** A posted form, text fields and files, as Bun parses it. */
+export type PostedForm = Awaited<ReturnType<Request['formData']>>
+
+/** A form field's text; undefined when the form has no such field, or only a file under that name. */
+export function field(form: PostedForm, name: string): string | undefined {
+  const value = form.get(name)
+  return typeof value === 'string' ? value : undefined
+}
+
+/** Every text value of a repeated field (checkboxes). */
+export function fieldValues(form: PostedForm, name: string): string[] {
+  return form.getAll(name).filter((value): value is string => typeof value === 'string')
+}
+
+/**
+ * The posted form, read within its bound (413 past it); null for any other body or one that cannot be parsed.
+ * Bun's own parser reads both encodings, as `request.formData()` would.
+ */
+async function readFormBody(request: Request, kind: TrustedFormKind): Promise<PostedForm | null> {
+  const type = mediaTypeOf(request)
+  const accepted = type === 'application/x-www-form-urlencoded' || (kind === 'upload' && type === 'multipart/form-data')
+  if (!accepted) return null
+  // The framework read it first: the route lacks `parse: 'none'`, which a macro cannot set.
+  if (request.bodyUsed) throw new Error('A trustedForm route must leave its body unread (`parse: "none"`)')
+  const bytes = await readBounded(request, kind === 'upload' ? maxRequestBytes : maxJsonBodyBytes)
+  try {
+    return await new Response(bytes, {
+      headers: { 'content-type': request.headers.get('content-type') ?? type },
+    }).formData()
+  } catch {
+    return null
+  }
+}
+
+function formRefused(action?: { href: string; label: string }): PageError {
+  return new PageError(403, 'Form refused', formRefusedMessage, action, 'csrf_failed')
+}
+
+export const trustedForms = (deps: WebDeps) => {
+  const names = cookieNames(deps.publicUrl)
+  return new Elysia({ name: 'trusted-forms' }).use(web(deps)).macro({
+    trustedForm(kind: TrustedFormKind) {
+      if (kind === 'header') {
+        return {
+          account: true,
+          resolve(context): { form: PostedForm } {
+            // Elysia runs this after the `account` macro's resolve but does not type what it added.
+            const { account, request } = context as unknown as { account: PageSession; request: Request }
+            const ours =
+              isSameOriginRequest(request.headers, deps.publicUrl) &&
+              csrfTokenMatches(account.csrf, request.headers.get(csrfHeader))
+            if (!ours) {
+              throw new AppError(
+                403,
+                'csrf_failed',
+                'Send the CSRF token from GET /settings/api/session as X-CSRF-Token',
+              )
+            }
+            return { form: new FormData() as unknown as PostedForm }
+          },
+        }
+      }
+      return {
+        // A page: its failures are pages too, and the signed-in person is known to the checks below.
+        session: true,
+        async resolve(context): Promise<{ form: PostedForm }> {
+          // Elysia runs this after the `session` macro's resolve but does not type what it added.
+          const { session, request, cookie } = context as unknown as typeof context & { session: PageSession | null }
+          if (kind !== 'sign-in' && !session) throw new AppError(401, 'unauthorized', 'Sign in first')
+          const refused = () =>
+            kind === 'sign-in' ? formRefused({ href: '/login', label: 'Sign in again' }) : formRefused()
+          // The browser's word is checked before a byte of the body is read.
+          if (!isSameOriginRequest(request.headers, deps.publicUrl)) throw refused()
+          const form = await readFormBody(request, kind)
+          if (!form) throw refused()
+          const nonce = cookie[names.csrf]?.value
+          const expected =
+            kind !== 'sign-in'
+              ? (session as PageSession).csrf
+              : typeof nonce === 'string' && nonce !== ''
+                ? anonymousCsrfToken(deps.csrfKey, nonce)
+                : null
+          if (expected === null || !csrfTokenMatches(expected, field(form, 'csrf'))) throw refused()
+          return { form }
+        },
+      }
+    },
+  })
+}

@@ -1,6 +1,7 @@
 // Builds the whole HTTP application from its dependencies. No side effects: nothing listens, no
 // timer starts and no work is recovered until src/index.ts (or a test) says so.
 import { Elysia } from 'elysia'
+import { adminPages } from './admin'
 import { attachmentRoutes } from './attachments'
 import type { FileInspector } from './attachments/inspector'
 import { maxRequestBytes } from './attachments/limits'
@@ -16,6 +17,7 @@ import { Heartbeats, OpenStreams } from './generation/sse'
 import type { GenerationRunner } from './generation/types'
 import { mcpRoutes } from './mcp'
 import { oauthRoutes } from './oauth'
+import { settingsPages } from './settings'
 import { errorPlugin } from './shared/errors'
 import { httpBasics } from './shared/http'
 import type { Logger } from './shared/log'
@@ -29,9 +31,7 @@ import type { Store } from './store'
 import { threadRoutes } from './threads'
 import { linksFor } from './threads/links'
 import { threadPages } from './threads/pages'
-import { adminPages } from './web/admin'
 import { pageErrors } from './web/errors'
-import { settingsPages } from './web/settings'
 
 export interface AppDeps {
   /** Every feature's repository, over whichever database the configuration names. */

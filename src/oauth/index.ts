@@ -6,13 +6,13 @@
 import { Elysia, t } from 'elysia'
 import { AuthModel } from '../auth/model'
 import { holdsNul, readJson } from '../shared/body'
-import { param, readForm } from '../shared/forms'
+import { readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
 import { type Limit, RateLimiter } from '../shared/rate-limit'
 import type { Responses } from '../shared/responses'
 import { dayMs } from '../shared/time'
-import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
-import { consentPageHeaders, type PageSession, seeOther, signInPath, type WebDeps, web } from '../web/index'
+import { consentPageHeaders, type PageSession, seeOther, signInPath, type WebDeps } from '../web/index'
+import { field, trustedForms } from '../web/trusted-form'
 import {
   type AuthorizationCheckResult,
   approveAuthorization,
@@ -34,7 +34,7 @@ import { exchangeToken } from './grants'
 import { refreshReuseGraceMs } from './grants/refresh-token'
 import { authorizationServerMetadata, protectedResourceMetadata } from './metadata'
 import { OAuthModel } from './model'
-import { consentFormRefusedPage, consentPage, errorPage, refusalPage } from './pages'
+import { consentPage, errorPage, refusalPage } from './pages'
 import { registerClient, registrationTokenLifetimeMs, requireRegistrationAccess } from './registration'
 import { revokeToken } from './revocation'
 import { oauthSettings } from './settings'
@@ -168,7 +168,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
   }
 
   return new Elysia({ name: 'oauth' })
-    .use(web(deps))
+    .use(trustedForms(deps))
     .get('/.well-known/oauth-authorization-server', () => json(authorizationServerMetadata(deps.publicUrl), 200), {
       detail: {
         summary: 'Authorization server metadata (RFC 8414)',
@@ -218,18 +218,10 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
     )
     .post(
       '/oauth/authorize',
-      async ({ request, session, html, set }) => {
+      async ({ request, session, form, html, set }) => {
         Object.assign(set.headers, consentPageHeaders)
         const url = new URL(request.url)
         if (!session) return seeOther(signInPath(url.pathname + url.search))
-        const form = (await readForm(request)) ?? new URLSearchParams()
-        if (
-          !isSameOriginRequest(request.headers, deps.publicUrl) ||
-          !csrfTokenMatches(session.csrf, param(form, 'csrf'))
-        ) {
-          set.status = 403
-          return html(consentFormRefusedPage(session))
-        }
         const checked = await checkAuthorizationRequest(deps, url.searchParams, 'POST /oauth/authorize')
         if (
           checked.kind !== 'valid' ||
@@ -240,7 +232,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           set.status = shown.status
           return html(shown.page)
         }
-        const decision = param(form, 'decision')
+        const decision = field(form, 'decision')
         if (decision === 'deny') return seeOther(denyAuthorizationLocation(deps, checked.request))
         if (decision !== 'approve') {
           set.status = 400
@@ -253,6 +245,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       },
       {
         session: true,
+        trustedForm: 'form',
         parse: 'none',
         detail: {
           summary: 'Consent decision (browser form)',

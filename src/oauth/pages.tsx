@@ -67,13 +67,3 @@ export function consentPage(request: ValidAuthorizationRequest, session: PageSes
     />
   )
 }
-
-export function consentFormRefusedPage(session: PageSession): JSX.Element {
-  return (
-    <MessagePage
-      title="Your answer could not be accepted"
-      message="The consent form did not come from a Threadhouse page, or it has expired. Go back to the app and start again."
-      viewer={viewerOf(session)}
-    />
-  )
-}

@@ -138,6 +138,11 @@ export function pageSessionOf(request: Request): PageSession | null | undefined 
   return pageSessions.get(request)
 }
 
+/** Marks a request as a page's, for routes that answer pages without the `session` macro. */
+export function markPageRequest(request: Request, session: PageSession | null): void {
+  pageSessions.set(request, session)
+}
+
 function mustChangePasswordFirst(session: PageSession | null, request: Request): boolean {
   return session?.user.mustChangePassword === true && !openToOneTimePasswords.has(new URL(request.url).pathname)
 }

@@ -17,7 +17,7 @@ import { maxJsonBodyBytes, mediaTypeOf, readBounded } from '../shared/body'
 import { AppError } from '../shared/errors'
 import { anonymousCsrfToken, csrfTokenMatches, formRefusedMessage, isSameOriginRequest } from './csrf'
 import { PageError } from './errors'
-import { cookieNames, type PageSession, type WebDeps, web } from './index'
+import { cookieNames, markPageRequest, type PageSession, type WebDeps, web } from './index'
 
 export type TrustedFormKind = 'form' | 'upload' | 'sign-in' | 'header'
 
@@ -86,27 +86,33 @@ export const trustedForms = (deps: WebDeps) => {
           },
         }
       }
+      if (kind === 'sign-in') {
+        return {
+          async resolve({ request, cookie }): Promise<{ form: PostedForm }> {
+            // A page, whose failures are pages too, though nobody is signed in yet.
+            markPageRequest(request, null)
+            const refused = () => formRefused({ href: '/login', label: 'Sign in again' })
+            if (!isSameOriginRequest(request.headers, deps.publicUrl)) throw refused()
+            const nonce = cookie[names.csrf]?.value
+            if (typeof nonce !== 'string' || nonce === '') throw refused()
+            const form = await readFormBody(request, kind)
+            if (!form || !csrfTokenMatches(anonymousCsrfToken(deps.csrfKey, nonce), field(form, 'csrf')))
+              throw refused()
+            return { form }
+          },
+        }
+      }
       return {
         // A page: its failures are pages too, and the signed-in person is known to the checks below.
         session: true,
         async resolve(context): Promise<{ form: PostedForm }> {
           // Elysia runs this after the `session` macro's resolve but does not type what it added.
-          const { session, request, cookie } = context as unknown as typeof context & { session: PageSession | null }
-          if (kind !== 'sign-in' && !session) throw new AppError(401, 'unauthorized', 'Sign in first')
-          const refused = () =>
-            kind === 'sign-in' ? formRefused({ href: '/login', label: 'Sign in again' }) : formRefused()
+          const { session, request } = context as unknown as { session: PageSession | null; request: Request }
+          if (!session) throw new AppError(401, 'unauthorized', 'Sign in first')
           // The browser's word is checked before a byte of the body is read.
-          if (!isSameOriginRequest(request.headers, deps.publicUrl)) throw refused()
+          if (!isSameOriginRequest(request.headers, deps.publicUrl)) throw formRefused()
           const form = await readFormBody(request, kind)
-          if (!form) throw refused()
-          const nonce = cookie[names.csrf]?.value
-          const expected =
-            kind !== 'sign-in'
-              ? (session as PageSession).csrf
-              : typeof nonce === 'string' && nonce !== ''
-                ? anonymousCsrfToken(deps.csrfKey, nonce)
-                : null
-          if (expected === null || !csrfTokenMatches(expected, field(form, 'csrf'))) throw refused()
+          if (!form || !csrfTokenMatches(session.csrf, field(form, 'csrf'))) throw formRefused()
           return { form }
         },
       }

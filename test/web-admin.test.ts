@@ -4,7 +4,15 @@ import { expect, setDefaultTimeout, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { harness } from './support/helpers'
 import { Browser, basic, postOAuth, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
-import { expectErrorPageHeaders, expectEscaped, expectPageHeaders, hostile, post, secretOn, submit } from './support/web-helpers'
+import {
+  expectErrorPageHeaders,
+  expectEscaped,
+  expectPageHeaders,
+  hostile,
+  post,
+  secretOn,
+  submit,
+} from './support/web-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
 setDefaultTimeout(20_000)

@@ -111,8 +111,11 @@ export function pageErrors(deps: PageErrorDeps, allowed: AllowedMethods): PageFa
    * path that does (`/threads/{id}/messages` → `/threads/{id}`), found in the app's own route table, so a new
    * form is covered without a list to update.
    */
-  const formPage = (url: URL): string => {
-    if (allowed.of(url.pathname).includes('GET')) return url.pathname + url.search
+  const formPage = (url: URL): string =>
+    allowed.of(url.pathname).includes('GET') ? url.pathname + url.search : enclosingPage(url)
+
+  /** The nearest path above this one that answers GET: where a page that failed leads on to. */
+  const enclosingPage = (url: URL): string => {
     const segments = url.pathname.split('/')
     while (segments.length > 1) {
       segments.pop()
@@ -120,6 +123,13 @@ export function pageErrors(deps: PageErrorDeps, allowed: AllowedMethods): PageFa
       if (allowed.of(candidate).includes('GET')) return candidate
     }
     return '/'
+  }
+
+  const leadOn = (failure: AppError, url: URL, reading: boolean): PageAction => {
+    if (failure instanceof PageError && failure.action) return failure.action
+    if (!reading) return { href: formPage(url), label: 'Back' }
+    const up = enclosingPage(url)
+    return up === '/' ? { href: '/', label: 'Go to the home page' } : { href: up, label: `Go to ${up}` }
   }
 
   /**
@@ -145,14 +155,8 @@ export function pageErrors(deps: PageErrorDeps, allowed: AllowedMethods): PageFa
     }
     if (failure.status === 405 && reading) return seeOther(formPage(url))
     const viewer = session ? viewerOf(session) : session === null ? undefined : await viewerFromCookie(request)
-    const action =
-      failure instanceof PageError && failure.action
-        ? failure.action
-        : reading
-          ? { href: '/', label: 'Go to the home page' }
-          : { href: formPage(url), label: 'Back' }
     const { title, message } = wordsOf(failure, unmatched)
-    const page = <MessagePage title={title} message={message} viewer={viewer} action={action} />
+    const page = <MessagePage title={title} message={message} viewer={viewer} action={leadOn(failure, url, reading)} />
     return htmlResponse(failure.status, page, failure.headers)
   }
 }

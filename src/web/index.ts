@@ -147,9 +147,16 @@ function mustChangePasswordFirst(session: PageSession | null, request: Request):
   return session?.user.mustChangePassword === true && !openToOneTimePasswords.has(new URL(request.url).pathname)
 }
 
+/** Requests the `account` macro let in, with whose session; set before any body is read. */
+const accounts = new WeakMap<Request, PageSession>()
+
+/** The session the `account` macro found for this request, from its first hook on. */
+export function accountOf(request: Request): PageSession | undefined {
+  return accounts.get(request)
+}
+
 export const web = (deps: WebDeps) => {
   const names = cookieNames(deps.publicUrl)
-  const accounts = new WeakMap<Request, PageSession>()
   const checkAccount = async (cookie: Record<string, Cookie<unknown>>, request: Request): Promise<void> => {
     if (accounts.has(request)) return
     const account = await resolveSession(deps, names, cookie)

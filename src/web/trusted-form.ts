@@ -17,7 +17,7 @@ import { maxJsonBodyBytes, mediaTypeOf, readBounded } from '../shared/body'
 import { AppError } from '../shared/errors'
 import { anonymousCsrfToken, csrfTokenMatches, formRefusedMessage, isSameOriginRequest } from './csrf'
 import { PageError } from './errors'
-import { cookieNames, markPageRequest, type PageSession, type WebDeps, web } from './index'
+import { accountOf, cookieNames, markPageRequest, type PageSession, type WebDeps, web } from './index'
 
 export type TrustedFormKind = 'form' | 'upload' | 'sign-in' | 'header'
 
@@ -67,23 +67,23 @@ export const trustedForms = (deps: WebDeps) => {
   return new Elysia({ name: 'trusted-forms' }).use(web(deps)).macro({
     trustedForm(kind: TrustedFormKind) {
       if (kind === 'header') {
+        // Checked where `account` checks the session: the first `parse` hook of a route with a body, before a byte
+        // of it is read or validated, and in `transform` for the others.
+        const check = ({ request }: { request: Request }): void => {
+          const account = accountOf(request)
+          const ours =
+            account !== undefined &&
+            isSameOriginRequest(request.headers, deps.publicUrl) &&
+            csrfTokenMatches(account.csrf, request.headers.get(csrfHeader))
+          if (!ours) {
+            throw new AppError(403, 'csrf_failed', 'Send the CSRF token from GET /settings/api/session as X-CSRF-Token')
+          }
+        }
         return {
           account: true,
-          resolve(context): { form: PostedForm } {
-            // Elysia runs this after the `account` macro's resolve but does not type what it added.
-            const { account, request } = context as unknown as { account: PageSession; request: Request }
-            const ours =
-              isSameOriginRequest(request.headers, deps.publicUrl) &&
-              csrfTokenMatches(account.csrf, request.headers.get(csrfHeader))
-            if (!ours) {
-              throw new AppError(
-                403,
-                'csrf_failed',
-                'Send the CSRF token from GET /settings/api/session as X-CSRF-Token',
-              )
-            }
-            return { form: new FormData() as unknown as PostedForm }
-          },
+          parse: check,
+          transform: check,
+          resolve: (): { form: PostedForm } => ({ form: new FormData() as unknown as PostedForm }),
         }
       }
       if (kind === 'sign-in') {

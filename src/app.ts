@@ -32,6 +32,7 @@ import { threadRoutes } from './threads'
 import { linksFor } from './threads/links'
 import { threadPages } from './threads/pages'
 import { pageErrors } from './web/errors'
+import { siteRoutes } from './web/site'
 
 export interface AppDeps {
   /** Every feature's repository, over whichever database the configuration names. */
@@ -120,6 +121,7 @@ export function createApp(deps: AppDeps) {
       { detail: { hide: true } },
     )
     .use(docs(deps.config.PUBLIC_URL))
+    .use(siteRoutes())
     .use(identity(shared))
     .use(threadRoutes(shared))
     .use(attachmentRoutes(shared))

@@ -269,3 +269,25 @@ test('page failures are the one error page: the thing not found, or the reason, 
     location: `/login?next=${encodeURIComponent(`/threads/${params.threadId}`)}`,
   })
 })
+
+test('the site-wide assets are served once for every page, signed in or not', async () => {
+  await using h = await harness()
+  const visitor = Browser.inProcess(h)
+  const answers = []
+  for (const path of ['/assets/threadhouse.css', '/assets/copy.js']) {
+    const response = await visitor.get(path)
+    answers.push({
+      path,
+      status: response.status,
+      type: response.headers.get('content-type'),
+      empty: !(await response.text()),
+    })
+  }
+  expect(answers).toEqual([
+    { path: '/assets/threadhouse.css', status: 200, type: 'text/css; charset=utf-8', empty: false },
+    { path: '/assets/copy.js', status: 200, type: 'text/javascript; charset=utf-8', empty: false },
+  ])
+  // Each is one route in the app's table, whichever features render pages.
+  const served = h.app.routes.filter((route) => route.path === '/assets/threadhouse.css' && route.method === 'GET')
+  expect(served).toHaveLength(1)
+})

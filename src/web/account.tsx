@@ -1,16 +1,12 @@
 // Plumbing shared by the settings and administration pages (src/settings/, src/admin/): their headers (the strict
 // page policy plus the one local script), the `member` and `organizationAdmin` macros that let in only who may see
-// a page, the copy script itself, and the notices their redirects show.
-import { join } from 'node:path'
+// a page, and the notices their redirects show.
 import { Elysia } from 'elysia'
 import { isOrganizationAdmin } from '../auth/members'
 import { AppError } from '../shared/errors'
-import { copyScriptPath } from './components'
 import { PageError } from './errors'
 import { type PageSession, pageHeaders, type WebDeps } from './index'
 import { trustedForms } from './trusted-form'
-
-const copyScript = Bun.file(join(import.meta.dir, 'assets/copy.js'))
 
 /** The page policy, plus `script-src 'self'` for the copy script: still no inline script, no other origin. */
 export const accountPageHeaders = {
@@ -32,44 +28,35 @@ export function refusalOf(error: unknown): AppError {
 }
 
 export const account = (deps: WebDeps) =>
-  new Elysia({ name: 'account' })
-    .use(trustedForms(deps))
-    .get(
-      copyScriptPath,
-      () => {
-        return new Response(copyScript, { headers: { 'content-type': 'text/javascript; charset=utf-8' } })
+  new Elysia({ name: 'account' }).use(trustedForms(deps)).macro({
+    /** Signed-in people only: others go to the sign-in page and come back (src/web/errors.tsx). Resolves `member`. */
+    member: {
+      session: true,
+      // Checked before the handler as the `session` macro's own check is, so the one-time password comes first.
+      beforeHandle(context) {
+        // Elysia runs this after the `session` macro's resolve but does not type what it added.
+        const { session } = context as unknown as { session: PageSession | null }
+        if (!session) throw new AppError(401, 'unauthorized', 'Sign in first')
       },
-      { detail: { hide: true } },
-    )
-    .macro({
-      /** Signed-in people only: others go to the sign-in page and come back (src/web/errors.tsx). Resolves `member`. */
-      member: {
-        session: true,
-        // Checked before the handler as the `session` macro's own check is, so the one-time password comes first.
-        beforeHandle(context) {
-          // Elysia runs this after the `session` macro's resolve but does not type what it added.
-          const { session } = context as unknown as { session: PageSession | null }
-          if (!session) throw new AppError(401, 'unauthorized', 'Sign in first')
-        },
-        resolve(context): { member: PageSession } {
-          return { member: (context as unknown as { session: PageSession }).session }
-        },
+      resolve(context): { member: PageSession } {
+        return { member: (context as unknown as { session: PageSession }).session }
       },
-      /** Owners and admins of the organization only: members get a 403 page. Resolves `admin`. */
-      organizationAdmin: {
-        member: true,
-        beforeHandle(context) {
-          const { member } = context as unknown as { member: PageSession }
-          if (isOrganizationAdmin(member.user.role)) return
-          throw new PageError(
-            403,
-            'Administration only',
-            'Only owners and admins of your organization can open this page. Ask one of them if you need something changed.',
-            { href: '/settings', label: 'Go to your settings' },
-          )
-        },
-        resolve(context): { admin: PageSession } {
-          return { admin: (context as unknown as { member: PageSession }).member }
-        },
+    },
+    /** Owners and admins of the organization only: members get a 403 page. Resolves `admin`. */
+    organizationAdmin: {
+      member: true,
+      beforeHandle(context) {
+        const { member } = context as unknown as { member: PageSession }
+        if (isOrganizationAdmin(member.user.role)) return
+        throw new PageError(
+          403,
+          'Administration only',
+          'Only owners and admins of your organization can open this page. Ask one of them if you need something changed.',
+          { href: '/settings', label: 'Go to your settings' },
+        )
       },
-    })
+      resolve(context): { admin: PageSession } {
+        return { admin: (context as unknown as { member: PageSession }).member }
+      },
+    },
+  })

@@ -1,6 +1,6 @@
-// Shared plumbing of the server-rendered pages: HTML rendering, the stylesheet, security headers, the session
-// cookie and the `session` macro that resolves who is signed in.
-import { join } from 'node:path'
+// Shared plumbing of the server-rendered pages: HTML rendering, security headers, the session cookie, the
+// `session` macro that resolves who is signed in (and marks the request as a page's, for the error pages) and
+// the `account` macro of the settings API.
 import { html } from '@elysiajs/html'
 import { type Cookie, Elysia } from 'elysia'
 import { type SessionUser, validateSession } from '../auth/sessions'
@@ -9,7 +9,6 @@ import { AppError } from '../shared/errors'
 import type { Clock } from '../shared/time'
 import type { Store } from '../store'
 import { sessionCsrfToken } from './csrf'
-import { stylesheetPath } from './layout'
 
 export interface WebDeps {
   store: Store
@@ -25,8 +24,6 @@ export interface PageSession {
   token: string
   csrf: string
 }
-
-const stylesheet = Bun.file(join(import.meta.dir, 'styles.css'))
 
 /** Headers every page gets: no framing, no referrer leaks, no caching of pages that hold CSRF tokens. */
 export const pageHeaders = {
@@ -172,9 +169,6 @@ export const web = (deps: WebDeps) => {
       .use(html({ contentType: 'text/html; charset=utf-8', autoDetect: false }))
       // The settings API's JSON bodies are read after the `account` check below.
       .use(jsonBodies)
-      .get(stylesheetPath, () => new Response(stylesheet, { headers: { 'content-type': 'text/css; charset=utf-8' } }), {
-        detail: { hide: true },
-      })
       .macro({
         /** Pages: `session` is the signed-in person, or null, and each page decides what a visitor sees. */
         session: {

@@ -34,7 +34,7 @@ import { exchangeToken } from './grants'
 import { refreshReuseGraceMs } from './grants/refresh-token'
 import { authorizationServerMetadata, protectedResourceMetadata } from './metadata'
 import { OAuthModel } from './model'
-import { consentPage, errorPage, refusalPage } from './pages'
+import { consentPage, otherOrganization, unacceptableRequest } from './pages'
 import { registerClient, registrationTokenLifetimeMs, requireRegistrationAccess } from './registration'
 import { revokeToken } from './revocation'
 import { oauthSettings } from './settings'
@@ -150,21 +150,14 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
   const registrationLimiter = new RateLimiter(registrationRateLimit, deps.clock)
 
   /** The signed-in answer to a valid authorization request: the consent page, or a refusal. */
-  function answer(
-    checked: AuthorizationCheckResult,
-    session: PageSession | null,
-    url: URL,
-  ): { status: number; page: JSX.Element } | Response {
-    if (checked.kind === 'error-page') return { status: 400, page: errorPage(checked.error, session) }
+  function answer(checked: AuthorizationCheckResult, session: PageSession | null, url: URL): JSX.Element | Response {
+    if (checked.kind === 'error-page') throw unacceptableRequest(checked.error)
     if (checked.kind === 'error-redirect') return seeOther(checked.location)
     if (!session) return seeOther(signInPath(url.pathname + url.search))
     if (organizationMayUse(checked.request.client, session.user) === 'other-organization') {
-      return {
-        status: 403,
-        page: refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session),
-      }
+      throw otherOrganization(denyAuthorizationLocation(deps, checked.request), checked.request)
     }
-    return { status: 200, page: consentPage(checked.request, session, url.pathname + url.search) }
+    return consentPage(checked.request, session, url.pathname + url.search)
   }
 
   return new Elysia({ name: 'oauth' })
@@ -210,9 +203,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
         const url = new URL(request.url)
         const checked = await checkAuthorizationRequest(deps, url.searchParams, 'GET /oauth/authorize')
         const result = answer(checked, session, url)
-        if (result instanceof Response) return result
-        set.status = result.status
-        return html(result.page)
+        return result instanceof Response ? result : html(result)
       },
       { session: true, detail: authorizeDetail },
     )
@@ -228,20 +219,15 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           organizationMayUse(checked.request.client, session.user) === 'other-organization'
         ) {
           const shown = answer(checked, session, url)
-          if (shown instanceof Response) return shown
-          set.status = shown.status
-          return html(shown.page)
+          return shown instanceof Response ? shown : html(shown)
         }
         const decision = field(form, 'decision')
         if (decision === 'deny') return seeOther(denyAuthorizationLocation(deps, checked.request))
-        if (decision !== 'approve') {
-          set.status = 400
-          return html(errorPage(new InvalidRequest('decision must be "approve" or "deny"'), session))
-        }
+        if (decision !== 'approve')
+          throw unacceptableRequest(new InvalidRequest('decision must be "approve" or "deny"'))
         const approved = await approveAuthorization(deps, checked.request, session.user)
         if (approved.kind === 'redirect') return seeOther(approved.location)
-        set.status = 403
-        return html(refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session))
+        throw otherOrganization(denyAuthorizationLocation(deps, checked.request), checked.request)
       },
       {
         session: true,

@@ -52,7 +52,7 @@ export const account = (deps: WebDeps) =>
           403,
           'Administration only',
           'Only owners and admins of your organization can open this page. Ask one of them if you need something changed.',
-          { href: '/settings', label: 'Go to your settings' },
+          { action: { href: '/settings', label: 'Go to your settings' } },
         )
       },
       resolve(context): { admin: PageSession } {

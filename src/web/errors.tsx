@@ -18,20 +18,33 @@ import { MessagePage } from './pages/message'
 
 /** A failure with a page's own words: the title and, where it helps, the one link that leads on. */
 export class PageError extends AppError {
+  readonly action?: PageAction
+  readonly detail?: string
+
   constructor(
     status: number,
     readonly title: string,
     message: string,
-    readonly action?: PageAction,
-    code = codeOf(status),
+    options: PageErrorOptions = {},
   ) {
-    super(status, code, message)
+    super(status, options.code ?? codeOf(status), message)
+    this.action = options.action
+    this.detail = options.detail
   }
 }
 
 export interface PageAction {
   href: string
   label: string
+}
+
+export interface PageErrorOptions {
+  /** The one link on, instead of the page a form was on or the enclosing page. */
+  action?: PageAction
+  /** A technical detail for developers, such as an OAuth error code, shown small under the message. */
+  detail?: string
+  /** The code in the log's terms; by default the API's code for the status. */
+  code?: string
 }
 
 function codeOf(status: number): string {
@@ -156,7 +169,9 @@ export function pageErrors(deps: PageErrorDeps, allowed: AllowedMethods): PageFa
     if (failure.status === 405 && reading) return seeOther(formPage(url))
     const viewer = session ? viewerOf(session) : session === null ? undefined : await viewerFromCookie(request)
     const { title, message } = wordsOf(failure, unmatched)
-    const page = <MessagePage title={title} message={message} viewer={viewer} action={leadOn(failure, url, reading)} />
+    const detail = failure instanceof PageError ? failure.detail : undefined
+    const action = leadOn(failure, url, reading)
+    const page = <MessagePage title={title} message={message} detail={detail} viewer={viewer} action={action} />
     return htmlResponse(failure.status, page, failure.headers)
   }
 }

@@ -135,11 +135,6 @@ export function pageSessionOf(request: Request): PageSession | null | undefined 
   return pageSessions.get(request)
 }
 
-/** Marks a request as a page's, for routes that answer pages without the `session` macro. */
-export function markPageRequest(request: Request, session: PageSession | null): void {
-  pageSessions.set(request, session)
-}
-
 function mustChangePasswordFirst(session: PageSession | null, request: Request): boolean {
   return session?.user.mustChangePassword === true && !openToOneTimePasswords.has(new URL(request.url).pathname)
 }
@@ -170,6 +165,12 @@ export const web = (deps: WebDeps) => {
       // The settings API's JSON bodies are read after the `account` check below.
       .use(jsonBodies)
       .macro({
+        /** Pages that resolve no session (signing in itself): their failures are pages too, without navigation. */
+        page: {
+          transform({ request }) {
+            if (!pageSessions.has(request)) pageSessions.set(request, null)
+          },
+        },
         /** Pages: `session` is the signed-in person, or null, and each page decides what a visitor sees. */
         session: {
           async resolve({ cookie, request }): Promise<{ session: PageSession | null }> {

@@ -17,7 +17,7 @@ import { maxJsonBodyBytes, mediaTypeOf, readBounded } from '../shared/body'
 import { AppError } from '../shared/errors'
 import { anonymousCsrfToken, csrfTokenMatches, formRefusedMessage, isSameOriginRequest } from './csrf'
 import { PageError } from './errors'
-import { accountOf, cookieNames, markPageRequest, type PageSession, type WebDeps, web } from './index'
+import { accountOf, cookieNames, type PageSession, type WebDeps, web } from './index'
 
 export type TrustedFormKind = 'form' | 'upload' | 'sign-in' | 'header'
 
@@ -59,7 +59,7 @@ async function readFormBody(request: Request, kind: TrustedFormKind): Promise<Po
 }
 
 function formRefused(action?: { href: string; label: string }): PageError {
-  return new PageError(403, 'Form refused', formRefusedMessage, action, 'csrf_failed')
+  return new PageError(403, 'Form refused', formRefusedMessage, { action, code: 'csrf_failed' })
 }
 
 export const trustedForms = (deps: WebDeps) => {
@@ -88,9 +88,9 @@ export const trustedForms = (deps: WebDeps) => {
       }
       if (kind === 'sign-in') {
         return {
+          // A page, whose failures are pages too, though nobody is signed in yet.
+          page: true,
           async resolve({ request, cookie }): Promise<{ form: PostedForm }> {
-            // A page, whose failures are pages too, though nobody is signed in yet.
-            markPageRequest(request, null)
             const refused = () => formRefused({ href: '/login', label: 'Sign in again' })
             if (!isSameOriginRequest(request.headers, deps.publicUrl)) throw refused()
             const nonce = cookie[names.csrf]?.value

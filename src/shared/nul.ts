@@ -1,9 +1,11 @@
 // U+0000 in a request's text. PostgreSQL's text cannot store it (a query holding it fails), so no route takes it,
 // on either backend: SQLite is held to the same rule, so a client meets one behaviour wherever it runs. JSON bodies
-// are judged as they are parsed (body.ts); the URL, every path and query parameter, by one request-level guard
-// (http.ts) before any route; form bodies where they are read (forms.ts, and the thread pages' own reader); the
-// client ID and secret of a Basic header at the OAuth endpoints. Each refusal is a `RequestRefusal`, which the
-// error plugin answers in the shape of the path it came to: the API's JSON, RFC 6749's, or a page.
+// are judged as they are parsed (body.ts). The URL, every path and query parameter, is judged once per request:
+// before any route (http.ts), or behind a token or a session once the caller has passed (body.ts, callerChecked),
+// so that 401 and 403 still come first there. Form bodies are judged where they are read (forms.ts, and the
+// thread pages' own reader), and a Basic header's client ID and secret at the OAuth endpoints. Each refusal is a
+// `RequestRefusal`, which the error plugin answers in the shape of the path it came to: the API's JSON, RFC 6749's,
+// or a page; /mcp answers in JSON-RPC, as for everything after its token check.
 import { RequestRefusal } from './errors'
 
 export const nulMessage = 'Text may not contain the NUL character (U+0000)'

@@ -4,6 +4,8 @@ import { expect, test } from 'bun:test'
 import { count, eq } from 'drizzle-orm'
 import { harness } from './support/helpers'
 
+const lease = { id: 'lease-1', holder: 'test', expiresAt: 60_000 }
+
 async function queuedAnswer() {
   const h = await harness()
   const owner = await h.user()
@@ -40,7 +42,9 @@ async function queuedAnswer() {
 
 test('a queued answer is claimed by exactly one caller, and its thread becomes active', async () => {
   await using s = await queuedAnswer()
-  const claims = await Promise.all([1, 2, 3].map(() => s.generations.claim(s.answer, 5)))
+  const claims = await Promise.all(
+    [1, 2, 3].map((n) => s.generations.claim(s.answer, 5, { ...lease, id: `lease-${n}` })),
+  )
   expect(claims.filter(Boolean)).toHaveLength(1)
   expect(await s.generation()).toEqual({ status: 'running', attempts: 1, error: null })
   expect(await s.threadState()).toEqual({ state: 'active' })
@@ -48,8 +52,8 @@ test('a queued answer is claimed by exactly one caller, and its thread becomes a
 
 test('an answer is stored once: a second end writes nothing', async () => {
   await using s = await queuedAnswer()
-  await s.generations.claim(s.answer, 5)
-  const ended = { ...s.answer, contents: [{ type: 'text' as const, text: 'Hello' }] }
+  await s.generations.claim(s.answer, 5, lease)
+  const ended = { ...s.answer, lease: lease.id, contents: [{ type: 'text' as const, text: 'Hello' }] }
   await s.generations.finish({ ...ended, outcome: 'complete', error: null }, 6)
   await s.generations.finish({ ...ended, outcome: 'error', error: 'late' }, 7)
   expect(await s.generation()).toEqual({ status: 'complete', attempts: 1, error: null })
@@ -59,15 +63,15 @@ test('an answer is stored once: a second end writes nothing', async () => {
 
 test('a stop that crosses the end of the answer leaves the thread ready', async () => {
   await using s = await queuedAnswer()
-  await s.generations.claim(s.answer, 5)
-  await s.generations.finish({ ...s.answer, contents: [], outcome: 'complete', error: null }, 6)
+  await s.generations.claim(s.answer, 5, lease)
+  await s.generations.finish({ ...s.answer, lease: lease.id, contents: [], outcome: 'complete', error: null }, 6)
   await s.generations.markStopping(s.answer.threadId, 7)
   expect(await s.threadState()).toEqual({ state: 'ready' })
 })
 
 test('released claims are queued again with their attempt given back', async () => {
   await using s = await queuedAnswer()
-  await s.generations.claim(s.answer, 5)
-  await s.generations.release([s.answer.messageId])
+  await s.generations.claim(s.answer, 5, lease)
+  await s.generations.release([{ messageId: s.answer.messageId, lease: lease.id }])
   expect(await s.generation()).toEqual({ status: 'queued', attempts: 0, error: null })
 })

@@ -76,6 +76,7 @@ async function replayOf(deps: StreamDeps, thread: { id: string; state: string },
     .map((block) => (block.type === 'text' ? block.text : ''))
     .join('')
   const newer = busyThreadStates.has(thread.state) ? await deps.store.threads.pendingMessageId(thread.id) : null
+  if (newer !== null) await deps.engine.watch(newer)
   return { text, generation, newer }
 }
 
@@ -97,6 +98,8 @@ export async function answerStream(
   const thread = await requireMessage(deps.store.threads, caller, request.threadId, messageId)
   await generationOf(deps.store.generations, messageId) // 404 before any stream starts
   const from = resumeOffset(request.lastEventId)
+  // Running on another instance: followed into this one's hub.
+  await deps.engine.watch(messageId)
   // An answer that has left the hub has ended for good, and was stored before it left: its replay is read now.
   // A live one is subscribed to with no wait in between, so it cannot end unseen.
   const replay = deps.engine.hub.isLive(messageId) ? null : await replayOf(deps, thread, messageId)

@@ -55,12 +55,14 @@ export class RemoteAnswers {
   hear(event: RelayEvent): void {
     switch (event.kind) {
       case 'chunk':
-        return this.apply(event.messageId, event.lease, event.start, event.end, event.text)
+        this.apply(event.messageId, event.lease, event.start, event.end, event.text)
+        return
       case 'claimed':
         this.adopt(event.messageId, event.lease)
         return
       case 'ended':
-        return this.catchUp(event.messageId)
+        this.catchUp(event.messageId)
+        return
     }
   }
 
@@ -101,8 +103,8 @@ export class RemoteAnswers {
     if (!this.adopt(messageId, lease)) return
     const have = this.hub.text(messageId).length
     if (end <= have) return
-    if (start > have || text === undefined) return this.catchUp(messageId)
-    this.hub.push(messageId, text.slice(have - start))
+    if (start > have || text === undefined) this.catchUp(messageId)
+    else this.hub.push(messageId, text.slice(have - start))
   }
 
   private catchUp(messageId: string): void {

@@ -120,31 +120,31 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
     else hub.finish(messageId, { error: 'The response is no longer pending' })
   }
 
-  /** Hands the text generated since the last hand-over to the relay; one at a time, so chunks arrive in order. */
+  /**
+   * Hands the text generated since the last hand-over to the relay; one at a time, so chunks arrive in order. A
+   * hand-over that fails is tried again with the next token (or at the end); one refused for a lost lease is not.
+   */
   function publish(job: Job): void {
-    if (!relay || job.lease === null || job.publishing) return
+    if (!relay || !job.claimed || job.lease === null || job.publishing) return
     const text = hub.text(job.messageId)
     if (job.published >= text.length) return
     const start = job.published
     job.published = text.length
     const chunk = { messageId: job.messageId, lease: job.lease, start, end: text.length, text: text.slice(start) }
-    job.publishing = relay
-      .publish(chunk)
-      .then(
-        () => undefined,
-        (error) =>
-          log.warn('could not publish an answer to other instances', {
-            messageId: job.messageId,
-            error: String(error),
-          }),
-      )
-      .finally(() => {
+    job.publishing = relay.publish(chunk).then(
+      () => {
         job.publishing = undefined
         publish(job)
-      })
+      },
+      (error) => {
+        job.published = start
+        job.publishing = undefined
+        log.warn('could not publish an answer to other instances', { messageId: job.messageId, error: String(error) })
+      },
+    )
   }
 
-  /** Resolves once every token so far has been handed to the relay. */
+  /** Resolves once every token so far has been handed to the relay, or a hand-over failed. */
   async function published(job: Job): Promise<void> {
     publish(job)
     while (job.publishing) await job.publishing

@@ -199,6 +199,19 @@ describe.skipIf(!onPostgres)('several instances on one database', () => {
     cluster.a = await startServer(cluster.env)
   }, 60_000)
 
+  test('answers queued on a busy instance are taken by one with free places', async () => {
+    await using c = await startServer({ ...cluster.env, GENERATION_CONCURRENCY: '1' })
+    const first = await send(c, words(100))
+    const second = await send(c, words(10))
+    const events = await collect(await stream(c, second.threadId, second.messageId))
+    expect(events.at(-1)?.event).toBe('done')
+    expect(tokensOf(events)).toBe(await answerText(c, second.threadId, second.messageId))
+    // The second was generated elsewhere while c was still busy with the first.
+    const [row] = await cluster.sql`select status from generations where message_id = ${first.messageId}`
+    expect(row?.status).toBe('running')
+    expect(await holderPid(second.messageId)).not.toBe(c.process.pid)
+  }, 60_000)
+
   test('SIGTERM hands a running answer over at once, long before its lease would run out', async () => {
     const env = { ...cluster.env, GENERATION_LEASE_MS: '600000' }
     await using c = await startServer(env)

@@ -240,6 +240,7 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
 
   /** Takes over what other instances left behind, up to the free places. */
   async function takeOver(): Promise<number> {
+    if (draining) return 0
     const limit = concurrency - running.size - queue.length
     const policy = { maxAttempts, ...recoveryErrors, limit: relay ? Math.max(0, limit) : Infinity, graceMs: upkeepMs }
     const { requeued, failed, stopped, abandoned } = await generations.recover(policy, clock.now())
@@ -307,6 +308,14 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
       void takeOver().catch((error) => log.warn('could not take over answers', { error: String(error) }))
       return
     }
+    if (event.kind === 'claimed' || event.kind === 'ended') {
+      // Queued here, but claimed (or stopped) elsewhere: its place here goes to the next, its listeners follow it.
+      const at = queue.findIndex((item) => item.messageId === event.messageId)
+      if (at >= 0) {
+        queue.splice(at, 1)
+        followElsewhere(event.messageId)
+      }
+    }
     remote?.hear(event)
   }
 
@@ -355,6 +364,8 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
             .then(takeOver)
             .catch((error) => log.warn('could not renew leases or take over answers', { error: String(error) }))
         }, upkeepMs)
+        // The server's port keeps the process alive; this timer alone must not.
+        upkeepTimer.unref()
       }
       return taken
     },
@@ -405,7 +416,6 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
      */
     async close(graceMs = 0): Promise<void> {
       draining = true
-      clearInterval(upkeepTimer)
       if (running.size > 0 && graceMs > 0) {
         let timer: ReturnType<typeof setTimeout> | undefined
         await Promise.race([
@@ -416,6 +426,8 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
         ])
         clearTimeout(timer)
       }
+      // Leases were renewed through the grace period, so that no other instance took these answers meanwhile.
+      clearInterval(upkeepTimer)
       closed = true
       // Answers being stored are finished, not given back.
       const unfinished = [...running.values()].filter((job) => !job.settled)

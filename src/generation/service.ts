@@ -87,8 +87,7 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
       text === '' ? [...job.blocks] : [{ type: 'text', text }, ...job.blocks]
     try {
       const { messageId, threadId, compaction, lease } = job
-      // Other instances' streams get the whole text as chunks before they hear of the end.
-      await published(job)
+      // Not waiting for the last chunk to be published: other instances' streams complete from the stored answer.
       const stored = await generations.finish(
         { messageId, threadId, outcome, error, contents, compaction, lease },
         clock.now(),
@@ -142,12 +141,6 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
         log.warn('could not publish an answer to other instances', { messageId: job.messageId, error: String(error) })
       },
     )
-  }
-
-  /** Resolves once every token so far has been handed to the relay, or a hand-over failed. */
-  async function published(job: Job): Promise<void> {
-    publish(job)
-    while (job.publishing) await job.publishing
   }
 
   /** Takes a place at once, then claims the answer and hands it to the runner. */

@@ -352,7 +352,10 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
           remote?.pollAll()
           void takeOver().catch((error) => log.warn('could not take over answers', { error: String(error) }))
         })
+        let ticks = 0
         upkeepTimer = setInterval(() => {
+          // A line a minute for the operator: what this instance runs and follows, and what it took over or lost.
+          if (++ticks % Math.round(60_000 / upkeepMs) === 0) log.info('generation', engine.stats())
           renewLeases()
             .then(takeOver)
             .catch((error) => log.warn('could not renew leases or take over answers', { error: String(error) }))

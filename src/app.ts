@@ -60,10 +60,12 @@ export function createApp(deps: AppDeps) {
   const store = deps.store
   const engine = createGenerationEngine({
     generations: store.generations,
+    relay: store.relay,
     runner: deps.runner,
     clock: deps.clock,
     log: deps.log,
     concurrency: deps.config.GENERATION_CONCURRENCY,
+    leaseMs: deps.config.GENERATION_LEASE_MS,
   })
   const blobs = deps.blobs ?? openBlobStore(blobLocation(deps.config))
   const storageAnswers = storageHealth(blobs, deps.log)

@@ -8,9 +8,12 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getTableColumns, getTableName, is } from 'drizzle-orm'
+import { drizzle } from 'drizzle-orm/bun-sqlite'
+import type { PgTable } from 'drizzle-orm/pg-core'
 import { SQLiteTable } from 'drizzle-orm/sqlite-core'
+import { openPostgres } from '../src/db/postgres'
 import * as sqliteSchema from '../src/db/schema'
-import { copiedTables } from '../src/operations/db-copy'
+import { type CopiedTable, copiedTables } from '../src/operations/db-copy'
 import { onPostgres } from './support/backend'
 import { firstRunToken, runToEnd, startServer, startServerAtOwnUrl, until } from './support/helpers'
 import { approve, Browser, loopbackRedirect } from './support/oauth-helpers'
@@ -48,6 +51,58 @@ async function tablesIn(url: string): Promise<number> {
   }
 }
 
+type Rows = Record<string, Record<string, unknown>[]>
+
+/** Every copied table's rows in the copy's order; threads without their update sequence, which is renumbered. */
+function ordered(rowsOf: (table: CopiedTable) => Record<string, unknown>[]): Rows {
+  return Object.fromEntries(
+    copiedTables.map((table) => {
+      const rows = rowsOf(table)
+      return [
+        getTableName(table.from),
+        table.from === sqliteSchema.threads ? rows.map(({ updateSeq: _, ...row }) => row) : rows,
+      ]
+    }),
+  )
+}
+
+function orderOf<T extends SQLiteTable | PgTable>(table: T, keys: string[]) {
+  const columns = getTableColumns(table) as Record<string, never>
+  return keys.map((key) => columns[key] as never)
+}
+
+function sqliteRowsOf(path: string): Rows {
+  const client = new Database(path, { readonly: true })
+  const db = drizzle({ client, casing: 'snake_case' })
+  try {
+    return ordered((table) =>
+      db
+        .select()
+        .from(table.from)
+        .orderBy(...orderOf(table.from, table.order))
+        .all(),
+    )
+  } finally {
+    client.close()
+  }
+}
+
+async function rowsOf(url: string): Promise<Rows> {
+  const db = openPostgres(url, { max: 1 })
+  try {
+    const read: Record<string, Record<string, unknown>[]> = {}
+    for (const table of copiedTables) {
+      read[getTableName(table.to)] = await db
+        .select()
+        .from(table.to)
+        .orderBy(...orderOf(table.to, table.order))
+    }
+    return ordered((table) => read[getTableName(table.to)] ?? [])
+  } finally {
+    await db.$client.close()
+  }
+}
+
 function cli(env: Record<string, string>, ...args: string[]) {
   return runToEnd(['bun', 'run', 'cli', ...args], env)
 }
@@ -69,7 +124,7 @@ test('db:copy copies every table that holds data, with the same columns on both 
 test('a SQLite installation moves to PostgreSQL: passwords, tokens, sessions, threads, search and files keep working', async () => {
   const cluster = await sharedPostgres()
   const bucket = onPostgres ? await (await runS3()).bucket() : undefined
-  const files = bucket
+  const files: Record<string, string> = bucket
     ? {
         S3_BUCKET: bucket.bucket,
         S3_ENDPOINT: bucket.endpoint ?? '',
@@ -127,15 +182,6 @@ test('a SQLite installation moves to PostgreSQL: passwords, tokens, sessions, th
   const plans = await call(ownerToken, 'POST', '/threads', { name: 'Plans', text: 'The zanzibarquux plan, step one' })
   expect(plans.status).toBe(201)
   const firstAnswer = await answered(ownerToken, plans.body.thread_id, plans.body.message_id)
-  const second = await call(ownerToken, 'POST', `/threads/${plans.body.thread_id}/messages`, { text: 'Step two' })
-  await answered(ownerToken, plans.body.thread_id, second.body.message_id)
-  const rated = await call(
-    ownerToken,
-    'POST',
-    `/threads/${plans.body.thread_id}/messages/${firstAnswer.messages[0].id}/feedback`,
-    { positive: true, feedback_text: 'Spot on' },
-  )
-  expect(rated.status).toBe(204)
 
   const notes = '# Notes\n\nMoved with everything else.\n'
   const filed = await call(ownerToken, 'POST', '/threads', { name: 'Files' })
@@ -152,6 +198,16 @@ test('a SQLite installation moves to PostgreSQL: passwords, tokens, sessions, th
 
   const secret = await call(memberToken, 'POST', '/threads', { text: 'My own thoughts', is_private: true })
   await answered(memberToken, secret.body.thread_id, secret.body.message_id)
+  // Written to last, the first thread is the most recently updated: update order and creation order differ.
+  const second = await call(ownerToken, 'POST', `/threads/${plans.body.thread_id}/messages`, { text: 'Step two' })
+  await answered(ownerToken, plans.body.thread_id, second.body.message_id)
+  const rated = await call(
+    ownerToken,
+    'POST',
+    `/threads/${plans.body.thread_id}/messages/${firstAnswer.messages[0].id}/feedback`,
+    { positive: true, feedback_text: 'Spot on' },
+  )
+  expect(rated.status).toBe(204)
 
   // An OAuth client, a person's approval and the tokens of the grant; the browser keeps its session.
   const registered = await fetch(`${origin}/oauth/register`, {
@@ -196,7 +252,9 @@ test('a SQLite installation moves to PostgreSQL: passwords, tokens, sessions, th
     withFile: await call(ownerToken, 'GET', `/threads/${filed.body.thread_id}/messages`, undefined, at),
   })
   const before = await view(origin)
-  expect(before.ownerThreads.body.data).toHaveLength(2)
+  const idsOf = (list: { body: { data: { id: string }[] } }) => list.body.data.map((thread) => thread.id)
+  expect(idsOf(before.ownerThreads)).toEqual([plans.body.thread_id, filed.body.thread_id])
+  expect(idsOf(before.byCreation)).toEqual([plans.body.thread_id, filed.body.thread_id])
   expect(before.search.body.data.map((thread: { id: string }) => thread.id)).toEqual([plans.body.thread_id])
 
   // Refused while the server has the database open, before anything touches PostgreSQL.
@@ -216,6 +274,16 @@ test('a SQLite installation moves to PostgreSQL: passwords, tokens, sessions, th
 
   const copied = await cli(copyEnv, 'db:copy', '--to', target)
   expect(copied).toMatchObject({ code: 0, stderr: '' })
+  // Once filled, the database is refused: one line, nothing changed. (Before this test reads the SQLite file
+  // itself: bun:sqlite closes a connection only once its statements are collected, and db:copy would see it open.)
+  const again = await cli(copyEnv, 'db:copy', '--to', target)
+  expect(again).toMatchObject({ code: 1, stdout: '' })
+  expect(again.stderr.trim().split('\n')).toEqual([
+    expect.stringMatching(
+      /^error: The PostgreSQL database copy_\w+ at 127\.0\.0\.1:\d+ is not empty \(it has rows in organizations, users, .*\); db:copy copies only into an empty database$/,
+    ),
+  ])
+
   expect(copied.stdout).not.toContain(dbPassword)
   const lines = copied.stdout.trimEnd().split('\n')
   expect(lines[0]).toStartWith(`Copied ${sqlite.DATABASE_PATH} into the PostgreSQL database copy_`)
@@ -256,14 +324,17 @@ test('a SQLite installation moves to PostgreSQL: passwords, tokens, sessions, th
     'Counts checked: every table holds as many rows as in SQLite and every file is in place; search index built for 3 threads',
   )
 
-  // Once filled, the database is refused: one line, nothing changed.
-  const again = await cli(copyEnv, 'db:copy', '--to', target)
-  expect(again).toMatchObject({ code: 1, stdout: '' })
-  expect(again.stderr.trim().split('\n')).toEqual([
-    expect.stringMatching(
-      /^error: The PostgreSQL database copy_\w+ at 127\.0\.0\.1:\d+ is not empty \(it has rows in organizations, users, .*\); db:copy copies only into an empty database$/,
-    ),
-  ])
+  // Row for row the same, IDs, times and hashes included; threads keep their update order (its numbers are
+  // PostgreSQL's own). The search documents are built, and the update clock stands at the last thread.
+  expect(await rowsOf(target)).toEqual(sqliteRowsOf(sqlite.DATABASE_PATH))
+  const client = new Bun.SQL(target, { max: 1 })
+  const [state] = await client`
+    select (select count(*)::int from thread_search) as documents,
+      (select count(*)::int from search_pending) as pending,
+      (select update_seq = (select max(update_seq) from threads) and updated_at = (select max(updated_at) from threads)
+        from thread_update_clock) as clock`
+  await client.close()
+  expect(state).toEqual({ documents: 3, pending: 0, clock: true })
 
   // The new installation: PostgreSQL and, on PostgreSQL runs, the bucket, with an empty staging folder.
   const staging = join(home, 'staging')

@@ -42,6 +42,7 @@ const commandNames = [
   'registration-token:create',
   'backup',
   'restore',
+  'db:copy',
   'help',
 ]
 

@@ -103,6 +103,18 @@ async function rowsOf(url: string): Promise<Rows> {
   }
 }
 
+/** Rows in every copied table of a database db:copy has migrated. */
+async function rowCount(url: string): Promise<number> {
+  const client = new Bun.SQL(url, { max: 1 })
+  try {
+    const counts = copiedTables.map((table) => `(select count(*) from ${getTableName(table.to)})`).join(' + ')
+    const [row] = await client.unsafe(`select (${counts})::int as n`)
+    return row.n
+  } finally {
+    await client.close()
+  }
+}
+
 function cli(env: Record<string, string>, ...args: string[]) {
   return runToEnd(['bun', 'run', 'cli', ...args], env)
 }
@@ -121,7 +133,7 @@ test('db:copy copies every table that holds data, with the same columns on both 
   }
 })
 
-test('a SQLite installation moves to PostgreSQL: passwords, tokens, sessions, threads, search and files keep working', async () => {
+test.concurrent('a SQLite installation moves to PostgreSQL: passwords, tokens, sessions, threads, search and files keep working', async () => {
   const cluster = await sharedPostgres()
   const bucket = onPostgres ? await (await runS3()).bucket() : undefined
   const files: Record<string, string> = bucket
@@ -394,4 +406,71 @@ test('a SQLite installation moves to PostgreSQL: passwords, tokens, sessions, th
     moved.url,
   )
   expect(more.status).toBe(201)
+})
+
+test.concurrent('a copy that cannot be whole commits nothing: a missing file is refused first, a failing row rolls back, and a run after the fix copies', async () => {
+  const cluster = await sharedPostgres()
+  const bucket = onPostgres ? await (await runS3()).bucket() : undefined
+  const place = mkdtempSync(join(home, 'broken-'))
+  const uploads = join(place, 'uploads')
+  const env: Record<string, string> = {
+    DATABASE_PATH: join(place, 'db.sqlite'),
+    UPLOADS_DIR: uploads,
+    ...(bucket && {
+      S3_BUCKET: bucket.bucket,
+      S3_ENDPOINT: bucket.endpoint ?? '',
+      S3_REGION: bucket.region ?? 'us-east-1',
+      S3_ACCESS_KEY_ID: bucket.accessKeyId,
+      S3_SECRET_ACCESS_KEY: bucket.secretAccessKey,
+    }),
+  }
+  const target = await emptyDatabase(cluster)
+  expect((await cli(env, 'migrate')).code).toBe(0)
+  expect((await cli(env, 'user:create', '--email', 'ada@example.com', '--password', ownerPassword)).code).toBe(0)
+
+  // A thread with an attachment whose file is gone, written as the app would have written it.
+  const attachmentId = Bun.randomUUIDv7()
+  const threadId = Bun.randomUUIDv7()
+  const db = new Database(env.DATABASE_PATH as string)
+  db.run(`insert into threads (id, organization_id, owner_id, created_at, updated_at) values (?, 1, 1, 1, 1)`, [
+    threadId,
+  ])
+  db.run(
+    `insert into attachments (id, thread_id, kind, media_type, filename, size_bytes, created_at)
+     values (?, ?, 'text', 'text/plain', 'a.txt', 5, 1)`,
+    [attachmentId, threadId],
+  )
+  db.close()
+  const missing = await cli(env, 'db:copy', '--to', target)
+  expect(missing).toMatchObject({ code: 1, stdout: '' })
+  expect(missing.stderr.trim().split('\n')).toEqual([
+    `error: 1 attachment file is in neither UPLOADS_DIR ${uploads} nor ${
+      bucket ? `bucket ${bucket.bucket} at ${bucket.endpoint}` : uploads
+    } (${attachmentId}); nothing was copied`,
+  ])
+  expect(await rowCount(target)).toBe(0)
+
+  // The file is back, but a row names a user that does not exist (SQLite was told not to check): PostgreSQL
+  // refuses it half-way through the copy, and everything before it is rolled back.
+  mkdirSync(uploads, { recursive: true })
+  await Bun.write(join(uploads, attachmentId), 'hello')
+  const broken = new Database(env.DATABASE_PATH as string)
+  broken.run('pragma foreign_keys = off')
+  broken.run(`insert into sessions (token_hash, user_id, created_at, expires_at) values ('x', 99, 1, 2)`)
+  broken.close()
+  const failed = await cli(env, 'db:copy', '--to', target)
+  expect(failed).toMatchObject({ code: 1, stdout: '' })
+  expect(failed.stderr.trim().split('\n')).toEqual([
+    expect.stringMatching(/^error: The copy into PostgreSQL failed and nothing was committed: .*sessions.*$/),
+  ])
+  expect(failed.stderr).not.toContain(dbPassword)
+  expect(await rowCount(target)).toBe(0)
+
+  const fixed = new Database(env.DATABASE_PATH as string)
+  fixed.run('delete from sessions where user_id = 99')
+  fixed.close()
+  const copied = await cli(env, 'db:copy', '--to', target)
+  expect(copied).toMatchObject({ code: 0, stderr: '' })
+  expect(copied.stdout).toContain(`  attachment files           1 (5 bytes${bucket ? ', 1 copied' : ''})\n`)
+  expect(await rowCount(target)).toBe(4)
 })

@@ -12,7 +12,6 @@ import { type Config, ConfigError, isDatabaseUrl, loadConfig } from './config'
 import { type Db, MissingDatabaseError, migrateDatabase, openDatabase } from './db/client'
 import { createRegistrationToken } from './oauth/registration'
 import { backup, type Counts, restore } from './operations/backup'
-import { copyToPostgres, storeName } from './operations/db-copy'
 import { OperationError } from './operations/errors'
 import { migrateAndReport } from './operations/migrations'
 import { listUsers, resetPassword } from './operations/users'
@@ -299,6 +298,8 @@ const commands: Record<string, Command> = {
       }
       const files = configuredFiles(config)
       if (files.blobs.description.kind === 's3') await checkBlobStore(files.blobs)
+      // Loaded only here: the other commands never load the PostgreSQL tables and driver.
+      const { copyToPostgres, storeName } = await import('./operations/db-copy')
       const result = await copyToPostgres(
         { databasePath: config.DATABASE_PATH, uploadsDir: config.UPLOADS_DIR },
         { url, blobs: files.blobs },

@@ -474,3 +474,27 @@ test.concurrent('a copy that cannot be whole commits nothing: a missing file is 
   expect(copied.stdout).toContain(`  attachment files           1 (5 bytes${bucket ? ', 1 copied' : ''})\n`)
   expect(await rowCount(target)).toBe(4)
 })
+
+test.concurrent('db:copy refuses a target that is not a PostgreSQL URL, or two that differ, without showing either', async () => {
+  const env = { DATABASE_PATH: join(home, 'never.sqlite') }
+  const [notPostgres, twoTargets, none] = await Promise.all([
+    cli(env, 'db:copy', '--to', `mysql://root:${dbPassword}@127.0.0.1/threadhouse`),
+    cli(
+      { ...env, DATABASE_URL: `postgres://a:${dbPassword}@127.0.0.1:1/one` },
+      'db:copy',
+      '--to',
+      `postgres://a:${dbPassword}@127.0.0.1:1/two`,
+    ),
+    cli(env, 'db:copy'),
+  ])
+  expect([notPostgres, twoTargets, none]).toEqual([
+    {
+      code: 1,
+      stdout: '',
+      stderr:
+        'error: --to must be a PostgreSQL URL such as postgres://user:password@host:5432/threadhouse (the value is not shown)\n',
+    },
+    { code: 1, stdout: '', stderr: 'error: --to and DATABASE_URL name different databases; give one of them\n' },
+    { code: 1, stdout: '', stderr: 'error: --to is required unless DATABASE_URL is set\n' },
+  ])
+})

@@ -268,8 +268,7 @@ const commands: Record<string, Command> = {
   },
   'db:copy': {
     usage: '[--to URL]',
-    summary:
-      'Copies a stopped SQLite installation and its files into an empty PostgreSQL database (and S3 bucket), and checks the counts.',
+    summary: 'Copies a stopped SQLite installation and its files into an empty PostgreSQL database and bucket.',
     options: {
       to: {
         placeholder: 'URL',
@@ -283,7 +282,7 @@ const commands: Record<string, Command> = {
       'commits, and a failure or a difference commits nothing. The files of every attachment in UPLOADS_DIR go to',
       'the bucket when S3_BUCKET and the other S3_* variables are set (before any row), and stay in UPLOADS_DIR',
       'otherwise. The search index is built at the end. Give the URL in DATABASE_URL to keep its password out of',
-      'the command line; no output repeats it.',
+      'the command line; no output repeats it. Step by step: docs/operations.md, "Moving from SQLite to PostgreSQL".',
     ],
     async run({ values, config, out }) {
       const url = values.to ?? config.DATABASE_URL

@@ -119,7 +119,7 @@ export async function copyToPostgres(source: CopySource, target: CopyTarget): Pr
 
 /** The error with every spelling of the URL's password taken out of its message. */
 function withoutPassword(error: unknown, url: string): unknown {
-  if (!(error instanceof Error)) return error
+  if (!(error instanceof Error) || !URL.canParse(url)) return error
   const password = new URL(url).password
   for (const spelling of new Set([password, safeDecode(password)])) {
     if (spelling) error.message = error.message.replaceAll(spelling, '***')

@@ -198,6 +198,11 @@ function checkS3(config: Config): void {
   }
 }
 
+/** Whether `value` is a URL DATABASE_URL would accept: for the CLI's `db:copy --to`, which names a database too. */
+export function isDatabaseUrl(value: string): boolean {
+  return Value.Check(variables.DATABASE_URL.schema, value)
+}
+
 /** Reads the configuration from an environment map (process.env by default); throws ConfigError. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const config: Record<string, unknown> = {}

@@ -52,6 +52,7 @@ const commandNames = [
   'registration-token:create',
   'backup',
   'restore',
+  'db:copy',
   'help',
 ]
 

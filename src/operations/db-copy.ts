@@ -36,6 +36,8 @@ export interface CopiedTable {
   order: string[]
   /** The identity column whose sequence must continue after the copied values, as SQLite's AUTOINCREMENT does. */
   identity?: 'id' | 'seq'
+  /** Columns only the PostgreSQL table has (for several instances sharing it): empty in a copy. */
+  targetOnly?: string[]
 }
 
 /**
@@ -57,7 +59,13 @@ export const copiedTables: CopiedTable[] = [
   { from: lite.threads, to: pg.threads, order: ['updateSeq'], identity: 'seq' },
   { from: lite.messages, to: pg.messages, order: ['seq'], identity: 'seq' },
   { from: lite.feedback, to: pg.feedback, order: ['messageId', 'userId'] },
-  { from: lite.generations, to: pg.generations, order: ['messageId'] },
+  // A copy is made of a stopped installation: no answer holds a lease.
+  {
+    from: lite.generations,
+    to: pg.generations,
+    order: ['messageId'],
+    targetOnly: ['leaseId', 'leasedBy', 'leaseExpiresAt'],
+  },
   { from: lite.attachments, to: pg.attachments, order: ['id'] },
 ]
 

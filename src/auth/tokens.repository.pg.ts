@@ -3,7 +3,6 @@
 import { and, desc, eq, isNull } from 'drizzle-orm'
 import type { PgDb } from '../db/postgres'
 import { organizations, personalAccessTokens, users } from './auth.table.pg'
-import { forgetResolvedTokens } from './token-cache'
 import type { AccessTokenRepository } from './tokens.repository'
 
 export function pgAccessTokenRepository(db: PgDb): AccessTokenRepository {
@@ -46,9 +45,7 @@ export function pgAccessTokenRepository(db: PgDb): AccessTokenRepository {
           ),
         )
         .returning({ id: personalAccessTokens.id })
-      if (revoked.length === 0) return false
-      forgetResolvedTokens(db)
-      return true
+      return revoked.length > 0
     },
 
     async findByHash(tokenHash) {

@@ -37,10 +37,11 @@ export interface Store {
   accessTokens: AccessTokenRepository
   sessions: SessionRepository
   /**
-   * Bearer tokens this process resolved a moment ago. The store holds it because the store knows when the
-   * database changes: the repositories forget it on every write that changes what a token resolves to.
+   * Bearer tokens this process resolved a moment ago, on SQLite. The store holds it because the store knows when the
+   * database changes: the repositories forget it on every write that changes what a token resolves to. Null on
+   * PostgreSQL, where another instance's writes could not empty it (auth/token-cache.ts).
    */
-  tokenCache: TokenCache
+  tokenCache: TokenCache | null
 }
 
 /** Every repository over one open SQLite database. */

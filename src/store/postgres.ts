@@ -3,7 +3,6 @@
 import { sql } from 'drizzle-orm'
 import { pgAttachmentRepository } from '../attachments/repository.pg'
 import { pgSessionRepository } from '../auth/sessions.repository.pg'
-import { tokenCacheOf } from '../auth/token-cache'
 import { pgAccessTokenRepository } from '../auth/tokens.repository.pg'
 import { pgUserRepository } from '../auth/users.repository.pg'
 import type { PgDb } from '../db/postgres'
@@ -29,6 +28,7 @@ export function pgStore(db: PgDb): Store {
     users: pgUserRepository(db),
     accessTokens: pgAccessTokenRepository(db),
     sessions: pgSessionRepository(db),
-    tokenCache: tokenCacheOf(db),
+    // Every request reads its token from the database: a revocation on any instance applies at the next request.
+    tokenCache: null,
   }
 }

@@ -51,9 +51,10 @@ export async function migratePostgres(db: PgDb): Promise<void> {
 }
 
 /**
- * Runs `task` while this instance holds the advisory lock `name`: waiting for its turn, or with `skip`, skipping the
- * task (answering `ran: false`) when another instance holds it. A session-level lock belongs to one connection, so one is
- * reserved for the lock while the task uses the pool; should that connection break, PostgreSQL releases the lock.
+ * Runs `task` while this instance holds the advisory lock `name`: waiting for its turn, or with `skip`, skipping
+ * the task (answering `ran: false`) when another instance holds it. A session-level lock belongs to one connection,
+ * so one is reserved for the lock while the task uses the pool; should that connection break, PostgreSQL releases
+ * the lock.
  */
 export async function withAdvisoryLock<T>(
   db: PgDb,

@@ -31,12 +31,12 @@ export function rateLimited(retryAfter: number): AppError {
   return new AppError(429, 'rate_limited', `Too many requests; retry in ${retryAfter} s`, {}, headers)
 }
 
-/** Counts in this process's memory. */
 function secondsToWait(limit: Limit, count: number, endsAt: number, now: number): number | null {
   if (count <= limit.max) return null
   return Math.max(1, Math.ceil((endsAt - now) / 1000))
 }
 
+/** Counts in this process's memory. */
 export class RateLimiter implements Limiter {
   private readonly windows = new Map<string, { start: number; count: number }>()
   private sweptAt = 0

@@ -4,15 +4,18 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { backendEnv, onPostgres } from './support/backend'
 import { firstRunToken, type ServerProcess, startServer, until } from './support/helpers'
-import { Browser, hiddenField, loopbackRedirect, settings } from './support/oauth-helpers'
+import { approve, Browser, hiddenField, loopbackRedirect, settings } from './support/oauth-helpers'
 import { sharedPostgres } from './support/postgres'
 import { submit } from './support/web-helpers'
 
 // Server processes start beside other tests' on a busy machine, and sign-in hashes with argon2 on purpose.
 setDefaultTimeout(60_000)
 
-/** Sign-in attempts per address and per email: above the owner's sign-ins in these tests, few enough to reach. */
-const authPerMinute = 4
+/**
+ * Sign-in attempts per address and per email: above the owner's four sign-ins in these tests (one email, counted
+ * together), few enough to reach.
+ */
+const authPerMinute = 6
 
 const owner = { email: 'owner@example.com', password: 'correct horse battery staple' }
 
@@ -88,6 +91,46 @@ describe.skipIf(!onPostgres)('two instances on one database', () => {
     expect((await me(a, token)).status).toBe(401)
     // The first run's token, another of the owner's, still works on both.
     expect((await me(b, firstToken)).status).toBe(200)
+  })
+
+  test('an app disconnected on one instance loses its access token on the other at its next request', async () => {
+    const onA = await signedIn(a, '192.0.2.50')
+    // The same browser, its requests now sent to B.
+    const onB = Browser.overHttp(b.url)
+    for (const [name, value] of onA.cookies) onB.cookies.set(name, value)
+    const issued = await settings(onA, 'POST', '/registration-tokens')
+    const registered = await fetch(`${b.url}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${issued.body.registration_token}` },
+      body: JSON.stringify({
+        client_name: 'Desktop app',
+        redirect_uris: [loopbackRedirect],
+        token_endpoint_auth_method: 'none',
+      }),
+    })
+    expect(registered.status).toBe(201)
+    const clientId = ((await registered.json()) as { client_id: string }).client_id
+    // Consent on B, the code exchanged on A.
+    const { code, verifier } = await approve(onB, { clientId, redirectUri: loopbackRedirect, scope: 'threads:read' })
+    const exchanged = await fetch(`${a.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: loopbackRedirect,
+        client_id: clientId,
+        code_verifier: verifier ?? '',
+      }),
+    })
+    expect(exchanged.status).toBe(200)
+    const token = ((await exchanged.json()) as { access_token: string }).access_token
+    expect((await me(a, token)).status).toBe(200)
+    expect((await me(b, token)).status).toBe(200)
+
+    expect((await settings(onB, 'DELETE', `/connected-apps/${clientId}`)).status).toBe(204)
+    expect((await me(a, token)).status).toBe(401)
+    expect((await me(b, token)).status).toBe(401)
   })
 
   test('sign-in attempts on either instance count against one limit', async () => {

@@ -1,6 +1,7 @@
-// Several instances on one PostgreSQL database: what one instance does to security state, another sees at the very
-// next request. Two real server processes share one database and one bucket, as behind a load balancer with no
-// sticky sessions; a browser's cookies go to whichever it calls. PostgreSQL only: a SQLite file takes one server.
+// Several instances on one PostgreSQL database and their security state: what one instance does to it, another sees
+// at the very next request (answers and streams across instances are in instances.test.ts). Two real server
+// processes share one database and one bucket, as behind a load balancer with no sticky sessions; a browser's
+// cookies go to whichever it calls. PostgreSQL only: a SQLite file takes one server.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { backendEnv, onPostgres } from './support/backend'
 import { firstRunToken, type ServerProcess, startServer, until } from './support/helpers'

@@ -15,7 +15,7 @@ import { createGenerationEngine } from './generation/service'
 import { Heartbeats, OpenStreams } from './generation/sse'
 import type { GenerationRunner } from './generation/types'
 import { mcpRoutes } from './mcp'
-import { oauthRoutes } from './oauth'
+import { oauthErrorSurface, oauthRoutes } from './oauth'
 import { errorPlugin } from './shared/errors'
 import { httpBasics } from './shared/http'
 import type { Logger } from './shared/log'
@@ -30,6 +30,7 @@ import { threadRoutes } from './threads'
 import { linksFor } from './threads/links'
 import { threadPages } from './threads/pages'
 import { adminPages } from './web/admin'
+import { pageErrorSurface } from './web/refusals'
 import { settingsPages } from './web/settings'
 
 export interface AppDeps {
@@ -59,10 +60,12 @@ export function createApp(deps: AppDeps) {
   const store = deps.store
   const engine = createGenerationEngine({
     generations: store.generations,
+    relay: store.relay,
     runner: deps.runner,
     clock: deps.clock,
     log: deps.log,
     concurrency: deps.config.GENERATION_CONCURRENCY,
+    leaseMs: deps.config.GENERATION_LEASE_MS,
   })
   const blobs = deps.blobs ?? openBlobStore(blobLocation(deps.config))
   const storageAnswers = storageHealth(blobs, deps.log)
@@ -100,7 +103,7 @@ export function createApp(deps: AppDeps) {
   const allowed = new AllowedMethods()
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: 4 * maxRequestBytes } })
     .decorate('engine', engine)
-    .use(errorPlugin(deps.log, allowed))
+    .use(errorPlugin(deps.log, allowed, [oauthErrorSurface, pageErrorSurface]))
     .use(httpBasics({ log: deps.log, config: deps.config, ipLimiter: perMinute(deps.config.RATE_LIMIT_IP_PER_MINUTE) }))
     .get(
       '/healthz',

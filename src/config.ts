@@ -65,6 +65,11 @@ const variables = {
   LLM_MAX_ATTEMPTS: { schema: T.Integer({ minimum: 1, maximum: 10 }), fallback: 3 },
   LLM_EXTRA_HEADERS: { schema: ExtraHeaders, fallback: {} as Record<string, string> },
   GENERATION_CONCURRENCY: { schema: T.Integer({ minimum: 1, maximum: 256 }), fallback: 8 },
+  /**
+   * With DATABASE_URL: how long an instance's claim on a running answer lasts unless renewed. An answer whose
+   * instance died is taken over by another within about 1.25 times this.
+   */
+  GENERATION_LEASE_MS: { schema: T.Integer({ minimum: 1000, maximum: 600_000 }), fallback: 6000 },
   ADMIN_EMAIL: { schema: T.String({ pattern: '^[^@\\s]+@[^@\\s]+$' }), fallback: undefined },
   ADMIN_PASSWORD: { schema: T.String({ minLength: 8 }), fallback: undefined },
   /** Comma-separated origins allowed to call the API from a browser; empty means CORS stays closed. */

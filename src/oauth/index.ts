@@ -5,9 +5,11 @@
 
 import { Elysia, t } from 'elysia'
 import { AuthModel } from '../auth/model'
-import { holdsNul, readJson } from '../shared/body'
+import { readJson } from '../shared/body'
+import type { ErrorSurface } from '../shared/errors'
 import { param, readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
+import { holdsNul } from '../shared/nul'
 import { type Limit, type Limiter, sharedLimiter } from '../shared/rate-limit'
 import type { Responses } from '../shared/responses'
 import { dayMs } from '../shared/time'
@@ -88,6 +90,15 @@ function oauthFailure(error: unknown): Response {
   const response = oauthErrorResponse(error)
   for (const [name, value] of Object.entries(cors)) response.headers.set(name, value)
   return response
+}
+
+/**
+ * A refusal that meets the JSON endpoints before or beside their own checks (U+0000 in the URL or the form) is
+ * said in their RFC 6749 form too. The authorization endpoint answers people, with the pages' surface.
+ */
+export const oauthErrorSurface: ErrorSurface = {
+  paths: /^\/oauth\/(?:token(?:\/revoke)?|register)\/?$/,
+  render: (failure) => oauthFailure(new OAuthError(failure.code, failure.message, failure.status)),
 }
 
 /** The authorization endpoint answers people, with pages. */

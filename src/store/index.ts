@@ -13,6 +13,7 @@ import type { UserRepository } from '../auth/users.repository'
 import { sqliteUserRepository } from '../auth/users.repository.sqlite'
 import type { Db } from '../db/client'
 import type { LockName } from '../db/postgres'
+import type { AnswerRelay } from '../generation/relay'
 import type { GenerationRepository } from '../generation/repository'
 import { sqliteGenerationRepository } from '../generation/repository.sqlite'
 import type { ClientRepository } from '../oauth/clients.repository'
@@ -54,6 +55,8 @@ export interface Store {
   oauthClients: ClientRepository
   oauthGrants: GrantRepository
   generations: GenerationRepository
+  /** How instances sharing the database hear of each other's answers; null where one process holds it (SQLite). */
+  relay: AnswerRelay | null
   threads: ThreadRepository
   search: ThreadSearch
   users: UserRepository
@@ -83,6 +86,7 @@ export function sqliteStore(db: Db): Store {
     oauthClients: sqliteClientRepository(db),
     oauthGrants: sqliteGrantRepository(db),
     generations: sqliteGenerationRepository(db),
+    relay: null,
     threads: sqliteThreadRepository(db),
     search: fts5ThreadSearch(db),
     users: sqliteUserRepository(db),

@@ -8,6 +8,7 @@ import { pgSessionRepository } from '../auth/sessions.repository.pg'
 import { pgAccessTokenRepository } from '../auth/tokens.repository.pg'
 import { pgUserRepository } from '../auth/users.repository.pg'
 import { type PgDb, withAdvisoryLock } from '../db/postgres'
+import { pgAnswerRelay } from '../generation/relay.pg'
 import { pgGenerationRepository } from '../generation/repository.pg'
 import { pgClientRepository } from '../oauth/clients.repository.pg'
 import { pgGrantRepository } from '../oauth/grants.repository.pg'
@@ -27,6 +28,7 @@ export function pgStore(db: PgDb): Store {
     oauthClients: pgClientRepository(db),
     oauthGrants: pgGrantRepository(db),
     generations: pgGenerationRepository(db),
+    relay: pgAnswerRelay(db),
     threads: pgThreadRepository(db),
     search: pgThreadSearch(db),
     users: pgUserRepository(db),

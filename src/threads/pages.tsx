@@ -24,6 +24,7 @@ import { mediaTypeOf, readBounded } from '../shared/body'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { isUuid } from '../shared/ids'
 import type { Logger } from '../shared/log'
+import { formHoldsNul, nulRefusal } from '../shared/nul'
 import type { BlobStore } from '../storage/blobs'
 import type { Store } from '../store'
 import { RefusedFormPage } from '../web/account'
@@ -77,19 +78,23 @@ type PageForm = Awaited<ReturnType<Request['formData']>>
 
 /**
  * Both urlencoded and multipart bodies, read within the upload bound as they stream in (413 past it); null for
- * anything else or anything unreadable. Bun's own parser reads the bytes, as `request.formData()` would.
+ * anything else or anything unreadable. Bun's own parser reads the bytes, as `request.formData()` would. A field
+ * holding U+0000 is refused (src/shared/nul.ts).
  */
 async function readPageForm(request: Request): Promise<PageForm | null> {
   const type = mediaTypeOf(request)
   if (type !== 'multipart/form-data' && type !== 'application/x-www-form-urlencoded') return null
   const bytes = await readBounded(request, maxRequestBytes)
+  let form: PageForm
   try {
-    return await new Response(bytes, {
+    form = await new Response(bytes, {
       headers: { 'content-type': request.headers.get('content-type') ?? type },
     }).formData()
   } catch {
     return null
   }
+  if (formHoldsNul(form.entries())) throw nulRefusal()
+  return form
 }
 
 function field(form: PageForm, name: string): string | undefined {

@@ -32,6 +32,28 @@ export class ManualClock implements Clock {
   }
 }
 
+/** A repeating timer the test fires by hand (src/upkeep.ts's `Repeat`): each fire is one run, awaited. */
+export class ManualTimer {
+  private run: (() => Promise<void>) | null = null
+  intervalMs: number | null = null
+
+  readonly repeat = (run: () => Promise<void>, ms: number): { stop(): void } => {
+    this.run = run
+    this.intervalMs = ms
+    return {
+      stop: () => {
+        this.run = null
+      },
+    }
+  }
+
+  /** One interval's run, as the timer would make it; throws once the timer is stopped. */
+  fire(): Promise<void> {
+    if (!this.run) throw new Error('the timer is not running')
+    return this.run()
+  }
+}
+
 /** A runner whose jobs wait until the test says what they produce. */
 export class ScriptedRunner implements GenerationRunner {
   readonly jobs = new Map<string, { history: HistoryMessage[]; handlers: JobHandlers }>()

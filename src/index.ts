@@ -27,8 +27,8 @@ try {
 
 // What would fail later (the first upload into a read-only folder or an unreachable bucket, a second server on the
 // same file) stops the start here, with one line, before anything is opened or logged.
-// A SQLite file takes one server; PostgreSQL has no such lock (several instances are not supported yet, see
-// docs/operations.md).
+// A SQLite file takes one server. PostgreSQL takes several instances, which share what they must through the database
+// (docs/operations.md, Several instances).
 let instanceLock: ReturnType<typeof lockDatabase> | undefined
 let opened: OpenedStore
 const blobs = openBlobStore(blobLocation(config))

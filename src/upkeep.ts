@@ -1,9 +1,11 @@
 // Deletes, every hour, what can no longer be used: expired sessions; expired OAuth codes and tokens, dead grants
-// with everything issued under them, and spent registration tokens. Without it every hourly refresh of every
-// connected app would add rows for good. It also removes stored files whose rows were never committed (an upload
-// that failed between storing its files and inserting its rows, a crash on another server sharing the bucket),
-// which would otherwise stay until the next start, and on a long-running server never go.
-// Started by src/index.ts; tests call sweepExpired, or start it with their own clock and timer.
+// with everything issued under them, spent registration tokens, and on PostgreSQL ended rate-limit windows. Without
+// it every hourly refresh of every connected app would add rows for good. It also removes stored files whose rows
+// were never committed (an upload that failed between storing its files and inserting its rows, a crash on another
+// server sharing the bucket), which would otherwise stay until the next start, and on a long-running server never go.
+// Started by src/index.ts; tests call sweepExpired, or start it with their own clock and timer. With several
+// instances on one PostgreSQL database each runs it hourly, but never two at once: a run that finds another
+// instance's under way skips its turn (an advisory lock, store.locks).
 import { sweepOrphans } from './attachments/sweep'
 import type { Logger } from './shared/log'
 import type { Clock } from './shared/time'
@@ -15,7 +17,11 @@ export const upkeepIntervalMs = 60 * 60_000
 
 /** The sweeps are independent of each other: they run side by side. */
 export async function sweepExpired(store: Store, now: number): Promise<void> {
-  await Promise.all([store.sessions.deleteExpired(now), store.oauthGrants.deleteExpired(now)])
+  await Promise.all([
+    store.sessions.deleteExpired(now),
+    store.oauthGrants.deleteExpired(now),
+    store.rateLimits?.deleteEnded(now),
+  ])
 }
 
 /** Calls `run` every `ms` until stopped: setInterval, unless a test brings a timer it fires by hand. */
@@ -36,7 +42,8 @@ export interface UpkeepDeps {
 
 /**
  * Sweeps once now, then every `upkeepIntervalMs`; a failed sweep is logged and tried again at the next. A run
- * that finds the previous one still going (a large bucket takes long to list) waits for it rather than doubling it.
+ * that finds the previous one still going (a large bucket takes long to list) waits for it rather than doubling it,
+ * and one that finds another instance sweeping skips its turn.
  */
 export function startUpkeep({ store, blobs, clock, log, repeat = everyInterval }: UpkeepDeps): { stop(): void } {
   const expired = async (now: number) => {
@@ -58,9 +65,20 @@ export function startUpkeep({ store, blobs, clock, log, repeat = everyInterval }
   const run = (): Promise<void> => {
     if (running) return running
     const now = clock.now()
-    running = Promise.all([expired(now), orphans(now)]).then(() => {
-      running = null
-    })
+    const sweeps = async () => {
+      await Promise.all([expired(now), orphans(now)])
+    }
+    running = store.locks
+      .ifFree('upkeep', sweeps)
+      .then(
+        (ran) => {
+          if (!ran) log.debug('another instance is running the upkeep; this one skips its turn')
+        },
+        (error) => log.error('the upkeep could not start', { error: String(error) }),
+      )
+      .then(() => {
+        running = null
+      })
     return running
   }
   void run()

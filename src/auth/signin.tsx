@@ -3,8 +3,9 @@ import { Elysia } from 'elysia'
 import { param, readForm } from '../shared/forms'
 import { clientIpOf, requestIdOf } from '../shared/http'
 import type { Logger } from '../shared/log'
-import type { RateLimiter } from '../shared/rate-limit'
+import type { Limiter } from '../shared/rate-limit'
 import {
+  anonymousCsrfKeyName,
   anonymousCsrfToken,
   csrfTokenMatches,
   formRefusedMessage,
@@ -33,7 +34,7 @@ export interface SigninDeps extends WebDeps {
   /** The OpenID Connect provider's name, when sign-in through it is configured (see oidc-signin.tsx). */
   externalSignIn: string | null
   /** Sign-in attempts per client address and per email (RATE_LIMIT_AUTH_PER_MINUTE); absent when turned off. */
-  authLimiter?: RateLimiter
+  authLimiter?: Limiter
 }
 
 export const signin = (deps: SigninDeps) => {
@@ -48,6 +49,9 @@ export const signin = (deps: SigninDeps) => {
     secure: usesHttps(deps.publicUrl),
     path: '/',
   } as const
+  /** The sign-in form's token for a nonce, signed with the key every instance on the database shares. */
+  const csrfFor = async (nonce: string): Promise<string> =>
+    anonymousCsrfToken(await deps.store.serverKeys.key(anonymousCsrfKeyName), nonce)
   return new Elysia({ name: 'signin' })
     .use(web(deps))
     .onBeforeHandle(({ set }) => {
@@ -55,14 +59,14 @@ export const signin = (deps: SigninDeps) => {
     })
     .get(
       '/login',
-      ({ query, session, cookie, html, redirect }) => {
+      async ({ query, session, cookie, html, redirect }) => {
         const next = safeNextPath(query.next, deps.publicUrl)
         if (session) return redirect(next, 303)
         // Keep an existing nonce so that two open sign-in tabs both work.
         const existing = cookie[names.csrf]?.value
         const nonce = typeof existing === 'string' && existing.length > 0 ? existing : newCsrfNonce()
         cookie[names.csrf]?.set({ value: nonce, ...csrfCookie })
-        return html(<LoginPage next={next} csrf={anonymousCsrfToken(deps.csrfKey, nonce)} external={external(next)} />)
+        return html(<LoginPage next={next} csrf={await csrfFor(nonce)} external={external(next)} />)
       },
       { session: true, detail: { hide: true } },
     )
@@ -77,7 +81,7 @@ export const signin = (deps: SigninDeps) => {
         const formIsOurs =
           isSameOriginRequest(request.headers, deps.publicUrl) &&
           typeof nonce === 'string' &&
-          csrfTokenMatches(anonymousCsrfToken(deps.csrfKey, nonce), param(form, 'csrf'))
+          csrfTokenMatches(await csrfFor(nonce), param(form, 'csrf'))
         if (!formIsOurs) {
           // The page shown with the refusal must itself work, so it gets a nonce (the visitor's, if they had one).
           const retry = typeof nonce === 'string' && nonce.length > 0 ? nonce : newCsrfNonce()
@@ -87,13 +91,13 @@ export const signin = (deps: SigninDeps) => {
             <LoginPage
               next={next}
               email={email}
-              csrf={anonymousCsrfToken(deps.csrfKey, retry)}
+              csrf={await csrfFor(retry)}
               error={formRefusedMessage}
               external={external(next)}
             />,
           )
         }
-        const retryAfter = signInRetryAfter(deps.authLimiter, clientIpOf(request), email)
+        const retryAfter = await signInRetryAfter(deps.authLimiter, clientIpOf(request), email)
         if (retryAfter !== null) {
           set.status = 429
           set.headers['retry-after'] = String(retryAfter)
@@ -101,7 +105,7 @@ export const signin = (deps: SigninDeps) => {
             <LoginPage
               next={next}
               email={email}
-              csrf={anonymousCsrfToken(deps.csrfKey, nonce)}
+              csrf={await csrfFor(nonce)}
               error={`Too many sign-in attempts. Wait ${retryAfter} seconds, then try again.`}
               external={external(next)}
             />,
@@ -116,7 +120,7 @@ export const signin = (deps: SigninDeps) => {
             <LoginPage
               next={next}
               email={email}
-              csrf={anonymousCsrfToken(deps.csrfKey, nonce)}
+              csrf={await csrfFor(nonce)}
               error="The email or password is not correct."
               external={external(next)}
             />,

@@ -15,7 +15,7 @@ import { createRegistrationToken } from '../oauth/registration'
 import { AppError } from '../shared/errors'
 import { param } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
-import type { RateLimiter } from '../shared/rate-limit'
+import type { Limiter } from '../shared/rate-limit'
 import { dayMs } from '../shared/time'
 import { account, accountPageHeaders, RefusedFormPage, readTrustedForm } from './account'
 import { type PageSession, safeNextPath, type WebDeps } from './index'
@@ -75,7 +75,7 @@ function redirectUrisOf(text: string): string[] {
 
 export interface SettingsDeps extends WebDeps {
   /** Password changes prove the current password: they share sign-in's attempt limits (absent when off). */
-  authLimiter?: RateLimiter
+  authLimiter?: Limiter
 }
 
 export const settingsPages = (deps: SettingsDeps) => {
@@ -286,7 +286,7 @@ export const settingsPages = (deps: SettingsDeps) => {
           set.status = 400
           return html(page('The two new passwords do not match.'))
         }
-        const retryAfter = signInRetryAfter(deps.authLimiter, clientIpOf(request), member.user.email)
+        const retryAfter = await signInRetryAfter(deps.authLimiter, clientIpOf(request), member.user.email)
         if (retryAfter !== null) {
           set.status = 429
           set.headers['retry-after'] = String(retryAfter)

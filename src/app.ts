@@ -16,13 +16,13 @@ import { createGenerationEngine } from './generation/service'
 import { Heartbeats, OpenStreams } from './generation/sse'
 import type { GenerationRunner } from './generation/types'
 import { mcpRoutes } from './mcp'
-import { oauthRoutes } from './oauth'
+import { oauthErrorSurface, oauthRoutes } from './oauth'
 import { settingsPages } from './settings'
 import { errorPlugin } from './shared/errors'
 import { httpBasics } from './shared/http'
 import type { Logger } from './shared/log'
 import { AllowedMethods } from './shared/methods'
-import { RateLimiter } from './shared/rate-limit'
+import { RateLimiter, sharedLimiter } from './shared/rate-limit'
 import { responseSchemas } from './shared/responses'
 import type { Clock } from './shared/time'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
@@ -61,22 +61,31 @@ export function createApp(deps: AppDeps) {
   const store = deps.store
   const engine = createGenerationEngine({
     generations: store.generations,
+    relay: store.relay,
     runner: deps.runner,
     clock: deps.clock,
     log: deps.log,
     concurrency: deps.config.GENERATION_CONCURRENCY,
+    leaseMs: deps.config.GENERATION_LEASE_MS,
   })
   const blobs = deps.blobs ?? openBlobStore(blobLocation(deps.config))
   const storageAnswers = storageHealth(blobs, deps.log)
   const oidc = oidcSettings(deps.config)
   const perMinute = (max: number) => (max > 0 ? new RateLimiter({ max, windowMs: 60_000 }, deps.clock) : undefined)
+  // Sign-in, password and token-endpoint attempts slow down guessing, so every instance on the database counts them
+  // together; the per-address and per-token limits above stay in each process (shared/rate-limit.ts says why).
+  const authPerMinute = deps.config.RATE_LIMIT_AUTH_PER_MINUTE
+  const authLimiter =
+    authPerMinute > 0
+      ? sharedLimiter(store.rateLimits, 'auth', { max: authPerMinute, windowMs: 60_000 }, deps.clock)
+      : undefined
   const shared = {
     store,
     clock: deps.clock,
     log: deps.log,
     engine,
     tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
-    authLimiter: perMinute(deps.config.RATE_LIMIT_AUTH_PER_MINUTE),
+    authLimiter,
     links: linksFor(deps.config.PUBLIC_URL),
     heartbeats: deps.heartbeats ?? new Heartbeats(15_000),
     streams: new OpenStreams({
@@ -87,7 +96,6 @@ export function createApp(deps: AppDeps) {
     inspector: deps.inspector,
     blobs,
     publicUrl: deps.config.PUBLIC_URL,
-    csrfKey: crypto.getRandomValues(new Uint8Array(32)),
     responses: responseSchemas(deps.validateResponses ?? true),
   }
   // No request needs more than an upload can hold, and the routes refuse a longer declared Content-Length
@@ -100,6 +108,7 @@ export function createApp(deps: AppDeps) {
       errorPlugin(
         deps.log,
         allowed,
+        [oauthErrorSurface],
         pageErrors({ store, clock: deps.clock, publicUrl: deps.config.PUBLIC_URL }, allowed),
       ),
     )

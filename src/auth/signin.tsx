@@ -2,8 +2,8 @@
 import { Elysia } from 'elysia'
 import { clientIpOf, requestIdOf } from '../shared/http'
 import type { Logger } from '../shared/log'
-import type { RateLimiter } from '../shared/rate-limit'
-import { anonymousCsrfToken, newCsrfNonce } from '../web/csrf'
+import type { Limiter } from '../shared/rate-limit'
+import { anonymousCsrfKeyName, anonymousCsrfToken, newCsrfNonce } from '../web/csrf'
 import {
   changePasswordPath,
   clearCookie,
@@ -24,7 +24,7 @@ export interface SigninDeps extends WebDeps {
   /** The OpenID Connect provider's name, when sign-in through it is configured (see oidc-signin.tsx). */
   externalSignIn: string | null
   /** Sign-in attempts per client address and per email (RATE_LIMIT_AUTH_PER_MINUTE); absent when turned off. */
-  authLimiter?: RateLimiter
+  authLimiter?: Limiter
 }
 
 export const signin = (deps: SigninDeps) => {
@@ -39,6 +39,9 @@ export const signin = (deps: SigninDeps) => {
     secure: usesHttps(deps.publicUrl),
     path: '/',
   } as const
+  /** The sign-in form's token for a nonce, signed with the key every instance on the database shares. */
+  const csrfFor = async (nonce: string): Promise<string> =>
+    anonymousCsrfToken(await deps.store.serverKeys.key(anonymousCsrfKeyName), nonce)
   return new Elysia({ name: 'signin' })
     .use(trustedForms(deps))
     .onBeforeHandle(({ set }) => {
@@ -46,14 +49,14 @@ export const signin = (deps: SigninDeps) => {
     })
     .get(
       '/login',
-      ({ query, session, cookie, html, redirect }) => {
+      async ({ query, session, cookie, html, redirect }) => {
         const next = safeNextPath(query.next, deps.publicUrl)
         if (session) return redirect(next, 303)
         // Keep an existing nonce so that two open sign-in tabs both work.
         const existing = cookie[names.csrf]?.value
         const nonce = typeof existing === 'string' && existing.length > 0 ? existing : newCsrfNonce()
         cookie[names.csrf]?.set({ value: nonce, ...csrfCookie })
-        return html(<LoginPage next={next} csrf={anonymousCsrfToken(deps.csrfKey, nonce)} external={external(next)} />)
+        return html(<LoginPage next={next} csrf={await csrfFor(nonce)} external={external(next)} />)
       },
       { session: true, detail: { hide: true } },
     )
@@ -65,7 +68,7 @@ export const signin = (deps: SigninDeps) => {
         const email = field(form, 'email') ?? ''
         // The guard has matched the form's token to this cookie.
         const nonce = String(cookie[names.csrf]?.value)
-        const retryAfter = signInRetryAfter(deps.authLimiter, clientIpOf(request), email)
+        const retryAfter = await signInRetryAfter(deps.authLimiter, clientIpOf(request), email)
         if (retryAfter !== null) {
           set.status = 429
           set.headers['retry-after'] = String(retryAfter)
@@ -73,7 +76,7 @@ export const signin = (deps: SigninDeps) => {
             <LoginPage
               next={next}
               email={email}
-              csrf={anonymousCsrfToken(deps.csrfKey, nonce)}
+              csrf={await csrfFor(nonce)}
               error={`Too many sign-in attempts. Wait ${retryAfter} seconds, then try again.`}
               external={external(next)}
             />,
@@ -88,7 +91,7 @@ export const signin = (deps: SigninDeps) => {
             <LoginPage
               next={next}
               email={email}
-              csrf={anonymousCsrfToken(deps.csrfKey, nonce)}
+              csrf={await csrfFor(nonce)}
               error="The email or password is not correct."
               external={external(next)}
             />,

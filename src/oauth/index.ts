@@ -5,10 +5,12 @@
 
 import { Elysia, t } from 'elysia'
 import { AuthModel } from '../auth/model'
-import { holdsNul, readJson } from '../shared/body'
+import { readJson } from '../shared/body'
+import type { ErrorSurface } from '../shared/errors'
 import { readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
-import { type Limit, RateLimiter } from '../shared/rate-limit'
+import { holdsNul } from '../shared/nul'
+import { type Limit, type Limiter, sharedLimiter } from '../shared/rate-limit'
 import type { Responses } from '../shared/responses'
 import { dayMs } from '../shared/time'
 import { consentPageHeaders, type PageSession, seeOther, signInPath, type WebDeps } from '../web/index'
@@ -44,7 +46,7 @@ export interface OAuthRoutesDeps extends WebDeps {
   responses: Responses
   openRegistration: boolean
   /** Token and revocation requests per client address (RATE_LIMIT_AUTH_PER_MINUTE); absent when turned off. */
-  authLimiter?: RateLimiter
+  authLimiter?: Limiter
 }
 
 /** 30 registrations per client address per hour: far above what real clients need, far below a flood. */
@@ -54,10 +56,10 @@ export const registrationRateLimit: Limit = { max: 30, windowMs: 60 * 60_000 }
  * Counts a request against a per-address limit and refuses it in RFC 6749 form. Requests whose address is
  * unknown (handled in-process, never by Bun's server) are not counted, as with the global per-IP limit.
  */
-function limitByAddress(limiter: RateLimiter | undefined, bucket: string, request: Request): void {
+async function limitByAddress(limiter: Limiter | undefined, bucket: string, request: Request): Promise<void> {
   const ip = clientIpOf(request)
   if (!limiter || ip === null) return
-  const retryAfter = limiter.hit(`${bucket}:${ip}`)
+  const retryAfter = await limiter.hit(`${bucket}:${ip}`)
   if (retryAfter !== null) {
     throw new TemporarilyUnavailable(`Too many ${bucket} requests from this address; try again later`, retryAfter)
   }
@@ -88,6 +90,15 @@ function oauthFailure(error: unknown): Response {
   const response = oauthErrorResponse(error)
   for (const [name, value] of Object.entries(cors)) response.headers.set(name, value)
   return response
+}
+
+/**
+ * A refusal that meets the JSON endpoints before or beside their own checks (U+0000 in the URL or the form) is
+ * said in their RFC 6749 form too. The authorization endpoint answers people, with the pages' surface.
+ */
+export const oauthErrorSurface: ErrorSurface = {
+  paths: /^\/oauth\/(?:token(?:\/revoke)?|register)\/?$/,
+  render: (failure) => oauthFailure(new OAuthError(failure.code, failure.message, failure.status)),
 }
 
 /** The authorization endpoint answers people, with pages. */
@@ -147,7 +158,8 @@ const rateLimitedResponse = {
 }
 
 export const oauthRoutes = (deps: OAuthRoutesDeps) => {
-  const registrationLimiter = new RateLimiter(registrationRateLimit, deps.clock)
+  // Counted by every instance together on PostgreSQL, like the other limits on guessing (app.ts).
+  const registrationLimiter = sharedLimiter(deps.store.rateLimits, 'registration', registrationRateLimit, deps.clock)
 
   /** The signed-in answer to a valid authorization request: the consent page, or a refusal. */
   function answer(checked: AuthorizationCheckResult, session: PageSession | null, url: URL): JSX.Element | Response {
@@ -258,7 +270,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       '/oauth/token',
       async ({ request }) => {
         try {
-          limitByAddress(deps.authLimiter, 'token', request)
+          await limitByAddress(deps.authLimiter, 'token', request)
           const form = await readForm(request)
           if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
           const payload = await exchangeToken(deps, { form, authorization: request.headers.get('authorization') })
@@ -303,7 +315,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       '/oauth/token/revoke',
       async ({ request }) => {
         try {
-          limitByAddress(deps.authLimiter, 'token', request)
+          await limitByAddress(deps.authLimiter, 'token', request)
           const form = await readForm(request)
           if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
           await revokeToken(deps, { form, authorization: request.headers.get('authorization') })
@@ -338,7 +350,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       '/oauth/register',
       async ({ request }) => {
         try {
-          limitByAddress(registrationLimiter, 'registration', request)
+          await limitByAddress(registrationLimiter, 'registration', request)
           const access = {
             authorization: request.headers.get('authorization'),
             openRegistration: deps.openRegistration,

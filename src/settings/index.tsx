@@ -15,7 +15,7 @@ import {
 import { createConfidentialClient, listConnectedApps, listOwnClients, revokeConnectedApp } from '../oauth/management'
 import { createRegistrationToken } from '../oauth/registration'
 import { clientIpOf } from '../shared/http'
-import type { RateLimiter } from '../shared/rate-limit'
+import type { Limiter } from '../shared/rate-limit'
 import { dayMs } from '../shared/time'
 import { account, accountPageHeaders, noticeFor, refusalOf } from '../web/account'
 import { type PageSession, safeNextPath, type WebDeps } from '../web/index'
@@ -66,7 +66,7 @@ function redirectUrisOf(text: string): string[] {
 
 export interface SettingsDeps extends WebDeps {
   /** Password changes prove the current password: they share sign-in's attempt limits (absent when off). */
-  authLimiter?: RateLimiter
+  authLimiter?: Limiter
 }
 
 export const settingsPages = (deps: SettingsDeps) => {
@@ -247,7 +247,7 @@ export const settingsPages = (deps: SettingsDeps) => {
           set.status = 400
           return html(page('The two new passwords do not match.'))
         }
-        const retryAfter = signInRetryAfter(deps.authLimiter, clientIpOf(request), member.user.email)
+        const retryAfter = await signInRetryAfter(deps.authLimiter, clientIpOf(request), member.user.email)
         if (retryAfter !== null) {
           set.status = 429
           set.headers['retry-after'] = String(retryAfter)

@@ -4,9 +4,10 @@
 // requests are pages: those whose route resolved a `session`, and any path outside the API that matched no route,
 // so an unknown web address gets an HTML 404 while the API keeps its JSON. Two failures are not pages but
 // redirects: a page that needs a session sends the visitor to sign in, and a GET on an address only a form posts
-// to (a reload of the page a form answered with) goes to the page that form belongs to.
+// to (a reload of the page a form answered with) goes to the page that form belongs to. A refusal met before any
+// route (U+0000 in the URL) is a page on a web address too.
 
-import { AppError, type PageFailures } from '../shared/errors'
+import { AppError, type PageFailures, RequestRefusal } from '../shared/errors'
 import type { AllowedMethods } from '../shared/methods'
 import { hashSecret } from '../shared/security'
 import type { Clock } from '../shared/time'
@@ -69,11 +70,12 @@ const titles: Record<number, string> = {
 
 /**
  * Paths that answer JSON (or a protocol's own format) whatever happens: their failures keep the API's shape even
- * where no route matched. Every other path is a web address.
+ * where no route matched. Every other path is a web address, the authorization endpoint's consent page among them.
  */
 const apiPrefixes = ['/api/', '/oauth/', '/.well-known/', '/mcp', '/settings/api/', '/swagger', '/healthz', '/readyz']
 
 export function isApiPath(path: string): boolean {
+  if (path === '/oauth/authorize') return false
   return apiPrefixes.some((prefix) => path === prefix.replace(/\/$/, '') || path.startsWith(prefix))
 }
 
@@ -160,7 +162,9 @@ export function pageErrors(deps: PageErrorDeps, allowed: AllowedMethods): PageFa
   return async (failure, request, unmatched) => {
     const url = new URL(request.url)
     const session = pageSessionOf(request)
-    const isPage = session !== undefined || (unmatched && !isApiPath(url.pathname))
+    // A refusal that met the request before any route (U+0000 in the URL, src/shared/nul.ts) goes by the path too.
+    const beforeRoute = unmatched || (failure instanceof RequestRefusal && session === undefined)
+    const isPage = session !== undefined || (beforeRoute && !isApiPath(url.pathname))
     if (!isPage) return null
     const reading = request.method === 'GET' || request.method === 'HEAD'
     if (failure.status === 401 && session !== undefined) {

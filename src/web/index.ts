@@ -14,8 +14,6 @@ export interface WebDeps {
   store: Store
   clock: Clock
   publicUrl: string
-  /** Signs the pre-sign-in CSRF cookie; random per process, so a sign-in form left open across a restart expires. */
-  csrfKey: Uint8Array
 }
 
 /** A signed-in request: the person, their session cookie value and the CSRF token their forms must carry. */

@@ -8,14 +8,21 @@
 // - 'sign-in': the sign-in form, before there is a session; the token goes with the pre-sign-in cookie.
 // - 'header': the settings API's JSON writes; the token is the `X-CSRF-Token` header and the body is the route's.
 //
-// A form route gets the read form as `form`. A page without a session sends the visitor to sign in first; a refused
+// A form route gets the read form as `form`, with no U+0000 in any field (src/shared/nul.ts). A page without a session sends the visitor to sign in first; a refused
 // form is a 403 page (src/web/errors.tsx), and a refused settings API write a 403 `csrf_failed`.
 // test/web-layer.test.ts posts to every route the app has without a token, so a new route cannot forget this.
 import { Elysia } from 'elysia'
 import { maxRequestBytes } from '../attachments/limits'
 import { maxJsonBodyBytes, mediaTypeOf, readBounded } from '../shared/body'
 import { AppError } from '../shared/errors'
-import { anonymousCsrfToken, csrfTokenMatches, formRefusedMessage, isSameOriginRequest } from './csrf'
+import { formHoldsNul, nulRefusal } from '../shared/nul'
+import {
+  anonymousCsrfKeyName,
+  anonymousCsrfToken,
+  csrfTokenMatches,
+  formRefusedMessage,
+  isSameOriginRequest,
+} from './csrf'
 import { PageError } from './errors'
 import { accountOf, cookieNames, type PageSession, type WebDeps, web } from './index'
 
@@ -40,7 +47,7 @@ export function fieldValues(form: PostedForm, name: string): string[] {
 
 /**
  * The posted form, read within its bound (413 past it); null for any other body or one that cannot be parsed.
- * Bun's own parser reads both encodings, as `request.formData()` would.
+ * Bun's own parser reads both encodings, as `request.formData()` would. A field holding U+0000 is a 400.
  */
 async function readFormBody(request: Request, kind: TrustedFormKind): Promise<PostedForm | null> {
   const type = mediaTypeOf(request)
@@ -49,13 +56,17 @@ async function readFormBody(request: Request, kind: TrustedFormKind): Promise<Po
   // The framework read it first: the route lacks `parse: 'none'`, which a macro cannot set.
   if (request.bodyUsed) throw new Error('A trustedForm route must leave its body unread (`parse: "none"`)')
   const bytes = await readBounded(request, kind === 'upload' ? maxRequestBytes : maxJsonBodyBytes)
+  let form: PostedForm
   try {
-    return await new Response(bytes, {
+    form = await new Response(bytes, {
       headers: { 'content-type': request.headers.get('content-type') ?? type },
     }).formData()
   } catch {
     return null
   }
+  // Refused where it is read, as every form reader does, whoever sent it.
+  if (formHoldsNul(form.entries())) throw nulRefusal()
+  return form
 }
 
 function formRefused(action?: { href: string; label: string }): PageError {
@@ -93,11 +104,12 @@ export const trustedForms = (deps: WebDeps) => {
           async resolve({ request, cookie }): Promise<{ form: PostedForm }> {
             const refused = () => formRefused({ href: '/login', label: 'Sign in again' })
             if (!isSameOriginRequest(request.headers, deps.publicUrl)) throw refused()
+            const form = await readFormBody(request, kind)
             const nonce = cookie[names.csrf]?.value
             if (typeof nonce !== 'string' || nonce === '') throw refused()
-            const form = await readFormBody(request, kind)
-            if (!form || !csrfTokenMatches(anonymousCsrfToken(deps.csrfKey, nonce), field(form, 'csrf')))
-              throw refused()
+            // Signed with the key every instance on the database shares, as the sign-in page signed it.
+            const key = await deps.store.serverKeys.key(anonymousCsrfKeyName)
+            if (!form || !csrfTokenMatches(anonymousCsrfToken(key, nonce), field(form, 'csrf'))) throw refused()
             return { form }
           },
         }

@@ -6,7 +6,22 @@ test('raw HTML is shown as text, never as markup', () => {
   expect(renderMarkdown('hi <script>alert(1)</script> <img src=x onerror=alert(1)>')).toBe(
     '<p>hi &lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror=alert(1)&gt;</p>\n',
   )
-  expect(renderMarkdown('```\n<b>bold</b>\n```')).toBe('<pre><code>&lt;b&gt;bold&lt;/b&gt;\n</code></pre>\n')
+  expect(renderMarkdown('```\n<b>bold</b>\n```')).toBe(
+    '<div class="code-block"><div class="code-head"><span class="code-language">code</span>' +
+      '<button type="button" class="copy-code">Copy</button></div>' +
+      '<pre><code class="hljs">&lt;b&gt;bold&lt;/b&gt;\n</code></pre></div>\n',
+  )
+})
+
+test('fenced code in a known language is highlighted, escaped, and labelled; an unknown one is shown plain', () => {
+  const html = renderMarkdown('```ts\nconst a: string = "<b>"\n```')
+  expect(html).toContain('<span class="code-language">ts</span>')
+  expect(html).toContain('<code class="hljs language-ts"><span class="hljs-keyword">const</span>')
+  expect(html).toContain('<span class="hljs-string">&quot;&lt;b&gt;&quot;</span>')
+  expect(renderMarkdown('```"><script>\nx\n```')).toContain(
+    '<span class="code-language">&quot;&gt;&lt;script&gt;</span>',
+  )
+  expect(renderMarkdown('```cobol\n<x>\n```')).toContain('<code class="hljs">&lt;x&gt;\n</code>')
 })
 
 test('links go only to http(s) and mailto, and never carry the referrer or the opener', () => {

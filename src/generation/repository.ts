@@ -50,6 +50,9 @@ export interface GenerationRepository {
   /** The answer to a user message, or null when the message asked for none (or does not exist). */
   find(messageId: string): Promise<GenerationRecord | null>
 
+  /** Which of these user messages had their answer stopped part way (`interrupted`); looked up by key. */
+  interrupted(messageIds: string[]): Promise<Set<string>>
+
   /**
    * What the generator is given for the answer to `messageId`: the thread's active messages up to and including
    * it, in list order (created_at, id), each with the files behind its attachment blocks. Empty when the message

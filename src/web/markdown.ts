@@ -11,6 +11,19 @@ export function renderMarkdown(text: string): string {
   return markdown.render(text)
 }
 
+/** The words of one line of Markdown as a reader sees them, without its marks; a line that is only marks stays. */
+export function markdownAsText(line: string): string {
+  const words = markdown
+    .parse(line, {})
+    .flatMap((token) => token.children ?? [])
+    .map((token) =>
+      token.type === 'text' || token.type === 'code_inline' ? token.content : token.type === 'softbreak' ? ' ' : '',
+    )
+    .join('')
+    .trim()
+  return words === '' ? line : words
+}
+
 const markdownPunctuation = /[\\`*_{}[\]()#+\-.!|<>~]/g
 
 /** Text that Markdown shows exactly as written, for quoting names and filenames inside generated Markdown. */

@@ -84,7 +84,7 @@ describe('navigation and sign-in', () => {
     const { browser } = await signedIn(h)
     const response = await browser.get('/threads')
     expect(response.headers.get('content-security-policy')).toBe(
-      "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; " +
+      "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' blob:; " +
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     )
     expect(response.headers.get('x-frame-options')).toBe('DENY')

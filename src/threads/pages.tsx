@@ -65,7 +65,7 @@ export interface ThreadPagesDeps extends WebDeps {
 export const threadPageHeaders = {
   ...pageHeaders,
   'content-security-policy':
-    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; " +
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' blob:; " +
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 } as const
 

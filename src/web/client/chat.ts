@@ -70,6 +70,10 @@ function swap(doc: Document, url: string): void {
   const samePage = new URL(url).pathname === location.pathname
   const focused = document.activeElement?.id
   if (samePage && document.getElementById('composer') && doc.getElementById('composer')) {
+    // The thread's menu stays open over its own change (archive, privacy), so the person sees it take effect.
+    const menuOpen = document.querySelector<HTMLDetailsElement>('.thread-tools')?.open === true
+    const freshMenu = doc.querySelector<HTMLDetailsElement>('.thread-tools')
+    if (freshMenu) freshMenu.open = menuOpen
     replaceFrom(doc, '.chat-top')
     replaceFrom(doc, '#thread-view')
     const running = doc.getElementById('composer')?.dataset.running === 'true'

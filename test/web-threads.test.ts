@@ -381,12 +381,19 @@ describe('the thread page', () => {
       token: user.token,
       body: { name: 'Broken', text: 'Tell me' },
     })
-    ;(await runner.started(created.body.message_id)).error('The model is unavailable: check LLM_MODEL')
+    const failure =
+      'Could not reach the AI provider. An administrator should check that it is running and that LLM_BASE_URL is right.'
+    ;(await runner.started(created.body.message_id)).error(failure)
     await h.app.decorator.engine.idle()
     const id = created.body.thread_id
     const html = await (await browser.get(`/threads/${id}`)).text()
     expect(html).toContain('<h2 id="failure-title">This thread stopped with an error</h2>')
-    expect(html).toContain('<p>The model is unavailable: check LLM_MODEL</p>')
+    // In a person's words; the operator's sentence only for administrators.
+    expect(html).toContain('<p>Could not reach the AI provider.</p>')
+    expect(html).not.toContain('LLM_BASE_URL')
+    const admin = await signedIn(h, { role: 'admin' })
+    const adminView = await (await admin.browser.get(`/threads/${id}`)).text()
+    expect(adminView).toContain(`<strong>For administrators:</strong> <span>${failure}</span>`)
     expect(html).toContain('>Continue in a new thread</button>')
     expect(html).not.toContain('id="composer-text"')
     const continued = await browser.postForm(`/threads/${id}/continue`, { csrf: hiddenField(html, 'csrf') })

@@ -280,21 +280,47 @@ function LiveAnswer({ props, messageId }: { props: ThreadPageProps; messageId: s
   )
 }
 
+const settingName = /\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/
+
+/**
+ * A failure as the person reads it: the stored sentence (written for the API's callers) without the sentences that
+ * speak to operators (settings to check, things an administrator should do); those go to administrators as a hint.
+ */
+export function failureForPeople(text: string | null): { said: string; forAdmins: string | null } {
+  const stored = text?.trim() || 'The response failed.'
+  const sentences = stored.split(/(?<=[.!?])\s+/)
+  const plain = sentences
+    .filter((sentence) => !settingName.test(sentence) && !/administrator/i.test(sentence))
+    .map((sentence) => sentence.replace(/\s*\([^)]*\)/g, ''))
+  const said = plain.length > 0 ? plain.join(' ') : 'The AI service could not answer this time.'
+  return { said, forAdmins: said === stored ? null : stored }
+}
+
 function Failure({ props }: { props: ThreadPageProps }): JSX.Element {
+  const { said, forAdmins } = failureForPeople(props.failure)
   return (
     <section class="failure" aria-labelledby="failure-title">
       <h2 id="failure-title">This thread stopped with an error</h2>
-      <p safe>{props.failure ?? 'The response failed.'}</p>
-      <p>
-        It cannot take new messages. You can go on in a new thread that starts with an extract of this one's last
-        messages.
-      </p>
-      <form method="post" action={threadPath(props.thread, '/continue')}>
-        <CsrfField token={props.viewer.csrf} />
-        <button type="submit" class="primary">
-          Continue in a new thread
-        </button>
-      </form>
+      <p safe>{said}</p>
+      {props.viewer.isAdmin && forAdmins ? (
+        <p class="admin-hint">
+          <strong>For administrators:</strong> <span safe>{forAdmins}</span> The server's log has the details.
+        </p>
+      ) : null}
+      {props.isOwner ? (
+        <>
+          <p>
+            It cannot take new messages. You can go on in a new thread that starts with an extract of this one's last
+            messages.
+          </p>
+          <form method="post" action={threadPath(props.thread, '/continue')}>
+            <CsrfField token={props.viewer.csrf} />
+            <button type="submit" class="primary">
+              Continue in a new thread
+            </button>
+          </form>
+        </>
+      ) : null}
     </section>
   )
 }

@@ -83,7 +83,9 @@ try {
       await page.screenshot({ path: join(out, `thread-${device}-${scheme}.png`) })
     }
   }
+  await page.emulateMedia({ colorScheme: 'light' })
   await page.goto(`${threadUrl}#sidebar`)
+  await page.locator('#sidebar').waitFor()
   await page.screenshot({ path: join(out, 'sidebar-phone-light.png') })
   console.log(`screenshots written to ${out}`)
 } catch (error) {

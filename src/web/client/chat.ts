@@ -45,6 +45,10 @@ function enhance(root: ParentNode): void {
 
 // ---- Swapping in the server's rendering ----
 
+// Back and forward between pages this script swapped in load them again; a change of the fragment alone (the
+// phone's sidebar link, a message's link) is no page change.
+let shownPath = location.pathname
+
 /** Fetches a page of ours and returns it parsed; null when it is not one. */
 async function fetchPage(url: string, init?: RequestInit): Promise<{ doc: Document; response: Response } | null> {
   const response = await fetch(url, { credentials: 'same-origin', headers: { accept: 'text/html' }, ...init })
@@ -80,7 +84,10 @@ function swap(doc: Document, url: string): void {
     setRunning(running)
   } else {
     replaceFrom(doc, '#main')
-    if (!samePage) history.pushState(null, '', new URL(url).pathname)
+    if (!samePage) {
+      history.pushState(null, '', new URL(url).pathname)
+      shownPath = location.pathname
+    }
     chips = []
     renderChips()
   }
@@ -519,7 +526,9 @@ function cycleTheme(button: HTMLElement): void {
 
 // ---- Start ----
 
-window.addEventListener('popstate', () => location.reload())
+window.addEventListener('popstate', () => {
+  if (location.pathname !== shownPath) location.reload()
+})
 
 function start(): void {
   for (const button of document.querySelectorAll<HTMLElement>('.theme-switch')) showTheme(button)

@@ -62,7 +62,7 @@ try {
     sky,
   )
   await send(
-    'Turn the budget into code:\n\n```ts\nconst budget = { hotel: 180, dinner: 90, museum: 24 }\nconst total = Object.values(budget).reduce((a, b) => a + b, 0)\nconsole.log(`Total: ${total} €`) // 294 €\n```',
+    'Turn the budget into code:\n\n```ts\nconst budget = { hotel: 180, dinner: 90, museum: 24 }\nconst total = Object.values(budget).reduce((a, b) => a + b, 0)\nconsole.log("Total:", total, "€") // 294 €\n```',
   )
   await page.locator('.message-assistant').first().getByRole('button', { name: 'Good answer' }).click()
   await page.locator('.message-assistant button[aria-pressed="true"]').waitFor()

@@ -132,9 +132,13 @@ function follow(): void {
   setRunning(true)
   let written = ''
   let pending = false
+  /** What the last rendering took: a long answer is rendered less often, so the page stays responsive. */
+  let cost = 0
   const render = (): void => {
     pending = false
+    const started = performance.now()
     if (text) text.innerHTML = markdown.render(written)
+    cost = performance.now() - started
     keepFollowing()
   }
   const stream = new EventSource(url)
@@ -152,10 +156,10 @@ function follow(): void {
     live.classList.add('writing')
     if (status) status.textContent = 'Writing the answer…'
     written += (JSON.parse((event as MessageEvent).data) as { token: string }).token
-    // One rendering per frame, however fast the words come.
+    // At most one rendering per frame, however fast the words come, and a pause of twice the last one's cost.
     if (!pending) {
       pending = true
-      requestAnimationFrame(render)
+      setTimeout(() => requestAnimationFrame(render), Math.min(cost * 2, 250))
     }
   })
   stream.addEventListener('done', () => end(stopping ? 'The answer was stopped.' : 'The answer is complete.'))
@@ -489,6 +493,7 @@ document.addEventListener('click', (event) => {
     void copy(button, code)
   } else if (button.classList.contains('copy-message')) {
     const body = button.closest('.message')?.querySelector<HTMLElement>('.message-body')
+    // biome-ignore lint/performance/useDomNodeTextContent: the text as shown, with the line breaks between blocks
     void copy(button, body?.innerText.trim() ?? '')
   } else if (button.classList.contains('chip-remove')) {
     removeChip(Number(button.dataset.index))

@@ -340,6 +340,9 @@ test.concurrent('a thread in error continues in a new thread that starts with an
   await page.getByLabel(/^Name/).fill('Lyon')
   await page.getByRole('button', { name: 'Send' }).click()
   await page.getByRole('heading', { name: 'This thread stopped with an error' }).waitFor()
+  // In a person's words (the operator's sentence below it is for the administrator, who this is).
+  expect(await page.locator('.failure p').first().textContent()).toBe('Could not reach the AI provider.')
+  expect(await page.locator('.admin-hint').textContent()).toContain('LLM_BASE_URL')
   // A thread in error takes no more messages: the composer goes.
   await page.locator('#composer').waitFor({ state: 'detached' })
   await page.getByRole('button', { name: 'Continue in a new thread' }).click()
@@ -349,7 +352,11 @@ test.concurrent('a thread in error continues in a new thread that starts with an
     'Continued from “Lyon”, which stopped with an error:',
   )
   expect(await summary.locator('blockquote').first().textContent()).toContain('Plan a weekend in Lyon')
-  await page.getByLabel('Message', { exact: true }).waitFor()
+  // The unanswered question is asked again in the new thread; the provider is still unreachable, so it fails in
+  // the same words, and the person sees it without reloading.
+  expect(await page.locator('.message-user').textContent()).toContain('Plan a weekend in Lyon')
+  await page.getByRole('heading', { name: 'This thread stopped with an error' }).waitFor()
+  expect(await page.locator('.failure p').first().textContent()).toBe('Could not reach the AI provider.')
 }, 60_000)
 
 test.concurrent('sign in with the OpenID Connect provider from the sign-in page', async () => {

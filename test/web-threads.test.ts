@@ -399,13 +399,25 @@ describe('the thread page', () => {
     const continued = await browser.postForm(`/threads/${id}/continue`, { csrf: hiddenField(html, 'csrf') })
     expect(continued.status).toBe(303)
     const next = continued.headers.get('location') ?? ''
-    const page = await (await browser.get(next)).text()
+    const page = await (await browser.get(next.split('#')[0] ?? '')).text()
     expect(page).toContain('<h1 class="chat-title">Broken (continued)</h1>')
     expect(page).toContain('<h3 id="message-')
     expect(page).toContain('class="message message-summary"')
     expect(page).toContain('<strong>Continued from “Broken”, which stopped with an error:</strong>')
     expect(page).toContain('<blockquote>\n<p>Tell me</p>\n</blockquote>')
     expect(page).toContain('id="composer-text"')
+    expect(page).toContain('id="live-answer"')
+    // The unanswered question is asked again in the new thread, and its answer is on its way.
+    expect(next).toMatch(/^\/threads\/[0-9a-f-]{36}#live-answer$/)
+    const newId = next.slice('/threads/'.length, next.indexOf('#'))
+    const carried = (await h.call('GET', `/api/v1/threads/${newId}/messages`, { token: user.token })).body.data
+    expect(carried.map((message: { role: string }) => message.role)).toEqual(['summary', 'user'])
+    expect(carried[1].contents).toEqual([{ type: 'text', text: 'Tell me' }])
+    const job = await runner.started(carried[1].id)
+    job.token('Here it is.')
+    job.done()
+    await h.app.decorator.engine.idle()
+    expect((await h.call('GET', `/api/v1/threads/${newId}`, { token: user.token })).body.state).toBe('ready')
   })
 })
 

@@ -435,8 +435,13 @@ export const threadPages = (deps: ThreadPagesDeps) =>
             case 'continue': {
               const fileNames = async (ids: string[]) => attachmentNames(deps.store.attachments, ids)
               const now = deps.clock.now()
+              const question = await unansweredQuestion(deps, caller, threadId)
               const continued = await continueThread(deps.store.threads, fileNames, caller, threadId, deps.links, now)
-              return seeOther(`/threads/${continued.thread_id}`)
+              if (question === null) return seeOther(`/threads/${continued.thread_id}`)
+              // The question the failure left unanswered is asked again in the new thread, after the extract.
+              const sent = await sendMessage(deps.store.threads, caller, continued.thread_id, { text: question }, now)
+              deps.engine.enqueue(sent.message_id, continued.thread_id)
+              return seeOther(`/threads/${continued.thread_id}#live-answer`)
             }
             default:
               throw notFound('Page')
@@ -557,6 +562,17 @@ function threadChanges(form: PageForm): ThreadsModel.updateThreadBody {
     throw invalidRequest(`A name may have at most ${threadNameMaxLength} characters.`)
   }
   return changes
+}
+
+/** The text of the thread's last message when it is the person's and went unanswered; files are not carried. */
+async function unansweredQuestion(deps: ThreadPagesDeps, caller: Caller, threadId: string): Promise<string | null> {
+  const last = (await allMessages(deps, caller, threadId)).at(-1)
+  if (last?.role !== 'user') return null
+  const text = last.contents
+    .flatMap((block) => (block.type === 'text' ? [block.text] : []))
+    .join('\n\n')
+    .trim()
+  return text === '' ? null : text
 }
 
 /** Stop is a button that may race the answer's end: finding nothing left to stop is success too. */

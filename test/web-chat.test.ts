@@ -18,7 +18,7 @@ const password = 'correct horse battery'
 interface PageWindow {
   document: {
     querySelector(selector: string): { querySelector(selector: string): unknown } | null
-    documentElement: { scrollWidth: number; clientWidth: number }
+    documentElement: { scrollWidth: number; clientWidth: number; scrollHeight: number }
     activeElement: { id: string } | null
     getElementById(id: string): { dispatchEvent(event: unknown): boolean } | null
   }
@@ -28,6 +28,9 @@ interface PageWindow {
   DragEvent: new (type: string, init: Record<string, unknown>) => unknown
   ClipboardEvent: new (type: string, init: Record<string, unknown>) => unknown
   KeyboardEvent: new (type: string, init: Record<string, unknown>) => unknown
+  scrollY: number
+  innerHeight: number
+  scrollTo(x: number, y: number): void
   __sameDocument?: boolean
   __seen?: { bold: boolean; code: boolean }
   MutationObserver: new (callback: () => void) => { observe(target: unknown, options: Record<string, boolean>): void }
@@ -260,5 +263,48 @@ test.concurrent("times read in the browser's own time zone, relative when recent
   // A reload renders UTC on the server; the script rewrites it again.
   await page.reload()
   expect(await page.locator('.message-assistant time').first().getAttribute('title')).toContain('GMT+9')
+  expect(session.errors).toEqual([])
+}, 60_000)
+
+test.concurrent('the view follows a streaming answer until the person scrolls up; a thread opens at its end', async () => {
+  await using session = await signedIn({ viewport: { width: 900, height: 500 } })
+  const { page } = session
+  const position = () =>
+    page.evaluate(() => {
+      const { document, scrollY, innerHeight } = globalThis as unknown as PageWindow
+      const live = document.querySelector('#live-answer .live-text') as { textContent: string | null } | null
+      return {
+        scrollY,
+        atEnd: document.documentElement.scrollHeight - scrollY - innerHeight < 80,
+        written: live?.textContent?.length ?? -1,
+      }
+    })
+  const words = Array.from({ length: 300 }, (_, index) => `word${index}`).join(' ')
+  await page.getByLabel('Message', { exact: true }).fill(words)
+  await page.getByLabel('Message', { exact: true }).press('Enter')
+  await page.locator('#live-answer.writing').waitFor()
+  // While it streams, the newest words stay in view.
+  await page.waitForFunction(() => {
+    const { document, scrollY, innerHeight } = globalThis as unknown as PageWindow
+    const live = document.querySelector('#live-answer .live-text') as { textContent: string | null } | null
+    return (live?.textContent?.length ?? 0) > 600 && document.documentElement.scrollHeight - scrollY - innerHeight < 80
+  })
+  await page.evaluate(() => (globalThis as unknown as PageWindow).scrollTo(0, 0))
+  const before = await position()
+  // More words arrive (or the answer ends); the view stays where the person put it.
+  await page.waitForFunction((written) => {
+    const { document } = globalThis as unknown as PageWindow
+    const live = document.querySelector('#live-answer .live-text') as { textContent: string | null } | null
+    return !live || (live.textContent?.length ?? 0) > written + 300
+  }, before.written)
+  expect((await position()).scrollY).toBe(0)
+  await answer(page, 0)
+  expect((await position()).scrollY).toBe(0)
+  // Opened again, the thread shows its latest message.
+  await page.reload()
+  await page.waitForFunction(() => {
+    const { document, scrollY, innerHeight } = globalThis as unknown as PageWindow
+    return scrollY > 0 && document.documentElement.scrollHeight - scrollY - innerHeight < 80
+  })
   expect(session.errors).toEqual([])
 }, 60_000)

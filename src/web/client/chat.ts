@@ -540,8 +540,13 @@ function start(): void {
   enhance(document)
   const text = composerParts()?.text
   if (text) autosize(text)
-  // A thread opens at its latest message, unless its address names one.
-  if (!location.hash || location.hash === '#live-answer') toBottom()
+  // A thread opens at its latest message, unless its address names one: the browser's own restoring of the
+  // last position (on reload) is turned off, and images that load later do not push the end out of view.
+  history.scrollRestoration = 'manual'
+  if (!location.hash || location.hash === '#live-answer') {
+    toBottom()
+    window.addEventListener('load', keepFollowing)
+  }
   if (text && !location.hash.startsWith('#message-')) text.focus({ preventScroll: true })
   follow()
   setInterval(() => rewriteTimes(document), 60_000)

@@ -308,3 +308,34 @@ test.concurrent('the view follows a streaming answer until the person scrolls up
   })
   expect(session.errors).toEqual([])
 }, 60_000)
+
+test.concurrent('axe finds no accessibility problem in the new conversation and a thread, light or dark', async () => {
+  // axe runs as a page script: the test's context bypasses the page's CSP to inject it (the pages never load it).
+  await using session = await signedIn({ bypassCSP: true })
+  const { page } = session
+  await page
+    .getByLabel('Message', { exact: true })
+    .fill('An answer with `code`, a [link](https://example.com) and:\n\n```js\nlet a = 1\n```')
+  await page.getByLabel('Message', { exact: true }).press('Enter')
+  await answer(page, 0)
+  const source = await Bun.file(require.resolve('axe-core/axe.min.js')).text()
+  const problems: string[] = []
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme })
+    for (const path of ['/', new URL(page.url()).pathname]) {
+      await page.goto(path)
+      await page.addScriptTag({ content: source })
+      const violations = await page.evaluate(async () => {
+        const { axe } = globalThis as unknown as {
+          axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> }
+        }
+        const result = await axe.run()
+        return result.violations.map(
+          (violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
+        )
+      })
+      problems.push(...violations.map((violation) => `${scheme} ${path} ${violation}`))
+    }
+  }
+  expect(problems).toEqual([])
+}, 60_000)

@@ -373,8 +373,11 @@ export function ThreadPage(props: ThreadPageProps): JSX.Element {
         {props.isOwner ? <ThreadTools props={props} /> : null}
       </TopBar>
       <div id="thread-view" class="conversation" data-state={thread.state}>
+        <h2 id="messages-title" class="visually-hidden">
+          Messages
+        </h2>
         {props.messages.length === 0 ? <p class="empty">No messages yet.</p> : null}
-        <ol class="messages" aria-label="Messages">
+        <ol class="messages" aria-labelledby="messages-title">
           {props.messages.map((message, index) => (
             <Message message={message} isLast={index === props.messages.length - 1} props={props} />
           ))}

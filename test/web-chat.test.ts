@@ -339,3 +339,25 @@ test.concurrent('axe finds no accessibility problem in the new conversation and 
   }
   expect(problems).toEqual([])
 }, 60_000)
+
+test.concurrent('without JavaScript the same page works by plain form posts: start, answer on reload, rate', async () => {
+  await using session = await signedIn({ javaScriptEnabled: false })
+  const { page } = session
+  await page.getByLabel('Message', { exact: true }).fill('Plain and simple')
+  await page.getByRole('button', { name: 'Send' }).click()
+  await page.waitForURL(/\/threads\/[0-9a-f-]{36}#live-answer$/)
+  const threadUrl = page.url().split('#')[0] ?? ''
+  // The answer shows once the page is read again.
+  for (;;) {
+    await page.goto(threadUrl)
+    if ((await page.locator('.message-assistant:not(.live)').count()) > 0) break
+    await page.locator('#live-answer noscript, #live-answer').first().waitFor()
+  }
+  expect(await page.locator('.message-assistant .markdown').textContent()).toContain('Plain and simple')
+  await page.locator('.message-assistant').getByRole('button', { name: 'Good answer' }).click()
+  await page.waitForURL(/#message-[0-9a-f-]{36}$/)
+  expect(await page.locator('.message-assistant button[title="Good answer"]').getAttribute('aria-pressed')).toBe('true')
+  // Nothing the script would show is in the way: the copy buttons stay hidden.
+  expect(await page.locator('.copy-message').first().isVisible()).toBe(false)
+  expect(session.errors).toEqual([])
+}, 60_000)

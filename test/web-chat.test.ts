@@ -19,7 +19,7 @@ interface PageWindow {
   document: {
     querySelector(selector: string): { querySelector(selector: string): unknown } | null
     documentElement: { scrollWidth: number; clientWidth: number; scrollHeight: number }
-    activeElement: { id: string } | null
+    activeElement: { id: string; blur(): void } | null
     getElementById(id: string): { dispatchEvent(event: unknown): boolean } | null
   }
   navigator: { clipboard: { readText(): Promise<string> } }
@@ -77,7 +77,7 @@ async function answer(page: Page, index: number): Promise<string> {
   return (await settled.locator('.message-body').textContent()) ?? ''
 }
 
-test.concurrent('keyboard only: focus starts in the composer, Shift+Enter adds a line, IME Enter waits, Enter sends', async () => {
+test.concurrent('keyboard only: focus starts in the composer, Shift+Enter adds a line, IME Enter waits, Enter sends; the sidebar by Tab', async () => {
   await using session = await signedIn()
   const { page } = session
   expect(await page.evaluate(() => (globalThis as unknown as PageWindow).document.activeElement?.id)).toBe(
@@ -111,6 +111,30 @@ test.concurrent('keyboard only: focus starts in the composer, Shift+Enter adds a
   expect(await page.evaluate(() => (globalThis as unknown as PageWindow).__sameDocument)).toBe(true)
   // The new thread is in the sidebar, marked as the open one, named after its first line.
   expect(await page.locator('.thread-link[aria-current="page"]').textContent()).toBe('First line')
+  const threadPath = new URL(page.url()).pathname
+
+  // The sidebar by keyboard: Tab from the top of the page reaches "New thread", and Enter opens it.
+  const focused = () =>
+    page.evaluate(() => {
+      const active = (globalThis as unknown as PageWindow).document.activeElement as {
+        textContent: string | null
+      } | null
+      return active?.textContent?.trim() ?? ''
+    })
+  await page.evaluate(() => (globalThis as unknown as PageWindow).document.activeElement?.blur())
+  for (let presses = 0; presses < 10 && (await focused()) !== 'New thread'; presses++) await page.keyboard.press('Tab')
+  expect(await focused()).toBe('New thread')
+  await page.keyboard.press('Enter')
+  await page.waitForURL((url) => url.pathname === '/')
+  expect(await page.evaluate(() => (globalThis as unknown as PageWindow).document.activeElement?.id)).toBe(
+    'composer-text',
+  )
+  // …and Tab on from the search box reaches the thread, which Enter opens again.
+  await page.getByLabel('Search', { exact: true }).focus()
+  for (let presses = 0; presses < 20 && (await focused()) !== 'First line'; presses++) await page.keyboard.press('Tab')
+  expect(await focused()).toBe('First line')
+  await page.keyboard.press('Enter')
+  await page.waitForURL((url) => url.pathname === threadPath)
   expect(session.errors).toEqual([])
 }, 60_000)
 

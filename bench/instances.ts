@@ -168,7 +168,7 @@ function summary(values: number[]): { count: number; inTime: number; p50: number
 
 const ms = (value: number): string => (Number.isFinite(value) ? `${value.toFixed(1)} ms` : 'never')
 const uptime = (): string =>
-  readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(', ') + ` (load averages, ${cpus().length} cores)`
+  `${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(', ')} (load averages, ${cpus().length} cores)`
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -345,7 +345,9 @@ try {
         const claimed = until(async () => {
           const [row] = await sql`select leased_by from generations where message_id = ${answer.messageId}`
           const by = row?.leased_by as string | null
-          if (by && !by.includes(holder)) return (claimedAt = performance.now())
+          if (!by || by.includes(holder)) return undefined
+          claimedAt = performance.now()
+          return true
         }, 60_000)
         await reading.finished
         await claimed

@@ -104,8 +104,12 @@ interface Reading {
   finished: Promise<void>
 }
 
+function emptyReading(): Reading {
+  return { ids: [], times: [], end: null, opened: Promise.resolve(), finished: Promise.resolve() }
+}
+
 function read(instance: Instance, answer: { threadId: string; messageId: string }, onToken?: () => void): Reading {
-  const reading: Reading = { ids: [], times: [], end: null, opened: Promise.resolve(), finished: Promise.resolve() }
+  const reading = emptyReading()
   let now = 0
   const parser = createParser({
     onEvent(event) {
@@ -206,77 +210,129 @@ const cleanup = async (): Promise<void> => {
 }
 const results: string[] = []
 
+type Summary = ReturnType<typeof summary>
+
+interface StreamsRun {
+  streams: number
+  openMs: number
+  seconds: number
+  ended: number
+  events: number
+  cpu: { a: number; b: number; client: number }
+  held: Summary
+  reference: Summary
+  notified: Summary
+  served: Summary
+}
+
+/**
+ * Scenario 1 once: new answers generated on A, two reference streams each on A, then `settings.streams` streams on
+ * `holder`, read to their end. Each answer's first reference stream is the clock the others are measured against.
+ */
+async function manyStreams(holder: Instance): Promise<StreamsRun> {
+  const answers = await Promise.all(
+    Array.from({ length: settings.answers }, (_, k) => send(a, words(settings.words, `${holder.name}${k}w`))),
+  )
+  const references = answers.map((answer) => [read(a, answer), read(a, answer)] as const)
+  // A LISTEN of this process's own on the instances' channel: when each chunk's notification left PostgreSQL
+  // (as this process heard it), which splits a delay into A's publishing and B's serving.
+  const heard = new Map(answers.map((answer) => [answer.messageId, emptyReading()]))
+  const observer = new Bun.SQL(cluster.url('bench'), { max: 1 })
+  await observer.listen('threadhouse_answers', (payload) => {
+    const event = JSON.parse(payload) as { kind: string; messageId: string; end: number }
+    const reading = event.kind === 'chunk' ? heard.get(event.messageId) : undefined
+    reading?.ids.push(event.end)
+    reading?.times.push(performance.now())
+  })
+  const held: Reading[][] = answers.map(() => [])
+  const cpuBefore = { a: cpuSeconds(a.pid), b: cpuSeconds(b.pid), client: process.cpuUsage() }
+  const openedAt = performance.now()
+  const batch = 100
+  for (let from = 0; from < settings.streams; from += batch) {
+    const opening: Promise<void>[] = []
+    for (let index = from; index < Math.min(settings.streams, from + batch); index++) {
+      const k = index % answers.length
+      const reading = read(holder, answers[k] as (typeof answers)[number])
+      ;(held[k] as Reading[]).push(reading)
+      opening.push(reading.opened)
+    }
+    await Promise.all(opening)
+  }
+  const openMs = performance.now() - openedAt
+  const windowFrom = performance.now() + warmUpMs
+  await Promise.all([...references.flat(), ...held.flat()].map((reading) => reading.finished))
+  const windowTo = performance.now()
+  const used = process.cpuUsage(cpuBefore.client)
+  const cpu = {
+    a: cpuSeconds(a.pid) - cpuBefore.a,
+    b: cpuSeconds(b.pid) - cpuBefore.b,
+    client: (used.user + used.system) / 1e6,
+  }
+  await observer.close()
+  const found = { held: [] as number[], reference: [] as number[], notified: [] as number[], served: [] as number[] }
+  for (const [k, [clock, second]] of references.entries()) {
+    delays(clock, second, windowFrom, found.reference)
+    const notified = heard.get((answers[k] as (typeof answers)[number]).messageId) as Reading
+    delays(clock, notified, windowFrom, found.notified)
+    for (const reading of held[k] as Reading[]) {
+      delays(clock, reading, windowFrom, found.held)
+      delays(notified, reading, windowFrom, found.served)
+    }
+  }
+  return {
+    streams: settings.streams,
+    openMs,
+    seconds: (windowTo - windowFrom) / 1000,
+    ended: held.flat().filter((reading) => reading.end === 'done').length,
+    events: held.flat().reduce((sum, reading) => sum + reading.ids.length, 0),
+    cpu,
+    held: summary(found.held),
+    reference: summary(found.reference),
+    notified: summary(found.notified),
+    served: summary(found.served),
+  }
+}
+
 try {
-  // 1. Many streams on B for answers generated on A. Each answer has two reference streams on A, opened first: the
-  // first is the clock every other stream of the answer is measured against, the second, measured against it,
-  // is the baseline (what the client and one server add on their own).
+  // 1. Many streams for answers generated on A, held on B, then (the same-run baseline) the same streams on A.
   {
-    const answers = await Promise.all(
-      Array.from({ length: settings.answers }, (_, k) => send(a, words(settings.words, `a${k}w`))),
-    )
-    const references = answers.map((answer) => [read(a, answer), read(a, answer)] as const)
-    const onB: Reading[][] = answers.map(() => [])
-    const cpuBefore = { a: cpuSeconds(a.pid), b: cpuSeconds(b.pid), client: process.cpuUsage() }
-    const openedAt = performance.now()
-    const batch = 100
-    for (let from = 0; from < settings.streams; from += batch) {
-      const opening: Promise<void>[] = []
-      for (let index = from; index < Math.min(settings.streams, from + batch); index++) {
-        const k = index % answers.length
-        const reading = read(b, answers[k] as (typeof answers)[number])
-        ;(onB[k] as Reading[]).push(reading)
-        opening.push(reading.opened)
-      }
-      await Promise.all(opening)
-    }
-    const windowFrom = performance.now() + warmUpMs
-    console.log(`${settings.streams} streams open on B in ${(performance.now() - openedAt).toFixed(0)} ms`)
-    await Promise.all([...references.flat(), ...onB.flat()].map((reading) => reading.finished))
-    const windowTo = performance.now()
-    const cpu = {
-      a: cpuSeconds(a.pid) - cpuBefore.a,
-      b: cpuSeconds(b.pid) - cpuBefore.b,
-      client: (() => {
-        const used = process.cpuUsage(cpuBefore.client)
-        return (used.user + used.system) / 1e6
-      })(),
-    }
-    const acrossDelays: number[] = []
-    const baselineDelays: number[] = []
-    for (const [k, [clock, second]] of references.entries()) {
-      delays(clock, second, windowFrom, baselineDelays)
-      for (const reading of onB[k] as Reading[]) delays(clock, reading, windowFrom, acrossDelays)
-    }
-    const ended = onB.flat().filter((reading) => reading.end === 'done').length
-    const deliveredOnB = onB.flat().reduce((sum, reading) => sum + reading.ids.length, 0)
-    const across = summary(acrossDelays)
-    const baseline = summary(baselineDelays)
-    const seconds = (windowTo - windowFrom) / 1000
-    const line = (name: string, s: ReturnType<typeof summary>): string =>
+    const onB = await manyStreams(b)
+    const onA = await manyStreams(a)
+    const line = (name: string, s: Summary): string =>
       `| ${name} | ${s.count} | ${s.inTime.toFixed(2)}% | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.max)} |`
+    const notes = (name: string, run: StreamsRun): string =>
+      `${name}: ${run.streams} streams open in ${run.openMs.toFixed(0)} ms, ${run.ended} ended with \`done\`, ` +
+      `window ${run.seconds.toFixed(1)} s; CPU from the first stream's opening to the last one's end: A ` +
+      `${run.cpu.a.toFixed(1)} s, B ${run.cpu.b.toFixed(1)} s, this client ${run.cpu.client.toFixed(1)} s ` +
+      `(${run.events} token events sent to the held streams).`
     results.push(
-      `## 1. ${settings.streams} streams on B for ${settings.answers} answers generated on A`,
+      `## 1. ${settings.streams} streams for ${settings.answers} answers generated on A`,
       '',
       `${settings.answers} answers of about ${settings.words + 5} tokens, one every ${settings.tokenDelayMs} ms, all ` +
-        `generated at once on A; ${settings.streams} streams on B spread evenly over them, and two reference ` +
-        `streams per answer on A. Tokens counted from ${warmUpMs} ms after the last stream opened, for ` +
-        `${seconds.toFixed(1)} s. A token's delay: when a B stream had it, minus when A's first reference ` +
-        "stream had it. Baseline: A's second reference stream measured the same way.",
+        `generated at once on A; ${settings.streams} streams spread evenly over them, and two reference ` +
+        `streams per answer on A opened first. Tokens counted from ${warmUpMs} ms after the last stream opened. ` +
+        "A token's delay: when a held stream had it, minus when the answer's first reference stream (on A) had it; " +
+        'the second reference stream, measured the same way, is what the client alone adds. The run is made ' +
+        'twice, the streams held on B (across instances) and then on A (one instance, the baseline). The profile ' +
+        "rows split B's delay at a LISTEN of this client's own: when it heard each chunk's notification.",
       '',
       '| streams | tokens | within 100 ms | p50 | p99 | max |',
       '| --- | --- | --- | --- | --- | --- |',
-      line(`on B (${settings.streams})`, across),
-      line(`baseline: on A (${settings.answers})`, baseline),
+      line(`${settings.streams} on B (across instances)`, onB.held),
+      line('profile: notification heard, after A', onB.notified),
+      line("profile: B's streams, after the notification", onB.served),
+      line(`${settings.streams} on A (baseline: one instance)`, onA.held),
+      line(`client alone: A's second reference stream (${settings.answers})`, onB.reference),
       '',
-      `Streams on B that ended with \`done\`: ${ended} of ${settings.streams}. CPU over the window: ` +
-        `A ${cpu.a.toFixed(1)} s, B ${cpu.b.toFixed(1)} s, this client ${cpu.client.toFixed(1)} s ` +
-        `(${((cpu.b * 1e6) / Math.max(1, deliveredOnB)).toFixed(1)} µs of B per token event B sent, ` +
-        `${deliveredOnB} events from the first stream's opening to the last one's end).`,
+      `- ${notes('On B', onB)}`,
+      `- ${notes('On A', onA)}`,
       '',
-      `Goal: ≥ ${goal.inTimeShare}% within ${goal.inTimeMs} ms: **${across.inTime >= goal.inTimeShare ? 'met' : 'not met'}**.`,
+      `Goal: ≥ ${goal.inTimeShare}% within ${goal.inTimeMs} ms across instances: ` +
+        `**${onB.held.inTime >= goal.inTimeShare ? 'met' : 'not met'}** (one instance, same run: ` +
+        `${onA.held.inTime.toFixed(2)}%).`,
       '',
     )
-    console.log(results.slice(-10).join('\n'))
+    console.log(results.slice(-16).join('\n'))
   }
 
   // 2. First token across instances, one answer at a time, turns alternating between reading on B and on A.

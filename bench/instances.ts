@@ -5,7 +5,7 @@
 //   2. first token across instances: POST on A, stream on B, against POST and stream on A;
 //   3. takeover after SIGKILL of the generating instance, with the default lease.
 // Results go to results/instances.md (what follows its notes marker is kept). Never part of `bun test`.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createParser } from 'eventsource-parser'
@@ -219,6 +219,10 @@ interface StreamsRun {
   ended: number
   events: number
   cpu: { a: number; b: number; client: number }
+  /** Seconds each process was ready to run but waited for a CPU. */
+  waited: { a: number; b: number; client: number }
+  /** Index and table scans of answer_chunks: the followers' catch-up reads (publishing writes do not count). */
+  reads: number
   held: Summary
   reference: Summary
   notified: Summary
@@ -229,6 +233,29 @@ interface StreamsRun {
  * Scenario 1 once: new answers generated on A, two reference streams each on A, then `settings.streams` streams on
  * `holder`, read to their end. Each answer's first reference stream is the clock the others are measured against.
  */
+/**
+ * Seconds a process's threads have spent runnable but waiting for a CPU (the second field of each thread's
+ * schedstat): on a machine shared with other work, the time a server was ready to send a token and could not.
+ */
+function runQueueSeconds(pid: number): number {
+  let waited = 0
+  for (const thread of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      waited += Number(readFileSync(`/proc/${pid}/task/${thread}/schedstat`, 'utf8').split(' ')[1])
+    } catch {
+      // A thread that ended meanwhile.
+    }
+  }
+  return waited / 1e9
+}
+
+async function chunkReads(sql: Bun.SQL): Promise<number> {
+  const [row] = await sql`
+    select coalesce(idx_scan, 0) + coalesce(seq_scan, 0) as scans from pg_stat_user_tables
+    where relname = 'answer_chunks'`
+  return Number(row?.scans ?? 0)
+}
+
 async function manyStreams(holder: Instance): Promise<StreamsRun> {
   const answers = await Promise.all(
     Array.from({ length: settings.answers }, (_, k) => send(a, words(settings.words, `${holder.name}${k}w`))),
@@ -245,7 +272,9 @@ async function manyStreams(holder: Instance): Promise<StreamsRun> {
     reading?.times.push(performance.now())
   })
   const held: Reading[][] = answers.map(() => [])
+  const readsBefore = await chunkReads(observer)
   const cpuBefore = { a: cpuSeconds(a.pid), b: cpuSeconds(b.pid), client: process.cpuUsage() }
+  const waitBefore = { a: runQueueSeconds(a.pid), b: runQueueSeconds(b.pid), client: runQueueSeconds(process.pid) }
   const openedAt = performance.now()
   const batch = 100
   for (let from = 0; from < settings.streams; from += batch) {
@@ -268,6 +297,14 @@ async function manyStreams(holder: Instance): Promise<StreamsRun> {
     b: cpuSeconds(b.pid) - cpuBefore.b,
     client: (used.user + used.system) / 1e6,
   }
+  const waited = {
+    a: runQueueSeconds(a.pid) - waitBefore.a,
+    b: runQueueSeconds(b.pid) - waitBefore.b,
+    client: runQueueSeconds(process.pid) - waitBefore.client,
+  }
+  // The statistics collector writes its counts a moment after the reads.
+  await Bun.sleep(1500)
+  const reads = (await chunkReads(observer)) - readsBefore
   await observer.close()
   const found = { held: [] as number[], reference: [] as number[], notified: [] as number[], served: [] as number[] }
   for (const [k, [clock, second]] of references.entries()) {
@@ -286,6 +323,8 @@ async function manyStreams(holder: Instance): Promise<StreamsRun> {
     ended: held.flat().filter((reading) => reading.end === 'done').length,
     events: held.flat().reduce((sum, reading) => sum + reading.ids.length, 0),
     cpu,
+    waited,
+    reads,
     held: summary(found.held),
     reference: summary(found.reference),
     notified: summary(found.notified),
@@ -304,7 +343,9 @@ try {
       `${name}: ${run.streams} streams open in ${run.openMs.toFixed(0)} ms, ${run.ended} ended with \`done\`, ` +
       `window ${run.seconds.toFixed(1)} s; CPU from the first stream's opening to the last one's end: A ` +
       `${run.cpu.a.toFixed(1)} s, B ${run.cpu.b.toFixed(1)} s, this client ${run.cpu.client.toFixed(1)} s ` +
-      `(${run.events} token events sent to the held streams).`
+      `(${run.events} token events sent to the held streams); runnable but waiting for a CPU: A ` +
+      `${run.waited.a.toFixed(1)} s, B ${run.waited.b.toFixed(1)} s, this client ${run.waited.client.toFixed(1)} s; ` +
+      `${run.reads} reads of answer_chunks.`
     results.push(
       `## 1. ${settings.streams} streams for ${settings.answers} answers generated on A`,
       '',

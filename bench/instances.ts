@@ -5,7 +5,7 @@
 //   2. first token across instances: POST on A, stream on B, against POST and stream on A;
 //   3. takeover after SIGKILL of the generating instance, with the default lease.
 // Results go to results/instances.md (what follows its notes marker is kept). Never part of `bun test`.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createParser } from 'eventsource-parser'
@@ -234,19 +234,12 @@ interface StreamsRun {
  * `holder`, read to their end. Each answer's first reference stream is the clock the others are measured against.
  */
 /**
- * Seconds a process's threads have spent runnable but waiting for a CPU (the second field of each thread's
- * schedstat): on a machine shared with other work, the time a server was ready to send a token and could not.
+ * Seconds a process's main thread (its event loop, which writes every token) has spent runnable but waiting for a
+ * CPU (the second field of its schedstat): on a machine shared with other work, time a server was ready to send
+ * tokens and could not.
  */
 function runQueueSeconds(pid: number): number {
-  let waited = 0
-  for (const thread of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      waited += Number(readFileSync(`/proc/${pid}/task/${thread}/schedstat`, 'utf8').split(' ')[1])
-    } catch {
-      // A thread that ended meanwhile.
-    }
-  }
-  return waited / 1e9
+  return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e9
 }
 
 async function chunkReads(sql: Bun.SQL): Promise<number> {
@@ -343,7 +336,7 @@ try {
       `${name}: ${run.streams} streams open in ${run.openMs.toFixed(0)} ms, ${run.ended} ended with \`done\`, ` +
       `window ${run.seconds.toFixed(1)} s; CPU from the first stream's opening to the last one's end: A ` +
       `${run.cpu.a.toFixed(1)} s, B ${run.cpu.b.toFixed(1)} s, this client ${run.cpu.client.toFixed(1)} s ` +
-      `(${run.events} token events sent to the held streams); runnable but waiting for a CPU: A ` +
+      `(${run.events} token events sent to the held streams); main thread ready but waiting for a CPU: A ` +
       `${run.waited.a.toFixed(1)} s, B ${run.waited.b.toFixed(1)} s, this client ${run.waited.client.toFixed(1)} s; ` +
       `${run.reads} reads of answer_chunks.`
     results.push(

@@ -221,6 +221,8 @@ interface StreamsRun {
   cpu: { a: number; b: number; client: number }
   /** Seconds each process was ready to run but waited for a CPU. */
   waited: { a: number; b: number; client: number }
+  /** Answers each instance took from the shared queue during the run (not claimed by A within a quarter lease). */
+  taken: { a: number; b: number }
   /** Index and table scans of answer_chunks: the followers' catch-up reads (publishing writes do not count). */
   reads: number
   held: Summary
@@ -240,6 +242,20 @@ interface StreamsRun {
  */
 function runQueueSeconds(pid: number): number {
   return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e9
+}
+
+/** Answers an instance has taken from the shared queue so far, by its 'took over unfinished answers' lines. */
+function takenOver(instance: Instance): number {
+  let taken = 0
+  for (const line of instance.stderr().split('\n')) {
+    if (!line.includes('"msg":"took over unfinished answers"')) continue
+    try {
+      taken += Number((JSON.parse(line) as { requeued?: number }).requeued ?? 0)
+    } catch {
+      // A line cut at the start of the kept output.
+    }
+  }
+  return taken
 }
 
 async function chunkReads(sql: Bun.SQL): Promise<number> {
@@ -265,6 +281,7 @@ async function manyStreams(holder: Instance): Promise<StreamsRun> {
     reading?.times.push(performance.now())
   })
   const held: Reading[][] = answers.map(() => [])
+  const takenBefore = { a: takenOver(a), b: takenOver(b) }
   const readsBefore = await chunkReads(observer)
   const cpuBefore = { a: cpuSeconds(a.pid), b: cpuSeconds(b.pid), client: process.cpuUsage() }
   const waitBefore = { a: runQueueSeconds(a.pid), b: runQueueSeconds(b.pid), client: runQueueSeconds(process.pid) }
@@ -318,6 +335,7 @@ async function manyStreams(holder: Instance): Promise<StreamsRun> {
     cpu,
     waited,
     reads,
+    taken: { a: takenOver(a) - takenBefore.a, b: takenOver(b) - takenBefore.b },
     held: summary(found.held),
     reference: summary(found.reference),
     notified: summary(found.notified),
@@ -338,7 +356,8 @@ try {
       `${run.cpu.a.toFixed(1)} s, B ${run.cpu.b.toFixed(1)} s, this client ${run.cpu.client.toFixed(1)} s ` +
       `(${run.events} token events sent to the held streams); main thread ready but waiting for a CPU: A ` +
       `${run.waited.a.toFixed(1)} s, B ${run.waited.b.toFixed(1)} s, this client ${run.waited.client.toFixed(1)} s; ` +
-      `${run.reads} reads of answer_chunks.`
+      `${run.reads} reads of answer_chunks; answers taken from the shared queue by B: ${run.taken.b} (by A: ` +
+      `${run.taken.a}).`
     results.push(
       `## 1. ${settings.streams} streams for ${settings.answers} answers generated on A`,
       '',

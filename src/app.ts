@@ -137,7 +137,9 @@ export function createApp(deps: AppDeps) {
     .use(responses(shared))
     .use(signin({ ...shared, externalSignIn: oidc?.name ?? null }))
     .use(oidcSignin({ ...shared, oidc }))
-    .use(threadPages(shared))
+    .use(
+      threadPages({ ...shared, model: { provider: deps.config.LLM_PROVIDER, model: deps.config.LLM_MODEL ?? null } }),
+    )
     .use(oauthRoutes({ ...shared, openRegistration: deps.config.OAUTH_OPEN_REGISTRATION }))
     .use(mcpRoutes(shared))
     .use(settingsPages(shared))

@@ -63,6 +63,18 @@ test('an answer is stored once: a second end writes nothing', async () => {
   expect(await s.replies()).toEqual({ n: 1 })
 })
 
+test('an answer stopped part way is found among the messages asked about; others are not', async () => {
+  await using s = await queuedAnswer()
+  expect(await s.generations.interrupted([])).toEqual(new Set())
+  await s.generations.claim(s.answer, 5, lease)
+  expect(await s.generations.interrupted([s.answer.messageId])).toEqual(new Set())
+  await s.generations.markStopping(s.answer.threadId, 6)
+  const ended = { ...s.answer, lease: lease.id, contents: [{ type: 'text' as const, text: 'Hel' }] }
+  await s.generations.finish({ ...ended, outcome: 'interrupted', error: 'Stopped' }, 7)
+  const other = crypto.randomUUID()
+  expect(await s.generations.interrupted([s.answer.messageId, other])).toEqual(new Set([s.answer.messageId]))
+})
+
 test('a stop that crosses the end of the answer leaves the thread ready', async () => {
   await using s = await queuedAnswer()
   await s.generations.claim(s.answer, 5, lease)

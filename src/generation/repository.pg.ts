@@ -124,6 +124,15 @@ async function storeSummary(tx: Tx, threadId: string, compaction: Compaction, no
 
 export function pgGenerationRepository(db: PgDb): GenerationRepository {
   return {
+    async interrupted(messageIds) {
+      if (messageIds.length === 0) return new Set()
+      const rows = await db
+        .select({ messageId: generations.messageId })
+        .from(generations)
+        .where(and(inArray(generations.messageId, messageIds), eq(generations.status, 'interrupted')))
+      return new Set(rows.map((row) => row.messageId))
+    },
+
     async find(messageId) {
       const [row] = await db
         .select({ status: generations.status, error: generations.error })

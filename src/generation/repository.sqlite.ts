@@ -104,6 +104,16 @@ export function sqliteGenerationRepository(db: Db): GenerationRepository {
       return row ? { ...row, status: row.status as 'queued' | 'running' } : null
     },
 
+    async interrupted(messageIds) {
+      if (messageIds.length === 0) return new Set()
+      const rows = db
+        .select({ messageId: generations.messageId })
+        .from(generations)
+        .where(and(inArray(generations.messageId, messageIds), eq(generations.status, 'interrupted')))
+        .all()
+      return new Set(rows.map((row) => row.messageId))
+    },
+
     async history(threadId, messageId) {
       const target = statement('target').get({ messageId })
       if (!target) return []

@@ -93,6 +93,9 @@ export interface GenerationRepository {
   /** The answer a thread is waiting for or producing (at most one is), with its status; null when none. */
   pending(threadId: string): Promise<(PendingAnswer & { status: 'queued' | 'running' }) | null>
 
+  /** Which of these user messages had their answer stopped part way (`interrupted`); looked up by key. */
+  interrupted(messageIds: string[]): Promise<Set<string>>
+
   /**
    * What the generator is given for the answer to `messageId`: the thread's active messages up to and including
    * it, in list order (created_at, id), each with the files behind its attachment blocks. Empty when the message

@@ -1,6 +1,7 @@
-// The web application's thread pages and their forms: HTTP in, HTML or a redirect out. Every form posts and
-// redirects (303) without JavaScript; the thread page's script only streams answers in. The signed-in person acts
-// as a Caller with threads:read and threads:write, so visibility and owner rules are the API's own.
+// The web application's chat pages and their forms: HTTP in, HTML or a redirect out. Every form posts and
+// redirects (303) without JavaScript; the chat script (src/web/client/) makes the same posts without reloading.
+// The signed-in person acts as a Caller with threads:read and threads:write, so visibility and owner rules are the
+// API's own.
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import { attachmentResponse } from '../attachments/download'
@@ -24,10 +25,13 @@ import { isUuid } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import type { BlobStore } from '../storage/blobs'
 import type { Store } from '../store'
+import { clientAssetAt, clientAssets } from '../web/client-assets'
 import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
-import { ThreadPage, type ThreadPageProps, threadScriptPath } from '../web/pages/thread'
-import { type NewThreadDraft, type ThreadFilters, ThreadListPage } from '../web/pages/threads'
+import { markdownAsText } from '../web/markdown'
+import type { ModelInfo, SidebarProps, ThreadFilters } from '../web/pages/chat-layout'
+import { ThreadPage, type ThreadPageProps } from '../web/pages/thread'
+import { NewConversationPage, type NewThreadDraft } from '../web/pages/threads'
 import { type PostedForm, trustedForms } from '../web/trusted-form'
 import { continueThread } from './continuation'
 import { submitFeedback } from './feedback'
@@ -49,22 +53,28 @@ export interface ThreadPagesDeps extends WebDeps {
   uploadsDir: string
   inspector: FileInspector
   blobs: BlobStore
+  /** What answers, named in the pages. */
+  model: ModelInfo
 }
 
 /** The pages' own policy: the shared one, plus this origin's script and its stream, and images only from here. */
 export const threadPageHeaders = {
   ...pageHeaders,
   'content-security-policy':
-    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; " +
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' blob:; " +
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 } as const
 
-const threadScript = Bun.file(join(import.meta.dir, '../web/thread.js'))
 const icon = Bun.file(join(import.meta.dir, '../web/icon.svg'))
 
-/** A web name for a thread started without one: the first line of its message, shortened. */
+/**
+ * A web name for a thread started without one: the first line of its message as it reads (Markdown's marks taken
+ * out, so `**Lyon**` names it "Lyon"), shortened.
+ */
 export function defaultThreadName(text: string): string {
-  const line = (text.trim().split(/\r?\n/)[0] ?? '').replace(/\s+/g, ' ').trim()
+  const line = markdownAsText(text.trim().split(/\r?\n/)[0] ?? '')
+    .replace(/\s+/g, ' ')
+    .trim()
   const characters = [...line]
   return characters.length <= 80 ? line : `${characters.slice(0, 79).join('').trimEnd()}…`
 }
@@ -160,9 +170,14 @@ async function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId:
   const fileIds = messages.flatMap((message) => attachmentIdsOf(message.contents))
   const answers = messages.filter((message) => message.role === 'assistant').map((message) => message.id)
   const running = thread.state === 'waiting' || thread.state === 'active' || thread.state === 'interrupted'
+  const asked = messages.filter((message) => message.role === 'user').map((message) => message.id)
   return (
     <ThreadPage
       viewer={viewerOf(session)}
+      sidebar={await sidebarOf(deps, session, {}, threadId)}
+      assets={await clientAssets()}
+      model={deps.model}
+      stoppedAnswers={stoppedAnswers(messages, await deps.store.generations.interrupted(asked))}
       thread={thread}
       isOwner={thread.owner.id === session.user.sub}
       messages={messages}
@@ -175,12 +190,13 @@ async function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId:
   )
 }
 
-async function listPage(
+/** The sidebar's page of threads, filtered as the query says. */
+async function sidebarOf(
   deps: ThreadPagesDeps,
   session: PageSession,
   query: Record<string, string | undefined>,
-  extras: { error?: string; draft?: NewThreadDraft } = {},
-) {
+  currentId?: string,
+): Promise<SidebarProps> {
   const filters = listFilters(query)
   const after = query.after && isUuid(query.after) ? query.after : undefined
   const caller = callerFromSession(session.user)
@@ -199,14 +215,37 @@ async function listPage(
     if (!(error instanceof AppError) || after === undefined) throw error
     page = await listThreads(deps.store.threads, caller, apiQuery, deps.links)
   }
+  return {
+    filters,
+    page,
+    nextHref: page.has_more ? pageHref(filters, page.last_id) : null,
+    firstHref: after ? pageHref(filters, null) : null,
+    currentId,
+  }
+}
+
+/** The answers that follow a user message whose answer was stopped part way. */
+function stoppedAnswers(messages: ThreadsModel.message[], interrupted: Set<string>): Set<string> {
+  const stopped = new Set<string>()
+  messages.forEach((message, index) => {
+    const next = messages[index + 1]
+    if (interrupted.has(message.id) && next?.role === 'assistant') stopped.add(next.id)
+  })
+  return stopped
+}
+
+async function newConversationPage(
+  deps: ThreadPagesDeps,
+  session: PageSession,
+  query: Record<string, string | undefined>,
+  extras: { error?: string; draft?: NewThreadDraft } = {},
+) {
   return (
-    <ThreadListPage
+    <NewConversationPage
       viewer={viewerOf(session)}
-      viewerSub={session.user.sub}
-      filters={filters}
-      page={page}
-      nextHref={page.has_more ? pageHref(filters, page.last_id) : null}
-      firstHref={after ? pageHref(filters, null) : null}
+      sidebar={await sidebarOf(deps, session, query)}
+      assets={await clientAssets()}
+      model={deps.model}
       {...extras}
     />
   )
@@ -244,18 +283,29 @@ export const threadPages = (deps: ThreadPagesDeps) =>
       Object.assign(set.headers, threadPageHeaders)
     })
     .get(
-      threadScriptPath,
-      () => new Response(threadScript, { headers: { 'content-type': 'text/javascript; charset=utf-8' } }),
+      '/assets/client/:file',
+      async ({ params }) => {
+        const asset = await clientAssetAt(`/assets/client/${params.file}`)
+        if (!asset) throw notFound('Script')
+        // The name changes with the bytes, so a browser may keep this one for good.
+        const headers = {
+          'content-type': 'text/javascript; charset=utf-8',
+          'cache-control': 'public, max-age=31536000, immutable',
+        }
+        return new Response(asset.bytes, { headers })
+      },
       { detail: { hide: true } },
     )
     // Browsers ask for it on every page; a 404 there is an error in every console.
     .get('/favicon.ico', () => new Response(icon, { headers: { 'content-type': 'image/svg+xml' } }), {
       detail: { hide: true },
     })
-    .get('/', ({ session }) => (session ? seeOther('/threads') : seeOther(signInPath('/threads'))), {
-      session: true,
-      detail: { hide: true },
-    })
+    // A new conversation: `/` plainly, `/threads` with the sidebar's search and filters in its query.
+    .get(
+      '/',
+      async ({ session, html }) => (session ? html(await newConversationPage(deps, session, {})) : seeOther('/login')),
+      { session: true, detail: { hide: true } },
+    )
     .get(
       '/threads',
       async ({ session, query, html, request }) => {
@@ -263,7 +313,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
           const url = new URL(request.url)
           return seeOther(signInPath(url.pathname + url.search))
         }
-        return html(await listPage(deps, session, query))
+        return html(await newConversationPage(deps, session, query))
       },
       { session: true, detail: { hide: true } },
     )
@@ -312,8 +362,13 @@ export const threadPages = (deps: ThreadPagesDeps) =>
             case 'continue': {
               const fileNames = async (ids: string[]) => attachmentNames(deps.store.attachments, ids)
               const now = deps.clock.now()
+              const question = await unansweredQuestion(deps, caller, threadId)
               const continued = await continueThread(deps.store.threads, fileNames, caller, threadId, deps.links, now)
-              return seeOther(`/threads/${continued.thread_id}`)
+              if (question === null) return seeOther(`/threads/${continued.thread_id}`)
+              // The question the failure left unanswered is asked again in the new thread, after the extract.
+              const sent = await sendMessage(deps.store.threads, caller, continued.thread_id, { text: question }, now)
+              deps.engine.enqueue(sent.message_id, continued.thread_id)
+              return seeOther(`/threads/${continued.thread_id}#live-answer`)
             }
             default:
               throw notFound('Page')
@@ -418,7 +473,7 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
-    return { status: error.status, page: await listPage(deps, session, {}, { error: error.message, draft }) }
+    return { status: error.status, page: await newConversationPage(deps, session, {}, { error: error.message, draft }) }
   }
 }
 
@@ -434,6 +489,17 @@ function threadChanges(form: PageForm): ThreadsModel.updateThreadBody {
     throw invalidRequest(`A name may have at most ${threadNameMaxLength} characters.`)
   }
   return changes
+}
+
+/** The text of the thread's last message when it is the person's and went unanswered; files are not carried. */
+async function unansweredQuestion(deps: ThreadPagesDeps, caller: Caller, threadId: string): Promise<string | null> {
+  const last = (await allMessages(deps, caller, threadId)).at(-1)
+  if (last?.role !== 'user') return null
+  const text = last.contents
+    .flatMap((block) => (block.type === 'text' ? [block.text] : []))
+    .join('\n\n')
+    .trim()
+  return text === '' ? null : text
 }
 
 /** Stop is a button that may race the answer's end: finding nothing left to stop is success too. */

@@ -274,7 +274,7 @@ test('the site-wide assets are served once for every page, signed in or not', as
   await using h = await harness()
   const visitor = Browser.inProcess(h)
   const answers = []
-  for (const path of ['/assets/threadhouse.css', '/assets/copy.js']) {
+  for (const path of ['/assets/threadhouse.css', '/assets/copy.js', '/favicon.ico']) {
     const response = await visitor.get(path)
     answers.push({
       path,
@@ -286,6 +286,7 @@ test('the site-wide assets are served once for every page, signed in or not', as
   expect(answers).toEqual([
     { path: '/assets/threadhouse.css', status: 200, type: 'text/css; charset=utf-8', empty: false },
     { path: '/assets/copy.js', status: 200, type: 'text/javascript; charset=utf-8', empty: false },
+    { path: '/favicon.ico', status: 200, type: 'image/svg+xml', empty: false },
   ])
   // Each is one route in the app's table, whichever features render pages.
   const served = h.app.routes.filter((route) => route.path === '/assets/threadhouse.css' && route.method === 'GET')

@@ -2,7 +2,6 @@
 // redirects (303) without JavaScript; the chat script (src/web/client/) makes the same posts without reloading.
 // The signed-in person acts as a Caller with threads:read and threads:write, so visibility and owner rules are the
 // API's own.
-import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import { attachmentResponse } from '../attachments/download'
 import type { FileInspector } from '../attachments/inspector'
@@ -25,7 +24,7 @@ import { isUuid } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import type { BlobStore } from '../storage/blobs'
 import type { Store } from '../store'
-import { clientAssetAt, clientAssets } from '../web/client-assets'
+import { clientAssets } from '../web/client-assets'
 import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { markdownAsText } from '../web/markdown'
@@ -64,8 +63,6 @@ export const threadPageHeaders = {
     "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' blob:; " +
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 } as const
-
-const icon = Bun.file(join(import.meta.dir, '../web/icon.svg'))
 
 /**
  * A web name for a thread started without one: the first line of its message as it reads (Markdown's marks taken
@@ -281,24 +278,6 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     .use(trustedForms(deps))
     .onBeforeHandle(({ set }) => {
       Object.assign(set.headers, threadPageHeaders)
-    })
-    .get(
-      '/assets/client/:file',
-      async ({ params }) => {
-        const asset = await clientAssetAt(`/assets/client/${params.file}`)
-        if (!asset) throw notFound('Script')
-        // The name changes with the bytes, so a browser may keep this one for good.
-        const headers = {
-          'content-type': 'text/javascript; charset=utf-8',
-          'cache-control': 'public, max-age=31536000, immutable',
-        }
-        return new Response(asset.bytes, { headers })
-      },
-      { detail: { hide: true } },
-    )
-    // Browsers ask for it on every page; a 404 there is an error in every console.
-    .get('/favicon.ico', () => new Response(icon, { headers: { 'content-type': 'image/svg+xml' } }), {
-      detail: { hide: true },
     })
     // A new conversation: `/` plainly, `/threads` with the sidebar's search and filters in its query.
     .get(

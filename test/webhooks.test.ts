@@ -8,8 +8,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Webhook } from 'standardwebhooks'
 import { AppError } from '../src/shared/errors'
+import { silentLogger } from '../src/shared/log'
 import { isPublicAddress } from '../src/webhooks/addresses'
-import { defaultRetryPolicy, retryDelay } from '../src/webhooks/delivery'
+import { createDeliveryWorker, defaultRetryPolicy, retryDelay } from '../src/webhooks/delivery'
 import type { WebhookPayload } from '../src/webhooks/events'
 import { createEndpoint, sendTestEvent } from '../src/webhooks/service'
 import { databaseOf, migratedEnv } from './support/backend'
@@ -163,6 +164,28 @@ test('a delivery is given up after a day (14 attempts); an endpoint failing for 
 })
 
 const dayMs = 24 * 60 * 60_000
+
+test('workers sharing the queue (several instances) send each delivery once', async () => {
+  await using receiver = webhookReceiver()
+  await using h = await harness({ config: allowPrivate })
+  const user = await h.user()
+  const { organizationId, endpoint, secret } = await endpointFor(h, user.email, receiver.url)
+  for (let i = 0; i < 24; i++) await sendTestEvent(h.store.webhooks, organizationId, endpoint.id, h.clock.now())
+  const workers = [1, 2, 3].map(() =>
+    createDeliveryWorker({
+      webhooks: h.store.webhooks,
+      clock: h.clock,
+      log: silentLogger,
+      allowPrivateNetworks: true,
+      timeoutMs: 5000,
+      concurrency: 4,
+    }),
+  )
+  const sent = await Promise.all(workers.map((worker) => worker.runOnce()))
+  expect(sent.reduce((a, b) => a + b, 0)).toBe(24)
+  expect(new Set(receiver.received.map((hook) => verified(secret, hook) && hook.headers['webhook-id'])).size).toBe(24)
+  expect(receiver.received).toHaveLength(24)
+})
 
 test('SSRF: private, loopback and other non-public addresses are refused when written in the URL', async () => {
   await using h = await harness()

@@ -9,6 +9,7 @@ import {
   type EndpointRow,
   eventsFromColumn,
   eventsToColumn,
+  targetsOf,
   type WebhookRepository,
 } from './repository'
 import { webhookAttempts, webhookDeliveries, webhookEndpoints } from './webhooks.table.pg'
@@ -75,17 +76,22 @@ export function pgWebhookRepository(db: PgDb): WebhookRepository {
       return gone.length > 0
     },
 
+    // Every thread created and every answer stored asks this, webhooks or not: one round trip.
     async threadTargets(threadId) {
-      const [thread] = await db
-        .select({ organizationId: threads.organizationId, state: threads.state })
+      const rows = await db
+        .select({
+          organizationId: threads.organizationId,
+          state: threads.state,
+          endpointId: webhookEndpoints.id,
+          events: webhookEndpoints.events,
+        })
         .from(threads)
+        .leftJoin(
+          webhookEndpoints,
+          and(eq(webhookEndpoints.organizationId, threads.organizationId), eq(webhookEndpoints.enabled, true)),
+        )
         .where(eq(threads.id, threadId))
-      if (!thread) return null
-      const endpoints = await db
-        .select({ id: webhookEndpoints.id, events: webhookEndpoints.events })
-        .from(webhookEndpoints)
-        .where(and(eq(webhookEndpoints.organizationId, thread.organizationId), eq(webhookEndpoints.enabled, true)))
-      return { ...thread, endpoints: endpoints.map((row) => ({ id: row.id, events: eventsFromColumn(row.events) })) }
+      return targetsOf(rows)
     },
 
     async enqueue(deliveries, now) {

@@ -1,12 +1,14 @@
 // Webhooks on SQLite: one process holds the database, so a claim is a plain conditional update in a transaction.
 import { and, asc, desc, eq, inArray, lt, lte, or, sql } from 'drizzle-orm'
 import type { Db } from '../db/client'
+import { prepared } from '../db/prepared'
 import { threads } from '../threads/threads.table'
 import {
   type AttemptOutcome,
   type EndpointRow,
   eventsFromColumn,
   eventsToColumn,
+  targetsOf,
   type WebhookRepository,
 } from './repository'
 import { webhookAttempts, webhookDeliveries, webhookEndpoints } from './webhooks.table'
@@ -76,19 +78,25 @@ export function sqliteWebhookRepository(db: Db): WebhookRepository {
       return gone.length > 0
     },
 
+    // Every thread created and every answer stored asks this, webhooks or not: one prepared statement.
     async threadTargets(threadId) {
-      const thread = db
-        .select({ organizationId: threads.organizationId, state: threads.state })
-        .from(threads)
-        .where(eq(threads.id, threadId))
-        .get()
-      if (!thread) return null
-      const endpoints = db
-        .select({ id: webhookEndpoints.id, events: webhookEndpoints.events })
-        .from(webhookEndpoints)
-        .where(and(eq(webhookEndpoints.organizationId, thread.organizationId), eq(webhookEndpoints.enabled, true)))
-        .all()
-      return { ...thread, endpoints: endpoints.map((row) => ({ id: row.id, events: eventsFromColumn(row.events) })) }
+      const rows = prepared(db, 'webhooks:targets', () =>
+        db
+          .select({
+            organizationId: threads.organizationId,
+            state: threads.state,
+            endpointId: webhookEndpoints.id,
+            events: webhookEndpoints.events,
+          })
+          .from(threads)
+          .leftJoin(
+            webhookEndpoints,
+            and(eq(webhookEndpoints.organizationId, threads.organizationId), eq(webhookEndpoints.enabled, true)),
+          )
+          .where(eq(threads.id, sql.placeholder('threadId')))
+          .prepare(),
+      ).all({ threadId })
+      return targetsOf(rows)
     },
 
     async enqueue(deliveries, now) {

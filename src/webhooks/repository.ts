@@ -144,3 +144,15 @@ export function eventsFromColumn(value: string | null): string[] | null {
 export function eventsToColumn(events: string[] | null): string | null {
   return events === null || events.length === 0 ? null : events.join(',')
 }
+
+/** ThreadTargets from the rows of a thread left-joined with its organization's enabled endpoints. */
+export function targetsOf(
+  rows: { organizationId: number; state: string; endpointId: string | null; events: string | null }[],
+): ThreadTargets | null {
+  const [first] = rows
+  if (!first) return null
+  const endpoints = rows.flatMap((row) =>
+    row.endpointId === null ? [] : [{ id: row.endpointId, events: eventsFromColumn(row.events) }],
+  )
+  return { organizationId: first.organizationId, state: first.state, endpoints }
+}

@@ -131,7 +131,7 @@ export function createDeliveryWorker(deps: DeliveryDeps) {
     if (!recorded) deps.log.warn('a webhook delivery outlived its lease', { deliveryId: delivery.id })
     else if (error !== null) {
       deps.log.info('webhook delivery failed', { deliveryId: delivery.id, attempt: attempts, status, error })
-    }
+    } else deps.log.debug('webhook delivered', { deliveryId: delivery.id, attempt: attempts, responseStatus })
   }
 
   /** Claims and sends batches until nothing is due; the number of attempts made. */

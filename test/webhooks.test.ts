@@ -14,7 +14,16 @@ import { createDeliveryWorker, defaultRetryPolicy, retryDelay } from '../src/web
 import type { WebhookPayload } from '../src/webhooks/events'
 import { createEndpoint, sendTestEvent } from '../src/webhooks/service'
 import { databaseOf, migratedEnv } from './support/backend'
-import { type Harness, harness, ManualClock, publicUrl, runToEnd, startServer, until } from './support/helpers'
+import {
+  type Harness,
+  harness,
+  ManualClock,
+  publicUrl,
+  runToEnd,
+  ScriptedRunner,
+  startServer,
+  until,
+} from './support/helpers'
 import { signedIn } from './support/oauth-helpers'
 import { secretOn, submit } from './support/web-helpers'
 import { type ReceivedHook, webhookReceiver } from './support/webhook-receiver'
@@ -81,6 +90,49 @@ test('thread and answer events arrive signed as Standard Webhooks specifies, wit
     const other = (await endpointFor(h, user.email, 'https://example.com/other')).secret
     expect(() => new Webhook(other).verify(hook.body, hook.headers)).toThrow()
   }
+})
+
+test('failed and interrupted answers send answer.failed and answer.interrupted, without messages', async () => {
+  await using receiver = webhookReceiver()
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner, config: allowPrivate })
+  const user = await h.user()
+  const { secret } = await endpointFor(h, user.email, receiver.url, ['answer.failed', 'answer.interrupted'])
+  const failed = (await h.call('POST', '/api/v1/threads', { token: user.token, body: { text: 'fail please' } }))
+    .body as { thread_id: string; message_id: string }
+  ;(await runner.started(failed.message_id)).error('The provider is down')
+  const stopped = (await h.call('POST', '/api/v1/threads', { token: user.token, body: { text: 'stop me' } })).body as {
+    thread_id: string
+    message_id: string
+  }
+  await runner.started(stopped.message_id)
+  expect((await h.call('POST', `/api/v1/threads/${stopped.thread_id}/stop`, { token: user.token })).status).toBe(202)
+  await h.app.decorator.engine.idle()
+  expect(await h.app.decorator.webhooks.runOnce()).toBe(2)
+  const events = receiver.received.map((hook) => verified(secret, hook))
+  const url = (id: string) => `${publicUrl}/threads/${id}`
+  expect(events.sort((a, b) => a.type.localeCompare(b.type))).toEqual([
+    {
+      type: 'answer.failed',
+      timestamp: expect.any(String),
+      data: {
+        thread_id: failed.thread_id,
+        message_id: failed.message_id,
+        state: 'error',
+        app_url: url(failed.thread_id),
+      },
+    },
+    {
+      type: 'answer.interrupted',
+      timestamp: expect.any(String),
+      data: {
+        thread_id: stopped.thread_id,
+        message_id: stopped.message_id,
+        state: 'ready',
+        app_url: url(stopped.thread_id),
+      },
+    },
+  ])
 })
 
 test('a failed delivery is tried again on the back-off schedule with the same webhook-id, each attempt logged', async () => {

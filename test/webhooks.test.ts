@@ -6,12 +6,14 @@ import { expect, setDefaultTimeout, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Value } from '@sinclair/typebox/value'
 import { Webhook } from 'standardwebhooks'
 import { AppError } from '../src/shared/errors'
 import { silentLogger } from '../src/shared/log'
 import { isPublicAddress } from '../src/webhooks/addresses'
 import { createDeliveryWorker, defaultRetryPolicy, retryDelay } from '../src/webhooks/delivery'
 import type { WebhookPayload } from '../src/webhooks/events'
+import { WebhooksModel } from '../src/webhooks/model'
 import { createEndpoint, sendTestEvent } from '../src/webhooks/service'
 import { databaseOf, migratedEnv } from './support/backend'
 import {
@@ -82,6 +84,16 @@ test('thread and answer events arrive signed as Standard Webhooks specifies, wit
     messages: messages.data?.slice(1),
   })
   expect(Date.parse(completed?.timestamp ?? '')).not.toBeNaN()
+  // The bodies are what the OpenAPI document's `webhooks` section describes.
+  for (const event of events) expect(Value.Check(WebhooksModel.event, event)).toBe(true)
+  const openapi = (await h.call('GET', '/swagger/json')).body as { webhooks: Record<string, unknown> }
+  expect(Object.keys(openapi.webhooks)).toEqual([
+    'thread.created',
+    'answer.completed',
+    'answer.failed',
+    'answer.interrupted',
+    'webhook.test',
+  ])
   for (const hook of receiver.received) {
     expect(hook.headers['content-type']).toBe('application/json')
     expect(hook.headers['webhook-signature']).toStartWith('v1,')

@@ -10,36 +10,17 @@ import type { Clock } from '../shared/time'
 import { toIso } from '../shared/time'
 import type { Store } from '../store'
 import { type Links, toMessage } from '../threads/links'
-import type { ThreadsModel } from '../threads/model'
 import type { ThreadRepository } from '../threads/repository'
+import { type WebhookEventType, type WebhooksModel, webhookEventTypes } from './model'
 import type { WebhookRepository } from './repository'
 
-export const webhookEventTypes = ['thread.created', 'answer.completed', 'answer.failed', 'answer.interrupted'] as const
-export type WebhookEventType = (typeof webhookEventTypes)[number]
-/** Sent by an admin's "Send a test event", whatever the endpoint's filter. */
-export const testEventType = 'webhook.test'
+export { testEventType, type WebhookEventType, webhookEventTypes } from './model'
 
 export function isWebhookEventType(value: string): value is WebhookEventType {
   return (webhookEventTypes as readonly string[]).includes(value)
 }
 
-export interface WebhookPayload {
-  type: WebhookEventType | typeof testEventType
-  /** When the event happened, ISO 8601 UTC. */
-  timestamp: string
-  data: {
-    thread_id?: string
-    /** Answer events: the user message the answer replies to (the ID the API polls and streams it by). */
-    message_id?: string
-    /** The thread's state when the event was queued. */
-    state?: string
-    app_url?: string
-    /** answer.completed: the messages the answer stored, as the API returns them. */
-    messages?: ThreadsModel.message[]
-    /** webhook.test: the endpoint tested. */
-    endpoint_id?: string
-  }
-}
+export type WebhookPayload = WebhooksModel.event
 
 const answerEvents: Record<'complete' | 'error' | 'interrupted', WebhookEventType> = {
   complete: 'answer.completed',

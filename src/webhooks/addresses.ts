@@ -17,7 +17,7 @@ export function isPublicAddress(address: string): boolean {
 }
 
 /** The URL's host as an address, when it is one (`[::1]` without its brackets), else null. */
-function literalAddress(url: URL): string | null {
+export function literalAddress(url: URL): string | null {
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
   return ipaddr.isValid(host) ? host : null
 }

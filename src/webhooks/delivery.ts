@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks'
 import { newId } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import { type Clock, dayMs, toIso } from '../shared/time'
-import { pinnedUrl, RefusedAddress, type Resolver, resolveTarget, systemResolver } from './addresses'
+import { literalAddress, pinnedUrl, RefusedAddress, type Resolver, resolveTarget, systemResolver } from './addresses'
 import type { ClaimedDelivery, WebhookRepository } from './repository'
 import { signatureHeaders } from './signing'
 
@@ -89,7 +89,7 @@ export function createDeliveryWorker(deps: DeliveryDeps) {
         redirect: 'manual',
         signal,
         // Connected by address, the certificate is still checked against the endpoint's name.
-        ...(url.protocol === 'https:' && address !== url.hostname ? { tls: { serverName: url.hostname } } : {}),
+        ...(url.protocol === 'https:' && literalAddress(url) === null ? { tls: { serverName: url.hostname } } : {}),
       })
       responseStatus = response.status
       // Only the status matters: the body is never read, so a receiver cannot make the worker hold a large one.

@@ -433,23 +433,17 @@ test('webhook:create adds an endpoint and prints its secret last; refuses unknow
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-webhooks-cli-'))
   try {
     const env = await migratedEnv(join(dir, 'db.sqlite'))
-    {
-      await using db = await databaseOf(env)
-      await db.store.users.create(
-        {
-          sub: Bun.randomUUIDv7(),
-          email: 'owner@example.com',
-          name: null,
-          role: 'owner',
-          passwordHash: 'unused',
-          mustChangePassword: false,
-          organizationSlug: 'acme',
-          mayCreateOrganization: true,
-        },
-        Date.now(),
-      )
-    }
     const cli = (...args: string[]) => runToEnd(['bun', 'run', 'cli', ...args], env)
+    const owner = await cli(
+      'user:create',
+      '--email',
+      'owner@example.com',
+      '--password',
+      'correct horse',
+      '--org',
+      'acme',
+    )
+    expect(owner.code).toBe(0)
     const made = await cli(
       'webhook:create',
       '--org',
@@ -485,7 +479,7 @@ test('webhook:create adds an endpoint and prints its secret last; refuses unknow
   }
 })
 
-test('a delivery cut short by a crash is sent after the restart, from the queue in the database', async () => {
+test('a delivery queued through the API and cut short by a crash is sent after the restart', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-webhooks-restart-'))
   let release = () => {}
   // The first request is held open: the server is killed while it is in flight.
@@ -499,35 +493,23 @@ test('a delivery cut short by a crash is sent after the restart, from the queue 
       WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
       WEBHOOKS_TIMEOUT_MS: '1000',
     }
-    let secret: string
-    {
-      await using db = await databaseOf(env)
-      const created = await db.store.users.create(
-        {
-          sub: Bun.randomUUIDv7(),
-          email: 'owner@example.com',
-          name: null,
-          role: 'owner',
-          passwordHash: 'unused',
-          mustChangePassword: false,
-          organizationSlug: 'acme',
-          mayCreateOrganization: true,
-        },
-        Date.now(),
-      )
-      if (typeof created !== 'object') throw new Error('no user')
-      const organizationId = (await db.store.users.organizationIdBySlug('acme')) ?? -1
-      const endpoint = await createEndpoint(
-        db.store.webhooks,
-        { organizationId, createdBy: created.id, url: receiver.url, events: null },
-        { allowPrivateNetworks: true },
-        Date.now(),
-      )
-      secret = endpoint.secret
-      await sendTestEvent(db.store.webhooks, organizationId, endpoint.endpoint.id, Date.now())
+    // Set up as an operator would, with the CLI (each command its own process, gone before the server starts).
+    const cli = async (...args: string[]) => {
+      const result = await runToEnd(['bun', 'run', 'cli', ...args], env)
+      if (result.code !== 0) throw new Error(result.stderr)
+      return result.stdout.trim().split('\n').at(-1) ?? ''
     }
+    await cli('user:create', '--email', 'owner@example.com', '--password', 'correct horse', '--org', 'acme')
+    const secret = await cli('webhook:create', '--org', 'acme', '--url', receiver.url, '--events', 'thread.created')
+    const token = await cli('token:create', '--email', 'owner@example.com', '--scopes', 'threads:write')
     {
       await using server = await startServer(env)
+      const created = await fetch(`${server.url}/api/v1/threads`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'queued before the crash' }),
+      })
+      expect(created.status).toBe(201)
       await until(() => receiver.received.length === 1, 20_000)
       server.process.kill('SIGKILL')
       await server.process.exited
@@ -537,7 +519,7 @@ test('a delivery cut short by a crash is sent after the restart, from the queue 
     await until(() => receiver.received.length === 2, 20_000)
     const [first, second] = receiver.received as [ReceivedHook, ReceivedHook]
     expect(second.headers['webhook-id']).toBe(first.headers['webhook-id'] as string)
-    expect(verified(secret, second).type).toBe('webhook.test')
+    expect(verified(secret, second).type).toBe('thread.created')
     expect(server.stderr()).toContain('"port"')
   } finally {
     rmSync(dir, { recursive: true, force: true })

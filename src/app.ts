@@ -33,6 +33,9 @@ import { linksFor } from './threads/links'
 import { threadPages } from './threads/pages'
 import { pageErrors } from './web/errors'
 import { siteRoutes } from './web/site'
+import { createDeliveryWorker, type DeliveryDeps } from './webhooks/delivery'
+import { createWebhookEmitter, withWebhookEvents } from './webhooks/events'
+import { webhookPages } from './webhooks/pages'
 
 export interface AppDeps {
   /** Every feature's repository, over whichever database the configuration names. */
@@ -55,10 +58,31 @@ export interface AppDeps {
    * field and format of every item), so it is paid where it finds bugs, not on every request.
    */
   validateResponses?: boolean
+  /** Webhook delivery's retry schedule, DNS resolver and polling, for tests; the defaults otherwise. */
+  webhooks?: Pick<DeliveryDeps, 'retry' | 'resolve' | 'pollMs'>
 }
 
 export function createApp(deps: AppDeps) {
-  const store = deps.store
+  const links = linksFor(deps.config.PUBLIC_URL)
+  // Created here, started by src/index.ts (or a test): the queue is in the database, sent by every instance.
+  const webhooks = createDeliveryWorker({
+    webhooks: deps.store.webhooks,
+    clock: deps.clock,
+    log: deps.log,
+    allowPrivateNetworks: deps.config.WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
+    timeoutMs: deps.config.WEBHOOKS_TIMEOUT_MS,
+    ...deps.webhooks,
+  })
+  const emitter = createWebhookEmitter({
+    webhooks: deps.store.webhooks,
+    threads: deps.store.threads,
+    links,
+    clock: deps.clock,
+    log: deps.log,
+    queued: () => webhooks.wake(),
+  })
+  // Every feature writes threads and answers through this store, so every write that makes an event queues it.
+  const store = withWebhookEvents(deps.store, emitter)
   const engine = createGenerationEngine({
     generations: store.generations,
     relay: store.relay,
@@ -86,7 +110,7 @@ export function createApp(deps: AppDeps) {
     engine,
     tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
     authLimiter,
-    links: linksFor(deps.config.PUBLIC_URL),
+    links,
     heartbeats: deps.heartbeats ?? new Heartbeats(15_000),
     streams: new OpenStreams({
       perUser: deps.config.STREAM_LIMIT_PER_USER,
@@ -104,6 +128,7 @@ export function createApp(deps: AppDeps) {
   const allowed = new AllowedMethods()
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: 4 * maxRequestBytes } })
     .decorate('engine', engine)
+    .decorate('webhooks', webhooks)
     .use(
       errorPlugin(
         deps.log,
@@ -144,6 +169,13 @@ export function createApp(deps: AppDeps) {
     .use(mcpRoutes(shared))
     .use(settingsPages(shared))
     .use(adminPages(shared))
+    .use(
+      webhookPages({
+        ...shared,
+        allowPrivateNetworks: deps.config.WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
+        wake: () => webhooks.wake(),
+      }),
+    )
   allowed.learn(app.routes)
   return app
 }

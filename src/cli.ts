@@ -21,6 +21,8 @@ import { checkBlobStore, StartupError } from './startup'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
 import { type Store, sqliteStore } from './store'
 import { type OpenedStore, openStore } from './store/open'
+import { webhookEventTypes } from './webhooks/events'
+import { createEndpoint, parseEventFilter } from './webhooks/service'
 
 class UsageError extends Error {}
 
@@ -217,6 +219,41 @@ const commands: Record<string, Command> = {
           'Send it as "Authorization: Bearer <token>" to POST /oauth/register.',
       )
       out(created.token)
+    },
+  },
+  'webhook:create': {
+    usage: '--org SLUG --url URL [--events E1,E2]',
+    summary: 'Adds a webhook endpoint to the organization and prints its signing secret last.',
+    options: {
+      org: { placeholder: 'SLUG', description: 'the organization whose threads send events to it' },
+      url: { placeholder: 'URL', description: 'where events are posted (https:// or http://)' },
+      events: {
+        placeholder: 'E1,E2',
+        description: `comma-separated, among ${webhookEventTypes.join(', ')} (default: all)`,
+      },
+    },
+    details: [
+      'Deliveries are signed as Standard Webhooks specifies (webhook-id, webhook-timestamp, webhook-signature);',
+      'verify them with the printed whsec_ secret. Private and loopback addresses are refused unless',
+      'WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true. Admins manage endpoints on the Administration → Webhooks page.',
+    ],
+    async run({ values, config, out, now, store }) {
+      const slug = required(values, 'org')
+      const url = required(values, 'url')
+      const events = parseEventFilter(values.events ?? '')
+      const { users, webhooks } = await store()
+      const organizationId = await users.organizationIdBySlug(slug)
+      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      const created = await createEndpoint(
+        webhooks,
+        { organizationId, createdBy: null, url, events },
+        { allowPrivateNetworks: config.WEBHOOKS_ALLOW_PRIVATE_NETWORKS },
+        now,
+      )
+      out(
+        `Webhook endpoint ${created.endpoint.id} for ${slug}: ${created.endpoint.url} (${events?.join(', ') ?? 'all events'})`,
+      )
+      out(created.secret)
     },
   },
   backup: {

@@ -98,6 +98,13 @@ const variables = {
   OIDC_CLIENT_SECRET: { schema: T.String({ minLength: 1 }), fallback: undefined },
   /** How the sign-in button names the provider: "Sign in with …". */
   OIDC_NAME: { schema: T.String({ minLength: 1, maxLength: 60 }), fallback: 'single sign-on' },
+  /**
+   * Webhooks to private, loopback, link-local, unique-local, multicast and CGNAT addresses (checked when an endpoint is
+   * added and against every DNS answer at delivery); off by default, against SSRF.
+   */
+  WEBHOOKS_ALLOW_PRIVATE_NETWORKS: { schema: T.Boolean(), fallback: false },
+  /** How long one webhook delivery attempt may take, the name's lookup included. */
+  WEBHOOKS_TIMEOUT_MS: { schema: T.Integer({ minimum: 1000, maximum: 60_000 }), fallback: 10_000 },
   LOG_LEVEL: {
     schema: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error')]),
     fallback: 'info',

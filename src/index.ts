@@ -85,6 +85,8 @@ try {
 // once this stretch after listen() yields to the event loop, and on SQLite recovery completes without doing so
 // (its promise settles among microtasks), so keep no other await between the two.
 await app.decorator.engine.recover()
+// Webhook deliveries queued before a restart (or left mid-attempt by a crash) are sent from here on.
+await app.decorator.webhooks.start()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
 const indexer = startSearchIndexer(store.search, log)
 const upkeep = startUpkeep({ store, blobs, clock: systemClock, log })
@@ -105,6 +107,7 @@ async function shutdown(signal: string): Promise<void> {
   // still unfinished then stays queued in the database for the next start.
   const closing = app.server?.stop(false)
   await app.decorator.engine.close(config.SHUTDOWN_GRACE_MS)
+  await app.decorator.webhooks.stop()
   await inspector.close()
   await app.stop(true)
   await closing

@@ -8,7 +8,7 @@
 // instance's under way skips its turn (an advisory lock, store.locks).
 import { sweepOrphans } from './attachments/sweep'
 import type { Logger } from './shared/log'
-import type { Clock } from './shared/time'
+import { type Clock, dayMs } from './shared/time'
 import type { BlobStore } from './storage/blobs'
 import type { Store } from './store'
 
@@ -21,6 +21,8 @@ export async function sweepExpired(store: Store, now: number): Promise<void> {
     store.sessions.deleteExpired(now),
     store.oauthGrants.deleteExpired(now),
     store.rateLimits?.deleteEnded(now),
+    // Admins see a month of deliveries; older finished ones (and their attempts) go.
+    store.webhooks.deleteFinished(now - 30 * dayMs),
   ])
 }
 

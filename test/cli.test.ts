@@ -50,6 +50,7 @@ const commandNames = [
   'user:reset-password',
   'token:create',
   'registration-token:create',
+  'webhook:create',
   'backup',
   'restore',
   'db:copy',

@@ -3,6 +3,7 @@
 // a page (or a redirect to one) when it is opened or reloaded, and every page failure, an unknown web address among
 // them, is the one HTML error page while the API keeps its JSON.
 import { expect, setDefaultTimeout, test } from 'bun:test'
+import { createEndpoint } from '../src/webhooks/service'
 import { type Harness, harness } from './support/helpers'
 import { Browser, hiddenField, settings, signedIn } from './support/oauth-helpers'
 import { expectErrorPageHeaders } from './support/web-helpers'
@@ -40,6 +41,18 @@ async function world(h: Harness): Promise<World> {
       redirect_uris: ['https://reports.example/callback'],
     })
   ).body
+  const organization = await h.store.users.findByEmail(owner.user.email)
+  const endpoint = await createEndpoint(
+    h.store.webhooks,
+    {
+      organizationId: organization?.organizationId ?? 0,
+      createdBy: null,
+      url: 'https://hooks.example/in',
+      events: null,
+    },
+    { allowPrivateNetworks: false },
+    h.clock.now(),
+  )
   return {
     h,
     owner,
@@ -50,6 +63,7 @@ async function world(h: Harness): Promise<World> {
       clientId: client.client_id,
       sub: member.sub,
       id: '1',
+      endpointId: endpoint.endpoint.id,
     },
   }
 }

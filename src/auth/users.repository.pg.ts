@@ -124,6 +124,11 @@ export function pgUserRepository(db: PgDb): UserRepository {
       return rows.length > 0
     },
 
+    async organizationIdBySlug(slug) {
+      const [row] = await db.select({ id: organizations.id }).from(organizations).where(eq(organizations.slug, slug))
+      return row?.id ?? null
+    },
+
     async findByEmail(email) {
       const [row] = await db.select().from(users).where(eq(users.email, email))
       return row ?? null

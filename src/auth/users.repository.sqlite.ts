@@ -76,6 +76,12 @@ export function sqliteUserRepository(db: Db): UserRepository {
       return db.select({ id: users.id }).from(users).limit(1).get() !== undefined
     },
 
+    async organizationIdBySlug(slug) {
+      return (
+        db.select({ id: organizations.id }).from(organizations).where(eq(organizations.slug, slug)).get()?.id ?? null
+      )
+    },
+
     async findByEmail(email) {
       return db.select().from(users).where(eq(users.email, email)).get() ?? null
     },

@@ -84,6 +84,9 @@ export interface UserRepository {
   /** The user with this (lower-cased) email unless removed from their organization. */
   findActiveByEmail(email: string): Promise<UserRecord | null>
 
+  /** The ID of the organization with this slug, or null (the CLI names organizations by slug). */
+  organizationIdBySlug(slug: string): Promise<number | null>
+
   /** The stored password hash of a user, or null for an unknown ID. */
   passwordHashOf(userId: number): Promise<string | null>
 

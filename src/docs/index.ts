@@ -8,6 +8,7 @@ import getAbsoluteFSPath from 'swagger-ui-dist/absolute-path'
 import { scopes } from '../auth/model'
 import { docsClientId } from '../oauth/clients'
 import { scopeDescriptions } from '../oauth/model'
+import { webhookDocumentation } from '../webhooks/model'
 import { appRoutes, buildDocument, type OpenAPIDocument } from './openapi'
 
 const assets = getAbsoluteFSPath()
@@ -120,6 +121,8 @@ const documentation = (publicUrl: string) => ({
     },
   },
   security: [{ bearer: [] }, { oauth2: [] }],
+  // What Threadhouse posts to organizations' webhook endpoints (docs/webhooks.md).
+  webhooks: webhookDocumentation(),
 })
 
 export const docs = (publicUrl: string) => {

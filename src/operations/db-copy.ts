@@ -67,6 +67,9 @@ export const copiedTables: CopiedTable[] = [
     targetOnly: ['leaseId', 'leasedBy', 'leaseExpiresAt'],
   },
   { from: lite.attachments, to: pg.attachments, order: ['id'] },
+  { from: lite.webhookEndpoints, to: pg.webhookEndpoints, order: ['id'] },
+  { from: lite.webhookDeliveries, to: pg.webhookDeliveries, order: ['id'] },
+  { from: lite.webhookAttempts, to: pg.webhookAttempts, order: ['id'], identity: 'id' },
 ]
 
 /**

@@ -26,6 +26,8 @@ import type { ThreadRepository } from '../threads/repository'
 import { sqliteThreadRepository } from '../threads/repository.sqlite'
 import type { ThreadSearch } from '../threads/search'
 import { fts5ThreadSearch } from '../threads/search.fts5'
+import type { WebhookRepository } from '../webhooks/repository'
+import { sqliteWebhookRepository } from '../webhooks/repository.sqlite'
 
 /**
  * Work that must not run on two instances at once, on one database. On PostgreSQL each name is an advisory lock; on
@@ -72,6 +74,8 @@ export interface Store {
   rateLimits: RateLimitRepository | null
   /** The keys the server signs with, the same on every instance. */
   serverKeys: ServerKeyRepository
+  /** Webhook endpoints, the delivery queue and its attempts. */
+  webhooks: WebhookRepository
   locks: InstanceLocks
 }
 
@@ -95,6 +99,7 @@ export function sqliteStore(db: Db): Store {
     tokenCache: tokenCacheOf(db),
     rateLimits: null,
     serverKeys: processKeys(),
+    webhooks: sqliteWebhookRepository(db),
     locks: processLocks,
   }
 }

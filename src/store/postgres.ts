@@ -16,6 +16,7 @@ import { pgRateLimitRepository } from '../shared/rate-limit.repository.pg'
 import { pgServerKeyRepository } from '../shared/server-keys.repository.pg'
 import { pgThreadRepository } from '../threads/repository.pg'
 import { pgThreadSearch } from '../threads/search.pg'
+import { pgWebhookRepository } from '../webhooks/repository.pg'
 import type { Store } from '.'
 
 export function pgStore(db: PgDb): Store {
@@ -38,6 +39,7 @@ export function pgStore(db: PgDb): Store {
     tokenCache: null,
     rateLimits: pgRateLimitRepository(db),
     serverKeys: pgServerKeyRepository(db),
+    webhooks: pgWebhookRepository(db),
     locks: {
       async inTurn(name, task) {
         const held = await withAdvisoryLock(db, name, 'wait', task)

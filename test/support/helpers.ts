@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
-import { createApp } from '../../src/app'
+import { type AppDeps, createApp } from '../../src/app'
 import { createFileInspector, type FileInspector } from '../../src/attachments/inspector'
 import type { Role, Scope } from '../../src/auth/model'
 import { createPersonalAccessToken } from '../../src/auth/personal-access-tokens'
@@ -252,6 +252,8 @@ export async function harness(
     log?: Logger
     uploadsDir?: string
     heartbeats?: Heartbeats
+    /** Webhook delivery's retry schedule, resolver and polling (AppDeps.webhooks). */
+    webhooks?: AppDeps['webhooks']
   } = {},
 ): Promise<Harness> {
   const database = await testDatabase()
@@ -279,6 +281,7 @@ export async function harness(
     clock,
     log: options.log ?? silentLogger,
     heartbeats: options.heartbeats ?? new Heartbeats(50),
+    webhooks: options.webhooks,
   })
 
   async function call(
@@ -331,6 +334,7 @@ export async function harness(
     },
     async [Symbol.asyncDispose]() {
       await app.decorator.engine.close()
+      await app.decorator.webhooks.stop()
       await inspector.close()
       await database[Symbol.asyncDispose]()
       if (options.uploadsDir === undefined) rmSync(uploadsDir, { recursive: true, force: true })

@@ -1,0 +1,78 @@
+// The SSRF rule: webhooks go to public addresses only, unless WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true. A URL naming an
+// address is judged when the endpoint is made; at every attempt the host name is resolved, every address in the answer
+// is judged (one private address refuses the lot: a name may answer differently from one lookup to the next), and the
+// request goes to the address that was judged, never to a second lookup's answer (DNS rebinding).
+import { lookup } from 'node:dns/promises'
+import ipaddr from 'ipaddr.js'
+import { AppError } from '../shared/errors'
+
+/**
+ * Only ipaddr.js's `unicast` range is public: loopback, private, link-local, unique-local, multicast, CGNAT,
+ * unspecified, broadcast, reserved and the IPv6 ranges that embed IPv4 addresses (NAT64, 6to4, Teredo) are all
+ * something else. IPv4-mapped IPv6 addresses are judged as the IPv4 address they carry.
+ */
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false
+  return ipaddr.process(address).range() === 'unicast'
+}
+
+/** The URL's host as an address, when it is one (`[::1]` without its brackets), else null. */
+export function literalAddress(url: URL): string | null {
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+  return ipaddr.isValid(host) ? host : null
+}
+
+/** Checks an endpoint URL as it is added: http(s), no credentials, and no private address written in it. */
+export function checkEndpointUrl(text: string, allowPrivate: boolean): URL {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw new AppError(400, 'invalid_request', 'The URL is not valid.')
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new AppError(400, 'invalid_request', 'The URL must start with https:// or http://.')
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new AppError(400, 'invalid_request', 'The URL must not hold a user name or password.')
+  }
+  if (text.length > 2000) throw new AppError(400, 'invalid_request', 'The URL must be at most 2000 characters.')
+  const literal = literalAddress(url)
+  if (literal !== null && !allowPrivate && !isPublicAddress(literal)) {
+    throw new AppError(
+      400,
+      'invalid_request',
+      'The URL names a private, loopback or otherwise non-public address (see WEBHOOKS_ALLOW_PRIVATE_NETWORKS).',
+    )
+  }
+  return url
+}
+
+export class RefusedAddress extends Error {}
+
+export type Resolver = (hostname: string) => Promise<string[]>
+
+export const systemResolver: Resolver = async (hostname) =>
+  (await lookup(hostname, { all: true, verbatim: true })).map((answer) => answer.address)
+
+/** The address to connect to for `url`, every address its name resolves to having been judged. */
+export async function resolveTarget(url: URL, allowPrivate: boolean, resolve: Resolver): Promise<string> {
+  const literal = literalAddress(url)
+  const addresses = literal === null ? await resolve(url.hostname) : [literal]
+  const [first] = addresses
+  if (first === undefined) throw new RefusedAddress(`${url.hostname} has no address`)
+  if (!allowPrivate) {
+    const refused = addresses.find((address) => !isPublicAddress(address))
+    if (refused !== undefined) {
+      throw new RefusedAddress(`${url.hostname} resolves to ${refused}, a non-public address`)
+    }
+  }
+  return first
+}
+
+/** `url` with its host replaced by `address` (bracketed when IPv6), for a request pinned to a judged address. */
+export function pinnedUrl(url: URL, address: string): string {
+  const pinned = new URL(url.href)
+  pinned.hostname = address.includes(':') ? `[${address}]` : address
+  return pinned.href
+}

@@ -1,0 +1,104 @@
+// What happens that receivers hear of: a thread created, an answer completed, failed or interrupted. An event is
+// queued right after the change commits (the store's write returns, then the deliveries are inserted: durable from
+// then on), one delivery per enabled endpoint of the thread's own organization that asked for the type. The change
+// and the queueing are two units, not one: a process dying between them loses that event (never a thread or an
+// answer), the price of keeping the generation engine's and the threads' repositories unaware of webhooks.
+import type { GenerationRepository } from '../generation/repository'
+import { newId } from '../shared/ids'
+import type { Logger } from '../shared/log'
+import type { Clock } from '../shared/time'
+import { toIso } from '../shared/time'
+import type { Store } from '../store'
+import { type Links, toMessage } from '../threads/links'
+import type { ThreadRepository } from '../threads/repository'
+import { type WebhookEventType, type WebhooksModel, webhookEventTypes } from './model'
+import type { WebhookRepository } from './repository'
+
+export { testEventType, type WebhookEventType, webhookEventTypes } from './model'
+
+export function isWebhookEventType(value: string): value is WebhookEventType {
+  return (webhookEventTypes as readonly string[]).includes(value)
+}
+
+export type WebhookPayload = WebhooksModel.event
+
+const answerEvents: Record<'complete' | 'error' | 'interrupted', WebhookEventType> = {
+  complete: 'answer.completed',
+  error: 'answer.failed',
+  interrupted: 'answer.interrupted',
+}
+
+export interface EmitterDeps {
+  webhooks: WebhookRepository
+  threads: ThreadRepository
+  links: Links
+  clock: Clock
+  log: Logger
+  /** Told when deliveries were queued, so this instance's worker sends them at once. */
+  queued?: () => void
+}
+
+export type WebhookEmitter = ReturnType<typeof createWebhookEmitter>
+
+export function createWebhookEmitter(deps: EmitterDeps) {
+  async function emit(type: WebhookEventType, threadId: string, messageId?: string): Promise<void> {
+    const targets = await deps.webhooks.threadTargets(threadId)
+    const endpoints = targets?.endpoints.filter((endpoint) => endpoint.events?.includes(type) ?? true) ?? []
+    if (!targets || endpoints.length === 0) return
+    const now = deps.clock.now()
+    const data: WebhookPayload['data'] = {
+      thread_id: threadId,
+      ...(messageId === undefined ? {} : { message_id: messageId }),
+      state: targets.state,
+      app_url: deps.links.threadUrl(threadId),
+    }
+    if (type === 'answer.completed' && messageId !== undefined) {
+      data.messages = (await deps.threads.replies(messageId)).map((row) => toMessage(row, deps.links))
+    }
+    const payload = JSON.stringify({ type, timestamp: toIso(now), data } satisfies WebhookPayload)
+    await deps.webhooks.enqueue(
+      endpoints.map((endpoint) => ({ id: newId(), endpointId: endpoint.id, eventType: type, payload })),
+      now,
+    )
+    deps.queued?.()
+  }
+
+  /** Queues the event; a failure is logged, never passed on: the change it reports has been made. */
+  async function safely(type: WebhookEventType, threadId: string, messageId?: string): Promise<void> {
+    try {
+      await emit(type, threadId, messageId)
+    } catch (error) {
+      deps.log.error('could not queue a webhook event', { type, threadId, error: String(error) })
+    }
+  }
+
+  return {
+    threadCreated: (threadId: string) => safely('thread.created', threadId),
+    answerEnded: (threadId: string, messageId: string, outcome: 'complete' | 'error' | 'interrupted') =>
+      safely(answerEvents[outcome], threadId, messageId),
+  }
+}
+
+/**
+ * The store with webhook events after the writes that make them: every thread created (API, MCP, web pages,
+ * continuations) and every answer stored (by this engine, or ended here for another instance), whoever wrote it.
+ */
+export function withWebhookEvents(store: Store, emitter: WebhookEmitter): Store {
+  const threads: ThreadRepository = {
+    ...store.threads,
+    async createThread(thread) {
+      const created = await store.threads.createThread(thread)
+      await emitter.threadCreated(created.threadId)
+      return created
+    },
+  }
+  const generations: GenerationRepository = {
+    ...store.generations,
+    async finish(answer, now) {
+      const stored = await store.generations.finish(answer, now)
+      if (stored) await emitter.answerEnded(answer.threadId, answer.messageId, answer.outcome)
+      return stored
+    },
+  }
+  return { ...store, threads, generations }
+}

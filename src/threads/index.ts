@@ -140,7 +140,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       '/:threadId',
       async ({ caller, params, set }) => {
         const { store, engine, blobs, log } = deps
-        await deleteThread({ threads: store.threads, engine, blobs, log }, caller, params.threadId)
+        await deleteThread({ threads: store.threads, engine, blobs, log }, caller, params.threadId, deps.clock.now())
         set.status = 204
       },
       {

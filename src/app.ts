@@ -26,7 +26,8 @@ import type { Clock } from './shared/time'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
 import { storageHealth } from './storage/health'
 import type { Store } from './store'
-import { threadRoutes } from './threads'
+import { threadFeedRoutes, threadRoutes } from './threads'
+import { ThreadFeed } from './threads/feed'
 import { linksFor } from './threads/links'
 import { threadPages } from './threads/pages'
 import { adminPages } from './web/admin'
@@ -78,6 +79,8 @@ export function createApp(deps: AppDeps) {
     authPerMinute > 0
       ? sharedLimiter(store.rateLimits, 'auth', { max: authPerMinute, windowMs: 60_000 }, deps.clock)
       : undefined
+  const links = linksFor(deps.config.PUBLIC_URL)
+  const feed = new ThreadFeed({ threads: store.threads, links, log: deps.log })
   const shared = {
     store,
     clock: deps.clock,
@@ -85,7 +88,8 @@ export function createApp(deps: AppDeps) {
     engine,
     tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
     authLimiter,
-    links: linksFor(deps.config.PUBLIC_URL),
+    links,
+    feed,
     heartbeats: deps.heartbeats ?? new Heartbeats(15_000),
     streams: new OpenStreams({
       perUser: deps.config.STREAM_LIMIT_PER_USER,
@@ -103,6 +107,7 @@ export function createApp(deps: AppDeps) {
   const allowed = new AllowedMethods()
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: 4 * maxRequestBytes } })
     .decorate('engine', engine)
+    .decorate('feed', feed)
     .use(errorPlugin(deps.log, allowed, [oauthErrorSurface, pageErrorSurface]))
     .use(httpBasics({ log: deps.log, config: deps.config, ipLimiter: perMinute(deps.config.RATE_LIMIT_IP_PER_MINUTE) }))
     .get(
@@ -123,6 +128,7 @@ export function createApp(deps: AppDeps) {
     )
     .use(docs(deps.config.PUBLIC_URL))
     .use(identity(shared))
+    .use(threadFeedRoutes(shared))
     .use(threadRoutes(shared))
     .use(attachmentRoutes(shared))
     .use(responses(shared))

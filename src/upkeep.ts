@@ -1,4 +1,4 @@
-// Deletes, every hour, what can no longer be used: expired sessions; expired OAuth codes and tokens, dead grants
+// Deletes, every hour, what can no longer be used: expired sessions; the change feed's week-old tombstones; expired OAuth codes and tokens, dead grants
 // with everything issued under them, spent registration tokens, and on PostgreSQL ended rate-limit windows. Without
 // it every hourly refresh of every connected app would add rows for good. It also removes stored files whose rows
 // were never committed (an upload that failed between storing its files and inserting its rows, a crash on another
@@ -11,6 +11,7 @@ import type { Logger } from './shared/log'
 import type { Clock } from './shared/time'
 import type { BlobStore } from './storage/blobs'
 import type { Store } from './store'
+import { tombstoneKeepMs } from './threads/feed'
 
 /** How often the upkeep runs. Stored files are left alone for their first hour (`inFlightMs`) in any case. */
 export const upkeepIntervalMs = 60 * 60_000
@@ -21,6 +22,8 @@ export async function sweepExpired(store: Store, now: number): Promise<void> {
     store.sessions.deleteExpired(now),
     store.oauthGrants.deleteExpired(now),
     store.rateLimits?.deleteEnded(now),
+    // The change feed's record of deletions: a feed resuming from before what is swept is told to reload.
+    store.threads.sweepTombstones(now - tombstoneKeepMs),
   ])
 }
 

@@ -338,7 +338,10 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
         const [newest] = await tx.select({ seq: max(t.updateSeq) }).from(t)
         if (newest?.seq == null) return 0
         const doomed = and(lt(t.at, before), lt(t.updateSeq, newest.seq))
-        const [highest] = await tx.select({ seq: max(t.updateSeq) }).from(t).where(doomed)
+        const [highest] = await tx
+          .select({ seq: max(t.updateSeq) })
+          .from(t)
+          .where(doomed)
         if (highest?.seq == null) return 0
         const removed = await tx.delete(t).where(doomed).returning({ seq: t.updateSeq })
         await tx

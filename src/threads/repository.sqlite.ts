@@ -11,8 +11,8 @@ import { generations } from '../generation/generations.table'
 import { newId } from '../shared/ids'
 import {
   type ChangeRow,
-  changeOf,
   type ContentBlock,
+  changeOf,
   type MessageRole,
   type MessageRow,
   type ThreadListQuery,
@@ -339,8 +339,16 @@ export function stateOf(db: Db, threadId: string): ThreadState | null {
  * in 0010_thread_feed.sql continue from the same).
  */
 function lastSeq(db: Db): number {
-  const thread = db.select({ seq: max(threads.updateSeq) }).from(threads).get()?.seq ?? 0
-  const tombstone = db.select({ seq: max(threadTombstones.updateSeq) }).from(threadTombstones).get()?.seq ?? 0
+  const thread =
+    db
+      .select({ seq: max(threads.updateSeq) })
+      .from(threads)
+      .get()?.seq ?? 0
+  const tombstone =
+    db
+      .select({ seq: max(threadTombstones.updateSeq) })
+      .from(threadTombstones)
+      .get()?.seq ?? 0
   return Math.max(thread, tombstone)
 }
 
@@ -541,10 +549,17 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
     async sweepTombstones(before) {
       return db.transaction((tx) => {
         const t = threadTombstones
-        const newest = tx.select({ seq: max(t.updateSeq) }).from(t).get()?.seq
+        const newest = tx
+          .select({ seq: max(t.updateSeq) })
+          .from(t)
+          .get()?.seq
         if (newest == null) return 0
         const doomed = and(lt(t.at, before), lt(t.updateSeq, newest))
-        const highest = tx.select({ seq: max(t.updateSeq) }).from(t).where(doomed).get()?.seq
+        const highest = tx
+          .select({ seq: max(t.updateSeq) })
+          .from(t)
+          .where(doomed)
+          .get()?.seq
         if (highest == null) return 0
         const removed = tx.delete(t).where(doomed).returning({ seq: t.updateSeq }).all().length
         tx.update(threadFeedHorizon)

@@ -184,12 +184,14 @@ export class ThreadFeed {
     const from = resumePoint(lastEventId)
     const { horizon, head } = await this.deps.threads.feedBounds()
     return (sink) => {
-      const start = this.startAt(head)
-      const resumable = from !== null && from >= horizon && from <= Math.max(head, start)
-      const reader = new FeedReader(viewer, sink, this, resumable ? from : start)
+      // The shared reader may stand behind `head` (it looks once a second): this feed starts from `head` then, and
+      // skips what the shared reader hands it up to there.
+      const now = Math.max(head, this.startAt(head))
+      const resumable = from !== null && from >= horizon && from <= now
+      const reader = new FeedReader(viewer, sink, this, resumable ? from : now)
       this.readers.add(reader)
       if (from !== null && !resumable) reader.reset()
-      void this.catchUp(reader, start).then(
+      void this.catchUp(reader, now).then(
         () => reader.ready(),
         (error) => {
           this.deps.log.error('a change feed could not read what it missed', { error: String(error) })
@@ -200,7 +202,7 @@ export class ThreadFeed {
     }
   }
 
-  /** Sends a resuming feed what it missed up to `start`, where the shared reader's changes take over. */
+  /** Sends a resuming feed what it missed up to `start`; from there, the shared reader's changes. */
   private async catchUp(reader: FeedReader, start: number): Promise<void> {
     const since = reader.position
     while (reader.position < start) {

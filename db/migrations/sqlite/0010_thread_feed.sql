@@ -28,8 +28,7 @@ DROP TRIGGER `threads_update_order`;--> statement-breakpoint
 CREATE TRIGGER `threads_update_order_insert` AFTER INSERT ON `threads` BEGIN
   UPDATE threads SET
     updated_at = max(new.updated_at, coalesce((SELECT updated_at FROM threads WHERE update_seq = (SELECT max(update_seq) FROM threads)), 0)),
-    update_seq = max((SELECT max(update_seq) FROM threads), coalesce((SELECT max(update_seq) FROM thread_tombstones), 0)) + 1,
-    created_seq = max((SELECT max(update_seq) FROM threads), coalesce((SELECT max(update_seq) FROM thread_tombstones), 0)) + 1
+    (update_seq, created_seq) = (SELECT n, n FROM (SELECT max((SELECT max(update_seq) FROM threads), coalesce((SELECT max(update_seq) FROM thread_tombstones), 0)) + 1 AS n))
   WHERE seq = new.seq;
   INSERT INTO search_pending (thread_seq, indexed_key) VALUES (new.seq, NULL);
 END;--> statement-breakpoint

@@ -216,6 +216,48 @@ describe.concurrent('thread change feed', () => {
     ])
   })
 
+  test('made public again, a hidden thread comes back to the others as an update; made private, only its owner keeps it', async () => {
+    await using h = await harness()
+    await using server = listening(h)
+    const alice = await h.user()
+    const bob = await h.user()
+    const id = await newThread(h, bob.token, { name: 'Back and forth' })
+    await using aliceFeed = await openFeed(server.url, alice.token)
+    await using bobFeed = await openFeed(server.url, bob.token)
+    expect((await aliceFeed.next()).event).toBe('ready')
+    expect((await bobFeed.next()).event).toBe('ready')
+    await patch(h, bob.token, id, { is_private: true })
+    await poll(h)
+    expect(summary([await aliceFeed.next()])).toEqual([`thread.hidden ${id}`])
+    const own = await bobFeed.next()
+    expect([own.event, JSON.parse(own.data).is_private]).toEqual(['thread.updated', true])
+    // Already private: no second hiding.
+    await patch(h, bob.token, id, { is_private: true, name: 'Still private' })
+    await patch(h, bob.token, id, { is_private: false })
+    await poll(h)
+    const back = await aliceFeed.next()
+    expect([back.event, JSON.parse(back.data).is_private]).toEqual(['thread.updated', false])
+    expect(summary(await bobFeed.until('thread.updated'))).toEqual([`thread.updated ${id} Still private`])
+  })
+
+  test('feeds count among the open streams a person may hold, and are refused past the limit', async () => {
+    await using h = await harness({ config: { STREAM_LIMIT_PER_USER: 1 } })
+    await using server = listening(h)
+    const owner = await h.user()
+    await using feed = await openFeed(server.url, owner.token)
+    expect((await feed.next()).event).toBe('ready')
+    const refused = await fetch(new URL('/api/v1/threads/events', server.url), {
+      headers: { authorization: `Bearer ${owner.token}` },
+    })
+    expect([refused.status, (await refused.json()).error]).toEqual([429, 'too_many_streams'])
+    expect(refused.headers.get('retry-after')).toBe('5')
+    const reader = await h.user({ scopes: ['threads:write'] })
+    const forbidden = await fetch(new URL('/api/v1/threads/events', server.url), {
+      headers: { authorization: `Bearer ${reader.token}` },
+    })
+    expect(forbidden.status).toBe(403)
+  })
+
   test('a resume point the server cannot honour answers `reset`, and the stream goes on from the present', async () => {
     await using h = await harness()
     await using server = listening(h)

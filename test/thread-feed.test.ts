@@ -249,7 +249,7 @@ describe.concurrent('thread change feed', () => {
     const refused = await fetch(new URL('/api/v1/threads/events', server.url), {
       headers: { authorization: `Bearer ${owner.token}` },
     })
-    expect([refused.status, (await refused.json()).error]).toEqual([429, 'too_many_streams'])
+    expect([refused.status, ((await refused.json()) as { error: string }).error]).toEqual([429, 'too_many_streams'])
     expect(refused.headers.get('retry-after')).toBe('5')
     const reader = await h.user({ scopes: ['threads:write'] })
     const forbidden = await fetch(new URL('/api/v1/threads/events', server.url), {

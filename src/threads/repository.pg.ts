@@ -212,6 +212,10 @@ async function changes(db: PgDb, query: Parameters<ThreadRepository['changes']>[
     .from(threads)
     .innerJoin(users, eq(users.id, threads.ownerId))
     .where(and(gt(threads.updateSeq, query.after), lte(threads.updateSeq, upTo), filters.threads))
+    // Each side stops after a page in its index's order: left to sort the whole union, a feed resuming from far back
+    // read everything after its place for every page (20 ms a page at 10,000 threads, against 1 ms).
+    .orderBy(threads.updateSeq)
+    .limit(query.limit)
   const gone = db
     .select({
       seq: t.updateSeq,
@@ -231,6 +235,8 @@ async function changes(db: PgDb, query: Parameters<ThreadRepository['changes']>[
     })
     .from(t)
     .where(and(gt(t.updateSeq, query.after), lte(t.updateSeq, upTo), filters.tombstones))
+    .orderBy(t.updateSeq)
+    .limit(query.limit)
   // One statement, one snapshot: a write committing between two reads could otherwise fall between them unseen.
   const rows = (await current.unionAll(gone).orderBy(sql`1`).limit(query.limit)) as ChangeRow[]
   return rows.map(changeOf)

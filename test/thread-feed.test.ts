@@ -3,9 +3,22 @@
 // Tests call the feed's shared poll themselves after writing, rather than waiting for its one-second timer.
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import type { EventSourceMessage } from 'eventsource-parser'
-import { type Harness, harness, listening, parseEvents, ScriptedRunner } from './support/helpers'
+import { createApp } from '../src/app'
+import { loadConfig } from '../src/config'
+import { silentLogger } from '../src/shared/log'
+import {
+  type Harness,
+  harness,
+  listening,
+  parseEvents,
+  publicUrl,
+  ScriptedRunner,
+  sharedInspector,
+} from './support/helpers'
 
 setDefaultTimeout(20_000)
+// For the second app of the test with two instances: one inspector for the file, closed after it.
+const inspector = sharedInspector()
 
 interface Feed extends AsyncDisposable {
   status: number
@@ -256,6 +269,76 @@ describe.concurrent('thread change feed', () => {
       headers: { authorization: `Bearer ${reader.token}` },
     })
     expect(forbidden.status).toBe(403)
+  })
+
+  test('under concurrent writes and deletions, live and resumed feeds both end with every thread as it is', async () => {
+    await using h = await harness()
+    await using server = listening(h)
+    const owner = await h.user()
+    const ids = await Promise.all(Array.from({ length: 16 }, (_, i) => newThread(h, owner.token, { name: `t${i}` })))
+    await using live = await openFeed(server.url, owner.token)
+    const ready = await live.next()
+    let writing = true
+    const polling = (async () => {
+      while (writing) await poll(h)
+    })()
+    await Promise.all(
+      ids.map(async (id, i) => {
+        await patch(h, owner.token, id, { name: `renamed ${i}` })
+        if (i % 2 === 0)
+          expect((await h.call('DELETE', `/api/v1/threads/${id}`, { token: owner.token })).status).toBe(204)
+        else await patch(h, owner.token, id, { name: `final ${i}` })
+      }),
+    )
+    writing = false
+    await polling
+    const sentinel = await newThread(h, owner.token, { name: 'Sentinel' })
+    await poll(h)
+    const expected = new Map(ids.map((id, i) => [id, i % 2 === 0 ? 'deleted' : `final ${i}`]))
+    expected.set(sentinel, 'Sentinel')
+    /** Where each thread ended up after a list of events, applied in order as a client would. */
+    const apply = (events: EventSourceMessage[]) => {
+      const state = new Map<string, string>()
+      for (const event of events) {
+        if (!event.event?.startsWith('thread.')) continue
+        const data = JSON.parse(event.data)
+        state.set(data.id, event.event === 'thread.deleted' ? 'deleted' : data.name)
+      }
+      return state
+    }
+    const heard = await live.until('thread.created', sentinel)
+    const places = heard.map((event) => Number(event.id))
+    expect(places).toEqual([...places].sort((a, b) => a - b))
+    expect(new Set(places).size).toBe(places.length)
+    expect(apply(heard)).toEqual(expected)
+    await using resumed = await openFeed(server.url, owner.token, ready.id)
+    expect(apply(await resumed.until('ready'))).toEqual(expected)
+  })
+
+  test('a change written through one instance reaches a feed open on another sharing the database', async () => {
+    await using h = await harness()
+    const owner = await h.user()
+    // A second app over the same store: its own feed and shared poll, as another server process would have.
+    const other = createApp({
+      store: h.store,
+      config: { ...loadConfig({}), PUBLIC_URL: publicUrl },
+      runner: new ScriptedRunner(),
+      inspector,
+      blobs: h.blobs,
+      clock: h.clock,
+      log: silentLogger,
+    })
+    const server = other.listen({ port: 0, hostname: '127.0.0.1' }).server
+    if (!server) throw new Error('not listening')
+    try {
+      await using feed = await openFeed(server.url, owner.token)
+      expect((await feed.next()).event).toBe('ready')
+      const id = await newThread(h, owner.token, { name: 'Elsewhere' })
+      await other.decorator.feed.poll()
+      expect(summary([await feed.next()])).toEqual([`thread.created ${id} Elsewhere`])
+    } finally {
+      await other.stop()
+    }
   })
 
   test('a resume point the server cannot honour answers `reset`, and the stream goes on from the present', async () => {

@@ -48,7 +48,10 @@ class FeedReader implements Subscription {
     this.feed.remove(this)
   }
 
-  /** Sends the changes past this feed's place that its viewer may see. `since`: where the client's list stood. */
+  /**
+   * Sends the changes past this feed's place that its viewer may see. A thread first written after where the
+   * client's list stood before these changes is `thread.created` to it.
+   */
   tell(changes: ThreadChange[]): void {
     if (this.waiting) {
       this.waiting.push(...changes)

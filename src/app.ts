@@ -1,6 +1,7 @@
 // Builds the whole HTTP application from its dependencies. No side effects: nothing listens, no
 // timer starts and no work is recovered until src/index.ts (or a test) says so.
 import { Elysia } from 'elysia'
+import { adminPages } from './admin'
 import { attachmentRoutes } from './attachments'
 import type { FileInspector } from './attachments/inspector'
 import { maxRequestBytes } from './attachments/limits'
@@ -16,6 +17,7 @@ import { Heartbeats, OpenStreams } from './generation/sse'
 import type { GenerationRunner } from './generation/types'
 import { mcpRoutes } from './mcp'
 import { oauthErrorSurface, oauthRoutes } from './oauth'
+import { settingsPages } from './settings'
 import { errorPlugin } from './shared/errors'
 import { httpBasics } from './shared/http'
 import type { Logger } from './shared/log'
@@ -30,9 +32,8 @@ import { threadFeedRoutes, threadRoutes } from './threads'
 import { ThreadFeed } from './threads/feed'
 import { linksFor } from './threads/links'
 import { threadPages } from './threads/pages'
-import { adminPages } from './web/admin'
-import { pageErrorSurface } from './web/refusals'
-import { settingsPages } from './web/settings'
+import { pageErrors } from './web/errors'
+import { siteRoutes } from './web/site'
 
 export interface AppDeps {
   /** Every feature's repository, over whichever database the configuration names. */
@@ -108,7 +109,14 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: 4 * maxRequestBytes } })
     .decorate('engine', engine)
     .decorate('feed', feed)
-    .use(errorPlugin(deps.log, allowed, [oauthErrorSurface, pageErrorSurface]))
+    .use(
+      errorPlugin(
+        deps.log,
+        allowed,
+        [oauthErrorSurface],
+        pageErrors({ store, clock: deps.clock, publicUrl: deps.config.PUBLIC_URL }, allowed),
+      ),
+    )
     .use(httpBasics({ log: deps.log, config: deps.config, ipLimiter: perMinute(deps.config.RATE_LIMIT_IP_PER_MINUTE) }))
     .get(
       '/healthz',
@@ -127,6 +135,7 @@ export function createApp(deps: AppDeps) {
       { detail: { hide: true } },
     )
     .use(docs(deps.config.PUBLIC_URL))
+    .use(siteRoutes())
     .use(identity(shared))
     .use(threadFeedRoutes(shared))
     .use(threadRoutes(shared))

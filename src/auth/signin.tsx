@@ -1,17 +1,9 @@
 // Sign-in and sign-out pages: GET/POST /login and POST /logout. Behaviour lives in sessions.ts.
 import { Elysia } from 'elysia'
-import { param, readForm } from '../shared/forms'
 import { clientIpOf, requestIdOf } from '../shared/http'
 import type { Logger } from '../shared/log'
 import type { Limiter } from '../shared/rate-limit'
-import {
-  anonymousCsrfKeyName,
-  anonymousCsrfToken,
-  csrfTokenMatches,
-  formRefusedMessage,
-  isSameOriginRequest,
-  newCsrfNonce,
-} from '../web/csrf'
+import { anonymousCsrfKeyName, anonymousCsrfToken, newCsrfNonce } from '../web/csrf'
 import {
   changePasswordPath,
   clearCookie,
@@ -21,11 +13,9 @@ import {
   setSessionCookie,
   usesHttps,
   type WebDeps,
-  web,
 } from '../web/index'
-import { viewerOf } from '../web/layout'
 import { LoginPage } from '../web/pages/login'
-import { MessagePage } from '../web/pages/message'
+import { field, trustedForms } from '../web/trusted-form'
 import { signInRetryAfter } from './attempts'
 import { invalidateSession, signIn } from './sessions'
 
@@ -53,7 +43,7 @@ export const signin = (deps: SigninDeps) => {
   const csrfFor = async (nonce: string): Promise<string> =>
     anonymousCsrfToken(await deps.store.serverKeys.key(anonymousCsrfKeyName), nonce)
   return new Elysia({ name: 'signin' })
-    .use(web(deps))
+    .use(trustedForms(deps))
     .onBeforeHandle(({ set }) => {
       Object.assign(set.headers, pageHeaders)
     })
@@ -72,31 +62,12 @@ export const signin = (deps: SigninDeps) => {
     )
     .post(
       '/login',
-      async ({ request, cookie, html, redirect, set }) => {
-        const form = (await readForm(request)) ?? new URLSearchParams()
+      async ({ request, form, cookie, html, redirect, set }) => {
         // The page's hidden field, or for a script that posts to /login?next=… without it, the query.
-        const next = safeNextPath(param(form, 'next') ?? new URL(request.url).searchParams.get('next'), deps.publicUrl)
-        const email = param(form, 'email') ?? ''
-        const nonce = cookie[names.csrf]?.value
-        const formIsOurs =
-          isSameOriginRequest(request.headers, deps.publicUrl) &&
-          typeof nonce === 'string' &&
-          csrfTokenMatches(await csrfFor(nonce), param(form, 'csrf'))
-        if (!formIsOurs) {
-          // The page shown with the refusal must itself work, so it gets a nonce (the visitor's, if they had one).
-          const retry = typeof nonce === 'string' && nonce.length > 0 ? nonce : newCsrfNonce()
-          cookie[names.csrf]?.set({ value: retry, ...csrfCookie })
-          set.status = 403
-          return html(
-            <LoginPage
-              next={next}
-              email={email}
-              csrf={await csrfFor(retry)}
-              error={formRefusedMessage}
-              external={external(next)}
-            />,
-          )
-        }
+        const next = safeNextPath(field(form, 'next') || new URL(request.url).searchParams.get('next'), deps.publicUrl)
+        const email = field(form, 'email') ?? ''
+        // The guard has matched the form's token to this cookie.
+        const nonce = String(cookie[names.csrf]?.value)
         const retryAfter = await signInRetryAfter(deps.authLimiter, clientIpOf(request), email)
         if (retryAfter !== null) {
           set.status = 429
@@ -111,7 +82,7 @@ export const signin = (deps: SigninDeps) => {
             />,
           )
         }
-        const opened = await signIn(deps.store, email, param(form, 'password') ?? '', deps.clock.now())
+        const opened = await signIn(deps.store, email, field(form, 'password') ?? '', deps.clock.now())
         if (!opened) {
           // An operator watching for password guessing needs these; the password itself is never logged.
           deps.log.warn('sign-in failed', { requestId: requestIdOf(request), email, ip: clientIpOf(request) })
@@ -133,24 +104,17 @@ export const signin = (deps: SigninDeps) => {
         if (opened.mustChangePassword) return redirect(`${changePasswordPath}?next=${encodeURIComponent(next)}`, 303)
         return redirect(next, 303)
       },
-      { parse: 'none', detail: { hide: true } },
+      { trustedForm: 'sign-in', parse: 'none', detail: { hide: true } },
     )
     .post(
       '/logout',
-      async ({ request, session, cookie, html, redirect, set }) => {
+      async ({ session, cookie, redirect }) => {
         if (!session) return redirect('/login', 303)
-        const form = (await readForm(request)) ?? new URLSearchParams()
-        const formIsOurs =
-          isSameOriginRequest(request.headers, deps.publicUrl) && csrfTokenMatches(session.csrf, param(form, 'csrf'))
-        if (!formIsOurs) {
-          set.status = 403
-          return html(<MessagePage title="Sign-out refused" message={formRefusedMessage} viewer={viewerOf(session)} />)
-        }
         await invalidateSession(deps.store.sessions, session.token)
         const ended = cookie[names.session]
         if (ended) clearCookie(ended, deps.publicUrl)
         return redirect('/login', 303)
       },
-      { session: true, parse: 'none', detail: { hide: true } },
+      { session: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
 }

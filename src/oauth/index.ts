@@ -7,14 +7,14 @@ import { Elysia, t } from 'elysia'
 import { AuthModel } from '../auth/model'
 import { readJson } from '../shared/body'
 import type { ErrorSurface } from '../shared/errors'
-import { param, readForm } from '../shared/forms'
+import { readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
 import { holdsNul } from '../shared/nul'
 import { type Limit, type Limiter, sharedLimiter } from '../shared/rate-limit'
 import type { Responses } from '../shared/responses'
 import { dayMs } from '../shared/time'
-import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
-import { consentPageHeaders, type PageSession, seeOther, signInPath, type WebDeps, web } from '../web/index'
+import { consentPageHeaders, type PageSession, seeOther, signInPath, type WebDeps } from '../web/index'
+import { field, trustedForms } from '../web/trusted-form'
 import {
   type AuthorizationCheckResult,
   approveAuthorization,
@@ -36,7 +36,7 @@ import { exchangeToken } from './grants'
 import { refreshReuseGraceMs } from './grants/refresh-token'
 import { authorizationServerMetadata, protectedResourceMetadata } from './metadata'
 import { OAuthModel } from './model'
-import { consentFormRefusedPage, consentPage, errorPage, refusalPage } from './pages'
+import { consentPage, otherOrganization, unacceptableRequest } from './pages'
 import { registerClient, registrationTokenLifetimeMs, requireRegistrationAccess } from './registration'
 import { revokeToken } from './revocation'
 import { oauthSettings } from './settings'
@@ -162,25 +162,18 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
   const registrationLimiter = sharedLimiter(deps.store.rateLimits, 'registration', registrationRateLimit, deps.clock)
 
   /** The signed-in answer to a valid authorization request: the consent page, or a refusal. */
-  function answer(
-    checked: AuthorizationCheckResult,
-    session: PageSession | null,
-    url: URL,
-  ): { status: number; page: JSX.Element } | Response {
-    if (checked.kind === 'error-page') return { status: 400, page: errorPage(checked.error, session) }
+  function answer(checked: AuthorizationCheckResult, session: PageSession | null, url: URL): JSX.Element | Response {
+    if (checked.kind === 'error-page') throw unacceptableRequest(checked.error)
     if (checked.kind === 'error-redirect') return seeOther(checked.location)
     if (!session) return seeOther(signInPath(url.pathname + url.search))
     if (organizationMayUse(checked.request.client, session.user) === 'other-organization') {
-      return {
-        status: 403,
-        page: refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session),
-      }
+      throw otherOrganization(denyAuthorizationLocation(deps, checked.request), checked.request)
     }
-    return { status: 200, page: consentPage(checked.request, session, url.pathname + url.search) }
+    return consentPage(checked.request, session, url.pathname + url.search)
   }
 
   return new Elysia({ name: 'oauth' })
-    .use(web(deps))
+    .use(trustedForms(deps))
     .get('/.well-known/oauth-authorization-server', () => json(authorizationServerMetadata(deps.publicUrl), 200), {
       detail: {
         summary: 'Authorization server metadata (RFC 8414)',
@@ -222,49 +215,35 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
         const url = new URL(request.url)
         const checked = await checkAuthorizationRequest(deps, url.searchParams, 'GET /oauth/authorize')
         const result = answer(checked, session, url)
-        if (result instanceof Response) return result
-        set.status = result.status
-        return html(result.page)
+        return result instanceof Response ? result : html(result)
       },
       { session: true, detail: authorizeDetail },
     )
     .post(
       '/oauth/authorize',
-      async ({ request, session, html, set }) => {
+      async ({ request, session, form, html, set }) => {
         Object.assign(set.headers, consentPageHeaders)
         const url = new URL(request.url)
         if (!session) return seeOther(signInPath(url.pathname + url.search))
-        const form = (await readForm(request)) ?? new URLSearchParams()
-        if (
-          !isSameOriginRequest(request.headers, deps.publicUrl) ||
-          !csrfTokenMatches(session.csrf, param(form, 'csrf'))
-        ) {
-          set.status = 403
-          return html(consentFormRefusedPage(session))
-        }
         const checked = await checkAuthorizationRequest(deps, url.searchParams, 'POST /oauth/authorize')
         if (
           checked.kind !== 'valid' ||
           organizationMayUse(checked.request.client, session.user) === 'other-organization'
         ) {
           const shown = answer(checked, session, url)
-          if (shown instanceof Response) return shown
-          set.status = shown.status
-          return html(shown.page)
+          return shown instanceof Response ? shown : html(shown)
         }
-        const decision = param(form, 'decision')
+        const decision = field(form, 'decision')
         if (decision === 'deny') return seeOther(denyAuthorizationLocation(deps, checked.request))
-        if (decision !== 'approve') {
-          set.status = 400
-          return html(errorPage(new InvalidRequest('decision must be "approve" or "deny"'), session))
-        }
+        if (decision !== 'approve')
+          throw unacceptableRequest(new InvalidRequest('decision must be "approve" or "deny"'))
         const approved = await approveAuthorization(deps, checked.request, session.user)
         if (approved.kind === 'redirect') return seeOther(approved.location)
-        set.status = 403
-        return html(refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session))
+        throw otherOrganization(denyAuthorizationLocation(deps, checked.request), checked.request)
       },
       {
         session: true,
+        trustedForm: 'form',
         parse: 'none',
         detail: {
           summary: 'Consent decision (browser form)',

@@ -103,15 +103,26 @@ function toAppError(
   }
 }
 
+/**
+ * How failures of page requests are shown (src/web/errors.tsx): a response, or null where the request is the
+ * API's and gets JSON. `unmatched` says no route matched the request.
+ */
+export type PageFailures = (failure: AppError, request: Request, unmatched: boolean) => Promise<Response | null>
+
 /** Requests whose route asked for bare client-error bodies (see `errorShapes`). */
 const bareRequests = new WeakSet<Request>()
 /** The statuses a bare route renders without `error`; 401, 403 and 404 keep the usual `{ error, message }`. */
 const bareStatuses = new Set([400, 413, 422])
 
-export const errorPlugin = (log: Logger, allowed?: AllowedMethods, surfaces: ErrorSurface[] = []) =>
+export const errorPlugin = (
+  log: Logger,
+  allowed?: AllowedMethods,
+  surfaces: ErrorSurface[] = [],
+  pages?: PageFailures,
+) =>
   new Elysia({ name: 'errors' })
     .error({ AppError })
-    .onError({ as: 'global' }, ({ code, error, path, set, request }) => {
+    .onError({ as: 'global' }, async ({ code, error, path, set, request }) => {
       // An API request that failed before its token was checked (an unknown path, a refused body) counts
       // against its address.
       const retryAfter = settleAddressCount(request, false)
@@ -122,6 +133,12 @@ export const errorPlugin = (log: Logger, allowed?: AllowedMethods, surfaces: Err
           ? { message: failure.message, ...failure.extra }
           : { error: failure.code, message: failure.message, ...failure.extra }
       set.status = failure.status // read by the access log
+      // Pages first: a page request, or a web address, gets a page whatever failed (src/web/errors.tsx).
+      const page = retryAfter === null ? await pages?.(failure, request, code === 'NOT_FOUND') : null
+      if (page) {
+        set.status = page.status
+        return page
+      }
       const surface = failure instanceof RequestRefusal ? surfaces.find(({ paths }) => paths.test(path)) : undefined
       if (surface) return surface.render(failure)
       return json(failure.status, body, failure.headers)

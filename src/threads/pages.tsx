@@ -2,11 +2,9 @@
 // redirects (303) without JavaScript; the chat script (src/web/client/) makes the same posts without reloading.
 // The signed-in person acts as a Caller with threads:read and threads:write, so visibility and owner rules are the
 // API's own.
-import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import { attachmentResponse } from '../attachments/download'
 import type { FileInspector } from '../attachments/inspector'
-import { maxRequestBytes } from '../attachments/limits'
 import {
   attachmentNames,
   type CheckedFiles,
@@ -21,23 +19,19 @@ import { callerFromSession } from '../auth/sessions'
 import { answerStream } from '../generation'
 import type { GenerationEngine } from '../generation/service'
 import type { Heartbeats, OpenStreams } from '../generation/sse'
-import { mediaTypeOf, readBounded } from '../shared/body'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { isUuid } from '../shared/ids'
 import type { Logger } from '../shared/log'
-import { formHoldsNul, nulRefusal } from '../shared/nul'
 import type { BlobStore } from '../storage/blobs'
 import type { Store } from '../store'
-import { RefusedFormPage } from '../web/account'
-import { clientAssetAt, clientAssets } from '../web/client-assets'
-import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
-import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps, web } from '../web/index'
+import { clientAssets } from '../web/client-assets'
+import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { markdownAsText } from '../web/markdown'
 import type { ModelInfo, SidebarProps, ThreadFilters } from '../web/pages/chat-layout'
-import { MessagePage } from '../web/pages/message'
 import { ThreadPage, type ThreadPageProps } from '../web/pages/thread'
 import { NewConversationPage, type NewThreadDraft } from '../web/pages/threads'
+import { type PostedForm, trustedForms } from '../web/trusted-form'
 import { continueThread } from './continuation'
 import { submitFeedback } from './feedback'
 import type { Links } from './links'
@@ -70,8 +64,6 @@ export const threadPageHeaders = {
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 } as const
 
-const icon = Bun.file(join(import.meta.dir, '../web/icon.svg'))
-
 /**
  * A web name for a thread started without one: the first line of its message as it reads (Markdown's marks taken
  * out, so `**Lyon**` names it "Lyon"), shortened.
@@ -84,28 +76,7 @@ export function defaultThreadName(text: string): string {
   return characters.length <= 80 ? line : `${characters.slice(0, 79).join('').trimEnd()}…`
 }
 
-type PageForm = Awaited<ReturnType<Request['formData']>>
-
-/**
- * Both urlencoded and multipart bodies, read within the upload bound as they stream in (413 past it); null for
- * anything else or anything unreadable. Bun's own parser reads the bytes, as `request.formData()` would. A field
- * holding U+0000 is refused (src/shared/nul.ts).
- */
-async function readPageForm(request: Request): Promise<PageForm | null> {
-  const type = mediaTypeOf(request)
-  if (type !== 'multipart/form-data' && type !== 'application/x-www-form-urlencoded') return null
-  const bytes = await readBounded(request, maxRequestBytes)
-  let form: PageForm
-  try {
-    form = await new Response(bytes, {
-      headers: { 'content-type': request.headers.get('content-type') ?? type },
-    }).formData()
-  } catch {
-    return null
-  }
-  if (formHoldsNul(form.entries())) throw nulRefusal()
-  return form
-}
+type PageForm = PostedForm
 
 function field(form: PageForm, name: string): string | undefined {
   const value = form.get(name)
@@ -121,38 +92,21 @@ function flag(value: string | undefined): boolean | undefined {
   return value === 'true' ? true : value === 'false' ? false : undefined
 }
 
-function formIsOurs(request: Request, session: PageSession, form: PageForm | null, publicUrl: string): boolean {
-  return (
-    form !== null &&
-    isSameOriginRequest(request.headers, publicUrl) &&
-    csrfTokenMatches(session.csrf, field(form, 'csrf'))
-  )
-}
-
 /** A redirect, or a page with its status. */
 type FormOutcome = Response | { status: number; page: JSX.Element }
 
 /**
- * The steps every form shares: a session (else sign-in), a body that came from our own page with this session's
- * CSRF token (else 403), then the action; a refusal the action throws becomes a page.
+ * The steps every form shares: the `trustedForm` guard has let in a signed-in person's form from our own page;
+ * a refusal the action throws becomes the shared error page (src/web/errors.tsx).
  */
 async function runForm(
-  deps: ThreadPagesDeps,
   session: PageSession | null,
-  request: Request,
+  form: PageForm,
   back: string,
   action: (form: PageForm, session: PageSession) => Promise<FormOutcome>,
 ): Promise<FormOutcome> {
   if (!session) return seeOther(signInPath(back))
-  const form = await readPageForm(request)
-  if (!form || !formIsOurs(request, session, form, deps.publicUrl)) {
-    return { status: 403, page: <RefusedFormPage session={session} /> }
-  }
-  try {
-    return await action(form, session)
-  } catch (error) {
-    return failurePage(error, session, back)
-  }
+  return action(form, session)
 }
 
 function respond(
@@ -162,34 +116,6 @@ function respond(
   if (outcome instanceof Response) return outcome
   context.set.status = outcome.status
   return context.html(outcome.page)
-}
-
-function notFoundPage(session: PageSession): JSX.Element {
-  return (
-    <MessagePage
-      title="Thread not found"
-      message="There is no thread at this address, or it is not visible to you."
-      viewer={viewerOf(session)}
-      action={{ href: '/threads', label: 'All threads' }}
-    />
-  )
-}
-
-/** A refused action as a page: the reason, and the way back. Anything but an AppError is a real failure. */
-function failurePage(error: unknown, session: PageSession, back: string): { status: number; page: JSX.Element } {
-  if (!(error instanceof AppError)) throw error
-  if (error.status === 404) return { status: 404, page: notFoundPage(session) }
-  return {
-    status: error.status,
-    page: (
-      <MessagePage
-        title="That could not be done"
-        message={error.message}
-        viewer={viewerOf(session)}
-        action={{ href: back, label: 'Back' }}
-      />
-    ),
-  }
 }
 
 function listFilters(query: Record<string, string | undefined>): ThreadFilters {
@@ -349,27 +275,9 @@ async function sendWithFiles(
 
 export const threadPages = (deps: ThreadPagesDeps) =>
   new Elysia({ name: 'thread-pages' })
-    .use(web(deps))
+    .use(trustedForms(deps))
     .onBeforeHandle(({ set }) => {
       Object.assign(set.headers, threadPageHeaders)
-    })
-    .get(
-      '/assets/client/:file',
-      async ({ params }) => {
-        const asset = await clientAssetAt(`/assets/client/${params.file}`)
-        if (!asset) throw notFound('Script')
-        // The name changes with the bytes, so a browser may keep this one for good.
-        const headers = {
-          'content-type': 'text/javascript; charset=utf-8',
-          'cache-control': 'public, max-age=31536000, immutable',
-        }
-        return new Response(asset.bytes, { headers })
-      },
-      { detail: { hide: true } },
-    )
-    // Browsers ask for it on every page; a 404 there is an error in every console.
-    .get('/favicon.ico', () => new Response(icon, { headers: { 'content-type': 'image/svg+xml' } }), {
-      detail: { hide: true },
     })
     // A new conversation: `/` plainly, `/threads` with the sidebar's search and filters in its query.
     .get(
@@ -390,35 +298,28 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     )
     .post(
       '/threads',
-      async ({ session, request, html, set }) =>
-        respond(
-          await runForm(deps, session, request, '/threads', (form, signedIn) => startFromForm(deps, signedIn, form)),
-          {
-            html,
-            set,
-          },
-        ),
-      { session: true, parse: 'none', detail: { hide: true } },
+      async ({ session, form, html, set }) =>
+        respond(await runForm(session, form, '/threads', (form, signedIn) => startFromForm(deps, signedIn, form)), {
+          html,
+          set,
+        }),
+      { session: true, trustedForm: 'upload', parse: 'none', detail: { hide: true } },
     )
     .get(
       '/threads/:threadId',
-      async ({ session, params, html, set }) => {
+      async ({ session, params, html }) => {
         if (!session) return seeOther(signInPath(`/threads/${encodeURIComponent(params.threadId)}`))
-        try {
-          if (!isUuid(params.threadId)) throw notFound('Thread')
-          return html(await threadPage(deps, session, params.threadId))
-        } catch (error) {
-          return respond(failurePage(error, session, '/threads'), { html, set })
-        }
+        if (!isUuid(params.threadId)) throw notFound('Thread')
+        return html(await threadPage(deps, session, params.threadId))
       },
       { session: true, detail: { hide: true } },
     )
     .post(
       '/threads/:threadId/:action',
-      async ({ session, params, request, html, set }) => {
+      async ({ session, params, form, html, set }) => {
         const { threadId, action } = params
         const back = `/threads/${encodeURIComponent(threadId)}`
-        const outcome = await runForm(deps, session, request, back, async (form, signedIn) => {
+        const outcome = await runForm(session, form, back, async (form, signedIn) => {
           if (!isUuid(threadId)) throw notFound('Thread')
           const caller = callerFromSession(signedIn.user)
           switch (action) {
@@ -454,14 +355,14 @@ export const threadPages = (deps: ThreadPagesDeps) =>
         })
         return respond(outcome, { html, set })
       },
-      { session: true, parse: 'none', detail: { hide: true } },
+      { session: true, trustedForm: 'upload', parse: 'none', detail: { hide: true } },
     )
     .post(
       '/threads/:threadId/messages/:messageId/feedback',
-      async ({ session, params, request, html, set }) => {
+      async ({ session, params, form, html, set }) => {
         const { threadId, messageId } = params
         const back = `/threads/${encodeURIComponent(threadId)}`
-        const outcome = await runForm(deps, session, request, back, async (form, signedIn) => {
+        const outcome = await runForm(session, form, back, async (form, signedIn) => {
           if (!isUuid(threadId) || !isUuid(messageId)) throw notFound('Message')
           const positive = flag(field(form, 'positive'))
           if (positive === undefined) throw invalidRequest('Choose thumbs up or thumbs down.')
@@ -476,7 +377,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
         })
         return respond(outcome, { html, set })
       },
-      { session: true, parse: 'none', detail: { hide: true } },
+      { session: true, trustedForm: 'upload', parse: 'none', detail: { hide: true } },
     )
     .get(
       '/threads/:threadId/attachments/:attachmentId',

@@ -330,7 +330,7 @@ async function send(form: HTMLFormElement): Promise<void> {
     if (!page.response.ok) {
       // Refused: the reason next to the composer; the text and the files stay for another try.
       shown.remove()
-      const reason = page.doc.querySelector('.composer-error, .alert')?.textContent?.trim()
+      const reason = page.doc.querySelector('.composer-error, .alert, .page-message')?.textContent?.trim()
       showComposerError(reason || 'The message could not be sent.')
       markRefusedChip(reason ?? '')
       return

@@ -6,6 +6,8 @@ import type { EventSourceMessage } from 'eventsource-parser'
 import { createApp } from '../src/app'
 import { loadConfig } from '../src/config'
 import { silentLogger } from '../src/shared/log'
+import { tombstoneKeepMs } from '../src/threads/feed'
+import { sweepExpired } from '../src/upkeep'
 import {
   type Harness,
   harness,
@@ -349,8 +351,9 @@ describe.concurrent('thread change feed', () => {
     expect((await h.call('DELETE', `/api/v1/threads/${id}`, { token: owner.token })).status).toBe(204)
     const other = await newThread(h, owner.token, { name: 'Other' })
     expect((await h.call('DELETE', `/api/v1/threads/${other}`, { token: owner.token })).status).toBe(204)
-    // Sweeping everything but the newest tombstone raises the horizon past the first deletion.
-    expect(await h.store.threads.sweepTombstones(h.clock.now() + 1)).toBe(1)
+    // A week on, the upkeep sweeps every tombstone but the newest, raising the horizon past the first deletion.
+    await sweepExpired(h.store, h.clock.now() + tombstoneKeepMs + 1)
+    expect((await h.store.threads.changes({ after: 0, limit: 10 })).map((change) => change.kind)).toEqual(['deleted'])
     for (const lastEventId of ['0', 'not-an-id', '999999999']) {
       await using feed = await openFeed(server.url, owner.token, lastEventId)
       expect(summary(await feed.until('ready'))).toEqual(['reset', 'ready'])

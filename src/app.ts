@@ -28,7 +28,8 @@ import type { Clock } from './shared/time'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
 import { storageHealth } from './storage/health'
 import type { Store } from './store'
-import { threadRoutes } from './threads'
+import { threadFeedRoutes, threadRoutes } from './threads'
+import { ThreadFeed } from './threads/feed'
 import { linksFor } from './threads/links'
 import { threadPages } from './threads/pages'
 import { pageErrors } from './web/errors'
@@ -103,6 +104,7 @@ export function createApp(deps: AppDeps) {
     authPerMinute > 0
       ? sharedLimiter(store.rateLimits, 'auth', { max: authPerMinute, windowMs: 60_000 }, deps.clock)
       : undefined
+  const feed = new ThreadFeed({ threads: store.threads, links, log: deps.log })
   const shared = {
     store,
     clock: deps.clock,
@@ -111,6 +113,7 @@ export function createApp(deps: AppDeps) {
     tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
     authLimiter,
     links,
+    feed,
     heartbeats: deps.heartbeats ?? new Heartbeats(15_000),
     streams: new OpenStreams({
       perUser: deps.config.STREAM_LIMIT_PER_USER,
@@ -129,6 +132,7 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: 4 * maxRequestBytes } })
     .decorate('engine', engine)
     .decorate('webhooks', webhooks)
+    .decorate('feed', feed)
     .use(
       errorPlugin(
         deps.log,
@@ -157,6 +161,7 @@ export function createApp(deps: AppDeps) {
     .use(docs(deps.config.PUBLIC_URL))
     .use(siteRoutes())
     .use(identity(shared))
+    .use(threadFeedRoutes(shared))
     .use(threadRoutes(shared))
     .use(attachmentRoutes(shared))
     .use(responses(shared))

@@ -1,6 +1,7 @@
 // Deletes, every hour, what can no longer be used: expired sessions; expired OAuth codes and tokens, dead grants
-// with everything issued under them, spent registration tokens, and on PostgreSQL ended rate-limit windows. Without
-// it every hourly refresh of every connected app would add rows for good. It also removes stored files whose rows
+// with everything issued under them, spent registration tokens, the change feed's week-old tombstones, and on
+// PostgreSQL ended rate-limit windows. Without it every hourly refresh of every connected app would add rows for
+// good. It also removes stored files whose rows
 // were never committed (an upload that failed between storing its files and inserting its rows, a crash on another
 // server sharing the bucket), which would otherwise stay until the next start, and on a long-running server never go.
 // Started by src/index.ts; tests call sweepExpired, or start it with their own clock and timer. With several
@@ -11,6 +12,7 @@ import type { Logger } from './shared/log'
 import { type Clock, dayMs } from './shared/time'
 import type { BlobStore } from './storage/blobs'
 import type { Store } from './store'
+import { tombstoneKeepMs } from './threads/feed'
 
 /** How often the upkeep runs. Stored files are left alone for their first hour (`inFlightMs`) in any case. */
 export const upkeepIntervalMs = 60 * 60_000
@@ -23,6 +25,8 @@ export async function sweepExpired(store: Store, now: number): Promise<void> {
     store.rateLimits?.deleteEnded(now),
     // Admins see a month of deliveries; older finished ones (and their attempts) go.
     store.webhooks.deleteFinished(now - 30 * dayMs),
+    // The change feed's record of deletions: a feed resuming from before what is swept is told to reload.
+    store.threads.sweepTombstones(now - tombstoneKeepMs),
   ])
 }
 

@@ -53,14 +53,14 @@ async function tablesIn(url: string): Promise<number> {
 
 type Rows = Record<string, Record<string, unknown>[]>
 
-/** Every copied table's rows in the copy's order; threads without their update sequence, which is renumbered. */
+/** Every copied table's rows in the copy's order; threads without their places in the update order, renumbered. */
 function ordered(rowsOf: (table: CopiedTable) => Record<string, unknown>[]): Rows {
   return Object.fromEntries(
     copiedTables.map((table) => {
       const rows = rowsOf(table)
       return [
         getTableName(table.from),
-        table.from === sqliteSchema.threads ? rows.map(({ updateSeq: _, ...row }) => row) : rows,
+        table.from === sqliteSchema.threads ? rows.map(({ updateSeq: _, createdSeq: __, ...row }) => row) : rows,
       ]
     }),
   )
@@ -132,9 +132,12 @@ test('db:copy copies every table that holds data, with the same columns on both 
   const sqliteTables = Object.values(sqliteSchema)
     .filter((value) => is(value, SQLiteTable))
     .map((table) => getTableName(table as SQLiteTable))
-  // search_pending is the SQLite index's queue; PostgreSQL's is filled by its own trigger as threads arrive.
+  // search_pending is the SQLite index's queue; PostgreSQL's is filled by its own trigger as threads arrive. The
+  // change feed's tombstones hold places in SQLite's update order, which the copy renumbers: the copy moves the
+  // feed's horizon instead, so every feed reloads.
+  const notCopied = ['search_pending', 'thread_tombstones', 'thread_feed_horizon']
   expect(copiedTables.map(({ from }) => getTableName(from)).sort()).toEqual(
-    sqliteTables.filter((name) => name !== 'search_pending').sort(),
+    sqliteTables.filter((name) => !notCopied.includes(name)).sort(),
   )
   for (const { from, to, targetOnly = [] } of copiedTables) {
     expect(getTableName(to)).toBe(getTableName(from))

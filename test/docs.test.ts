@@ -34,6 +34,7 @@ test('OpenAPI describes every API endpoint with schemas, security and tags', asy
       'POST /api/v1/threads/{threadId}/attachments',
       'GET /api/v1/threads',
       'POST /api/v1/threads',
+      'GET /api/v1/threads/events',
       'GET /api/v1/threads/{threadId}',
       'PATCH /api/v1/threads/{threadId}',
       'DELETE /api/v1/threads/{threadId}',

@@ -9,6 +9,11 @@ function encode(type: string, data: string, id: number, prefix = ''): Uint8Array
   return encoder.encode(`${prefix}id: ${id}\nevent: ${type}\ndata: ${data}\n\n`)
 }
 
+/** One event's bytes, for streams other than answers' (the thread change feed); `data` is one line of JSON. */
+export function sseEvent(type: string, data: unknown, id: number): Uint8Array {
+  return encode(type, JSON.stringify(data), id)
+}
+
 /**
  * The last event of a stream also sets the client's reconnection delay to a day. The answer is over, yet an
  * EventSource that is not closed by its page reconnects after every end, by default within seconds, and would
@@ -130,14 +135,19 @@ const sseHeaders = {
  * Called as the response is built: either subscribes the stream to a live answer (returning the
  * subscription, left when the client goes away) or replays the ended answer and ends the stream.
  */
-export type Attach = (stream: Listener) => Subscription | null
+export type Attach = (stream: SseSink) => Subscription | null
+
+/** What attaching gets: an answer's listener, which also takes events already encoded (sseEvent). */
+export interface SseSink extends Listener {
+  write(bytes: Uint8Array): void
+}
 
 /**
  * One SSE response body. A busy server holds thousands of these, so a held stream is this one object (the
  * body's source, the hub's listener and a heartbeat target at once, with no closure of its own) and a
  * direct ReadableStream, which Bun writes straight to the socket with no queue, reader or promises per chunk.
  */
-class SseStream implements Listener {
+class SseStream implements SseSink {
   readonly type = 'direct'
   private sink: ReadableStreamDirectController | undefined
   /** What was sent before the body was first pulled: the catch-up or a whole replay, or tokens before a test reads. */

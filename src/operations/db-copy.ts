@@ -324,6 +324,12 @@ async function insertThreads(source: Db, tx: Target): Promise<void> {
       }
     }
   }
+  // The change feed's event IDs are places in the update order, which the copy renumbers, and its tombstones are not
+  // copied: the horizon at the clock's new place sends a feed resuming from any earlier ID a `reset` (reload).
+  await tx
+    .update(pg.threadFeedHorizon)
+    .set({ updateSeq: sql`(select ${pg.threadUpdateClock.updateSeq} from ${pg.threadUpdateClock} where id = 1)` })
+    .where(eq(pg.threadFeedHorizon.id, 1))
 }
 
 /**

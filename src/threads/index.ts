@@ -5,12 +5,14 @@ import { attachmentNames } from '../attachments/service'
 import { type AuthDeps, auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { GenerationEngine } from '../generation/service'
+import { type Heartbeats, type OpenStreams, sseResponse } from '../generation/sse'
 import { jsonBodies, jsonBody } from '../shared/body'
 import { noContent, type Responses } from '../shared/responses'
 import type { BlobStore } from '../storage/blobs'
 import type { Store } from '../store'
 import { continueThread, quotedCharacters, quotedMessages } from './continuation'
 import { exportMarkdown, exportThread } from './export'
+import { type ThreadFeed, tombstoneKeepMs } from './feed'
 import { submitFeedback } from './feedback'
 import type { Links } from './links'
 import { listThreads } from './listing'
@@ -140,7 +142,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       '/:threadId',
       async ({ caller, params, set }) => {
         const { store, engine, blobs, log } = deps
-        await deleteThread({ threads: store.threads, engine, blobs, log }, caller, params.threadId)
+        await deleteThread({ threads: store.threads, engine, blobs, log }, caller, params.threadId, deps.clock.now())
         set.status = 204
       },
       {
@@ -281,3 +283,75 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         },
       },
     )
+
+export interface FeedRouteDeps extends AuthDeps {
+  feed: ThreadFeed
+  heartbeats: Heartbeats
+  streams: OpenStreams
+  responses: Responses
+}
+
+const keptDays = tombstoneKeepMs / 86_400_000
+
+/** The thread change feed: an addition to the specification (feed.ts). */
+export const threadFeedRoutes = (deps: FeedRouteDeps) =>
+  new Elysia({ name: 'thread-feed', prefix: '/api/v1/threads' }).use(auth(deps)).get(
+    '/events',
+    async ({ caller, headers, set }) => {
+      const attach = await deps.feed.open(caller, headers['last-event-id'])
+      return sseResponse(set, deps.heartbeats, { streams: deps.streams, userId: caller.userId }, attach)
+    },
+    {
+      scope: 'threads:read',
+      response: deps.responses({ 400: error, 401: error, 403: AuthModel.scopeError }),
+      detail: {
+        summary: 'Stream changes to the threads the caller can see, as server-sent events',
+        tags: ['Threads'],
+        description:
+          'An addition to the specification. Events, each with `id:`, `event:` and `data:` lines: ' +
+          '`thread.created` and `thread.updated` carry the thread object as `GET /api/v1/threads/{id}` returns it ' +
+          '(a rename, a state change, archiving, a message: any write), `thread.deleted` and `thread.hidden` carry ' +
+          '`{id}` (hidden: another person’s thread made private, which leaves the caller’s list). A thread shows as ' +
+          'it is when the event is sent, so several writes in a row may arrive as one event with the latest state. ' +
+          '`ready` `{}` says the stream has sent everything up to now; `reset` `{}` says the client must reload its ' +
+          'list, because `Last-Event-ID` was older than the ' +
+          `${keptDays} days deletions are remembered for, or not an event ID of this server. ` +
+          'Event ids are places in one order of every change: reconnecting with `Last-Event-ID` resumes exactly ' +
+          'after that event; without it the stream starts at the present, with no history. Changes reach open ' +
+          'streams within about a second. Archived threads are included (with `archived: true`). A token with ' +
+          'only `threads:read:own` sees only its user’s own threads. Heartbeats, stream limits and the ' +
+          'Authorization header work as for answer streams.',
+        parameters: [
+          {
+            name: 'last-event-id',
+            in: 'header',
+            required: false,
+            description: 'The id of the last event received: the stream resumes right after it.',
+            schema: { type: 'string' },
+          },
+        ],
+        responses: {
+          200: {
+            description:
+              'Server-sent events: `ready`, `reset`, `thread.created`, `thread.updated`, ' +
+              '`thread.deleted`, `thread.hidden`.',
+            content: {
+              'text/event-stream': { schema: { type: 'string', description: 'Events as described above, UTF-8.' } },
+            },
+          },
+          429: {
+            description:
+              'Too many open streams (`too_many_streams`, per person or in all; close one first), or over the ' +
+              'request rate limit (`rate_limited`). Retry after the seconds in `Retry-After`.',
+            headers: {
+              'Retry-After': {
+                description: 'Seconds to wait before retrying.',
+                schema: { type: 'integer', minimum: 1 },
+              },
+            },
+            content: { 'application/json': { schema: AuthModel.error } },
+          },
+        },
+      },
+    },
+  )

@@ -4,16 +4,33 @@
 // db/migrations/postgres/0001_update_order.sql), so sequences commit in order and a reader following them misses
 // nothing; thread writes therefore take turns on the clock, and each writes `updated_at` last and once, keeping
 // its turn short. Search is a filter on the documents search.pg.ts keeps.
-import { and, asc, desc, eq, gte, inArray, lte, max, ne, or, type SQL, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, gte, inArray, lt, lte, max, ne, or, type SQL, sql } from 'drizzle-orm'
 import { attachments } from '../attachments/attachments.table.pg'
 import { users } from '../auth/auth.table.pg'
 import type { PgDb } from '../db/postgres'
 import { generations } from '../generation/generations.table.pg'
 import { newId } from '../shared/ids'
-import type { ContentBlock, MessageRole, MessageRow, ThreadListQuery, ThreadRepository, Viewer } from './repository'
+import {
+  type ChangeRow,
+  type ContentBlock,
+  changeOf,
+  type MessageRole,
+  type MessageRow,
+  type ThreadListQuery,
+  type ThreadRepository,
+  type Viewer,
+} from './repository'
 import { searchableText } from './search'
 import { documentHolds, flushPgSearchIndex } from './search.pg'
-import { feedback, messages, threadSearch, threads } from './threads.table.pg'
+import {
+  feedback,
+  messages,
+  threadFeedHorizon,
+  threadSearch,
+  threads,
+  threadTombstones,
+  threadUpdateClock,
+} from './threads.table.pg'
 
 type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
 
@@ -118,6 +135,113 @@ async function appendUserMessage(
   return id
 }
 
+type TombstoneOf = { id: string; organizationId: number; ownerId: number; isPrivate: boolean }
+
+/**
+ * Writes a tombstone at the next place in the update order, taken from the clock as thread writes take theirs (the
+ * clock's row stays locked to commit, so tombstones and thread writes commit in order). Call it last in the caller's
+ * transaction, after any thread row lock, as every thread write takes the two.
+ */
+async function writeTombstone(tx: Tx, thread: TombstoneOf, kind: 'deleted' | 'hidden', now: number): Promise<void> {
+  const [clock] = await tx
+    .update(threadUpdateClock)
+    .set({ updateSeq: sql`${threadUpdateClock.updateSeq} + 1` })
+    .where(eq(threadUpdateClock.id, 1))
+    .returning({ seq: threadUpdateClock.updateSeq })
+  await tx.insert(threadTombstones).values({
+    updateSeq: clock?.seq ?? 0,
+    threadId: thread.id,
+    kind,
+    organizationId: thread.organizationId,
+    ownerId: thread.ownerId,
+    isPrivate: thread.isPrivate,
+    at: now,
+  })
+}
+
+const subjectColumns = {
+  id: threads.id,
+  organizationId: threads.organizationId,
+  ownerId: threads.ownerId,
+  isPrivate: threads.isPrivate,
+}
+
+/** What the feed shows a viewer: see ThreadRepository.changes. */
+function changeFilters(viewer: Viewer | undefined): { threads?: SQL; tombstones?: SQL } {
+  if (!viewer) return {}
+  const t = threadTombstones
+  if (viewer.sees === 'own') {
+    return {
+      threads: eq(threads.ownerId, viewer.userId),
+      tombstones: and(eq(t.ownerId, viewer.userId), eq(t.kind, 'deleted')),
+    }
+  }
+  return {
+    threads: visibleTo(viewer),
+    tombstones: and(
+      eq(t.organizationId, viewer.organizationId),
+      or(
+        and(eq(t.kind, 'deleted'), or(eq(t.isPrivate, false), eq(t.ownerId, viewer.userId))),
+        and(eq(t.kind, 'hidden'), ne(t.ownerId, viewer.userId)),
+      ),
+    ),
+  }
+}
+
+async function changes(db: PgDb, query: Parameters<ThreadRepository['changes']>[0]) {
+  const filters = changeFilters(query.viewer)
+  const t = threadTombstones
+  const upTo = query.upTo ?? Number.MAX_SAFE_INTEGER
+  const current = db
+    .select({
+      seq: threads.updateSeq,
+      kind: sql<string>`'thread'::text`.as('kind'),
+      id: threads.id,
+      organizationId: threads.organizationId,
+      ownerId: threads.ownerId,
+      isPrivate: threads.isPrivate,
+      name: threads.name,
+      state: threads.state,
+      archived: threads.archived,
+      ownerSub: users.sub,
+      ownerName: users.name,
+      createdAt: threads.createdAt,
+      updatedAt: threads.updatedAt,
+      createdSeq: threads.createdSeq,
+    })
+    .from(threads)
+    .innerJoin(users, eq(users.id, threads.ownerId))
+    .where(and(gt(threads.updateSeq, query.after), lte(threads.updateSeq, upTo), filters.threads))
+    // Each side stops after a page in its index's order: left to sort the whole union, a feed resuming from far back
+    // read everything after its place for every page (20 ms a page at 10,000 threads, against 1 ms).
+    .orderBy(threads.updateSeq)
+    .limit(query.limit)
+  const gone = db
+    .select({
+      seq: t.updateSeq,
+      kind: t.kind,
+      id: t.threadId,
+      organizationId: t.organizationId,
+      ownerId: t.ownerId,
+      isPrivate: t.isPrivate,
+      name: sql<never>`null`,
+      state: sql<never>`null`,
+      archived: sql<never>`null`,
+      ownerSub: sql<never>`null`,
+      ownerName: sql<never>`null`,
+      createdAt: sql<never>`null`,
+      updatedAt: sql<never>`null`,
+      createdSeq: sql<number>`0::bigint`,
+    })
+    .from(t)
+    .where(and(gt(t.updateSeq, query.after), lte(t.updateSeq, upTo), filters.tombstones))
+    .orderBy(t.updateSeq)
+    .limit(query.limit)
+  // One statement, one snapshot: a write committing between two reads could otherwise fall between them unseen.
+  const rows = (await current.unionAll(gone).orderBy(sql`1`).limit(query.limit)) as ChangeRow[]
+  return rows.map(changeOf)
+}
+
 export function pgThreadRepository(db: PgDb): ThreadRepository {
   return {
     async findVisible(viewer, threadId) {
@@ -166,31 +290,72 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
       })
     },
 
-    deleteThread(threadId) {
+    deleteThread(threadId, now) {
       return db.transaction(async (tx) => {
         // Deleting locks the thread's row first, as every other unit takes it, then cascades to the rest. Uploads
         // to a thread check it under the same lock, so none slips in between the read and the delete.
-        const [locked] = await tx.select({ id: threads.id }).from(threads).where(eq(threads.id, threadId)).for('update')
+        const [locked] = await tx.select(subjectColumns).from(threads).where(eq(threads.id, threadId)).for('update')
         if (!locked) return null
         const files = await tx
           .select({ id: attachments.id, resized: attachments.resized })
           .from(attachments)
           .where(eq(attachments.threadId, threadId))
         await tx.delete(threads).where(eq(threads.id, threadId))
+        await writeTombstone(tx, locked, 'deleted', now)
         return files
       })
     },
 
     async updateThread(threadId, changes, now) {
-      await db
-        .update(threads)
-        .set({
-          ...(changes.name !== undefined && { name: changes.name }),
-          ...(changes.archived !== undefined && { archived: changes.archived }),
-          ...(changes.isPrivate !== undefined && { isPrivate: changes.isPrivate }),
-          updatedAt: now,
-        })
-        .where(eq(threads.id, threadId))
+      const update = (on: PgDb | Tx) =>
+        on
+          .update(threads)
+          .set({
+            ...(changes.name !== undefined && { name: changes.name }),
+            ...(changes.archived !== undefined && { archived: changes.archived }),
+            ...(changes.isPrivate !== undefined && { isPrivate: changes.isPrivate }),
+            updatedAt: now,
+          })
+          .where(eq(threads.id, threadId))
+      if (changes.isPrivate !== true) {
+        await update(db)
+        return
+      }
+      await db.transaction(async (tx) => {
+        const [before] = await tx.select(subjectColumns).from(threads).where(eq(threads.id, threadId)).for('update')
+        await update(tx)
+        if (before && !before.isPrivate) await writeTombstone(tx, before, 'hidden', now)
+      })
+    },
+
+    changes(query) {
+      return changes(db, query)
+    },
+
+    async feedBounds() {
+      const [clock] = await db.select({ seq: threadUpdateClock.updateSeq }).from(threadUpdateClock)
+      const [horizon] = await db.select({ seq: threadFeedHorizon.updateSeq }).from(threadFeedHorizon)
+      return { head: clock?.seq ?? 0, horizon: horizon?.seq ?? 0 }
+    },
+
+    sweepTombstones(before) {
+      return db.transaction(async (tx) => {
+        const t = threadTombstones
+        const [newest] = await tx.select({ seq: max(t.updateSeq) }).from(t)
+        if (newest?.seq == null) return 0
+        const doomed = and(lt(t.at, before), lt(t.updateSeq, newest.seq))
+        const [highest] = await tx
+          .select({ seq: max(t.updateSeq) })
+          .from(t)
+          .where(doomed)
+        if (highest?.seq == null) return 0
+        const removed = await tx.delete(t).where(doomed).returning({ seq: t.updateSeq })
+        await tx
+          .update(threadFeedHorizon)
+          .set({ updateSeq: sql`greatest(${threadFeedHorizon.updateSeq}, ${highest.seq})` })
+          .where(eq(threadFeedHorizon.id, 1))
+        return removed.length
+      })
     },
 
     async updateSeqAt(since) {

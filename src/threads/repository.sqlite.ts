@@ -2,22 +2,24 @@
 // paths (a thread by ID, list pages, message sends) prepared once per database (src/db/prepared.ts), rows read by
 // position, and the query plans SQLite must be told. Search statements take their FTS5 pieces from search.fts5.ts.
 // A transaction cannot await on bun:sqlite, so each atomic method does all its work synchronously inside one.
-import { and, asc, between, desc, eq, gte, inArray, lte, max, ne, or, type SQL, sql } from 'drizzle-orm'
+import { and, asc, between, desc, eq, gt, gte, inArray, lt, lte, max, ne, or, type SQL, sql } from 'drizzle-orm'
 import { attachments } from '../attachments/attachments.table'
 import { users } from '../auth/auth.table'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
 import { generations } from '../generation/generations.table'
 import { newId } from '../shared/ids'
-import type {
-  ContentBlock,
-  MessageRole,
-  MessageRow,
-  ThreadListQuery,
-  ThreadRepository,
-  ThreadRow,
-  ThreadState,
-  Viewer,
+import {
+  type ChangeRow,
+  type ContentBlock,
+  changeOf,
+  type MessageRole,
+  type MessageRow,
+  type ThreadListQuery,
+  type ThreadRepository,
+  type ThreadRow,
+  type ThreadState,
+  type Viewer,
 } from './repository'
 import { searchableText } from './search'
 import {
@@ -35,7 +37,7 @@ import {
   searchPlan,
   searchTable,
 } from './search.fts5'
-import { feedback, messages, threads } from './threads.table'
+import { feedback, messages, threadFeedHorizon, threads, threadTombstones } from './threads.table'
 
 /**
  * The threads a viewer may see: never another organization's; private ones only their owner's. Written
@@ -332,6 +334,127 @@ export function stateOf(db: Db, threadId: string): ThreadState | null {
   return db.select({ state: threads.state }).from(threads).where(eq(threads.id, threadId)).get()?.state ?? null
 }
 
+/**
+ * The last place in the update order handed out: the threads' or a tombstone's, whichever is greater (the triggers
+ * in 0011_thread_feed.sql continue from the same).
+ */
+function lastSeq(db: Db): number {
+  const thread =
+    db
+      .select({ seq: max(threads.updateSeq) })
+      .from(threads)
+      .get()?.seq ?? 0
+  const tombstone =
+    db
+      .select({ seq: max(threadTombstones.updateSeq) })
+      .from(threadTombstones)
+      .get()?.seq ?? 0
+  return Math.max(thread, tombstone)
+}
+
+type TombstoneOf = { id: string; organizationId: number; ownerId: number; isPrivate: boolean }
+
+/** Writes a tombstone at the next place in the update order; inside the caller's transaction. */
+function writeTombstone(db: Db, thread: TombstoneOf, kind: 'deleted' | 'hidden', now: number): void {
+  db.insert(threadTombstones)
+    .values({
+      updateSeq: lastSeq(db) + 1,
+      threadId: thread.id,
+      kind,
+      organizationId: thread.organizationId,
+      ownerId: thread.ownerId,
+      isPrivate: thread.isPrivate,
+      at: now,
+    })
+    .run()
+}
+
+function tombstoneSubject(db: Db, threadId: string): TombstoneOf | undefined {
+  return db
+    .select({
+      id: threads.id,
+      organizationId: threads.organizationId,
+      ownerId: threads.ownerId,
+      isPrivate: threads.isPrivate,
+    })
+    .from(threads)
+    .where(eq(threads.id, threadId))
+    .get()
+}
+
+/** What the feed shows a viewer: see ThreadRepository.changes. */
+function changeFilters(viewer: Viewer | undefined): { threads?: SQL; tombstones?: SQL } {
+  if (!viewer) return {}
+  const t = threadTombstones
+  if (viewer.sees === 'own') {
+    return {
+      threads: eq(threads.ownerId, viewer.userId),
+      tombstones: and(eq(t.ownerId, viewer.userId), eq(t.kind, 'deleted')),
+    }
+  }
+  return {
+    threads: and(
+      eq(threads.organizationId, viewer.organizationId),
+      or(eq(threads.isPrivate, false), eq(threads.ownerId, viewer.userId)),
+    ),
+    tombstones: and(
+      eq(t.organizationId, viewer.organizationId),
+      or(
+        and(eq(t.kind, 'deleted'), or(eq(t.isPrivate, false), eq(t.ownerId, viewer.userId))),
+        and(eq(t.kind, 'hidden'), ne(t.ownerId, viewer.userId)),
+      ),
+    ),
+  }
+}
+
+function changes(db: Db, query: Parameters<ThreadRepository['changes']>[0]) {
+  const filters = changeFilters(query.viewer)
+  const t = threadTombstones
+  const upTo = query.upTo ?? Number.MAX_SAFE_INTEGER
+  const current = db
+    .select({
+      seq: threads.updateSeq,
+      kind: sql<string>`'thread'`.as('kind'),
+      id: threads.id,
+      organizationId: threads.organizationId,
+      ownerId: threads.ownerId,
+      isPrivate: threads.isPrivate,
+      name: threads.name,
+      state: threads.state,
+      archived: threads.archived,
+      ownerSub: users.sub,
+      ownerName: users.name,
+      createdAt: threads.createdAt,
+      updatedAt: threads.updatedAt,
+      createdSeq: threads.createdSeq,
+    })
+    .from(threads)
+    .innerJoin(users, eq(users.id, threads.ownerId))
+    .where(and(gt(threads.updateSeq, query.after), lte(threads.updateSeq, upTo), filters.threads))
+  const gone = db
+    .select({
+      seq: t.updateSeq,
+      kind: t.kind,
+      id: t.threadId,
+      organizationId: t.organizationId,
+      ownerId: t.ownerId,
+      isPrivate: t.isPrivate,
+      name: sql<never>`null`,
+      state: sql<never>`null`,
+      archived: sql<never>`null`,
+      ownerSub: sql<never>`null`,
+      ownerName: sql<never>`null`,
+      createdAt: sql<never>`null`,
+      updatedAt: sql<never>`null`,
+      createdSeq: sql<number>`0`,
+    })
+    .from(t)
+    .where(and(gt(t.updateSeq, query.after), lte(t.updateSeq, upTo), filters.tombstones))
+  // One compound statement: a write between two reads could otherwise fall between their positions unseen.
+  const rows = current.unionAll(gone).orderBy(sql`1`).limit(query.limit).all() as ChangeRow[]
+  return rows.map(changeOf)
+}
+
 export function sqliteThreadRepository(db: Db): ThreadRepository {
   return {
     async findVisible(viewer, threadId) {
@@ -374,29 +497,77 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
       })
     },
 
-    async deleteThread(threadId) {
+    async deleteThread(threadId, now) {
       return db.transaction((tx) => {
+        const subject = tombstoneSubject(tx as unknown as Db, threadId)
+        if (!subject) return null
         const files = tx
           .select({ id: attachments.id, resized: attachments.resized })
           .from(attachments)
           .where(eq(attachments.threadId, threadId))
           .all()
+        // Written first: its place must follow the thread's own, which the delete takes out of the threads' maximum.
+        writeTombstone(tx as unknown as Db, subject, 'deleted', now)
         // Foreign keys cascade to the rest; the search document goes with the trigger on threads.
-        const deleted = tx.delete(threads).where(eq(threads.id, threadId)).returning({ id: threads.id }).all()
-        return deleted.length === 0 ? null : files
+        tx.delete(threads).where(eq(threads.id, threadId)).run()
+        return files
       })
     },
 
     async updateThread(threadId, changes, now) {
-      db.update(threads)
-        .set({
-          ...(changes.name !== undefined && { name: changes.name }),
-          ...(changes.archived !== undefined && { archived: changes.archived }),
-          ...(changes.isPrivate !== undefined && { isPrivate: changes.isPrivate }),
-          updatedAt: now,
-        })
-        .where(eq(threads.id, threadId))
-        .run()
+      const update = () =>
+        db
+          .update(threads)
+          .set({
+            ...(changes.name !== undefined && { name: changes.name }),
+            ...(changes.archived !== undefined && { archived: changes.archived }),
+            ...(changes.isPrivate !== undefined && { isPrivate: changes.isPrivate }),
+            updatedAt: now,
+          })
+          .where(eq(threads.id, threadId))
+          .run()
+      if (changes.isPrivate !== true) {
+        update()
+        return
+      }
+      db.transaction(() => {
+        const before = tombstoneSubject(db, threadId)
+        update()
+        if (before && !before.isPrivate) writeTombstone(db, before, 'hidden', now)
+      })
+    },
+
+    async changes(query) {
+      return changes(db, query)
+    },
+
+    async feedBounds() {
+      const horizon = db.select({ seq: threadFeedHorizon.updateSeq }).from(threadFeedHorizon).get()?.seq ?? 0
+      return { head: lastSeq(db), horizon }
+    },
+
+    async sweepTombstones(before) {
+      return db.transaction((tx) => {
+        const t = threadTombstones
+        const newest = tx
+          .select({ seq: max(t.updateSeq) })
+          .from(t)
+          .get()?.seq
+        if (newest == null) return 0
+        const doomed = and(lt(t.at, before), lt(t.updateSeq, newest))
+        const highest = tx
+          .select({ seq: max(t.updateSeq) })
+          .from(t)
+          .where(doomed)
+          .get()?.seq
+        if (highest == null) return 0
+        const removed = tx.delete(t).where(doomed).returning({ seq: t.updateSeq }).all().length
+        tx.update(threadFeedHorizon)
+          .set({ updateSeq: sql`max(${threadFeedHorizon.updateSeq}, ${highest})` })
+          .where(eq(threadFeedHorizon.id, 1))
+          .run()
+        return removed
+      })
     },
 
     async updateSeqAt(since) {

@@ -94,6 +94,66 @@ export interface ThreadChanges {
   isPrivate?: boolean
 }
 
+/**
+ * A change to one thread at one place in the update order, as the change feed (feed.ts) tells it: the thread as it
+ * is now (`thread`), or a tombstone (`deleted`, or `hidden`: made private, so gone from everyone's list but its
+ * owner's). Each carries who may see it: the thread's organization, owner and privacy.
+ */
+export interface ThreadChange {
+  seq: number
+  kind: 'thread' | 'deleted' | 'hidden'
+  threadId: string
+  organizationId: number
+  ownerId: number
+  isPrivate: boolean
+  /** For `thread`: the thread now, and its first place in the update order (0 for threads older than the feed). */
+  thread: ThreadRow | null
+  createdSeq: number
+}
+
+/** A row of the feed's one statement (the threads and the tombstones in one union), as both dialects read it. */
+export interface ChangeRow {
+  seq: number
+  kind: string
+  id: string
+  organizationId: number
+  ownerId: number
+  isPrivate: boolean
+  name: string | null
+  state: ThreadState | null
+  archived: boolean | null
+  ownerSub: string | null
+  ownerName: string | null
+  createdAt: number | null
+  updatedAt: number | null
+  createdSeq: number
+}
+
+export function changeOf(row: ChangeRow): ThreadChange {
+  const change = {
+    seq: Number(row.seq),
+    threadId: row.id,
+    organizationId: row.organizationId,
+    ownerId: row.ownerId,
+    isPrivate: Boolean(row.isPrivate),
+    createdSeq: Number(row.createdSeq),
+  }
+  if (row.kind === 'deleted' || row.kind === 'hidden') return { ...change, kind: row.kind, thread: null }
+  const thread: ThreadRow = {
+    id: row.id,
+    name: row.name,
+    state: row.state as ThreadState,
+    isPrivate: Boolean(row.isPrivate),
+    archived: Boolean(row.archived),
+    ownerId: row.ownerId,
+    ownerSub: row.ownerSub as string,
+    ownerName: row.ownerName,
+    createdAt: Number(row.createdAt),
+    updatedAt: Number(row.updatedAt),
+  }
+  return { ...change, kind: 'thread', thread }
+}
+
 export interface Rating {
   positive: boolean
   text: string | null
@@ -111,7 +171,10 @@ export interface ThreadRepository {
   /** Inserts a thread owned by `ownerId` and its first message, if any, all or nothing. */
   createThread(thread: NewThread): Promise<{ threadId: string; messageId: string | null }>
 
-  /** Applies the changes to the thread; any change, even to the same value, is a write that moves `updated_at`. */
+  /**
+   * Applies the changes to the thread; any change, even to the same value, is a write that moves `updated_at`. A
+   * public thread made private also gets a `hidden` tombstone at the next place, in the same unit.
+   */
   updateThread(threadId: string, changes: ThreadChanges, now: number): Promise<void>
 
   /** The last place in the update order written at or before `since` (a time), or 0 when none was. */
@@ -119,10 +182,30 @@ export interface ThreadRepository {
 
   /**
    * Deletes the thread and everything that hangs on it (messages, feedback, attachments' rows, queued or running
-   * answers, its search document) in one unit. Returns the attachments it had, whose files the caller removes; null
-   * when there was no such thread.
+   * answers, its search document) and writes its `deleted` tombstone at the next place in the update order, in one
+   * unit. Returns the attachments it had, whose files the caller removes; null when there was no such thread.
    */
-  deleteThread(threadId: string): Promise<{ id: string; resized: boolean }[] | null>
+  deleteThread(threadId: string, now: number): Promise<{ id: string; resized: boolean }[] | null>
+
+  /**
+   * The changes at places in (after, upTo], in update order, at most `limit`, read in one statement (so none that
+   * commits meanwhile is skipped: on PostgreSQL places commit in order). For a viewer, only what it may see: its
+   * visible threads, the deletions of threads it could see, and `hidden` for other people's threads of its
+   * organization made private (none with `sees: 'own'`). Without a viewer, every change, for the feed to share out.
+   */
+  changes(query: { viewer?: Viewer; after: number; upTo?: number; limit: number }): Promise<ThreadChange[]>
+
+  /**
+   * The feed's bounds: `head`, the last place in the update order committed (threads and tombstones), and
+   * `horizon`, the newest place whose tombstone was swept (a feed resuming before it may have missed a deletion).
+   */
+  feedBounds(): Promise<{ head: number; horizon: number }>
+
+  /**
+   * Removes tombstones written before `before`, except the newest of all (it holds the update order's place on
+   * SQLite), and raises the horizon to the newest removed, in one unit. Returns how many went.
+   */
+  sweepTombstones(before: number): Promise<number>
 
   /**
    * Where a list continues after `threadId`, or undefined when it cannot: cursors do not expire, so in

@@ -14,7 +14,7 @@ import {
   uniqueIndex,
 } from 'drizzle-orm/pg-core'
 import { organizations, users } from '../auth/auth.table.pg'
-import { messageRoles, threadStates } from './threads.table'
+import { messageRoles, threadStates, tombstoneKinds } from './threads.table'
 
 const epochMs = () => bigint({ mode: 'number' })
 
@@ -49,6 +49,7 @@ export const threads = pgTable(
     createdAt: epochMs().notNull(),
     updatedAt: epochMs().notNull(),
     updateSeq: bigint({ mode: 'number' }).notNull().default(0),
+    createdSeq: bigint({ mode: 'number' }).notNull().default(0),
   },
   (t) => [
     uniqueIndex('threads_update_seq_idx').on(t.updateSeq),
@@ -151,3 +152,27 @@ export const feedback = pgTable(
   },
   (t) => [primaryKey({ columns: [t.messageId, t.userId] })],
 )
+
+/** See threads.table.ts. Each tombstone takes its place from thread_update_clock, as thread writes do. */
+export const threadTombstones = pgTable(
+  'thread_tombstones',
+  {
+    updateSeq: bigint({ mode: 'number' }).primaryKey(),
+    threadId: text().notNull(),
+    kind: text({ enum: tombstoneKinds }).notNull(),
+    organizationId: integer().notNull(),
+    ownerId: integer().notNull(),
+    isPrivate: boolean().notNull(),
+    at: epochMs().notNull(),
+  },
+  (t) => [
+    index('thread_tombstones_org_idx').on(t.organizationId, t.updateSeq),
+    index('thread_tombstones_owner_idx').on(t.ownerId, t.updateSeq),
+    index('thread_tombstones_at_idx').on(t.at),
+  ],
+)
+
+export const threadFeedHorizon = pgTable('thread_feed_horizon', {
+  id: integer().primaryKey(),
+  updateSeq: bigint({ mode: 'number' }).notNull(),
+})

@@ -30,6 +30,12 @@ export const threads = sqliteTable(
      * sort, its cursors and the search index all follow it, so ties and clock steps never reorder a list.
      */
     updateSeq: integer().notNull().default(0),
+    /**
+     * The thread's first place in the update order, written by the same trigger statement as its insert (no write
+     * of its own): the change feed calls a thread created when this is past the reader's position. 0 for threads
+     * older than the feed.
+     */
+    createdSeq: integer().notNull().default(0),
   },
   // Keyset pagination walks (organization or owner, sort key); created_at needs the id to be unique.
   (t) => [
@@ -93,3 +99,40 @@ export const feedback = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.messageId, t.userId] })],
 )
+
+export const tombstoneKinds = ['deleted', 'hidden'] as const
+
+/**
+ * What the change feed (src/threads/feed.ts) tells about threads that no longer show in a list: a thread deleted,
+ * or one made private (hidden from everyone but its owner). Each takes its own place in the update order, after
+ * every thread write before it, and keeps the thread's organization, owner and privacy so the feed shows it to
+ * exactly those who could see the thread. Swept after a week by the upkeep, always but the newest: the update
+ * order continues from the greater of the threads' and these (the triggers in 0011_thread_feed.sql).
+ */
+export const threadTombstones = sqliteTable(
+  'thread_tombstones',
+  {
+    updateSeq: integer().primaryKey(),
+    threadId: text().notNull(),
+    kind: text({ enum: tombstoneKinds }).notNull(),
+    organizationId: integer().notNull(),
+    ownerId: integer().notNull(),
+    isPrivate: integer({ mode: 'boolean' }).notNull(),
+    /** When it was written (milliseconds since the epoch): the sweep's measure. */
+    at: integer().notNull(),
+  },
+  (t) => [
+    index('thread_tombstones_org_idx').on(t.organizationId, t.updateSeq),
+    index('thread_tombstones_owner_idx').on(t.ownerId, t.updateSeq),
+    index('thread_tombstones_at_idx').on(t.at),
+  ],
+)
+
+/**
+ * One row: the newest place in the update order whose tombstone was swept. A feed resuming from before it may have
+ * missed a deletion, so it is told to reload instead.
+ */
+export const threadFeedHorizon = sqliteTable('thread_feed_horizon', {
+  id: integer().primaryKey(),
+  updateSeq: integer().notNull(),
+})

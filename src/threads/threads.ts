@@ -87,10 +87,11 @@ export async function deleteThread(
   deps: { threads: ThreadRepository; engine: Interrupter; blobs: Pick<BlobStore, 'delete'>; log: Logger },
   caller: Caller,
   threadId: string,
+  now: number,
 ): Promise<void> {
   await requireOwnedThread(deps.threads, caller, threadId, 'delete it')
   await deps.engine.interrupt(threadId)
-  const files = await deps.threads.deleteThread(threadId)
+  const files = await deps.threads.deleteThread(threadId, now)
   if (files === null) throw notFound('Thread')
   const removals = await Promise.allSettled(files.flatMap(keysOf).map((key) => deps.blobs.delete(key)))
   const failed = removals.filter((removal) => removal.status === 'rejected')

@@ -2,7 +2,7 @@ import { afterAll } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createParser, type EventSourceMessage } from 'eventsource-parser'
+import type { EventSourceMessage } from 'eventsource-parser'
 import { type AppDeps, createApp } from '../../src/app'
 import { createFileInspector, type FileInspector } from '../../src/attachments/inspector'
 import type { Role, Scope } from '../../src/auth/model'
@@ -18,6 +18,10 @@ import type { Clock } from '../../src/shared/time'
 import { type BlobLocation, type BlobStore, LocalBlobStore } from '../../src/storage/blobs'
 import type { Store } from '../../src/store'
 import { backendEnv, type Tables, testBucket, testDatabase } from './backend'
+import { parseEvents } from './sse'
+
+// Also here for the tests that read streams alongside the harness.
+export { parseEvents }
 
 export const publicUrl = 'http://threadhouse.test'
 
@@ -366,24 +370,6 @@ export async function openStream(
     new Request(`${publicUrl}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } }),
   )
   return { status: response.status, headers: response.headers, events: parseEvents(response) }
-}
-
-export async function* parseEvents(response: Response): AsyncGenerator<EventSourceMessage> {
-  const queue: EventSourceMessage[] = []
-  const parser = createParser({ onEvent: (event) => queue.push(event) })
-  const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader()
-  if (!reader) return
-  try {
-    while (true) {
-      const { done, value } = await reader.read()
-      if (done) break
-      parser.feed(value)
-      while (queue.length > 0) yield queue.shift() as EventSourceMessage
-    }
-  } finally {
-    // Leaving early (break, return) is the client going away: the stream is cancelled, as a socket close would.
-    await reader.cancel()
-  }
 }
 
 /** Collects every event until the stream closes. */

@@ -1,0 +1,223 @@
+// The thread change feed (GET /api/v1/threads/events): server-sent events telling a client every change to the
+// threads it can see, so it keeps a thread list current without polling. An event's ID is its place in the update
+// order (`update_seq`, which every thread write and every tombstone takes in turn, and which on PostgreSQL commits
+// in order), so "everything after N" misses nothing and `Last-Event-ID` resumes exactly. A thread shows as it is
+// now: a client resuming after several writes to it gets one event with its latest state.
+//
+// One reader per instance polls the database for changes after the last it saw (one indexed statement, whatever
+// the number of open feeds) and shares them out in memory to each feed that may see them. A feed resuming from an
+// earlier place first reads what it missed, filtered for its viewer in SQL, up to where the shared reader stands.
+import type { Caller } from '../auth/model'
+import type { Listener, Subscription } from '../generation/hub'
+import { type SseSink, sseEvent } from '../generation/sse'
+import type { Logger } from '../shared/log'
+import { type Links, toThread } from './links'
+import type { ThreadChange, ThreadRepository, Viewer } from './repository'
+
+/** How often the shared reader looks for changes while any feed is open: the feed's latency, at most. */
+export const feedPollMs = 1000
+/** Changes read per statement. */
+const pageSize = 200
+/** Tombstones are kept this long: a feed resuming from before the oldest swept one is told to reload (`reset`). */
+export const tombstoneKeepMs = 7 * 24 * 60 * 60_000
+
+export type FeedEventType = 'thread.created' | 'thread.updated' | 'thread.deleted' | 'thread.hidden'
+
+/** Whether a viewer may hear of a change: the SQL filters of ThreadRepository.changes, in memory. */
+export function canSee(viewer: Viewer, change: ThreadChange): boolean {
+  const own = change.ownerId === viewer.userId
+  if (viewer.sees === 'own') return own && change.kind !== 'hidden'
+  if (change.organizationId !== viewer.organizationId) return false
+  if (change.kind === 'hidden') return !own
+  return own || !change.isPrivate
+}
+
+/** One open feed: a stream, who reads it, and the last place it has told. */
+class FeedReader implements Subscription {
+  /** Set while the feed reads what it missed; changes shared out meanwhile wait here. */
+  private waiting: ThreadChange[] | null = []
+
+  constructor(
+    readonly viewer: Viewer,
+    private readonly sink: SseSink,
+    private readonly feed: ThreadFeed,
+    public position: number,
+  ) {}
+
+  leave(_listener: Listener): void {
+    this.feed.remove(this)
+  }
+
+  /**
+   * Sends the changes past this feed's place that its viewer may see. A thread first written after where the
+   * client's list stood before these changes is `thread.created` to it.
+   */
+  tell(changes: ThreadChange[]): void {
+    if (this.waiting) {
+      this.waiting.push(...changes)
+      return
+    }
+    const since = this.position
+    for (const change of changes) {
+      if (change.seq <= this.position) continue
+      this.position = change.seq
+      if (!canSee(this.viewer, change)) continue
+      this.sink.write(this.feed.encode(change, since))
+    }
+  }
+
+  /** Caught up: the `ready` event, then whatever was shared out meanwhile. */
+  ready(): void {
+    this.sink.write(sseEvent('ready', {}, this.position))
+    const waiting = this.waiting ?? []
+    this.waiting = null
+    this.tell(waiting)
+  }
+
+  /** A change read for this feed alone (catching up), already filtered for its viewer. */
+  write(bytes: Uint8Array, seq: number): void {
+    this.position = seq
+    this.sink.write(bytes)
+  }
+
+  reset(): void {
+    this.sink.write(sseEvent('reset', {}, this.position))
+  }
+
+  fail(): void {
+    this.sink.error('The change feed could not be read; reconnect with Last-Event-ID', this.position, true)
+  }
+}
+
+/** How a feed starts: from a resume point, or `now` (none given, or one that cannot be honoured: `reset`). */
+function resumePoint(header: string | undefined): number | null {
+  if (header === undefined || header.trim() === '') return null
+  const position = Number(header)
+  return Number.isSafeInteger(position) && position >= 0 ? position : -1
+}
+
+export interface FeedDeps {
+  threads: ThreadRepository
+  links: Links
+  log: Logger
+}
+
+/** Every open feed of this instance, and the one reader that shares changes out to them. */
+export class ThreadFeed {
+  private readonly readers = new Set<FeedReader>()
+  /** The last place the shared reader has read through; null while no feed is open. */
+  private cursor: number | null = null
+  private polling: Promise<void> | null = null
+  private timer: ReturnType<typeof setInterval> | undefined
+
+  constructor(
+    private readonly deps: FeedDeps,
+    private readonly pollMs = feedPollMs,
+  ) {}
+
+  encode(change: ThreadChange, since: number): Uint8Array {
+    if (change.kind === 'thread' && change.thread) {
+      const type: FeedEventType = change.createdSeq > since ? 'thread.created' : 'thread.updated'
+      return sseEvent(type, toThread(change.thread, this.deps.links), change.seq)
+    }
+    const type: FeedEventType = change.kind === 'deleted' ? 'thread.deleted' : 'thread.hidden'
+    return sseEvent(type, { id: change.threadId }, change.seq)
+  }
+
+  /** How many feeds are open on this instance. */
+  get size(): number {
+    return this.readers.size
+  }
+
+  /**
+   * Where the shared reader stands, starting it at `head` (the database's latest place) if no feed was open. Feeds
+   * start there, synchronously as they join, so none is told a change twice or misses one between its own read and
+   * the shared reader's.
+   */
+  private startAt(head: number): number {
+    if (this.cursor === null) {
+      this.cursor = head
+      this.timer = setInterval(() => void this.poll(), this.pollMs)
+      // Open feeds belong to requests, which keep the server alive; the timer alone must not.
+      this.timer.unref()
+    }
+    return this.cursor
+  }
+
+  /**
+   * Reads the changes since the last look and shares them out: the timer's tick, which tests may call themselves.
+   * One look at a time; a call during a look waits for it.
+   */
+  poll(): Promise<void> {
+    this.polling ??= this.look().finally(() => {
+      this.polling = null
+    })
+    return this.polling
+  }
+
+  private async look(): Promise<void> {
+    try {
+      while (this.cursor !== null) {
+        const changes = await this.deps.threads.changes({ after: this.cursor, limit: pageSize })
+        if (this.cursor === null || changes.length === 0) return
+        this.cursor = changes[changes.length - 1]?.seq ?? this.cursor
+        for (const reader of this.readers) reader.tell(changes)
+        if (changes.length < pageSize) return
+      }
+    } catch (error) {
+      this.deps.log.error('the thread change feed could not be read; trying again', { error: String(error) })
+    }
+  }
+
+  remove(reader: FeedReader): void {
+    this.readers.delete(reader)
+    if (this.readers.size > 0) return
+    clearInterval(this.timer)
+    this.timer = undefined
+    this.cursor = null
+  }
+
+  /**
+   * Prepares a feed for this caller from `Last-Event-ID`: the attach function for sseResponse. A resume point
+   * before the horizon (a deletion since may have been swept), past the latest place (another database), or not a
+   * place at all, starts the feed `now` with a `reset` event: the client reloads its list.
+   */
+  async open(caller: Caller, lastEventId: string | undefined): Promise<(sink: SseSink) => Subscription> {
+    const viewer: Viewer = { sees: caller.sees, organizationId: caller.organizationId, userId: caller.userId }
+    const from = resumePoint(lastEventId)
+    const { horizon, head } = await this.deps.threads.feedBounds()
+    return (sink) => {
+      // The shared reader may stand behind `head` (it looks once a second): this feed starts from `head` then, and
+      // skips what the shared reader hands it up to there.
+      const now = Math.max(head, this.startAt(head))
+      const resumable = from !== null && from >= horizon && from <= now
+      const reader = new FeedReader(viewer, sink, this, resumable ? from : now)
+      this.readers.add(reader)
+      if (from !== null && !resumable) reader.reset()
+      void this.catchUp(reader, now).then(
+        () => reader.ready(),
+        (error) => {
+          this.deps.log.error('a change feed could not read what it missed', { error: String(error) })
+          reader.fail()
+        },
+      )
+      return reader
+    }
+  }
+
+  /** Sends a resuming feed what it missed up to `start`; from there, the shared reader's changes. */
+  private async catchUp(reader: FeedReader, start: number): Promise<void> {
+    const since = reader.position
+    while (reader.position < start) {
+      const changes = await this.deps.threads.changes({
+        viewer: reader.viewer,
+        after: reader.position,
+        upTo: start,
+        limit: pageSize,
+      })
+      for (const change of changes) reader.write(this.encode(change, since), change.seq)
+      if (changes.length < pageSize) break
+    }
+    if (reader.position < start) reader.position = start
+  }
+}

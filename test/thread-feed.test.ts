@@ -1,0 +1,366 @@
+// The thread change feed (GET /api/v1/threads/events), an addition to the specification: changes arrive in order
+// over real HTTP, Last-Event-ID resumes with exactly what was missed, and nobody hears of a thread they cannot see.
+// Tests call the feed's shared poll themselves after writing, rather than waiting for its one-second timer.
+import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import type { EventSourceMessage } from 'eventsource-parser'
+import { createApp } from '../src/app'
+import { loadConfig } from '../src/config'
+import { silentLogger } from '../src/shared/log'
+import { tombstoneKeepMs } from '../src/threads/feed'
+import { sweepExpired } from '../src/upkeep'
+import {
+  type Harness,
+  harness,
+  listening,
+  parseEvents,
+  publicUrl,
+  ScriptedRunner,
+  sharedInspector,
+} from './support/helpers'
+
+setDefaultTimeout(20_000)
+// For the second app of the test with two instances: one inspector for the file, closed after it.
+const inspector = sharedInspector()
+
+interface Feed extends AsyncDisposable {
+  status: number
+  /** The next event, whatever it is. */
+  next(): Promise<EventSourceMessage>
+  /** Events up to and including the first of this type about this thread (a sentinel), in order. */
+  until(event: string, threadId?: string): Promise<EventSourceMessage[]>
+}
+
+async function openFeed(url: URL, token: string, lastEventId?: string): Promise<Feed> {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` }
+  if (lastEventId !== undefined) headers['last-event-id'] = lastEventId
+  const controller = new AbortController()
+  const response = await fetch(new URL('/api/v1/threads/events', url), { headers, signal: controller.signal })
+  const events = parseEvents(response)
+  const next = async () => {
+    const { value, done } = await events.next()
+    if (done) throw new Error('the feed ended')
+    return value
+  }
+  return {
+    status: response.status,
+    next,
+    async until(type, threadId) {
+      const seen: EventSourceMessage[] = []
+      while (true) {
+        const event = await next()
+        seen.push(event)
+        if (event.event === type && (threadId === undefined || JSON.parse(event.data).id === threadId)) return seen
+      }
+    },
+    async [Symbol.asyncDispose]() {
+      controller.abort()
+      await events.return(undefined).catch(() => {})
+    },
+  }
+}
+
+/** What a list of events says, compactly: type and thread ID (and name, for thread objects). */
+function summary(events: EventSourceMessage[]): string[] {
+  return events.map((event) => {
+    const data = JSON.parse(event.data)
+    return data.id === undefined ? (event.event ?? '') : `${event.event} ${data.id}${data.name ? ` ${data.name}` : ''}`
+  })
+}
+
+const poll = (h: Harness) => h.app.decorator.feed.poll()
+
+async function newThread(h: Harness, token: string, body: Record<string, unknown> = {}): Promise<string> {
+  const created = await h.call('POST', '/api/v1/threads', { token, body })
+  expect(created.status).toBe(201)
+  return created.body.thread_id
+}
+
+async function patch(h: Harness, token: string, id: string, body: Record<string, unknown>): Promise<void> {
+  expect((await h.call('PATCH', `/api/v1/threads/${id}`, { token, body })).status).toBe(200)
+}
+
+describe.concurrent('thread change feed', () => {
+  test('creation, rename, archiving, state changes and deletion arrive in order, with growing IDs', async () => {
+    const runner = new ScriptedRunner()
+    await using h = await harness({ runner })
+    await using server = listening(h)
+    const owner = await h.user()
+    await using feed = await openFeed(server.url, owner.token)
+    expect(feed.status).toBe(200)
+    const ready = await feed.next()
+    expect(ready.event).toBe('ready')
+
+    const id = await newThread(h, owner.token, { name: 'First' })
+    await poll(h)
+    const created = await feed.next()
+    expect(created.event).toBe('thread.created')
+    const thread = (await h.call('GET', `/api/v1/threads/${id}`, { token: owner.token })).body
+    expect(JSON.parse(created.data)).toEqual(thread)
+
+    await patch(h, owner.token, id, { name: 'Renamed' })
+    await poll(h)
+    const renamed = await feed.next()
+    expect([renamed.event, JSON.parse(renamed.data).name]).toEqual(['thread.updated', 'Renamed'])
+
+    await patch(h, owner.token, id, { archived: true })
+    await poll(h)
+    const archived = await feed.next()
+    expect([archived.event, JSON.parse(archived.data).archived]).toEqual(['thread.updated', true])
+
+    const sent = await h.call('POST', `/api/v1/threads/${id}/messages`, { token: owner.token, body: { text: 'hi' } })
+    expect(sent.status).toBe(201)
+    const job = await runner.started(sent.body.message_id)
+    await poll(h)
+    const busy = await feed.next()
+    expect([busy.event, JSON.parse(busy.data).state]).toEqual(['thread.updated', 'active'])
+    job.token('hello')
+    job.done()
+    await h.app.decorator.engine.idle()
+    await poll(h)
+    const answered = await feed.next()
+    expect([answered.event, JSON.parse(answered.data).state]).toEqual(['thread.updated', 'ready'])
+
+    expect((await h.call('DELETE', `/api/v1/threads/${id}`, { token: owner.token })).status).toBe(204)
+    // A thread written after a deletion comes after it: the update order never goes back.
+    const later = await newThread(h, owner.token, { name: 'Later' })
+    await poll(h)
+    const rest = [await feed.next(), await feed.next()]
+    expect(summary(rest)).toEqual([`thread.deleted ${id}`, `thread.created ${later} Later`])
+
+    const ids = [ready, created, renamed, archived, busy, answered, ...rest].map((event) => Number(event.id))
+    expect(ids).toEqual([...ids].sort((a, b) => a - b))
+    expect(new Set(ids).size).toBe(ids.length)
+  })
+
+  test('Last-Event-ID resumes with exactly what was missed, each thread as it is now', async () => {
+    await using h = await harness()
+    await using server = listening(h)
+    const owner = await h.user()
+    let start: string
+    {
+      await using feed = await openFeed(server.url, owner.token)
+      start = (await feed.next()).id ?? ''
+    }
+    const kept = await newThread(h, owner.token, { name: 'Kept' })
+    const gone = await newThread(h, owner.token, { name: 'Gone' })
+    await patch(h, owner.token, kept, { name: 'Kept, renamed' })
+    expect((await h.call('DELETE', `/api/v1/threads/${gone}`, { token: owner.token })).status).toBe(204)
+
+    await using resumed = await openFeed(server.url, owner.token, start)
+    const missed = await resumed.until('ready')
+    expect(summary(missed)).toEqual([`thread.created ${kept} Kept, renamed`, `thread.deleted ${gone}`, 'ready'])
+    // The stream goes on from there, live.
+    await patch(h, owner.token, kept, { name: 'Live' })
+    await poll(h)
+    expect(summary([await resumed.next()])).toEqual([`thread.updated ${kept} Live`])
+
+    // From the middle: only what came after; from the end: nothing before `ready`.
+    await using middle = await openFeed(server.url, owner.token, missed[0]?.id)
+    expect(summary(await middle.until('ready'))).toEqual([
+      `thread.deleted ${gone}`,
+      `thread.updated ${kept} Live`,
+      'ready',
+    ])
+    await using end = await openFeed(server.url, owner.token, missed[1]?.id)
+    expect(summary(await end.until('ready'))).toEqual([`thread.updated ${kept} Live`, 'ready'])
+  })
+
+  test('another organization’s threads and others’ private threads never appear; made private, a thread is hidden', async () => {
+    await using h = await harness()
+    await using server = listening(h)
+    const alice = await h.user()
+    const bob = await h.user()
+    // threads:read:own: only its user's threads, whoever else's are public.
+    const mate = await h.user({ scopes: ['threads:read:own', 'threads:write'] })
+    const carol = await h.user({ org: 'elsewhere' })
+    await using aliceFeed = await openFeed(server.url, alice.token)
+    await using bobFeed = await openFeed(server.url, bob.token)
+    await using mateFeed = await openFeed(server.url, mate.token)
+    await using carolFeed = await openFeed(server.url, carol.token)
+    for (const feed of [aliceFeed, bobFeed, mateFeed, carolFeed]) expect((await feed.next()).event).toBe('ready')
+
+    const shared = await newThread(h, bob.token, { name: 'Shared' })
+    const secret = await newThread(h, bob.token, { name: 'Secret', is_private: true })
+    const theirs = await newThread(h, carol.token, { name: 'Theirs' })
+    const mine = await newThread(h, alice.token, { name: 'Mine' })
+    const its = await newThread(h, mate.token, { name: 'Its own' })
+    await patch(h, bob.token, secret, { name: 'Still secret' })
+    await patch(h, bob.token, shared, { is_private: true })
+    expect((await h.call('DELETE', `/api/v1/threads/${secret}`, { token: bob.token })).status).toBe(204)
+    const sentinel = await newThread(h, alice.token, { name: 'Sentinel' })
+    const mateSentinel = await newThread(h, mate.token, { name: 'Mate sentinel' })
+    const carolSentinel = await newThread(h, carol.token, { name: 'Carol sentinel' })
+    await poll(h)
+
+    // Alice never knew the shared thread by the time she heard of it: it is hidden from her, nothing more.
+    expect(summary(await aliceFeed.until('thread.created', sentinel))).toEqual([
+      `thread.created ${mine} Mine`,
+      `thread.created ${its} Its own`,
+      `thread.hidden ${shared}`,
+      `thread.created ${sentinel} Sentinel`,
+    ])
+    expect(summary(await bobFeed.until('thread.created', sentinel))).toEqual([
+      `thread.created ${mine} Mine`,
+      `thread.created ${its} Its own`,
+      `thread.created ${shared} Shared`,
+      `thread.deleted ${secret}`,
+      `thread.created ${sentinel} Sentinel`,
+    ])
+    expect(summary(await mateFeed.until('thread.created', mateSentinel))).toEqual([
+      `thread.created ${its} Its own`,
+      `thread.created ${mateSentinel} Mate sentinel`,
+    ])
+    expect(summary(await carolFeed.until('thread.created', carolSentinel))).toEqual([
+      `thread.created ${theirs} Theirs`,
+      `thread.created ${carolSentinel} Carol sentinel`,
+    ])
+
+    // Resuming from the start reads the same through SQL's filters as the shared poll gave live.
+    await using aliceAgain = await openFeed(server.url, alice.token, '0')
+    expect(summary(await aliceAgain.until('thread.created', sentinel))).toEqual([
+      `thread.created ${mine} Mine`,
+      `thread.created ${its} Its own`,
+      `thread.hidden ${shared}`,
+      `thread.created ${sentinel} Sentinel`,
+    ])
+    await using mateAgain = await openFeed(server.url, mate.token, '0')
+    expect(summary(await mateAgain.until('ready'))).toEqual([
+      `thread.created ${its} Its own`,
+      `thread.created ${mateSentinel} Mate sentinel`,
+      'ready',
+    ])
+  })
+
+  test('made public again, a hidden thread comes back to the others as an update; made private, only its owner keeps it', async () => {
+    await using h = await harness()
+    await using server = listening(h)
+    const alice = await h.user()
+    const bob = await h.user()
+    const id = await newThread(h, bob.token, { name: 'Back and forth' })
+    await using aliceFeed = await openFeed(server.url, alice.token)
+    await using bobFeed = await openFeed(server.url, bob.token)
+    expect((await aliceFeed.next()).event).toBe('ready')
+    expect((await bobFeed.next()).event).toBe('ready')
+    await patch(h, bob.token, id, { is_private: true })
+    await poll(h)
+    expect(summary([await aliceFeed.next()])).toEqual([`thread.hidden ${id}`])
+    const own = await bobFeed.next()
+    expect([own.event, JSON.parse(own.data).is_private]).toEqual(['thread.updated', true])
+    // Already private: no second hiding.
+    await patch(h, bob.token, id, { is_private: true, name: 'Still private' })
+    await patch(h, bob.token, id, { is_private: false })
+    await poll(h)
+    const back = await aliceFeed.next()
+    expect([back.event, JSON.parse(back.data).is_private]).toEqual(['thread.updated', false])
+    expect(summary(await bobFeed.until('thread.updated'))).toEqual([`thread.updated ${id} Still private`])
+  })
+
+  test('feeds count among the open streams a person may hold, and are refused past the limit', async () => {
+    await using h = await harness({ config: { STREAM_LIMIT_PER_USER: 1 } })
+    await using server = listening(h)
+    const owner = await h.user()
+    await using feed = await openFeed(server.url, owner.token)
+    expect((await feed.next()).event).toBe('ready')
+    const refused = await fetch(new URL('/api/v1/threads/events', server.url), {
+      headers: { authorization: `Bearer ${owner.token}` },
+    })
+    expect([refused.status, ((await refused.json()) as { error: string }).error]).toEqual([429, 'too_many_streams'])
+    expect(refused.headers.get('retry-after')).toBe('5')
+    const reader = await h.user({ scopes: ['threads:write'] })
+    const forbidden = await fetch(new URL('/api/v1/threads/events', server.url), {
+      headers: { authorization: `Bearer ${reader.token}` },
+    })
+    expect(forbidden.status).toBe(403)
+  })
+
+  test('under concurrent writes and deletions, live and resumed feeds both end with every thread as it is', async () => {
+    await using h = await harness()
+    await using server = listening(h)
+    const owner = await h.user()
+    const ids = await Promise.all(Array.from({ length: 16 }, (_, i) => newThread(h, owner.token, { name: `t${i}` })))
+    await using live = await openFeed(server.url, owner.token)
+    const ready = await live.next()
+    let writing = true
+    const polling = (async () => {
+      while (writing) await poll(h)
+    })()
+    await Promise.all(
+      ids.map(async (id, i) => {
+        await patch(h, owner.token, id, { name: `renamed ${i}` })
+        if (i % 2 === 0)
+          expect((await h.call('DELETE', `/api/v1/threads/${id}`, { token: owner.token })).status).toBe(204)
+        else await patch(h, owner.token, id, { name: `final ${i}` })
+      }),
+    )
+    writing = false
+    await polling
+    const sentinel = await newThread(h, owner.token, { name: 'Sentinel' })
+    await poll(h)
+    const expected = new Map(ids.map((id, i) => [id, i % 2 === 0 ? 'deleted' : `final ${i}`]))
+    expected.set(sentinel, 'Sentinel')
+    /** Where each thread ended up after a list of events, applied in order as a client would. */
+    const apply = (events: EventSourceMessage[]) => {
+      const state = new Map<string, string>()
+      for (const event of events) {
+        if (!event.event?.startsWith('thread.')) continue
+        const data = JSON.parse(event.data)
+        state.set(data.id, event.event === 'thread.deleted' ? 'deleted' : data.name)
+      }
+      return state
+    }
+    const heard = await live.until('thread.created', sentinel)
+    const places = heard.map((event) => Number(event.id))
+    expect(places).toEqual([...places].sort((a, b) => a - b))
+    expect(new Set(places).size).toBe(places.length)
+    expect(apply(heard)).toEqual(expected)
+    await using resumed = await openFeed(server.url, owner.token, ready.id)
+    expect(apply(await resumed.until('ready'))).toEqual(expected)
+  })
+
+  test('a change written through one instance reaches a feed open on another sharing the database', async () => {
+    await using h = await harness()
+    const owner = await h.user()
+    // A second app over the same store: its own feed and shared poll, as another server process would have.
+    const other = createApp({
+      store: h.store,
+      config: { ...loadConfig({}), PUBLIC_URL: publicUrl },
+      runner: new ScriptedRunner(),
+      inspector,
+      blobs: h.blobs,
+      clock: h.clock,
+      log: silentLogger,
+    })
+    const server = other.listen({ port: 0, hostname: '127.0.0.1' }).server
+    if (!server) throw new Error('not listening')
+    try {
+      await using feed = await openFeed(server.url, owner.token)
+      expect((await feed.next()).event).toBe('ready')
+      const id = await newThread(h, owner.token, { name: 'Elsewhere' })
+      await other.decorator.feed.poll()
+      expect(summary([await feed.next()])).toEqual([`thread.created ${id} Elsewhere`])
+    } finally {
+      await other.stop()
+    }
+  })
+
+  test('a resume point the server cannot honour answers `reset`, and the stream goes on from the present', async () => {
+    await using h = await harness()
+    await using server = listening(h)
+    const owner = await h.user()
+    const id = await newThread(h, owner.token, { name: 'Old' })
+    expect((await h.call('DELETE', `/api/v1/threads/${id}`, { token: owner.token })).status).toBe(204)
+    const other = await newThread(h, owner.token, { name: 'Other' })
+    expect((await h.call('DELETE', `/api/v1/threads/${other}`, { token: owner.token })).status).toBe(204)
+    // A week on, the upkeep sweeps every tombstone but the newest, raising the horizon past the first deletion.
+    await sweepExpired(h.store, h.clock.now() + tombstoneKeepMs + 1)
+    expect((await h.store.threads.changes({ after: 0, limit: 10 })).map((change) => change.kind)).toEqual(['deleted'])
+    for (const lastEventId of ['0', 'not-an-id', '999999999']) {
+      await using feed = await openFeed(server.url, owner.token, lastEventId)
+      expect(summary(await feed.until('ready'))).toEqual(['reset', 'ready'])
+    }
+    // Past the horizon the feed resumes as usual.
+    const { horizon } = await h.store.threads.feedBounds()
+    await using feed = await openFeed(server.url, owner.token, String(horizon))
+    expect(summary(await feed.until('ready'))).toEqual([`thread.deleted ${other}`, 'ready'])
+  })
+})

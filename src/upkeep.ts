@@ -1,4 +1,4 @@
-// Deletes, every hour, what can no longer be used: expired sessions; expired OAuth codes and tokens, dead grants
+// Deletes, every hour, what can no longer be used: expired sessions and idempotency keys; expired OAuth codes and tokens, dead grants
 // with everything issued under them, spent registration tokens, and on PostgreSQL ended rate-limit windows. Without
 // it every hourly refresh of every connected app would add rows for good. It also removes stored files whose rows
 // were never committed (an upload that failed between storing its files and inserting its rows, a crash on another
@@ -7,6 +7,7 @@
 // instances on one PostgreSQL database each runs it hourly, but never two at once: a run that finds another
 // instance's under way skips its turn (an advisory lock, store.locks).
 import { sweepOrphans } from './attachments/sweep'
+import { idempotencyKeyLifetimeMs } from './idempotency/service'
 import type { Logger } from './shared/log'
 import type { Clock } from './shared/time'
 import type { BlobStore } from './storage/blobs'
@@ -21,6 +22,7 @@ export async function sweepExpired(store: Store, now: number): Promise<void> {
     store.sessions.deleteExpired(now),
     store.oauthGrants.deleteExpired(now),
     store.rateLimits?.deleteEnded(now),
+    store.idempotency.deleteExpired(now - idempotencyKeyLifetimeMs),
   ])
 }
 

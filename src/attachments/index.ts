@@ -2,6 +2,7 @@
 import { Elysia, t } from 'elysia'
 import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
+import { digestFile, fingerprintOf, idempotencyDeps, idempotencyKeyOf, once } from '../idempotency/service'
 import { errorShapes } from '../shared/errors'
 import type { Responses } from '../shared/responses'
 import { attachmentResponse } from './download'
@@ -17,7 +18,7 @@ import {
   textLimits,
 } from './limits'
 import { AttachmentsModel } from './model'
-import { findAttachment, type UploadDeps, uploadAttachments } from './service'
+import { findAttachment, receiveUpload, storeUpload, type UploadDeps, uploadAttachments } from './service'
 
 const uploadDescription = `Multipart form data, one file per part: \`attachments[0]\` (required), \`attachments[1]\`, … numbered without gaps; at most ${filesPerRequest} files per request and ${filesPerThread} per thread. Only the thread's owner may upload. Uploading stores files; it sends no message.
 
@@ -51,8 +52,19 @@ export const attachmentRoutes = (deps: UploadDeps & { responses: Responses }) =>
     .use(errorShapes)
     .post(
       '/threads/:threadId/attachments',
-      async ({ caller, params, request, status }) =>
-        status(201, await uploadAttachments(deps, caller, params.threadId, request)),
+      async ({ caller, params, request, status }) => {
+        const key = idempotencyKeyOf(request)
+        if (key === null) return status(201, await uploadAttachments(deps, caller, params.threadId, request))
+        // The fingerprint hashes the raw multipart body as received, boundary and all: a repeat sends the same bytes.
+        const outcome = await receiveUpload(deps, caller, params.threadId, request, async (received) => {
+          const path = new URL(request.url).pathname
+          const fingerprint = fingerprintOf(request.method, path, await digestFile(received.bodyPath))
+          return once(idempotencyDeps(deps), caller, { key, fingerprint, status: 201 }, () =>
+            storeUpload(deps, params.threadId, received),
+          )
+        })
+        return 'replay' in outcome ? outcome.replay : status(201, outcome.value)
+      },
       {
         scope: 'threads:write',
         bareClientErrors: true,

@@ -67,6 +67,8 @@ export const copiedTables: CopiedTable[] = [
     targetOnly: ['leaseId', 'leasedBy', 'leaseExpiresAt'],
   },
   { from: lite.attachments, to: pg.attachments, order: ['id'] },
+  // Stored responses keep answering repeats after the move, for the rest of their day.
+  { from: lite.idempotencyKeys, to: pg.idempotencyKeys, order: ['userId', 'key'] },
 ]
 
 /**

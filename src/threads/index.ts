@@ -5,6 +5,7 @@ import { attachmentNames } from '../attachments/service'
 import { type AuthDeps, auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { GenerationEngine } from '../generation/service'
+import { idempotencyDeps, onceForJson } from '../idempotency/service'
 import { jsonBodies, jsonBody } from '../shared/body'
 import { noContent, type Responses } from '../shared/responses'
 import type { BlobStore } from '../storage/blobs'
@@ -51,10 +52,13 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     })
     .post(
       '',
-      async ({ caller, body, status }) => {
-        const created = await createThread(deps.store.threads, caller, body, deps.clock.now())
-        if (created.message_id) deps.engine.enqueue(created.message_id, created.thread_id)
-        return status(201, created)
+      async ({ caller, body, request, status }) => {
+        const outcome = await onceForJson(idempotencyDeps(deps), caller, request, 201, async () => {
+          const created = await createThread(deps.store.threads, caller, body, deps.clock.now())
+          if (created.message_id) deps.engine.enqueue(created.message_id, created.thread_id)
+          return created
+        })
+        return 'replay' in outcome ? outcome.replay : status(201, outcome.value)
       },
       {
         scope: 'threads:write',
@@ -230,10 +234,13 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     )
     .post(
       '/:threadId/messages',
-      async ({ caller, params, body, status }) => {
-        const sent = await sendMessage(deps.store.threads, caller, params.threadId, body, deps.clock.now())
-        deps.engine.enqueue(sent.message_id, params.threadId)
-        return status(201, sent)
+      async ({ caller, params, body, request, status }) => {
+        const outcome = await onceForJson(idempotencyDeps(deps), caller, request, 201, async () => {
+          const sent = await sendMessage(deps.store.threads, caller, params.threadId, body, deps.clock.now())
+          deps.engine.enqueue(sent.message_id, params.threadId)
+          return sent
+        })
+        return 'replay' in outcome ? outcome.replay : status(201, outcome.value)
       },
       {
         scope: 'threads:write',

@@ -71,6 +71,22 @@ describe.concurrent('Idempotency-Key', () => {
     const again = await s.post('/api/v1/threads', 'create-1', body)
     expect(again).toEqual({ status: 201, replayed: 'true', body: first.body })
     expect(await threadCount(s.h)).toBe(1)
+    // A replay is an API answer like any other: the request ID and the security headers come with it.
+    const raw = await fetch(new URL('/api/v1/threads', s.url), {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${s.owner.token}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'create-1',
+      },
+      body,
+    })
+    expect(await raw.json()).toEqual(first.body)
+    expect({
+      requestId: raw.headers.get('x-request-id') !== null,
+      nosniff: raw.headers.get('x-content-type-options'),
+      type: raw.headers.get('content-type'),
+    }).toEqual({ requestId: true, nosniff: 'nosniff', type: 'application/json' })
     // Without a key every request is a new one, as before.
     expect((await s.post('/api/v1/threads', null, body)).body.thread_id).not.toBe(first.body.thread_id)
     expect(await threadCount(s.h)).toBe(2)

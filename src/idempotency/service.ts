@@ -155,3 +155,23 @@ export async function onceForJson<T>(
 export function idempotencyDeps(deps: { store: { idempotency: IdempotencyRepository }; clock: Clock; log: Logger }) {
   return { idempotency: deps.store.idempotency, now: () => deps.clock.now(), log: deps.log } satisfies IdempotencyDeps
 }
+
+/** The OpenAPI header parameter of the three routes that take a key. */
+export const idempotencyKeyParameter = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Optional, 1–255 printable ASCII characters (a UUID is a good choice). A repeat with the same key and the same ' +
+    'request (method, path and body bytes) within 24 hours answers the first success again, with ' +
+    '`Idempotent-Replayed: true`, without doing the work twice; the same key with another request is 422 ' +
+    '`idempotency_key_mismatch`; a repeat while the first is still running is 409 `idempotency_key_in_use`. ' +
+    'Refusals and failures are not stored: the key is free for a retry. Keys are the user’s, whichever token sends ' +
+    'them. See docs/api.md, “Idempotent requests”.',
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+} as const
+
+/** What the three routes' descriptions add. */
+export const idempotencyNote =
+  ' Send `Idempotency-Key` to make a retry safe: a repeat within 24 hours gets the first success again ' +
+  '(`Idempotent-Replayed: true`) rather than doing it twice.'

@@ -4,7 +4,7 @@
 // db/migrations/postgres/0001_update_order.sql), so sequences commit in order and a reader following them misses
 // nothing; thread writes therefore take turns on the clock, and each writes `updated_at` last and once, keeping
 // its turn short. Search is a filter on the documents search.pg.ts keeps.
-import { and, asc, desc, eq, gte, inArray, lte, max, ne, or, type SQL, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, gte, inArray, lt, lte, max, ne, or, type SQL, sql } from 'drizzle-orm'
 import { attachments } from '../attachments/attachments.table.pg'
 import { users } from '../auth/auth.table.pg'
 import type { PgDb } from '../db/postgres'
@@ -118,6 +118,9 @@ async function appendUserMessage(
   return id
 }
 
+/** Idle threads (nothing queued or running) last updated before `before`: what retention may delete. */
+const idleSince = (before: number) => and(inArray(threads.state, ['ready', 'error']), lt(threads.updatedAt, before))
+
 export function pgThreadRepository(db: PgDb): ThreadRepository {
   return {
     async findVisible(viewer, threadId) {
@@ -166,11 +169,17 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
       })
     },
 
-    deleteThread(threadId) {
+    deleteThread(threadId, idleBefore) {
       return db.transaction(async (tx) => {
         // Deleting locks the thread's row first, as every other unit takes it, then cascades to the rest. Uploads
-        // to a thread check it under the same lock, so none slips in between the read and the delete.
-        const [locked] = await tx.select({ id: threads.id }).from(threads).where(eq(threads.id, threadId)).for('update')
+        // to a thread check it under the same lock, so none slips in between the read and the delete; a message
+        // sent meanwhile has moved the thread out of `idleSince` by the time the lock is ours.
+        const still = idleBefore === undefined ? undefined : idleSince(idleBefore)
+        const [locked] = await tx
+          .select({ id: threads.id })
+          .from(threads)
+          .where(and(eq(threads.id, threadId), still))
+          .for('update')
         if (!locked) return null
         const files = await tx
           .select({ id: attachments.id, resized: attachments.resized })
@@ -179,6 +188,16 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
         await tx.delete(threads).where(eq(threads.id, threadId))
         return files
       })
+    },
+
+    async staleThreads(organizationId, before, limit) {
+      const rows = await db
+        .select({ id: threads.id })
+        .from(threads)
+        .where(and(eq(threads.organizationId, organizationId), idleSince(before)))
+        .orderBy(asc(threads.updatedAt))
+        .limit(limit)
+      return rows.map(({ id }) => id)
     },
 
     async updateThread(threadId, changes, now) {

@@ -2,7 +2,7 @@
 // paths (a thread by ID, list pages, message sends) prepared once per database (src/db/prepared.ts), rows read by
 // position, and the query plans SQLite must be told. Search statements take their FTS5 pieces from search.fts5.ts.
 // A transaction cannot await on bun:sqlite, so each atomic method does all its work synchronously inside one.
-import { and, asc, between, desc, eq, gte, inArray, lte, max, ne, or, type SQL, sql } from 'drizzle-orm'
+import { and, asc, between, desc, eq, gte, inArray, lt, lte, max, ne, or, type SQL, sql } from 'drizzle-orm'
 import { attachments } from '../attachments/attachments.table'
 import { users } from '../auth/auth.table'
 import type { Db } from '../db/client'
@@ -332,6 +332,9 @@ export function stateOf(db: Db, threadId: string): ThreadState | null {
   return db.select({ state: threads.state }).from(threads).where(eq(threads.id, threadId)).get()?.state ?? null
 }
 
+/** Idle threads (nothing queued or running) last updated before `before`: what retention may delete. */
+const idleSince = (before: number) => and(inArray(threads.state, ['ready', 'error']), lt(threads.updatedAt, before))
+
 export function sqliteThreadRepository(db: Db): ThreadRepository {
   return {
     async findVisible(viewer, threadId) {
@@ -374,17 +377,33 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
       })
     },
 
-    async deleteThread(threadId) {
+    async deleteThread(threadId, idleBefore) {
       return db.transaction((tx) => {
         const files = tx
           .select({ id: attachments.id, resized: attachments.resized })
           .from(attachments)
           .where(eq(attachments.threadId, threadId))
           .all()
+        const still = idleBefore === undefined ? undefined : idleSince(idleBefore)
         // Foreign keys cascade to the rest; the search document goes with the trigger on threads.
-        const deleted = tx.delete(threads).where(eq(threads.id, threadId)).returning({ id: threads.id }).all()
+        const deleted = tx
+          .delete(threads)
+          .where(and(eq(threads.id, threadId), still))
+          .returning({ id: threads.id })
+          .all()
         return deleted.length === 0 ? null : files
       })
+    },
+
+    async staleThreads(organizationId, before, limit) {
+      const rows = db
+        .select({ id: threads.id })
+        .from(threads)
+        .where(and(eq(threads.organizationId, organizationId), idleSince(before)))
+        .orderBy(asc(threads.updatedAt))
+        .limit(limit)
+        .all()
+      return rows.map(({ id }) => id)
     },
 
     async updateThread(threadId, changes, now) {

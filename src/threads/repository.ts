@@ -120,9 +120,16 @@ export interface ThreadRepository {
   /**
    * Deletes the thread and everything that hangs on it (messages, feedback, attachments' rows, queued or running
    * answers, its search document) in one unit. Returns the attachments it had, whose files the caller removes; null
-   * when there was no such thread.
+   * when there was no such thread. With `idleBefore`, only if the thread is still idle (`ready` or `error`) and last
+   * updated before that time, judged in the same unit: a message sent meanwhile keeps it (retention).
    */
-  deleteThread(threadId: string): Promise<{ id: string; resized: boolean }[] | null>
+  deleteThread(threadId: string, idleBefore?: number): Promise<{ id: string; resized: boolean }[] | null>
+
+  /**
+   * Up to `limit` threads of the organization that are idle (`ready` or `error`) and were last updated before
+   * `before`, oldest first: what its retention period lets go.
+   */
+  staleThreads(organizationId: number, before: number, limit: number): Promise<string[]>
 
   /**
    * Where a list continues after `threadId`, or undefined when it cannot: cursors do not expire, so in

@@ -1,6 +1,6 @@
 // The administration pages over HTTP, for the organization's owners and admins (members get a 403 page):
 // OAuth clients (list, detail, secret rotation, deletion after confirmation), members (add with a one-time
-// password, change role, remove after confirmation) and registration tokens. Same rules as the settings pages:
+// password, change role, remove after confirmation), registration tokens and the threads' retention period. Same rules as the settings pages:
 // CSRF-checked form posts, secrets shown once on the response page, POST-redirect-GET for everything else.
 import { Elysia } from 'elysia'
 import { type Actor, addMember, changeMemberRole, findMember, isRole, listMembers, removeMember } from '../auth/members'
@@ -13,11 +13,13 @@ import {
 } from '../oauth/management'
 import { createRegistrationToken } from '../oauth/registration'
 import { type AppError, invalidRequest } from '../shared/errors'
+import { parseRetentionDays } from '../threads/retention'
 import { account, accountPageHeaders, RefusedFormPage, readTrustedForm } from './account'
 import type { PageSession, WebDeps } from './index'
 import { viewerOf } from './layout'
 import { AdminClientPage, AdminClientsPage, DeleteClientPage } from './pages/admin/clients'
 import { type MemberFormValues, MembersPage, RemoveMemberPage } from './pages/admin/members'
+import { RetentionPage } from './pages/admin/retention'
 import { MessagePage } from './pages/message'
 import { AdminRegistrationPage } from './pages/settings/registration'
 import { noticeFor, refusalOf } from './settings'
@@ -26,6 +28,7 @@ export const adminNotices: Record<string, string> = {
   'client-deleted': 'The client was deleted, and every token it held stopped working.',
   'role-changed': 'The role was changed.',
   'member-removed': 'The member was removed: signed out, with every token and connected app revoked.',
+  'retention-saved': 'The retention period was saved.',
 }
 
 function actorOf(admin: PageSession): Actor {
@@ -274,6 +277,39 @@ export const adminPages = (deps: WebDeps) => {
         }
         const created = await createRegistrationToken(deps.store.oauthClients, admin.user, now())
         return html(<AdminRegistrationPage viewer={viewerOf(admin)} created={created} />)
+      },
+      { organizationAdmin: true, parse: 'none', detail: { hide: true } },
+    )
+    .get(
+      '/admin/retention',
+      async ({ admin, query, html }) =>
+        html(
+          <RetentionPage
+            viewer={viewerOf(admin)}
+            days={await deps.store.users.retentionOf(admin.user.organizationId)}
+            notice={noticeFor(adminNotices, query.notice)}
+          />,
+        ),
+      { organizationAdmin: true, detail: { hide: true } },
+    )
+    .post(
+      '/admin/retention',
+      async ({ admin, request, html, redirect, set }) => {
+        const form = await readTrustedForm(request, admin, deps.publicUrl)
+        if (!form) {
+          set.status = 403
+          return html(<RefusedFormPage session={admin} />)
+        }
+        const entered = form.get('days') ?? ''
+        try {
+          await deps.store.users.setRetention(admin.user.organizationId, parseRetentionDays(entered))
+        } catch (error) {
+          const refusal = refusalOf(error)
+          set.status = refusal.status
+          const days = await deps.store.users.retentionOf(admin.user.organizationId)
+          return html(<RetentionPage viewer={viewerOf(admin)} days={days} error={refusal.message} entered={entered} />)
+        }
+        return redirect('/admin/retention?notice=retention-saved', 303)
       },
       { organizationAdmin: true, parse: 'none', detail: { hide: true } },
     )

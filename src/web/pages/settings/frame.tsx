@@ -15,6 +15,7 @@ export const adminSections: NavItem[] = [
   { href: '/admin/clients', label: 'OAuth clients' },
   { href: '/admin/members', label: 'Members' },
   { href: '/admin/registration-token', label: 'Registration token' },
+  { href: '/admin/retention', label: 'Retention' },
 ]
 
 export interface FrameProps {

@@ -2,9 +2,13 @@
 // repeat answers the first response without doing the work again, a different request with the key is refused,
 // a repeat while the first runs gets 409, keys are each user's, and a key is free again after 24 hours.
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { abandonedKeyMs, digestBytes, fingerprintOf, idempotencyKeyLifetimeMs } from '../src/idempotency/service'
 import { sweepExpired } from '../src/upkeep'
+import { databaseOf, migratedEnv } from './support/backend'
 import { type Harness, harness, listening, ManualClock, ScriptedRunner, sharedInspector } from './support/helpers'
 import { form, png, storedFiles } from './support/uploads'
 
@@ -250,4 +254,61 @@ describe.concurrent('Idempotency-Key', () => {
     expect(await s.post('/api/v1/threads', 'held', body)).toEqual({ status: 201, replayed: 'true', body: retried.body })
     expect(await threadCount(s.h)).toBe(1)
   })
+})
+
+test('servers sharing one database agree: of racing reservations and takeovers exactly one wins', async () => {
+  // Three stores, each with its own connections, as three instances on one PostgreSQL database (or three
+  // processes' handles on one SQLite file) have.
+  const dir = mkdtempSync(join(tmpdir(), 'threadhouse-idempotency-'))
+  const env = await migratedEnv(join(dir, 'db.sqlite'))
+  const databases = await Promise.all([databaseOf(env), databaseOf(env), databaseOf(env)])
+  try {
+    const [first] = databases
+    const created = await first?.store.users.create(
+      {
+        sub: Bun.randomUUIDv7(),
+        email: 'race@example.com',
+        name: null,
+        role: 'member',
+        passwordHash: 'not used',
+        mustChangePassword: false,
+        organizationSlug: 'default',
+        mayCreateOrganization: true,
+      },
+      0,
+    )
+    if (typeof created !== 'object') throw new Error('no user')
+    const reserveAll = (now: number) =>
+      Promise.all(
+        databases.flatMap(({ store }) =>
+          Array.from({ length: 4 }, () =>
+            store.idempotency.reserve({
+              userId: created.id,
+              key: 'race',
+              fingerprint: 'same',
+              now,
+              expiredBefore: now - idempotencyKeyLifetimeMs,
+              abandonedBefore: now - abandonedKeyMs,
+            }),
+          ),
+        ),
+      )
+    const racing = await reserveAll(1_000_000)
+    expect(racing.filter((r) => r.kind === 'reserved')).toHaveLength(1)
+    expect(racing.filter((r) => r.kind === 'taken' && r.status === null)).toHaveLength(11)
+    // Its holder lost, ten minutes on the racers take it over: again exactly one.
+    const takeovers = await reserveAll(1_000_000 + abandonedKeyMs + 1)
+    const winner = takeovers.find((r) => r.kind === 'reserved')
+    expect(takeovers.filter((r) => r.kind === 'reserved')).toHaveLength(1)
+    // Only the latest holder's claim stores a response; the first, taken over, no longer can.
+    const firstClaim = racing.find((r) => r.kind === 'reserved')
+    if (firstClaim?.kind !== 'reserved' || winner?.kind !== 'reserved') throw new Error('no winner')
+    await first?.store.idempotency.complete(created.id, 'race', firstClaim.claim, { status: 201, body: '"stale"' })
+    await first?.store.idempotency.complete(created.id, 'race', winner.claim, { status: 201, body: '"fresh"' })
+    const [after] = await reserveAll(1_000_000 + abandonedKeyMs + 2)
+    expect(after).toEqual({ kind: 'taken', fingerprint: 'same', status: 201, body: '"fresh"' })
+  } finally {
+    await Promise.all(databases.map((database) => database[Symbol.asyncDispose]()))
+    rmSync(dir, { recursive: true, force: true })
+  }
 })

@@ -1,18 +1,21 @@
-// Deletes, every hour, what can no longer be used: expired sessions; expired OAuth codes and tokens, dead grants
-// with everything issued under them, spent registration tokens, the change feed's week-old tombstones, and on
-// PostgreSQL ended rate-limit windows. Without it every hourly refresh of every connected app would add rows for
-// good. It also removes stored files whose rows
+// Deletes, every hour, what can no longer be used: expired sessions and idempotency keys; expired OAuth codes and
+// tokens, dead grants with everything issued under them, spent registration tokens, the change feed's week-old
+// tombstones, and on PostgreSQL ended rate-limit windows; and threads past their organization's retention period.
+// Without it every hourly refresh of every connected app would add rows for good. It also removes stored files whose rows
 // were never committed (an upload that failed between storing its files and inserting its rows, a crash on another
 // server sharing the bucket), which would otherwise stay until the next start, and on a long-running server never go.
+// And it deletes threads past their organization's retention period (threads/retention.ts), if it has one.
 // Started by src/index.ts; tests call sweepExpired, or start it with their own clock and timer. With several
 // instances on one PostgreSQL database each runs it hourly, but never two at once: a run that finds another
 // instance's under way skips its turn (an advisory lock, store.locks).
 import { sweepOrphans } from './attachments/sweep'
+import { idempotencyKeyLifetimeMs } from './idempotency/service'
 import type { Logger } from './shared/log'
 import { type Clock, dayMs } from './shared/time'
 import type { BlobStore } from './storage/blobs'
 import type { Store } from './store'
 import { tombstoneKeepMs } from './threads/feed'
+import { sweepRetention } from './threads/retention'
 
 /** How often the upkeep runs. Stored files are left alone for their first hour (`inFlightMs`) in any case. */
 export const upkeepIntervalMs = 60 * 60_000
@@ -27,6 +30,7 @@ export async function sweepExpired(store: Store, now: number): Promise<void> {
     store.webhooks.deleteFinished(now - 30 * dayMs),
     // The change feed's record of deletions: a feed resuming from before what is swept is told to reload.
     store.threads.sweepTombstones(now - tombstoneKeepMs),
+    store.idempotency.deleteExpired(now - idempotencyKeyLifetimeMs),
   ])
 }
 
@@ -67,12 +71,21 @@ export function startUpkeep({ store, blobs, clock, log, repeat = everyInterval }
       log.error('stray upload files could not be removed', { ...blobs.description, error: String(error) })
     }
   }
+  const retention = async (now: number) => {
+    try {
+      const deps = { users: store.users, threads: store.threads, blobs, log }
+      const count = await sweepRetention(deps, now)
+      if (count > 0) log.info('deleted threads past their organization’s retention period', { count })
+    } catch (error) {
+      log.error('deleting threads past their retention period failed', { error: String(error) })
+    }
+  }
   let running: Promise<void> | null = null
   const run = (): Promise<void> => {
     if (running) return running
     const now = clock.now()
     const sweeps = async () => {
-      await Promise.all([expired(now), orphans(now)])
+      await Promise.all([expired(now), orphans(now), retention(now)])
     }
     running = store.locks
       .ifFree('upkeep', sweeps)

@@ -17,7 +17,7 @@ import {
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
 setDefaultTimeout(20_000)
 
-const adminPages = ['/admin/clients', '/admin/members', '/admin/registration-token']
+const adminPages = ['/admin/clients', '/admin/members', '/admin/registration-token', '/admin/retention']
 
 test('administration is for owners and admins: visitors sign in first, members get a 403 page', async () => {
   await using h = await harness()
@@ -39,6 +39,7 @@ test('administration is for owners and admins: visitors sign in first, members g
   const posts = [
     '/admin/members',
     '/admin/registration-token',
+    '/admin/retention',
     `/admin/clients/${client.client_id}/secret`,
     `/admin/clients/${client.client_id}/delete`,
     `/admin/members/${member.user.sub}/role`,
@@ -332,4 +333,36 @@ test('removing a member ends their sessions, tokens and grants; their threads st
   expect((await Browser.inProcess(h).signIn(leaver.user.email, oneTime)).status).toBe(303)
   // Old credentials stay dead.
   expect((await h.call('GET', '/api/v1/me', { token: leaver.user.token })).status).toBe(401)
+})
+
+test('retention: off by default; admins set whole days from 1 to 3650 or clear the field; members cannot', async () => {
+  await using h = await harness()
+  const admin = await signedIn(h, { role: 'admin' })
+  const page = async () => (await admin.browser.get('/admin/retention')).text()
+  expect(await page()).toContain('Threads are kept until someone deletes them.')
+  const organizationId = (await h.orm.select().from(h.tables.organizations))[0]?.id as number
+  for (const bad of ['0', '3651', '1.5', 'ten', '-3']) {
+    const refused = await submit(admin.browser, '/admin/retention', { days: bad })
+    expect(refused.status).toBe(400)
+    const html = await refused.text()
+    expect(html).toContain('Enter a whole number of days from 1 to 3650')
+    expect(await h.store.users.retentionOf(organizationId)).toBeNull()
+  }
+  const saved = await submit(admin.browser, '/admin/retention', { days: ' 90 ' })
+  expect({ status: saved.status, location: saved.headers.get('location') }).toEqual({
+    status: 303,
+    location: '/admin/retention?notice=retention-saved',
+  })
+  expect(await h.store.users.retentionOf(organizationId)).toBe(90)
+  const shown = await page()
+  expect(shown).toContain('Threads not updated for 90 days are deleted')
+  expect(shown).toContain('value="90"')
+  // Another organization's setting is its own.
+  const elsewhere = await signedIn(h, { role: 'owner', org: 'elsewhere' })
+  expect(await (await elsewhere.browser.get('/admin/retention')).text()).toContain('Threads are kept until')
+  expect((await submit(admin.browser, '/admin/retention', { days: '' })).status).toBe(303)
+  expect(await h.store.users.retentionOf(organizationId)).toBeNull()
+  const member = await signedIn(h)
+  expect((await submit(member.browser, '/admin/retention', { days: '1' })).status).toBe(403)
+  expect(await h.store.users.retentionOf(organizationId)).toBeNull()
 })

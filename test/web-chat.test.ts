@@ -385,3 +385,24 @@ test.concurrent('without JavaScript the same page works by plain form posts: sta
   expect(await page.locator('.copy-message').first().isVisible()).toBe(false)
   expect(session.errors).toEqual([])
 }, 60_000)
+
+test.concurrent('the thread menu downloads an export and deletes the thread after its confirmation page', async () => {
+  await using session = await signedIn()
+  const { page } = session
+  await page.locator('#composer-text').fill('Soon gone')
+  await page.keyboard.press('Enter')
+  await answer(page, 0)
+  const threadPath = new URL(page.url()).pathname
+  await page.locator('.thread-tools summary').click()
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('link', { name: 'Export as Markdown' }).click(),
+  ])
+  expect(download.suggestedFilename()).toBe(`thread-${threadPath.slice('/threads/'.length)}.md`)
+  await page.getByRole('link', { name: 'Delete thread…' }).click()
+  await page.waitForURL((url) => url.pathname === `${threadPath}/delete`)
+  await page.getByRole('button', { name: 'Delete thread' }).click()
+  await page.waitForURL((url) => url.pathname === '/')
+  expect(await page.locator(`.thread-link[href="${threadPath}"]`).count()).toBe(0)
+  expect((await page.goto(threadPath))?.status()).toBe(404)
+}, 60_000)

@@ -421,6 +421,81 @@ describe('the thread page', () => {
   })
 })
 
+describe('export and delete', () => {
+  test('the menu offers both exports to readers, which download what the API exports, with the session', async () => {
+    await using h = await harness()
+    const { browser, user } = await signedIn(h)
+    const { browser: member } = await signedIn(h)
+    const { browser: stranger } = await signedIn(h, { org: 'elsewhere' })
+    const id = await startThread(h, browser, { text: 'Export **me**', name: 'Kept' })
+    for (const page of [
+      await (await browser.get(`/threads/${id}`)).text(),
+      await (await member.get(`/threads/${id}`)).text(),
+    ]) {
+      expect(page).toContain(
+        `<a class="tool-link" href="/threads/${id}/export?format=markdown" download="">Export as Markdown</a>`,
+      )
+      expect(page).toContain(
+        `<a class="tool-link" href="/threads/${id}/export?format=json" download="">Export as JSON</a>`,
+      )
+    }
+    const markdown = await browser.get(`/threads/${id}/export?format=markdown`)
+    expect({
+      status: markdown.status,
+      type: markdown.headers.get('content-type'),
+      disposition: markdown.headers.get('content-disposition'),
+    }).toEqual({
+      status: 200,
+      type: 'text/markdown; charset=utf-8',
+      disposition: `attachment; filename="thread-${id}.md"`,
+    })
+    const text = await markdown.text()
+    expect(text.startsWith('# Kept\n')).toBe(true)
+    expect(text).toContain('Export **me**')
+    const json = await member.get(`/threads/${id}/export`)
+    expect(json.headers.get('content-disposition')).toBe(`attachment; filename="thread-${id}.json"`)
+    const exported = (await json.json()) as Record<string, unknown>
+    const api = (await h.call('GET', `/api/v1/threads/${id}/export?format=json`, { token: user.token })).body
+    expect({ ...exported, exported_at: null }).toEqual({ ...api, exported_at: null })
+    expect((await browser.get(`/threads/${id}/export?format=pdf`)).status).toBe(400)
+    expect((await stranger.get(`/threads/${id}/export`)).status).toBe(404)
+    expect((await h.call('GET', `/threads/${id}/export`)).status).toBe(401)
+  })
+
+  test('the owner deletes after a confirmation page and lands on /; others are refused', async () => {
+    await using h = await harness({ inspector })
+    const { browser, user } = await signedIn(h)
+    const { browser: member } = await signedIn(h)
+    const id = await startThread(h, browser, { text: 'with a picture' }, [new File([await png()], 'p.png')])
+    expect((await storedFiles(h)).length).toBeGreaterThan(0)
+    const ownerPage = await (await browser.get(`/threads/${id}`)).text()
+    expect(ownerPage).toContain(`<a class="tool-link danger-link" href="/threads/${id}/delete">Delete thread…</a>`)
+    const memberPage = await (await member.get(`/threads/${id}`)).text()
+    expect(memberPage).not.toContain(`/threads/${id}/delete`)
+    const refusedPage = await member.get(`/threads/${id}/delete`)
+    expect(refusedPage.status).toBe(403)
+    const refused = await member.postForm(`/threads/${id}/delete`, { csrf: hiddenField(memberPage, 'csrf') })
+    expect(refused.status).toBe(403)
+    expect(await refused.text()).toContain('Only the owner of a thread can delete it')
+
+    const confirm = await browser.get(`/threads/${id}/delete`)
+    expect(confirm.status).toBe(200)
+    const confirmation = await confirm.text()
+    expect(confirmation).toContain(`<form method="post" action="/threads/${id}/delete">`)
+    expect(confirmation).toContain('>Delete thread</button>')
+    const deleted = await browser.postForm(`/threads/${id}/delete`, { csrf: hiddenField(confirmation, 'csrf') })
+    expect({ status: deleted.status, location: deleted.headers.get('location') }).toEqual({
+      status: 303,
+      location: '/',
+    })
+    expect((await h.call('GET', `/api/v1/threads/${id}`, { token: user.token })).status).toBe(404)
+    expect((await browser.get(`/threads/${id}`)).status).toBe(404)
+    expect((await browser.get(`/threads/${id}/delete`)).status).toBe(404)
+    expect(await h.orm.select().from(h.tables.attachments)).toEqual([])
+    expect(await storedFiles(h)).toEqual([])
+  })
+})
+
 describe('CSRF', () => {
   test('every form is refused without its token, with another session’s token, or from another site', async () => {
     const runner = new ScriptedRunner()
@@ -438,6 +513,7 @@ describe('CSRF', () => {
       [`/threads/${id}/stop`, {}],
       [`/threads/${id}/continue`, {}],
       [`/threads/${id}/messages/01234567-89ab-7def-8123-456789abcdef/feedback`, { positive: 'true' }],
+      [`/threads/${id}/delete`, {}],
     ]
     for (const [path, fields] of posts) {
       expect((await browser.postForm(path, fields)).status).toBe(403)

@@ -1,9 +1,9 @@
 // The administration feature: its pages over HTTP, for the organization's owners and admins (members get a 403
 // page): OAuth clients (list, detail, secret rotation, deletion after confirmation), members (add with a one-time
-// password, change role, remove after confirmation) and registration tokens. The behaviour is auth's and oauth's
-// (members.ts, management.ts, registration.ts). Same rules as the settings pages: every post passes the
-// `trustedForm` guard, secrets are shown once on the response page, POST-redirect-GET for everything else, and
-// what cannot be found is the shared error page.
+// password, change role, remove after confirmation), registration tokens and the threads' retention period. The
+// behaviour is auth's, oauth's and threads' (members.ts, management.ts, registration.ts, retention.ts). Same rules as
+// the settings pages: every post passes the `trustedForm` guard, secrets are shown once on the response page,
+// POST-redirect-GET for everything else, and what cannot be found is the shared error page.
 import { Elysia } from 'elysia'
 import { type Actor, addMember, changeMemberRole, findMember, isRole, listMembers, removeMember } from '../auth/members'
 import type { Role } from '../auth/model'
@@ -15,11 +15,13 @@ import {
 } from '../oauth/management'
 import { createRegistrationToken } from '../oauth/registration'
 import { type AppError, invalidRequest } from '../shared/errors'
+import { parseRetentionDays } from '../threads/retention'
 import { account, accountPageHeaders, noticeFor, refusalOf } from '../web/account'
 import type { PageSession, WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { AdminClientPage, AdminClientsPage, DeleteClientPage } from '../web/pages/admin/clients'
 import { type MemberFormValues, MembersPage, RemoveMemberPage } from '../web/pages/admin/members'
+import { RetentionPage } from '../web/pages/admin/retention'
 import { AdminRegistrationPage } from '../web/pages/settings/registration'
 import { field } from '../web/trusted-form'
 
@@ -27,6 +29,7 @@ export const adminNotices: Record<string, string> = {
   'client-deleted': 'The client was deleted, and every token it held stopped working.',
   'role-changed': 'The role was changed.',
   'member-removed': 'The member was removed: signed out, with every token and connected app revoked.',
+  'retention-saved': 'The retention period was saved.',
 }
 
 function actorOf(admin: PageSession): Actor {
@@ -205,6 +208,34 @@ export const adminPages = (deps: WebDeps) => {
       async ({ admin, html }) => {
         const created = await createRegistrationToken(deps.store.oauthClients, admin.user, now())
         return html(<AdminRegistrationPage viewer={viewerOf(admin)} created={created} />)
+      },
+      { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
+    )
+    .get(
+      '/admin/retention',
+      async ({ admin, query, html }) =>
+        html(
+          <RetentionPage
+            viewer={viewerOf(admin)}
+            days={await deps.store.users.retentionOf(admin.user.organizationId)}
+            notice={noticeFor(adminNotices, query.notice)}
+          />,
+        ),
+      { organizationAdmin: true, detail: { hide: true } },
+    )
+    .post(
+      '/admin/retention',
+      async ({ admin, form, html, redirect, set }) => {
+        const entered = field(form, 'days') ?? ''
+        try {
+          await deps.store.users.setRetention(admin.user.organizationId, parseRetentionDays(entered))
+        } catch (error) {
+          const refusal = refusalOf(error)
+          set.status = refusal.status
+          const days = await deps.store.users.retentionOf(admin.user.organizationId)
+          return html(<RetentionPage viewer={viewerOf(admin)} days={days} error={refusal.message} entered={entered} />)
+        }
+        return redirect('/admin/retention?notice=retention-saved', 303)
       },
       { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )

@@ -2,6 +2,15 @@
 import { Elysia, t } from 'elysia'
 import { auth } from '../auth'
 import { AuthModel } from '../auth/model'
+import {
+  digestFile,
+  fingerprintOf,
+  idempotencyDeps,
+  idempotencyKeyOf,
+  idempotencyKeyParameter,
+  idempotencyNote,
+  once,
+} from '../idempotency/service'
 import { errorShapes } from '../shared/errors'
 import type { Responses } from '../shared/responses'
 import { attachmentResponse } from './download'
@@ -17,7 +26,7 @@ import {
   textLimits,
 } from './limits'
 import { AttachmentsModel } from './model'
-import { findAttachment, type UploadDeps, uploadAttachments } from './service'
+import { findAttachment, receiveUpload, storeUpload, type UploadDeps, uploadAttachments } from './service'
 
 const uploadDescription = `Multipart form data, one file per part: \`attachments[0]\` (required), \`attachments[1]\`, … numbered without gaps; at most ${filesPerRequest} files per request and ${filesPerThread} per thread. Only the thread's owner may upload. Uploading stores files; it sends no message.
 
@@ -26,7 +35,7 @@ The type is decided from the bytes, never from the name or declared type, though
 - PDF: at most ${mib(pdfLimits.maxBytes)} and ${pdfLimits.maxPages} pages, its compressed streams (images included) inflating to at most ${mib(pdfLimits.maxInflatedBytes)} in all (\`too_large\`); PDFs naming LZW or run-length compression (\`unsupported_type\`) and encrypted or password-protected PDFs are refused;
 - text: plain, Markdown (\`.md\`) or CSV (\`.csv\`), at most ${mib(textLimits.maxBytes)}, valid UTF-8 without NUL bytes.
 
-All or nothing: when any file is refused, none is stored. Display names are reduced to their last path segment, without control characters, at most ${filenameMaxLength} characters. GET /api/v1/limits lists these limits.
+All or nothing: when any file is refused, none is stored.${idempotencyNote} Display names are reduced to their last path segment, without control characters, at most ${filenameMaxLength} characters. GET /api/v1/limits lists these limits.
 
 Errors on this route:
 - 400 \`{message}\`: not multipart, unparsable, a missing, misnamed, repeated or non-file part, more than ${filesPerRequest} files, or more files than the thread has room for (${filesPerThread} in all);
@@ -34,6 +43,7 @@ Errors on this route:
 - 422 \`{message, reason: {file, part, code, limit?}}\`: a file broke a content rule; \`code\` is one of ${AttachmentsModel.rejectionCodes.map((code) => `\`${code}\``).join(', ')};
 - 403 \`{error, message}\`: the caller can see the thread but does not own it, or lacks \`threads:write\`;
 - 404 \`{error, message}\`: the thread does not exist for the caller;
+- 409 \`{error, message}\` and 422 \`{error, message}\`: \`idempotency_key_in_use\` and \`idempotency_key_mismatch\`, for a repeated \`Idempotency-Key\`. With a key, ownership and room are checked first, then the body is read and hashed (its raw multipart bytes), and only then is the key consulted: a repeat must send the same bytes, boundary included;
 - 500 \`{error, message}\`: the body could not be written to the uploads folder for checking (a full disk, say), checking the files took more than 60 s (a parser stuck on a crafted file, or a machine so busy that the checks, which get only CPU time nothing else wants, had none), the checker did not start within 60 s, or it failed or crashed; nothing is stored.`
 
 /** A download is one of the types an upload can be stored as, never anything else. */
@@ -51,8 +61,19 @@ export const attachmentRoutes = (deps: UploadDeps & { responses: Responses }) =>
     .use(errorShapes)
     .post(
       '/threads/:threadId/attachments',
-      async ({ caller, params, request, status }) =>
-        status(201, await uploadAttachments(deps, caller, params.threadId, request)),
+      async ({ caller, params, request, status }) => {
+        const key = idempotencyKeyOf(request)
+        if (key === null) return status(201, await uploadAttachments(deps, caller, params.threadId, request))
+        // The fingerprint hashes the raw multipart body as received, boundary and all: a repeat sends the same bytes.
+        const outcome = await receiveUpload(deps, caller, params.threadId, request, async (received) => {
+          const path = new URL(request.url).pathname
+          const fingerprint = fingerprintOf(request.method, path, await digestFile(received.bodyPath))
+          return once(idempotencyDeps(deps), caller, { key, fingerprint, status: 201 }, () =>
+            storeUpload(deps, params.threadId, received),
+          )
+        })
+        return 'replay' in outcome ? outcome.replay : status(201, outcome.value)
+      },
       {
         scope: 'threads:write',
         bareClientErrors: true,
@@ -65,6 +86,7 @@ export const attachmentRoutes = (deps: UploadDeps & { responses: Responses }) =>
           401: AuthModel.error,
           403: t.Union([AuthModel.scopeError, AuthModel.error]),
           404: AuthModel.error,
+          409: AuthModel.error,
           413: AttachmentsModel.badRequest,
           422: AttachmentsModel.unprocessable,
         }),
@@ -72,6 +94,7 @@ export const attachmentRoutes = (deps: UploadDeps & { responses: Responses }) =>
           summary: 'Upload files to a thread',
           tags: ['Attachments'],
           description: uploadDescription,
+          parameters: [idempotencyKeyParameter],
           requestBody: {
             required: true,
             content: { 'multipart/form-data': { schema: AttachmentsModel.uploadForm } },

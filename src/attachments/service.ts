@@ -155,17 +155,49 @@ export async function uploadAttachments(
   threadId: string,
   request: Request,
 ): Promise<AttachmentsModel.attachment[]> {
+  return receiveUpload(deps, caller, threadId, request, (received) => storeUpload(deps, threadId, received))
+}
+
+/** An upload's body, received into a temporary file in the uploads folder, not yet checked. */
+export interface ReceivedUpload {
+  bodyPath: string
+  contentType: string
+  /** Files the thread held when the upload began. */
+  stored: number
+}
+
+/**
+ * The first half of an upload: checks ownership and the thread's quota before a byte of the body is read, then
+ * receives the body into a temporary file and hands it to `then`, removing the file once that is done. The route
+ * puts the idempotency check between the halves, since a repeat is told by the bytes of its body.
+ */
+export async function receiveUpload<T>(
+  deps: UploadDeps,
+  caller: Caller,
+  threadId: string,
+  request: Request,
+  then: (received: ReceivedUpload) => Promise<T>,
+): Promise<T> {
   const stored = await requireRoomForUpload(deps, caller, threadId)
   const bodyPath = temporaryPath(deps.uploadsDir)
   try {
     const { contentType } = await receiveBody(request, bodyPath)
-    const outcome = await deps.inspector.inspect({ bodyPath, contentType, stored }, deps.uploadsDir)
     // Awaited here, not handed back: a rejection must not go unhandled while the finally below awaits.
-    return await store(deps, threadId, acceptedFiles(outcome))
+    return await then({ bodyPath, contentType, stored })
   } finally {
     // Never in place of the answer: a body file that cannot be removed now goes at the next start-up sweep.
     await rm(bodyPath, { force: true }).catch(() => {})
   }
+}
+
+/** The second half of an upload: checks every file of a received body, then stores them all or none. */
+export async function storeUpload(
+  deps: UploadDeps,
+  threadId: string,
+  { bodyPath, contentType, stored }: ReceivedUpload,
+): Promise<AttachmentsModel.attachment[]> {
+  const outcome = await deps.inspector.inspect({ bodyPath, contentType, stored }, deps.uploadsDir)
+  return await store(deps, threadId, acceptedFiles(outcome))
 }
 
 /**

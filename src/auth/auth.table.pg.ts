@@ -10,6 +10,7 @@ export const organizations = pgTable('organizations', {
   slug: text().notNull().unique(),
   name: text().notNull(),
   createdAt: epochMs().notNull(),
+  retentionDays: integer(),
 })
 
 export const users = pgTable(

@@ -7,6 +7,8 @@ export const organizations = sqliteTable('organizations', {
   slug: text().notNull().unique(),
   name: text().notNull(),
   createdAt: integer().notNull(),
+  /** Threads not updated for this many days are deleted by the upkeep; null (the default) keeps them for good. */
+  retentionDays: integer(),
 })
 
 export const users = sqliteTable(

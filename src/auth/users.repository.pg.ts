@@ -119,6 +119,26 @@ export function pgUserRepository(db: PgDb): UserRepository {
       }
     },
 
+    async retentionOf(organizationId) {
+      const [row] = await db
+        .select({ days: organizations.retentionDays })
+        .from(organizations)
+        .where(eq(organizations.id, organizationId))
+      return row?.days ?? null
+    },
+
+    async setRetention(organizationId, days) {
+      await db.update(organizations).set({ retentionDays: days }).where(eq(organizations.id, organizationId))
+    },
+
+    async retentionPeriods() {
+      const rows = await db
+        .select({ organizationId: organizations.id, days: organizations.retentionDays })
+        .from(organizations)
+        .where(isNotNull(organizations.retentionDays))
+      return rows.map(({ organizationId, days }) => ({ organizationId, days: days ?? 0 }))
+    },
+
     async hasAny() {
       const rows = await db.select({ id: users.id }).from(users).limit(1)
       return rows.length > 0

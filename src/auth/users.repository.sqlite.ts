@@ -72,6 +72,28 @@ export function sqliteUserRepository(db: Db): UserRepository {
       })
     },
 
+    async retentionOf(organizationId) {
+      const row = db
+        .select({ days: organizations.retentionDays })
+        .from(organizations)
+        .where(eq(organizations.id, organizationId))
+        .get()
+      return row?.days ?? null
+    },
+
+    async setRetention(organizationId, days) {
+      db.update(organizations).set({ retentionDays: days }).where(eq(organizations.id, organizationId)).run()
+    },
+
+    async retentionPeriods() {
+      const rows = db
+        .select({ organizationId: organizations.id, days: organizations.retentionDays })
+        .from(organizations)
+        .where(isNotNull(organizations.retentionDays))
+        .all()
+      return rows.map(({ organizationId, days }) => ({ organizationId, days: days ?? 0 }))
+    },
+
     async hasAny() {
       return db.select({ id: users.id }).from(users).limit(1).get() !== undefined
     },

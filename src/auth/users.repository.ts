@@ -78,6 +78,15 @@ export interface UserRepository {
   /** Whether any user exists at all (first run creates the owner of an empty installation). */
   hasAny(): Promise<boolean>
 
+  /** The organization's retention period in days, or null when its threads are kept for good (the default). */
+  retentionOf(organizationId: number): Promise<number | null>
+
+  /** Sets (days) or turns off (null) the organization's retention period. */
+  setRetention(organizationId: number, days: number | null): Promise<void>
+
+  /** Every organization that has a retention period, for the upkeep's sweep. */
+  retentionPeriods(): Promise<{ organizationId: number; days: number }[]>
+
   /** The user with this (lower-cased) email, removed or not. */
   findByEmail(email: string): Promise<UserRecord | null>
 

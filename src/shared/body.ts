@@ -88,7 +88,12 @@ export async function readJson(
   request: Request,
   limit = maxJsonBodyBytes,
 ): Promise<{ value: unknown; holdsNul: boolean } | { problem: 'depth' | 'syntax' }> {
-  const text = new TextDecoder().decode(await readBounded(request, limit))
+  return judgeJson(await readBounded(request, limit))
+}
+
+/** A JSON body's bytes, judged as readJson judges them. */
+function judgeJson(bytes: Uint8Array): { value: unknown; holdsNul: boolean } | { problem: 'depth' | 'syntax' } {
+  const text = new TextDecoder().decode(bytes)
   if (jsonDepthExceeds(text, maxJsonDepth)) return { problem: 'depth' }
   let value: unknown
   try {
@@ -118,6 +123,14 @@ export function callerChecked(request: Request): void {
   checkedCallers.add(request)
 }
 
+/** The bytes of JSON bodies sent with an Idempotency-Key, whose hash tells a repeat from another request. */
+const rawBodies = new WeakMap<Request, Uint8Array>()
+
+/** The bytes a JSON route read as its body, for requests that sent an Idempotency-Key; empty for the others. */
+export function rawJsonBody(request: Request): Uint8Array {
+  return rawBodies.get(request) ?? new Uint8Array()
+}
+
 function parseJsonBody(schema: TSchema) {
   const check = TypeCompiler.Compile(schema)
   return async function readJsonBody({ request }: { request: Request }): Promise<unknown> {
@@ -132,7 +145,9 @@ function parseJsonBody(schema: TSchema) {
       }
       throw invalidRequest('The body must be a JSON object')
     }
-    const read = await readJson(request)
+    const bytes = await readBounded(request, maxJsonBodyBytes)
+    if (request.headers.has('idempotency-key')) rawBodies.set(request, bytes)
+    const read = judgeJson(bytes)
     if ('problem' in read) throw invalidRequest(problems[read.problem])
     if (read.holdsNul) throw nulRefusal()
     const { value } = read

@@ -16,6 +16,8 @@ import type { LockName } from '../db/postgres'
 import type { AnswerRelay } from '../generation/relay'
 import type { GenerationRepository } from '../generation/repository'
 import { sqliteGenerationRepository } from '../generation/repository.sqlite'
+import type { IdempotencyRepository } from '../idempotency/repository'
+import { sqliteIdempotencyRepository } from '../idempotency/repository.sqlite'
 import type { ClientRepository } from '../oauth/clients.repository'
 import { sqliteClientRepository } from '../oauth/clients.repository.sqlite'
 import type { GrantRepository } from '../oauth/grants.repository'
@@ -57,6 +59,8 @@ export interface Store {
   oauthClients: ClientRepository
   oauthGrants: GrantRepository
   generations: GenerationRepository
+  /** Idempotency keys and the responses they replay (idempotency/service.ts). */
+  idempotency: IdempotencyRepository
   /** How instances sharing the database hear of each other's answers; null where one process holds it (SQLite). */
   relay: AnswerRelay | null
   threads: ThreadRepository
@@ -90,6 +94,7 @@ export function sqliteStore(db: Db): Store {
     oauthClients: sqliteClientRepository(db),
     oauthGrants: sqliteGrantRepository(db),
     generations: sqliteGenerationRepository(db),
+    idempotency: sqliteIdempotencyRepository(db),
     relay: null,
     threads: sqliteThreadRepository(db),
     search: fts5ThreadSearch(db),

@@ -10,6 +10,7 @@ import { pgUserRepository } from '../auth/users.repository.pg'
 import { type PgDb, withAdvisoryLock } from '../db/postgres'
 import { pgAnswerRelay } from '../generation/relay.pg'
 import { pgGenerationRepository } from '../generation/repository.pg'
+import { pgIdempotencyRepository } from '../idempotency/repository.pg'
 import { pgClientRepository } from '../oauth/clients.repository.pg'
 import { pgGrantRepository } from '../oauth/grants.repository.pg'
 import { pgRateLimitRepository } from '../shared/rate-limit.repository.pg'
@@ -29,6 +30,7 @@ export function pgStore(db: PgDb): Store {
     oauthClients: pgClientRepository(db),
     oauthGrants: pgGrantRepository(db),
     generations: pgGenerationRepository(db),
+    idempotency: pgIdempotencyRepository(db),
     relay: pgAnswerRelay(db),
     threads: pgThreadRepository(db),
     search: pgThreadSearch(db),

@@ -81,3 +81,17 @@ export function exportMarkdown(exported: ThreadExport): string {
   }
   return `${lines.join('\n').trimEnd()}\n`
 }
+
+/**
+ * The export as a download, for the web app's links: the same document the API answers, with the same
+ * `Content-Disposition`.
+ */
+export function exportResponse(exported: ThreadExport, format: 'json' | 'markdown', threadId: string): Response {
+  const markdown = format === 'markdown'
+  return new Response(markdown ? exportMarkdown(exported) : JSON.stringify(exported), {
+    headers: {
+      'content-type': markdown ? 'text/markdown; charset=utf-8' : 'application/json',
+      'content-disposition': `attachment; filename="thread-${threadId}.${markdown ? 'md' : 'json'}"`,
+    },
+  })
+}

@@ -6,6 +6,7 @@ import { type AuthDeps, auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { GenerationEngine } from '../generation/service'
 import { type Heartbeats, type OpenStreams, sseResponse } from '../generation/sse'
+import { idempotencyDeps, idempotencyKeyParameter, idempotencyNote, onceForJson } from '../idempotency/service'
 import { jsonBodies, jsonBody } from '../shared/body'
 import { noContent, type Responses } from '../shared/responses'
 import type { BlobStore } from '../storage/blobs'
@@ -53,10 +54,13 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     })
     .post(
       '',
-      async ({ caller, body, status }) => {
-        const created = await createThread(deps.store.threads, caller, body, deps.clock.now())
-        if (created.message_id) deps.engine.enqueue(created.message_id, created.thread_id)
-        return status(201, created)
+      async ({ caller, body, request, status }) => {
+        const outcome = await onceForJson(idempotencyDeps(deps), caller, request, 201, async () => {
+          const created = await createThread(deps.store.threads, caller, body, deps.clock.now())
+          if (created.message_id) deps.engine.enqueue(created.message_id, created.thread_id)
+          return created
+        })
+        return 'replay' in outcome ? outcome.replay : status(201, outcome.value)
       },
       {
         scope: 'threads:write',
@@ -66,6 +70,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
           400: error,
           401: error,
           403: AuthModel.scopeError,
+          409: error,
+          422: error,
         }),
         detail: {
           summary: 'Create a thread',
@@ -73,7 +79,10 @@ export const threadRoutes = (deps: ThreadsDeps) =>
           description:
             'With `text`, the thread starts in `waiting` and an answer is generated at once. Without it, the ' +
             'thread is created `ready` and empty, and `message_id` is null. Threadhouse never answers 409 here: ' +
-            'every valid request creates a new thread. The body must be a JSON object: `{}` at least.',
+            'every valid request creates a new thread (409 only for a repeated `Idempotency-Key` whose first ' +
+            'request is still running). The body must be a JSON object: `{}` at least.' +
+            idempotencyNote,
+          parameters: [idempotencyKeyParameter],
         },
       },
     )
@@ -232,10 +241,13 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     )
     .post(
       '/:threadId/messages',
-      async ({ caller, params, body, status }) => {
-        const sent = await sendMessage(deps.store.threads, caller, params.threadId, body, deps.clock.now())
-        deps.engine.enqueue(sent.message_id, params.threadId)
-        return status(201, sent)
+      async ({ caller, params, body, request, status }) => {
+        const outcome = await onceForJson(idempotencyDeps(deps), caller, request, 201, async () => {
+          const sent = await sendMessage(deps.store.threads, caller, params.threadId, body, deps.clock.now())
+          deps.engine.enqueue(sent.message_id, params.threadId)
+          return sent
+        })
+        return 'replay' in outcome ? outcome.replay : status(201, outcome.value)
       },
       {
         scope: 'threads:write',
@@ -248,9 +260,11 @@ export const threadRoutes = (deps: ThreadsDeps) =>
           403: t.Union([AuthModel.scopeError, error]),
           404: error,
           409: error,
+          422: error,
         }),
         detail: {
           summary: 'Send a user message and start the AI response',
+          parameters: [idempotencyKeyParameter],
           tags: ['Messages'],
           description:
             'The thread must be `ready`, otherwise 409. Only the thread’s owner may send (403 `forbidden` for ' +
@@ -258,7 +272,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
             'uploaded to this same thread, possibly by several uploads; the message’s `contents` is the text ' +
             'block, then one `image` or `document` block (PDFs and text files) per ID, in the order given. An ' +
             'unknown ID, another thread’s attachment or an ID listed twice gives 400 `invalid_request` naming the ' +
-            'ID. A file may be attached to any number of messages.',
+            'ID. A file may be attached to any number of messages.' +
+            idempotencyNote,
         },
       },
     )

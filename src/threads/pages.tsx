@@ -29,16 +29,18 @@ import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } fro
 import { viewerOf } from '../web/layout'
 import { markdownAsText } from '../web/markdown'
 import type { ModelInfo, SidebarProps, ThreadFilters } from '../web/pages/chat-layout'
+import { DeleteThreadPage } from '../web/pages/delete-thread'
 import { ThreadPage, type ThreadPageProps } from '../web/pages/thread'
 import { NewConversationPage, type NewThreadDraft } from '../web/pages/threads'
 import { type PostedForm, trustedForms } from '../web/trusted-form'
 import { continueThread } from './continuation'
+import { exportResponse, exportThread } from './export'
 import { submitFeedback } from './feedback'
 import type { Links } from './links'
 import { listThreads } from './listing'
 import { attachmentIdsOf, lastFailure, listMessages, sendMessage } from './messages'
 import { feedbackTextMaxChars, type ThreadsModel, threadNameMaxLength } from './model'
-import { createThread, getThread, stopThread, updateThread } from './threads'
+import { createThread, deleteThread, getThread, stopThread, updateThread } from './threads'
 import { requireOwnedThread } from './visibility'
 
 export interface ThreadPagesDeps extends WebDeps {
@@ -338,6 +340,12 @@ export const threadPages = (deps: ThreadPagesDeps) =>
             case 'stop':
               await stopQuietly(deps, caller, threadId)
               return seeOther(back)
+            case 'delete': {
+              // Reached from the confirmation page (GET of the same path); the API's deletion, owner only.
+              const { store, engine, blobs, log } = deps
+              await deleteThread({ threads: store.threads, engine, blobs, log }, caller, threadId, deps.clock.now())
+              return seeOther('/')
+            }
             case 'continue': {
               const fileNames = async (ids: string[]) => attachmentNames(deps.store.attachments, ids)
               const now = deps.clock.now()
@@ -356,6 +364,37 @@ export const threadPages = (deps: ThreadPagesDeps) =>
         return respond(outcome, { html, set })
       },
       { session: true, trustedForm: 'upload', parse: 'none', detail: { hide: true } },
+    )
+    .get(
+      '/threads/:threadId/delete',
+      async ({ session, params, html }) => {
+        const back = `/threads/${encodeURIComponent(params.threadId)}`
+        if (!session) return seeOther(signInPath(`${back}/delete`))
+        // A thread not found, or not the caller's, is the shared error page.
+        if (!isUuid(params.threadId)) throw notFound('Thread')
+        const caller = callerFromSession(session.user)
+        const thread = await requireOwnedThread(deps.store.threads, caller, params.threadId, 'delete it')
+        return html(<DeleteThreadPage viewer={viewerOf(session)} thread={thread} />)
+      },
+      { session: true, detail: { hide: true } },
+    )
+    .get(
+      '/threads/:threadId/export',
+      async ({ account, params, query }) => {
+        if (!isUuid(params.threadId)) throw notFound('Thread')
+        const format = query.format ?? 'json'
+        if (format !== 'json' && format !== 'markdown') throw invalidRequest('Choose format=json or format=markdown.')
+        const caller = callerFromSession(account.user)
+        const { store, links } = deps
+        const exported = await exportThread(
+          { threads: store.threads, attachments: store.attachments, links },
+          caller,
+          params.threadId,
+          deps.clock.now(),
+        )
+        return exportResponse(exported, format, params.threadId)
+      },
+      { account: true, detail: { hide: true } },
     )
     .post(
       '/threads/:threadId/messages/:messageId/feedback',

@@ -242,6 +242,9 @@ async function changes(db: PgDb, query: Parameters<ThreadRepository['changes']>[
   return rows.map(changeOf)
 }
 
+/** Idle threads (nothing queued or running) last updated before `before`: what retention may delete. */
+const idleSince = (before: number) => and(inArray(threads.state, ['ready', 'error']), lt(threads.updatedAt, before))
+
 export function pgThreadRepository(db: PgDb): ThreadRepository {
   return {
     async findVisible(viewer, threadId) {
@@ -290,11 +293,17 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
       })
     },
 
-    deleteThread(threadId, now) {
+    deleteThread(threadId, now, idleBefore) {
       return db.transaction(async (tx) => {
         // Deleting locks the thread's row first, as every other unit takes it, then cascades to the rest. Uploads
-        // to a thread check it under the same lock, so none slips in between the read and the delete.
-        const [locked] = await tx.select(subjectColumns).from(threads).where(eq(threads.id, threadId)).for('update')
+        // to a thread check it under the same lock, so none slips in between the read and the delete; a message
+        // sent meanwhile has moved the thread out of `idleSince` by the time the lock is ours (retention).
+        const still = idleBefore === undefined ? undefined : idleSince(idleBefore)
+        const [locked] = await tx
+          .select(subjectColumns)
+          .from(threads)
+          .where(and(eq(threads.id, threadId), still))
+          .for('update')
         if (!locked) return null
         const files = await tx
           .select({ id: attachments.id, resized: attachments.resized })
@@ -304,6 +313,16 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
         await writeTombstone(tx, locked, 'deleted', now)
         return files
       })
+    },
+
+    async staleThreads(organizationId, before, limit) {
+      const rows = await db
+        .select({ id: threads.id })
+        .from(threads)
+        .where(and(eq(threads.organizationId, organizationId), idleSince(before)))
+        .orderBy(asc(threads.updatedAt))
+        .limit(limit)
+      return rows.map(({ id }) => id)
     },
 
     async updateThread(threadId, changes, now) {

@@ -455,6 +455,9 @@ function changes(db: Db, query: Parameters<ThreadRepository['changes']>[0]) {
   return rows.map(changeOf)
 }
 
+/** Idle threads (nothing queued or running) last updated before `before`: what retention may delete. */
+const idleSince = (before: number) => and(inArray(threads.state, ['ready', 'error']), lt(threads.updatedAt, before))
+
 export function sqliteThreadRepository(db: Db): ThreadRepository {
   return {
     async findVisible(viewer, threadId) {
@@ -497,8 +500,17 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
       })
     },
 
-    async deleteThread(threadId, now) {
+    async deleteThread(threadId, now, idleBefore) {
       return db.transaction((tx) => {
+        // Retention's delete: only a thread still idle and old, judged in this unit (a message sent since keeps it).
+        if (idleBefore !== undefined) {
+          const idle = tx
+            .select({ id: threads.id })
+            .from(threads)
+            .where(and(eq(threads.id, threadId), idleSince(idleBefore)))
+            .get()
+          if (!idle) return null
+        }
         const subject = tombstoneSubject(tx as unknown as Db, threadId)
         if (!subject) return null
         const files = tx
@@ -512,6 +524,17 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
         tx.delete(threads).where(eq(threads.id, threadId)).run()
         return files
       })
+    },
+
+    async staleThreads(organizationId, before, limit) {
+      const rows = db
+        .select({ id: threads.id })
+        .from(threads)
+        .where(and(eq(threads.organizationId, organizationId), idleSince(before)))
+        .orderBy(asc(threads.updatedAt))
+        .limit(limit)
+        .all()
+      return rows.map(({ id }) => id)
     },
 
     async updateThread(threadId, changes, now) {

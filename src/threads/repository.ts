@@ -183,9 +183,11 @@ export interface ThreadRepository {
   /**
    * Deletes the thread and everything that hangs on it (messages, feedback, attachments' rows, queued or running
    * answers, its search document) and writes its `deleted` tombstone at the next place in the update order, in one
-   * unit. Returns the attachments it had, whose files the caller removes; null when there was no such thread.
+   * unit. Returns the attachments it had, whose files the caller removes; null when there was no such thread. With
+   * `idleBefore`, only if the thread is still idle (`ready` or `error`) and last updated before that time, judged in
+   * the same unit: a message sent meanwhile keeps it (retention).
    */
-  deleteThread(threadId: string, now: number): Promise<{ id: string; resized: boolean }[] | null>
+  deleteThread(threadId: string, now: number, idleBefore?: number): Promise<{ id: string; resized: boolean }[] | null>
 
   /**
    * The changes at places in (after, upTo], in update order, at most `limit`, read in one statement (so none that
@@ -206,6 +208,12 @@ export interface ThreadRepository {
    * SQLite), and raises the horizon to the newest removed, in one unit. Returns how many went.
    */
   sweepTombstones(before: number): Promise<number>
+
+  /**
+   * Up to `limit` threads of the organization that are idle (`ready` or `error`) and were last updated before
+   * `before`, oldest first: what its retention period lets go.
+   */
+  staleThreads(organizationId: number, before: number, limit: number): Promise<string[]>
 
   /**
    * Where a list continues after `threadId`, or undefined when it cannot: cursors do not expire, so in

@@ -93,6 +93,18 @@ export async function deleteThread(
   await deps.engine.interrupt(threadId)
   const files = await deps.threads.deleteThread(threadId, now)
   if (files === null) throw notFound('Thread')
+  await removeFiles(deps, threadId, files)
+}
+
+/**
+ * Removes the files of a thread whose rows are gone. One that cannot be removed now is logged and left to the hourly
+ * sweep of files no row names: the thread is deleted either way.
+ */
+export async function removeFiles(
+  deps: { blobs: Pick<BlobStore, 'delete'>; log: Logger },
+  threadId: string,
+  files: { id: string; resized: boolean }[],
+): Promise<void> {
   const removals = await Promise.allSettled(files.flatMap(keysOf).map((key) => deps.blobs.delete(key)))
   const failed = removals.filter((removal) => removal.status === 'rejected')
   if (failed.length > 0) {

@@ -218,6 +218,7 @@ function Message({
   )
 }
 
+/** The thread's menu: exports for anyone who can read it; changes and deletion for its owner. */
 function ThreadTools({ props }: { props: ThreadPageProps }): JSX.Element {
   const { thread } = props
   return (
@@ -227,24 +228,44 @@ function ThreadTools({ props }: { props: ThreadPageProps }): JSX.Element {
         <span class="visually-hidden">Thread options</span>
       </summary>
       <div class="tools-panel">
-        <form method="post" action={threadPath(thread, '/update')} class="rename">
-          <CsrfField token={props.viewer.csrf} />
-          <label for="thread-name">Name</label>
-          <input id="thread-name" name="name" type="text" maxlength="500" value={escapeHtml(thread.name ?? '')} />
-          <button type="submit">Save name</button>
-        </form>
-        <form method="post" action={threadPath(thread, '/update')}>
-          <CsrfField token={props.viewer.csrf} />
-          <input type="hidden" name="archived" value={thread.archived ? 'false' : 'true'} />
-          <button type="submit">{thread.archived ? 'Unarchive' : 'Archive'}</button>
-        </form>
-        <form method="post" action={threadPath(thread, '/update')}>
-          <CsrfField token={props.viewer.csrf} />
-          <input type="hidden" name="is_private" value={thread.is_private ? 'false' : 'true'} />
-          <button type="submit">{thread.is_private ? 'Make public' : 'Make private'}</button>
-        </form>
+        {props.isOwner ? <OwnerTools props={props} /> : null}
+        <a class="tool-link" href={threadPath(thread, '/export?format=markdown')} download="">
+          Export as Markdown
+        </a>
+        <a class="tool-link" href={threadPath(thread, '/export?format=json')} download="">
+          Export as JSON
+        </a>
+        {props.isOwner ? (
+          <a class="tool-link danger-link" href={threadPath(thread, '/delete')}>
+            Delete thread…
+          </a>
+        ) : null}
       </div>
     </details>
+  )
+}
+
+function OwnerTools({ props }: { props: ThreadPageProps }): JSX.Element {
+  const { thread } = props
+  return (
+    <>
+      <form method="post" action={threadPath(thread, '/update')} class="rename">
+        <CsrfField token={props.viewer.csrf} />
+        <label for="thread-name">Name</label>
+        <input id="thread-name" name="name" type="text" maxlength="500" value={escapeHtml(thread.name ?? '')} />
+        <button type="submit">Save name</button>
+      </form>
+      <form method="post" action={threadPath(thread, '/update')}>
+        <CsrfField token={props.viewer.csrf} />
+        <input type="hidden" name="archived" value={thread.archived ? 'false' : 'true'} />
+        <button type="submit">{thread.archived ? 'Unarchive' : 'Archive'}</button>
+      </form>
+      <form method="post" action={threadPath(thread, '/update')}>
+        <CsrfField token={props.viewer.csrf} />
+        <input type="hidden" name="is_private" value={thread.is_private ? 'false' : 'true'} />
+        <button type="submit">{thread.is_private ? 'Make public' : 'Make private'}</button>
+      </form>
+    </>
   )
 }
 
@@ -370,7 +391,7 @@ export function ThreadPage(props: ThreadPageProps): JSX.Element {
             </span>
           </p>
         </div>
-        {props.isOwner ? <ThreadTools props={props} /> : null}
+        <ThreadTools props={props} />
       </TopBar>
       <div id="thread-view" class="conversation" data-state={thread.state}>
         <h2 id="messages-title" class="visually-hidden">

@@ -16,6 +16,7 @@ export const adminSections: NavItem[] = [
   { href: '/admin/members', label: 'Members' },
   { href: '/admin/registration-token', label: 'Registration token' },
   { href: '/admin/webhooks', label: 'Webhooks' },
+  { href: '/admin/retention', label: 'Retention' },
 ]
 
 export interface FrameProps {

@@ -1,0 +1,14 @@
+CREATE TABLE "idempotency_keys" (
+	"user_id" integer NOT NULL,
+	"key" text NOT NULL,
+	"fingerprint" text NOT NULL,
+	"claim" text NOT NULL,
+	"created_at" bigint NOT NULL,
+	"status" integer,
+	"body" text,
+	CONSTRAINT "idempotency_keys_user_id_key_pk" PRIMARY KEY("user_id","key")
+);
+--> statement-breakpoint
+ALTER TABLE "organizations" ADD COLUMN "retention_days" integer;--> statement-breakpoint
+ALTER TABLE "idempotency_keys" ADD CONSTRAINT "idempotency_keys_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+CREATE INDEX "idempotency_keys_created_idx" ON "idempotency_keys" USING btree ("created_at");

@@ -97,6 +97,6 @@ test('a thread updated after it was listed is kept: the deletion checks again', 
   const before = clock.now() - 5 * day
   expect(await h.store.threads.staleThreads(organizationId, before, 10)).toEqual([thread_id])
   await h.call('PATCH', `/api/v1/threads/${thread_id}`, { token: owner.token, body: { name: 'in use' } })
-  expect(await h.store.threads.deleteThread(thread_id, before)).toBeNull()
+  expect(await h.store.threads.deleteThread(thread_id, clock.now(), before)).toBeNull()
   expect(await threadIds(h)).toEqual([thread_id])
 })

@@ -5,7 +5,7 @@
 // baseline.ts (its SQLite twin). It looks each token up on every request, as a raw server would; Threadhouse keeps
 // a resolved token for a second. There are no streams and no uploads: scenarios 4's streams, 5 and 6 run on
 // SQLite only. Run as `bun bench/baseline.pg.ts` with DATABASE_URL, PORT and PUBLIC_URL.
-import { flushBatch, flushBeforeSearch, pageSql, searchTerms, threadColumns } from './search-sql.pg'
+import { flushBatch, flushBeforeSearch, pageSql, searchPage, searchTerms, threadColumns } from './search-sql.pg'
 
 // The app's pool size (src/db/postgres.ts).
 const sql = new Bun.SQL(process.env.DATABASE_URL as string, { max: 10 })
@@ -155,7 +155,10 @@ async function list(caller: Caller, url: URL): Promise<Response> {
     params.push(...terms)
   }
   params.push(limit + 1)
-  const rows = await sql.unsafe<ThreadRow[]>(pageSql({ visible, own: caller.own, next: 4, cursor, search }), params)
+  const statement = pageSql({ visible, own: caller.own, next: 4, cursor, search })
+  const rows = search
+    ? await searchPage<ThreadRow>(sql, statement, params)
+    : await sql.unsafe<ThreadRow[]>(statement, params)
   const more = rows.length > limit
   const data = (more ? rows.slice(0, limit) : rows).map(thread)
   return json({ data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: more, limit })

@@ -23,7 +23,7 @@ import { type PostgresCluster, startPostgres } from '../test/support/postgres'
 import { holdStreams, type Measure, percentile, type Server, sendAndStream, startServer, wrk } from './load'
 import { chart, p99Ratio, type Row, table, throughputRatio } from './report'
 import { ftsQuery, keyMask, searchFlusher, searchSql } from './search-sql'
-import { flushBeforeSearch, pageSql, rewriteDocuments, searchTerms } from './search-sql.pg'
+import { flushBeforeSearch, pageSql, rewriteDocuments, searchPage, searchTerms } from './search-sql.pg'
 import { seed } from './seed'
 import { seedPostgres } from './seed.pg'
 import { checkMs, type Pair, threadRotation, timedUploads, type UploadFile, uploadFiles, uploadLoop } from './uploads'
@@ -462,7 +462,7 @@ async function pgSearchSqlRow(kind: keyof typeof info.terms): Promise<Row> {
   const app = await timeSearches(kind, (q) => listThreads(store.threads, caller, { q, limit: 50 }, links))
   const base = await timeSearches(kind, async (q) => {
     await flushBeforeSearch(raw)
-    return raw.unsafe(statement, [0, caller.organizationId, caller.userId, ...(searchTerms(q) ?? []), 51])
+    return searchPage(raw, statement, [0, caller.organizationId, caller.userId, ...(searchTerms(q) ?? []), 51])
   })
   await db.$client.close()
   await raw.close()

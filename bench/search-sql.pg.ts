@@ -1,9 +1,10 @@
 // The PostgreSQL search and index upkeep the raw baseline (baseline.pg.ts) and the raw-insert reference run, written
 // in plain SQL for Bun.SQL as src/threads/repository.pg.ts and search.pg.ts build them with Drizzle: the same
-// joins, conditions and order over the same indexes, and the same document rewrite. The words are the app's own
-// (searchWords, queryLexemes, documentLexemes): the baseline must search exactly as it does.
+// joins, conditions and order over the same indexes, each search planned for its words, and the same document
+// rewrite. The words are the app's own (searchWords, searchTerms, documentLexemes): the baseline must search
+// exactly as it does.
 import { searchWords } from '../src/threads/search'
-import { documentLexemes, documentParts, queryLexemes } from '../src/threads/search.pg'
+import { searchTerms as appSearchTerms, documentLexemes, documentParts } from '../src/threads/search.pg'
 
 /** A Bun.SQL client, transaction or reserved connection: anything that runs `unsafe`. */
 export type Runner = Pick<Bun.SQL, 'unsafe'>
@@ -15,9 +16,8 @@ export const threadColumns = `t.id, t.name, t.state, t.is_private as "isPrivate"
 export function searchTerms(q: string): [string, string, string] | null {
   const words = searchWords(q)
   if (words === null) return null
-  const lexemes = queryLexemes(words)
-  const all = lexemes.map((word) => `'${word}'`).join(' & ')
-  return [`(${all}) | '#more'`, all, lexemes.join(' ')]
+  const { indexed, every, each } = appSearchTerms(words)
+  return [indexed, every, each]
 }
 
 /**
@@ -50,6 +50,14 @@ export function pageSql(options: {
   }
   return `select ${threadColumns} from threads t join users u on u.id = t.owner_id ${join}
     where ${conditions.join(' and ')} order by t.update_seq desc limit $${n}`
+}
+
+/** Runs a search statement planned for its words, as the app's repository does (see listThreads there). */
+export function searchPage<T>(sql: Bun.SQL, statement: string, params: unknown[]): Promise<T[]> {
+  return sql.begin(async (tx) => {
+    await tx`set local plan_cache_mode = force_custom_plan`
+    return tx.unsafe<T[]>(statement, params)
+  })
 }
 
 /**

@@ -4,8 +4,8 @@
 // db/migrations/postgres/0001_update_order.sql), so sequences commit in order and a reader following them misses
 // nothing; thread writes therefore take turns on the clock, and each writes `updated_at` last and once, keeping
 // its turn short. Search is a filter on the documents search.pg.ts keeps. The read paths of every API request (a
-// thread by ID, the list cursor, list pages and searches) are prepared once per database (src/db/prepared.ts):
-// building their Drizzle query cost more than running it.
+// thread by ID, the list cursor, list pages) are prepared once per database (src/db/prepared.ts): building their
+// Drizzle query cost more than running it. Searches are planned for their words instead (listThreads).
 import { and, asc, desc, eq, gte, inArray, lte, max, ne, or, type SQL, sql } from 'drizzle-orm'
 import { attachments } from '../attachments/attachments.table.pg'
 import { users } from '../auth/auth.table.pg'
@@ -73,7 +73,8 @@ interface ListShape {
   search: 'organization' | 'owner' | undefined
 }
 
-function prepareList(db: PgDb, shape: ListShape) {
+/** A list page's query, with every value that varies within its shape a placeholder. */
+function listQuery(db: PgDb | Tx, shape: ListShape) {
   const userId = sql.placeholder('userId')
   const conditions: (SQL | undefined)[] = [visibleTo(shape.sees)]
   if (shape.owned === true) conditions.push(eq(threads.ownerId, userId))
@@ -105,7 +106,6 @@ function prepareList(db: PgDb, shape: ListShape) {
       .where(and(...conditions))
       .orderBy(...order)
       .limit(limit)
-      .prepare('list')
   }
   // The document's copies of the thread's organization and owner (which never change) let the index narrow them.
   const scope =
@@ -122,7 +122,6 @@ function prepareList(db: PgDb, shape: ListShape) {
     .where(and(...conditions, scope, documentHolding(terms)))
     .orderBy(...order)
     .limit(limit)
-    .prepare('search')
 }
 
 async function listThreads(db: PgDb, query: ThreadListQuery) {
@@ -147,7 +146,7 @@ async function listThreads(db: PgDb, query: ThreadListQuery) {
     search,
   }
   const key = `list:${shape.sees}:${shape.sortBy}:${shape.descending}:${shape.owned}:${shape.private}:${shape.archived}:${shape.since}:${shape.below}:${shape.cursor}:${shape.search}`
-  return prepared(db, key, () => prepareList(db, shape)).execute({
+  const values = {
     ...viewerValues(viewer),
     seqFrom: query.seqFrom,
     seqTo: query.seqTo,
@@ -155,6 +154,15 @@ async function listThreads(db: PgDb, query: ThreadListQuery) {
     afterId: query.after?.id,
     ...(query.words !== undefined && searchTerms(query.words)),
     limit: query.limit,
+  }
+  if (search === undefined) return prepared(db, key, () => listQuery(db, shape).prepare('list')).execute(values)
+  // Each search is planned for its words. A statement the driver has prepared gets a generic plan after five runs,
+  // and a generic plan cannot tell a word in every thread from a word in a few: it read every matching document of
+  // the organization for common words (53 ms p50 at 10,000 threads, against 5 ms planned for the words, which walk
+  // the threads in order and stop at a page). The setting ends with the transaction.
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`set local plan_cache_mode = force_custom_plan`)
+    return listQuery(tx, shape).prepare('search').execute(values)
   })
 }
 

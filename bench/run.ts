@@ -55,8 +55,15 @@ copyFileSync(join(dir, 'seed.sqlite'), join(dir, 'base.sqlite'))
 
 // On PostgreSQL: the same rows in a throwaway cluster, one database for Threadhouse and a copy for the baseline.
 // Durability is off (test/support/postgres.ts) as SQLite's `synchronous = NORMAL` leaves commits unsynced; the
-// buffers hold the whole database, as a server sized for it would.
-const pgSettings = { shared_buffers: '4GB', effective_cache_size: '8GB', work_mem: '16MB', max_wal_size: '8GB' }
+// buffers hold the whole database, as a server sized for it would, and the planner is told reads are cached
+// (random_page_cost, as for SSDs).
+const pgSettings = {
+  shared_buffers: '4GB',
+  effective_cache_size: '8GB',
+  random_page_cost: '1.1',
+  work_mem: '16MB',
+  max_wal_size: '8GB',
+}
 const cluster = onPostgres ? await startPostgres(pgSettings) : undefined
 if (cluster) {
   // A failed or interrupted run must not leave a server holding gigabytes behind it.

@@ -12,19 +12,19 @@ export type Runner = Pick<Bun.SQL, 'unsafe'>
 export const threadColumns = `t.id, t.name, t.state, t.is_private as "isPrivate", t.archived, t.owner_id as "ownerId",
   u.sub as "ownerSub", u.name as "ownerName", t.created_at as "createdAt", t.updated_at as "updatedAt"`
 
-/** The parameters a search adds: every word (a tsquery), and the words one by one for split documents. */
-export function searchTerms(q: string): [string, string] | null {
+/** The parameters a search adds: the query for the GIN index, every word, and the words for split documents. */
+export function searchTerms(q: string): [string, string, string] | null {
   const words = searchWords(q)
   if (words === null) return null
-  const { every, each } = appSearchTerms(words)
-  return [every, each]
+  const { indexed, every, each } = appSearchTerms(words)
+  return [indexed, every, each]
 }
 
 /**
  * The page of threads `visible` lets the caller see ($2 the organization, $3 the user), most recently updated
- * first; `next` is the next parameter's number. With `search`, only threads whose document holds every word (two
+ * first; `next` is the next parameter's number. With `search`, only threads whose document holds every word (three
  * parameters: searchTerms), scoped by the document's copy of the organization or, for a caller who sees only their
- * own threads, the owner, as the app's threadsHolding does.
+ * own threads, the owner, as the app's repository does.
  */
 export function pageSql(options: {
   visible: string
@@ -36,19 +36,19 @@ export function pageSql(options: {
   let n = options.next
   const conditions = [options.visible, 't.archived = false']
   if (options.cursor) conditions.push(`t.update_seq <= $${n++}`)
+  let join = ''
   if (options.search) {
-    const [every, each] = [n++, n++]
-    const scope = options.own ? 's.owner_id = $3' : 's.organization_id = $2'
+    join = 'join thread_search s on s.thread_seq = t.seq'
+    const [any, all, each] = [n++, n++, n++]
     conditions.push(
-      `t.seq in (select s.thread_seq from thread_search s where ${scope} and s.document @@ $${every}::tsquery
-        union all select s.thread_seq from thread_search s where ${scope} and s.document @@ '''#more'''::tsquery
-          and not exists (select 1 from (select ('''' || w || '''')::tsquery as q
-              from unnest(string_to_array($${each}, ' ')) as w) as word
-            where not s.document @@ word.q and not exists (select 1 from thread_search_overflow o
-              where o.thread_seq = s.thread_seq and o.document @@ word.q)))`,
+      options.own ? 's.owner_id = $3' : 's.organization_id = $2',
+      `s.document @@ $${any}::tsquery and (s.document @@ $${all}::tsquery or not exists (
+        select 1 from (select ('''' || w || '''')::tsquery as q from unnest(string_to_array($${each}, ' ')) as w) as word
+        where not s.document @@ word.q and not exists (select 1 from thread_search_overflow o
+          where o.thread_seq = s.thread_seq and o.document @@ word.q)))`,
     )
   }
-  return `select ${threadColumns} from threads t join users u on u.id = t.owner_id
+  return `select ${threadColumns} from threads t join users u on u.id = t.owner_id ${join}
     where ${conditions.join(' and ')} order by t.update_seq desc limit $${n}`
 }
 

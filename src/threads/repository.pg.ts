@@ -15,7 +15,7 @@ import { generations } from '../generation/generations.table.pg'
 import { newId } from '../shared/ids'
 import type { ContentBlock, MessageRole, MessageRow, ThreadListQuery, ThreadRepository, Viewer } from './repository'
 import { searchableText } from './search'
-import { flushPgSearchIndex, searchTerms, threadsHolding } from './search.pg'
+import { documentHolding, flushPgSearchIndex, searchTerms } from './search.pg'
 import { feedback, messages, threadSearch, threads } from './threads.table.pg'
 
 type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
@@ -112,9 +112,14 @@ function listQuery(db: PgDb | Tx, shape: ListShape) {
     shape.search === 'owner'
       ? eq(threadSearch.ownerId, userId)
       : eq(threadSearch.organizationId, sql.placeholder('organizationId'))
-  const terms = { every: sql.placeholder('every'), each: sql.placeholder('each') }
+  const terms = {
+    indexed: sql.placeholder('indexed'),
+    every: sql.placeholder('every'),
+    each: sql.placeholder('each'),
+  }
   return rows
-    .where(and(...conditions, threadsHolding(scope, terms)))
+    .innerJoin(threadSearch, eq(threadSearch.threadSeq, threads.seq))
+    .where(and(...conditions, scope, documentHolding(terms)))
     .orderBy(...order)
     .limit(limit)
 }

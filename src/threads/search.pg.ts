@@ -152,28 +152,6 @@ export function documentHolding(terms: { [K in keyof SearchTerms]: string | Plac
         and ${threadSearchOverflow.document} @@ word.q))))`
 }
 
-/**
- * The threads (`threads.seq IN …`) whose document, within `scope` (a condition on the document's copies of the
- * organization or owner), holds every word. Ordinary documents are answered by the GIN index alone: an exact match
- * of plain words reads no document, where a condition that also checks split documents (documentHolding) reads and
- * decompresses every match. Split documents, which hold the marker, are checked word by word in a second branch.
- * A semi-join, so the planner may walk the threads in the page's order and probe each one's document (words found
- * in most threads), or start from the index (rare words).
- */
-export function threadsHolding(
-  scope: SQL,
-  terms: { [K in Exclude<keyof SearchTerms, 'indexed'>]: string | Placeholder },
-): SQL {
-  const each = sql`(select ('''' || w || '''')::tsquery as q from unnest(string_to_array(${terms.each}, ' ')) as w)`
-  return sql`${threads.seq} in (select ${threadSearch.threadSeq} from ${threadSearch}
-      where ${scope} and ${threadSearch.document} @@ ${terms.every}::tsquery
-    union all select ${threadSearch.threadSeq} from ${threadSearch}
-      where ${scope} and ${threadSearch.document} @@ ${`'${splitMarker}'`}::tsquery
-        and not exists (select 1 from ${each} as word where not ${threadSearch.document} @@ word.q
-          and not exists (select 1 from ${threadSearchOverflow}
-            where ${threadSearchOverflow.threadSeq} = ${threadSearch.threadSeq} and ${threadSearchOverflow.document} @@ word.q)))`
-}
-
 /** Threads whose document holds every word (documentHolding with the words' terms bound). */
 export function documentHolds(words: string[]): SQL {
   return documentHolding(searchTerms(words))

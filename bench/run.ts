@@ -54,7 +54,8 @@ copyFileSync(join(dir, 'seed.sqlite'), join(dir, 'app.sqlite'))
 copyFileSync(join(dir, 'seed.sqlite'), join(dir, 'base.sqlite'))
 
 // On PostgreSQL: the same rows in a throwaway cluster, one database for Threadhouse and a copy for the baseline.
-// Durability is off (test/support/postgres.ts) as SQLite's `synchronous = NORMAL` leaves commits unsynced; the
+// Durability is off as in the tests' clusters (test/support/postgres.ts: fsync and synchronous_commit off), which is
+// more than SQLite's `synchronous = NORMAL` gives up (it leaves commits unsynced but syncs at checkpoints); the
 // buffers hold the whole database, as a server sized for it would, and the planner is told reads are cached
 // (random_page_cost, as for SSDs).
 const pgSettings = {

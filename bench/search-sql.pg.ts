@@ -12,17 +12,17 @@ export type Runner = Pick<Bun.SQL, 'unsafe'>
 export const threadColumns = `t.id, t.name, t.state, t.is_private as "isPrivate", t.archived, t.owner_id as "ownerId",
   u.sub as "ownerSub", u.name as "ownerName", t.created_at as "createdAt", t.updated_at as "updatedAt"`
 
-/** The parameters a search adds: the query for the GIN index, every word, and the words for split documents. */
-export function searchTerms(q: string): [string, string, string] | null {
+/** The parameters a search adds: the query for the GIN index, and the words for split documents. */
+export function searchTerms(q: string): [string, string] | null {
   const words = searchWords(q)
   if (words === null) return null
-  const { indexed, every, each } = appSearchTerms(words)
-  return [indexed, every, each]
+  const { indexed, each } = appSearchTerms(words)
+  return [indexed, each]
 }
 
 /**
  * The page of threads `visible` lets the caller see ($2 the organization, $3 the user), most recently updated
- * first; `next` is the next parameter's number. With `search`, only threads whose document holds every word (three
+ * first; `next` is the next parameter's number. With `search`, only threads whose document holds every word (two
  * parameters: searchTerms), scoped by the document's copy of the organization or, for a caller who sees only their
  * own threads, the owner, as the app's repository does.
  */
@@ -39,10 +39,11 @@ export function pageSql(options: {
   let join = ''
   if (options.search) {
     join = 'join thread_search s on s.thread_seq = t.seq'
-    const [any, all, each] = [n++, n++, n++]
+    const [any, each] = [n++, n++]
     conditions.push(
       options.own ? 's.owner_id = $3' : 's.organization_id = $2',
-      `s.document @@ $${any}::tsquery and (s.document @@ $${all}::tsquery or not exists (
+      `s.document @@ $${any}::tsquery and (not exists (select 1 from thread_search_overflow o
+        where o.thread_seq = s.thread_seq) or not exists (
         select 1 from (select ('''' || w || '''')::tsquery as q from unnest(string_to_array($${each}, ' ')) as w) as word
         where not s.document @@ word.q and not exists (select 1 from thread_search_overflow o
           where o.thread_seq = s.thread_seq and o.document @@ word.q)))`,

@@ -1,6 +1,7 @@
 // Builds the whole HTTP application from its dependencies. No side effects: nothing listens, no
 // timer starts and no work is recovered until src/index.ts (or a test) says so.
 import { Elysia } from 'elysia'
+import { adminPages } from './admin'
 import { attachmentRoutes } from './attachments'
 import type { FileInspector } from './attachments/inspector'
 import { maxRequestBytes } from './attachments/limits'
@@ -15,12 +16,13 @@ import { createGenerationEngine } from './generation/service'
 import { Heartbeats, OpenStreams } from './generation/sse'
 import type { GenerationRunner } from './generation/types'
 import { mcpRoutes } from './mcp'
-import { oauthRoutes } from './oauth'
+import { oauthErrorSurface, oauthRoutes } from './oauth'
+import { settingsPages } from './settings'
 import { errorPlugin } from './shared/errors'
 import { httpBasics } from './shared/http'
 import type { Logger } from './shared/log'
 import { AllowedMethods } from './shared/methods'
-import { RateLimiter } from './shared/rate-limit'
+import { RateLimiter, sharedLimiter } from './shared/rate-limit'
 import { responseSchemas } from './shared/responses'
 import type { Clock } from './shared/time'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
@@ -29,8 +31,8 @@ import type { Store } from './store'
 import { threadRoutes } from './threads'
 import { linksFor } from './threads/links'
 import { threadPages } from './threads/pages'
-import { adminPages } from './web/admin'
-import { settingsPages } from './web/settings'
+import { pageErrors } from './web/errors'
+import { siteRoutes } from './web/site'
 
 export interface AppDeps {
   /** Every feature's repository, over whichever database the configuration names. */
@@ -59,22 +61,31 @@ export function createApp(deps: AppDeps) {
   const store = deps.store
   const engine = createGenerationEngine({
     generations: store.generations,
+    relay: store.relay,
     runner: deps.runner,
     clock: deps.clock,
     log: deps.log,
     concurrency: deps.config.GENERATION_CONCURRENCY,
+    leaseMs: deps.config.GENERATION_LEASE_MS,
   })
   const blobs = deps.blobs ?? openBlobStore(blobLocation(deps.config))
   const storageAnswers = storageHealth(blobs, deps.log)
   const oidc = oidcSettings(deps.config)
   const perMinute = (max: number) => (max > 0 ? new RateLimiter({ max, windowMs: 60_000 }, deps.clock) : undefined)
+  // Sign-in, password and token-endpoint attempts slow down guessing, so every instance on the database counts them
+  // together; the per-address and per-token limits above stay in each process (shared/rate-limit.ts says why).
+  const authPerMinute = deps.config.RATE_LIMIT_AUTH_PER_MINUTE
+  const authLimiter =
+    authPerMinute > 0
+      ? sharedLimiter(store.rateLimits, 'auth', { max: authPerMinute, windowMs: 60_000 }, deps.clock)
+      : undefined
   const shared = {
     store,
     clock: deps.clock,
     log: deps.log,
     engine,
     tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
-    authLimiter: perMinute(deps.config.RATE_LIMIT_AUTH_PER_MINUTE),
+    authLimiter,
     links: linksFor(deps.config.PUBLIC_URL),
     heartbeats: deps.heartbeats ?? new Heartbeats(15_000),
     streams: new OpenStreams({
@@ -85,7 +96,6 @@ export function createApp(deps: AppDeps) {
     inspector: deps.inspector,
     blobs,
     publicUrl: deps.config.PUBLIC_URL,
-    csrfKey: crypto.getRandomValues(new Uint8Array(32)),
     responses: responseSchemas(deps.validateResponses ?? true),
   }
   // No request needs more than an upload can hold, and the routes refuse a longer declared Content-Length
@@ -94,7 +104,14 @@ export function createApp(deps: AppDeps) {
   const allowed = new AllowedMethods()
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: 4 * maxRequestBytes } })
     .decorate('engine', engine)
-    .use(errorPlugin(deps.log, allowed))
+    .use(
+      errorPlugin(
+        deps.log,
+        allowed,
+        [oauthErrorSurface],
+        pageErrors({ store, clock: deps.clock, publicUrl: deps.config.PUBLIC_URL }, allowed),
+      ),
+    )
     .use(httpBasics({ log: deps.log, config: deps.config, ipLimiter: perMinute(deps.config.RATE_LIMIT_IP_PER_MINUTE) }))
     .get(
       '/healthz',
@@ -113,13 +130,16 @@ export function createApp(deps: AppDeps) {
       { detail: { hide: true } },
     )
     .use(docs(deps.config.PUBLIC_URL))
+    .use(siteRoutes())
     .use(identity(shared))
     .use(threadRoutes(shared))
     .use(attachmentRoutes(shared))
     .use(responses(shared))
     .use(signin({ ...shared, externalSignIn: oidc?.name ?? null }))
     .use(oidcSignin({ ...shared, oidc }))
-    .use(threadPages(shared))
+    .use(
+      threadPages({ ...shared, model: { provider: deps.config.LLM_PROVIDER, model: deps.config.LLM_MODEL ?? null } }),
+    )
     .use(oauthRoutes({ ...shared, openRegistration: deps.config.OAUTH_OPEN_REGISTRATION }))
     .use(mcpRoutes(shared))
     .use(settingsPages(shared))

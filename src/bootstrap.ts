@@ -1,5 +1,6 @@
 // First run: on an empty database, create organization `default`, its owner and a starter token, and
-// print them once so a newcomer can call the API straight away.
+// print them once so a newcomer can call the API straight away. Instances started at once on one empty PostgreSQL
+// database take turns (an advisory lock): the first makes the owner, the others then find one and print nothing.
 import { createPersonalAccessToken } from './auth/personal-access-tokens'
 import { createUser } from './auth/users'
 import type { Config } from './config'
@@ -10,6 +11,14 @@ import type { Store } from './store'
 const print = (line: string): void => console.log(line)
 
 export async function firstRun(
+  store: Pick<Store, 'users' | 'accessTokens' | 'locks'>,
+  config: Pick<Config, 'ADMIN_EMAIL' | 'ADMIN_PASSWORD' | 'PUBLIC_URL'>,
+  clock: Clock,
+): Promise<void> {
+  await store.locks.inTurn('first-run', () => setUp(store, config, clock))
+}
+
+async function setUp(
   store: Pick<Store, 'users' | 'accessTokens'>,
   config: Pick<Config, 'ADMIN_EMAIL' | 'ADMIN_PASSWORD' | 'PUBLIC_URL'>,
   clock: Clock,

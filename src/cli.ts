@@ -8,7 +8,7 @@ import { isRole } from './auth/members'
 import { roles } from './auth/model'
 import { createPersonalAccessToken, parseScopes } from './auth/personal-access-tokens'
 import { createUser, findUserByEmail } from './auth/users'
-import { type Config, ConfigError, loadConfig } from './config'
+import { type Config, ConfigError, isDatabaseUrl, loadConfig } from './config'
 import { type Db, MissingDatabaseError, migrateDatabase, openDatabase } from './db/client'
 import { createRegistrationToken } from './oauth/registration'
 import { backup, type Counts, restore } from './operations/backup'
@@ -17,7 +17,7 @@ import { migrateAndReport } from './operations/migrations'
 import { listUsers, resetPassword } from './operations/users'
 import { AppError } from './shared/errors'
 import { systemClock, toIso } from './shared/time'
-import { StartupError } from './startup'
+import { checkBlobStore, StartupError } from './startup'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
 import { type Store, sqliteStore } from './store'
 import { type OpenedStore, openStore } from './store/open'
@@ -266,6 +266,66 @@ const commands: Record<string, Command> = {
       )
     },
   },
+  'db:copy': {
+    usage: '[--to URL]',
+    summary: 'Copies a stopped SQLite installation and its files into an empty PostgreSQL database and bucket.',
+    options: {
+      to: {
+        placeholder: 'URL',
+        description: 'the PostgreSQL database to fill, postgres://user:password@host:5432/name (default: DATABASE_URL)',
+      },
+    },
+    details: [
+      'Copies DATABASE_PATH: refuses while a server or another command has it open. The PostgreSQL database must',
+      'exist and hold no rows; its migrations are applied first. Every row goes over in one transaction, with its',
+      'IDs, times and hashes, so passwords, tokens and sessions keep working; the counts are checked before it',
+      'commits, and a failure or a difference commits nothing. The files of every attachment in UPLOADS_DIR go to',
+      'the bucket when S3_BUCKET and the other S3_* variables are set (before any row), and stay in UPLOADS_DIR',
+      'otherwise. The search index is built at the end. Give the URL in DATABASE_URL to keep its password out of',
+      'the command line; no output repeats it. Step by step: docs/operations.md, "Moving from SQLite to PostgreSQL".',
+    ],
+    async run({ values, config, out }) {
+      const url = values.to ?? config.DATABASE_URL
+      if (url === undefined) throw new UsageError('--to is required unless DATABASE_URL is set')
+      if (!isDatabaseUrl(url)) {
+        throw new UsageError(
+          '--to must be a PostgreSQL URL such as postgres://user:password@host:5432/threadhouse (the value is not shown)',
+        )
+      }
+      if (config.DATABASE_URL !== undefined && url !== config.DATABASE_URL) {
+        throw new UsageError('--to and DATABASE_URL name different databases; give one of them')
+      }
+      const files = configuredFiles(config)
+      if (files.blobs.description.kind === 's3') await checkBlobStore(files.blobs)
+      // Loaded only here: the other commands never load the PostgreSQL tables and driver.
+      const { copyToPostgres, storeName } = await import('./operations/db-copy')
+      const result = await copyToPostgres(
+        { databasePath: config.DATABASE_PATH, uploadsDir: config.UPLOADS_DIR },
+        { url, blobs: files.blobs },
+      )
+      const { database, host } = result.database
+      const local = files.blobs.description.kind === 'local'
+      out(
+        `Copied ${config.DATABASE_PATH} into the PostgreSQL database ${database} at ${host}; ` +
+          (local
+            ? `the files stay in ${config.UPLOADS_DIR}`
+            : `the files went to ${storeName(files.blobs.description)}`),
+      )
+      const rows: [string, string][] = [
+        ...result.tables.map(({ name, rows }): [string, string] => [name, String(rows)]),
+        [
+          'attachment files',
+          `${result.files.total} (${result.files.bytes} bytes${local ? '' : `, ${result.files.copied} copied`})`,
+        ],
+      ]
+      const width = Math.max(...rows.map(([name]) => name.length))
+      for (const [name, value] of rows) out(`  ${name.padEnd(width)}  ${value}`)
+      out(
+        `Counts checked: every table holds as many rows as in SQLite and every file is in place; ` +
+          `search index built for ${plural(result.indexed, 'thread')}`,
+      )
+    },
+  },
 }
 
 const helpCommand = {
@@ -282,7 +342,7 @@ function overview(): string {
     ...entries.flatMap(([name, { usage, summary }]) => [`  ${`${name} ${usage}`.trimEnd()}`, `      ${summary}`]),
     '',
     'Commands read the same variables as the server (DATABASE_PATH, UPLOADS_DIR, S3_*) and work while it runs,',
-    'except restore. Only migrate and restore create a missing database.',
+    'except restore and db:copy. Only migrate and restore create a missing database.',
   ].join('\n')
 }
 

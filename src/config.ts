@@ -65,6 +65,11 @@ const variables = {
   LLM_MAX_ATTEMPTS: { schema: T.Integer({ minimum: 1, maximum: 10 }), fallback: 3 },
   LLM_EXTRA_HEADERS: { schema: ExtraHeaders, fallback: {} as Record<string, string> },
   GENERATION_CONCURRENCY: { schema: T.Integer({ minimum: 1, maximum: 256 }), fallback: 8 },
+  /**
+   * With DATABASE_URL: how long an instance's claim on a running answer lasts unless renewed. An answer whose
+   * instance died is taken over by another within about 1.25 times this.
+   */
+  GENERATION_LEASE_MS: { schema: T.Integer({ minimum: 1000, maximum: 600_000 }), fallback: 6000 },
   ADMIN_EMAIL: { schema: T.String({ pattern: '^[^@\\s]+@[^@\\s]+$' }), fallback: undefined },
   ADMIN_PASSWORD: { schema: T.String({ minLength: 8 }), fallback: undefined },
   /** Comma-separated origins allowed to call the API from a browser; empty means CORS stays closed. */
@@ -191,6 +196,11 @@ function checkS3(config: Config): void {
   for (const name of ['S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const) {
     if (config[name] === undefined) throw new ConfigError(`${name} is required when S3_BUCKET is set`)
   }
+}
+
+/** Whether `value` is a URL DATABASE_URL would accept: for the CLI's `db:copy --to`, which names a database too. */
+export function isDatabaseUrl(value: string): boolean {
+  return Value.Check(variables.DATABASE_URL.schema, value)
 }
 
 /** Reads the configuration from an environment map (process.env by default); throws ConfigError. */

@@ -27,8 +27,8 @@ try {
 
 // What would fail later (the first upload into a read-only folder or an unreachable bucket, a second server on the
 // same file) stops the start here, with one line, before anything is opened or logged.
-// A SQLite file takes one server; PostgreSQL has no such lock (several instances are not supported yet, see
-// docs/operations.md).
+// A SQLite file takes one server. PostgreSQL takes several instances, which share what they must through the database
+// (docs/operations.md, Several instances).
 let instanceLock: ReturnType<typeof lockDatabase> | undefined
 let opened: OpenedStore
 const blobs = openBlobStore(blobLocation(config))
@@ -50,7 +50,7 @@ const reportSwept = (count: number) => {
 }
 // Before the server takes uploads: the staging folder, and a local store, whose sweep spares no file without a row.
 // A bucket's sweep lists every key, which takes a while in a large one, and spares keys young enough to be uploads
-// in flight: it runs once the server is up (below).
+// in flight: it runs once the server is up, as the upkeep's first sweep (below), and every hour after on both.
 reportSwept(await sweepStaging(config.UPLOADS_DIR))
 const storeIsLocal = blobs.description.kind === 'local'
 if (storeIsLocal) reportSwept(await sweepStore(store.attachments, blobs))
@@ -87,12 +87,7 @@ try {
 await app.decorator.engine.recover()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
 const indexer = startSearchIndexer(store.search, log)
-const upkeep = startUpkeep(store, systemClock, log)
-if (!storeIsLocal) {
-  sweepStore(store.attachments, blobs).then(reportSwept, (error) =>
-    log.error('stray upload files could not be removed', { ...blobs.description, error: String(error) }),
-  )
-}
+const upkeep = startUpkeep({ store, blobs, clock: systemClock, log })
 // Which stores and which model this process uses, so an operator reading the log knows what they are looking at.
 log.info('database', opened.description)
 log.info('storage', blobs.description)

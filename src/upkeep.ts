@@ -1,25 +1,86 @@
-// Deletes, every hour, the rows that can no longer be used: expired sessions; expired OAuth codes and tokens,
-// dead grants with everything issued under them, and spent registration tokens. Without it every hourly
-// refresh of every connected app would add rows for good. Started by src/index.ts; tests call sweepExpired.
+// Deletes, every hour, what can no longer be used: expired sessions; expired OAuth codes and tokens, dead grants
+// with everything issued under them, spent registration tokens, and on PostgreSQL ended rate-limit windows. Without
+// it every hourly refresh of every connected app would add rows for good. It also removes stored files whose rows
+// were never committed (an upload that failed between storing its files and inserting its rows, a crash on another
+// server sharing the bucket), which would otherwise stay until the next start, and on a long-running server never go.
+// Started by src/index.ts; tests call sweepExpired, or start it with their own clock and timer. With several
+// instances on one PostgreSQL database each runs it hourly, but never two at once: a run that finds another
+// instance's under way skips its turn (an advisory lock, store.locks).
+import { sweepOrphans } from './attachments/sweep'
 import type { Logger } from './shared/log'
 import type { Clock } from './shared/time'
+import type { BlobStore } from './storage/blobs'
 import type { Store } from './store'
+
+/** How often the upkeep runs. Stored files are left alone for their first hour (`inFlightMs`) in any case. */
+export const upkeepIntervalMs = 60 * 60_000
 
 /** The sweeps are independent of each other: they run side by side. */
 export async function sweepExpired(store: Store, now: number): Promise<void> {
-  await Promise.all([store.sessions.deleteExpired(now), store.oauthGrants.deleteExpired(now)])
+  await Promise.all([
+    store.sessions.deleteExpired(now),
+    store.oauthGrants.deleteExpired(now),
+    store.rateLimits?.deleteEnded(now),
+  ])
 }
 
-/** Sweeps once now, then every `intervalMs`; a failed sweep is logged and tried again at the next. */
-export function startUpkeep(store: Store, clock: Clock, log: Logger, intervalMs = 60 * 60_000): { stop(): void } {
-  const run = async () => {
+/** Calls `run` every `ms` until stopped: setInterval, unless a test brings a timer it fires by hand. */
+export type Repeat = (run: () => Promise<void>, ms: number) => { stop(): void }
+
+const everyInterval: Repeat = (run, ms) => {
+  const timer = setInterval(run, ms)
+  return { stop: () => clearInterval(timer) }
+}
+
+export interface UpkeepDeps {
+  store: Store
+  blobs: BlobStore
+  clock: Clock
+  log: Logger
+  repeat?: Repeat
+}
+
+/**
+ * Sweeps once now, then every `upkeepIntervalMs`; a failed sweep is logged and tried again at the next. A run
+ * that finds the previous one still going (a large bucket takes long to list) waits for it rather than doubling it,
+ * and one that finds another instance sweeping skips its turn.
+ */
+export function startUpkeep({ store, blobs, clock, log, repeat = everyInterval }: UpkeepDeps): { stop(): void } {
+  const expired = async (now: number) => {
     try {
-      await sweepExpired(store, clock.now())
+      await sweepExpired(store, now)
     } catch (error) {
       log.error('deleting expired rows failed', { error: String(error) })
     }
   }
+  const orphans = async (now: number) => {
+    try {
+      const count = await sweepOrphans(store.attachments, blobs, now)
+      if (count > 0) log.info('removed stray upload files left by a crash', { count })
+    } catch (error) {
+      log.error('stray upload files could not be removed', { ...blobs.description, error: String(error) })
+    }
+  }
+  let running: Promise<void> | null = null
+  const run = (): Promise<void> => {
+    if (running) return running
+    const now = clock.now()
+    const sweeps = async () => {
+      await Promise.all([expired(now), orphans(now)])
+    }
+    running = store.locks
+      .ifFree('upkeep', sweeps)
+      .then(
+        (ran) => {
+          if (!ran) log.debug('another instance is running the upkeep; this one skips its turn')
+        },
+        (error) => log.error('the upkeep could not start', { error: String(error) }),
+      )
+      .then(() => {
+        running = null
+      })
+    return running
+  }
   void run()
-  const timer = setInterval(run, intervalMs)
-  return { stop: () => clearInterval(timer) }
+  return repeat(run, upkeepIntervalMs)
 }

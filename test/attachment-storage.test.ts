@@ -16,6 +16,7 @@ import { silentLogger } from '../src/shared/log'
 import { hashSecret } from '../src/shared/security'
 import { type BlobStore, LocalBlobStore, openBlobStore, S3BlobStore } from '../src/storage/blobs'
 import { storageHealth } from '../src/storage/health'
+import { startUpkeep } from '../src/upkeep'
 import { onPostgres } from './support/backend'
 import { FakeLlm, openaiText, settingsFor, sse } from './support/fake-llm'
 import {
@@ -23,6 +24,8 @@ import {
   firstRunToken,
   type Harness,
   harness,
+  ManualClock,
+  ManualTimer,
   openStream,
   publicUrl,
   runToEnd,
@@ -239,6 +242,34 @@ describe.each(backends)('attachments on the %s store', (kind, store) => {
       ])
     },
   )
+
+  test("every hour, the upkeep removes keys without a row once an hour old, and keeps younger keys and every row's", async () => {
+    const clock = new ManualClock(Date.now())
+    await using s = await setup({ clock })
+    const reply = await upload(s.h, s.owner.token, s.threadId, form({ name: 'kept.txt', bytes: 'kept' }))
+    const kept = reply.body[0].id
+    // Left by an upload that failed after storing its files: at start-up, still young enough to be one in flight.
+    const orphan = Bun.randomUUIDv7('hex', clock.now())
+    for (const key of [orphan, `${orphan}.resized`, 'notes']) await s.h.blobs.put(key, 'x')
+    const timer = new ManualTimer()
+    const upkeep = startUpkeep({ store: s.h.store, blobs: s.h.blobs, clock, log: silentLogger, repeat: timer.repeat })
+    // The first fire waits for the run started at once (or makes one as the timer would): nothing is old yet.
+    await timer.fire()
+    expect(await keysOf(s.h.blobs)).toEqual([kept, orphan, `${orphan}.resized`, 'notes'].sort())
+
+    clock.advance(inFlightMs + 60_000)
+    const fresh = Bun.randomUUIDv7('hex', clock.now())
+    await s.h.blobs.put(fresh, 'an upload in flight')
+    await timer.fire()
+    // `notes` is no attachment's key: while serving, only a start on a local store removes such files.
+    expect({ interval: timer.intervalMs, keys: await keysOf(s.h.blobs) }).toEqual({
+      interval: 60 * 60_000,
+      keys: [kept, fresh, 'notes'].sort(),
+    })
+    expect(await s.h.store.attachments.listByIds([kept])).toHaveLength(1)
+    upkeep.stop()
+    expect(() => timer.fire()).toThrow('the timer is not running')
+  })
 
   // Backup and restore snapshot the SQLite file (on PostgreSQL they are pg_dump's): SQLite only.
   test.skipIf(onPostgres)(

@@ -1,6 +1,8 @@
-// The operator CLI and start-up configuration, run as real processes against a real SQLite file.
+// The operator CLI and start-up configuration, run as real processes against a real database: a SQLite file, or
+// on PostgreSQL runs a database of the run's cluster (created empty, so that `migrate` is what makes it). Backup and
+// restore copy the SQLite file, so their tests are SQLite's alone.
 import { Database } from 'bun:sqlite'
-import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,12 +11,10 @@ import { resolvePersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { signIn, validateSession } from '../src/auth/sessions'
 import { runCli } from '../src/cli'
 import { loadConfig } from '../src/config'
-import { openDatabase } from '../src/db/client'
 import { backup, restore } from '../src/operations/backup'
 import { hashSecret } from '../src/shared/security'
 import { LocalBlobStore } from '../src/storage/blobs'
-import { sqliteStore } from '../src/store'
-import { onPostgres } from './support/backend'
+import { databaseOf, onPostgres, unmigratedEnv } from './support/backend'
 import { firstRunToken, harness, runToEnd, startServer, until } from './support/helpers'
 
 // Every test here starts bun processes, some a whole server (startServer alone allows 20 s to listen), and most of
@@ -27,9 +27,19 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 const run = runToEnd
 
+/**
+ * The database the commands share, made by `migrate` below, and one that is not there: DATABASE_PATH, or on
+ * PostgreSQL runs DATABASE_URL.
+ */
+let shared: Record<string, string> = {}
+let missing: Record<string, string> = {}
+beforeAll(async () => {
+  ;({ env: shared, missing } = await unmigratedEnv(databasePath))
+})
+
 /** The CLI exactly as operators run it, through package.json's script (bunfig.toml keeps `bun run` quiet). */
 function cli(...args: string[]) {
-  return run(['bun', 'run', 'cli', ...args], { DATABASE_PATH: databasePath })
+  return run(['bun', 'run', 'cli', ...args], shared)
 }
 
 /** The command names `help` lists, in its order. */
@@ -42,6 +52,7 @@ const commandNames = [
   'registration-token:create',
   'backup',
   'restore',
+  'db:copy',
   'help',
 ]
 
@@ -82,7 +93,7 @@ test('help lists every command and describes each one, reading neither the confi
   await expect(printed('help', 'launch-rockets')).rejects.toThrow('Unknown command "launch-rockets"')
 })
 
-test('commands refuse a missing database and create nothing; migrate creates it', async () => {
+test.skipIf(onPostgres)('commands refuse a missing database and create nothing; migrate creates it', async () => {
   for (const args of [['user:list'], ['token:create', '--email', 'a@example.com', '--scopes', 'threads:read']]) {
     const refused = await cli(...args)
     expect(refused).toMatchObject({ code: 1, stdout: '' })
@@ -100,6 +111,34 @@ test('commands refuse a missing database and create nothing; migrate creates it'
   expect(again).toMatchObject({ code: 0, stderr: '' })
   expect(again.stdout).toStartWith(`${databasePath} is up to date (latest migration `)
 })
+
+test.skipIf(!onPostgres)(
+  'with DATABASE_URL, commands refuse a database that is not there in one line; migrate migrates an empty one',
+  async () => {
+    const url = new URL(missing.DATABASE_URL ?? '')
+    const name = url.pathname.slice(1)
+    for (const args of [['user:list'], ['token:create', '--email', 'a@example.com', '--scopes', 'threads:read']]) {
+      const refused = await run(['bun', 'run', 'cli', ...args], missing)
+      expect({ code: refused.code, stdout: refused.stdout }).toEqual({ code: 1, stdout: '' })
+      expect(refused.stderr.trim().split('\n')).toEqual([
+        `error: Cannot use the PostgreSQL database ${name} at ${url.host} (DATABASE_URL): database "${name}" does not exist`,
+      ])
+    }
+    const migrated = await cli('migrate')
+    expect(migrated).toEqual({
+      code: 0,
+      stderr: '',
+      stdout: 'The PostgreSQL database DATABASE_URL names is up to date\n',
+    })
+    // The empty database now has every table, and a second run finds nothing to do.
+    expect(await cli('user:list')).toEqual({
+      code: 0,
+      stderr: '',
+      stdout: 'email\tname\torganization\trole\tcreated\tstatus\n',
+    })
+    expect(await cli('migrate')).toEqual(migrated)
+  },
+)
 
 test('user:create and token:create; the secret is the last line of stdout', async () => {
   const created = await cli(
@@ -131,10 +170,8 @@ test('user:create and token:create; the secret is the last line of stdout', asyn
   const secret = token.stdout.trimEnd().split('\n').at(-1) ?? ''
   expect(secret).toMatch(/^thp_[a-z2-7]{39}$/)
 
-  const db = openDatabase(databasePath)
-  const caller = (await resolvePersonalAccessToken(sqliteStore(db).accessTokens, hashSecret(secret), Date.now()))
-    ?.caller
-  db.$client.close()
+  await using db = await databaseOf(shared)
+  const caller = (await resolvePersonalAccessToken(db.store.accessTokens, hashSecret(secret), Date.now()))?.caller
   expect(caller).toMatchObject({ email: 'ops@example.com', role: 'admin', organizationSlug: 'ops' })
   expect([...(caller?.scopes ?? [])].sort()).toEqual(['threads:read', 'threads:write'])
 })
@@ -194,10 +231,15 @@ test.concurrent.each([
   [['user:create', '--bogus'], 'bogus'],
   [['user:list', '--to', 'somewhere'], "Unknown option '--to'"],
   [['user:list', 'extra'], 'Unexpected argument'],
-  [['backup'], '--to is required'],
-  [['restore', '--from', '/nonexistent/backup'], 'not a Threadhouse backup'],
+  // With DATABASE_URL these two point at pg_dump instead (the test after this one).
+  ...(onPostgres
+    ? []
+    : [
+        [['backup'], '--to is required'],
+        [['restore', '--from', '/nonexistent/backup'], 'not a Threadhouse backup'],
+      ]),
   [[], 'No command'],
-])('%j fails with one error line and a non-zero exit', async (args, message) => {
+] as [string[], string][])('%j fails with one error line and a non-zero exit', async (args, message) => {
   const result = await cli(...args)
   expect(result.code).not.toBe(0)
   expect(result.stdout).toBe('')
@@ -214,8 +256,8 @@ test.concurrent('user:list shows every user; user:reset-password prints a one-ti
     ['ops@example.com', 'Ops', 'ops', 'admin', expect.stringMatching(/^\d{4}-\d\d-\d\dT[\d:.]+Z$/), 'active'],
   ])
 
-  const db = openDatabase(databasePath)
-  const store = sqliteStore(db)
+  await using db = await databaseOf(shared)
+  const store = db.store
   const before = await signIn(store, 'ops@example.com', 'hunter2hunter2', Date.now())
   expect(before).not.toBeNull()
   const reset = await cli('user:reset-password', '--email', 'OPS@example.com')
@@ -229,7 +271,6 @@ test.concurrent('user:list shows every user; user:reset-password prints a one-ti
   expect(await validateSession(store.sessions, before?.token ?? '', Date.now())).toBeNull()
   expect(await signIn(store, 'ops@example.com', 'hunter2hunter2', Date.now())).toBeNull()
   expect(await signIn(store, 'ops@example.com', password, Date.now())).toMatchObject({ mustChangePassword: true })
-  db.$client.close()
   expect((await cli('user:list')).stdout).toContain('\tmust-change-password\n')
 })
 
@@ -269,24 +310,17 @@ test.concurrent('configuration errors name the variable; unset values take the d
 })
 
 test.concurrent('the server refuses to start on a bad variable, with one line naming it', async () => {
-  const { stderr, code } = await run(['bun', 'src/index.ts'], {
-    DATABASE_PATH: databasePath,
-    ECHO_TOKEN_DELAY_MS: 'soon',
-  })
+  const { stderr, code } = await run(['bun', 'src/index.ts'], { ...shared, ECHO_TOKEN_DELAY_MS: 'soon' })
   expect(code).toBe(1)
   expect(stderr.trim().split('\n')).toEqual([expect.stringContaining('ECHO_TOKEN_DELAY_MS')])
 })
 
 test.concurrent('a start that cannot listen says so in one line and keeps the first run for the start that can', async () => {
-  const fresh = join(dir, 'fresh.sqlite')
-  const { stdout, stderr, code } = await run(['bun', 'src/index.ts'], {
-    DATABASE_PATH: fresh,
-    HOST: 'not_a_host',
-    PORT: '0',
-  })
+  const { env } = await unmigratedEnv(join(dir, 'fresh.sqlite'))
+  const { stdout, stderr, code } = await run(['bun', 'src/index.ts'], { ...env, HOST: 'not_a_host', PORT: '0' })
   expect({ code, stdout }).toEqual({ code: 1, stdout: '' })
   expect(stderr.trim().split('\n').at(-1)).toStartWith('Cannot listen on HOST not_a_host, PORT 0: ')
-  await using server = await startServer({ DATABASE_PATH: fresh })
+  await using server = await startServer(env)
   expect(await firstRunToken(server)).toMatch(/^thp_/)
 })
 

@@ -36,6 +36,8 @@ test('OpenAPI describes every API endpoint with schemas, security and tags', asy
       'POST /api/v1/threads',
       'GET /api/v1/threads/{threadId}',
       'PATCH /api/v1/threads/{threadId}',
+      'DELETE /api/v1/threads/{threadId}',
+      'GET /api/v1/threads/{threadId}/export',
       'POST /api/v1/threads/{threadId}/stop',
       'POST /api/v1/threads/{threadId}/continue',
       'GET /api/v1/threads/{threadId}/attachments/{attachmentId}',

@@ -1,12 +1,25 @@
 // The Markdown rules of message text: no raw HTML, only http(s) and mailto links, images shown as links.
 import { expect, test } from 'bun:test'
-import { escapeMarkdown, renderMarkdown } from '../src/web/markdown'
+import { escapeMarkdown, markdownAsText, renderMarkdown } from '../src/web/markdown'
 
 test('raw HTML is shown as text, never as markup', () => {
   expect(renderMarkdown('hi <script>alert(1)</script> <img src=x onerror=alert(1)>')).toBe(
     '<p>hi &lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror=alert(1)&gt;</p>\n',
   )
-  expect(renderMarkdown('```\n<b>bold</b>\n```')).toBe('<pre><code>&lt;b&gt;bold&lt;/b&gt;\n</code></pre>\n')
+  expect(renderMarkdown('```\n<b>bold</b>\n```')).toBe(
+    '<div class="code-block"><div class="code-head"><span class="code-language">code</span>' +
+      '<button type="button" class="copy-code">Copy</button></div>' +
+      '<pre><code class="language-plaintext">&lt;b&gt;bold&lt;/b&gt;\n</code></pre></div>\n',
+  )
+})
+
+test('fenced code is labelled with its language, escaped, and left for the browser to highlight', () => {
+  const html = renderMarkdown('```ts\nconst a = "<b>"\n```')
+  expect(html).toContain('<span class="code-language">ts</span>')
+  expect(html).toContain('<code class="language-ts">const a = &quot;&lt;b&gt;&quot;\n</code>')
+  expect(renderMarkdown('```"><script>\nx\n```')).toContain(
+    '<span class="code-language">&quot;&gt;&lt;script&gt;</span>',
+  )
 })
 
 test('links go only to http(s) and mailto, and never carry the referrer or the opener', () => {
@@ -40,4 +53,10 @@ test('images become links, so a message never loads anything by itself', () => {
 test('escapeMarkdown keeps names literal inside generated Markdown', () => {
   const name = '*bold* [link](javascript:x) <b>'
   expect(renderMarkdown(escapeMarkdown(name))).toBe('<p>*bold* [link](javascript:x) &lt;b&gt;</p>\n')
+})
+
+test('markdownAsText reads a line as a person does, for naming a thread after it', () => {
+  expect(markdownAsText('Plan a **weekend in Lyon** for `two`:')).toBe('Plan a weekend in Lyon for two:')
+  expect(markdownAsText('# A [link](https://example.com) title')).toBe('A link title')
+  expect(markdownAsText('**')).toBe('**')
 })

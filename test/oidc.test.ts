@@ -82,9 +82,13 @@ test('unknown and unverified emails are refused, and nobody is created', async (
   await using provider = await startFakeOidcProvider()
   await using h = await withProvider(provider)
   provider.person = { sub: 'p3', email: 'stranger@example.com', emailVerified: true }
-  const unknown = await roundTrip(Browser.inProcess(h))
+  const refusedBrowser = Browser.inProcess(h)
+  const unknown = await roundTrip(refusedBrowser)
   expect(unknown.status).toBe(403)
   expect(await unknown.text()).toContain('No Threadhouse account uses stranger@example.com.')
+  // The refusal page is the shared error page, and the flow's cookie is spent with it.
+  expect(unknown.headers.get('content-type')).toBe('text/html; charset=utf-8')
+  expect(refusedBrowser.cookies.has('threadhouse_oidc')).toBe(false)
   provider.person = { sub: 'p4', email: 'ada@example.com', emailVerified: false }
   const unverified = await roundTrip(Browser.inProcess(h))
   expect(unverified.status).toBe(403)

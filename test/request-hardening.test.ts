@@ -59,11 +59,21 @@ test('a body nested deeper than the bound is 400 before it is parsed, on the API
     'content-type': 'application/json',
   })
   expect(settingsReply.status).toBe(400)
+  // The CSRF header is checked before the body, as the session is: a write without it never has its body read.
+  const csrf = ((await (await browser.get('/settings/api/session')).json()) as { csrf_token: string }).csrf_token
   const deep = await browser.request('POST', '/settings/api/oauth-clients', {
     body: megabyteDeep,
-    headers: { 'content-type': 'application/json', 'x-csrf-token': 'irrelevant' },
+    headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
   })
   expect({ status: deep.status, body: await deep.json() }).toEqual(tooDeep)
+  const forged = await browser.request('POST', '/settings/api/oauth-clients', {
+    body: megabyteDeep,
+    headers: { 'content-type': 'application/json', 'x-csrf-token': 'forged' },
+  })
+  expect({ status: forged.status, error: ((await forged.json()) as { error: string }).error }).toEqual({
+    status: 403,
+    error: 'csrf_failed',
+  })
 })
 
 test('a schema failure reports the first problem only, however large the value', async () => {

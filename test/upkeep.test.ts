@@ -93,7 +93,7 @@ test('thirty days on, only the people, their personal access tokens and the clie
   await everything(h, clock)
   clock.advance(30 * day + minute)
   // Started, the upkeep sweeps at once, before its first interval.
-  startUpkeep(h.store, clock, silentLogger).stop()
+  startUpkeep({ store: h.store, blobs: h.blobs, clock, log: silentLogger }).stop()
   const left = {
     sessions: 0,
     grants: 0,

@@ -4,7 +4,15 @@ import { expect, setDefaultTimeout, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { harness } from './support/helpers'
 import { Browser, basic, postOAuth, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
-import { expectEscaped, expectPageHeaders, hostile, post, secretOn, submit } from './support/web-helpers'
+import {
+  expectErrorPageHeaders,
+  expectEscaped,
+  expectPageHeaders,
+  hostile,
+  post,
+  secretOn,
+  submit,
+} from './support/web-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
 setDefaultTimeout(20_000)
@@ -22,7 +30,7 @@ test('administration is for owners and admins: visitors sign in first, members g
   for (const path of ['/admin', ...paths]) {
     const response = await member.browser.get(path)
     expect(response.status).toBe(403)
-    expectPageHeaders(response)
+    expectErrorPageHeaders(response)
     const html = await response.text()
     expect(html).toContain('Only owners and admins of your organization can open this page.')
     // The navigation offers no Administration link to members.

@@ -60,17 +60,21 @@ async function startThread(
 }
 
 describe('navigation and sign-in', () => {
-  test('/ leads to the threads when signed in, else to sign-in; pages need a session', async () => {
+  test('/ is a new conversation when signed in, else sign-in; pages need a session', async () => {
     await using h = await harness()
     const anonymous = await h.call('GET', '/')
     expect(anonymous.status).toBe(303)
-    expect(anonymous.headers.get('location')).toBe('/login?next=%2Fthreads')
+    expect(anonymous.headers.get('location')).toBe('/login')
     const page = await h.call('GET', '/threads/01234567-89ab-7def-8123-456789abcdef')
     expect(page.headers.get('location')).toBe('/login?next=%2Fthreads%2F01234567-89ab-7def-8123-456789abcdef')
     expect((await h.call('GET', '/threads?q=a')).headers.get('location')).toBe('/login?next=%2Fthreads%3Fq%3Da')
     const { browser } = await signedIn(h)
     const root = await browser.get('/')
-    expect(root.headers.get('location')).toBe('/threads')
+    expect(root.status).toBe(200)
+    const home = await root.text()
+    expect(home).toContain('<form id="composer" class="composer" method="post" action="/threads"')
+    expect(home).toContain('<textarea id="composer-text" name="text"')
+    expect(home).toContain('<input id="composer-files" class="file-input" name="attachments" type="file" multiple')
     // Resource routes answer 401 rather than redirect.
     expect((await h.call('GET', '/threads/01234567-89ab-7def-8123-456789abcdef/attachments/x')).status).toBe(401)
   })
@@ -80,17 +84,27 @@ describe('navigation and sign-in', () => {
     const { browser } = await signedIn(h)
     const response = await browser.get('/threads')
     expect(response.headers.get('content-security-policy')).toBe(
-      "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; " +
+      "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' blob:; " +
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     )
     expect(response.headers.get('x-frame-options')).toBe('DENY')
     expect(response.headers.get('cache-control')).toBe('no-store')
     const html = await response.text()
-    expect(html).not.toMatch(/<script(?![^>]*src="\/assets\/thread\.js")/)
     expect(html).not.toMatch(/(src|href)="https?:/)
-    const script = await browser.get('/assets/thread.js')
+    // Only the two bundled scripts, named after a hash of their bytes.
+    const scripts = [...html.matchAll(/<script([^>]*)>/g)].map((match) => match[1])
+    expect(scripts).toEqual([
+      expect.stringMatching(/^ src="\/assets\/client\/theme-[0-9a-f]{16}\.js"$/),
+      expect.stringMatching(/^ src="\/assets\/client\/chat-[0-9a-f]{16}\.js" defer$/),
+    ])
+    const chatPath = /src="(\/assets\/client\/chat-[0-9a-f]+\.js)"/.exec(html)?.[1] ?? ''
+    const script = await browser.get(chatPath)
     expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8')
-    expect(await script.text()).toContain('new EventSource')
+    expect(script.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
+    const bytes = new Uint8Array(await script.arrayBuffer())
+    expect(chatPath).toContain(new Bun.CryptoHasher('sha256').update(bytes).digest('hex').slice(0, 16))
+    expect(new TextDecoder().decode(bytes)).toContain('EventSource')
+    expect((await browser.get('/assets/client/chat-0000000000000000.js')).status).toBe(404)
   })
 })
 
@@ -100,9 +114,11 @@ describe('the threads list', () => {
     const { browser } = await signedIn(h)
     const id = await startThread(h, browser, { text: 'Plan a weekend\nin Lyon', name: '' })
     const html = await (await browser.get('/threads')).text()
-    expect(html).toContain(`<a class="thread-link" href="/threads/${id}">Plan a weekend</a>`)
-    expect(html).toContain('<span class="badge state-ready">Ready</span>')
+    expect(html).toContain(
+      `<a class="thread-link" href="/threads/${id}" title="Plan a weekend"><span class="thread-name">Plan a weekend</span>`,
+    )
     const page = await (await browser.get(`/threads/${id}`)).text()
+    expect(page).toContain('<span class="badge state-ready">Ready</span>')
     expect(page).toContain('Echo (turn 1): you said “Plan a weekend<br>\nin Lyon”.')
   })
 
@@ -120,7 +136,7 @@ describe('the threads list', () => {
     })
     await h.call('PATCH', `/api/v1/threads/${secret.body.thread_id}`, { token: user.token, body: { archived: true } })
 
-    const names = (html: string) => [...html.matchAll(/class="thread-link" href="[^"]+">([^<]+)</g)].map((m) => m[1])
+    const names = (html: string) => [...html.matchAll(/class="thread-name">([^<]+)</g)].map((m) => m[1])
     expect(names(await (await browser.get('/threads?q=lyon')).text())).toEqual(['Theirs lyon'])
     expect(names(await (await browser.get('/threads?q=lyon&archived=true')).text())).toEqual([
       'Secret lyon',
@@ -152,7 +168,9 @@ describe('the threads list', () => {
     )
     expect(response.status).toBe(422)
     const html = await response.text()
-    expect(html).toContain('<p class="alert" role="alert">attachments[0] (photo.png) claims to be image/png')
+    expect(html).toContain(
+      '<p id="composer-error" class="alert composer-error" role="alert">attachments[0] (photo.png) claims to be image/png',
+    )
     expect(html).toContain('>Look at this</textarea>')
     expect(html).toContain('value="Pictures"')
     const listed = await h.call('GET', '/api/v1/threads', { token: user.token })
@@ -234,8 +252,10 @@ describe('the thread page', () => {
     const csrf = await csrfOf(browser)
     const busyPage = await (await browser.get(`/threads/${id}`)).text()
     expect(busyPage).toContain(`data-stream-url="/threads/${id}/messages/${created.body.message_id}/stream"`)
-    expect(busyPage).toContain('>Stop</button>')
-    expect(busyPage).not.toContain('id="composer-text"')
+    // The composer stays while the answer is written, with Stop in it.
+    expect(busyPage).toContain(`formaction="/threads/${id}/stop" formnovalidate title="Stop the answer">`)
+    expect(busyPage).toContain('data-running="true"')
+    expect(busyPage).toContain('id="composer-text"')
     const busy = await postMultipart(browser, `/threads/${id}/messages`, { csrf, text: 'too soon' })
     expect(busy.status).toBe(409)
     expect(await busy.text()).toContain('>too soon</textarea>')
@@ -341,7 +361,9 @@ describe('the thread page', () => {
     const thread = (await h.call('GET', `/api/v1/threads/${id}`, { token: user.token })).body
     expect(thread).toMatchObject({ name: xss, archived: true, is_private: true })
     const page = await (await browser.get(`/threads/${id}`)).text()
-    expect(page).toContain('<h1>&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;alert(2)&lt;/script&gt;</h1>')
+    expect(page).toContain(
+      '<h1 class="chat-title">&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;alert(2)&lt;/script&gt;</h1>',
+    )
     expect(page).toContain('>Unarchive</button>')
     expect(page).toContain('>Make public</button>')
     expect(page).not.toContain(xss)
@@ -359,24 +381,43 @@ describe('the thread page', () => {
       token: user.token,
       body: { name: 'Broken', text: 'Tell me' },
     })
-    ;(await runner.started(created.body.message_id)).error('The model is unavailable: check LLM_MODEL')
+    const failure =
+      'Could not reach the AI provider. An administrator should check that it is running and that LLM_BASE_URL is right.'
+    ;(await runner.started(created.body.message_id)).error(failure)
     await h.app.decorator.engine.idle()
     const id = created.body.thread_id
     const html = await (await browser.get(`/threads/${id}`)).text()
     expect(html).toContain('<h2 id="failure-title">This thread stopped with an error</h2>')
-    expect(html).toContain('<p>The model is unavailable: check LLM_MODEL</p>')
+    // In a person's words; the operator's sentence only for administrators.
+    expect(html).toContain('<p>Could not reach the AI provider.</p>')
+    expect(html).not.toContain('LLM_BASE_URL')
+    const admin = await signedIn(h, { role: 'admin' })
+    const adminView = await (await admin.browser.get(`/threads/${id}`)).text()
+    expect(adminView).toContain(`<strong>For administrators:</strong> <span>${failure}</span>`)
     expect(html).toContain('>Continue in a new thread</button>')
     expect(html).not.toContain('id="composer-text"')
     const continued = await browser.postForm(`/threads/${id}/continue`, { csrf: hiddenField(html, 'csrf') })
     expect(continued.status).toBe(303)
     const next = continued.headers.get('location') ?? ''
-    const page = await (await browser.get(next)).text()
-    expect(page).toContain('<h1>Broken (continued)</h1>')
+    const page = await (await browser.get(next.split('#')[0] ?? '')).text()
+    expect(page).toContain('<h1 class="chat-title">Broken (continued)</h1>')
     expect(page).toContain('<h3 id="message-')
     expect(page).toContain('class="message message-summary"')
     expect(page).toContain('<strong>Continued from “Broken”, which stopped with an error:</strong>')
     expect(page).toContain('<blockquote>\n<p>Tell me</p>\n</blockquote>')
     expect(page).toContain('id="composer-text"')
+    expect(page).toContain('id="live-answer"')
+    // The unanswered question is asked again in the new thread, and its answer is on its way.
+    expect(next).toMatch(/^\/threads\/[0-9a-f-]{36}#live-answer$/)
+    const newId = next.slice('/threads/'.length, next.indexOf('#'))
+    const carried = (await h.call('GET', `/api/v1/threads/${newId}/messages`, { token: user.token })).body.data
+    expect(carried.map((message: { role: string }) => message.role)).toEqual(['summary', 'user'])
+    expect(carried[1].contents).toEqual([{ type: 'text', text: 'Tell me' }])
+    const job = await runner.started(carried[1].id)
+    job.token('Here it is.')
+    job.done()
+    await h.app.decorator.engine.idle()
+    expect((await h.call('GET', `/api/v1/threads/${newId}`, { token: user.token })).body.state).toBe('ready')
   })
 })
 

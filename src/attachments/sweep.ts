@@ -37,27 +37,42 @@ export async function sweepStaging(uploadsDir: string): Promise<number> {
 
 /**
  * Removes stored files whose rows were never committed. Kept: each attachment's original, its scaled copy and
- * its extracted text. A local store is this server's alone, so everything else in it goes; run it before the
- * server takes uploads. A bucket may be shared with servers still uploading, and with things that are not
- * Threadhouse's, so there only attachments' keys older than `inFlightMs` go, and it may run beside uploads.
+ * its extracted text. A local store is this server's alone, so at start-up everything else in it goes; run it
+ * before the server takes uploads. A bucket may be shared with servers still uploading, and with things that are
+ * not Threadhouse's, so there only attachments' keys older than `inFlightMs` go, and it may run beside uploads.
  */
-export async function sweepStore(
+export function sweepStore(attachments: AttachmentRepository, blobs: BlobStore, now = Date.now()): Promise<number> {
+  return sweepKeys(attachments, blobs, now, blobs.description.kind === 'local' ? 'everything' : 'past-uploads')
+}
+
+/**
+ * The hourly sweep, beside uploads on either store: attachments' keys older than `inFlightMs` whose rows were never
+ * committed (an upload that failed between its put and its insert, a crash of another server on the bucket). Keys
+ * that are not an attachment's stay: at start-up a local store's go, and a bucket's are not Threadhouse's.
+ */
+export function sweepOrphans(attachments: AttachmentRepository, blobs: BlobStore, now: number): Promise<number> {
+  return sweepKeys(attachments, blobs, now, 'past-uploads')
+}
+
+/** `everything`: a store no upload is using; `past-uploads`: only keys no upload in flight can still own. */
+async function sweepKeys(
   attachments: AttachmentRepository,
   blobs: BlobStore,
-  now = Date.now(),
+  now: number,
+  reach: 'everything' | 'past-uploads',
 ): Promise<number> {
-  const local = blobs.description.kind === 'local'
+  const everything = reach === 'everything'
   const stray: string[] = []
-  /** Keys the sweep may remove unless their attachment has a row: in a bucket, only those past any upload. */
+  /** Keys the sweep may remove unless their attachment has a row: while serving, only those past any upload. */
   const unlessKnown: { key: string; id: string }[] = []
   for await (const key of blobs.keys()) {
     const id = attachmentIdOf(key)
     if (id === null) {
-      if (local) stray.push(key)
+      if (everything) stray.push(key)
       continue
     }
     const made = idTime(id)
-    if (local || made === null || now - made >= inFlightMs) unlessKnown.push({ key, id })
+    if (everything || made === null || now - made >= inFlightMs) unlessKnown.push({ key, id })
   }
   // Rows are read after the keys are listed, so a row committed during the listing still spares its files.
   const known = new Set(

@@ -57,8 +57,9 @@ const personalAccessTokenLookup: Lookup = (deps, hash, now) =>
 const oauthAccessTokenLookup: Lookup = (deps, hash, now) => resolveOAuthAccessToken(deps.store.oauthGrants, hash, now)
 
 /**
- * Each kind of bearer token is recognised by its prefix and resolved to the same Caller. A token resolved less
- * than a second ago is taken from memory (token-cache.ts) at once; only a miss waits for the database.
+ * Each kind of bearer token is recognised by its prefix and resolved to the same Caller. On SQLite a token resolved
+ * less than a second ago is taken from memory (token-cache.ts) at once; only a miss waits for the database. On
+ * PostgreSQL every request reads it, so that a revocation on another instance applies at once.
  */
 function resolveToken(deps: AuthDeps, token: string): Caller | null | Promise<Caller | null> {
   const lookup = token.startsWith(personalAccessTokenPrefix)
@@ -70,6 +71,7 @@ function resolveToken(deps: AuthDeps, token: string): Caller | null | Promise<Ca
   const now = deps.clock.now()
   const hash = hashSecret(token)
   const cache = deps.store.tokenCache
+  if (cache === null) return lookup(deps, hash, now).then((resolved) => resolved?.caller ?? null)
   const recalled = cache.recall(hash, now)
   if (recalled) return recalled
   const epoch = cache.epoch

@@ -3,6 +3,7 @@
 import { decodeBase64urlIgnorePadding, encodeBase64urlNoPadding } from '@oslojs/encoding'
 import { type Cookie, Elysia } from 'elysia'
 import { secretsEqual } from '../shared/security'
+import { PageError } from '../web/errors'
 import {
   clearCookie,
   cookieNames,
@@ -13,7 +14,6 @@ import {
   type WebDeps,
   web,
 } from '../web/index'
-import { MessagePage } from '../web/pages/message'
 import {
   createOidcClient,
   type OidcClient,
@@ -51,17 +51,14 @@ function decodePending(value: unknown): PendingSignIn | null {
   }
 }
 
-function refusalPage(status: number, reason: string): { status: number; page: JSX.Element } {
-  return {
-    status,
-    page: (
-      <MessagePage
-        title="Sign-in did not work"
-        message={reason}
-        action={{ href: '/login', label: 'Back to sign-in' }}
-      />
-    ),
-  }
+function refused(status: number, reason: string): PageError {
+  return new PageError(status, 'Sign-in did not work', reason, { action: { href: '/login', label: 'Back to sign-in' } })
+}
+
+function notConfigured(): PageError {
+  return new PageError(404, 'Not available', 'Single sign-on is not configured here.', {
+    action: { href: '/login', label: 'Sign in with a password' },
+  })
 }
 
 /** Checks what came back against what left (state, in constant time), then asks the provider who it is. */
@@ -103,34 +100,26 @@ export const oidcSignin = (deps: OidcSigninDeps) => {
     })
     .get(
       '/login/oidc',
-      async ({ query, cookie, html, set, redirect }) => {
-        if (!client) {
-          set.status = 404
-          return html(<MessagePage title="Not available" message="Single sign-on is not configured here." />)
-        }
+      async ({ query, cookie, redirect }) => {
+        if (!client) throw notConfigured()
         try {
           const { url, pending } = await client.start(safeNextPath(query.next, deps.publicUrl))
           setPending(cookie[name], encodePending(pending))
           return redirect(url.href, 302)
         } catch (error) {
           if (!(error instanceof OidcRefusal)) throw error
-          const refused = refusalPage(error.status, error.reason)
-          set.status = refused.status
-          return html(refused.page)
+          throw refused(error.status, error.reason)
         }
       },
-      { detail: { hide: true } },
+      { page: true, detail: { hide: true } },
     )
     .get(
       oidcCallbackPath,
-      async ({ query, cookie, html, set, redirect }) => {
+      async ({ query, cookie, redirect }) => {
         const pendingCookie = cookie[name]
         const pending = decodePending(pendingCookie?.value)
         if (pendingCookie) clearCookie(pendingCookie, deps.publicUrl)
-        if (!client) {
-          set.status = 404
-          return html(<MessagePage title="Not available" message="Single sign-on is not configured here." />)
-        }
+        if (!client) throw notConfigured()
         try {
           const signedIn = await completeSignIn(deps, client, query, pending)
           const session = await createSession(deps.store.sessions, signedIn.userId, deps.clock.now())
@@ -140,11 +129,9 @@ export const oidcSignin = (deps: OidcSigninDeps) => {
           return redirect(safeNextPath(signedIn.next, deps.publicUrl), 303)
         } catch (error) {
           if (!(error instanceof OidcRefusal)) throw error
-          const refused = refusalPage(error.status, error.reason)
-          set.status = refused.status
-          return html(refused.page)
+          throw refused(error.status, error.reason)
         }
       },
-      { detail: { hide: true } },
+      { page: true, detail: { hide: true } },
     )
 }

@@ -1,5 +1,5 @@
 // Personal access tokens: the `thp_` secrets people create in their settings (or the operator with the CLI),
-// listed and revoked there, and resolved to their caller on API requests the token cache misses.
+// listed and revoked there, and resolved to their caller on API requests the token cache misses (on PostgreSQL, all).
 import { AppError } from '../shared/errors'
 import { generateSecret, hashSecret } from '../shared/security'
 import { lastUsedResolutionMs } from '../shared/time'

@@ -1,16 +1,9 @@
 // Sign-in and sign-out pages: GET/POST /login and POST /logout. Behaviour lives in sessions.ts.
 import { Elysia } from 'elysia'
-import { param, readForm } from '../shared/forms'
 import { clientIpOf, requestIdOf } from '../shared/http'
 import type { Logger } from '../shared/log'
-import type { RateLimiter } from '../shared/rate-limit'
-import {
-  anonymousCsrfToken,
-  csrfTokenMatches,
-  formRefusedMessage,
-  isSameOriginRequest,
-  newCsrfNonce,
-} from '../web/csrf'
+import type { Limiter } from '../shared/rate-limit'
+import { anonymousCsrfKeyName, anonymousCsrfToken, newCsrfNonce } from '../web/csrf'
 import {
   changePasswordPath,
   clearCookie,
@@ -20,11 +13,9 @@ import {
   setSessionCookie,
   usesHttps,
   type WebDeps,
-  web,
 } from '../web/index'
-import { viewerOf } from '../web/layout'
 import { LoginPage } from '../web/pages/login'
-import { MessagePage } from '../web/pages/message'
+import { field, trustedForms } from '../web/trusted-form'
 import { signInRetryAfter } from './attempts'
 import { invalidateSession, signIn } from './sessions'
 
@@ -33,7 +24,7 @@ export interface SigninDeps extends WebDeps {
   /** The OpenID Connect provider's name, when sign-in through it is configured (see oidc-signin.tsx). */
   externalSignIn: string | null
   /** Sign-in attempts per client address and per email (RATE_LIMIT_AUTH_PER_MINUTE); absent when turned off. */
-  authLimiter?: RateLimiter
+  authLimiter?: Limiter
 }
 
 export const signin = (deps: SigninDeps) => {
@@ -48,52 +39,36 @@ export const signin = (deps: SigninDeps) => {
     secure: usesHttps(deps.publicUrl),
     path: '/',
   } as const
+  /** The sign-in form's token for a nonce, signed with the key every instance on the database shares. */
+  const csrfFor = async (nonce: string): Promise<string> =>
+    anonymousCsrfToken(await deps.store.serverKeys.key(anonymousCsrfKeyName), nonce)
   return new Elysia({ name: 'signin' })
-    .use(web(deps))
+    .use(trustedForms(deps))
     .onBeforeHandle(({ set }) => {
       Object.assign(set.headers, pageHeaders)
     })
     .get(
       '/login',
-      ({ query, session, cookie, html, redirect }) => {
+      async ({ query, session, cookie, html, redirect }) => {
         const next = safeNextPath(query.next, deps.publicUrl)
         if (session) return redirect(next, 303)
         // Keep an existing nonce so that two open sign-in tabs both work.
         const existing = cookie[names.csrf]?.value
         const nonce = typeof existing === 'string' && existing.length > 0 ? existing : newCsrfNonce()
         cookie[names.csrf]?.set({ value: nonce, ...csrfCookie })
-        return html(<LoginPage next={next} csrf={anonymousCsrfToken(deps.csrfKey, nonce)} external={external(next)} />)
+        return html(<LoginPage next={next} csrf={await csrfFor(nonce)} external={external(next)} />)
       },
       { session: true, detail: { hide: true } },
     )
     .post(
       '/login',
-      async ({ request, cookie, html, redirect, set }) => {
-        const form = (await readForm(request)) ?? new URLSearchParams()
+      async ({ request, form, cookie, html, redirect, set }) => {
         // The page's hidden field, or for a script that posts to /login?next=… without it, the query.
-        const next = safeNextPath(param(form, 'next') ?? new URL(request.url).searchParams.get('next'), deps.publicUrl)
-        const email = param(form, 'email') ?? ''
-        const nonce = cookie[names.csrf]?.value
-        const formIsOurs =
-          isSameOriginRequest(request.headers, deps.publicUrl) &&
-          typeof nonce === 'string' &&
-          csrfTokenMatches(anonymousCsrfToken(deps.csrfKey, nonce), param(form, 'csrf'))
-        if (!formIsOurs) {
-          // The page shown with the refusal must itself work, so it gets a nonce (the visitor's, if they had one).
-          const retry = typeof nonce === 'string' && nonce.length > 0 ? nonce : newCsrfNonce()
-          cookie[names.csrf]?.set({ value: retry, ...csrfCookie })
-          set.status = 403
-          return html(
-            <LoginPage
-              next={next}
-              email={email}
-              csrf={anonymousCsrfToken(deps.csrfKey, retry)}
-              error={formRefusedMessage}
-              external={external(next)}
-            />,
-          )
-        }
-        const retryAfter = signInRetryAfter(deps.authLimiter, clientIpOf(request), email)
+        const next = safeNextPath(field(form, 'next') || new URL(request.url).searchParams.get('next'), deps.publicUrl)
+        const email = field(form, 'email') ?? ''
+        // The guard has matched the form's token to this cookie.
+        const nonce = String(cookie[names.csrf]?.value)
+        const retryAfter = await signInRetryAfter(deps.authLimiter, clientIpOf(request), email)
         if (retryAfter !== null) {
           set.status = 429
           set.headers['retry-after'] = String(retryAfter)
@@ -101,13 +76,13 @@ export const signin = (deps: SigninDeps) => {
             <LoginPage
               next={next}
               email={email}
-              csrf={anonymousCsrfToken(deps.csrfKey, nonce)}
+              csrf={await csrfFor(nonce)}
               error={`Too many sign-in attempts. Wait ${retryAfter} seconds, then try again.`}
               external={external(next)}
             />,
           )
         }
-        const opened = await signIn(deps.store, email, param(form, 'password') ?? '', deps.clock.now())
+        const opened = await signIn(deps.store, email, field(form, 'password') ?? '', deps.clock.now())
         if (!opened) {
           // An operator watching for password guessing needs these; the password itself is never logged.
           deps.log.warn('sign-in failed', { requestId: requestIdOf(request), email, ip: clientIpOf(request) })
@@ -116,7 +91,7 @@ export const signin = (deps: SigninDeps) => {
             <LoginPage
               next={next}
               email={email}
-              csrf={anonymousCsrfToken(deps.csrfKey, nonce)}
+              csrf={await csrfFor(nonce)}
               error="The email or password is not correct."
               external={external(next)}
             />,
@@ -129,24 +104,17 @@ export const signin = (deps: SigninDeps) => {
         if (opened.mustChangePassword) return redirect(`${changePasswordPath}?next=${encodeURIComponent(next)}`, 303)
         return redirect(next, 303)
       },
-      { parse: 'none', detail: { hide: true } },
+      { trustedForm: 'sign-in', parse: 'none', detail: { hide: true } },
     )
     .post(
       '/logout',
-      async ({ request, session, cookie, html, redirect, set }) => {
+      async ({ session, cookie, redirect }) => {
         if (!session) return redirect('/login', 303)
-        const form = (await readForm(request)) ?? new URLSearchParams()
-        const formIsOurs =
-          isSameOriginRequest(request.headers, deps.publicUrl) && csrfTokenMatches(session.csrf, param(form, 'csrf'))
-        if (!formIsOurs) {
-          set.status = 403
-          return html(<MessagePage title="Sign-out refused" message={formRefusedMessage} viewer={viewerOf(session)} />)
-        }
         await invalidateSession(deps.store.sessions, session.token)
         const ended = cookie[names.session]
         if (ended) clearCookie(ended, deps.publicUrl)
         return redirect('/login', 303)
       },
-      { session: true, parse: 'none', detail: { hide: true } },
+      { session: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
 }

@@ -1,12 +1,16 @@
-// Bearer tokens already resolved, kept for a moment in memory: resolving one (a join of three or four tables,
-// and the SQLite read lock every statement takes) was a quarter of a simple API request's cost (README,
-// Performance). Only tokens that resolved are kept, so unknown ones cannot fill it. One cache per database, held
-// by the store: every write that can change what a valid token resolves to (revoking it, its grant or its app,
-// removing its user, changing their role) calls `forgetResolvedTokens` with that database, so such changes apply
-// to the very next request; the one-second lifetime bounds how long one made outside the server, by hand in SQL,
-// can go unseen. On PostgreSQL a lookup is a round trip that a revocation can overtake (the lookup reads before the
-// revocation commits, its answer arrives after the cache was emptied), so an answer is remembered only when
-// nothing was forgotten since its lookup began (`epoch`).
+// Bearer tokens already resolved, kept for a moment in memory, on SQLite only: resolving one (a join of three or four
+// tables, and the SQLite read lock every statement takes) was a quarter of a simple API request's cost (README,
+// Performance). Only tokens that resolved are kept, so unknown ones cannot fill it. One cache per database, held by
+// the store: every write that can change what a valid token resolves to (revoking it, its grant or its app, removing
+// its user, changing their role) calls `forgetResolvedTokens` with that database, so such changes apply to the very
+// next request; the one-second lifetime bounds how long one made outside the server, by hand in SQL, can go unseen.
+// An answer is remembered only when nothing was forgotten since its lookup began (`epoch`), so a lookup that a
+// revocation overtakes is not kept.
+//
+// PostgreSQL has no such cache (store/postgres.ts): several instances share the database, and a revocation on one
+// must be refused by the others at the next request. Emptying a cache on every instance would need a message from
+// the revoking one and leaves a gap while that message travels; validating it would cost a read per request anyway.
+// A lookup by hash there is one indexed round trip (bench/token-lookup.ts), so every request reads the database.
 import type { Caller, ResolvedToken } from './model'
 
 export const resolvedTokenLifetimeMs = 1000

@@ -1,6 +1,7 @@
 // The storage contract for personal access tokens (one of auth's three contracts, beside users.repository.ts and
 // sessions.repository.ts): creating, listing and revoking them, and the lookup behind every API request that
-// does not find its token in memory (token-cache.ts). Tokens are known only by their SHA-256 hash.
+// does not find its token in memory (token-cache.ts; on PostgreSQL, every API request). Tokens are known only by their
+// SHA-256 hash.
 import type { Role, Scope } from './model'
 
 export interface NewPersonalAccessTokenRecord {
@@ -57,7 +58,10 @@ export interface AccessTokenRepository {
    */
   revoke(userId: number, tokenId: number, now: number): Promise<boolean>
 
-  /** The token with this hash and its user, in whatever state, or null. Runs on every request the cache misses. */
+  /**
+   * The token with this hash and its user, in whatever state, or null. Runs on every request the cache misses, which
+   * on PostgreSQL is every request.
+   */
   findByHash(tokenHash: string): Promise<PersonalAccessTokenLookup | null>
 
   /** Records that the token was used at `now`. */

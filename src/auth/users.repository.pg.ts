@@ -10,7 +10,6 @@ import { oauthAuthorizationCodes, oauthGrants, oauthRegistrationTokens } from '.
 import { organizations, personalAccessTokens, users } from './auth.table.pg'
 import type { Role } from './model'
 import { sessions } from './sessions.table.pg'
-import { forgetResolvedTokens } from './token-cache'
 import type { Member, MemberRemoval, RoleChange, UserRefusal, UserRepository } from './users.repository'
 
 type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
@@ -189,7 +188,6 @@ export function pgUserRepository(db: PgDb): UserRepository {
         .where(and(eq(users.id, userId), isNotNull(users.removedAt)))
         .returning(memberColumns)
       if (!restored) return null
-      forgetResolvedTokens(db)
       return restored satisfies Member
     },
 
@@ -204,7 +202,6 @@ export function pgUserRepository(db: PgDb): UserRepository {
         await tx.update(users).set({ role }).where(eq(users.id, userId))
         return 'changed'
       })
-      if (outcome === 'changed') forgetResolvedTokens(db)
       return outcome
     },
 
@@ -233,7 +230,6 @@ export function pgUserRepository(db: PgDb): UserRepository {
           .where(and(eq(oauthRegistrationTokens.userId, userId), isNull(oauthRegistrationTokens.usedAt)))
         return 'removed'
       })
-      if (outcome === 'removed') forgetResolvedTokens(db)
       return outcome
     },
 

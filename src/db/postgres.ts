@@ -13,6 +13,14 @@ export const postgresMigrationsFolder = join(import.meta.dir, '../../db/migratio
 /** Any constant shared by every instance: the key of the advisory lock taken while migrating. */
 const migrationLock = 0x7468_6d67 // "thmg"
 
+/** The advisory locks start-up and upkeep take (store/index.ts, InstanceLocks), each a constant like the above. */
+const lockKeys = {
+  'first-run': 0x7468_6672, // "thfr"
+  upkeep: 0x7468_7570, // "thup"
+} as const
+
+export type LockName = keyof typeof lockKeys
+
 export interface PostgresOptions {
   /** Connections in the pool (Bun's default is 10). */
   max?: number
@@ -36,6 +44,37 @@ export async function migratePostgres(db: PgDb): Promise<void> {
       })
     } finally {
       await connection`select pg_advisory_unlock(${migrationLock})`
+    }
+  } finally {
+    connection.release()
+  }
+}
+
+/**
+ * Runs `task` while this instance holds the advisory lock `name`: waiting for its turn, or with `skip`, skipping
+ * the task (answering `ran: false`) when another instance holds it. A session-level lock belongs to one connection,
+ * so one is reserved for the lock while the task uses the pool; should that connection break, PostgreSQL releases
+ * the lock.
+ */
+export async function withAdvisoryLock<T>(
+  db: PgDb,
+  name: LockName,
+  mode: 'wait' | 'skip',
+  task: () => Promise<T>,
+): Promise<{ ran: true; value: T } | { ran: false }> {
+  const key = lockKeys[name]
+  const connection = await db.$client.reserve()
+  try {
+    if (mode === 'wait') {
+      await connection`select pg_advisory_lock(${key})`
+    } else {
+      const [row] = await connection`select pg_try_advisory_lock(${key}) as locked`
+      if (!row?.locked) return { ran: false }
+    }
+    try {
+      return { ran: true, value: await task() }
+    } finally {
+      await connection`select pg_advisory_unlock(${key})`
     }
   } finally {
     connection.release()

@@ -58,9 +58,9 @@ IDs are matched in the lower case the API writes them. Errors are \`{ "error": c
 
 JSON bodies are \`application/json\` only (415 \`unsupported_media_type\` otherwise), at most 1 MiB (413 \`payload_too_large\`,
 judged by Content-Length before reading; a body sent without a length is 411 \`length_required\`), and nested at most
-32 levels deep (400 \`invalid_request\`). Text holding U+0000 is 400 \`invalid_request\` too, on every backend (PostgreSQL
-cannot store it). A method that a known path does not answer is 405 \`method_not_allowed\`, with
-\`Allow\` listing the methods it does (\`components.responses.MethodNotAllowed\`).
+32 levels deep (400 \`invalid_request\`). Text holding U+0000, in a body, a path or a query string, is 400
+\`invalid_request\` too, on every backend (PostgreSQL cannot store it). A method that a known path does not answer
+is 405 \`method_not_allowed\`, with \`Allow\` listing the methods it does (\`components.responses.MethodNotAllowed\`).
 API requests with a valid token are limited per token, all others per client address, and a request other than GET or
 HEAD from an address over its limit is refused before its body is read (429 \`rate_limited\` with Retry-After).
 Answer streams are limited per person (STREAM_LIMIT_PER_USER, default 64) and per process (STREAM_LIMIT_TOTAL,

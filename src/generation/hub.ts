@@ -83,6 +83,19 @@ export class Hub {
     return answer
   }
 
+  /**
+   * The answer is generated again from its start (another instance took it over): its listeners keep their places,
+   * and hear the new text only past what they already have, as a client resuming past the end does.
+   */
+  restart(messageId: string): void {
+    const answer = this.live.get(messageId)
+    if (!answer || answer.text === '') return
+    for (const listener of answer.listeners) {
+      answer.ahead.set(listener, Math.max(answer.ahead.get(listener) ?? 0, answer.text.length))
+    }
+    answer.text = ''
+  }
+
   finish(messageId: string, outcome: { error: string; resumable?: boolean } | null): void {
     const answer = this.live.get(messageId)
     if (!answer) return

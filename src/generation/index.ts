@@ -67,16 +67,21 @@ interface Replay {
   text: string
   generation: GenerationRecord
   newer: string | null
+  /** The thread's state when the replay was read. */
+  state: string
 }
 
 async function replayOf(deps: StreamDeps, thread: { id: string; state: string }, messageId: string): Promise<Replay> {
+  // The thread's state as it is now: the one read before the answer left the hub may predate its end.
+  const state = (await deps.store.threads.state(thread.id)) ?? thread.state
   const generation = await generationOf(deps.store.generations, messageId)
   const text = (await deps.store.threads.replies(messageId))
     .flatMap((row) => row.contents)
     .map((block) => (block.type === 'text' ? block.text : ''))
     .join('')
-  const newer = busyThreadStates.has(thread.state) ? await deps.store.threads.pendingMessageId(thread.id) : null
-  return { text, generation, newer }
+  const newer = busyThreadStates.has(state) ? await deps.store.threads.pendingMessageId(thread.id) : null
+  if (newer !== null) await deps.engine.watch(newer)
+  return { text, generation, newer, state }
 }
 
 /**
@@ -97,19 +102,21 @@ export async function answerStream(
   const thread = await requireMessage(deps.store.threads, caller, request.threadId, messageId)
   await generationOf(deps.store.generations, messageId) // 404 before any stream starts
   const from = resumeOffset(request.lastEventId)
+  // Running on another instance: followed into this one's hub.
+  await deps.engine.watch(messageId)
   // An answer that has left the hub has ended for good, and was stored before it left: its replay is read now.
   // A live one is subscribed to with no wait in between, so it cannot end unseen.
   const replay = deps.engine.hub.isLive(messageId) ? null : await replayOf(deps, thread, messageId)
   return sseResponse(set, deps.heartbeats, { streams: deps.streams, userId: caller.userId }, (stream) => {
     if (!replay) return deps.engine.hub.subscribe(messageId, from, stream)
-    const { text, generation, newer } = replay
+    const { text, generation, newer, state } = replay
     if (from < text.length) stream.token(text.slice(from), text.length)
     if (generation.status !== 'complete') {
       stream.error(generation.error ?? 'The response failed', text.length)
       return null
     }
     if (newer === null) {
-      if (thread.state === 'ready') stream.done(text.length)
+      if (state === 'ready') stream.done(text.length)
       else stream.error(laterAnswerFailed, text.length)
       return null
     }

@@ -9,7 +9,7 @@
 // Ending an answer writes messages too; the message helpers of src/threads/ are SQLite's, so the few writes needed
 // here are written against the PostgreSQL tables below.
 
-import { and, asc, eq, gte, inArray, lte, max, min, not, or, type SQL, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNull, lt, lte, max, min, not, or, type SQL, sql } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
 import { attachments } from '../attachments/attachments.table.pg'
 import { modelReadyKey } from '../attachments/keys'
@@ -19,7 +19,8 @@ import { attachmentIdsOf } from '../threads/messages'
 import type { ThreadsModel } from '../threads/model'
 import { searchableText } from '../threads/search'
 import { messages, threads } from '../threads/threads.table.pg'
-import { generations } from './generations.table.pg'
+import { answerChunks, generations } from './generations.table.pg'
+import { notifyEvent } from './relay.pg'
 import type { Compaction, GenerationRepository } from './repository'
 import type { AttachmentFile, HistoryMessage } from './types'
 
@@ -123,12 +124,29 @@ async function storeSummary(tx: Tx, threadId: string, compaction: Compaction, no
 
 export function pgGenerationRepository(db: PgDb): GenerationRepository {
   return {
+    async interrupted(messageIds) {
+      if (messageIds.length === 0) return new Set()
+      const rows = await db
+        .select({ messageId: generations.messageId })
+        .from(generations)
+        .where(and(inArray(generations.messageId, messageIds), eq(generations.status, 'interrupted')))
+      return new Set(rows.map((row) => row.messageId))
+    },
+
     async find(messageId) {
       const [row] = await db
         .select({ status: generations.status, error: generations.error })
         .from(generations)
         .where(eq(generations.messageId, messageId))
       return row ?? null
+    },
+
+    async pending(threadId) {
+      const [row] = await db
+        .select({ messageId: generations.messageId, threadId: generations.threadId, status: generations.status })
+        .from(generations)
+        .where(and(eq(generations.threadId, threadId), inArray(generations.status, [...unfinished])))
+      return row ? { ...row, status: row.status as 'queued' | 'running' } : null
     },
 
     async history(threadId, messageId) {
@@ -159,40 +177,57 @@ export function pgGenerationRepository(db: PgDb): GenerationRepository {
       })
     },
 
-    claim({ messageId, threadId }, now) {
+    claim({ messageId, threadId }, now, lease) {
       return db.transaction(async (tx) => {
         await lockThread(tx, threadId)
         // The guard: of racing claims, the first to update the row wins; the others wait on its lock, then see
         // `running` when PostgreSQL re-reads the row, and update nothing.
         const claimed = await tx
           .update(generations)
-          .set({ status: 'running', attempts: sql`${generations.attempts} + 1` })
+          .set({
+            status: 'running',
+            attempts: sql`${generations.attempts} + 1`,
+            leaseId: lease.id,
+            leasedBy: lease.holder,
+            leaseExpiresAt: lease.expiresAt,
+          })
           .where(and(eq(generations.messageId, messageId), eq(generations.status, 'queued')))
           .returning({ messageId: generations.messageId })
         if (claimed.length === 0) return false
+        // A lease taken over leaves the text its holder published: the answer is generated again from its start.
+        await tx.delete(answerChunks).where(eq(answerChunks.messageId, messageId))
+        await tx.execute(notifyEvent({ kind: 'claimed', messageId, lease: lease.id }))
         await tx.update(threads).set({ state: 'active', updatedAt: now }).where(eq(threads.id, threadId))
         return true
       })
     },
 
-    async finish(answer, now) {
-      await db.transaction(async (tx) => {
-        const { messageId, threadId, outcome, error, contents } = answer
+    finish(answer, now) {
+      return db.transaction(async (tx) => {
+        const { messageId, threadId, outcome, error, contents, lease } = answer
         await lockThread(tx, threadId)
+        // Queued answers end whoever ends them (a stop); running ones only by their lease's holder.
+        const held = or(
+          eq(generations.status, 'queued'),
+          and(eq(generations.status, 'running'), lease === null ? sql`false` : eq(generations.leaseId, lease)),
+        )
         const ended = await tx
           .update(generations)
-          .set({ status: outcome, error, finishedAt: now })
-          .where(and(eq(generations.messageId, messageId), inArray(generations.status, [...unfinished])))
+          .set({ status: outcome, error, finishedAt: now, leaseId: null, leaseExpiresAt: null })
+          .where(and(eq(generations.messageId, messageId), held))
           .returning({ messageId: generations.messageId })
-        if (ended.length === 0) return
+        if (ended.length === 0) return false
         if (answer.compaction) await storeSummary(tx, threadId, answer.compaction, now)
         if (contents.length > 0) {
           await insertMessage(tx, { threadId, role: 'assistant', contents, replyTo: messageId }, now)
         }
+        await tx.delete(answerChunks).where(eq(answerChunks.messageId, messageId))
+        await tx.execute(notifyEvent({ kind: 'ended', messageId }))
         await tx
           .update(threads)
           .set({ state: outcome === 'error' ? 'error' : 'ready', updatedAt: now })
           .where(eq(threads.id, threadId))
+        return true
       })
     },
 
@@ -205,68 +240,118 @@ export function pgGenerationRepository(db: PgDb): GenerationRepository {
         .where(and(eq(threads.id, threadId), inArray(threads.state, ['waiting', 'active'])))
     },
 
-    async release(messageIds) {
-      for (const chunk of chunks(messageIds)) {
-        await db
-          .update(generations)
-          // Drizzle has no GREATEST: the attempt given back, never below zero.
-          .set({ status: 'queued', attempts: sql`greatest(${generations.attempts} - 1, 0)` })
-          .where(and(inArray(generations.messageId, chunk), eq(generations.status, 'running')))
+    async release(answers) {
+      if (answers.length === 0) return
+      await db.transaction(async (tx) => {
+        for (const chunk of chunks(answers.map((answer) => answer.lease))) {
+          await tx
+            .update(generations)
+            // Drizzle has no GREATEST: the attempt given back, never below zero.
+            .set({
+              status: 'queued',
+              attempts: sql`greatest(${generations.attempts} - 1, 0)`,
+              leaseId: null,
+              leaseExpiresAt: null,
+            })
+            .where(and(inArray(generations.leaseId, chunk), eq(generations.status, 'running')))
+        }
+        await tx.execute(notifyEvent({ kind: 'work' }))
+      })
+    },
+
+    async renew(leases, expiresAt) {
+      const kept: { lease: string | null; threadState: string }[] = []
+      for (const chunk of chunks(leases)) {
+        kept.push(
+          ...(await db
+            .update(generations)
+            .set({ leaseExpiresAt: expiresAt })
+            .where(and(inArray(generations.leaseId, chunk), eq(generations.status, 'running')))
+            .returning({
+              lease: generations.leaseId,
+              threadState: sql<string>`(select ${threads.state} from ${threads} where ${threads.id} = ${generations.threadId})`,
+            })),
+        )
+      }
+      const held = new Set(kept.map((row) => row.lease))
+      return {
+        lost: leases.filter((lease) => !held.has(lease)),
+        stopping: kept.flatMap((row) => (row.lease !== null && row.threadState === 'interrupted' ? [row.lease] : [])),
       }
     },
 
-    recover({ maxAttempts, stoppedError, failedError }, now) {
+    recover({ maxAttempts, stoppedError, failedError, limit, graceMs }, now) {
       return db.transaction(async (tx) => {
-        const pending = inArray(generations.status, [...unfinished])
-        // Threads first (the lock order above): every thread this unit may move, held until commit, so the states
-        // read below are the states written from.
-        await tx
-          .select({ id: threads.id })
-          .from(threads)
-          .where(
-            or(
-              inArray(threads.state, ['active', 'interrupted']),
-              inArray(threads.id, tx.select({ threadId: generations.threadId }).from(generations).where(pending)),
-            ),
-          )
-          .orderBy(asc(threads.id))
-          .for('no key update')
-        const stopped = await tx
-          .update(generations)
-          .set({ status: 'interrupted', error: stoppedError, finishedAt: now })
+        // Answers whose lease ran out (or that predate leases), with their threads, locked for the rest of the unit.
+        // SKIP LOCKED: a row another unit holds is busy, not abandoned (its holder is ending or renewing it, or
+        // another instance is recovering it now), and waiting on it could deadlock with the usual lock order.
+        const abandoned = await tx
+          .select({
+            messageId: generations.messageId,
+            threadId: generations.threadId,
+            attempts: generations.attempts,
+            threadState: threads.state,
+          })
+          .from(generations)
+          .innerJoin(threads, eq(threads.id, generations.threadId))
           .where(
             and(
-              pending,
-              inArray(
-                generations.threadId,
-                tx.select({ id: threads.id }).from(threads).where(eq(threads.state, 'interrupted')),
-              ),
+              eq(generations.status, 'running'),
+              or(isNull(generations.leaseExpiresAt), lt(generations.leaseExpiresAt, now)),
             ),
           )
-          .returning({ messageId: generations.messageId })
-        const poisoned = await tx
-          .update(generations)
-          .set({ status: 'error', error: failedError, finishedAt: now })
-          .where(and(pending, gte(generations.attempts, maxAttempts)))
-          .returning({ threadId: generations.threadId })
-        await tx.update(generations).set({ status: 'queued' }).where(eq(generations.status, 'running'))
-        const requeued = await tx
-          .select({ messageId: generations.messageId, threadId: generations.threadId })
-          .from(generations)
-          .where(eq(generations.status, 'queued'))
-          .orderBy(asc(generations.createdAt), asc(generations.messageId))
+          .orderBy(asc(generations.createdAt))
+          .for('update', { skipLocked: true })
+        const stopped = abandoned.filter((job) => job.threadState === 'interrupted')
+        const poisoned = abandoned.filter((job) => job.threadState !== 'interrupted' && job.attempts >= maxAttempts)
+        const requeued = abandoned.filter((job) => job.threadState !== 'interrupted' && job.attempts < maxAttempts)
+        const ids = (jobs: typeof abandoned) => jobs.map((job) => job.messageId)
+        const released = { leaseId: null, leaseExpiresAt: null }
+        if (stopped.length > 0) {
+          await tx
+            .update(generations)
+            .set({ status: 'interrupted', error: stoppedError, finishedAt: now, ...released })
+            .where(inArray(generations.messageId, ids(stopped)))
+        }
+        if (poisoned.length > 0) {
+          await tx
+            .update(generations)
+            .set({ status: 'error', error: failedError, finishedAt: now, ...released })
+            .where(inArray(generations.messageId, ids(poisoned)))
+        }
+        if (requeued.length > 0) {
+          await tx
+            .update(generations)
+            .set({ status: 'queued', ...released })
+            .where(inArray(generations.messageId, ids(requeued)))
+        }
+        for (const job of [...stopped, ...poisoned]) {
+          await tx.delete(answerChunks).where(eq(answerChunks.messageId, job.messageId))
+          await tx.execute(notifyEvent({ kind: 'ended', messageId: job.messageId }))
+        }
         // Every moved thread in one statement, last, so updated_at is written once per thread. Drizzle has no
         // CASE: a failed answer ends its thread in error, else active goes back to waiting, interrupted to ready.
-        // One parameter per thread whose answer's attempts ran out: a handful, those that brought processes down.
-        const failedThreads = [...new Set(poisoned.map((job) => job.threadId))]
-        const failed = inArray(threads.id, failedThreads)
+        const failed = inArray(threads.id, [...new Set(poisoned.map((job) => job.threadId))])
         const state: SQL<ThreadsModel.thread['state']> =
           sql`case when ${failed} then 'error' when ${threads.state} = 'active' then 'waiting' else 'ready' end`
-        await tx
-          .update(threads)
-          .set({ state, updatedAt: now })
-          .where(or(inArray(threads.state, ['active', 'interrupted']), failed))
-        return { requeued, failed: poisoned.length, stopped: stopped.length }
+        if (abandoned.length > 0) {
+          await tx
+            .update(threads)
+            .set({ state, updatedAt: now })
+            .where(
+              and(
+                inArray(threads.id, [...new Set(abandoned.map((job) => job.threadId))]),
+                inArray(threads.state, ['active', 'interrupted']),
+              ),
+            )
+        }
+        const queued = await tx
+          .select({ messageId: generations.messageId, threadId: generations.threadId })
+          .from(generations)
+          .where(and(eq(generations.status, 'queued'), lte(generations.createdAt, now - graceMs)))
+          .orderBy(asc(generations.createdAt), asc(generations.messageId))
+          .limit(limit)
+        return { requeued: queued, failed: poisoned.length, stopped: stopped.length, abandoned: abandoned.length }
       })
     },
   }

@@ -95,6 +95,25 @@ export function sqliteGenerationRepository(db: Db): GenerationRepository {
       return statement('find').get({ messageId }) ?? null
     },
 
+    async pending(threadId) {
+      const row = db
+        .select({ messageId: generations.messageId, threadId: generations.threadId, status: generations.status })
+        .from(generations)
+        .where(and(eq(generations.threadId, threadId), inArray(generations.status, ['queued', 'running'])))
+        .get()
+      return row ? { ...row, status: row.status as 'queued' | 'running' } : null
+    },
+
+    async interrupted(messageIds) {
+      if (messageIds.length === 0) return new Set()
+      const rows = db
+        .select({ messageId: generations.messageId })
+        .from(generations)
+        .where(and(inArray(generations.messageId, messageIds), eq(generations.status, 'interrupted')))
+        .all()
+      return new Set(rows.map((row) => row.messageId))
+    },
+
     async history(threadId, messageId) {
       const target = statement('target').get({ messageId })
       if (!target) return []
@@ -112,6 +131,7 @@ export function sqliteGenerationRepository(db: Db): GenerationRepository {
       })
     },
 
+    // One process holds a SQLite database: leases are neither stored nor checked (see repository.ts).
     async claim({ messageId, threadId }, now) {
       return db.transaction(() => {
         if (!statement('claim').get({ messageId })) return false
@@ -121,13 +141,14 @@ export function sqliteGenerationRepository(db: Db): GenerationRepository {
     },
 
     async finish(answer, now) {
-      db.transaction(() => {
+      return db.transaction(() => {
         const { messageId, threadId, outcome, error, contents } = answer
-        if (!statement('finish').get({ messageId, status: outcome, error, now })) return
+        if (!statement('finish').get({ messageId, status: outcome, error, now })) return false
         if (answer.compaction) storeSummary(threadId, answer.compaction, now)
         if (contents.length > 0)
           insertMessageRow(db, { threadId, role: 'assistant', contents, replyTo: messageId }, now)
         statement('threadState').run({ threadId, state: outcome === 'error' ? 'error' : 'ready', now })
+        return true
       })
     },
 
@@ -138,11 +159,16 @@ export function sqliteGenerationRepository(db: Db): GenerationRepository {
         .run()
     },
 
-    async release(messageIds) {
+    async release(answers) {
+      const messageIds = answers.map((answer) => answer.messageId)
       db.update(generations)
         .set({ status: 'queued', attempts: sql`max(${generations.attempts} - 1, 0)` })
         .where(and(inArray(generations.messageId, messageIds), eq(generations.status, 'running')))
         .run()
+    },
+
+    async renew() {
+      return { lost: [], stopping: [] }
     },
 
     async recover({ maxAttempts, stoppedError, failedError }, now) {
@@ -182,7 +208,7 @@ export function sqliteGenerationRepository(db: Db): GenerationRepository {
             .run()
           tx.update(threads).set({ state: 'error', updatedAt: now }).where(eq(threads.id, job.threadId)).run()
         }
-        return { requeued, failed: poisoned.length, stopped: stopped.length }
+        return { requeued, failed: poisoned.length, stopped: stopped.length, abandoned: 0 }
       })
     },
   }

@@ -1,7 +1,12 @@
 // The storage contract of the generation engine: the durable queue of answers (one `generations` row per user
 // message that asked for one) and the thread states its moves imply. Every state move is one method, atomic on
 // its own, and conditional on the state it leaves, so that an implementation on a pooled database can make it
-// one conditional update (and a later one can add lease fencing to the same conditions).
+// one conditional update.
+//
+// Where several instances share the database (PostgreSQL), a claimed answer carries a lease: the claim's ID and an
+// expiry that its instance renews. Only the lease holder may store the answer (fencing), and an answer whose lease
+// expired (its instance died) is taken over by `recover` on another. On SQLite one process holds the database: the
+// lease is not stored, never expires, and `recover` runs once, at start-up.
 import type { ThreadsModel } from '../threads/model'
 import type { HistoryMessage } from './types'
 
@@ -36,7 +41,21 @@ export interface EndedAnswer extends PendingAnswer {
   compaction?: Compaction
 }
 
-/** What recovery at start-up has to say, and to do next. */
+/** A claim's lease: its ID (the fencing token), who holds it, and until when unless renewed. */
+export interface Lease {
+  id: string
+  holder: string
+  expiresAt: number
+}
+
+/** A running answer's lease, as a shutdown gives it back. */
+export interface HeldAnswer {
+  messageId: string
+  /** The lease ID. */
+  lease: string
+}
+
+/** What recovery has to say, and to do next. */
 export interface Recovered {
   /** Answers queued again, oldest first: the caller runs them. */
   requeued: PendingAnswer[]
@@ -44,11 +63,38 @@ export interface Recovered {
   failed: number
   /** Answers whose thread was being stopped: they end `interrupted`. */
   stopped: number
+  /** Answers taken back from instances whose leases expired (always 0 on SQLite). */
+  abandoned: number
+}
+
+/** How recovery treats what it finds. */
+export interface RecoveryPolicy {
+  maxAttempts: number
+  stoppedError: string
+  failedError: string
+  /** Queued answers returned at most (the caller's free places). */
+  limit: number
+  /** Queued answers younger than this are left to the instance that queued them (PostgreSQL). */
+  graceMs: number
+}
+
+/** What renewing this instance's leases found. */
+export interface Renewal {
+  /** Leases that are no longer this instance's: taken over, or the answer ended elsewhere. */
+  lost: string[]
+  /** Leases kept whose thread is being stopped: a stop another instance received, in case its notice was lost. */
+  stopping: string[]
 }
 
 export interface GenerationRepository {
   /** The answer to a user message, or null when the message asked for none (or does not exist). */
   find(messageId: string): Promise<GenerationRecord | null>
+
+  /** The answer a thread is waiting for or producing (at most one is), with its status; null when none. */
+  pending(threadId: string): Promise<(PendingAnswer & { status: 'queued' | 'running' }) | null>
+
+  /** Which of these user messages had their answer stopped part way (`interrupted`); looked up by key. */
+  interrupted(messageIds: string[]): Promise<Set<string>>
 
   /**
    * What the generator is given for the answer to `messageId`: the thread's active messages up to and including
@@ -58,22 +104,23 @@ export interface GenerationRepository {
   history(threadId: string, messageId: string): Promise<HistoryMessage[]>
 
   /**
-   * Claims a queued answer: `queued` → `running` with one more attempt, and the thread `active`, in one unit.
-   * Exactly one caller wins; false (and nothing written) when the answer is not `queued` any more.
+   * Claims a queued answer: `queued` → `running` with one more attempt under `lease`, and the thread `active`, in
+   * one unit. Exactly one caller wins; false (and nothing written) when the answer is not `queued` any more.
    */
-  claim(answer: PendingAnswer, now: number): Promise<boolean>
+  claim(answer: PendingAnswer, now: number, lease: Lease): Promise<boolean>
 
   /**
    * Stores how an answer ended, in one unit: the summary of a compaction (kept whatever the outcome: it is
    * valid on its own), the assistant message with `contents` when there are any, the generation's outcome and
    * error, and the thread `ready` (`error` when the answer failed; an interrupted answer leaves it ready at
-   * once). Only an answer still `queued` or `running` is ended: otherwise nothing is written, so an answer is
-   * stored at most once whoever else ends it. Throws when the database refuses the write; nothing is stored then.
+   * once). Only an answer still `queued`, or `running` under `lease`, is ended: otherwise nothing is written, so an
+   * answer is stored at most once whoever else ends it, and never by an instance that lost its lease. True when it
+   * was stored. Throws when the database refuses the write; nothing is stored then.
    *
    * A summary is placed, in the list order, just before the first active message it does not replace: one
    * millisecond before its created_at (or `now` when it replaces them all), and the replaced ones stop being active.
    */
-  finish(answer: EndedAnswer, now: number): Promise<void>
+  finish(answer: EndedAnswer & { lease: string | null }, now: number): Promise<boolean>
 
   /**
    * Marks the thread as being stopped (`interrupted`) while its answer's generator lets go. Only a thread still
@@ -83,17 +130,23 @@ export interface GenerationRepository {
   markStopping(threadId: string, now: number): Promise<void>
 
   /**
-   * Gives back the claims of answers a shutdown leaves unfinished: each one still `running` is `queued` again
-   * with the attempt its claim counted returned (never below zero), so that restarts are not counted as crashes.
+   * Gives back the claims of answers a shutdown leaves unfinished: each one still `running` under its lease is
+   * `queued` again with the attempt its claim counted returned (never below zero), so that restarts are not counted
+   * as crashes; other instances are told there is work.
    */
-  release(messageIds: string[]): Promise<void>
+  release(answers: HeldAnswer[]): Promise<void>
+
+  /** Extends this instance's leases to `expiresAt` (see Renewal). Nothing to do on SQLite. */
+  renew(leases: string[], expiresAt: number): Promise<Renewal>
 
   /**
-   * At start-up, before serving, by the only process on the database: ends what a previous process left behind,
-   * in one unit. Answers whose thread was being stopped end `interrupted` (with `stoppedError`); other unfinished
-   * answers are `queued` again, unless they were already claimed `maxAttempts` times (likely what brought the
-   * process down): those end in `error` (with `failedError`) and so do their threads. Threads `active` go back to
-   * `waiting`, threads `interrupted` to `ready`. Every thread moved has its updated_at set to `now`.
+   * Takes back what an instance left behind, in one unit: on SQLite at start-up, before serving, every unfinished
+   * answer (the previous process is gone); on PostgreSQL, at start-up and periodically, the answers `running` under
+   * a lease that expired. Of those, answers whose thread was being stopped end `interrupted` (with `stoppedError`);
+   * the others are `queued` again, unless they were already claimed `maxAttempts` times (likely what brought the
+   * process down): those end in `error` (with `failedError`) and so do their threads. Their threads `active` go back
+   * to `waiting`, `interrupted` to `ready`, with updated_at set to `now`. Returns the queued answers to run, oldest
+   * first: on PostgreSQL at most `limit` of those older than `graceMs`; on SQLite all of them, as nothing else will.
    */
-  recover(policy: { maxAttempts: number; stoppedError: string; failedError: string }, now: number): Promise<Recovered>
+  recover(policy: RecoveryPolicy, now: number): Promise<Recovered>
 }

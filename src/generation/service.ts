@@ -1,25 +1,44 @@
 // The generation engine on the main thread: a durable queue (see repository.ts) drained with a concurrency
 // limit. It moves answers through their states, persists each answer once, when it ends (never token by
 // token), and feeds the hub that SSE responses listen to.
+//
+// Where several instances share the database (a relay is given: PostgreSQL), each claim is a lease this engine
+// renews; answers whose instance died are taken over (see `recover`, run periodically then); the text of running
+// answers is published as it comes, and answers running elsewhere are followed into this hub (remote.ts), so a
+// stream is served by whichever instance it reaches. On SQLite none of that runs.
+import { hostname } from 'node:os'
+import { newId } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import type { Clock } from '../shared/time'
 import type { ThreadsModel } from '../threads/model'
 import { Hub } from './hub'
+import type { AnswerRelay, RelayEvent } from './relay'
+import { RemoteAnswers } from './remote'
 import type { Compaction, GenerationRepository, PendingAnswer } from './repository'
 import type { GenerationRunner } from './types'
 
 export interface EngineDeps {
   generations: GenerationRepository
+  /** Null on a database one process holds (SQLite). */
+  relay: AnswerRelay | null
   runner: GenerationRunner
   clock: Clock
   log: Logger
   concurrency: number
+  /** How long a claim lasts unless renewed, with a relay. */
+  leaseMs: number
 }
 
 interface Job extends PendingAnswer {
   blocks: ThreadsModel.contentBlock[]
   stopping: boolean
   compaction?: Compaction
+  /** The lease this engine claims the answer under (proposed, then held once `claimed`). */
+  lease: string | null
+  claimed: boolean
+  /** How much of the text has been handed to the relay, and the hand-over under way. */
+  published: number
+  publishing?: Promise<void>
   /**
    * Set by the first settle, until the answer is stored: a worker that fails after a failed start must not store
    * the answer twice, and a stop whose generator let go at once waits for it.
@@ -34,10 +53,19 @@ const stoppedMessage = 'The response was stopped'
 /** Attempts an answer gets across restarts before its thread moves to `error`. */
 const maxAttempts = 3
 
+const recoveryErrors = { stoppedError: stoppedMessage, failedError: 'The response failed repeatedly' }
+
 export type GenerationEngine = ReturnType<typeof createGenerationEngine>
 
-export function createGenerationEngine({ generations, runner, clock, log, concurrency }: EngineDeps) {
+export function createGenerationEngine({ generations, relay, runner, clock, log, concurrency, leaseMs }: EngineDeps) {
   const hub = new Hub()
+  /** Who holds this engine's leases, as the operator reads it in the database and the logs. */
+  const holder = `${hostname()}:${process.pid}:${newId().slice(-8)}`
+  /** Leases are renewed, and abandoned work looked for, four times per lease. */
+  const upkeepMs = Math.max(250, Math.floor(leaseMs / 4))
+  const remote = relay ? new RemoteAnswers(hub, relay, log, 1000) : null
+  let upkeepTimer: ReturnType<typeof setInterval> | undefined
+  const counts = { takenOver: 0, lostLeases: 0, handedOver: 0 }
   const queue: PendingAnswer[] = []
   /** Answers being claimed, generated or stored: each holds one of the `concurrency` places. */
   const running = new Map<string, Job>()
@@ -58,11 +86,20 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
     const contents: ThreadsModel.contentBlock[] =
       text === '' ? [...job.blocks] : [{ type: 'text', text }, ...job.blocks]
     try {
-      const { messageId, threadId, compaction } = job
-      await generations.finish({ messageId, threadId, outcome, error, contents, compaction }, clock.now())
-      // Listeners hear the end once it is stored: a stream's `done` promises that the thread takes messages again.
-      hub.finish(job.messageId, outcome === 'complete' ? null : { error: error ?? 'The response failed' })
-      if (outcome === 'error') log.warn('generation failed', { messageId: job.messageId, error })
+      const { messageId, threadId, compaction, lease } = job
+      // Not waiting for the last chunk to be published: other instances' streams complete from the stored answer.
+      const stored = await generations.finish(
+        { messageId, threadId, outcome, error, contents, compaction, lease },
+        clock.now(),
+      )
+      if (stored) {
+        // Listeners hear the end once it is stored: a stream's `done` promises that the thread takes messages again.
+        hub.finish(messageId, outcome === 'complete' ? null : { error: error ?? 'The response failed' })
+      } else {
+        // Another instance holds the answer now (it took over a lease this one lost), or it ended elsewhere.
+        followElsewhere(messageId)
+      }
+      if (outcome === 'error' && stored) log.warn('generation failed', { messageId: job.messageId, error })
     } catch (failure) {
       // The database refused the answer (disk full, I/O error): the job stays `running` in the table and
       // is run again at the next start; listeners are told now rather than left waiting.
@@ -73,9 +110,42 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
     pump()
   }
 
+  /**
+   * The answer is not this engine's to generate (claimed elsewhere, ended, or its lease lost): with a relay its
+   * listeners follow it wherever it is; without one nothing else feeds this hub entry, so they hear the end now.
+   */
+  function followElsewhere(messageId: string): void {
+    if (remote && hub.listenerCount(messageId) > 0) remote.follow(messageId)
+    else hub.finish(messageId, { error: 'The response is no longer pending' })
+  }
+
+  /**
+   * Hands the text generated since the last hand-over to the relay; one at a time, so chunks arrive in order. A
+   * hand-over that fails is tried again with the next token (or at the end); one refused for a lost lease is not.
+   */
+  function publish(job: Job): void {
+    if (!relay || !job.claimed || job.lease === null || job.publishing) return
+    const text = hub.text(job.messageId)
+    if (job.published >= text.length) return
+    const start = job.published
+    job.published = text.length
+    const chunk = { messageId: job.messageId, lease: job.lease, start, end: text.length, text: text.slice(start) }
+    job.publishing = relay.publish(chunk).then(
+      () => {
+        job.publishing = undefined
+        publish(job)
+      },
+      (error) => {
+        job.published = start
+        job.publishing = undefined
+        log.warn('could not publish an answer to other instances', { messageId: job.messageId, error: String(error) })
+      },
+    )
+  }
+
   /** Takes a place at once, then claims the answer and hands it to the runner. */
   function start(answer: PendingAnswer): void {
-    const job: Job = { ...answer, blocks: [], stopping: false }
+    const job: Job = { ...answer, blocks: [], stopping: false, lease: null, claimed: false, published: 0 }
     running.set(job.messageId, job)
     void claimAndRun(job)
   }
@@ -83,12 +153,19 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
   async function claimAndRun(job: Job): Promise<void> {
     const { messageId, threadId } = job
     try {
-      const claimed = await generations.claim(job, clock.now())
-      // Claimed elsewhere or already settled: nothing will feed this hub entry, so end its listeners now.
-      if (!claimed) {
+      const lease = { id: newId(), holder, expiresAt: clock.now() + leaseMs }
+      // Known before the claim commits, so that a shutdown meanwhile gives it back (see close).
+      job.lease = lease.id
+      if (!(await generations.claim(job, clock.now(), lease))) {
         running.delete(messageId)
-        hub.finish(messageId, { error: 'The response is no longer pending' })
+        followElsewhere(messageId)
         return pump()
+      }
+      job.claimed = true
+      // Followed until now (its stream came here first): this engine generates it from the start.
+      if (remote?.has(messageId)) {
+        remote.unfollow(messageId)
+        hub.restart(messageId)
       }
       const history = await generations.history(threadId, messageId)
       // Shut down meanwhile: the claim is given back with the others (see close).
@@ -102,7 +179,11 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
         if (!closed) void settle(job, outcome, error)
       }
       runner.run(messageId, history, {
-        token: (text) => !closed && hub.push(messageId, text),
+        token: (text) => {
+          if (closed) return
+          hub.push(messageId, text)
+          publish(job)
+        },
         block: (block) => !closed && job.blocks.push(block),
         summary: (text, replaces) => {
           if (!closed) job.compaction = { text, replaces }
@@ -127,7 +208,111 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
     if (running.size === 0 && queue.length === 0) for (const resolve of idleWaiters.splice(0)) resolve()
   }
 
-  return {
+  /** Renews this engine's leases: a lost one's generation is cut short, a stop asked elsewhere is carried out. */
+  async function renewLeases(): Promise<void> {
+    const held = [...running.values()].filter((job) => job.claimed && !job.settled)
+    if (held.length === 0) return
+    const { lost, stopping } = await generations.renew(
+      held.map((job) => job.lease as string),
+      clock.now() + leaseMs,
+    )
+    const byLease = new Map(held.map((job) => [job.lease, job]))
+    for (const lease of lost) {
+      const job = byLease.get(lease)
+      if (!job || job.settled) continue
+      counts.lostLeases++
+      log.warn('lost the lease on an answer; another instance generates it', { messageId: job.messageId })
+      job.stopping = true
+      runner.cancel(job.messageId)
+    }
+    for (const lease of stopping) {
+      const job = byLease.get(lease)
+      if (job) void engine.interrupt(job.threadId)
+    }
+  }
+
+  /** Takes over what other instances left behind, up to the free places. */
+  async function takeOver(): Promise<number> {
+    if (draining) return 0
+    const limit = concurrency - running.size - queue.length
+    const policy = { maxAttempts, ...recoveryErrors, limit: relay ? Math.max(0, limit) : Infinity, graceMs: upkeepMs }
+    const { requeued, failed, stopped, abandoned } = await generations.recover(policy, clock.now())
+    const known = new Set([...running.keys(), ...queue.map((item) => item.messageId)])
+    const fresh = requeued.filter((item) => !known.has(item.messageId))
+    for (const { messageId, threadId } of fresh) engine.enqueue(messageId, threadId)
+    if (abandoned > 0) counts.takenOver += abandoned
+    if (fresh.length + failed + stopped > 0) {
+      log.info(relay ? 'took over unfinished answers' : 'recovered unfinished answers', {
+        requeued: fresh.length,
+        failed,
+        stopped,
+        ...(relay ? { abandoned } : {}),
+      })
+    }
+    return fresh.length
+  }
+
+  /**
+   * Stops an answer this engine neither runs nor has queued: one queued by another instance is ended here; one
+   * running elsewhere is marked as being stopped, its lease holder told (and, should the notice be lost, it sees
+   * the mark when it next renews), and the stop waits for the answer's end as a local one does.
+   */
+  async function interruptElsewhere(threadId: string): Promise<boolean> {
+    const pending = await generations.pending(threadId)
+    if (!pending) return false
+    if (pending.status === 'queued') {
+      const ended = { ...pending, outcome: 'interrupted' as const, error: stoppedMessage, contents: [], lease: null }
+      if (await generations.finish(ended, clock.now())) return true
+      // Claimed meanwhile: stopped as a running one.
+    }
+    await generations.markStopping(threadId, clock.now())
+    await relay?.stop(threadId)
+    await answerEnd(pending.messageId, 2 * leaseMs)
+    return true
+  }
+
+  /** Resolves once the answer has ended (wherever it runs), or after `ms`. */
+  async function answerEnd(messageId: string, ms: number): Promise<void> {
+    await engine.watch(messageId)
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(end, ms)
+      function end(): void {
+        clearTimeout(timer)
+        subscription?.leave(listener)
+        resolve()
+      }
+      const listener = { token() {}, done: end, error: end }
+      const subscription = hub.subscribe(messageId, hub.text(messageId).length, listener)
+      if (!subscription) end()
+    })
+  }
+
+  /** What another instance says: text for followed answers, a stop for one of ours, or work to take. */
+  function hear(event: RelayEvent): void {
+    if (closed) return
+    if (event.kind === 'stop') {
+      // Only the lease holder acts; the instance that asked hears its own notice and finds nothing running here.
+      if ([...running.values()].some((job) => job.threadId === event.threadId && job.claimed)) {
+        void engine.interrupt(event.threadId)
+      }
+      return
+    }
+    if (event.kind === 'work') {
+      void takeOver().catch((error) => log.warn('could not take over answers', { error: String(error) }))
+      return
+    }
+    if (event.kind === 'claimed' || event.kind === 'ended') {
+      // Queued here, but claimed (or stopped) elsewhere: its place here goes to the next, its listeners follow it.
+      const at = queue.findIndex((item) => item.messageId === event.messageId)
+      if (at >= 0) {
+        queue.splice(at, 1)
+        followElsewhere(event.messageId)
+      }
+    }
+    remote?.hear(event)
+  }
+
+  const engine = {
     hub,
 
     /** Schedules the answer to a user message whose `generations` row was just committed. */
@@ -138,19 +323,47 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
     },
 
     /**
+     * Makes an answer that is queued or running on another instance live in this hub, so that it can be
+     * subscribed to. Nothing to do without a relay, or when it is live here already.
+     */
+    async watch(messageId: string): Promise<void> {
+      if (!remote || hub.isLive(messageId)) return
+      const generation = await generations.find(messageId)
+      const pending = generation?.status === 'queued' || generation?.status === 'running'
+      if (pending && !hub.isLive(messageId)) remote.follow(messageId)
+    },
+
+    /** For operators and tests: what this instance runs, follows, and has taken over or lost since it started. */
+    stats() {
+      return { holder, running: running.size, queued: queue.length, following: remote?.size ?? 0, ...counts }
+    },
+
+    /**
      * Requeues work that a previous process accepted but did not finish, oldest first, and releases
      * threads that were being stopped. Run once at start-up, before serving. An answer whose thread was
      * being stopped when the process died was stopped: it is not run again. One whose generation was cut
      * short `maxAttempts` times is likely what brings the process down: it fails instead of crashing in a loop.
      */
     async recover(): Promise<number> {
-      const policy = { maxAttempts, stoppedError: stoppedMessage, failedError: 'The response failed repeatedly' }
-      const { requeued, failed, stopped } = await generations.recover(policy, clock.now())
-      for (const { messageId, threadId } of requeued) this.enqueue(messageId, threadId)
-      if (requeued.length + failed + stopped > 0) {
-        log.info('recovered unfinished answers', { requeued: requeued.length, failed })
+      const taken = await takeOver()
+      if (relay && !upkeepTimer) {
+        await relay.listen(hear, () => {
+          // Notifications may have been lost with the connection: read what they would have said.
+          remote?.pollAll()
+          void takeOver().catch((error) => log.warn('could not take over answers', { error: String(error) }))
+        })
+        let ticks = 0
+        upkeepTimer = setInterval(() => {
+          // A line a minute for the operator: what this instance runs and follows, and what it took over or lost.
+          if (++ticks % Math.round(60_000 / upkeepMs) === 0) log.info('generation', engine.stats())
+          renewLeases()
+            .then(takeOver)
+            .catch((error) => log.warn('could not renew leases or take over answers', { error: String(error) }))
+        }, upkeepMs)
+        // The server's port keeps the process alive; this timer alone must not.
+        upkeepTimer.unref()
       }
-      return requeued.length
+      return taken
     },
 
     /**
@@ -164,12 +377,14 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
       if (queued >= 0) {
         const [item] = queue.splice(queued, 1)
         if (!item) return false
-        await settle({ ...item, blocks: [], stopping: true }, 'interrupted', stoppedMessage)
+        const stopped = { ...item, blocks: [], stopping: true, lease: null, claimed: false, published: 0 }
+        await settle(stopped, 'interrupted', stoppedMessage)
         return true
       }
       const job = [...running.values()].find((candidate) => candidate.threadId === threadId)
+      if (!job) return relay ? interruptElsewhere(threadId) : false
       // One already ending (its answer being stored) has nothing left to stop.
-      if (!job || job.stopping || job.settled) return false
+      if (job.stopping || job.settled) return false
       job.stopping = true
       await generations.markStopping(threadId, clock.now())
       runner.cancel(job.messageId)
@@ -192,7 +407,8 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
     /**
      * Graceful stop: starts nothing new, lets running answers finish for up to `graceMs`, then tells the
      * listeners of every unfinished answer that it will be generated again after the restart. Unfinished
-     * answers stay queued/running in the database, and the next start runs them.
+     * answers are queued again in the database, and the next start runs them; where other instances share the
+     * database, one of them takes each at once (released with a notice, not left to a lease's expiry).
      */
     async close(graceMs = 0): Promise<void> {
       draining = true
@@ -206,23 +422,31 @@ export function createGenerationEngine({ generations, runner, clock, log, concur
         ])
         clearTimeout(timer)
       }
+      // Leases were renewed through the grace period, so that no other instance took these answers meanwhile.
+      clearInterval(upkeepTimer)
       closed = true
       // Answers being stored are finished, not given back.
-      const unfinished = [...running.values()].filter((job) => !job.settled).map((job) => job.messageId)
-      for (const messageId of [...unfinished, ...queue.map((item) => item.messageId)]) {
+      const unfinished = [...running.values()].filter((job) => !job.settled)
+      for (const messageId of [...unfinished.map((job) => job.messageId), ...queue.map((item) => item.messageId)]) {
         hub.finish(messageId, { error: restartMessage, resumable: true })
       }
+      remote?.close(restartMessage)
       // A shutdown is no crash: give back the attempt these answers' claims counted, so that answers longer
       // than the grace period are not failed as "repeatedly" after three deploys. Queued again, they are run
-      // at the next start.
-      if (unfinished.length > 0) {
+      // at the next start, or at once by another instance.
+      const held = unfinished.flatMap((job) => (job.lease ? [{ messageId: job.messageId, lease: job.lease }] : []))
+      if (held.length > 0) {
         try {
-          await generations.release(unfinished)
+          await generations.release(held)
+          counts.handedOver += held.length
+          if (relay) log.info('handed unfinished answers over to other instances', { answers: held.length })
         } catch (failure) {
           log.error('could not requeue unfinished answers', { error: String(failure) })
         }
       }
+      await relay?.close()
       await runner.close()
     },
   }
+  return engine
 }

@@ -14,6 +14,7 @@ import { OAuthModel } from '../oauth/model'
 import { mediaTypeOf, readJson } from '../shared/body'
 import { AppError } from '../shared/errors'
 import { requestIdOf } from '../shared/http'
+import { urlHoldsNul } from '../shared/nul'
 import { maxMcpBodyBytes } from './model'
 import type { McpDeps } from './service'
 
@@ -121,6 +122,8 @@ export const mcpRoutes = (deps: McpDeps) => {
       if (error instanceof AppError) return refused(error)
       throw error
     }
+    // No query or path reaches a query here, but the rule is the API's: no text holds U+0000 (src/shared/nul.ts).
+    if (urlHoldsNul(request.url)) return jsonRpcError(400, -32600, 'Invalid Request: text may not contain U+0000')
     if (request.method !== 'POST') {
       const message = 'Method not allowed: this stateless server takes JSON-RPC in POST requests only'
       return jsonRpcError(405, -32000, message, { allow: 'POST' })

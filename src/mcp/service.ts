@@ -98,8 +98,10 @@ export function unreadAnswer(deps: McpDeps, threadId: string, messageId: string)
  * Resolves once the answer to `messageId` has ended (it is then stored), `wait.ms` have passed, or the call was
  * cancelled. Tokens already produced are passed to `onText` first, as a stream joining mid-answer gets them.
  */
-function answerEnded(engine: GenerationEngine, messageId: string, wait: AnswerWait): Promise<void> {
-  if (wait.ms <= 0 || wait.signal.aborted) return Promise.resolve()
+async function answerEnded(engine: GenerationEngine, messageId: string, wait: AnswerWait): Promise<void> {
+  if (wait.ms <= 0 || wait.signal.aborted) return
+  // Running on another instance: followed into this one's hub.
+  await engine.watch(messageId)
   return new Promise((resolve) => {
     let timer: ReturnType<typeof setTimeout> | undefined
     const end = (): void => {
@@ -110,7 +112,7 @@ function answerEnded(engine: GenerationEngine, messageId: string, wait: AnswerWa
     }
     const listener: Listener = { token: (text, length) => wait.onText?.(text, length), done: end, error: end }
     const subscription = engine.hub.subscribe(messageId, 0, listener)
-    // Not live in this process: already ended, or never started here. Either way the poll says where it is.
+    // Not live here: already ended. The poll says how.
     if (!subscription) return resolve()
     timer = setTimeout(end, wait.ms)
     wait.signal.addEventListener('abort', end, { once: true })

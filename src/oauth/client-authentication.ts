@@ -1,5 +1,6 @@
 // Client authentication at the token and revocation endpoints (RFC 6749 §2.3): which client is calling, proven
 // by the method it registered.
+import { nulMessage } from '../shared/nul'
 import { hashSecret, secretsEqual } from '../shared/security'
 import { acceptedAuthMethods, findClient, isPublic } from './clients'
 import type { Client, ClientAuthMethod } from './clients.repository'
@@ -52,6 +53,8 @@ export async function authenticateClient(deps: OAuthDeps, { form, authorization 
   const bodySecret = form.get('client_secret') || undefined
   const attempted: AttemptedClientAuth = usesBasic ? 'client_secret_basic' : bodySecret ? 'client_secret_post' : 'none'
   if (usesBasic && !basic) throw new InvalidClient('The Basic authorization header is malformed', attempted)
+  // The header is the one input no request-level check reads (src/shared/nul.ts): its ID reaches a query.
+  if (basic && `${basic.id}${basic.secret}`.includes('\u0000')) throw new InvalidRequest(nulMessage)
   if (basic && bodySecret) {
     throw new InvalidRequest('Use one client authentication method: Basic header or client_secret, not both')
   }

@@ -4,7 +4,6 @@
 // stores nothing, and a failed insert rolls the consumption back.
 import { and, desc, eq, getTableColumns, gt, isNull, type SQL } from 'drizzle-orm'
 import { users } from '../auth/auth.table.pg'
-import { forgetResolvedTokens } from '../auth/token-cache'
 import type { PgDb } from '../db/postgres'
 import type { Client, ClientRepository, ManagedClient } from './clients.repository'
 import { toClient, valuesOf } from './clients.rows'
@@ -123,7 +122,6 @@ export function pgClientRepository(db: PgDb): ClientRepository {
           .returning({ id: oauthClients.id })
         return removed !== undefined
       })
-      if (deleted) forgetResolvedTokens(db)
       return deleted
     },
   }

@@ -3,11 +3,10 @@
 // followed by a write: a code is spent by a conditional update, a rotation holds its grant's row while it decides,
 // an unclaimed client is claimed by a conditional update. Locks are taken in one order everywhere (grant, then its
 // tokens or codes, then the client's row; clients.repository.pg.ts deletes in that order too), so that two units of
-// work never wait for each other. Writes that can change what a valid token resolves to clear the in-memory token
-// cache after they commit.
-import { and, eq, gt, inArray, isNotNull, isNull, lte, or } from 'drizzle-orm'
+// work never wait for each other. No token is remembered in memory on PostgreSQL (auth/token-cache.ts): every
+// request reads what these writes committed, on every instance.
+import { and, eq, gt, inArray, isNotNull, isNull, lte, or, sql } from 'drizzle-orm'
 import { organizations, users } from '../auth/auth.table.pg'
-import { forgetResolvedTokens } from '../auth/token-cache'
 import type { PgDb } from '../db/postgres'
 import type { GrantRepository, NewTokens } from './grants.repository'
 import {
@@ -43,8 +42,36 @@ async function revoke(tx: Runner, grantId: number, now: number): Promise<boolean
 }
 
 export function pgGrantRepository(db: PgDb): GrantRepository {
+  // Every API request with an OAuth access token runs this (PostgreSQL keeps no token in memory): built once, it
+  // costs about half the time of a query built anew each call (bench/shared-state.ts).
+  const accessTokenByHash = db
+    .select({
+      scopes: oauthAccessTokens.scopes,
+      resource: oauthAccessTokens.resource,
+      expiresAt: oauthAccessTokens.expiresAt,
+      revokedAt: oauthAccessTokens.revokedAt,
+      grantId: oauthGrants.id,
+      grantRevokedAt: oauthGrants.revokedAt,
+      grantLastUsedAt: oauthGrants.lastUsedAt,
+      clientId: oauthGrants.clientId,
+      userId: users.id,
+      removedAt: users.removedAt,
+      sub: users.sub,
+      name: users.name,
+      email: users.email,
+      role: users.role,
+      organizationId: users.organizationId,
+      organizationSlug: organizations.slug,
+    })
+    .from(oauthAccessTokens)
+    .innerJoin(oauthGrants, eq(oauthGrants.id, oauthAccessTokens.grantId))
+    .innerJoin(users, eq(users.id, oauthGrants.userId))
+    .innerJoin(organizations, eq(organizations.id, users.organizationId))
+    .where(eq(oauthAccessTokens.tokenHash, sql.placeholder('tokenHash')))
+    .prepare('oauth_access_token_by_hash')
+
   async function revokeGrant(grantId: number, now: number): Promise<void> {
-    if (await revoke(db, grantId, now)) forgetResolvedTokens(db)
+    await revoke(db, grantId, now)
   }
 
   return {
@@ -89,7 +116,6 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
     },
 
     async redeemAuthorizationCode({ codeId, grant, tokens, now }) {
-      let replayed = false
       const redeemed = await db.transaction(async (tx) => {
         // Exactly one exchange spends the code: a concurrent one waits for this row lock, re-checks `used_at` once
         // this transaction commits, and matches nothing.
@@ -105,7 +131,7 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
             .select({ grantId: oauthAuthorizationCodes.grantId })
             .from(oauthAuthorizationCodes)
             .where(eq(oauthAuthorizationCodes.id, codeId))
-          if (first?.grantId != null) replayed = await revoke(tx, first.grantId, now)
+          if (first?.grantId != null) await revoke(tx, first.grantId, now)
           return null
         }
         const [created] = await tx
@@ -121,7 +147,6 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
         await insertTokens(tx, created.id, tokens, now)
         return { grantId: created.id }
       })
-      if (replayed) forgetResolvedTokens(db)
       return redeemed
     },
 
@@ -144,7 +169,6 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
     },
 
     async rotateRefreshToken({ tokenId, grantId, clientId, tokens, now, reuseGraceMs }) {
-      let revoked = false
       const result = await db.transaction(async (tx) => {
         // Rotations of one grant take turns on its row (each of them updates it anyway), and so does a revocation
         // or a deletion of the grant. The token's state is read only once the lock is held, by a statement of its
@@ -171,7 +195,7 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
           .where(eq(oauthRefreshTokens.id, tokenId))
         if (!current) return 'revoked'
         if (current.usedAt !== null && now - current.usedAt > reuseGraceMs) {
-          revoked = await revoke(tx, grantId, now)
+          await revoke(tx, grantId, now)
           return 'reused'
         }
         // A token reused within the grace window keeps its first use time, so the window never slides.
@@ -187,7 +211,6 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
         await insertTokens(tx, grantId, tokens, now)
         return 'rotated'
       })
-      if (revoked) forgetResolvedTokens(db)
       return result
     },
 
@@ -209,39 +232,14 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
         .innerJoin(oauthGrants, eq(oauthGrants.id, oauthAccessTokens.grantId))
         .where(eq(oauthAccessTokens.tokenHash, tokenHash))
       if (found?.clientId !== clientId) return
-      const revoked = await db
+      await db
         .update(oauthAccessTokens)
         .set({ revokedAt: now })
         .where(and(eq(oauthAccessTokens.id, found.id), isNull(oauthAccessTokens.revokedAt)))
-        .returning({ id: oauthAccessTokens.id })
-      if (revoked.length > 0) forgetResolvedTokens(db)
     },
 
     async findAccessToken(tokenHash) {
-      const [row] = await db
-        .select({
-          scopes: oauthAccessTokens.scopes,
-          resource: oauthAccessTokens.resource,
-          expiresAt: oauthAccessTokens.expiresAt,
-          revokedAt: oauthAccessTokens.revokedAt,
-          grantId: oauthGrants.id,
-          grantRevokedAt: oauthGrants.revokedAt,
-          grantLastUsedAt: oauthGrants.lastUsedAt,
-          clientId: oauthGrants.clientId,
-          userId: users.id,
-          removedAt: users.removedAt,
-          sub: users.sub,
-          name: users.name,
-          email: users.email,
-          role: users.role,
-          organizationId: users.organizationId,
-          organizationSlug: organizations.slug,
-        })
-        .from(oauthAccessTokens)
-        .innerJoin(oauthGrants, eq(oauthGrants.id, oauthAccessTokens.grantId))
-        .innerJoin(users, eq(users.id, oauthGrants.userId))
-        .innerJoin(organizations, eq(organizations.id, users.organizationId))
-        .where(eq(oauthAccessTokens.tokenHash, tokenHash))
+      const [row] = await accessTokenByHash.execute({ tokenHash })
       return row ?? null
     },
 
@@ -278,7 +276,6 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
         .set({ revokedAt: now })
         .where(and(eq(oauthGrants.clientId, client.id), eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt)))
         .returning({ id: oauthGrants.id })
-      if (revoked.length > 0) forgetResolvedTokens(db)
       return revoked.length
     },
 

@@ -5,14 +5,16 @@
 
 import { Elysia, t } from 'elysia'
 import { AuthModel } from '../auth/model'
-import { holdsNul, readJson } from '../shared/body'
-import { param, readForm } from '../shared/forms'
+import { readJson } from '../shared/body'
+import type { ErrorSurface } from '../shared/errors'
+import { readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
-import { type Limit, RateLimiter } from '../shared/rate-limit'
+import { holdsNul } from '../shared/nul'
+import { type Limit, type Limiter, sharedLimiter } from '../shared/rate-limit'
 import type { Responses } from '../shared/responses'
 import { dayMs } from '../shared/time'
-import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
-import { consentPageHeaders, type PageSession, seeOther, signInPath, type WebDeps, web } from '../web/index'
+import { consentPageHeaders, type PageSession, seeOther, signInPath, type WebDeps } from '../web/index'
+import { field, trustedForms } from '../web/trusted-form'
 import {
   type AuthorizationCheckResult,
   approveAuthorization,
@@ -34,7 +36,7 @@ import { exchangeToken } from './grants'
 import { refreshReuseGraceMs } from './grants/refresh-token'
 import { authorizationServerMetadata, protectedResourceMetadata } from './metadata'
 import { OAuthModel } from './model'
-import { consentFormRefusedPage, consentPage, errorPage, refusalPage } from './pages'
+import { consentPage, otherOrganization, unacceptableRequest } from './pages'
 import { registerClient, registrationTokenLifetimeMs, requireRegistrationAccess } from './registration'
 import { revokeToken } from './revocation'
 import { oauthSettings } from './settings'
@@ -44,7 +46,7 @@ export interface OAuthRoutesDeps extends WebDeps {
   responses: Responses
   openRegistration: boolean
   /** Token and revocation requests per client address (RATE_LIMIT_AUTH_PER_MINUTE); absent when turned off. */
-  authLimiter?: RateLimiter
+  authLimiter?: Limiter
 }
 
 /** 30 registrations per client address per hour: far above what real clients need, far below a flood. */
@@ -54,10 +56,10 @@ export const registrationRateLimit: Limit = { max: 30, windowMs: 60 * 60_000 }
  * Counts a request against a per-address limit and refuses it in RFC 6749 form. Requests whose address is
  * unknown (handled in-process, never by Bun's server) are not counted, as with the global per-IP limit.
  */
-function limitByAddress(limiter: RateLimiter | undefined, bucket: string, request: Request): void {
+async function limitByAddress(limiter: Limiter | undefined, bucket: string, request: Request): Promise<void> {
   const ip = clientIpOf(request)
   if (!limiter || ip === null) return
-  const retryAfter = limiter.hit(`${bucket}:${ip}`)
+  const retryAfter = await limiter.hit(`${bucket}:${ip}`)
   if (retryAfter !== null) {
     throw new TemporarilyUnavailable(`Too many ${bucket} requests from this address; try again later`, retryAfter)
   }
@@ -88,6 +90,15 @@ function oauthFailure(error: unknown): Response {
   const response = oauthErrorResponse(error)
   for (const [name, value] of Object.entries(cors)) response.headers.set(name, value)
   return response
+}
+
+/**
+ * A refusal that meets the JSON endpoints before or beside their own checks (U+0000 in the URL or the form) is
+ * said in their RFC 6749 form too. The authorization endpoint answers people, with the pages' surface.
+ */
+export const oauthErrorSurface: ErrorSurface = {
+  paths: /^\/oauth\/(?:token(?:\/revoke)?|register)\/?$/,
+  render: (failure) => oauthFailure(new OAuthError(failure.code, failure.message, failure.status)),
 }
 
 /** The authorization endpoint answers people, with pages. */
@@ -147,28 +158,22 @@ const rateLimitedResponse = {
 }
 
 export const oauthRoutes = (deps: OAuthRoutesDeps) => {
-  const registrationLimiter = new RateLimiter(registrationRateLimit, deps.clock)
+  // Counted by every instance together on PostgreSQL, like the other limits on guessing (app.ts).
+  const registrationLimiter = sharedLimiter(deps.store.rateLimits, 'registration', registrationRateLimit, deps.clock)
 
   /** The signed-in answer to a valid authorization request: the consent page, or a refusal. */
-  function answer(
-    checked: AuthorizationCheckResult,
-    session: PageSession | null,
-    url: URL,
-  ): { status: number; page: JSX.Element } | Response {
-    if (checked.kind === 'error-page') return { status: 400, page: errorPage(checked.error, session) }
+  function answer(checked: AuthorizationCheckResult, session: PageSession | null, url: URL): JSX.Element | Response {
+    if (checked.kind === 'error-page') throw unacceptableRequest(checked.error)
     if (checked.kind === 'error-redirect') return seeOther(checked.location)
     if (!session) return seeOther(signInPath(url.pathname + url.search))
     if (organizationMayUse(checked.request.client, session.user) === 'other-organization') {
-      return {
-        status: 403,
-        page: refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session),
-      }
+      throw otherOrganization(denyAuthorizationLocation(deps, checked.request), checked.request)
     }
-    return { status: 200, page: consentPage(checked.request, session, url.pathname + url.search) }
+    return consentPage(checked.request, session, url.pathname + url.search)
   }
 
   return new Elysia({ name: 'oauth' })
-    .use(web(deps))
+    .use(trustedForms(deps))
     .get('/.well-known/oauth-authorization-server', () => json(authorizationServerMetadata(deps.publicUrl), 200), {
       detail: {
         summary: 'Authorization server metadata (RFC 8414)',
@@ -210,49 +215,35 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
         const url = new URL(request.url)
         const checked = await checkAuthorizationRequest(deps, url.searchParams, 'GET /oauth/authorize')
         const result = answer(checked, session, url)
-        if (result instanceof Response) return result
-        set.status = result.status
-        return html(result.page)
+        return result instanceof Response ? result : html(result)
       },
       { session: true, detail: authorizeDetail },
     )
     .post(
       '/oauth/authorize',
-      async ({ request, session, html, set }) => {
+      async ({ request, session, form, html, set }) => {
         Object.assign(set.headers, consentPageHeaders)
         const url = new URL(request.url)
         if (!session) return seeOther(signInPath(url.pathname + url.search))
-        const form = (await readForm(request)) ?? new URLSearchParams()
-        if (
-          !isSameOriginRequest(request.headers, deps.publicUrl) ||
-          !csrfTokenMatches(session.csrf, param(form, 'csrf'))
-        ) {
-          set.status = 403
-          return html(consentFormRefusedPage(session))
-        }
         const checked = await checkAuthorizationRequest(deps, url.searchParams, 'POST /oauth/authorize')
         if (
           checked.kind !== 'valid' ||
           organizationMayUse(checked.request.client, session.user) === 'other-organization'
         ) {
           const shown = answer(checked, session, url)
-          if (shown instanceof Response) return shown
-          set.status = shown.status
-          return html(shown.page)
+          return shown instanceof Response ? shown : html(shown)
         }
-        const decision = param(form, 'decision')
+        const decision = field(form, 'decision')
         if (decision === 'deny') return seeOther(denyAuthorizationLocation(deps, checked.request))
-        if (decision !== 'approve') {
-          set.status = 400
-          return html(errorPage(new InvalidRequest('decision must be "approve" or "deny"'), session))
-        }
+        if (decision !== 'approve')
+          throw unacceptableRequest(new InvalidRequest('decision must be "approve" or "deny"'))
         const approved = await approveAuthorization(deps, checked.request, session.user)
         if (approved.kind === 'redirect') return seeOther(approved.location)
-        set.status = 403
-        return html(refusalPage(denyAuthorizationLocation(deps, checked.request), checked.request, session))
+        throw otherOrganization(denyAuthorizationLocation(deps, checked.request), checked.request)
       },
       {
         session: true,
+        trustedForm: 'form',
         parse: 'none',
         detail: {
           summary: 'Consent decision (browser form)',
@@ -279,7 +270,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       '/oauth/token',
       async ({ request }) => {
         try {
-          limitByAddress(deps.authLimiter, 'token', request)
+          await limitByAddress(deps.authLimiter, 'token', request)
           const form = await readForm(request)
           if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
           const payload = await exchangeToken(deps, { form, authorization: request.headers.get('authorization') })
@@ -324,7 +315,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       '/oauth/token/revoke',
       async ({ request }) => {
         try {
-          limitByAddress(deps.authLimiter, 'token', request)
+          await limitByAddress(deps.authLimiter, 'token', request)
           const form = await readForm(request)
           if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
           await revokeToken(deps, { form, authorization: request.headers.get('authorization') })
@@ -359,7 +350,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       '/oauth/register',
       async ({ request }) => {
         try {
-          limitByAddress(registrationLimiter, 'registration', request)
+          await limitByAddress(registrationLimiter, 'registration', request)
           const access = {
             authorization: request.headers.get('authorization'),
             openRegistration: deps.openRegistration,

@@ -1,9 +1,10 @@
-// The pages of the authorization endpoint: consent, the error page shown when there is nowhere safe to
-// redirect, and the refusals. Plain data in, JSX out; index.ts decides which one a request gets.
+// The pages of the authorization endpoint: consent, and its failures (the request that cannot be answered where
+// there is nowhere safe to redirect, the client of another organization) as errors the shared error page renders
+// (src/web/errors.tsx). Plain data in, JSX or an error out; index.ts decides which one a request gets.
+import { PageError } from '../web/errors'
 import type { PageSession } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { ConsentPage } from '../web/pages/consent'
-import { MessagePage } from '../web/pages/message'
 import { organizationMayUse, type ValidAuthorizationRequest } from './authorization'
 import { isLoopbackRedirect, isVerified } from './clients'
 import type { Client } from './clients.repository'
@@ -26,25 +27,23 @@ function clientLinks(client: Client): { label: string; href: string }[] {
   return links.filter((link): link is { label: string; href: string } => link.href !== null)
 }
 
-export function errorPage(error: OAuthError, session: PageSession | null): JSX.Element {
-  return (
-    <MessagePage
-      title="This sign-in request cannot be completed"
-      message="The app that sent you here made a request Threadhouse cannot accept, so you have not been sent back to it. Contact the app's developer if this keeps happening."
-      detail={`${error.error}: ${error.description}`}
-      viewer={session ? viewerOf(session) : undefined}
-    />
+/** A request Threadhouse cannot accept and cannot safely send back: the error page, with the OAuth error for developers. */
+export function unacceptableRequest(error: OAuthError): PageError {
+  return new PageError(
+    400,
+    'This sign-in request cannot be completed',
+    "The app that sent you here made a request Threadhouse cannot accept, so you have not been sent back to it. Contact the app's developer if this keeps happening.",
+    { detail: `${error.error}: ${error.description}`, code: error.error },
   )
 }
 
-export function refusalPage(returnTo: string, request: ValidAuthorizationRequest, session: PageSession): JSX.Element {
-  return (
-    <MessagePage
-      title="This app belongs to another organization"
-      message={`"${request.client.name}" was approved by another organization and can only be used there. Ask its developer to register it again for your organization, or ask an administrator for a registration token.`}
-      viewer={viewerOf(session)}
-      action={{ href: returnTo, label: `Return to ${request.client.name}` }}
-    />
+/** A client another organization claimed: refused, with the way back to the app carrying `access_denied`. */
+export function otherOrganization(returnTo: string, request: ValidAuthorizationRequest): PageError {
+  return new PageError(
+    403,
+    'This app belongs to another organization',
+    `"${request.client.name}" was approved by another organization and can only be used there. Ask its developer to register it again for your organization, or ask an administrator for a registration token.`,
+    { action: { href: returnTo, label: `Return to ${request.client.name}` }, code: 'access_denied' },
   )
 }
 
@@ -64,16 +63,6 @@ export function consentPage(request: ValidAuthorizationRequest, session: PageSes
       claimsForOrganization={
         organizationMayUse(client, session.user) === 'unclaimed' ? session.user.organizationSlug : null
       }
-    />
-  )
-}
-
-export function consentFormRefusedPage(session: PageSession): JSX.Element {
-  return (
-    <MessagePage
-      title="Your answer could not be accepted"
-      message="The consent form did not come from a Threadhouse page, or it has expired. Go back to the app and start again."
-      viewer={viewerOf(session)}
     />
   )
 }

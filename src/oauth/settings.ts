@@ -1,15 +1,14 @@
 // The JSON operations behind the settings screens, for scripts and single-page clients (the server-rendered pages,
-// src/web/settings.tsx and admin.tsx, call the same services). Session-cookie authenticated; every write also
-// needs the session's CSRF token in `X-CSRF-Token` and a same-origin request.
+// src/settings/ and src/admin/, call the same services). Session-cookie authenticated; every write also
+// needs the session's CSRF token in `X-CSRF-Token` and a same-origin request (the `trustedForm: 'header'` guard).
 import { Elysia, t } from 'elysia'
 import { isOrganizationAdmin } from '../auth/members'
 import { AuthModel } from '../auth/model'
 import { jsonBody } from '../shared/body'
-import { AppError } from '../shared/errors'
 import { noContent, type Responses } from '../shared/responses'
 import { toIso } from '../shared/time'
-import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
-import { type PageSession, type WebDeps, web } from '../web/index'
+import type { WebDeps } from '../web/index'
+import { trustedForms } from '../web/trusted-form'
 import {
   createConfidentialClient,
   deleteOrganizationClient,
@@ -28,20 +27,10 @@ const error = AuthModel.error
 const writeErrors = { 400: error, 401: error, 403: error, 404: error }
 const tags = ['Settings']
 const security = [{ session: [] }]
-const csrfHeader = 'x-csrf-token'
-
-function requireWriteAllowed(request: Request, account: PageSession, publicUrl: string): void {
-  if (
-    !isSameOriginRequest(request.headers, publicUrl) ||
-    !csrfTokenMatches(account.csrf, request.headers.get(csrfHeader))
-  ) {
-    throw new AppError(403, 'csrf_failed', 'Send the CSRF token from GET /settings/api/session as X-CSRF-Token')
-  }
-}
 
 export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
   new Elysia({ name: 'oauth-settings', prefix: '/settings/api' })
-    .use(web(deps))
+    .use(trustedForms(deps))
     .onAfterHandle(({ set }) => {
       set.headers['cache-control'] = 'no-store'
     })
@@ -79,13 +68,13 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
     )
     .delete(
       '/connected-apps/:clientId',
-      async ({ account, params, request, set }) => {
-        requireWriteAllowed(request, account, deps.publicUrl)
+      async ({ account, params, set }) => {
         await revokeConnectedApp(deps.store.oauthGrants, account.user.id, params.clientId, deps.clock.now())
         set.status = 204
       },
       {
         account: true,
+        trustedForm: 'header',
         parse: 'none', // no body: whatever is sent is left unread
         params: OAuthModel.clientParams,
         response: deps.responses(writeErrors),
@@ -100,8 +89,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
     )
     .post(
       '/oauth-clients',
-      async ({ account, body, request, status }) => {
-        requireWriteAllowed(request, account, deps.publicUrl)
+      async ({ account, body, status }) => {
         return status(
           201,
           await createConfidentialClient(deps.store.oauthClients, account.user, body, deps.clock.now()),
@@ -109,6 +97,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       },
       {
         account: true,
+        trustedForm: 'header',
         ...jsonBody(OAuthModel.registrationRequest),
         response: deps.responses({ 201: OAuthModel.registered, ...writeErrors }),
         detail: {
@@ -124,13 +113,13 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
     )
     .post(
       '/registration-tokens',
-      async ({ account, request, status }) => {
-        requireWriteAllowed(request, account, deps.publicUrl)
+      async ({ account, status }) => {
         const created = await createRegistrationToken(deps.store.oauthClients, account.user, deps.clock.now())
         return status(201, { registration_token: created.token, expires_at: toIso(created.expiresAt) })
       },
       {
         account: true,
+        trustedForm: 'header',
         parse: 'none', // no body: whatever is sent is left unread
         response: deps.responses({ 201: OAuthModel.registrationToken, ...writeErrors }),
         detail: {
@@ -177,13 +166,13 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
     )
     .post(
       '/oauth-clients/:clientId/secret',
-      ({ account, params, request }) => {
-        requireWriteAllowed(request, account, deps.publicUrl)
+      ({ account, params }) => {
         requireOrganizationAdmin(account.user)
         return rotateClientSecret(deps.store.oauthClients, account.user.organizationId, params.clientId)
       },
       {
         account: true,
+        trustedForm: 'header',
         parse: 'none', // no body: whatever is sent is left unread
         params: OAuthModel.clientParams,
         response: deps.responses({ 200: OAuthModel.rotatedSecret, ...writeErrors, 409: error }),
@@ -197,14 +186,14 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
     )
     .delete(
       '/oauth-clients/:clientId',
-      async ({ account, params, request, set }) => {
-        requireWriteAllowed(request, account, deps.publicUrl)
+      async ({ account, params, set }) => {
         requireOrganizationAdmin(account.user)
         await deleteOrganizationClient(deps.store.oauthClients, account.user.organizationId, params.clientId)
         set.status = 204
       },
       {
         account: true,
+        trustedForm: 'header',
         parse: 'none', // no body: whatever is sent is left unread
         params: OAuthModel.clientParams,
         response: deps.responses(writeErrors),

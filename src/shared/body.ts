@@ -6,6 +6,7 @@ import type { TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { Elysia } from 'elysia'
 import { AppError, describeIssue, invalidRequest } from './errors'
+import { holdsNul, nulRefusal, urlHoldsNul } from './nul'
 import { type DocumentedResponses, sharedResponse } from './responses'
 
 /** JSON and form bodies are small; only multipart uploads may be larger (their route judges those). */
@@ -100,14 +101,6 @@ export async function readJson(
   return { value, holdsNul: text.includes('\\u0000') && holdsNul(value) }
 }
 
-/** Whether any string in the value, or any key, holds U+0000. */
-export function holdsNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\u0000')
-  if (typeof value !== 'object' || value === null) return false
-  if (Array.isArray(value)) return value.some(holdsNul)
-  return Object.entries(value).some(([key, item]) => key.includes('\u0000') || holdsNul(item))
-}
-
 const problems = {
   depth: `The body is nested more than ${maxJsonDepth} levels deep`,
   syntax: 'The request body could not be parsed',
@@ -116,8 +109,12 @@ const problems = {
 /** Requests whose caller a route's guard has checked: a body is read only for those. */
 const checkedCallers = new WeakSet<Request>()
 
-/** Called by every guard (API tokens, settings sessions) once the caller may send this route a body. */
+/**
+ * Called by every guard (API tokens, settings sessions) once the caller may send this route a body. The request's
+ * own content is judged from here on, its URL first: no path or query parameter may hold U+0000 (nul.ts).
+ */
 export function callerChecked(request: Request): void {
+  if (urlHoldsNul(request.url)) throw nulRefusal()
   checkedCallers.add(request)
 }
 
@@ -137,7 +134,7 @@ function parseJsonBody(schema: TSchema) {
     }
     const read = await readJson(request)
     if ('problem' in read) throw invalidRequest(problems[read.problem])
-    if (read.holdsNul) throw invalidRequest('Text may not contain the NUL character (U+0000)')
+    if (read.holdsNul) throw nulRefusal()
     const { value } = read
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw invalidRequest('The body must be a JSON object')

@@ -19,6 +19,19 @@ export class AppError extends Error {
   }
 }
 
+/**
+ * A refusal that can meet a request on any path, before or beside its route (today U+0000 in the URL or a form:
+ * nul.ts). Routes answer in different shapes (the API's JSON, the OAuth endpoints' RFC 6749 JSON, pages), so the
+ * error plugin answers it in the shape of the surface the path belongs to.
+ */
+export class RequestRefusal extends AppError {}
+
+/** Paths that answer in their own shape, and how a `RequestRefusal` is said in it; the API's is the default. */
+export interface ErrorSurface {
+  paths: RegExp
+  render(failure: AppError): Response
+}
+
 export const notFound = (what: string): AppError => new AppError(404, 'not_found', `${what} not found`)
 export const invalidRequest = (message: string): AppError => new AppError(400, 'invalid_request', message)
 export const conflict = (message: string): AppError => new AppError(409, 'conflict', message)
@@ -90,15 +103,26 @@ function toAppError(
   }
 }
 
+/**
+ * How failures of page requests are shown (src/web/errors.tsx): a response, or null where the request is the
+ * API's and gets JSON. `unmatched` says no route matched the request.
+ */
+export type PageFailures = (failure: AppError, request: Request, unmatched: boolean) => Promise<Response | null>
+
 /** Requests whose route asked for bare client-error bodies (see `errorShapes`). */
 const bareRequests = new WeakSet<Request>()
 /** The statuses a bare route renders without `error`; 401, 403 and 404 keep the usual `{ error, message }`. */
 const bareStatuses = new Set([400, 413, 422])
 
-export const errorPlugin = (log: Logger, allowed?: AllowedMethods) =>
+export const errorPlugin = (
+  log: Logger,
+  allowed?: AllowedMethods,
+  surfaces: ErrorSurface[] = [],
+  pages?: PageFailures,
+) =>
   new Elysia({ name: 'errors' })
     .error({ AppError })
-    .onError({ as: 'global' }, ({ code, error, path, set, request }) => {
+    .onError({ as: 'global' }, async ({ code, error, path, set, request }) => {
       // An API request that failed before its token was checked (an unknown path, a refused body) counts
       // against its address.
       const retryAfter = settleAddressCount(request, false)
@@ -109,6 +133,14 @@ export const errorPlugin = (log: Logger, allowed?: AllowedMethods) =>
           ? { message: failure.message, ...failure.extra }
           : { error: failure.code, message: failure.message, ...failure.extra }
       set.status = failure.status // read by the access log
+      // Pages first: a page request, or a web address, gets a page whatever failed (src/web/errors.tsx).
+      const page = retryAfter === null ? await pages?.(failure, request, code === 'NOT_FOUND') : null
+      if (page) {
+        set.status = page.status
+        return page
+      }
+      const surface = failure instanceof RequestRefusal ? surfaces.find(({ paths }) => paths.test(path)) : undefined
+      if (surface) return surface.render(failure)
       return json(failure.status, body, failure.headers)
     })
 

@@ -1,10 +1,16 @@
 import { maxJsonBodyBytes, mediaTypeOf, readBounded } from './body'
+import { formHoldsNul, nulRefusal } from './nul'
 
-// Form-encoded bodies read by hand rather than by the framework, so a handler sees repeated fields (which the
-// OAuth RFCs require us to refuse) and decides itself how to answer a malformed body.
+/**
+ * Form-encoded bodies read by hand rather than by the framework, so a handler sees repeated fields (which the
+ * OAuth RFCs require us to refuse) and decides itself how to answer a malformed body. A field holding U+0000
+ * (`%00`, or the raw byte) is refused here for every form: the error plugin answers in the path's shape.
+ */
 export async function readForm(request: Request): Promise<URLSearchParams | null> {
   if (mediaTypeOf(request) !== 'application/x-www-form-urlencoded') return null
-  return new URLSearchParams(new TextDecoder().decode(await readBounded(request, maxJsonBodyBytes)))
+  const form = new URLSearchParams(new TextDecoder().decode(await readBounded(request, maxJsonBodyBytes)))
+  if (formHoldsNul(form)) throw nulRefusal()
+  return form
 }
 
 /** Names that occur more than once in the parameters. */

@@ -13,6 +13,7 @@ import type { Config } from '../config'
 import { maxJsonBodyBytes, mediaTypeOf, payloadTooLarge } from './body'
 import { AppError } from './errors'
 import type { Logger } from './log'
+import { nulRefusal, urlHoldsNul } from './nul'
 import { type RateLimiter, rateLimited } from './rate-limit'
 
 export interface HttpDeps {
@@ -122,6 +123,11 @@ function isMcpUrl(url: string): boolean {
   return path === '/mcp' || path === '/mcp/'
 }
 
+/** The paths whose guard checks a token (the API, MCP) or a session (the settings operations) before anything else. */
+function checksCallerFirst(url: string): boolean {
+  return isApiUrl(url) || url.startsWith('/settings/api/', url.indexOf('/', url.indexOf('//') + 2))
+}
+
 export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
   const strictTransport = config.PUBLIC_URL.startsWith('https://')
   const origins = config.CORS_ORIGINS.split(',').filter(Boolean)
@@ -157,6 +163,10 @@ export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
         info.addressPending = false
         throw rateLimited(retryAfter)
       }
+      // No path or query parameter may hold U+0000 (nul.ts), and this is the one place that sees them all before a
+      // route hands one to a query. Behind a token or a session the guard judges the URL once the caller passes
+      // (callerChecked), so that 401 and 403 come before the request's own 400s there, as everywhere.
+      if (!checksCallerFirst(url) && urlHoldsNul(url)) throw nulRefusal()
       // A chunked body could only be judged once read: JSON and forms are small, and clients send them with a
       // length. Multipart bodies, which may stream, are judged by their route, and only those routes take them.
       const length = request.headers.get('content-length')

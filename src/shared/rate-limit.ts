@@ -1,8 +1,14 @@
-// Fixed-window rate limits kept in memory: one process serves the whole team, so no shared store is
-// needed. Windows are keyed by what is limited (a token, an IP, an email) and forgotten when they end.
-// The API, sign-in and the OAuth endpoints all count with this one class; each answers a refusal in its own
-// form (JSON error, a page, an RFC 6749 error), so `hit` reports and `take` throws the API's 429.
+// Fixed-window rate limits. Windows are keyed by what is limited (a token, an IP, an email) and forgotten when they
+// end. The API, sign-in and the OAuth endpoints all count with a `Limiter`; each answers a refusal in its own form
+// (JSON error, a page, an RFC 6749 error), so `hit` reports and `take` throws the API's 429.
+//
+// Where a limit is counted: the limits that slow down guessing (sign-in, passwords, the token endpoint, registration)
+// count in the database on PostgreSQL (`sharedLimiter`), so that several instances behind one load balancer count a
+// client's attempts together; on SQLite, whose one process serves the whole team, in memory. The per-address and
+// per-token limits on every request always count in memory, per instance: they protect that instance's own capacity,
+// and a database write on every API request would cost more than the request (docs/operations.md, Several instances).
 import { AppError } from './errors'
+import type { RateLimitRepository } from './rate-limit.repository'
 import type { Clock } from './time'
 
 export interface Limit {
@@ -11,13 +17,27 @@ export interface Limit {
   windowMs: number
 }
 
+/**
+ * A limit as its callers see it, wherever it counts: null while allowed, else the whole seconds until the window
+ * ends. Counting in memory answers at once; counting in the database, with a promise.
+ */
+export interface Limiter {
+  hit(key: string): number | null | Promise<number | null>
+}
+
 /** The API's 429. */
 export function rateLimited(retryAfter: number): AppError {
   const headers = { 'retry-after': String(retryAfter) }
   return new AppError(429, 'rate_limited', `Too many requests; retry in ${retryAfter} s`, {}, headers)
 }
 
-export class RateLimiter {
+function secondsToWait(limit: Limit, count: number, endsAt: number, now: number): number | null {
+  if (count <= limit.max) return null
+  return Math.max(1, Math.ceil((endsAt - now) / 1000))
+}
+
+/** Counts in this process's memory. */
+export class RateLimiter implements Limiter {
   private readonly windows = new Map<string, { start: number; count: number }>()
   private sweptAt = 0
 
@@ -48,8 +68,7 @@ export class RateLimiter {
   }
 
   private retryAfter(start: number, count: number, now: number): number | null {
-    if (count <= this.limit.max) return null
-    return Math.max(1, Math.ceil((start + this.limit.windowMs - now) / 1000))
+    return secondsToWait(this.limit, count, start + this.limit.windowMs, now)
   }
 
   /** Counts one request for `key`; throws the API's 429 with Retry-After when the window is full. */
@@ -66,4 +85,28 @@ export class RateLimiter {
       if (now - window.start >= this.limit.windowMs) this.windows.delete(key)
     }
   }
+}
+
+/** Counts in the database, so that every instance on it counts together. `name` keeps limits' keys apart. */
+export class StoredRateLimiter implements Limiter {
+  constructor(
+    private readonly windows: RateLimitRepository,
+    private readonly name: string,
+    private readonly limit: Limit,
+    private readonly clock: Clock,
+  ) {}
+
+  async hit(key: string): Promise<number | null> {
+    const now = this.clock.now()
+    const window = await this.windows.hit(`${this.name}:${key}`, this.limit.windowMs, now)
+    return secondsToWait(this.limit, window.count, window.endsAt, now)
+  }
+}
+
+/**
+ * A limit every instance counts together: in the database when the store keeps windows (PostgreSQL), else in this
+ * process's memory (SQLite, where this process is the only one).
+ */
+export function sharedLimiter(windows: RateLimitRepository | null, name: string, limit: Limit, clock: Clock): Limiter {
+  return windows === null ? new RateLimiter(limit, clock) : new StoredRateLimiter(windows, name, limit, clock)
 }

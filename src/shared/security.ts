@@ -9,6 +9,11 @@ export function generateSecret(prefix: string): string {
   return `${prefix}${encodeBase32LowerCaseNoPadding(bytes)}`
 }
 
+/** A new signing key: 256 random bits. */
+export function randomKey(): Uint8Array {
+  return crypto.getRandomValues(new Uint8Array(32))
+}
+
 // Every API request hashes its token: Bun's native SHA-256 costs a fraction of a pure-JS one, and its one-shot
 // form half of a hasher object's (0.2 against 0.4 µs).
 export function hashSecret(secret: string): string {

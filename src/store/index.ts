@@ -1,6 +1,6 @@
 // The storage seam: every feature's async repository, built once at boot for the database in use. Services
 // receive the repository they need from here and never see a driver, so the same behaviour runs on SQLite
-// (the default) and, later, PostgreSQL. Query-planner tricks and prepared statements stay inside the
+// (the default) and PostgreSQL (postgres.ts). Query-planner tricks and prepared statements stay inside the
 // SQLite implementations beside each feature.
 import type { AttachmentRepository } from '../attachments/repository'
 import { sqliteAttachmentRepository } from '../attachments/repository.sqlite'
@@ -12,16 +12,40 @@ import { sqliteAccessTokenRepository } from '../auth/tokens.repository.sqlite'
 import type { UserRepository } from '../auth/users.repository'
 import { sqliteUserRepository } from '../auth/users.repository.sqlite'
 import type { Db } from '../db/client'
+import type { LockName } from '../db/postgres'
+import type { AnswerRelay } from '../generation/relay'
 import type { GenerationRepository } from '../generation/repository'
 import { sqliteGenerationRepository } from '../generation/repository.sqlite'
 import type { ClientRepository } from '../oauth/clients.repository'
 import { sqliteClientRepository } from '../oauth/clients.repository.sqlite'
 import type { GrantRepository } from '../oauth/grants.repository'
 import { sqliteGrantRepository } from '../oauth/grants.repository.sqlite'
+import type { RateLimitRepository } from '../shared/rate-limit.repository'
+import { processKeys, type ServerKeyRepository } from '../shared/server-keys.repository'
 import type { ThreadRepository } from '../threads/repository'
 import { sqliteThreadRepository } from '../threads/repository.sqlite'
 import type { ThreadSearch } from '../threads/search'
 import { fts5ThreadSearch } from '../threads/search.fts5'
+
+/**
+ * Work that must not run on two instances at once, on one database. On PostgreSQL each name is an advisory lock; on
+ * SQLite one process uses the file (db/instance-lock.ts), so tasks just run.
+ */
+export interface InstanceLocks {
+  /** Runs `task` once no other instance is running one under `name` (the first run: one owner, whoever starts). */
+  inTurn<T>(name: LockName, task: () => Promise<T>): Promise<T>
+  /** Runs `task` unless another instance is running one under `name` right now (upkeep); whether it ran. */
+  ifFree(name: LockName, task: () => Promise<void>): Promise<boolean>
+}
+
+/** Locks for a database only this process uses. */
+const processLocks: InstanceLocks = {
+  inTurn: (_name, task) => task(),
+  async ifFree(_name, task) {
+    await task()
+    return true
+  },
+}
 
 export interface Store {
   readonly dialect: 'sqlite' | 'postgres'
@@ -31,16 +55,24 @@ export interface Store {
   oauthClients: ClientRepository
   oauthGrants: GrantRepository
   generations: GenerationRepository
+  /** How instances sharing the database hear of each other's answers; null where one process holds it (SQLite). */
+  relay: AnswerRelay | null
   threads: ThreadRepository
   search: ThreadSearch
   users: UserRepository
   accessTokens: AccessTokenRepository
   sessions: SessionRepository
   /**
-   * Bearer tokens this process resolved a moment ago. The store holds it because the store knows when the
-   * database changes: the repositories forget it on every write that changes what a token resolves to.
+   * Bearer tokens this process resolved a moment ago, on SQLite. The store holds it because the store knows when the
+   * database changes: the repositories forget it on every write that changes what a token resolves to. Null on
+   * PostgreSQL, where another instance's writes could not empty it (auth/token-cache.ts).
    */
-  tokenCache: TokenCache
+  tokenCache: TokenCache | null
+  /** Rate-limit windows every instance counts in (shared/rate-limit.ts); null on SQLite, which counts in memory. */
+  rateLimits: RateLimitRepository | null
+  /** The keys the server signs with, the same on every instance. */
+  serverKeys: ServerKeyRepository
+  locks: InstanceLocks
 }
 
 /** Every repository over one open SQLite database. */
@@ -54,11 +86,15 @@ export function sqliteStore(db: Db): Store {
     oauthClients: sqliteClientRepository(db),
     oauthGrants: sqliteGrantRepository(db),
     generations: sqliteGenerationRepository(db),
+    relay: null,
     threads: sqliteThreadRepository(db),
     search: fts5ThreadSearch(db),
     users: sqliteUserRepository(db),
     accessTokens: sqliteAccessTokenRepository(db),
     sessions: sqliteSessionRepository(db),
     tokenCache: tokenCacheOf(db),
+    rateLimits: null,
+    serverKeys: processKeys(),
+    locks: processLocks,
   }
 }

@@ -18,7 +18,7 @@ export interface OpenedStore {
 const connectTimeoutSeconds = 10
 
 /** The URL without its password, for lines an operator reads. */
-function describePostgres(url: string): { kind: 'postgres'; host: string; database: string } {
+export function describePostgres(url: string): { kind: 'postgres'; host: string; database: string } {
   const parsed = new URL(url)
   return {
     kind: 'postgres',

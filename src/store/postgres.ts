@@ -1,15 +1,19 @@
 // Every repository over one PostgreSQL database (DATABASE_URL): the same contracts as sqliteStore, with the
-// guarantees held by conditional updates and row locks instead of SQLite's single writer.
+// guarantees held by conditional updates and row locks instead of SQLite's single writer. Several instances may share
+// the database: what they must agree on (rate-limit windows, signing keys, who runs the first run and upkeep) lives
+// in it too, and nothing that a write on another instance could make stale is kept in memory.
 import { sql } from 'drizzle-orm'
 import { pgAttachmentRepository } from '../attachments/repository.pg'
 import { pgSessionRepository } from '../auth/sessions.repository.pg'
-import { tokenCacheOf } from '../auth/token-cache'
 import { pgAccessTokenRepository } from '../auth/tokens.repository.pg'
 import { pgUserRepository } from '../auth/users.repository.pg'
-import type { PgDb } from '../db/postgres'
+import { type PgDb, withAdvisoryLock } from '../db/postgres'
+import { pgAnswerRelay } from '../generation/relay.pg'
 import { pgGenerationRepository } from '../generation/repository.pg'
 import { pgClientRepository } from '../oauth/clients.repository.pg'
 import { pgGrantRepository } from '../oauth/grants.repository.pg'
+import { pgRateLimitRepository } from '../shared/rate-limit.repository.pg'
+import { pgServerKeyRepository } from '../shared/server-keys.repository.pg'
 import { pgThreadRepository } from '../threads/repository.pg'
 import { pgThreadSearch } from '../threads/search.pg'
 import type { Store } from '.'
@@ -24,11 +28,25 @@ export function pgStore(db: PgDb): Store {
     oauthClients: pgClientRepository(db),
     oauthGrants: pgGrantRepository(db),
     generations: pgGenerationRepository(db),
+    relay: pgAnswerRelay(db),
     threads: pgThreadRepository(db),
     search: pgThreadSearch(db),
     users: pgUserRepository(db),
     accessTokens: pgAccessTokenRepository(db),
     sessions: pgSessionRepository(db),
-    tokenCache: tokenCacheOf(db),
+    // Every request reads its token from the database: a revocation on any instance applies at the next request.
+    tokenCache: null,
+    rateLimits: pgRateLimitRepository(db),
+    serverKeys: pgServerKeyRepository(db),
+    locks: {
+      async inTurn(name, task) {
+        const held = await withAdvisoryLock(db, name, 'wait', task)
+        if (!held.ran) throw new Error(`the ${name} lock was not taken`)
+        return held.value
+      },
+      async ifFree(name, task) {
+        return (await withAdvisoryLock(db, name, 'skip', task)).ran
+      },
+    },
   }
 }

@@ -7,18 +7,21 @@ import { AuthModel } from '../auth/model'
 import type { GenerationEngine } from '../generation/service'
 import { jsonBodies, jsonBody } from '../shared/body'
 import { noContent, type Responses } from '../shared/responses'
+import type { BlobStore } from '../storage/blobs'
 import type { Store } from '../store'
 import { continueThread, quotedCharacters, quotedMessages } from './continuation'
+import { exportMarkdown, exportThread } from './export'
 import { submitFeedback } from './feedback'
 import type { Links } from './links'
 import { listThreads } from './listing'
 import { listMessages, sendMessage } from './messages'
 import { ThreadsModel } from './model'
-import { createThread, getThread, stopThread, updateThread } from './threads'
+import { createThread, deleteThread, getThread, stopThread, updateThread } from './threads'
 
 export interface ThreadsDeps extends AuthDeps {
   store: Store
   engine: GenerationEngine
+  blobs: BlobStore
   links: Links
   responses: Responses
 }
@@ -95,6 +98,66 @@ export const threadRoutes = (deps: ThreadsDeps) =>
             'the thread’s owner may change it (403 `forbidden` for other members who can see it, 404 for threads ' +
             'the caller cannot see). Every change moves `updated_at`. Answers the updated thread. Archiving only ' +
             'files a thread away: it still takes messages, and an answer does not unarchive it.',
+        },
+      },
+    )
+    .get(
+      '/:threadId/export',
+      async ({ caller, params, query, set }) => {
+        const { store, links } = deps
+        const exported = await exportThread(
+          { threads: store.threads, attachments: store.attachments, links },
+          caller,
+          params.threadId,
+          deps.clock.now(),
+        )
+        const markdown = query.format === 'markdown'
+        set.headers['content-disposition'] =
+          `attachment; filename="thread-${params.threadId}.${markdown ? 'md' : 'json'}"`
+        if (!markdown) return exported
+        set.headers['content-type'] = 'text/markdown; charset=utf-8'
+        return exportMarkdown(exported)
+      },
+      {
+        scope: 'threads:read',
+        params: ThreadsModel.threadParams,
+        query: ThreadsModel.exportQuery,
+        response: deps.responses({ 200: t.Union([ThreadsModel.threadExport, t.String()]), ...readErrors }),
+        detail: {
+          summary: 'Export a thread as JSON or Markdown',
+          tags: ['Threads'],
+          description:
+            'For anyone who can read the thread (404 otherwise). `format=json` (the default) answers the thread, ' +
+            'every message it lists (oldest first, as `GET …/messages` gives them) and each attached file’s ' +
+            'name, type, size and download path: what a program needs to rebuild it. `format=markdown` answers ' +
+            '`text/markdown` for people: a heading per message with its role and time, its text as written, ' +
+            'files and choices named. Both come with `Content-Disposition: attachment`. An addition to the ' +
+            'specification.',
+        },
+      },
+    )
+    .delete(
+      '/:threadId',
+      async ({ caller, params, set }) => {
+        const { store, engine, blobs, log } = deps
+        await deleteThread({ threads: store.threads, engine, blobs, log }, caller, params.threadId)
+        set.status = 204
+      },
+      {
+        scope: 'threads:write',
+        parse: 'none', // no body: whatever is sent is left unread
+        params: ThreadsModel.threadParams,
+        response: deps.responses(ownerErrors),
+        detail: {
+          summary: 'Delete a thread for good (204, no content)',
+          tags: ['Threads'],
+          description:
+            'Owner only (403 `forbidden` for other members who can see it, 404 for threads the caller cannot ' +
+            'see, and for one already deleted). An answer running or queued is stopped first; then the thread, ' +
+            'its messages, feedback, attachments (their files too), search entry and pending work are removed ' +
+            'together. Its stream ends with an `error` event; its IDs answer 404 from then on. An addition to the ' +
+            'specification, which has no delete.',
+          responses: noContent('Deleted; no content'),
         },
       },
     )

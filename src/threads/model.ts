@@ -208,4 +208,36 @@ export namespace ThreadsModel {
 
   export const threadParams = t.Object({ threadId: uuid() })
   export const messageParams = t.Object({ threadId: uuid(), messageId: uuid() })
+
+  export const exportQuery = t.Object({
+    format: t.Optional(
+      t.Union([t.Literal('json'), t.Literal('markdown')], { description: 'json (the default) or markdown.' }),
+    ),
+  })
+
+  export const exportedAttachment = t.Object(
+    {
+      id: uuid(),
+      filename: t.String(),
+      media_type: t.String(),
+      size_bytes: integer({ minimum: 0 }),
+      created_at: t.String({ format: 'date-time' }),
+      download_path: t.String({
+        description: 'The API path of its bytes, read with a token that may read the thread.',
+      }),
+    },
+    { additionalProperties: false },
+  )
+
+  export const threadExport = t.Object(
+    {
+      format: t.Literal('threadhouse.thread.v1'),
+      exported_at: t.String({ format: 'date-time' }),
+      thread,
+      messages: t.Array(message, { description: 'Every message the thread lists, oldest first.' }),
+      attachments: t.Array(exportedAttachment, { description: 'The files its messages attach.' }),
+    },
+    { additionalProperties: false },
+  )
+  export type threadExport = Static<typeof threadExport>
 }

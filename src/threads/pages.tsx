@@ -1,11 +1,10 @@
-// The web application's thread pages and their forms: HTTP in, HTML or a redirect out. Every form posts and
-// redirects (303) without JavaScript; the thread page's script only streams answers in. The signed-in person acts
-// as a Caller with threads:read and threads:write, so visibility and owner rules are the API's own.
-import { join } from 'node:path'
+// The web application's chat pages and their forms: HTTP in, HTML or a redirect out. Every form posts and
+// redirects (303) without JavaScript; the chat script (src/web/client/) makes the same posts without reloading.
+// The signed-in person acts as a Caller with threads:read and threads:write, so visibility and owner rules are the
+// API's own.
 import { Elysia } from 'elysia'
 import { attachmentResponse } from '../attachments/download'
 import type { FileInspector } from '../attachments/inspector'
-import { maxRequestBytes } from '../attachments/limits'
 import {
   attachmentNames,
   type CheckedFiles,
@@ -20,19 +19,19 @@ import { callerFromSession } from '../auth/sessions'
 import { answerStream } from '../generation'
 import type { GenerationEngine } from '../generation/service'
 import type { Heartbeats, OpenStreams } from '../generation/sse'
-import { mediaTypeOf, readBounded } from '../shared/body'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { isUuid } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import type { BlobStore } from '../storage/blobs'
 import type { Store } from '../store'
-import { RefusedFormPage } from '../web/account'
-import { csrfTokenMatches, isSameOriginRequest } from '../web/csrf'
-import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps, web } from '../web/index'
+import { clientAssets } from '../web/client-assets'
+import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
-import { MessagePage } from '../web/pages/message'
-import { ThreadPage, type ThreadPageProps, threadScriptPath } from '../web/pages/thread'
-import { type NewThreadDraft, type ThreadFilters, ThreadListPage } from '../web/pages/threads'
+import { markdownAsText } from '../web/markdown'
+import type { ModelInfo, SidebarProps, ThreadFilters } from '../web/pages/chat-layout'
+import { ThreadPage, type ThreadPageProps } from '../web/pages/thread'
+import { NewConversationPage, type NewThreadDraft } from '../web/pages/threads'
+import { type PostedForm, trustedForms } from '../web/trusted-form'
 import { continueThread } from './continuation'
 import { submitFeedback } from './feedback'
 import type { Links } from './links'
@@ -53,44 +52,31 @@ export interface ThreadPagesDeps extends WebDeps {
   uploadsDir: string
   inspector: FileInspector
   blobs: BlobStore
+  /** What answers, named in the pages. */
+  model: ModelInfo
 }
 
 /** The pages' own policy: the shared one, plus this origin's script and its stream, and images only from here. */
 export const threadPageHeaders = {
   ...pageHeaders,
   'content-security-policy':
-    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; " +
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' blob:; " +
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 } as const
 
-const threadScript = Bun.file(join(import.meta.dir, '../web/thread.js'))
-const icon = Bun.file(join(import.meta.dir, '../web/icon.svg'))
-
-/** A web name for a thread started without one: the first line of its message, shortened. */
+/**
+ * A web name for a thread started without one: the first line of its message as it reads (Markdown's marks taken
+ * out, so `**Lyon**` names it "Lyon"), shortened.
+ */
 export function defaultThreadName(text: string): string {
-  const line = (text.trim().split(/\r?\n/)[0] ?? '').replace(/\s+/g, ' ').trim()
+  const line = markdownAsText(text.trim().split(/\r?\n/)[0] ?? '')
+    .replace(/\s+/g, ' ')
+    .trim()
   const characters = [...line]
   return characters.length <= 80 ? line : `${characters.slice(0, 79).join('').trimEnd()}…`
 }
 
-type PageForm = Awaited<ReturnType<Request['formData']>>
-
-/**
- * Both urlencoded and multipart bodies, read within the upload bound as they stream in (413 past it); null for
- * anything else or anything unreadable. Bun's own parser reads the bytes, as `request.formData()` would.
- */
-async function readPageForm(request: Request): Promise<PageForm | null> {
-  const type = mediaTypeOf(request)
-  if (type !== 'multipart/form-data' && type !== 'application/x-www-form-urlencoded') return null
-  const bytes = await readBounded(request, maxRequestBytes)
-  try {
-    return await new Response(bytes, {
-      headers: { 'content-type': request.headers.get('content-type') ?? type },
-    }).formData()
-  } catch {
-    return null
-  }
-}
+type PageForm = PostedForm
 
 function field(form: PageForm, name: string): string | undefined {
   const value = form.get(name)
@@ -106,38 +92,21 @@ function flag(value: string | undefined): boolean | undefined {
   return value === 'true' ? true : value === 'false' ? false : undefined
 }
 
-function formIsOurs(request: Request, session: PageSession, form: PageForm | null, publicUrl: string): boolean {
-  return (
-    form !== null &&
-    isSameOriginRequest(request.headers, publicUrl) &&
-    csrfTokenMatches(session.csrf, field(form, 'csrf'))
-  )
-}
-
 /** A redirect, or a page with its status. */
 type FormOutcome = Response | { status: number; page: JSX.Element }
 
 /**
- * The steps every form shares: a session (else sign-in), a body that came from our own page with this session's
- * CSRF token (else 403), then the action; a refusal the action throws becomes a page.
+ * The steps every form shares: the `trustedForm` guard has let in a signed-in person's form from our own page;
+ * a refusal the action throws becomes the shared error page (src/web/errors.tsx).
  */
 async function runForm(
-  deps: ThreadPagesDeps,
   session: PageSession | null,
-  request: Request,
+  form: PageForm,
   back: string,
   action: (form: PageForm, session: PageSession) => Promise<FormOutcome>,
 ): Promise<FormOutcome> {
   if (!session) return seeOther(signInPath(back))
-  const form = await readPageForm(request)
-  if (!form || !formIsOurs(request, session, form, deps.publicUrl)) {
-    return { status: 403, page: <RefusedFormPage session={session} /> }
-  }
-  try {
-    return await action(form, session)
-  } catch (error) {
-    return failurePage(error, session, back)
-  }
+  return action(form, session)
 }
 
 function respond(
@@ -147,34 +116,6 @@ function respond(
   if (outcome instanceof Response) return outcome
   context.set.status = outcome.status
   return context.html(outcome.page)
-}
-
-function notFoundPage(session: PageSession): JSX.Element {
-  return (
-    <MessagePage
-      title="Thread not found"
-      message="There is no thread at this address, or it is not visible to you."
-      viewer={viewerOf(session)}
-      action={{ href: '/threads', label: 'All threads' }}
-    />
-  )
-}
-
-/** A refused action as a page: the reason, and the way back. Anything but an AppError is a real failure. */
-function failurePage(error: unknown, session: PageSession, back: string): { status: number; page: JSX.Element } {
-  if (!(error instanceof AppError)) throw error
-  if (error.status === 404) return { status: 404, page: notFoundPage(session) }
-  return {
-    status: error.status,
-    page: (
-      <MessagePage
-        title="That could not be done"
-        message={error.message}
-        viewer={viewerOf(session)}
-        action={{ href: back, label: 'Back' }}
-      />
-    ),
-  }
 }
 
 function listFilters(query: Record<string, string | undefined>): ThreadFilters {
@@ -226,9 +167,14 @@ async function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId:
   const fileIds = messages.flatMap((message) => attachmentIdsOf(message.contents))
   const answers = messages.filter((message) => message.role === 'assistant').map((message) => message.id)
   const running = thread.state === 'waiting' || thread.state === 'active' || thread.state === 'interrupted'
+  const asked = messages.filter((message) => message.role === 'user').map((message) => message.id)
   return (
     <ThreadPage
       viewer={viewerOf(session)}
+      sidebar={await sidebarOf(deps, session, {}, threadId)}
+      assets={await clientAssets()}
+      model={deps.model}
+      stoppedAnswers={stoppedAnswers(messages, await deps.store.generations.interrupted(asked))}
       thread={thread}
       isOwner={thread.owner.id === session.user.sub}
       messages={messages}
@@ -241,12 +187,13 @@ async function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId:
   )
 }
 
-async function listPage(
+/** The sidebar's page of threads, filtered as the query says. */
+async function sidebarOf(
   deps: ThreadPagesDeps,
   session: PageSession,
   query: Record<string, string | undefined>,
-  extras: { error?: string; draft?: NewThreadDraft } = {},
-) {
+  currentId?: string,
+): Promise<SidebarProps> {
   const filters = listFilters(query)
   const after = query.after && isUuid(query.after) ? query.after : undefined
   const caller = callerFromSession(session.user)
@@ -265,14 +212,37 @@ async function listPage(
     if (!(error instanceof AppError) || after === undefined) throw error
     page = await listThreads(deps.store.threads, caller, apiQuery, deps.links)
   }
+  return {
+    filters,
+    page,
+    nextHref: page.has_more ? pageHref(filters, page.last_id) : null,
+    firstHref: after ? pageHref(filters, null) : null,
+    currentId,
+  }
+}
+
+/** The answers that follow a user message whose answer was stopped part way. */
+function stoppedAnswers(messages: ThreadsModel.message[], interrupted: Set<string>): Set<string> {
+  const stopped = new Set<string>()
+  messages.forEach((message, index) => {
+    const next = messages[index + 1]
+    if (interrupted.has(message.id) && next?.role === 'assistant') stopped.add(next.id)
+  })
+  return stopped
+}
+
+async function newConversationPage(
+  deps: ThreadPagesDeps,
+  session: PageSession,
+  query: Record<string, string | undefined>,
+  extras: { error?: string; draft?: NewThreadDraft } = {},
+) {
   return (
-    <ThreadListPage
+    <NewConversationPage
       viewer={viewerOf(session)}
-      viewerSub={session.user.sub}
-      filters={filters}
-      page={page}
-      nextHref={page.has_more ? pageHref(filters, page.last_id) : null}
-      firstHref={after ? pageHref(filters, null) : null}
+      sidebar={await sidebarOf(deps, session, query)}
+      assets={await clientAssets()}
+      model={deps.model}
       {...extras}
     />
   )
@@ -305,23 +275,16 @@ async function sendWithFiles(
 
 export const threadPages = (deps: ThreadPagesDeps) =>
   new Elysia({ name: 'thread-pages' })
-    .use(web(deps))
+    .use(trustedForms(deps))
     .onBeforeHandle(({ set }) => {
       Object.assign(set.headers, threadPageHeaders)
     })
+    // A new conversation: `/` plainly, `/threads` with the sidebar's search and filters in its query.
     .get(
-      threadScriptPath,
-      () => new Response(threadScript, { headers: { 'content-type': 'text/javascript; charset=utf-8' } }),
-      { detail: { hide: true } },
+      '/',
+      async ({ session, html }) => (session ? html(await newConversationPage(deps, session, {})) : seeOther('/login')),
+      { session: true, detail: { hide: true } },
     )
-    // Browsers ask for it on every page; a 404 there is an error in every console.
-    .get('/favicon.ico', () => new Response(icon, { headers: { 'content-type': 'image/svg+xml' } }), {
-      detail: { hide: true },
-    })
-    .get('/', ({ session }) => (session ? seeOther('/threads') : seeOther(signInPath('/threads'))), {
-      session: true,
-      detail: { hide: true },
-    })
     .get(
       '/threads',
       async ({ session, query, html, request }) => {
@@ -329,41 +292,34 @@ export const threadPages = (deps: ThreadPagesDeps) =>
           const url = new URL(request.url)
           return seeOther(signInPath(url.pathname + url.search))
         }
-        return html(await listPage(deps, session, query))
+        return html(await newConversationPage(deps, session, query))
       },
       { session: true, detail: { hide: true } },
     )
     .post(
       '/threads',
-      async ({ session, request, html, set }) =>
-        respond(
-          await runForm(deps, session, request, '/threads', (form, signedIn) => startFromForm(deps, signedIn, form)),
-          {
-            html,
-            set,
-          },
-        ),
-      { session: true, parse: 'none', detail: { hide: true } },
+      async ({ session, form, html, set }) =>
+        respond(await runForm(session, form, '/threads', (form, signedIn) => startFromForm(deps, signedIn, form)), {
+          html,
+          set,
+        }),
+      { session: true, trustedForm: 'upload', parse: 'none', detail: { hide: true } },
     )
     .get(
       '/threads/:threadId',
-      async ({ session, params, html, set }) => {
+      async ({ session, params, html }) => {
         if (!session) return seeOther(signInPath(`/threads/${encodeURIComponent(params.threadId)}`))
-        try {
-          if (!isUuid(params.threadId)) throw notFound('Thread')
-          return html(await threadPage(deps, session, params.threadId))
-        } catch (error) {
-          return respond(failurePage(error, session, '/threads'), { html, set })
-        }
+        if (!isUuid(params.threadId)) throw notFound('Thread')
+        return html(await threadPage(deps, session, params.threadId))
       },
       { session: true, detail: { hide: true } },
     )
     .post(
       '/threads/:threadId/:action',
-      async ({ session, params, request, html, set }) => {
+      async ({ session, params, form, html, set }) => {
         const { threadId, action } = params
         const back = `/threads/${encodeURIComponent(threadId)}`
-        const outcome = await runForm(deps, session, request, back, async (form, signedIn) => {
+        const outcome = await runForm(session, form, back, async (form, signedIn) => {
           if (!isUuid(threadId)) throw notFound('Thread')
           const caller = callerFromSession(signedIn.user)
           switch (action) {
@@ -385,8 +341,13 @@ export const threadPages = (deps: ThreadPagesDeps) =>
             case 'continue': {
               const fileNames = async (ids: string[]) => attachmentNames(deps.store.attachments, ids)
               const now = deps.clock.now()
+              const question = await unansweredQuestion(deps, caller, threadId)
               const continued = await continueThread(deps.store.threads, fileNames, caller, threadId, deps.links, now)
-              return seeOther(`/threads/${continued.thread_id}`)
+              if (question === null) return seeOther(`/threads/${continued.thread_id}`)
+              // The question the failure left unanswered is asked again in the new thread, after the extract.
+              const sent = await sendMessage(deps.store.threads, caller, continued.thread_id, { text: question }, now)
+              deps.engine.enqueue(sent.message_id, continued.thread_id)
+              return seeOther(`/threads/${continued.thread_id}#live-answer`)
             }
             default:
               throw notFound('Page')
@@ -394,14 +355,14 @@ export const threadPages = (deps: ThreadPagesDeps) =>
         })
         return respond(outcome, { html, set })
       },
-      { session: true, parse: 'none', detail: { hide: true } },
+      { session: true, trustedForm: 'upload', parse: 'none', detail: { hide: true } },
     )
     .post(
       '/threads/:threadId/messages/:messageId/feedback',
-      async ({ session, params, request, html, set }) => {
+      async ({ session, params, form, html, set }) => {
         const { threadId, messageId } = params
         const back = `/threads/${encodeURIComponent(threadId)}`
-        const outcome = await runForm(deps, session, request, back, async (form, signedIn) => {
+        const outcome = await runForm(session, form, back, async (form, signedIn) => {
           if (!isUuid(threadId) || !isUuid(messageId)) throw notFound('Message')
           const positive = flag(field(form, 'positive'))
           if (positive === undefined) throw invalidRequest('Choose thumbs up or thumbs down.')
@@ -416,7 +377,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
         })
         return respond(outcome, { html, set })
       },
-      { session: true, parse: 'none', detail: { hide: true } },
+      { session: true, trustedForm: 'upload', parse: 'none', detail: { hide: true } },
     )
     .get(
       '/threads/:threadId/attachments/:attachmentId',
@@ -491,7 +452,7 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
-    return { status: error.status, page: await listPage(deps, session, {}, { error: error.message, draft }) }
+    return { status: error.status, page: await newConversationPage(deps, session, {}, { error: error.message, draft }) }
   }
 }
 
@@ -507,6 +468,17 @@ function threadChanges(form: PageForm): ThreadsModel.updateThreadBody {
     throw invalidRequest(`A name may have at most ${threadNameMaxLength} characters.`)
   }
   return changes
+}
+
+/** The text of the thread's last message when it is the person's and went unanswered; files are not carried. */
+async function unansweredQuestion(deps: ThreadPagesDeps, caller: Caller, threadId: string): Promise<string | null> {
+  const last = (await allMessages(deps, caller, threadId)).at(-1)
+  if (last?.role !== 'user') return null
+  const text = last.contents
+    .flatMap((block) => (block.type === 'text' ? [block.text] : []))
+    .join('\n\n')
+    .trim()
+  return text === '' ? null : text
 }
 
 /** Stop is a button that may race the answer's end: finding nothing left to stop is success too. */

@@ -241,6 +241,21 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
       })
     },
 
+    deleteThread(threadId) {
+      return db.transaction(async (tx) => {
+        // Deleting locks the thread's row first, as every other unit takes it, then cascades to the rest. Uploads
+        // to a thread check it under the same lock, so none slips in between the read and the delete.
+        const [locked] = await tx.select({ id: threads.id }).from(threads).where(eq(threads.id, threadId)).for('update')
+        if (!locked) return null
+        const files = await tx
+          .select({ id: attachments.id, resized: attachments.resized })
+          .from(attachments)
+          .where(eq(attachments.threadId, threadId))
+        await tx.delete(threads).where(eq(threads.id, threadId))
+        return files
+      })
+    },
+
     async updateThread(threadId, changes, now) {
       await db
         .update(threads)

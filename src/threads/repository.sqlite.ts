@@ -374,6 +374,19 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
       })
     },
 
+    async deleteThread(threadId) {
+      return db.transaction((tx) => {
+        const files = tx
+          .select({ id: attachments.id, resized: attachments.resized })
+          .from(attachments)
+          .where(eq(attachments.threadId, threadId))
+          .all()
+        // Foreign keys cascade to the rest; the search document goes with the trigger on threads.
+        const deleted = tx.delete(threads).where(eq(threads.id, threadId)).returning({ id: threads.id }).all()
+        return deleted.length === 0 ? null : files
+      })
+    },
+
     async updateThread(threadId, changes, now) {
       db.update(threads)
         .set({

@@ -118,6 +118,13 @@ export interface ThreadRepository {
   updateSeqAt(since: number): Promise<number>
 
   /**
+   * Deletes the thread and everything that hangs on it (messages, feedback, attachments' rows, queued or running
+   * answers, its search document) in one unit. Returns the attachments it had, whose files the caller removes; null
+   * when there was no such thread.
+   */
+  deleteThread(threadId: string): Promise<{ id: string; resized: boolean }[] | null>
+
+  /**
    * Where a list continues after `threadId`, or undefined when it cannot: cursors do not expire, so in
    * `created_at` order any thread of the viewer's organization marks the place (its ID already tells when it was
    * made), and in `updated_at` order, where the place tells when it was last written to, only a visible one.

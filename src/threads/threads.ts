@@ -1,6 +1,9 @@
-// Threads themselves: starting one, reading it, changing it and stopping its answer.
+// Threads themselves: starting one, reading it, changing it, stopping its answer and deleting it.
+import { keysOf } from '../attachments/keys'
 import type { Caller } from '../auth/model'
-import { conflict } from '../shared/errors'
+import { conflict, notFound } from '../shared/errors'
+import type { Logger } from '../shared/log'
+import type { BlobStore } from '../storage/blobs'
 import { type Links, toThread } from './links'
 import type { ThreadsModel } from './model'
 import type { ThreadRepository } from './repository'
@@ -73,4 +76,29 @@ export async function stopThread(
   await requireOwnedThread(threads, caller, threadId, 'stop its answer')
   if (!(await engine.interrupt(threadId))) throw conflict('The thread has no answer running or queued')
   return await getThread(threads, caller, threadId, links)
+}
+
+/**
+ * Deletes a thread for good: owner only. An answer running or queued is stopped first, so that no generator is
+ * left writing to it; the rows go in one unit, then the attachments' files. A file that cannot be removed now is
+ * logged and left to the hourly sweep of files no row names.
+ */
+export async function deleteThread(
+  deps: { threads: ThreadRepository; engine: Interrupter; blobs: Pick<BlobStore, 'delete'>; log: Logger },
+  caller: Caller,
+  threadId: string,
+): Promise<void> {
+  await requireOwnedThread(deps.threads, caller, threadId, 'delete it')
+  await deps.engine.interrupt(threadId)
+  const files = await deps.threads.deleteThread(threadId)
+  if (files === null) throw notFound('Thread')
+  const removals = await Promise.allSettled(files.flatMap(keysOf).map((key) => deps.blobs.delete(key)))
+  const failed = removals.filter((removal) => removal.status === 'rejected')
+  if (failed.length > 0) {
+    deps.log.warn('could not remove the files of a deleted thread; the hourly sweep will', {
+      threadId,
+      files: failed.length,
+      error: String(failed[0]?.reason),
+    })
+  }
 }

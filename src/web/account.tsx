@@ -1,17 +1,12 @@
-// Plumbing shared by the settings and administration pages: their headers (the strict page policy plus the
-// one local script), the `member` and `organizationAdmin` macros that let in only who may see a page, the
-// copy script itself, and reading a form only when its CSRF token and origin check out.
-import { join } from 'node:path'
+// Plumbing shared by the settings and administration pages (src/settings/, src/admin/): their headers (the strict
+// page policy plus the one local script), the `member` and `organizationAdmin` macros that let in only who may see
+// a page, and the notices their redirects show.
 import { Elysia } from 'elysia'
 import { isOrganizationAdmin } from '../auth/members'
-import { readForm } from '../shared/forms'
-import { copyScriptPath } from './components'
-import { csrfTokenMatches, formRefusedMessage, isSameOriginRequest } from './csrf'
-import { type PageSession, pageHeaders, signInPath, type WebDeps, web } from './index'
-import { viewerOf } from './layout'
-import { MessagePage } from './pages/message'
-
-const copyScript = Bun.file(join(import.meta.dir, 'assets/copy.js'))
+import { AppError } from '../shared/errors'
+import { PageError } from './errors'
+import { type PageSession, pageHeaders, type WebDeps } from './index'
+import { trustedForms } from './trusted-form'
 
 /** The page policy, plus `script-src 'self'` for the copy script: still no inline script, no other origin. */
 export const accountPageHeaders = {
@@ -21,71 +16,47 @@ export const accountPageHeaders = {
     "frame-ancestors 'none'; base-uri 'none'",
 } as const
 
-/** The sign-in page, coming back here afterwards; a form post comes back to the page it was posted from. */
-export function signInLocation(request: Request): string {
-  const url = new URL(request.url)
-  const back = request.method === 'GET' ? url.pathname + url.search : url.pathname.split('/').slice(0, 3).join('/')
-  return signInPath(back)
+/** A confirmation after a redirect, chosen by a fixed key so a URL can never put words on the page. */
+export function noticeFor(notices: Record<string, string>, key: string | undefined): string | null {
+  return key !== undefined && Object.hasOwn(notices, key) ? (notices[key] ?? null) : null
 }
 
-/** The posted form, or null when it lacks this session's CSRF token or the browser says it came from elsewhere. */
-export async function readTrustedForm(
-  request: Request,
-  session: PageSession,
-  publicUrl: string,
-): Promise<URLSearchParams | null> {
-  if (!isSameOriginRequest(request.headers, publicUrl)) return null
-  const form = await readForm(request)
-  if (!form || !csrfTokenMatches(session.csrf, form.get('csrf'))) return null
-  return form
-}
-
-export function RefusedFormPage({ session }: { session: PageSession }): JSX.Element {
-  return <MessagePage title="Form refused" message={formRefusedMessage} viewer={viewerOf(session)} />
+/** An expected refusal (bad input, not found, not allowed) becomes a message on the page; anything else is a bug. */
+export function refusalOf(error: unknown): AppError {
+  if (error instanceof AppError) return error
+  throw error
 }
 
 export const account = (deps: WebDeps) =>
-  new Elysia({ name: 'account' })
-    .use(web(deps))
-    .get(
-      copyScriptPath,
-      () => {
-        return new Response(copyScript, { headers: { 'content-type': 'text/javascript; charset=utf-8' } })
+  new Elysia({ name: 'account' }).use(trustedForms(deps)).macro({
+    /** Signed-in people only: others go to the sign-in page and come back (src/web/errors.tsx). Resolves `member`. */
+    member: {
+      session: true,
+      // Checked before the handler as the `session` macro's own check is, so the one-time password comes first.
+      beforeHandle(context) {
+        // Elysia runs this after the `session` macro's resolve but does not type what it added.
+        const { session } = context as unknown as { session: PageSession | null }
+        if (!session) throw new AppError(401, 'unauthorized', 'Sign in first')
       },
-      { detail: { hide: true } },
-    )
-    .macro({
-      /** Signed-in people only: others go to the sign-in page and come back. Resolves `member`. */
-      member: {
-        session: true,
-        beforeHandle(context) {
-          // Elysia runs this after the `session` macro's resolve but does not type what it added.
-          const { session } = context as unknown as { session: PageSession | null }
-          if (!session) return context.redirect(signInLocation(context.request), 303)
-        },
-        resolve(context): { member: PageSession } {
-          return { member: (context as unknown as { session: PageSession }).session }
-        },
+      resolve(context): { member: PageSession } {
+        return { member: (context as unknown as { session: PageSession }).session }
       },
-      /** Owners and admins of the organization only: members get a 403 page. Resolves `admin`. */
-      organizationAdmin: {
-        member: true,
-        beforeHandle(context) {
-          const { member } = context as unknown as { member: PageSession }
-          if (isOrganizationAdmin(member.user.role)) return
-          context.set.status = 403
-          Object.assign(context.set.headers, accountPageHeaders)
-          return context.html(
-            <MessagePage
-              title="Administration only"
-              message="Only owners and admins of your organization can open this page. Ask one of them if you need something changed."
-              viewer={viewerOf(member)}
-              action={{ href: '/settings', label: 'Go to your settings' }}
-            />,
-          )
-        },
-        resolve(context): { admin: PageSession } {
-          return { admin: (context as unknown as { member: PageSession }).member }
-        },
+    },
+    /** Owners and admins of the organization only: members get a 403 page. Resolves `admin`. */
+    organizationAdmin: {
+      member: true,
+      beforeHandle(context) {
+        const { member } = context as unknown as { member: PageSession }
+        if (isOrganizationAdmin(member.user.role)) return
+        throw new PageError(
+          403,
+          'Administration only',
+          'Only owners and admins of your organization can open this page. Ask one of them if you need something changed.',
+          { action: { href: '/settings', label: 'Go to your settings' } },
+        )
       },
-    })
+      resolve(context): { admin: PageSession } {
+        return { admin: (context as unknown as { member: PageSession }).member }
+      },
+    },
+  })

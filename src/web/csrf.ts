@@ -26,6 +26,12 @@ export function newCsrfNonce(): string {
   return encodeBase64urlNoPadding(bytes)
 }
 
+/**
+ * The name of the server key (shared/server-keys.repository.ts) that signs pre-sign-in cookies: stored in the
+ * database on PostgreSQL, so a sign-in form served by one instance can be posted to another.
+ */
+export const anonymousCsrfKeyName = 'csrf'
+
 /** The form token that goes with a pre-sign-in cookie: signed with a server key so it cannot be forged. */
 export function anonymousCsrfToken(key: Uint8Array, nonce: string): string {
   return encodeBase64urlNoPadding(hmac(SHA256, key, encoder.encode(`anonymous:${nonce}`)))

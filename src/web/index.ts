@@ -1,6 +1,6 @@
-// Shared plumbing of the server-rendered pages: HTML rendering, the stylesheet, security headers, the session
-// cookie and the `session` macro that resolves who is signed in.
-import { join } from 'node:path'
+// Shared plumbing of the server-rendered pages: HTML rendering, security headers, the session cookie, the
+// `session` macro that resolves who is signed in (and marks the request as a page's, for the error pages) and
+// the `account` macro of the settings API.
 import { html } from '@elysiajs/html'
 import { type Cookie, Elysia } from 'elysia'
 import { type SessionUser, validateSession } from '../auth/sessions'
@@ -9,14 +9,11 @@ import { AppError } from '../shared/errors'
 import type { Clock } from '../shared/time'
 import type { Store } from '../store'
 import { sessionCsrfToken } from './csrf'
-import { stylesheetPath } from './layout'
 
 export interface WebDeps {
   store: Store
   clock: Clock
   publicUrl: string
-  /** Signs the pre-sign-in CSRF cookie; random per process, so a sign-in form left open across a restart expires. */
-  csrfKey: Uint8Array
 }
 
 /** A signed-in request: the person, their session cookie value and the CSRF token their forms must carry. */
@@ -25,8 +22,6 @@ export interface PageSession {
   token: string
   csrf: string
 }
-
-const stylesheet = Bun.file(join(import.meta.dir, 'styles.css'))
 
 /** Headers every page gets: no framing, no referrer leaks, no caching of pages that hold CSRF tokens. */
 export const pageHeaders = {
@@ -130,13 +125,28 @@ export function changePasswordLocation(request: Request): string {
   return `${changePasswordPath}?next=${encodeURIComponent(url.pathname + url.search)}`
 }
 
+/** Requests answered by a page, with who is signed in (null for a visitor); the error pages read it. */
+const pageSessions = new WeakMap<Request, PageSession | null>()
+
+/** Who is signed in on a page request (null for a visitor); undefined when the request is not for a page. */
+export function pageSessionOf(request: Request): PageSession | null | undefined {
+  return pageSessions.get(request)
+}
+
 function mustChangePasswordFirst(session: PageSession | null, request: Request): boolean {
   return session?.user.mustChangePassword === true && !openToOneTimePasswords.has(new URL(request.url).pathname)
 }
 
+/** Requests the `account` macro let in, with whose session; set before any body is read. */
+const accounts = new WeakMap<Request, PageSession>()
+
+/** The session the `account` macro found for this request, from its first hook on. */
+export function accountOf(request: Request): PageSession | undefined {
+  return accounts.get(request)
+}
+
 export const web = (deps: WebDeps) => {
   const names = cookieNames(deps.publicUrl)
-  const accounts = new WeakMap<Request, PageSession>()
   const checkAccount = async (cookie: Record<string, Cookie<unknown>>, request: Request): Promise<void> => {
     if (accounts.has(request)) return
     const account = await resolveSession(deps, names, cookie)
@@ -152,14 +162,19 @@ export const web = (deps: WebDeps) => {
       .use(html({ contentType: 'text/html; charset=utf-8', autoDetect: false }))
       // The settings API's JSON bodies are read after the `account` check below.
       .use(jsonBodies)
-      .get(stylesheetPath, () => new Response(stylesheet, { headers: { 'content-type': 'text/css; charset=utf-8' } }), {
-        detail: { hide: true },
-      })
       .macro({
+        /** Pages that resolve no session (signing in itself): their failures are pages too, without navigation. */
+        page: {
+          transform({ request }) {
+            if (!pageSessions.has(request)) pageSessions.set(request, null)
+          },
+        },
         /** Pages: `session` is the signed-in person, or null, and each page decides what a visitor sees. */
         session: {
-          async resolve({ cookie }): Promise<{ session: PageSession | null }> {
-            return { session: await resolveSession(deps, names, cookie) }
+          async resolve({ cookie, request }): Promise<{ session: PageSession | null }> {
+            const session = await resolveSession(deps, names, cookie)
+            pageSessions.set(request, session)
+            return { session }
           },
           // Every page, whoever wrote it, first sends a person holding a one-time password to choose their own.
           beforeHandle(context) {

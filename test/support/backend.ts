@@ -2,11 +2,12 @@
 // the same tests run on PostgreSQL (a throwaway cluster, test/support/postgres.ts) and an S3-compatible bucket (s3rver,
 // test/support/s3.ts), both started once per run. `.ci/run` runs the suite both ways.
 import type { Db } from '../../src/db/client'
+import { migrateDatabase, openDatabase } from '../../src/db/client'
 import type * as sqliteTables from '../../src/db/schema'
 import { type BlobStore, S3BlobStore } from '../../src/storage/blobs'
 import { type Store, sqliteStore } from '../../src/store'
 import { migratedDatabase } from './database'
-import { freshPostgresDatabase } from './postgres'
+import { emptyPostgresDatabase, freshPostgresDatabase, missingPostgresDatabase } from './postgres'
 import { runS3 } from './s3'
 
 export const onPostgres = process.env.THREADHOUSE_TEST_BACKEND === 'postgres'
@@ -83,5 +84,59 @@ export async function backendEnv(env: Record<string, string>): Promise<Record<st
       S3_SECRET_ACCESS_KEY: bucket.secretAccessKey,
     }),
     ...rest,
+  }
+}
+
+/**
+ * A process's database before it exists, for tests of what creates one (the CLI's `migrate`, a first start): on
+ * SQLite runs the file at `path`, not yet there; on PostgreSQL runs an empty database (and the run's bucket for
+ * files). `missing` names a database that is not there either way, and stays so.
+ */
+export async function unmigratedEnv(
+  path: string,
+): Promise<{ env: Record<string, string>; missing: Record<string, string> }> {
+  if (!onPostgres) return { env: { DATABASE_PATH: path }, missing: { DATABASE_PATH: path } }
+  const [url, missing] = await Promise.all([emptyPostgresDatabase(), missingPostgresDatabase()])
+  return { env: await backendEnv({ DATABASE_URL: url }), missing: { DATABASE_URL: missing } }
+}
+
+/** A database a process can open too, migrated: the SQLite file at `path`, or on PostgreSQL runs a fresh database. */
+export async function migratedEnv(path: string): Promise<Record<string, string>> {
+  if (!onPostgres) {
+    const db = openDatabase(path)
+    migrateDatabase(db)
+    db.$client.close()
+  }
+  return backendEnv({ DATABASE_PATH: path })
+}
+
+/** The database a process's environment names (DATABASE_URL or DATABASE_PATH), for the test's own reads and writes. */
+export async function databaseOf(env: Record<string, string>): Promise<TestDatabase> {
+  if (env.DATABASE_URL) {
+    const [{ openPostgres }, { pgStore }, pgTables] = await Promise.all([
+      import('../../src/db/postgres'),
+      import('../../src/store/postgres'),
+      import('../../src/db/schema.pg'),
+    ])
+    const db = openPostgres(env.DATABASE_URL, { max: 2 })
+    return {
+      store: pgStore(db),
+      sqlite: undefined,
+      orm: db as unknown as Db,
+      tables: pgTables as unknown as Tables,
+      [Symbol.asyncDispose]: () => db.$client.close(),
+    }
+  }
+  const path = env.DATABASE_PATH
+  if (!path) throw new Error('the environment names no database')
+  const db = openDatabase(path, { mustExist: true })
+  return {
+    store: sqliteStore(db),
+    sqlite: db,
+    orm: db,
+    tables: await import('../../src/db/schema'),
+    async [Symbol.asyncDispose]() {
+      db.$client.close()
+    },
   }
 }

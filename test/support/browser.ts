@@ -1,7 +1,7 @@
 // Real headless Chromium (Debian's package) driven by playwright-core, for end-to-end tests of the pages.
 // Playwright never downloads a browser here: it is pointed at /usr/bin/chromium.
 import { accessSync, constants } from 'node:fs'
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
+import { type Browser, type BrowserContext, type BrowserContextOptions, chromium, type Page } from 'playwright-core'
 import { closeAfterRun } from './after-run'
 
 export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -54,8 +54,13 @@ export interface BrowserSession extends AsyncDisposable {
 }
 
 /** A fresh context (its own cookies, storage and permissions) with one page; `close` ends it. */
-async function session(browser: Browser, baseURL: string, close: () => Promise<void>): Promise<BrowserSession> {
-  const context = await browser.newContext({ baseURL })
+async function session(
+  browser: Browser,
+  baseURL: string,
+  close: () => Promise<void>,
+  options: BrowserContextOptions = {},
+): Promise<BrowserSession> {
+  const context = await browser.newContext({ ...options, baseURL })
   const page = await context.newPage()
   const errors: string[] = []
   page.on('console', (message) => {
@@ -79,9 +84,11 @@ let shared: Promise<Browser> | undefined
  * others, so each `open` (closed by `await using`) is as fresh as a browser of its own, and concurrent tests may
  * each have one.
  */
-export function sharedBrowser(): { open(baseURL: string): Promise<BrowserSession> } {
+export function sharedBrowser(): {
+  open(baseURL: string, options?: BrowserContextOptions): Promise<BrowserSession>
+} {
   return {
-    async open(baseURL) {
+    async open(baseURL, options) {
       if (!shared) {
         shared = launch()
         closeAfterRun(async () => {
@@ -91,9 +98,14 @@ export function sharedBrowser(): { open(baseURL: string): Promise<BrowserSession
         })
       }
       const browser = await shared
-      const opened = await session(browser, baseURL, async () => {
-        await opened.context.close()
-      })
+      const opened = await session(
+        browser,
+        baseURL,
+        async () => {
+          await opened.context.close()
+        },
+        options,
+      )
       return opened
     },
   }

@@ -32,6 +32,28 @@ export class ManualClock implements Clock {
   }
 }
 
+/** A repeating timer the test fires by hand (src/upkeep.ts's `Repeat`): each fire is one run, awaited. */
+export class ManualTimer {
+  private run: (() => Promise<void>) | null = null
+  intervalMs: number | null = null
+
+  readonly repeat = (run: () => Promise<void>, ms: number): { stop(): void } => {
+    this.run = run
+    this.intervalMs = ms
+    return {
+      stop: () => {
+        this.run = null
+      },
+    }
+  }
+
+  /** One interval's run, as the timer would make it; throws once the timer is stopped. */
+  fire(): Promise<void> {
+    if (!this.run) throw new Error('the timer is not running')
+    return this.run()
+  }
+}
+
 /** A runner whose jobs wait until the test says what they produce. */
 export class ScriptedRunner implements GenerationRunner {
   readonly jobs = new Map<string, { history: HistoryMessage[]; handlers: JobHandlers }>()
@@ -400,14 +422,23 @@ export interface ServerProcess extends AsyncDisposable {
   stderr(): string
 }
 
+export interface ServerOptions {
+  /**
+   * `run` (the default): the run's backend, as backendEnv gives it. `as given`: exactly the storage `env` names, the
+   * SQLite file at DATABASE_PATH on any run, for tests of moving an installation from one backend to another.
+   */
+  backend?: 'run' | 'as given'
+}
+
 /**
  * Starts the real server (`bun src/index.ts`) on a free loopback port and waits until it listens; on PostgreSQL runs,
  * on a fresh database and bucket unless `env` names its own (test/support/backend.ts).
  */
-export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
+export async function startServer(env: Record<string, string>, options: ServerOptions = {}): Promise<ServerProcess> {
+  const storage = options.backend === 'as given' ? env : await backendEnv(env)
   const child = Bun.spawn(['bun', 'src/index.ts'], {
     cwd: `${import.meta.dir}/../..`,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...(await backendEnv(env)) },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...storage },
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -453,13 +484,16 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
  * so the port is found first (listening on port 0 and closing again): should another process take it in between,
  * the server refuses to start, saying the port is in use, and another free port is tried.
  */
-export async function startServerAtOwnUrl(env: Record<string, string>): Promise<ServerProcess> {
+export async function startServerAtOwnUrl(
+  env: Record<string, string>,
+  options: ServerOptions = {},
+): Promise<ServerProcess> {
   for (let attempt = 1; ; attempt++) {
     const probe = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response() })
     const url = probe.url.origin
     await probe.stop(true)
     try {
-      return await startServer({ ...env, PORT: new URL(url).port, PUBLIC_URL: url })
+      return await startServer({ ...env, PORT: new URL(url).port, PUBLIC_URL: url }, options)
     } catch (error) {
       if (attempt < 5 && String(error).includes('the port is already in use')) continue
       throw error

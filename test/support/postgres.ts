@@ -133,6 +133,24 @@ export async function freshPostgresDatabase(): Promise<{ url: string; db: PgDb }
   }
 }
 
+/**
+ * The URL of a new database on the run's cluster with nothing in it, not even the migrations: what a process that
+ * migrates on its own (the CLI's `migrate`, a first start) is pointed at.
+ */
+export async function emptyPostgresDatabase(): Promise<string> {
+  const cluster = await sharedPostgres()
+  databases += 1
+  const name = `test_${process.pid}_${databases}_empty`
+  await cluster.admin(`create database ${name}`)
+  return cluster.url(name)
+}
+
+/** The URL of a database the run's cluster does not have. */
+export async function missingPostgresDatabase(): Promise<string> {
+  databases += 1
+  return (await sharedPostgres()).url(`test_${process.pid}_${databases}_missing`)
+}
+
 /** Every row of the database at `url` as pg_dump writes it (data only, plain text): what a test reads for a secret. */
 export function dumpDatabase(url: string): string {
   const result = spawnSync(join(binaries(), 'pg_dump'), ['--data-only', url], { encoding: 'utf8' })

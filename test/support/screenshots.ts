@@ -1,5 +1,6 @@
-// Regenerates docs/screenshots/: the threads list and a thread with a streamed answer, light and dark, taken in
-// headless Chromium from a real server with a few threads made through the pages.
+// Regenerates the chat's pictures in docs/screenshots/: a new conversation and a thread with a streamed answer
+// (Markdown, highlighted code, an image), desktop and phone, light and dark, taken in headless Chromium from a real
+// server with threads made through the pages themselves.
 // Run: bun test/support/screenshots.ts
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -15,33 +16,38 @@ const server = await startServerAtOwnUrl({
   UPLOADS_DIR: join(dir, 'uploads'),
   ADMIN_EMAIL: 'ada@example.com',
   ADMIN_PASSWORD: 'correct horse battery',
-  ECHO_TOKEN_DELAY_MS: '5',
+  ECHO_TOKEN_DELAY_MS: '2',
 })
 const session = await openBrowser(server.url)
 try {
   const { page } = session
-  await page.setViewportSize({ width: 1100, height: 1000 })
+  await page.setViewportSize({ width: 1280, height: 860 })
   await page.goto('/')
   await page.getByLabel('Email').fill('ada@example.com')
   await page.getByLabel('Password').fill('correct horse battery')
   await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL(/\/threads$/)
+  await page.waitForURL((url) => url.pathname === '/')
 
-  async function start(name: string, text: string, image?: Buffer): Promise<void> {
-    await page.goto('/threads')
+  /** Sends from the composer with Enter and waits until the answer has streamed in and the page settled. */
+  async function send(text: string, image?: Buffer): Promise<void> {
+    if (image) {
+      await page.locator('#composer-files').setInputFiles({ name: 'skyline.png', mimeType: 'image/png', buffer: image })
+    }
+    const answers = await page.locator('.message-assistant:not(.live)').count()
     await page.getByLabel('Message', { exact: true }).fill(text)
-    await page.getByLabel(/^Name/).fill(name)
-    if (image)
-      await page.locator('#new-files').setInputFiles({ name: 'skyline.png', mimeType: 'image/png', buffer: image })
-    await page.getByRole('button', { name: 'Start thread' }).click()
-    await page.getByRole('heading', { name: 'Rate this answer' }).or(page.locator('.feedback')).first().waitFor()
+    await page.getByLabel('Message', { exact: true }).press('Enter')
+    await page.locator('.message-assistant:not(.live)').nth(answers).waitFor()
   }
 
-  await start('Quarterly report outline', 'Draft an outline for the Q3 report.')
-  await start('Release checklist', 'What should the 2.0 release checklist cover?')
-  const sky = await sharp({
-    create: { width: 480, height: 270, channels: 3, background: '#f0a04b' },
-  })
+  async function start(text: string, image?: Buffer): Promise<void> {
+    await page.goto('/')
+    await send(text, image)
+  }
+
+  await start('Draft an outline for the Q3 report.')
+  await start('What should the 2.0 release checklist cover?')
+  await start('Summarise the meeting notes from Tuesday')
+  const sky = await sharp({ create: { width: 480, height: 270, channels: 3, background: '#f0a04b' } })
     .composite([
       {
         input: Buffer.from(
@@ -52,35 +58,40 @@ try {
     .png()
     .toBuffer()
   await start(
-    'Weekend in Lyon',
     'Plan a **weekend in Lyon** for two:\n\n- one museum\n- one *bouchon* for dinner\n\nThe photo is the view from our hotel. Keep it under `300 €`.',
     sky,
   )
-  const threadUrl = page.url().split('#')[0] ?? ''
-  await page.getByLabel('Message', { exact: true }).fill('And if it rains on Sunday?')
-  await page.getByRole('button', { name: 'Send' }).click()
-  await page.waitForFunction(
-    () =>
-      !(globalThis as unknown as { document: { getElementById(id: string): unknown } }).document.getElementById(
-        'live-answer',
-      ),
+  await send(
+    'Turn the budget into code:\n\n```ts\nconst budget = { hotel: 180, dinner: 90, museum: 24 }\nconst total = Object.values(budget).reduce((a, b) => a + b, 0)\nconsole.log("Total:", total, "€") // 294 €\n```',
   )
   await page.locator('.message-assistant').first().getByRole('button', { name: 'Good answer' }).click()
   await page.locator('.message-assistant button[aria-pressed="true"]').waitFor()
+  const threadUrl = page.url().split('#')[0] ?? ''
 
   mkdirSync(out, { recursive: true })
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme })
-    await page.goto('/threads')
-    await page.screenshot({ path: join(out, `threads-${scheme}.png`), fullPage: true })
-    await page.goto(threadUrl)
-    await page.screenshot({ path: join(out, `thread-${scheme}.png`), fullPage: true })
+  for (const [device, width, height] of [
+    ['desktop', 1280, 860],
+    ['phone', 390, 844],
+  ] as const) {
+    await page.setViewportSize({ width, height })
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme })
+      await page.goto('/')
+      await page.screenshot({ path: join(out, `new-${device}-${scheme}.png`) })
+      await page.goto(threadUrl)
+      await page.locator('.hljs').first().waitFor()
+      await page.screenshot({ path: join(out, `thread-${device}-${scheme}.png`) })
+    }
   }
-  await page.setViewportSize({ width: 390, height: 844 })
   await page.emulateMedia({ colorScheme: 'light' })
-  await page.goto(threadUrl)
-  await page.screenshot({ path: join(out, 'thread-phone.png') })
+  await page.goto(`${threadUrl}#sidebar`)
+  await page.locator('#sidebar').waitFor()
+  await page.screenshot({ path: join(out, 'sidebar-phone-light.png') })
   console.log(`screenshots written to ${out}`)
+} catch (error) {
+  await session.page.screenshot({ path: '/tmp/threadhouse-shot-failure.png' })
+  console.error(session.errors)
+  throw error
 } finally {
   await session[Symbol.asyncDispose]()
   await server[Symbol.asyncDispose]()

@@ -18,7 +18,10 @@ export function MessagePage({ title, message, detail, viewer, action }: MessageP
         <h1 id="message-title" safe>
           {title}
         </h1>
-        <p safe>{message}</p>
+        {/* .page-message: the chat reads it from a refusal of a message sent in the background, to show in place. */}
+        <p class="page-message" safe>
+          {message}
+        </p>
         {detail ? (
           <p class="muted">
             <code safe>{detail}</code>

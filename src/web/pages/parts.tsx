@@ -46,7 +46,7 @@ export function ThumbIcon({ direction }: { direction: 'up' | 'down' }): JSX.Elem
 }
 
 /** What the file inputs accept, as the upload rules say (the server decides from the bytes all the same). */
-const acceptedFiles = [
+export const acceptedFiles = [
   ...imageLimits.mediaTypes,
   ...pdfLimits.mediaTypes,
   ...textLimits.mediaTypes,
@@ -56,22 +56,30 @@ const acceptedFiles = [
   '.txt',
 ].join(',')
 
-const filesHint =
+export const filesHint =
   `Up to ${filesPerRequest} files: JPEG, PNG, GIF or WebP images up to ${mib(imageLimits.maxBytes)}, ` +
   `PDFs up to ${mib(pdfLimits.maxBytes)} and ${pdfLimits.maxPages} pages, ` +
   `text, Markdown or CSV up to ${mib(textLimits.maxBytes)}.`
 
-/** The file picker of the composers, with the upload rules spelled out beside it. */
-export function FilesField({ id }: { id: string }): JSX.Element {
+/**
+ * Said wherever a conversation starts while the development echo responder answers: it repeats messages back,
+ * and an administrator is told what connects a real model.
+ */
+export function EchoNotice({ model, isAdmin }: { model: { provider: string }; isAdmin: boolean }): JSX.Element {
+  if (model.provider !== 'echo') return ''
   return (
-    <div class="field">
-      <label for={id}>
-        Attach files <span class="muted">(optional)</span>
-      </label>
-      <input id={id} name="attachments" type="file" multiple accept={acceptedFiles} aria-describedby={`${id}-hint`} />
-      <p id={`${id}-hint`} class="hint" safe>
-        {filesHint}
-      </p>
-    </div>
+    <p class="echo-notice" role="note">
+      No model is connected: answers come from the development <strong>echo responder</strong>, which repeats your
+      message back.{' '}
+      {isAdmin ? (
+        <>
+          To connect one, set <code>LLM_PROVIDER</code> (<code>openai</code> or <code>anthropic</code>),{' '}
+          <code>LLM_MODEL</code> and <code>LLM_API_KEY</code> or <code>LLM_BASE_URL</code>, then restart; see the
+          configuration reference.
+        </>
+      ) : (
+        'An administrator can connect one.'
+      )}
+    </p>
   )
 }

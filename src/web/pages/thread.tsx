@@ -1,19 +1,17 @@
 // The thread page at a thread's app_url: its messages (Markdown, images, documents, choices, ratings), the answer
-// being written, and what the reader may do next. Every form works without JavaScript; /assets/thread.js only
-// streams the answer in and then swaps in the page as the server renders it.
+// being written, and what the reader may do next, beside the sidebar, with the composer at the bottom. Every form
+// works without JavaScript; the chat script (client/) sends, streams and updates the page without reloading it.
 import { escapeHtml } from '@kitajs/html'
 import type { AttachmentKind } from '../../attachments/repository'
 import type { ThreadsModel } from '../../threads/model'
 import type { Rating } from '../../threads/repository'
 import { CsrfField, Time } from '../components'
-import { Layout, type Viewer } from '../layout'
 import { renderMarkdown } from '../markdown'
-import { FilesField, StateBadge, ThumbIcon, threadTitle } from './parts'
+import { ChatLayout, type ChatLayoutProps, CopyIcon, TopBar } from './chat-layout'
+import { Composer } from './composer'
+import { EchoNotice, StateBadge, ThumbIcon, threadTitle } from './parts'
 
-export const threadScriptPath = '/assets/thread.js'
-
-export interface ThreadPageProps {
-  viewer: Viewer
+export interface ThreadPageProps extends Omit<ChatLayoutProps, 'title'> {
   thread: ThreadsModel.thread
   isOwner: boolean
   messages: ThreadsModel.message[]
@@ -23,6 +21,8 @@ export interface ThreadPageProps {
   pendingMessageId: string | null
   /** Why the thread is in `error`. */
   failure: string | null
+  /** Answers that were stopped before they were complete. */
+  stoppedAnswers: Set<string>
   /** Why the composer's last message was refused, with what was typed. */
   error?: string
   draft?: string
@@ -110,7 +110,7 @@ function Feedback({ message, props }: { message: ThreadsModel.message; props: Th
       aria-labelledby={labelId}
     >
       <CsrfField token={props.viewer.csrf} />
-      <span id={labelId} class="feedback-label">
+      <span id={labelId} class="visually-hidden">
         Rate this answer
       </span>
       <button
@@ -170,6 +170,16 @@ function Block({
   }
 }
 
+/** Copies the message's text; only the script can, so it shows the button. */
+function CopyMessage(): JSX.Element {
+  return (
+    <button type="button" class="icon copy-message js-only" title="Copy the message">
+      <CopyIcon />
+      <span class="visually-hidden">Copy the message</span>
+    </button>
+  )
+}
+
 function Message({
   message,
   isLast,
@@ -182,23 +192,28 @@ function Message({
   const { thread } = props
   const answerable = isLast && props.isOwner && thread.state === 'ready'
   const headingId = `message-${message.id}-by`
+  const stopped = props.stoppedAnswers.has(message.id)
   return (
     <li id={`message-${message.id}`} class={`message message-${message.role}`} aria-labelledby={headingId}>
-      <div class="message-head">
-        <h3 id={headingId} class="message-author" safe>
-          {authorOf(message, props)}
-        </h3>
+      <h3 id={headingId} class="message-author" safe>
+        {authorOf(message, props)}
+      </h3>
+      {message.role === 'summary' ? (
+        <p class="muted summary-note">Stands in for earlier messages; the model reads it as a note.</p>
+      ) : null}
+      <div class="message-body">
+        {message.contents.map((block) => (
+          <Block block={block} answerable={answerable} props={props} />
+        ))}
+      </div>
+      {stopped ? <p class="stopped-note">Stopped</p> : null}
+      <div class="message-actions">
+        <CopyMessage />
+        {message.role === 'assistant' ? <Feedback message={message} props={props} /> : null}
         <a class="message-link" href={`#message-${message.id}`} title="Link to this message">
           <Time at={message.created_at} />
         </a>
       </div>
-      {message.role === 'summary' ? (
-        <p class="muted summary-note">Stands in for earlier messages; the model reads it as a note.</p>
-      ) : null}
-      {message.contents.map((block) => (
-        <Block block={block} answerable={answerable} props={props} />
-      ))}
-      {message.role === 'assistant' ? <Feedback message={message} props={props} /> : null}
     </li>
   )
 }
@@ -206,182 +221,182 @@ function Message({
 function ThreadTools({ props }: { props: ThreadPageProps }): JSX.Element {
   const { thread } = props
   return (
-    <div class="thread-tools">
-      <details class="rename">
-        <summary>Rename</summary>
-        <form method="post" action={threadPath(thread, '/update')} class="inline-form">
+    <details class="thread-tools">
+      <summary title="Thread options">
+        <span aria-hidden="true">⋯</span>
+        <span class="visually-hidden">Thread options</span>
+      </summary>
+      <div class="tools-panel">
+        <form method="post" action={threadPath(thread, '/update')} class="rename">
           <CsrfField token={props.viewer.csrf} />
           <label for="thread-name">Name</label>
           <input id="thread-name" name="name" type="text" maxlength="500" value={escapeHtml(thread.name ?? '')} />
           <button type="submit">Save name</button>
         </form>
-      </details>
-      <form method="post" action={threadPath(thread, '/update')}>
-        <CsrfField token={props.viewer.csrf} />
-        <input type="hidden" name="archived" value={thread.archived ? 'false' : 'true'} />
-        <button type="submit">{thread.archived ? 'Unarchive' : 'Archive'}</button>
-      </form>
-      <form method="post" action={threadPath(thread, '/update')}>
-        <CsrfField token={props.viewer.csrf} />
-        <input type="hidden" name="is_private" value={thread.is_private ? 'false' : 'true'} />
-        <button type="submit">{thread.is_private ? 'Make public' : 'Make private'}</button>
-      </form>
-    </div>
+        <form method="post" action={threadPath(thread, '/update')}>
+          <CsrfField token={props.viewer.csrf} />
+          <input type="hidden" name="archived" value={thread.archived ? 'false' : 'true'} />
+          <button type="submit">{thread.archived ? 'Unarchive' : 'Archive'}</button>
+        </form>
+        <form method="post" action={threadPath(thread, '/update')}>
+          <CsrfField token={props.viewer.csrf} />
+          <input type="hidden" name="is_private" value={thread.is_private ? 'false' : 'true'} />
+          <button type="submit">{thread.is_private ? 'Make public' : 'Make private'}</button>
+        </form>
+      </div>
+    </details>
   )
 }
 
 function LiveAnswer({ props, messageId }: { props: ThreadPageProps; messageId: string }): JSX.Element {
   const { thread } = props
   return (
-    <section
+    <li
       id="live-answer"
       class="message message-assistant live"
       aria-labelledby="live-title"
       data-stream-url={threadPath(thread, `/messages/${messageId}/stream`)}
     >
-      <div class="message-head">
-        <h3 id="live-title" class="message-author">
-          Assistant
-        </h3>
-      </div>
+      <h3 id="live-title" class="message-author">
+        Assistant
+      </h3>
       <p class="muted live-status">
-        {thread.state === 'waiting' ? 'Waiting for its turn…' : 'Writing the answer…'}{' '}
+        <span class="typing" aria-hidden="true">
+          <span />
+          <span />
+          <span />
+        </span>{' '}
+        <span class="live-status-text">
+          {thread.state === 'waiting' ? 'Waiting for its turn…' : 'Writing the answer…'}
+        </span>{' '}
         <noscript>
           <a href={threadPath(thread)}>Reload to see it</a>
         </noscript>
       </p>
-      <div class="live-text markdown" aria-live="polite" aria-atomic="false" />
-      {props.isOwner ? (
-        <form method="post" action={threadPath(thread, '/stop')}>
-          <CsrfField token={props.viewer.csrf} />
-          <button type="submit">Stop</button>
-        </form>
-      ) : null}
-    </section>
+      <div class="message-body">
+        <div class="live-text markdown" aria-live="polite" aria-atomic="false" />
+      </div>
+    </li>
   )
+}
+
+const settingName = /\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/
+
+/**
+ * A failure as the person reads it: the stored sentence (written for the API's callers) without the sentences that
+ * speak to operators (settings to check, things an administrator should do); those go to administrators as a hint.
+ */
+export function failureForPeople(text: string | null): { said: string; forAdmins: string | null } {
+  const stored = text?.trim() || 'The response failed.'
+  const sentences = stored.split(/(?<=[.!?])\s+/)
+  const plain = sentences
+    .filter((sentence) => !settingName.test(sentence) && !/administrator/i.test(sentence))
+    .map((sentence) => sentence.replace(/\s*\([^)]*\)/g, ''))
+  const said = plain.length > 0 ? plain.join(' ') : 'The AI service could not answer this time.'
+  return { said, forAdmins: said === stored ? null : stored }
 }
 
 function Failure({ props }: { props: ThreadPageProps }): JSX.Element {
+  const { said, forAdmins } = failureForPeople(props.failure)
   return (
     <section class="failure" aria-labelledby="failure-title">
       <h2 id="failure-title">This thread stopped with an error</h2>
-      <p safe>{props.failure ?? 'The response failed.'}</p>
-      <p>
-        It cannot take new messages. You can go on in a new thread that starts with an extract of this one's last
-        messages.
-      </p>
-      <form method="post" action={threadPath(props.thread, '/continue')}>
-        <CsrfField token={props.viewer.csrf} />
-        <button type="submit" class="primary">
-          Continue in a new thread
-        </button>
-      </form>
-    </section>
-  )
-}
-
-function Composer({ props }: { props: ThreadPageProps }): JSX.Element {
-  return (
-    <section class="composer" aria-labelledby="composer-title">
-      <h2 id="composer-title" class="visually-hidden">
-        Reply
-      </h2>
-      {props.error ? (
-        <p class="alert" role="alert" safe>
-          {props.error}
+      <p safe>{said}</p>
+      {props.viewer.isAdmin && forAdmins ? (
+        <p class="admin-hint">
+          <strong>For administrators:</strong> <span safe>{forAdmins}</span> The server's log has the details.
         </p>
       ) : null}
-      <form method="post" action={threadPath(props.thread, '/messages')} enctype="multipart/form-data">
-        <CsrfField token={props.viewer.csrf} />
-        <div class="field">
-          <label for="composer-text">Message</label>
-          <textarea id="composer-text" name="text" rows="4" required safe>
-            {props.draft ?? ''}
-          </textarea>
-        </div>
-        <FilesField id="composer-files" />
-        <div class="actions">
-          <button type="submit" class="primary">
-            Send
-          </button>
-        </div>
-      </form>
+      {props.isOwner ? (
+        <>
+          <p>
+            It cannot take new messages. You can go on in a new thread that starts with an extract of this one's last
+            messages.
+          </p>
+          <form method="post" action={threadPath(props.thread, '/continue')}>
+            <CsrfField token={props.viewer.csrf} />
+            <button type="submit" class="primary">
+              Continue in a new thread
+            </button>
+          </form>
+        </>
+      ) : null}
     </section>
   )
 }
 
-/**
- * What comes after the messages: the answer being written, the way on from an error, or the composer. A refused
- * message keeps the composer, with its text, even while an answer is being written.
- */
+/** What comes after the messages: the way on from an error, or a word on who may write. */
 function NextStep({ props }: { props: ThreadPageProps }): JSX.Element {
   const { thread } = props
-  if (props.pendingMessageId) {
-    return (
-      <>
-        <LiveAnswer props={props} messageId={props.pendingMessageId} />
-        {props.error ? <Composer props={props} /> : null}
-      </>
-    )
-  }
+  if (props.pendingMessageId) return ''
   if (thread.state === 'error') return <Failure props={props} />
   if (thread.state !== 'ready') {
     // Between a Stop and the generator letting go there is no answer left to follow.
     return (
-      <p class="muted">
+      <p class="muted next-note">
         The answer is stopping. <a href={threadPath(thread)}>Reload</a> in a moment.
       </p>
     )
   }
   if (!props.isOwner) {
     return (
-      <p class="muted">
+      <p class="muted next-note">
         Only <span safe>{thread.owner.name ?? 'the owner'}</span> can write in this thread.
       </p>
     )
   }
-  return <Composer props={props} />
+  return ''
 }
 
 export function ThreadPage(props: ThreadPageProps): JSX.Element {
   const { thread } = props
   const title = threadTitle(thread)
+  const running = props.pendingMessageId !== null
+  const canWrite = props.isOwner && thread.state !== 'error'
   return (
-    <Layout title={title} viewer={props.viewer}>
-      <div class="wide">
-        <div id="thread-view">
-          <nav aria-label="Breadcrumb" class="breadcrumb">
-            <a href="/threads">Threads</a>
-          </nav>
-          <header class="thread-header">
-            <h1 safe>{title}</h1>
-            <p class="thread-meta">
-              <StateBadge state={thread.state} />
-              {thread.is_private ? <span class="badge">Private</span> : null}
-              {thread.archived ? <span class="badge">Archived</span> : null}
-              <span>
-                by <span safe>{props.isOwner ? 'you' : (thread.owner.name ?? 'another member')}</span>, started{' '}
-                <Time at={thread.created_at} />
-              </span>
-            </p>
-            {props.isOwner ? <ThreadTools props={props} /> : null}
-          </header>
-          <section aria-labelledby="messages-title">
-            <h2 id="messages-title" class="visually-hidden">
-              Messages
-            </h2>
-            {props.messages.length === 0 ? <p class="empty">No messages yet.</p> : null}
-            <ol class="messages">
-              {props.messages.map((message, index) => (
-                <Message message={message} isLast={index === props.messages.length - 1} props={props} />
-              ))}
-            </ol>
-          </section>
-          <NextStep props={props} />
+    <ChatLayout title={title} viewer={props.viewer} sidebar={props.sidebar} assets={props.assets} model={props.model}>
+      <TopBar>
+        <div class="thread-header">
+          <h1 class="chat-title" safe>
+            {title}
+          </h1>
+          <p class="thread-meta">
+            <StateBadge state={thread.state} />
+            {thread.is_private ? <span class="badge">Private</span> : null}
+            {thread.archived ? <span class="badge">Archived</span> : null}
+            <span class="thread-byline">
+              by <span safe>{props.isOwner ? 'you' : (thread.owner.name ?? 'another member')}</span>, started{' '}
+              <Time at={thread.created_at} />
+            </span>
+          </p>
         </div>
-        <p id="thread-status" class="visually-hidden" role="status" />
+        {props.isOwner ? <ThreadTools props={props} /> : null}
+      </TopBar>
+      <div id="thread-view" class="conversation" data-state={thread.state}>
+        <h2 id="messages-title" class="visually-hidden">
+          Messages
+        </h2>
+        {props.messages.length === 0 ? <p class="empty">No messages yet.</p> : null}
+        <ol class="messages" aria-labelledby="messages-title">
+          {props.messages.map((message, index) => (
+            <Message message={message} isLast={index === props.messages.length - 1} props={props} />
+          ))}
+          {props.pendingMessageId ? <LiveAnswer props={props} messageId={props.pendingMessageId} /> : null}
+        </ol>
+        <NextStep props={props} />
+        {props.messages.length <= 1 ? <EchoNotice model={props.model} isAdmin={props.viewer.isAdmin} /> : null}
       </div>
-      <script src={threadScriptPath} defer />
-    </Layout>
+      {canWrite ? (
+        <Composer
+          action={`/threads/${thread.id}/messages`}
+          stopAction={`/threads/${thread.id}/stop`}
+          running={running}
+          csrf={props.viewer.csrf}
+          draft={props.draft}
+          error={props.error}
+          placeholder="Reply"
+        />
+      ) : null}
+    </ChatLayout>
   )
 }

@@ -1,6 +1,8 @@
-// The settings pages over HTTP: API tokens, connected apps, OAuth clients, registration tokens and the
-// password, for any signed-in member. Every write is a CSRF-checked form post; writes that create a secret
-// answer with the page showing it (once, never in a URL or cookie), the others redirect back (POST-redirect-GET).
+// The settings feature: its pages over HTTP, API tokens, connected apps, OAuth clients, registration tokens and
+// the password, for any signed-in member. The behaviour is auth's and oauth's (personal-access-tokens.ts,
+// passwords.ts, management.ts, registration.ts). Every write is a form post through the `trustedForm` guard;
+// writes that create a secret answer with the page showing it (once, never in a URL or cookie), the others
+// redirect back (POST-redirect-GET).
 import { Elysia } from 'elysia'
 import { signInRetryAfter } from '../auth/attempts'
 import { isScope } from '../auth/model'
@@ -12,19 +14,18 @@ import {
 } from '../auth/personal-access-tokens'
 import { createConfidentialClient, listConnectedApps, listOwnClients, revokeConnectedApp } from '../oauth/management'
 import { createRegistrationToken } from '../oauth/registration'
-import { AppError } from '../shared/errors'
-import { param } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
-import type { RateLimiter } from '../shared/rate-limit'
+import type { Limiter } from '../shared/rate-limit'
 import { dayMs } from '../shared/time'
-import { account, accountPageHeaders, RefusedFormPage, readTrustedForm } from './account'
-import { type PageSession, safeNextPath, type WebDeps } from './index'
-import { viewerOf } from './layout'
-import { AppsPage } from './pages/settings/apps'
-import { type ClientFormValues, ClientsPage } from './pages/settings/clients'
-import { PasswordPage } from './pages/settings/password'
-import { SettingsRegistrationPage } from './pages/settings/registration'
-import { type TokenFormValues, TokensPage, tokenLifetimeChoices } from './pages/settings/tokens'
+import { account, accountPageHeaders, noticeFor, refusalOf } from '../web/account'
+import { type PageSession, safeNextPath, type WebDeps } from '../web/index'
+import { viewerOf } from '../web/layout'
+import { AppsPage } from '../web/pages/settings/apps'
+import { type ClientFormValues, ClientsPage } from '../web/pages/settings/clients'
+import { PasswordPage } from '../web/pages/settings/password'
+import { SettingsRegistrationPage } from '../web/pages/settings/registration'
+import { type TokenFormValues, TokensPage, tokenLifetimeChoices } from '../web/pages/settings/tokens'
+import { field, fieldValues, type PostedForm } from '../web/trusted-form'
 
 /** Confirmations after a redirect, chosen by a fixed key so a URL can never put words on the page. */
 export const settingsNotices: Record<string, string> = {
@@ -33,23 +34,13 @@ export const settingsNotices: Record<string, string> = {
   'password-changed': 'Your password was changed, and your other sessions were signed out.',
 }
 
-export function noticeFor(notices: Record<string, string>, key: string | undefined): string | null {
-  return key !== undefined && Object.hasOwn(notices, key) ? (notices[key] ?? null) : null
-}
-
-/** An expected refusal (bad input, not found, not allowed) becomes a message on the page; anything else is a bug. */
-export function refusalOf(error: unknown): AppError {
-  if (error instanceof AppError) return error
-  throw error
-}
-
 /** Reads the create-token form, or says in one sentence what is wrong with it. */
-function parseTokenForm(form: URLSearchParams): { values: TokenFormValues; error: string | null } {
-  const requested = form.getAll('scope')
+function parseTokenForm(form: PostedForm): { values: TokenFormValues; error: string | null } {
+  const requested = fieldValues(form, 'scope')
   const values: TokenFormValues = {
-    name: (form.get('name') ?? '').trim(),
+    name: (field(form, 'name') ?? '').trim(),
     scopes: requested.filter(isScope),
-    expiresInDays: form.get('expires_in_days') ?? '',
+    expiresInDays: field(form, 'expires_in_days') ?? '',
   }
   const lifetimes = tokenLifetimeChoices.map((choice) => String(choice.days))
   if (values.name === '') return { values, error: 'Give the token a name.' }
@@ -75,7 +66,7 @@ function redirectUrisOf(text: string): string[] {
 
 export interface SettingsDeps extends WebDeps {
   /** Password changes prove the current password: they share sign-in's attempt limits (absent when off). */
-  authLimiter?: RateLimiter
+  authLimiter?: Limiter
 }
 
 export const settingsPages = (deps: SettingsDeps) => {
@@ -122,12 +113,7 @@ export const settingsPages = (deps: SettingsDeps) => {
     )
     .post(
       '/settings/tokens',
-      async ({ member, request, html, set }) => {
-        const form = await readTrustedForm(request, member, deps.publicUrl)
-        if (!form) {
-          set.status = 403
-          return html(<RefusedFormPage session={member} />)
-        }
+      async ({ member, form, html, set }) => {
         const { values, error } = parseTokenForm(form)
         if (error) {
           set.status = 400
@@ -145,16 +131,11 @@ export const settingsPages = (deps: SettingsDeps) => {
         )
         return html(await tokensPage(member, { created: { name: values.name, token } }))
       },
-      { member: true, parse: 'none', detail: { hide: true } },
+      { member: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
     .post(
       '/settings/tokens/:id/revoke',
-      async ({ member, request, params, html, redirect, set }) => {
-        const form = await readTrustedForm(request, member, deps.publicUrl)
-        if (!form) {
-          set.status = 403
-          return html(<RefusedFormPage session={member} />)
-        }
+      async ({ member, params, html, redirect, set }) => {
         const id = Number(params.id)
         if (
           !Number.isSafeInteger(id) ||
@@ -165,7 +146,7 @@ export const settingsPages = (deps: SettingsDeps) => {
         }
         return redirect('/settings/tokens?notice=token-revoked', 303)
       },
-      { member: true, parse: 'none', detail: { hide: true } },
+      { member: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
     .get(
       '/settings/apps',
@@ -178,12 +159,7 @@ export const settingsPages = (deps: SettingsDeps) => {
     )
     .post(
       '/settings/apps/:clientId/revoke',
-      async ({ member, request, params, html, redirect, set }) => {
-        const form = await readTrustedForm(request, member, deps.publicUrl)
-        if (!form) {
-          set.status = 403
-          return html(<RefusedFormPage session={member} />)
-        }
+      async ({ member, params, html, redirect, set }) => {
         try {
           await revokeConnectedApp(deps.store.oauthGrants, member.user.id, params.clientId, now())
         } catch (error) {
@@ -193,7 +169,7 @@ export const settingsPages = (deps: SettingsDeps) => {
         }
         return redirect('/settings/apps?notice=app-revoked', 303)
       },
-      { member: true, parse: 'none', detail: { hide: true } },
+      { member: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
     .get('/settings/clients', async ({ member, html }) => html(await clientsPage(member)), {
       member: true,
@@ -201,15 +177,10 @@ export const settingsPages = (deps: SettingsDeps) => {
     })
     .post(
       '/settings/clients',
-      async ({ member, request, html, set }) => {
-        const form = await readTrustedForm(request, member, deps.publicUrl)
-        if (!form) {
-          set.status = 403
-          return html(<RefusedFormPage session={member} />)
-        }
+      async ({ member, form, html, set }) => {
         const values: ClientFormValues = {
-          name: form.get('client_name') ?? '',
-          redirectUris: form.get('redirect_uris') ?? '',
+          name: field(form, 'client_name') ?? '',
+          redirectUris: field(form, 'redirect_uris') ?? '',
         }
         try {
           const created = await createConfidentialClient(
@@ -233,7 +204,7 @@ export const settingsPages = (deps: SettingsDeps) => {
           return html(await clientsPage(member, { error: refusal.message, form: values }))
         }
       },
-      { member: true, parse: 'none', detail: { hide: true } },
+      { member: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
     .get(
       '/settings/registration-token',
@@ -245,16 +216,11 @@ export const settingsPages = (deps: SettingsDeps) => {
     )
     .post(
       '/settings/registration-token',
-      async ({ member, request, html, set }) => {
-        const form = await readTrustedForm(request, member, deps.publicUrl)
-        if (!form) {
-          set.status = 403
-          return html(<RefusedFormPage session={member} />)
-        }
+      async ({ member, html }) => {
         const created = await createRegistrationToken(deps.store.oauthClients, member.user, now())
         return html(<SettingsRegistrationPage viewer={viewerOf(member)} created={created} />)
       },
-      { member: true, parse: 'none', detail: { hide: true } },
+      { member: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
     .get(
       '/settings/password',
@@ -271,22 +237,17 @@ export const settingsPages = (deps: SettingsDeps) => {
     )
     .post(
       '/settings/password',
-      async ({ member, request, html, redirect, set }) => {
-        const form = await readTrustedForm(request, member, deps.publicUrl)
-        if (!form) {
-          set.status = 403
-          return html(<RefusedFormPage session={member} />)
-        }
-        const next = safeNextPath(param(form, 'next'), deps.publicUrl)
-        const newPassword = form.get('new_password') ?? ''
+      async ({ member, form, request, html, redirect, set }) => {
+        const next = safeNextPath(field(form, 'next'), deps.publicUrl)
+        const newPassword = field(form, 'new_password') ?? ''
         const page = (error: string): JSX.Element => (
           <PasswordPage viewer={viewerOf(member)} required={member.user.mustChangePassword} next={next} error={error} />
         )
-        if (newPassword !== (form.get('confirm_password') ?? '')) {
+        if (newPassword !== (field(form, 'confirm_password') ?? '')) {
           set.status = 400
           return html(page('The two new passwords do not match.'))
         }
-        const retryAfter = signInRetryAfter(deps.authLimiter, clientIpOf(request), member.user.email)
+        const retryAfter = await signInRetryAfter(deps.authLimiter, clientIpOf(request), member.user.email)
         if (retryAfter !== null) {
           set.status = 429
           set.headers['retry-after'] = String(retryAfter)
@@ -295,7 +256,7 @@ export const settingsPages = (deps: SettingsDeps) => {
         try {
           await changePassword(deps.store.users, {
             userId: member.user.id,
-            currentPassword: form.get('current_password') ?? '',
+            currentPassword: field(form, 'current_password') ?? '',
             newPassword,
             keepSessionToken: member.token,
           })
@@ -306,6 +267,6 @@ export const settingsPages = (deps: SettingsDeps) => {
         }
         return redirect(member.user.mustChangePassword ? next : '/settings/password?notice=password-changed', 303)
       },
-      { member: true, parse: 'none', detail: { hide: true } },
+      { member: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
 }

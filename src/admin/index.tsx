@@ -1,7 +1,9 @@
-// The administration pages over HTTP, for the organization's owners and admins (members get a 403 page):
-// OAuth clients (list, detail, secret rotation, deletion after confirmation), members (add with a one-time
-// password, change role, remove after confirmation) and registration tokens. Same rules as the settings pages:
-// CSRF-checked form posts, secrets shown once on the response page, POST-redirect-GET for everything else.
+// The administration feature: its pages over HTTP, for the organization's owners and admins (members get a 403
+// page): OAuth clients (list, detail, secret rotation, deletion after confirmation), members (add with a one-time
+// password, change role, remove after confirmation) and registration tokens. The behaviour is auth's and oauth's
+// (members.ts, management.ts, registration.ts). Same rules as the settings pages: every post passes the
+// `trustedForm` guard, secrets are shown once on the response page, POST-redirect-GET for everything else, and
+// what cannot be found is the shared error page.
 import { Elysia } from 'elysia'
 import { type Actor, addMember, changeMemberRole, findMember, isRole, listMembers, removeMember } from '../auth/members'
 import type { Role } from '../auth/model'
@@ -13,14 +15,13 @@ import {
 } from '../oauth/management'
 import { createRegistrationToken } from '../oauth/registration'
 import { type AppError, invalidRequest } from '../shared/errors'
-import { account, accountPageHeaders, RefusedFormPage, readTrustedForm } from './account'
-import type { PageSession, WebDeps } from './index'
-import { viewerOf } from './layout'
-import { AdminClientPage, AdminClientsPage, DeleteClientPage } from './pages/admin/clients'
-import { type MemberFormValues, MembersPage, RemoveMemberPage } from './pages/admin/members'
-import { MessagePage } from './pages/message'
-import { AdminRegistrationPage } from './pages/settings/registration'
-import { noticeFor, refusalOf } from './settings'
+import { account, accountPageHeaders, noticeFor, refusalOf } from '../web/account'
+import type { PageSession, WebDeps } from '../web/index'
+import { viewerOf } from '../web/layout'
+import { AdminClientPage, AdminClientsPage, DeleteClientPage } from '../web/pages/admin/clients'
+import { type MemberFormValues, MembersPage, RemoveMemberPage } from '../web/pages/admin/members'
+import { AdminRegistrationPage } from '../web/pages/settings/registration'
+import { field } from '../web/trusted-form'
 
 export const adminNotices: Record<string, string> = {
   'client-deleted': 'The client was deleted, and every token it held stopped working.',
@@ -31,17 +32,6 @@ export const adminNotices: Record<string, string> = {
 function actorOf(admin: PageSession): Actor {
   const { id, role, organizationId, organizationSlug } = admin.user
   return { id, role, organizationId, organizationSlug }
-}
-
-function NotFoundPage({ admin, what, back }: { admin: PageSession; what: string; back: string }): JSX.Element {
-  return (
-    <MessagePage
-      title={`${what} not found`}
-      message={`There is no such ${what.toLowerCase()} in your organization. It may have been deleted.`}
-      viewer={viewerOf(admin)}
-      action={{ href: back, label: 'Back' }}
-    />
-  )
 }
 
 export const adminPages = (deps: WebDeps) => {
@@ -62,24 +52,14 @@ export const adminPages = (deps: WebDeps) => {
     )
   }
 
-  /** The client's detail page, or the not-found page when it is not this organization's. */
+  /** The client's detail page; a client of another organization is not found. */
   async function clientPage(
     admin: PageSession,
     clientId: string,
     extra: { rotatedSecret?: string; error?: string } = {},
-  ) {
-    try {
-      const client = await getOrganizationClient(deps.store.oauthClients, admin.user.organizationId, clientId)
-      return {
-        status: 200,
-        page: <AdminClientPage viewer={viewerOf(admin)} client={client} publicUrl={deps.publicUrl} {...extra} />,
-      }
-    } catch (error) {
-      return {
-        status: refusalOf(error).status,
-        page: <NotFoundPage admin={admin} what="OAuth client" back="/admin/clients" />,
-      }
-    }
+  ): Promise<JSX.Element> {
+    const client = await getOrganizationClient(deps.store.oauthClients, admin.user.organizationId, clientId)
+    return <AdminClientPage viewer={viewerOf(admin)} client={client} publicUrl={deps.publicUrl} {...extra} />
   }
 
   return new Elysia({ name: 'admin-pages' })
@@ -105,20 +85,12 @@ export const adminPages = (deps: WebDeps) => {
     )
     .get(
       '/admin/clients/:clientId',
-      async ({ admin, params, html, set }) => {
-        const shown = await clientPage(admin, params.clientId)
-        set.status = shown.status
-        return html(shown.page)
-      },
+      async ({ admin, params, html }) => html(await clientPage(admin, params.clientId)),
       { organizationAdmin: true, detail: { hide: true } },
     )
     .post(
       '/admin/clients/:clientId/secret',
-      async ({ admin, params, request, html, set }) => {
-        if (!(await readTrustedForm(request, admin, deps.publicUrl))) {
-          set.status = 403
-          return html(<RefusedFormPage session={admin} />)
-        }
+      async ({ admin, params, html, set }) => {
         let rotated: { rotatedSecret?: string; error?: string }
         try {
           rotated = {
@@ -127,49 +99,31 @@ export const adminPages = (deps: WebDeps) => {
             ).client_secret,
           }
         } catch (error) {
+          // A public client has no secret: said on its page. A client not found is the error page.
           const refusal = refusalOf(error)
+          if (refusal.status === 404) throw refusal
           set.status = refusal.status
           rotated = { error: refusal.message }
         }
-        const shown = await clientPage(admin, params.clientId, rotated)
-        if (shown.status !== 200) set.status = shown.status
-        return html(shown.page)
+        return html(await clientPage(admin, params.clientId, rotated))
       },
-      { organizationAdmin: true, parse: 'none', detail: { hide: true } },
+      { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
     .get(
       '/admin/clients/:clientId/delete',
-      async ({ admin, params, html, set }) => {
-        try {
-          const client = await getOrganizationClient(
-            deps.store.oauthClients,
-            admin.user.organizationId,
-            params.clientId,
-          )
-          return html(<DeleteClientPage viewer={viewerOf(admin)} client={client} />)
-        } catch (error) {
-          set.status = refusalOf(error).status
-          return html(<NotFoundPage admin={admin} what="OAuth client" back="/admin/clients" />)
-        }
+      async ({ admin, params, html }) => {
+        const client = await getOrganizationClient(deps.store.oauthClients, admin.user.organizationId, params.clientId)
+        return html(<DeleteClientPage viewer={viewerOf(admin)} client={client} />)
       },
       { organizationAdmin: true, detail: { hide: true } },
     )
     .post(
       '/admin/clients/:clientId/delete',
-      async ({ admin, params, request, html, redirect, set }) => {
-        if (!(await readTrustedForm(request, admin, deps.publicUrl))) {
-          set.status = 403
-          return html(<RefusedFormPage session={admin} />)
-        }
-        try {
-          await deleteOrganizationClient(deps.store.oauthClients, admin.user.organizationId, params.clientId)
-        } catch (error) {
-          set.status = refusalOf(error).status
-          return html(<NotFoundPage admin={admin} what="OAuth client" back="/admin/clients" />)
-        }
+      async ({ admin, params, redirect }) => {
+        await deleteOrganizationClient(deps.store.oauthClients, admin.user.organizationId, params.clientId)
         return redirect('/admin/clients?notice=client-deleted', 303)
       },
-      { organizationAdmin: true, parse: 'none', detail: { hide: true } },
+      { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
     .get(
       '/admin/members',
@@ -182,16 +136,11 @@ export const adminPages = (deps: WebDeps) => {
     )
     .post(
       '/admin/members',
-      async ({ admin, request, html, set }) => {
-        const form = await readTrustedForm(request, admin, deps.publicUrl)
-        if (!form) {
-          set.status = 403
-          return html(<RefusedFormPage session={admin} />)
-        }
-        const role = form.get('role') ?? ''
+      async ({ admin, form, html, set }) => {
+        const role = field(form, 'role') ?? ''
         const values: MemberFormValues = {
-          email: (form.get('email') ?? '').trim(),
-          name: form.get('name') ?? '',
+          email: (field(form, 'email') ?? '').trim(),
+          name: field(form, 'name') ?? '',
           role: isRole(role) ? role : 'member',
         }
         try {
@@ -204,17 +153,12 @@ export const adminPages = (deps: WebDeps) => {
           return html(await membersPage(admin, { error: refusal.message, form: values }))
         }
       },
-      { organizationAdmin: true, parse: 'none', detail: { hide: true } },
+      { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
     .post(
       '/admin/members/:sub/role',
-      async ({ admin, params, request, html, redirect, set }) => {
-        const form = await readTrustedForm(request, admin, deps.publicUrl)
-        if (!form) {
-          set.status = 403
-          return html(<RefusedFormPage session={admin} />)
-        }
-        const role = form.get('role') ?? ''
+      async ({ admin, params, form, html, redirect, set }) => {
+        const role = field(form, 'role') ?? ''
         let changed: { id: number; role: Role }
         try {
           if (!isRole(role)) throw invalidRole()
@@ -228,28 +172,19 @@ export const adminPages = (deps: WebDeps) => {
         if (changed.id === admin.user.id && changed.role === 'member') return redirect('/settings', 303)
         return redirect('/admin/members?notice=role-changed', 303)
       },
-      { organizationAdmin: true, parse: 'none', detail: { hide: true } },
+      { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
     .get(
       '/admin/members/:sub/remove',
-      async ({ admin, params, html, set }) => {
-        try {
-          const member = await findMember(deps.store.users, admin.user.organizationId, params.sub)
-          return html(<RemoveMemberPage viewer={viewerOf(admin)} member={member} />)
-        } catch (error) {
-          set.status = refusalOf(error).status
-          return html(<NotFoundPage admin={admin} what="Member" back="/admin/members" />)
-        }
+      async ({ admin, params, html }) => {
+        const member = await findMember(deps.store.users, admin.user.organizationId, params.sub)
+        return html(<RemoveMemberPage viewer={viewerOf(admin)} member={member} />)
       },
       { organizationAdmin: true, detail: { hide: true } },
     )
     .post(
       '/admin/members/:sub/remove',
-      async ({ admin, params, request, html, redirect, set }) => {
-        if (!(await readTrustedForm(request, admin, deps.publicUrl))) {
-          set.status = 403
-          return html(<RefusedFormPage session={admin} />)
-        }
+      async ({ admin, params, html, redirect, set }) => {
         try {
           await removeMember(deps.store.users, actorOf(admin), params.sub, now())
         } catch (error) {
@@ -259,7 +194,7 @@ export const adminPages = (deps: WebDeps) => {
         }
         return redirect('/admin/members?notice=member-removed', 303)
       },
-      { organizationAdmin: true, parse: 'none', detail: { hide: true } },
+      { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
     .get('/admin/registration-token', ({ admin, html }) => html(<AdminRegistrationPage viewer={viewerOf(admin)} />), {
       organizationAdmin: true,
@@ -267,15 +202,11 @@ export const adminPages = (deps: WebDeps) => {
     })
     .post(
       '/admin/registration-token',
-      async ({ admin, request, html, set }) => {
-        if (!(await readTrustedForm(request, admin, deps.publicUrl))) {
-          set.status = 403
-          return html(<RefusedFormPage session={admin} />)
-        }
+      async ({ admin, html }) => {
         const created = await createRegistrationToken(deps.store.oauthClients, admin.user, now())
         return html(<AdminRegistrationPage viewer={viewerOf(admin)} created={created} />)
       },
-      { organizationAdmin: true, parse: 'none', detail: { hide: true } },
+      { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
 }
 

@@ -1,0 +1,83 @@
+// A thread as one document to keep or move elsewhere: JSON with everything needed to rebuild it (the thread, every
+// message the API lists, and each attachment's description and download path), or Markdown for people to read.
+import type { AttachmentRepository } from '../attachments/repository'
+import type { Caller } from '../auth/model'
+import { toIso } from '../shared/time'
+import { type Links, toMessage, toThread } from './links'
+import { attachmentIdsOf } from './messages'
+import type { ThreadsModel } from './model'
+import type { MessageRow, ThreadRepository } from './repository'
+import { requireVisibleThread } from './visibility'
+
+/** Messages read per query while exporting: a thread of any length is read in pages, never all at once. */
+const pageSize = 200
+
+type ThreadExport = ThreadsModel.threadExport
+
+async function allMessages(threads: ThreadRepository, threadId: string): Promise<MessageRow[]> {
+  const rows: MessageRow[] = []
+  for (;;) {
+    const page = (await threads.listMessages(threadId, { after: rows.at(-1)?.id, limit: pageSize })) ?? []
+    rows.push(...page)
+    if (page.length < pageSize) return rows
+  }
+}
+
+/** The thread as the caller may read it: 404 when it does not exist for them, as for reading it. */
+export async function exportThread(
+  deps: { threads: ThreadRepository; attachments: AttachmentRepository; links: Links },
+  caller: Caller,
+  threadId: string,
+  now: number,
+): Promise<ThreadExport> {
+  const thread = await requireVisibleThread(deps.threads, caller, threadId)
+  const rows = await allMessages(deps.threads, threadId)
+  const ids = [...new Set(rows.flatMap((row) => attachmentIdsOf(row.contents)))]
+  const files = ids.length === 0 ? [] : await deps.attachments.listByIds(ids)
+  return {
+    format: 'threadhouse.thread.v1',
+    exported_at: toIso(now),
+    thread: toThread(thread, deps.links),
+    messages: rows.map((row) => toMessage(row, deps.links)),
+    attachments: files
+      .filter((file) => file.threadId === threadId)
+      .map((file) => ({
+        id: file.id,
+        filename: file.filename,
+        media_type: file.mediaType,
+        size_bytes: file.sizeBytes,
+        created_at: toIso(file.createdAt),
+        download_path: `/api/v1/threads/${threadId}/attachments/${file.id}`,
+      })),
+  }
+}
+
+const roleTitles = { user: 'User', assistant: 'Assistant', summary: 'Summary of earlier messages' } as const
+
+/** The export as Markdown: the messages' text as written (it is Markdown already), files and choices named. */
+export function exportMarkdown(exported: ThreadExport): string {
+  const { thread } = exported
+  const files = new Map(exported.attachments.map((file) => [file.id, file]))
+  const lines = [
+    `# ${thread.name ?? 'Untitled thread'}`,
+    '',
+    `- Owner: ${thread.owner.name}`,
+    `- Created: ${thread.created_at}; last updated: ${thread.updated_at}`,
+    `- State: ${thread.state}${thread.archived ? ', archived' : ''}${thread.is_private ? ', private' : ''}`,
+    `- Link: ${thread.app_url}`,
+    `- Exported: ${exported.exported_at}`,
+  ]
+  for (const message of exported.messages) {
+    lines.push('', `## ${roleTitles[message.role]} · ${message.created_at}`, '')
+    for (const block of message.contents) {
+      if (block.type === 'text') lines.push(block.text, '')
+      else if (block.type === 'user_get_choice') {
+        lines.push(`> ${block.question}`, '>', ...block.choices.map((choice) => `> - ${choice}`), '')
+      } else {
+        const file = files.get(block.attachment_id)
+        lines.push(`Attached: ${file ? `${file.filename} (${file.media_type})` : block.attachment_id}`, '')
+      }
+    }
+  }
+  return `${lines.join('\n').trimEnd()}\n`
+}

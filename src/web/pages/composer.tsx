@@ -1,0 +1,110 @@
+// The composer at the bottom of the chat, for a new thread and for a reply: a form that posts as it is (the
+// `text` field and the `attachments` file input are the contract scripts drive), which the browser script turns
+// into Enter-to-send, removable file chips, drag-and-drop and paste, and a send that does not reload the page.
+import { escapeHtml, type PropsWithChildren } from '@kitajs/html'
+import { filesPerRequest, imageLimits, pdfLimits, textLimits } from '../../attachments/limits'
+import { CsrfField } from '../components'
+import { PaperclipIcon, SendIcon, StopIcon } from './chat-layout'
+import { acceptedFiles, filesHint } from './parts'
+
+export interface ComposerProps {
+  action: string
+  csrf: string
+  /** What was typed, when the last send was refused. */
+  draft?: string
+  /** Why the last send was refused. */
+  error?: string
+  /** Where Stop posts; present while an answer is being written. */
+  stopAction?: string
+  running?: boolean
+  placeholder: string
+}
+
+/** The upload rules the script checks before sending, so a refused file is named at once (the server decides). */
+const limits = JSON.stringify({
+  files: filesPerRequest,
+  image: { types: imageLimits.mediaTypes, bytes: imageLimits.maxBytes },
+  pdf: { types: pdfLimits.mediaTypes, bytes: pdfLimits.maxBytes },
+  text: { types: textLimits.mediaTypes, bytes: textLimits.maxBytes },
+})
+
+export function Composer(props: PropsWithChildren<ComposerProps>): JSX.Element {
+  return (
+    <section class="composer-dock" aria-labelledby="composer-title">
+      <h2 id="composer-title" class="visually-hidden">
+        Write a message
+      </h2>
+      <form
+        id="composer"
+        class="composer"
+        method="post"
+        action={escapeHtml(props.action)}
+        enctype="multipart/form-data"
+        data-limits={escapeHtml(limits)}
+        data-running={props.running ? 'true' : 'false'}
+      >
+        <CsrfField token={props.csrf} />
+        <p id="composer-error" class="alert composer-error" role="alert" hidden={!props.error} safe>
+          {props.error ?? ''}
+        </p>
+        <ul class="chips" aria-label="Files to send" hidden />
+        <div class="composer-box">
+          <label for="composer-text" class="visually-hidden">
+            Message
+          </label>
+          <textarea
+            id="composer-text"
+            name="text"
+            rows="1"
+            required
+            placeholder={escapeHtml(props.placeholder)}
+            aria-describedby="composer-hint"
+            safe
+          >
+            {props.draft ?? ''}
+          </textarea>
+          <div class="composer-actions">
+            <label class="attach icon-button" for="composer-files" title="Attach files">
+              <PaperclipIcon />
+              <span class="visually-hidden">Attach files</span>
+            </label>
+            <input
+              id="composer-files"
+              class="file-input"
+              name="attachments"
+              type="file"
+              multiple
+              accept={acceptedFiles}
+              aria-describedby="composer-files-hint"
+            />
+            {props.children}
+            <span class="composer-spacer" />
+            {props.stopAction ? (
+              <button
+                type="submit"
+                class="stop icon-button"
+                formaction={escapeHtml(props.stopAction)}
+                formnovalidate
+                title="Stop the answer"
+                hidden={!props.running}
+              >
+                <StopIcon />
+                <span>Stop</span>
+              </button>
+            ) : null}
+            <button type="submit" class="send icon-button" title="Send (Enter)">
+              <SendIcon />
+              <span class="visually-hidden">Send</span>
+            </button>
+          </div>
+        </div>
+        <p id="composer-hint" class="composer-hint">
+          <span class="js-only">Enter sends, Shift+Enter adds a line. </span>
+          <span id="composer-files-hint" safe>
+            {filesHint}
+          </span>
+        </p>
+      </form>
+    </section>
+  )
+}

@@ -1,0 +1,229 @@
+// Several server processes on one PostgreSQL database and one bucket, as behind a load balancer with no sticky
+// sessions: an answer generated on one instance streams from another, stops and 409s work wherever they land, and an
+// instance's death (SIGKILL), its shutdown (SIGTERM) or a dropped LISTEN connection loses nothing. PostgreSQL only:
+// SQLite is one process's database.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { EventSourceMessage } from 'eventsource-parser'
+import { backendEnv, onPostgres } from './support/backend'
+import {
+  collect,
+  firstRunToken,
+  parseEvents,
+  type ServerProcess,
+  startServer,
+  tokensOf,
+  until,
+} from './support/helpers'
+
+interface Instances {
+  env: Record<string, string>
+  sql: Bun.SQL
+  a: ServerProcess
+  b: ServerProcess
+  headers: Record<string, string>
+}
+
+let cluster: Instances
+
+/** The instance holding an answer's lease, by its process ID; null when no one does. */
+async function holderPid(messageId: string): Promise<number | null> {
+  const [row] = await cluster.sql`select leased_by from generations where message_id = ${messageId}`
+  const holder = row?.leased_by as string | null | undefined
+  return holder ? Number(holder.split(':')[1]) : null
+}
+
+async function send(server: ServerProcess, text: string, threadId?: string) {
+  const path = threadId ? `/api/v1/threads/${threadId}/messages` : '/api/v1/threads'
+  const response = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: cluster.headers,
+    body: JSON.stringify({ text }),
+  })
+  const body = (await response.json()) as { thread_id?: string; message_id: string }
+  return { status: response.status, threadId: body.thread_id ?? threadId ?? '', messageId: body.message_id }
+}
+
+function streamPath(threadId: string, messageId: string): string {
+  return `/api/v1/threads/${threadId}/messages/${messageId}/response/stream`
+}
+
+async function stream(server: ServerProcess, threadId: string, messageId: string, lastEventId?: string) {
+  const headers = { ...cluster.headers, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) }
+  return parseEvents(await fetch(`${server.url}${streamPath(threadId, messageId)}`, { headers }))
+}
+
+async function answerText(server: ServerProcess, threadId: string, messageId: string): Promise<string> {
+  const polled = await until(async () => {
+    const response = await fetch(`${server.url}/api/v1/threads/${threadId}/messages/${messageId}/response`, {
+      headers: cluster.headers,
+    })
+    return response.status === 200 && ((await response.json()) as { messages: { contents: { text?: string }[] }[] })
+  }, 30_000)
+  return polled.messages.flatMap((message) => message.contents.map((block) => block.text ?? '')).join('')
+}
+
+/** Every token event continues exactly where the one before it ended: no gap, no repeat. */
+function expectContiguous(events: EventSourceMessage[], from = 0): void {
+  let end = from
+  for (const event of events.filter((e) => e.event === 'token')) {
+    const token = JSON.parse(event.data).token as string
+    expect(Number(event.id)).toBe(end + token.length)
+    end = Number(event.id)
+  }
+}
+
+function words(n: number): string {
+  return Array.from({ length: n }, (_, i) => `w${i}`).join(' ')
+}
+
+describe.skipIf(!onPostgres)('several instances on one database', () => {
+  beforeAll(async () => {
+    // One database and bucket for every instance; leases short enough for a takeover to be waited on in a test.
+    const env = await backendEnv({
+      ECHO_TOKEN_DELAY_MS: '20',
+      GENERATION_LEASE_MS: '1500',
+      SHUTDOWN_GRACE_MS: '0',
+      ADMIN_EMAIL: 'owner@example.com',
+      ADMIN_PASSWORD: 'a long enough password',
+    })
+    const a = await startServer(env)
+    const token = await firstRunToken(a)
+    const b = await startServer(env)
+    const sql = new Bun.SQL(env.DATABASE_URL as string, { max: 2 })
+    cluster = { env, sql, a, b, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }
+  }, 60_000)
+
+  afterAll(async () => {
+    await cluster?.a[Symbol.asyncDispose]()
+    await cluster?.b[Symbol.asyncDispose]()
+    await cluster?.sql.close()
+  })
+
+  test('an answer generated on one instance streams from the other in order, joined early or late', async () => {
+    const { a, b } = cluster
+    const sent = await send(a, words(40))
+    const early = await stream(b, sent.threadId, sent.messageId)
+    const first = await early.next()
+    expect(first.value?.event).toBe('token')
+    expect(await holderPid(sent.messageId)).toBe(a.process.pid)
+    const late = await stream(b, sent.threadId, sent.messageId)
+    const earlyEvents = [first.value as EventSourceMessage, ...(await collect(early))]
+    const lateEvents = await collect(late)
+    const stored = await answerText(b, sent.threadId, sent.messageId)
+    expect(tokensOf(earlyEvents)).toBe(stored)
+    expect(tokensOf(lateEvents)).toBe(stored)
+    expectContiguous(earlyEvents)
+    expectContiguous(lateEvents)
+    expect(earlyEvents.at(-1)?.event).toBe('done')
+    expect(lateEvents.at(-1)?.event).toBe('done')
+  }, 30_000)
+
+  test('Last-Event-ID from one instance resumes on the other', async () => {
+    const { a, b } = cluster
+    const sent = await send(a, words(30))
+    const onA = await stream(a, sent.threadId, sent.messageId)
+    const seen: EventSourceMessage[] = []
+    for await (const event of onA) {
+      seen.push(event)
+      if (seen.length === 5) break
+    }
+    const lastId = seen.at(-1)?.id as string
+    const rest = await collect(await stream(b, sent.threadId, sent.messageId, lastId))
+    const stored = await answerText(a, sent.threadId, sent.messageId)
+    expect(tokensOf(seen) + tokensOf(rest)).toBe(stored)
+    expectContiguous(rest, Number(lastId))
+    expect(rest.at(-1)?.event).toBe('done')
+  }, 30_000)
+
+  test('an answer too long for one notification reaches the other instance whole', async () => {
+    const { a, b } = cluster
+    // One word of 6,000 two-byte characters: its single token is past what a notification may carry.
+    const sent = await send(a, 'ü'.repeat(6000))
+    const events = await collect(await stream(b, sent.threadId, sent.messageId))
+    expect(tokensOf(events)).toBe(await answerText(a, sent.threadId, sent.messageId))
+    expect(tokensOf(events)).toContain('ü'.repeat(6000))
+    expectContiguous(events)
+  }, 30_000)
+
+  test('a send racing a running answer gets 409 on the other instance, and a stop there ends it', async () => {
+    const { a, b } = cluster
+    const sent = await send(a, words(200))
+    const events = await stream(b, sent.threadId, sent.messageId)
+    expect((await events.next()).value?.event).toBe('token')
+    expect((await send(b, 'me too', sent.threadId)).status).toBe(409)
+    const stop = await fetch(`${b.url}/api/v1/threads/${sent.threadId}/stop`, {
+      method: 'POST',
+      headers: cluster.headers,
+    })
+    expect(stop.status).toBe(202)
+    expect(((await stop.json()) as { state: string }).state).toBe('ready')
+    const rest = await collect(events)
+    expect(rest.at(-1)?.event).toBe('error')
+    const poll = await fetch(`${a.url}/api/v1/threads/${sent.threadId}/messages/${sent.messageId}/response`, {
+      headers: cluster.headers,
+    })
+    expect(((await poll.json()) as { status: string }).status).toBe('interrupted')
+  }, 30_000)
+
+  test('a dropped LISTEN connection is survived: the stream catches up and completes', async () => {
+    const { a, b, sql } = cluster
+    const sent = await send(a, words(60))
+    const events = await stream(b, sent.threadId, sent.messageId)
+    expect((await events.next()).value?.event).toBe('token')
+    const killed = await sql`
+      select pg_terminate_backend(pid) from pg_stat_activity
+      where query ilike 'listen%' and pid <> pg_backend_pid()`
+    expect(killed.length).toBeGreaterThanOrEqual(2)
+    const rest = await collect(events)
+    expect(rest.at(-1)?.event).toBe('done')
+    const stored = await answerText(a, sent.threadId, sent.messageId)
+    expect(stored.endsWith(tokensOf(rest))).toBe(true)
+  }, 30_000)
+
+  test('SIGKILL of the generating instance: the other takes the answer over and its stream completes', async () => {
+    const { a, b } = cluster
+    const sent = await send(a, words(150))
+    const events = await stream(b, sent.threadId, sent.messageId)
+    const first = (await events.next()).value as EventSourceMessage
+    expect(await holderPid(sent.messageId)).toBe(a.process.pid)
+    a.process.kill('SIGKILL')
+    await a.process.exited
+    const rest = [first, ...(await collect(events))]
+    expect(rest.at(-1)?.event).toBe('done')
+    expectContiguous(rest)
+    const stored = await answerText(b, sent.threadId, sent.messageId)
+    expect(tokensOf(rest)).toBe(stored)
+    expect(stored).toContain('w149')
+    expect(b.stderr()).toContain('took over unfinished answers')
+    // The next instance replaces the one killed, for the tests after this one.
+    cluster.a = await startServer(cluster.env)
+  }, 60_000)
+
+  test('answers queued on a busy instance are taken by one with free places', async () => {
+    await using c = await startServer({ ...cluster.env, GENERATION_CONCURRENCY: '1' })
+    const first = await send(c, words(100))
+    const second = await send(c, words(10))
+    const events = await collect(await stream(c, second.threadId, second.messageId))
+    expect(events.at(-1)?.event).toBe('done')
+    expect(tokensOf(events)).toBe(await answerText(c, second.threadId, second.messageId))
+    // The second was generated elsewhere while c was still busy with the first.
+    const [row] = await cluster.sql`select status from generations where message_id = ${first.messageId}`
+    expect(row?.status).toBe('running')
+    expect(await holderPid(second.messageId)).not.toBe(c.process.pid)
+  }, 60_000)
+
+  test('SIGTERM hands a running answer over at once, long before its lease would run out', async () => {
+    const env = { ...cluster.env, GENERATION_LEASE_MS: '600000' }
+    await using c = await startServer(env)
+    const sent = await send(c, words(150))
+    const events = await stream(cluster.b, sent.threadId, sent.messageId)
+    expect((await events.next()).value?.event).toBe('token')
+    expect(await holderPid(sent.messageId)).toBe(c.process.pid)
+    c.process.kill('SIGTERM')
+    expect(await c.process.exited).toBe(0)
+    expect(c.stderr()).toContain('handed unfinished answers over to other instances')
+    const rest = await collect(events)
+    expect(rest.at(-1)?.event).toBe('done')
+    expect(await answerText(cluster.b, sent.threadId, sent.messageId)).toContain('w149')
+  }, 60_000)
+})

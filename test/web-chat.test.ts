@@ -1,0 +1,387 @@
+// The chat's own behaviour in real headless Chromium against the real server process: the composer by keyboard
+// alone (Enter sends, Shift+Enter adds a line, an IME's Enter is left alone), Markdown with highlighted code and
+// working copy buttons, file chips by picker, drop and paste with refusals explained beside the composer, a phone's
+// width with nothing scrolling sideways, and times in the browser's own time zone. Waits on conditions only.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { BrowserContextOptions, Page } from 'playwright-core'
+import sharp from 'sharp'
+import { type BrowserSession, sharedBrowser } from './support/browser'
+import { type ServerProcess, startServerAtOwnUrl } from './support/helpers'
+
+const email = 'grace@example.com'
+const password = 'correct horse battery'
+
+/** The little of the DOM these page functions touch: the project's TypeScript has no DOM library. */
+interface PageWindow {
+  document: {
+    querySelector(selector: string): { querySelector(selector: string): unknown } | null
+    documentElement: { scrollWidth: number; clientWidth: number; scrollHeight: number }
+    activeElement: { id: string; blur(): void } | null
+    getElementById(id: string): { dispatchEvent(event: unknown): boolean } | null
+  }
+  navigator: { clipboard: { readText(): Promise<string> } }
+  DataTransfer: new () => { items: { add(file: unknown): void }; files: unknown }
+  File: new (parts: string[], name: string, options: { type: string }) => unknown
+  DragEvent: new (type: string, init: Record<string, unknown>) => unknown
+  ClipboardEvent: new (type: string, init: Record<string, unknown>) => unknown
+  KeyboardEvent: new (type: string, init: Record<string, unknown>) => unknown
+  scrollY: number
+  innerHeight: number
+  scrollTo(x: number, y: number): void
+  __sameDocument?: boolean
+  __seen?: { bold: boolean; code: boolean }
+  MutationObserver: new (callback: () => void) => { observe(target: unknown, options: Record<string, boolean>): void }
+}
+
+const browser = sharedBrowser()
+let server: ServerProcess
+let dir: string
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'threadhouse-chat-'))
+  server = await startServerAtOwnUrl({
+    DATABASE_PATH: join(dir, 'db.sqlite'),
+    UPLOADS_DIR: join(dir, 'uploads'),
+    ADMIN_EMAIL: email,
+    ADMIN_PASSWORD: password,
+    ECHO_TOKEN_DELAY_MS: '5',
+  })
+}, 60_000)
+afterAll(async () => {
+  await server?.[Symbol.asyncDispose]()
+  rmSync(dir, { recursive: true, force: true })
+}, 60_000)
+
+async function signedIn(options?: BrowserContextOptions): Promise<BrowserSession> {
+  const session = await browser.open(server.url, options)
+  const { page } = session
+  await page.goto('/login')
+  await page.getByLabel('Email').fill(email)
+  await page.getByLabel('Password').fill(password)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.waitForURL((url) => url.pathname === '/')
+  await page.getByRole('heading', { level: 1, name: 'New thread' }).waitFor()
+  await page.evaluate(() => {
+    ;(globalThis as unknown as PageWindow).__sameDocument = true
+  })
+  return session
+}
+
+/** Waits for the page's nth answer (from 0) to be complete and settled. */
+async function answer(page: Page, index: number): Promise<string> {
+  const settled = page.locator('.message-assistant:not(.live)').nth(index)
+  await settled.waitFor()
+  await page.locator('#live-answer').waitFor({ state: 'detached' })
+  return (await settled.locator('.message-body').textContent()) ?? ''
+}
+
+test.concurrent('keyboard only: focus starts in the composer, Shift+Enter adds a line, IME Enter waits, Enter sends; the sidebar by Tab', async () => {
+  await using session = await signedIn()
+  const { page } = session
+  expect(await page.evaluate(() => (globalThis as unknown as PageWindow).document.activeElement?.id)).toBe(
+    'composer-text',
+  )
+  await page.keyboard.type('First line')
+  await page.keyboard.press('Shift+Enter')
+  await page.keyboard.type('second line')
+  // An input method confirming a word sends Enter with isComposing: that is no send.
+  await page.evaluate(() => {
+    const { KeyboardEvent, document } = globalThis as unknown as PageWindow
+    const enter = new KeyboardEvent('keydown', { key: 'Enter', isComposing: true, bubbles: true, cancelable: true })
+    document.getElementById('composer-text')?.dispatchEvent(enter)
+  })
+  expect(await page.locator('#composer-text').inputValue()).toBe('First line\nsecond line')
+  expect(await page.locator('.message-user').count()).toBe(0)
+  await page.keyboard.press('Enter')
+  // The message shows at once, before its answer.
+  await page.locator('.message-user').first().waitFor()
+  const text = await answer(page, 0)
+  expect(text).toContain('Echo (turn 1): you said “First line')
+  expect(page.url()).toMatch(/\/threads\/[0-9a-f-]{36}$/)
+  expect(await page.locator('#composer-text').inputValue()).toBe('')
+  // Focus is back in the composer for the next message, typed and sent by keyboard again.
+  expect(await page.evaluate(() => (globalThis as unknown as PageWindow).document.activeElement?.id)).toBe(
+    'composer-text',
+  )
+  await page.keyboard.type('Again')
+  await page.keyboard.press('Enter')
+  expect(await answer(page, 1)).toContain('Echo (turn 2): you said “Again”.')
+  expect(await page.evaluate(() => (globalThis as unknown as PageWindow).__sameDocument)).toBe(true)
+  // The new thread is in the sidebar, marked as the open one, named after its first line.
+  expect(await page.locator('.thread-link[aria-current="page"]').textContent()).toBe('First line')
+  const threadPath = new URL(page.url()).pathname
+
+  // The sidebar by keyboard: Tab from the top of the page reaches "New thread", and Enter opens it.
+  const focused = () =>
+    page.evaluate(() => {
+      const active = (globalThis as unknown as PageWindow).document.activeElement as {
+        textContent: string | null
+      } | null
+      return active?.textContent?.trim() ?? ''
+    })
+  await page.evaluate(() => (globalThis as unknown as PageWindow).document.activeElement?.blur())
+  for (let presses = 0; presses < 10 && (await focused()) !== 'New thread'; presses++) await page.keyboard.press('Tab')
+  expect(await focused()).toBe('New thread')
+  await page.keyboard.press('Enter')
+  await page.waitForURL((url) => url.pathname === '/')
+  expect(await page.evaluate(() => (globalThis as unknown as PageWindow).document.activeElement?.id)).toBe(
+    'composer-text',
+  )
+  // …and Tab on from the search box reaches the thread, which Enter opens again.
+  await page.getByLabel('Search', { exact: true }).focus()
+  for (let presses = 0; presses < 20 && (await focused()) !== 'First line'; presses++) await page.keyboard.press('Tab')
+  expect(await focused()).toBe('First line')
+  await page.keyboard.press('Enter')
+  await page.waitForURL((url) => url.pathname === threadPath)
+  expect(session.errors).toEqual([])
+}, 60_000)
+
+test.concurrent('Markdown streams as Markdown; code is highlighted; the copy buttons copy', async () => {
+  await using session = await signedIn()
+  const { page, context } = session
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url })
+  // Records what the answer being written showed: Markdown while it streams, never raw marks.
+  await page.evaluate(() => {
+    const page = globalThis as unknown as PageWindow
+    page.__seen = { bold: false, code: false }
+    new page.MutationObserver(() => {
+      const live = page.document.querySelector('#live-answer .live-text')
+      if (!page.__seen || !live) return
+      page.__seen.bold ||= live.querySelector('strong') !== null
+      page.__seen.code ||= live.querySelector('.code-block code.hljs') !== null
+    }).observe(page.document, { childList: true, subtree: true, characterData: true })
+  })
+  const code = 'const total = [1, 2].reduce((a, b) => a + b, 0)\nconsole.log(total)'
+  // Words after the code keep the answer streaming a while after the code block has arrived.
+  const after = Array.from({ length: 40 }, (_, index) => `more${index}`).join(' ')
+  await page.getByLabel('Message', { exact: true }).fill(`Some **bold** words\n\n\`\`\`js\n${code}\n\`\`\`\n\n${after}`)
+  await page.getByLabel('Message', { exact: true }).press('Enter')
+  await answer(page, 0)
+  expect(await page.evaluate(() => (globalThis as unknown as PageWindow).__seen)).toEqual({ bold: true, code: true })
+  const reply = page.locator('.message-assistant').first()
+  expect(await reply.locator('strong').first().textContent()).toBe('bold')
+  const block = reply.locator('.code-block')
+  expect(await block.locator('.code-language').textContent()).toBe('js')
+  expect(await block.locator('code.hljs .hljs-keyword').first().textContent()).toBe('const')
+  expect(await block.locator('code').textContent()).toStartWith(code)
+
+  await block.getByRole('button', { name: 'Copy' }).click()
+  await block.getByRole('button', { name: 'Copied' }).waitFor()
+  expect(await page.evaluate(() => (globalThis as unknown as PageWindow).navigator.clipboard.readText())).toStartWith(
+    code,
+  )
+
+  await reply.getByRole('button', { name: 'Copy the message' }).click()
+  const copied = await page.evaluate(() => (globalThis as unknown as PageWindow).navigator.clipboard.readText())
+  expect(copied).toStartWith('Echo (turn 1): you said “Some bold words')
+  expect(copied).toContain('console.log(total)')
+  expect(session.errors).toEqual([])
+}, 60_000)
+
+test.concurrent('files become chips by picker, drop and paste; a refused file is explained and the rest kept', async () => {
+  await using session = await signedIn()
+  const { page } = session
+  const image = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#c33' } })
+    .png()
+    .toBuffer()
+  await page.getByLabel('Message', { exact: true }).fill('Here are my files')
+  await page.locator('#composer-files').setInputFiles([
+    { name: 'red.png', mimeType: 'image/png', buffer: image },
+    { name: 'tool.exe', mimeType: 'application/x-msdownload', buffer: Buffer.from('MZ') },
+  ])
+  const chips = page.locator('.chip')
+  await chips.first().waitFor()
+  expect(await chips.allTextContents()).toEqual(['red.png×'])
+  expect(await page.locator('.chip img').count()).toBe(1)
+  expect(await page.locator('#composer-error').textContent()).toBe(
+    'tool.exe cannot be sent: only JPEG, PNG, GIF or WebP images, PDFs, and text, Markdown or CSV files.',
+  )
+
+  // Dropped and pasted files join the chips.
+  await page.evaluate(() => {
+    const { DataTransfer, File, DragEvent, ClipboardEvent, document } = globalThis as unknown as PageWindow
+    const dropped = new DataTransfer()
+    dropped.items.add(new File(['# Notes'], 'notes.md', { type: 'text/markdown' }))
+    document
+      .getElementById('composer')
+      ?.dispatchEvent(new DragEvent('drop', { dataTransfer: dropped, bubbles: true, cancelable: true }))
+    const pasted = new DataTransfer()
+    pasted.items.add(new File(['a,b'], 'table.csv', { type: 'text/csv' }))
+    document
+      .getElementById('composer-text')
+      ?.dispatchEvent(new ClipboardEvent('paste', { clipboardData: pasted, bubbles: true, cancelable: true }))
+  })
+  await chips.nth(2).waitFor()
+  expect(await page.locator('.chip-name').allTextContents()).toEqual(['red.png', 'notes.md', 'table.csv'])
+  await page.getByRole('button', { name: 'Remove notes.md' }).click()
+  expect(await page.locator('.chip-name').allTextContents()).toEqual(['red.png', 'table.csv'])
+  expect(await page.locator('#composer-error').isVisible()).toBe(false)
+
+  // The server refuses a file whose bytes are not what it claims: said beside the composer, the text and the
+  // files kept, the refused one marked.
+  await page.locator('#composer-files').setInputFiles({
+    name: 'fake.png',
+    mimeType: 'image/png',
+    buffer: Buffer.from('not an image'),
+  })
+  await chips.nth(2).waitFor()
+  await page.getByRole('button', { name: 'Send' }).click()
+  await page.locator('.chip.refused').waitFor()
+  expect(await page.locator('#composer-error').textContent()).toContain('attachments[2] (fake.png)')
+  expect(await page.locator('.chip.refused .chip-name').textContent()).toBe('fake.png')
+  expect(await page.locator('#composer-text').inputValue()).toBe('Here are my files')
+  expect(await page.locator('.message-user').count()).toBe(0)
+
+  await page.getByRole('button', { name: 'Remove fake.png' }).click()
+  await page.getByRole('button', { name: 'Send' }).click()
+  expect(await answer(page, 0)).toContain('Attached: red.png (image/png), table.csv (text/csv).')
+  expect(await page.locator('.chip').count()).toBe(0)
+  expect(await page.evaluate(() => (globalThis as unknown as PageWindow).__sameDocument)).toBe(true)
+  expect(session.errors.filter((error) => !error.includes('status of 4'))).toEqual([])
+}, 60_000)
+
+test.concurrent('a phone: nothing scrolls sideways, and the sidebar folds away behind the menu', async () => {
+  await using session = await signedIn({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true })
+  const { page } = session
+  expect(await page.locator('#sidebar').isVisible()).toBe(false)
+  const long = `${'x'.repeat(300)}\n\n\`\`\`\n${'y'.repeat(300)}\n\`\`\``
+  await page.getByLabel('Message', { exact: true }).fill(long)
+  await page.getByRole('button', { name: 'Send' }).click()
+  await answer(page, 0)
+  const overflow = () =>
+    page.evaluate(() => {
+      const { documentElement } = (globalThis as unknown as PageWindow).document
+      return documentElement.scrollWidth - documentElement.clientWidth
+    })
+  expect(await overflow()).toBe(0)
+  await page.getByRole('link', { name: 'Threads' }).click()
+  await page.locator('#sidebar').waitFor()
+  // The other tests' threads are there too (one person); this one is marked as open.
+  await page.locator('#sidebar .thread-link[aria-current="page"]').waitFor()
+  expect(await overflow()).toBe(0)
+  await page.getByRole('link', { name: 'Close the list' }).click()
+  await page.locator('#sidebar').waitFor({ state: 'hidden' })
+  expect(session.errors).toEqual([])
+}, 60_000)
+
+test.concurrent("times read in the browser's own time zone, relative when recent, exact on hover", async () => {
+  await using session = await signedIn({ timezoneId: 'Asia/Tokyo', locale: 'en-US' })
+  const { page } = session
+  await page.getByLabel('Message', { exact: true }).fill('What time is it?')
+  await page.getByLabel('Message', { exact: true }).press('Enter')
+  await answer(page, 0)
+  const time = page.locator('.message-assistant time').first()
+  expect(await time.textContent()).toBe('just now')
+  const utc = new Date((await time.getAttribute('datetime')) ?? '')
+  const tokyo = new Intl.DateTimeFormat('en-US', {
+    timeZone: 'Asia/Tokyo',
+    hour: 'numeric',
+    minute: '2-digit',
+    second: '2-digit',
+  })
+  const title = (await time.getAttribute('title')) ?? ''
+  expect(title).toContain(tokyo.format(utc))
+  expect(title).toContain('GMT+9')
+  // A reload renders UTC on the server; the script rewrites it again.
+  await page.reload()
+  expect(await page.locator('.message-assistant time').first().getAttribute('title')).toContain('GMT+9')
+  expect(session.errors).toEqual([])
+}, 60_000)
+
+test.concurrent('the view follows a streaming answer until the person scrolls up; a thread opens at its end', async () => {
+  await using session = await signedIn({ viewport: { width: 900, height: 500 } })
+  const { page } = session
+  const position = () =>
+    page.evaluate(() => {
+      const { document, scrollY, innerHeight } = globalThis as unknown as PageWindow
+      const live = document.querySelector('#live-answer .live-text') as { textContent: string | null } | null
+      return {
+        scrollY,
+        atEnd: document.documentElement.scrollHeight - scrollY - innerHeight < 80,
+        written: live?.textContent?.length ?? -1,
+      }
+    })
+  const words = Array.from({ length: 300 }, (_, index) => `word${index}`).join(' ')
+  await page.getByLabel('Message', { exact: true }).fill(words)
+  await page.getByLabel('Message', { exact: true }).press('Enter')
+  await page.locator('#live-answer.writing').waitFor()
+  // While it streams, the newest words stay in view.
+  await page.waitForFunction(() => {
+    const { document, scrollY, innerHeight } = globalThis as unknown as PageWindow
+    const live = document.querySelector('#live-answer .live-text') as { textContent: string | null } | null
+    return (live?.textContent?.length ?? 0) > 600 && document.documentElement.scrollHeight - scrollY - innerHeight < 80
+  })
+  await page.evaluate(() => (globalThis as unknown as PageWindow).scrollTo(0, 0))
+  const before = await position()
+  // More words arrive (or the answer ends); the view stays where the person put it.
+  await page.waitForFunction((written) => {
+    const { document } = globalThis as unknown as PageWindow
+    const live = document.querySelector('#live-answer .live-text') as { textContent: string | null } | null
+    return !live || (live.textContent?.length ?? 0) > written + 300
+  }, before.written)
+  expect((await position()).scrollY).toBe(0)
+  await answer(page, 0)
+  expect((await position()).scrollY).toBe(0)
+  // Opened again, the thread shows its latest message.
+  await page.reload()
+  await page.waitForFunction(() => {
+    const { document, scrollY, innerHeight } = globalThis as unknown as PageWindow
+    return scrollY > 0 && document.documentElement.scrollHeight - scrollY - innerHeight < 80
+  })
+  expect(session.errors).toEqual([])
+}, 60_000)
+
+test.concurrent('axe finds no accessibility problem in the new conversation and a thread, light or dark', async () => {
+  // axe runs as a page script: the test's context bypasses the page's CSP to inject it (the pages never load it).
+  await using session = await signedIn({ bypassCSP: true })
+  const { page } = session
+  await page
+    .getByLabel('Message', { exact: true })
+    .fill('An answer with `code`, a [link](https://example.com) and:\n\n```js\nlet a = 1\n```')
+  await page.getByLabel('Message', { exact: true }).press('Enter')
+  await answer(page, 0)
+  const source = await Bun.file(require.resolve('axe-core/axe.min.js')).text()
+  const problems: string[] = []
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme })
+    for (const path of ['/', new URL(page.url()).pathname]) {
+      await page.goto(path)
+      await page.addScriptTag({ content: source })
+      const violations = await page.evaluate(async () => {
+        const { axe } = globalThis as unknown as {
+          axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> }
+        }
+        const result = await axe.run()
+        return result.violations.map(
+          (violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
+        )
+      })
+      problems.push(...violations.map((violation) => `${scheme} ${path} ${violation}`))
+    }
+  }
+  expect(problems).toEqual([])
+}, 60_000)
+
+test.concurrent('without JavaScript the same page works by plain form posts: start, answer on reload, rate', async () => {
+  await using session = await signedIn({ javaScriptEnabled: false })
+  const { page } = session
+  await page.getByLabel('Message', { exact: true }).fill('Plain and simple')
+  await page.getByRole('button', { name: 'Send' }).click()
+  await page.waitForURL(/\/threads\/[0-9a-f-]{36}#live-answer$/)
+  const threadUrl = page.url().split('#')[0] ?? ''
+  // The answer shows once the page is read again.
+  for (;;) {
+    await page.goto(threadUrl)
+    if ((await page.locator('.message-assistant:not(.live)').count()) > 0) break
+    await page.locator('#live-answer noscript, #live-answer').first().waitFor()
+  }
+  expect(await page.locator('.message-assistant .markdown').textContent()).toContain('Plain and simple')
+  await page.locator('.message-assistant').getByRole('button', { name: 'Good answer' }).click()
+  await page.waitForURL(/#message-[0-9a-f-]{36}$/)
+  expect(await page.locator('.message-assistant button[title="Good answer"]').getAttribute('aria-pressed')).toBe('true')
+  // Nothing the script would show is in the way: the copy buttons stay hidden.
+  expect(await page.locator('.copy-message').first().isVisible()).toBe(false)
+  expect(session.errors).toEqual([])
+}, 60_000)

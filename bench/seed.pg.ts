@@ -36,10 +36,20 @@ export async function seedPostgres(sqlitePath: string, url: string): Promise<PgS
   try {
     await connection`set session_replication_role = replica`
     for (const table of tables) {
+      // The columns both dialects have: PostgreSQL's own (the generation leases of several instances) keep their
+      // defaults, as in a copy of a stopped installation.
+      const inSqlite = new Set(
+        sqlite
+          .query<{ name: string }, []>(`pragma table_info(${table})`)
+          .all()
+          .map((row) => row.name),
+      )
       const columns = (
         await connection<{ name: string }[]>`select column_name as name from information_schema.columns
           where table_schema = 'public' and table_name = ${table} order by ordinal_position`
-      ).map((row) => row.name)
+      )
+        .map((row) => row.name)
+        .filter((name) => inSqlite.has(name))
       const writer = connection
         .unsafe(`copy ${table} (${columns.join(', ')}) from stdin`)
         .writable()

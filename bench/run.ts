@@ -4,21 +4,28 @@
 // scenario 6 (uploads) is written to bench/results/uploads.md.
 // BENCH_SCALE (default 1 = 100k threads, 1M messages), BENCH_SCENARIOS (e.g. "1,3"), BENCH_DURATION
 // (seconds per measurement), BENCH_ROUNDS (turns the servers take within it), BENCH_CONNECTIONS (wrk) and
-// BENCH_STREAMS (scenario 5) tune a run.
+// BENCH_STREAMS (scenario 5) tune a run. BENCH_BACKEND=postgres measures Threadhouse on PostgreSQL against a raw
+// Bun.SQL baseline (bench/baseline.pg.ts) instead, in a throwaway cluster, and writes bench/results/postgres.md;
+// BENCH_REPORT names the results file otherwise (default latest).
 import { Database } from 'bun:sqlite'
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { resolvePersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { openDatabase } from '../src/db/client'
+import { openPostgres } from '../src/db/postgres'
 import { hashSecret } from '../src/shared/security'
 import { sqliteStore } from '../src/store'
+import { pgStore } from '../src/store/postgres'
 import { linksFor } from '../src/threads/links'
 import { listThreads } from '../src/threads/listing'
+import { type PostgresCluster, startPostgres } from '../test/support/postgres'
 import { holdStreams, type Measure, percentile, type Server, sendAndStream, startServer, wrk } from './load'
 import { chart, p99Ratio, type Row, table, throughputRatio } from './report'
 import { ftsQuery, keyMask, searchFlusher, searchSql } from './search-sql'
+import { flushBeforeSearch, pageSql, rewriteDocuments, searchPage, searchTerms } from './search-sql.pg'
 import { seed } from './seed'
+import { seedPostgres } from './seed.pg'
 import { checkMs, type Pair, threadRotation, timedUploads, type UploadFile, uploadFiles, uploadLoop } from './uploads'
 
 const scale = Number(process.env.BENCH_SCALE ?? 1)
@@ -28,6 +35,12 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 32)
 const streamCount = Number(process.env.BENCH_STREAMS ?? Math.max(100, Math.round(10_000 * scale)))
 const publicUrl = 'http://127.0.0.1:3000'
 const results = join(import.meta.dir, 'results')
+const backend = process.env.BENCH_BACKEND ?? 'sqlite'
+if (backend !== 'sqlite' && backend !== 'postgres') throw new Error('BENCH_BACKEND must be sqlite or postgres')
+const onPostgres = backend === 'postgres'
+const reportName = process.env.BENCH_REPORT ?? (onPostgres ? 'postgres' : 'latest')
+/** The load average (1 minute) when the run starts: other work on the machine moves every figure. */
+const loadBefore = loadavg()[0] as number
 
 const dir = mkdtempSync(join(tmpdir(), 'threadhouse-bench-'))
 const log = (line: string) => console.error(`[bench] ${line}`)
@@ -39,6 +52,43 @@ const info = await seed(join(dir, 'seed.sqlite'), scale)
 log(`seeded ${info.threads} threads and ${info.messages} messages in ${info.seconds.toFixed(1)} s`)
 copyFileSync(join(dir, 'seed.sqlite'), join(dir, 'app.sqlite'))
 copyFileSync(join(dir, 'seed.sqlite'), join(dir, 'base.sqlite'))
+
+// On PostgreSQL: the same rows in a throwaway cluster, one database for Threadhouse and a copy for the baseline.
+// Durability is off as in the tests' clusters (test/support/postgres.ts: fsync and synchronous_commit off), which is
+// more than SQLite's `synchronous = NORMAL` gives up (it leaves commits unsynced but syncs at checkpoints); the
+// buffers hold the whole database, as a server sized for it would, and the planner is told reads are cached
+// (random_page_cost, as for SSDs).
+const pgSettings = {
+  shared_buffers: '4GB',
+  effective_cache_size: '8GB',
+  random_page_cost: '1.1',
+  work_mem: '16MB',
+  max_wal_size: '8GB',
+}
+const cluster = onPostgres ? await startPostgres(pgSettings) : undefined
+if (cluster) {
+  // A failed or interrupted run must not leave a server holding gigabytes behind it.
+  const abandon = (error?: unknown) => {
+    if (error) console.error(error)
+    void cluster.stop().finally(() => process.exit(1))
+  }
+  process.on('uncaughtException', abandon)
+  process.on('SIGINT', () => abandon())
+}
+const pgUrl = (database: 'app' | 'base') => (cluster as PostgresCluster).url(database)
+if (cluster) {
+  await cluster.admin('create database app')
+  const times = await seedPostgres(join(dir, 'seed.sqlite'), pgUrl('app'))
+  log(
+    `PostgreSQL: copied in ${times.copySeconds.toFixed(1)} s, documents built in ${times.indexSeconds.toFixed(1)} s, ` +
+      `vacuumed in ${times.vacuumSeconds.toFixed(1)} s`,
+  )
+  notes.push(
+    `Seeding PostgreSQL from the SQLite seed: COPY ${times.copySeconds.toFixed(0)} s, search documents by the ` +
+      `app's indexer ${times.indexSeconds.toFixed(0)} s, VACUUM ANALYZE ${times.vacuumSeconds.toFixed(0)} s.`,
+  )
+  await cluster.admin('create database base template app')
+}
 
 // Readers: the first member of each organization (users 5–9), reading what the visibility rule shows them.
 const readers = info.users.slice(5, 10)
@@ -88,8 +138,11 @@ const queryFiles = Object.fromEntries(
 const columnsSql = `t.id, t.name, t.state, t.is_private as isPrivate, t.archived, t.owner_id as ownerId,
   u.sub as ownerSub, u.name as ownerName, t.created_at as createdAt, t.updated_at as updatedAt`
 
+/** Where each server keeps its rows: its own copy of the seed, a file or a PostgreSQL database. */
+const storeEnv = (side: 'app' | 'base', database: string): Record<string, string> =>
+  onPostgres ? { DATABASE_URL: pgUrl(side) } : { DATABASE_PATH: database }
 const appEnv = (database: string, delayMs: number, concurrency: number) => ({
-  DATABASE_PATH: database,
+  ...storeEnv('app', database),
   UPLOADS_DIR: join(dir, 'app-uploads'),
   PORT: '0',
   HOST: '127.0.0.1',
@@ -109,7 +162,7 @@ const appEnv = (database: string, delayMs: number, concurrency: number) => ({
   STREAM_LIMIT_TOTAL: '0',
 })
 const baseEnv = (database: string, delayMs: number) => ({
-  DATABASE_PATH: database,
+  ...storeEnv('base', database),
   UPLOADS_DIR: join(dir, 'base-uploads'),
   PORT: '0',
   PUBLIC_URL: publicUrl,
@@ -164,7 +217,11 @@ const wantsHttp = ['1', '2', '3', '4'].some((s) => selected.has(s))
 if (wantsHttp) {
   const servers: [Server, Server] = [
     await startServer('threadhouse', ['bun', 'src/index.ts'], appEnv(join(dir, 'app.sqlite'), 0, 8)),
-    await startServer('baseline', ['bun', 'bench/baseline.ts'], baseEnv(join(dir, 'base.sqlite'), 0)),
+    await startServer(
+      'baseline',
+      ['bun', onPostgres ? 'bench/baseline.pg.ts' : 'bench/baseline.ts'],
+      baseEnv(join(dir, 'base.sqlite'), 0),
+    ),
   ]
   try {
     if (selected.has('1')) {
@@ -198,11 +255,14 @@ if (wantsHttp) {
           goals: [{ ratio: 0.8, label: 'req/s ≥ 0.8', higherIsBetter: true, value: throughputRatio }],
         })
       }
-      for (const kind of ['common', 'mid', 'rare'] as const) rows.push(await searchSqlRow(kind))
+      for (const kind of ['common', 'mid', 'rare'] as const) {
+        rows.push(await (onPostgres ? pgSearchSqlRow(kind) : searchSqlRow(kind)))
+      }
     }
     if (selected.has('4')) {
-      // One client shows the latency of an idle server; sixteen show the throughput.
-      for (const clients of [1, loopThreads.length]) {
+      // One client shows the latency of an idle server; sixteen show the throughput. The PostgreSQL baseline has
+      // no streams: there only the sends are measured.
+      for (const clients of onPostgres ? [] : [1, loopThreads.length]) {
         log(`scenario 4: send + stream, ${clients} client(s)`)
         const row: Row = {
           scenario: `4 send + stream, ${clients} client${clients === 1 ? '' : 's'} (msg/s; first token)`,
@@ -225,10 +285,12 @@ if (wantsHttp) {
   } finally {
     for (const server of servers) await server.stop()
   }
-  if (selected.has('4')) notes.push(rawInsertNote(rows.at(-1) as Row))
+  if (selected.has('4'))
+    notes.push(onPostgres ? await pgRawInsertNote(rows.at(-1) as Row) : rawInsertNote(rows.at(-1) as Row))
 }
 
-if (selected.has('5')) {
+if (onPostgres && (selected.has('5') || selected.has('6'))) log('scenarios 5 and 6 run on SQLite only')
+if (selected.has('5') && !onPostgres) {
   log(`scenario 5: ${streamCount} streams at 10 tokens/s`)
   const measured: Partial<Record<'app' | 'base', Measure>> = {}
   for (const side of ['app', 'base'] as const) {
@@ -268,7 +330,7 @@ if (selected.has('5')) {
 
 const uploadRows: Row[] = []
 const uploadNotes: string[] = []
-if (selected.has('6')) await uploadsScenario()
+if (selected.has('6') && !onPostgres) await uploadsScenario()
 
 /**
  * Scenario 6, on its own pair of servers: each file uploaded by one client (the time an upload takes) and by
@@ -358,28 +420,60 @@ async function searchSqlRow(kind: keyof typeof info.terms): Promise<Row> {
     searchSql(columnsSql, '?1 = ?1 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)'),
   )
   const threads = sqliteStore(db).threads
-  const time = async (run: (q: string) => unknown) => {
-    const samples: number[] = []
-    const deadline = performance.now() + Math.min(seconds, 5) * 1000
-    for (let i = 0; performance.now() < deadline || i < 200; i++) {
-      const q = info.terms[kind][i % info.terms[kind].length] as string
-      const started = performance.now()
-      await run(q)
-      samples.push(performance.now() - started)
-    }
-    const total = samples.reduce((a, b) => a + b, 0)
-    return {
-      rps: (samples.length / total) * 1000,
-      p50: percentile(samples, 50),
-      p99: percentile(samples, 99),
-      rss: 0,
-      failures: 0,
-      requests: samples.length,
-    } satisfies Measure
-  }
-  const app = await time((q) => listThreads(threads, caller, { q, limit: 50 }, links))
-  const base = await time((q) => raw.all(0, caller.organizationId, caller.userId, 51, ftsQuery(q), keyMask))
+  const app = await timeSearches(kind, (q) => listThreads(threads, caller, { q, limit: 50 }, links))
+  const base = await timeSearches(kind, (q) =>
+    raw.all(0, caller.organizationId, caller.userId, 51, ftsQuery(q), keyMask),
+  )
   db.$client.close()
+  return { scenario: `3 search SQL ${kind} (queries/s)`, app: { ...app, rss: Number.NaN }, base }
+}
+
+/** One search after another for a few seconds (at least 200), each term pair of the class in turn. */
+async function timeSearches(kind: keyof typeof info.terms, run: (q: string) => unknown): Promise<Measure> {
+  const samples: number[] = []
+  const deadline = performance.now() + Math.min(seconds, 5) * 1000
+  for (let i = 0; performance.now() < deadline || i < 200; i++) {
+    const q = info.terms[kind][i % info.terms[kind].length] as string
+    const started = performance.now()
+    await run(q)
+    samples.push(performance.now() - started)
+  }
+  const total = samples.reduce((a, b) => a + b, 0)
+  return {
+    rps: (samples.length / total) * 1000,
+    p50: percentile(samples, 50),
+    p99: percentile(samples, 99),
+    rss: 0,
+    failures: 0,
+    requests: samples.length,
+  }
+}
+
+async function pgSearchSqlRow(kind: keyof typeof info.terms): Promise<Row> {
+  // As searchSqlRow, on PostgreSQL: the app's service function over its repository against the baseline's raw
+  // statement (with its check for queued documents, as the app's), both from this process over the app's database
+  // on loopback, one query at a time.
+  const db = openPostgres(pgUrl('app'), { max: 2 })
+  const raw = new Bun.SQL(pgUrl('app'), { max: 1 })
+  const store = pgStore(db)
+  const links = linksFor(publicUrl)
+  const reader = readers[0] as (typeof readers)[number]
+  const caller = (await resolvePersonalAccessToken(store.accessTokens, hashSecret(reader.token), Date.now()))?.caller
+  if (!caller) throw new Error('reader token did not resolve')
+  const statement = pageSql({
+    visible: '$1::int = $1 and t.organization_id = $2 and (t.is_private = false or t.owner_id = $3)',
+    own: false,
+    next: 4,
+    cursor: false,
+    search: true,
+  })
+  const app = await timeSearches(kind, (q) => listThreads(store.threads, caller, { q, limit: 50 }, links))
+  const base = await timeSearches(kind, async (q) => {
+    await flushBeforeSearch(raw)
+    return searchPage(raw, statement, [0, caller.organizationId, caller.userId, ...(searchTerms(q) ?? []), 51])
+  })
+  await db.$client.close()
+  await raw.close()
   return { scenario: `3 search SQL ${kind} (queries/s)`, app: { ...app, rss: Number.NaN }, base }
 }
 
@@ -424,6 +518,56 @@ function rawInsertNote(sendRow: Row): string {
   )
 }
 
+async function pgRawInsertNote(sendRow: Row): Promise<string> {
+  // rawInsertNote on PostgreSQL, over the baseline's database once its server has stopped: one transaction per
+  // message, the row alone or with its thread's updated_at written (the clock's turn and the queue, by the trigger)
+  // and the thread's document rewritten (the app's rewrite, in raw SQL). A server writes from many connections at
+  // once, so each is measured with one writer and with eight (over a pool of ten, the app's), and the better
+  // figure is the reference.
+  const raw = new Bun.SQL(pgUrl('base'), { max: 10 })
+  const picked = await raw<{ id: string; seq: number }[]>`select id, seq from threads order by random() limit 5000`
+  const text = 'Could you summarise the budget for the weekend trip and list what is still missing from the plan?'
+  const contents = JSON.stringify([{ type: 'text', text }])
+  const rate = async (indexed: boolean, writers: number) => {
+    let count = 0
+    const started = performance.now()
+    const writer = async () => {
+      while (performance.now() - started < 2000) {
+        const thread = picked[count++ % picked.length] as { id: string; seq: number }
+        await raw.begin(async (tx) => {
+          await tx`insert into messages (id, thread_id, role, contents, text, created_at)
+            values (${Bun.randomUUIDv7()}, ${thread.id}, 'user', ${contents}, ${text}, ${Date.now()})`
+          if (indexed) {
+            await tx`update threads set updated_at = ${Date.now()} where id = ${thread.id}`
+            await rewriteDocuments(tx, [thread.seq])
+          }
+        })
+      }
+    }
+    await Promise.all(Array.from({ length: writers }, writer))
+    return count / ((performance.now() - started) / 1000)
+  }
+  const [rowOnly1, rowOnly8, withIndex1, withIndex8] = [
+    await rate(false, 1),
+    await rate(false, 8),
+    await rate(true, 1),
+    await rate(true, 8),
+  ]
+  await raw.close()
+  const withIndex = Math.max(withIndex1, withIndex8)
+  // wrk counts refused sends (409: the thread still waits for its previous answer) among its requests: only the
+  // accepted ones wrote a message.
+  const measured = sendRow.app
+  const app = measured ? measured.rps * (1 - measured.failures / Math.max(1, measured.requests)) : Number.NaN
+  return (
+    `4: raw message writes, one transaction each, no HTTP: ${rowOnly1.toFixed(0)}/s (one writer) and ` +
+    `${rowOnly8.toFixed(0)}/s (eight) for the row alone, ${withIndex1.toFixed(0)}/s and ${withIndex8.toFixed(0)}/s ` +
+    `with the thread's search document rewritten. Threadhouse accepted ${app.toFixed(0)} POST …/messages a second ` +
+    `(${(app / withIndex).toFixed(2)} of the better), each writing the question at once and its answer when ` +
+    `generated: ${(2 * app).toFixed(0)} messages/s (${((2 * app) / withIndex).toFixed(2)}) if the answers keep pace.`
+  )
+}
+
 async function streamsScenario(server: Server): Promise<Measure> {
   const answers = Math.min(256, streamCount)
   // Long enough to outlast opening every stream (slow on a busy machine) plus the measuring window.
@@ -444,11 +588,20 @@ async function streamsScenario(server: Server): Promise<Measure> {
 }
 
 const date = new Date().toISOString().slice(0, 10)
+const pgVersion = cluster ? `, PostgreSQL ${await serverVersion()}` : ''
 const heading =
-  `Threadhouse benchmark, ${date}: scale ${scale} (${info.threads} threads, ${info.messages} messages), ` +
-  `${seconds} s per measurement (scenarios 1–4 over HTTP: ${rounds} × ${roundSeconds(rounds)} s per server, taking turns), wrk -t1 -c${connections}, ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}.`
+  `Threadhouse benchmark${onPostgres ? ' on PostgreSQL' : ''}, ${date}: scale ${scale} (${info.threads} threads, ${info.messages} messages), ` +
+  `${seconds} s per measurement (scenarios 1–4 over HTTP: ${rounds} × ${roundSeconds(rounds)} s per server, taking turns), wrk -t1 -c${connections}, ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}${pgVersion}. ` +
+  `Load average (1 min) at the start ${loadBefore.toFixed(2)}, at the end ${(loadavg()[0] as number).toFixed(2)}.`
 const footer =
-  'Ratios are Threadhouse ÷ baseline (bench/baseline.ts: raw Bun.serve + bun:sqlite) measured in the same run, ' +
+  (onPostgres
+    ? 'Ratios are Threadhouse on PostgreSQL ÷ baseline (bench/baseline.pg.ts: raw Bun.serve + Bun.SQL, the same ' +
+      'statements and transactions) measured in the same run, each over its own copy of the database in one ' +
+      `cluster (${Object.entries(pgSettings)
+        .map(([name, value]) => `${name}=${value}`)
+        .join(', ')}, fsync and synchronous_commit off), ` +
+      'both with a pool of 10 connections; '
+    : 'Ratios are Threadhouse ÷ baseline (bench/baseline.ts: raw Bun.serve + bun:sqlite) measured in the same run, ') +
   "the servers taking turns in rounds; each HTTP figure of scenarios 1-4 is the median of its server's rounds. " +
   'Latency columns are milliseconds; for scenario 4 they are POST → first `token` event, for scenario 5 the ' +
   'delivery lag. RSS is the peak during the measurement, child processes included (Threadhouse checks uploads ' +
@@ -465,9 +618,10 @@ mkdirSync(results, { recursive: true })
 if (rows.length > 0) {
   const output = report(rows, notes, footer)
   console.log(output)
-  writeFileSync(join(results, 'latest.md'), output)
-  writeFileSync(join(results, 'latest.svg'), chart(rows, `Threadhouse ÷ baseline, ${date}, scale ${scale}`))
-  log(`wrote ${join(results, 'latest.md')} and latest.svg`)
+  writeFileSync(join(results, `${reportName}.md`), output)
+  const title = `Threadhouse${onPostgres ? ' on PostgreSQL' : ''} ÷ baseline, ${date}, scale ${scale}`
+  writeFileSync(join(results, `${reportName}.svg`), chart(rows, title))
+  log(`wrote ${join(results, `${reportName}.md`)} and ${reportName}.svg`)
 }
 if (uploadRows.length > 0) {
   const output = report(uploadRows, uploadNotes, uploadsFooter)
@@ -475,4 +629,12 @@ if (uploadRows.length > 0) {
   writeFileSync(join(results, 'uploads.md'), output)
   log(`wrote ${join(results, 'uploads.md')}`)
 }
+await cluster?.stop()
 rmSync(dir, { recursive: true, force: true })
+
+async function serverVersion(): Promise<string> {
+  const sql = new Bun.SQL(pgUrl('app'), { max: 1 })
+  const [row] = await sql<{ server_version: string }[]>`show server_version`
+  await sql.close()
+  return row?.server_version ?? '?'
+}

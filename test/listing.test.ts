@@ -312,6 +312,34 @@ describe('search', () => {
     expect(second.body.has_more).toBe(false)
   })
 
+  test('a thread with more distinct words than one PostgreSQL document holds is found by any of them', async () => {
+    await using h = await harness()
+    const owner = await h.user()
+    const { users } = h.tables
+    const [row] = await h.orm.select({ organizationId: users.organizationId }).from(users).where(eq(users.id, owner.id))
+    // About 1.2 MB of distinct words: past the 1 MB one tsvector holds, so on PostgreSQL the document is split.
+    const words = Array.from({ length: 120_000 }, (_, i) => `word${i}`)
+    await h.store.threads.createThread({
+      organizationId: row?.organizationId as number,
+      ownerId: owner.id,
+      name: 'Huge',
+      isPrivate: false,
+      first: { role: 'summary', contents: [{ type: 'text', text: words.join(' ') }] },
+      now: Date.now(),
+    })
+    await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: 'Small', text: 'word5 and more' } })
+    await h.app.decorator.engine.idle()
+    const names = async (q: string) =>
+      (await h.call('GET', `/api/v1/threads?q=${encodeURIComponent(q)}`, { token: owner.token })).body.data
+        .map((t: { name: string }) => t.name)
+        .sort()
+    expect(await names('word5')).toEqual(['Huge', 'Small'])
+    expect(await names('word119999')).toEqual(['Huge'])
+    expect(await names('word5 word119999')).toEqual(['Huge'])
+    expect(await names('word5 more')).toEqual(['Small'])
+    expect(await names('word119999 absent')).toEqual([])
+  })
+
   test('a word the index splits (letters newer than its Unicode tables) is searched as its parts', async () => {
     await using h = await harness()
     const owner = await h.user()

@@ -44,7 +44,11 @@ async function freePort(): Promise<number> {
   return port
 }
 
-export async function startPostgres(): Promise<PostgresCluster> {
+/**
+ * Starts a cluster. `settings` are further server settings (`shared_buffers`, say), applied after the defaults
+ * below: the benchmark (bench/run.ts) starts its cluster here too, with more memory than a test needs.
+ */
+export async function startPostgres(settings: Record<string, string> = {}): Promise<PostgresCluster> {
   const bin = binaries()
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-postgres-'))
   chmodSync(dir, 0o777)
@@ -62,6 +66,7 @@ export async function startPostgres(): Promise<PostgresCluster> {
       '-c synchronous_commit=off',
       '-c full_page_writes=off',
       '-c max_connections=300',
+      ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`),
     ].join(' ')
     try {
       run(join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', 'start'])

@@ -4,7 +4,6 @@
 // PostgreSQL cluster as the tests start it. `BENCH_THREADS` (default 10000) threads are seeded first.
 import { createApp } from '../src/app'
 import { createFileInspector } from '../src/attachments/inspector'
-import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { loadConfig } from '../src/config'
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { migratePostgres, openPostgres } from '../src/db/postgres'
@@ -15,13 +14,10 @@ import { type Store, sqliteStore } from '../src/store'
 import { pgStore } from '../src/store/postgres'
 import { startPostgres } from '../test/support/postgres'
 import { parseEvents } from '../test/support/sse'
+import { benchOwner, percentile } from './micro'
 
 const threadCount = Number(process.env.BENCH_THREADS ?? 10_000)
 const iterations = 2000
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0
-}
 
 async function measure(name: string, call: () => Promise<unknown>, times = iterations): Promise<void> {
   const took: number[] = []
@@ -35,36 +31,17 @@ async function measure(name: string, call: () => Promise<unknown>, times = itera
 }
 
 async function seed(store: Store): Promise<{ userId: number; organizationId: number; token: string }> {
-  const user = await store.users.create(
-    {
-      sub: Bun.randomUUIDv7(),
-      email: 'bench@example.com',
-      name: null,
-      role: 'owner',
-      passwordHash: 'not used',
-      mustChangePassword: false,
-      organizationSlug: 'default',
-      mayCreateOrganization: true,
-    },
-    Date.now(),
-  )
-  if (typeof user !== 'object') throw new Error(user)
-  const organizationId = (await store.users.findByEmail('bench@example.com'))?.organizationId ?? 0
+  const owner = await benchOwner(store)
   for (let i = 0; i < threadCount; i++) {
     await store.threads.createThread({
-      organizationId,
-      ownerId: user.id,
+      organizationId: owner.organizationId,
+      ownerId: owner.userId,
       name: `thread ${i}`,
       isPrivate: i % 10 === 0,
       now: Date.now(),
     })
   }
-  const token = await createPersonalAccessToken(
-    store.accessTokens,
-    { userId: user.id, name: 'bench', scopes: ['threads:read', 'threads:write'] },
-    Date.now(),
-  )
-  return { userId: user.id, organizationId, token }
+  return owner
 }
 
 async function run(label: string, store: Store): Promise<void> {

@@ -8,7 +8,6 @@
 
 import { createApp } from '../src/app'
 import { createFileInspector } from '../src/attachments/inspector'
-import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { loadConfig } from '../src/config'
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { migratePostgres, openPostgres } from '../src/db/postgres'
@@ -19,14 +18,11 @@ import { type Store, sqliteStore } from '../src/store'
 import { pgStore } from '../src/store/postgres'
 import { sweepRetention } from '../src/threads/retention'
 import { startPostgres } from '../test/support/postgres'
+import { benchOwner, percentile } from './micro'
 
 const iterations = Number(process.env.BENCH_ITERATIONS ?? 2000)
 const retentionThreads = Number(process.env.BENCH_RETENTION_THREADS ?? 5000)
 const day = 24 * 60 * 60_000
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN
-}
 
 /** Sequential latency in µs (p50 and p99). */
 async function measure(name: string, call: (i: number) => Promise<unknown>): Promise<void> {
@@ -41,30 +37,6 @@ async function measure(name: string, call: (i: number) => Promise<unknown>): Pro
   console.log(
     `${name.padEnd(52)}  ${percentile(times, 50).toFixed(0).padStart(5)}  ${percentile(times, 99).toFixed(0).padStart(5)}`,
   )
-}
-
-async function owner(store: Store): Promise<{ token: string; userId: number; organizationId: number }> {
-  const created = await store.users.create(
-    {
-      sub: Bun.randomUUIDv7(),
-      email: 'bench@example.com',
-      name: null,
-      role: 'owner',
-      passwordHash: 'not used',
-      mustChangePassword: false,
-      organizationSlug: 'default',
-      mayCreateOrganization: true,
-    },
-    Date.now(),
-  )
-  if (typeof created !== 'object') throw new Error(created)
-  const token = await createPersonalAccessToken(
-    store.accessTokens,
-    { userId: created.id, name: 'bench', scopes: ['threads:read', 'threads:write'] },
-    Date.now(),
-  )
-  // The first organization made in an empty database.
-  return { token, userId: created.id, organizationId: 1 }
 }
 
 function appOver(store: Store) {
@@ -82,7 +54,7 @@ function appOver(store: Store) {
 }
 
 async function run(label: string, store: Store): Promise<void> {
-  const { token, userId, organizationId } = await owner(store)
+  const { token, userId, organizationId } = await benchOwner(store)
   // Retention's threads, idle for a year, go in first: a thread written later is never dated before an earlier one
   // (the update order), so these must precede the POSTs below.
   const old = Date.now() - 365 * day

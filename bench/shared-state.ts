@@ -8,7 +8,7 @@
 
 import { createApp } from '../src/app'
 import { createFileInspector } from '../src/attachments/inspector'
-import { createPersonalAccessToken, resolvePersonalAccessToken } from '../src/auth/personal-access-tokens'
+import { resolvePersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { loadConfig } from '../src/config'
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { migratePostgres, openPostgres } from '../src/db/postgres'
@@ -20,13 +20,10 @@ import { LocalBlobStore } from '../src/storage/blobs'
 import { type Store, sqliteStore } from '../src/store'
 import { pgStore } from '../src/store/postgres'
 import { startPostgres } from '../test/support/postgres'
+import { benchOwner, percentile } from './micro'
 
 const iterations = Number(process.env.BENCH_ITERATIONS ?? 5000)
 const inFlight = 16
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN
-}
 
 /** Sequential latency (µs, p50 and p99) and throughput with 16 calls in flight (calls/s). */
 async function measure(name: string, call: () => Promise<unknown>): Promise<void> {
@@ -48,28 +45,6 @@ async function measure(name: string, call: () => Promise<unknown>): Promise<void
   const perSecond = iterations / ((performance.now() - start) / 1000)
   const row = [name.padEnd(48), percentile(times, 50).toFixed(1), percentile(times, 99).toFixed(1)]
   console.log(`${row.join('  ')}  ${Math.round(perSecond)}`)
-}
-
-async function owner(store: Store): Promise<string> {
-  const created = await store.users.create(
-    {
-      sub: Bun.randomUUIDv7(),
-      email: 'bench@example.com',
-      name: null,
-      role: 'owner',
-      passwordHash: 'not used',
-      mustChangePassword: false,
-      organizationSlug: 'default',
-      mayCreateOrganization: true,
-    },
-    Date.now(),
-  )
-  if (typeof created !== 'object') throw new Error(created)
-  return createPersonalAccessToken(
-    store.accessTokens,
-    { userId: created.id, name: 'bench', scopes: ['threads:read'] },
-    Date.now(),
-  )
 }
 
 function appOver(store: Store) {
@@ -105,7 +80,7 @@ try {
     ['PostgreSQL', onPostgres],
     ['SQLite', onSqlite],
   ] as const) {
-    const token = await owner(store)
+    const { token } = await benchOwner(store, 'default', ['threads:read'])
     const hash = hashSecret(token)
     await measure(`${label}: token lookup (repository)`, () =>
       resolvePersonalAccessToken(store.accessTokens, hash, Date.now()),

@@ -17,13 +17,10 @@ import { createDeliveryWorker } from '../src/webhooks/delivery'
 import { createWebhookEmitter } from '../src/webhooks/events'
 import { createEndpoint, sendTestEvent } from '../src/webhooks/service'
 import { startPostgres } from '../test/support/postgres'
+import { benchOwner, percentile } from './micro'
 
 const iterations = Number(process.env.BENCH_ITERATIONS ?? 2000)
 const deliveries = Number(process.env.BENCH_DELIVERIES ?? 2000)
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN
-}
 
 async function measure(name: string, call: () => Promise<unknown>): Promise<void> {
   for (let i = 0; i < 100; i++) await call()
@@ -39,27 +36,6 @@ async function measure(name: string, call: () => Promise<unknown>): Promise<void
   )
 }
 
-async function organization(store: Store, slug: string): Promise<{ organizationId: number; userId: number }> {
-  const created = await store.users.create(
-    {
-      sub: Bun.randomUUIDv7(),
-      email: `${slug}@example.com`,
-      name: null,
-      role: 'owner',
-      passwordHash: 'unused',
-      mustChangePassword: false,
-      organizationSlug: slug,
-      mayCreateOrganization: true,
-    },
-    Date.now(),
-  )
-  if (typeof created !== 'object') throw new Error('no user')
-  return {
-    organizationId: (await store.users.organizationIdBySlug(slug)) ?? -1,
-    userId: created.id,
-  }
-}
-
 async function run(label: string, store: Store, receiverUrl: string): Promise<void> {
   const links = linksFor('http://localhost')
   const emitter = createWebhookEmitter({
@@ -69,7 +45,7 @@ async function run(label: string, store: Store, receiverUrl: string): Promise<vo
     clock: systemClock,
     log: silentLogger,
   })
-  const quiet = await organization(store, `quiet-${label.toLowerCase()}`)
+  const quiet = await benchOwner(store, `quiet-${label.toLowerCase()}`)
   const quietThread = await store.threads.createThread({
     ...quiet,
     ownerId: quiet.userId,
@@ -80,7 +56,7 @@ async function run(label: string, store: Store, receiverUrl: string): Promise<vo
   await measure(`${label}: lookup, no endpoint (per thread or answer)`, () =>
     emitter.threadCreated(quietThread.threadId),
   )
-  const busy = await organization(store, `busy-${label.toLowerCase()}`)
+  const busy = await benchOwner(store, `busy-${label.toLowerCase()}`)
   const { endpoint } = await createEndpoint(
     store.webhooks,
     { organizationId: busy.organizationId, createdBy: null, url: 'https://hooks.example.com/', events: null },

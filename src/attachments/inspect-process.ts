@@ -26,8 +26,15 @@ async function partsOf(upload: Upload): Promise<Part[]> {
   }))
 }
 
-/** Writes each file, and a large image's scaled copy, under a temporary name (`temporaryPath`). */
+/** The server that started this process: when it dies (SIGKILL), this process is handed to another parent. */
+const server = process.ppid
+
+/**
+ * Writes each file, and a large image's scaled copy, under a temporary name (`temporaryPath`). Not once the server is
+ * gone: a restarted server has swept the staging folder already, and nobody would collect them.
+ */
 function writeTemporary(uploadsDir: string, files: { bytes: Uint8Array; path: string }[]): void {
+  if (process.ppid !== server) throw new Error('the server that asked for this inspection is gone')
   try {
     mkdirSync(uploadsDir, { recursive: true })
     for (const { path, bytes } of files) writeFileSync(path, bytes)

@@ -44,7 +44,7 @@ export function RetentionPage(props: RetentionPageProps): JSX.Element {
               value={escapeHtml(value)}
               aria-describedby="retention-help"
             />
-            <p id="retention-help" class="muted">
+            <p id="retention-help" class="muted" safe>
               {`From ${min} to ${max} days; leave empty to keep threads for good. The hourly upkeep deletes them for everyone in the organization, skipping threads with an answer under way. Deleted threads cannot be brought back.`}
             </p>
           </div>

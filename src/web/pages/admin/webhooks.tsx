@@ -99,7 +99,7 @@ function AddEndpointForm({ viewer, form }: { viewer: Viewer; form: WebhookFormVa
         {webhookEventTypes.map((type) => (
           <label>
             <input type="checkbox" name="events" value={type} checked={form.events.includes(type)} />{' '}
-            <code safe>{type}</code>
+            <code>{type}</code>
           </label>
         ))}
       </fieldset>
@@ -150,7 +150,7 @@ function AttemptsTable({ endpoints, attempts }: { endpoints: EndpointRow[]; atte
                   ? `HTTP ${attempt.responseStatus} in ${attempt.durationMs} ms`
                   : `${attempt.error} (${attempt.durationMs} ms)`}
               </td>
-              <td safe>{attempt.status}</td>
+              <td>{attempt.status}</td>
             </tr>
           ))}
         </tbody>

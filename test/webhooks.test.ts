@@ -358,7 +358,7 @@ test('SSRF at delivery: every DNS answer is judged, and the request goes to the 
   }
 })
 
-test('events go only to endpoints of the thread’s own organization, private threads included', async () => {
+test('events go only to endpoints of the thread’s own organization; a private thread’s carry no messages', async () => {
   await using acmeHooks = webhookReceiver()
   await using globexHooks = webhookReceiver()
   await using h = await harness({ config: allowPrivate })
@@ -376,7 +376,11 @@ test('events go only to endpoints of the thread’s own organization, private th
   const types = acmeHooks.received.map((hook) => verified(acmeEndpoint.secret, hook).type).sort()
   expect(types).toEqual(['answer.completed', 'thread.created'])
   for (const hook of acmeHooks.received) {
-    expect(verified(acmeEndpoint.secret, hook).data.thread_id).toBe((created.body as { thread_id: string }).thread_id)
+    const { data } = verified(acmeEndpoint.secret, hook)
+    expect(data.thread_id).toBe((created.body as { thread_id: string }).thread_id)
+    // The owner's alone: the organization's admins learn that it was answered, not what was said.
+    expect(data.messages).toBeUndefined()
+    expect(hook.body).not.toContain('private question')
   }
 })
 

@@ -197,7 +197,10 @@ export function pgGenerationRepository(db: PgDb): GenerationRepository {
         // A lease taken over leaves the text its holder published: the answer is generated again from its start.
         await tx.delete(answerChunks).where(eq(answerChunks.messageId, messageId))
         await tx.execute(notifyEvent({ kind: 'claimed', messageId, lease: lease.id }))
-        await tx.update(threads).set({ state: 'active', updatedAt: now }).where(eq(threads.id, threadId))
+        // A stop marked while the claim waited stays marked: the new holder sees it at its first renewal and stops.
+        const state: SQL<ThreadsModel.thread['state']> =
+          sql`case when ${threads.state} = 'interrupted' then 'interrupted' else 'active' end`
+        await tx.update(threads).set({ state, updatedAt: now }).where(eq(threads.id, threadId))
         return true
       })
     },
@@ -206,11 +209,12 @@ export function pgGenerationRepository(db: PgDb): GenerationRepository {
       return db.transaction(async (tx) => {
         const { messageId, threadId, outcome, error, contents, lease } = answer
         await lockThread(tx, threadId)
-        // Queued answers end whoever ends them (a stop); running ones only by their lease's holder.
-        const held = or(
-          eq(generations.status, 'queued'),
-          and(eq(generations.status, 'running'), lease === null ? sql`false` : eq(generations.leaseId, lease)),
-        )
+        // A queued answer is ended by a stop (no lease); a running one only by its lease's holder. A holder that lost
+        // its lease may find the answer queued again for another instance: it must not end it then either.
+        const held =
+          lease === null
+            ? eq(generations.status, 'queued')
+            : and(eq(generations.status, 'running'), eq(generations.leaseId, lease))
         const ended = await tx
           .update(generations)
           .set({ status: outcome, error, finishedAt: now, leaseId: null, leaseExpiresAt: null })

@@ -353,12 +353,20 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
           void takeOver().catch((error) => log.warn('could not take over answers', { error: String(error) }))
         })
         let ticks = 0
+        let ticking = false
         upkeepTimer = setInterval(() => {
           // A line a minute for the operator: what this instance runs and follows, and what it took over or lost.
           if (++ticks % Math.round(60_000 / upkeepMs) === 0) log.info('generation', engine.stats())
+          // One tick at a time: on a slow database, piled-up ticks would hold the pool's connections that the
+          // renewals themselves need.
+          if (ticking) return
+          ticking = true
           renewLeases()
             .then(takeOver)
             .catch((error) => log.warn('could not renew leases or take over answers', { error: String(error) }))
+            .finally(() => {
+              ticking = false
+            })
         }, upkeepMs)
         // The server's port keeps the process alive; this timer alone must not.
         upkeepTimer.unref()

@@ -52,7 +52,8 @@ export function createWebhookEmitter(deps: EmitterDeps) {
       state: targets.state,
       app_url: deps.links.threadUrl(threadId),
     }
-    if (type === 'answer.completed' && messageId !== undefined) {
+    // A private thread is its owner's alone, admins included: its events say what happened, never what was said.
+    if (type === 'answer.completed' && messageId !== undefined && !targets.isPrivate) {
       data.messages = (await deps.threads.replies(messageId)).map((row) => toMessage(row, deps.links))
     }
     const payload = JSON.stringify({ type, timestamp: toIso(now), data } satisfies WebhookPayload)

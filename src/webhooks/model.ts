@@ -17,7 +17,11 @@ export namespace WebhooksModel {
       ),
       state: t.Optional(t.String({ description: "The thread's state when the event was queued." })),
       app_url: t.Optional(t.String({ description: 'The thread in the web application.' })),
-      messages: t.Optional(t.Array(ThreadsModel.message, { description: 'answer.completed: the messages stored.' })),
+      messages: t.Optional(
+        t.Array(ThreadsModel.message, {
+          description: 'answer.completed: the messages stored; left out for a private thread.',
+        }),
+      ),
       endpoint_id: t.Optional(t.String({ description: 'webhook.test: the endpoint tested.' })),
     },
     { additionalProperties: false },
@@ -36,7 +40,7 @@ export namespace WebhooksModel {
 
 const when: Record<string, string> = {
   'thread.created': 'A thread was created in the organization.',
-  'answer.completed': 'An answer was stored complete; `data.messages` holds it.',
+  'answer.completed': 'An answer was stored complete; `data.messages` holds it (not for a private thread).',
   'answer.failed': 'An answer ended in error.',
   'answer.interrupted': 'An answer was stopped.',
   [testEventType]: 'An admin sent a test event.',

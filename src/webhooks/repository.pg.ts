@@ -82,6 +82,7 @@ export function pgWebhookRepository(db: PgDb): WebhookRepository {
         .select({
           organizationId: threads.organizationId,
           state: threads.state,
+          isPrivate: threads.isPrivate,
           endpointId: webhookEndpoints.id,
           events: webhookEndpoints.events,
         })

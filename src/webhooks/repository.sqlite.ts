@@ -85,6 +85,7 @@ export function sqliteWebhookRepository(db: Db): WebhookRepository {
           .select({
             organizationId: threads.organizationId,
             state: threads.state,
+            isPrivate: threads.isPrivate,
             endpointId: webhookEndpoints.id,
             events: webhookEndpoints.events,
           })

@@ -36,6 +36,7 @@ export interface NewEndpoint {
 export interface ThreadTargets {
   organizationId: number
   state: string
+  isPrivate: boolean
   endpoints: { id: string; events: string[] | null }[]
 }
 
@@ -147,12 +148,18 @@ export function eventsToColumn(events: string[] | null): string | null {
 
 /** ThreadTargets from the rows of a thread left-joined with its organization's enabled endpoints. */
 export function targetsOf(
-  rows: { organizationId: number; state: string; endpointId: string | null; events: string | null }[],
+  rows: {
+    organizationId: number
+    state: string
+    isPrivate: boolean
+    endpointId: string | null
+    events: string | null
+  }[],
 ): ThreadTargets | null {
   const [first] = rows
   if (!first) return null
   const endpoints = rows.flatMap((row) =>
     row.endpointId === null ? [] : [{ id: row.endpointId, events: eventsFromColumn(row.events) }],
   )
-  return { organizationId: first.organizationId, state: first.state, endpoints }
+  return { organizationId: first.organizationId, state: first.state, isPrivate: first.isPrivate, endpoints }
 }

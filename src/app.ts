@@ -104,7 +104,7 @@ export function createApp(deps: AppDeps) {
     authPerMinute > 0
       ? sharedLimiter(store.rateLimits, 'auth', { max: authPerMinute, windowMs: 60_000 }, deps.clock)
       : undefined
-  const feed = new ThreadFeed({ threads: store.threads, links, log: deps.log })
+  const feed = new ThreadFeed({ threads: store.threads, links, log: deps.log, clock: deps.clock })
   const shared = {
     store,
     clock: deps.clock,

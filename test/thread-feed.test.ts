@@ -6,12 +6,13 @@ import type { EventSourceMessage } from 'eventsource-parser'
 import { createApp } from '../src/app'
 import { loadConfig } from '../src/config'
 import { silentLogger } from '../src/shared/log'
-import { tombstoneKeepMs } from '../src/threads/feed'
+import { feedAccessCheckMs, tombstoneKeepMs } from '../src/threads/feed'
 import { sweepExpired } from '../src/upkeep'
 import {
   type Harness,
   harness,
   listening,
+  ManualClock,
   parseEvents,
   publicUrl,
   ScriptedRunner,
@@ -363,4 +364,25 @@ describe.concurrent('thread change feed', () => {
     await using feed = await openFeed(server.url, owner.token, String(horizon))
     expect(summary(await feed.until('ready'))).toEqual([`thread.deleted ${other}`, 'ready'])
   })
+})
+
+test('an open feed ends once its token no longer admits it, checked every ten seconds of its clock', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  await using server = listening(h)
+  const reader = await h.user()
+  await using feed = await openFeed(server.url, reader.token)
+  expect((await feed.next()).event).toBe('ready')
+  const [token] = await h.store.accessTokens.listActive(reader.id)
+  if (!token) throw new Error('no token')
+  expect(await h.store.accessTokens.revoke(reader.id, token.id, clock.now())).toBe(true)
+  // Not yet looked at again: the feed still runs.
+  clock.advance(feedAccessCheckMs - 1)
+  await poll(h)
+  clock.advance(1)
+  await poll(h)
+  const ended = await feed.next()
+  expect(ended.event).toBe('error')
+  expect(JSON.parse(ended.data)).toEqual({ message: 'Your access to these threads has ended' })
+  await expect(feed.next()).rejects.toThrow('the feed ended')
 })

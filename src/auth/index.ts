@@ -103,6 +103,29 @@ function unauthenticated(
   return unauthorized(publicUrl, 'The bearer token is invalid, expired or revoked', true, resource)
 }
 
+/**
+ * Whether the request's token still resolves to the same caller, with `requirement`: for a stream that outlives its
+ * request (the change feed) to look again, so that a revoked token, a removed member or a narrowed grant ends it.
+ */
+export function stillAdmitted(
+  deps: AuthDeps,
+  request: Request,
+  caller: Caller,
+  requirement: Requirement,
+): () => Promise<boolean> {
+  const token = bearerToken(request)
+  return async () => {
+    const again = token ? await resolveToken(deps, token) : null
+    return (
+      again !== null &&
+      again.userId === caller.userId &&
+      again.organizationId === caller.organizationId &&
+      again.sees === caller.sees &&
+      hasScope(again, requirement)
+    )
+  }
+}
+
 /** Whether the caller's token meets a requirement, by checkScope's rule, for callers that refuse in their own form. */
 export function hasScope(caller: Caller, requirement: Requirement): boolean {
   if (requirement === 'any' || caller.scopes.has(requirement)) return true

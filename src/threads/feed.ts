@@ -11,11 +11,18 @@ import type { Caller } from '../auth/model'
 import type { Listener, Subscription } from '../generation/hub'
 import { type SseSink, sseEvent } from '../generation/sse'
 import type { Logger } from '../shared/log'
+import type { Clock } from '../shared/time'
 import { type Links, toThread } from './links'
 import type { ThreadChange, ThreadRepository, Viewer } from './repository'
 
 /** How often the shared reader looks for changes while any feed is open: the feed's latency, at most. */
 export const feedPollMs = 1000
+
+/**
+ * How often an open feed asks again whether its token still admits it: a revoked token, a removed member or a
+ * narrowed grant ends the stream within this, without a lookup a second per open feed.
+ */
+export const feedAccessCheckMs = 10_000
 /** Changes read per statement. */
 const pageSize = 200
 /** Tombstones are kept this long: a feed resuming from before the oldest swept one is told to reload (`reset`). */
@@ -37,12 +44,34 @@ class FeedReader implements Subscription {
   /** Set while the feed reads what it missed; changes shared out meanwhile wait here. */
   private waiting: ThreadChange[] | null = []
 
+  /** When access was last confirmed (the feed's clock), and whether a check is under way. */
+  private checking = false
+
   constructor(
     readonly viewer: Viewer,
     private readonly sink: SseSink,
     private readonly feed: ThreadFeed,
     public position: number,
+    private readonly allowed: () => Promise<boolean>,
+    private checkedAt: number,
   ) {}
+
+  /** Asks again whether the caller may read this feed, once per `feedAccessCheckMs`; ends it when not. */
+  checkAccess(now: number): Promise<void> {
+    if (this.checking || now - this.checkedAt < feedAccessCheckMs) return Promise.resolve()
+    this.checking = true
+    return this.allowed().then(
+      (allowed) => {
+        this.checking = false
+        this.checkedAt = now
+        if (!allowed) this.sink.error('Your access to these threads has ended', this.position)
+      },
+      () => {
+        // A failed lookup proves nothing either way: asked again at the next tick.
+        this.checking = false
+      },
+    )
+  }
 
   leave(_listener: Listener): void {
     this.feed.remove(this)
@@ -100,6 +129,7 @@ export interface FeedDeps {
   threads: ThreadRepository
   links: Links
   log: Logger
+  clock: Clock
 }
 
 /** Every open feed of this instance, and the one reader that shares changes out to them. */
@@ -149,10 +179,18 @@ export class ThreadFeed {
    * One look at a time; a call during a look waits for it.
    */
   poll(): Promise<void> {
-    this.polling ??= this.look().finally(() => {
-      this.polling = null
-    })
+    this.polling ??= Promise.all([this.look(), this.checkAccess()])
+      .then(() => undefined)
+      .finally(() => {
+        this.polling = null
+      })
     return this.polling
+  }
+
+  /** Each open feed asks again, now and then, whether its caller may still read it. */
+  private async checkAccess(): Promise<void> {
+    const now = this.deps.clock.now()
+    await Promise.all([...this.readers].map((reader) => reader.checkAccess(now)))
   }
 
   private async look(): Promise<void> {
@@ -182,7 +220,11 @@ export class ThreadFeed {
    * before the horizon (a deletion since may have been swept), past the latest place (another database), or not a
    * place at all, starts the feed `now` with a `reset` event: the client reloads its list.
    */
-  async open(caller: Caller, lastEventId: string | undefined): Promise<(sink: SseSink) => Subscription> {
+  async open(
+    caller: Caller,
+    lastEventId: string | undefined,
+    allowed: () => Promise<boolean>,
+  ): Promise<(sink: SseSink) => Subscription> {
     const viewer: Viewer = { sees: caller.sees, organizationId: caller.organizationId, userId: caller.userId }
     const from = resumePoint(lastEventId)
     const { horizon, head } = await this.deps.threads.feedBounds()
@@ -191,7 +233,7 @@ export class ThreadFeed {
       // skips what the shared reader hands it up to there.
       const now = Math.max(head, this.startAt(head))
       const resumable = from !== null && from >= horizon && from <= now
-      const reader = new FeedReader(viewer, sink, this, resumable ? from : now)
+      const reader = new FeedReader(viewer, sink, this, resumable ? from : now, allowed, this.deps.clock.now())
       this.readers.add(reader)
       if (from !== null && !resumable) reader.reset()
       void this.catchUp(reader, now).then(

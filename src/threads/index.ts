@@ -2,7 +2,7 @@
 import { Elysia, t } from 'elysia'
 import { attachmentsPerMessage } from '../attachments/limits'
 import { attachmentNames } from '../attachments/service'
-import { type AuthDeps, auth } from '../auth'
+import { type AuthDeps, auth, stillAdmitted } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { GenerationEngine } from '../generation/service'
 import { type Heartbeats, type OpenStreams, sseResponse } from '../generation/sse'
@@ -312,8 +312,9 @@ const keptDays = tombstoneKeepMs / 86_400_000
 export const threadFeedRoutes = (deps: FeedRouteDeps) =>
   new Elysia({ name: 'thread-feed', prefix: '/api/v1/threads' }).use(auth(deps)).get(
     '/events',
-    async ({ caller, headers, set }) => {
-      const attach = await deps.feed.open(caller, headers['last-event-id'])
+    async ({ caller, headers, request, set }) => {
+      const allowed = stillAdmitted(deps, request, caller, 'threads:read')
+      const attach = await deps.feed.open(caller, headers['last-event-id'], allowed)
       return sseResponse(set, deps.heartbeats, { streams: deps.streams, userId: caller.userId }, attach)
     },
     {
@@ -334,8 +335,10 @@ export const threadFeedRoutes = (deps: FeedRouteDeps) =>
           'Event ids are places in one order of every change: reconnecting with `Last-Event-ID` resumes exactly ' +
           'after that event; without it the stream starts at the present, with no history. Changes reach open ' +
           'streams within about a second. Archived threads are included (with `archived: true`). A token with ' +
-          'only `threads:read:own` sees only its user’s own threads. Heartbeats, stream limits and the ' +
-          'Authorization header work as for answer streams.',
+          'only `threads:read:own` sees only its user’s own threads. Every 10 s an open stream checks its token ' +
+          'again: once it is revoked, expired or no longer allowed (a removed member, a narrower grant), the ' +
+          'stream ends with an `error` event. Heartbeats, stream limits and the Authorization header work as for ' +
+          'answer streams.',
         parameters: [
           {
             name: 'last-event-id',

@@ -529,3 +529,23 @@ test('a delivery queued through the API and cut short by a crash is sent after t
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('a deleted thread takes its deliveries with it, sent or not: its words do not live on in payloads', async () => {
+  await using receiver = webhookReceiver()
+  await using h = await harness({ config: allowPrivate })
+  const owner = await h.user()
+  await endpointFor(h, owner.email, receiver.url)
+  const kept = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'keep me' } })).body
+  const gone = (await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'forget me' } })).body
+  await h.app.decorator.engine.idle()
+  await h.app.decorator.webhooks.runOnce()
+  const { webhookDeliveries } = h.tables
+  const threadsOf = async () =>
+    (await h.orm.select({ threadId: webhookDeliveries.threadId }).from(webhookDeliveries)).map((row) => row.threadId)
+  expect((await threadsOf()).filter((id) => id === gone.thread_id)).toHaveLength(2)
+  const deleted = await h.call('DELETE', `/api/v1/threads/${gone.thread_id}`, { token: owner.token })
+  expect(deleted.status).toBe(204)
+  const left = await threadsOf()
+  expect(left).not.toContain(gone.thread_id)
+  expect(left.filter((id) => id === kept.thread_id)).toHaveLength(2)
+})

@@ -58,7 +58,7 @@ export function createWebhookEmitter(deps: EmitterDeps) {
     }
     const payload = JSON.stringify({ type, timestamp: toIso(now), data } satisfies WebhookPayload)
     await deps.webhooks.enqueue(
-      endpoints.map((endpoint) => ({ id: newId(), endpointId: endpoint.id, eventType: type, payload })),
+      endpoints.map((endpoint) => ({ id: newId(), endpointId: endpoint.id, eventType: type, payload, threadId })),
       now,
     )
     deps.queued?.()
@@ -77,6 +77,14 @@ export function createWebhookEmitter(deps: EmitterDeps) {
     threadCreated: (threadId: string) => safely('thread.created', threadId),
     answerEnded: (threadId: string, messageId: string, outcome: 'complete' | 'error' | 'interrupted') =>
       safely(answerEvents[outcome], threadId, messageId),
+    /** A deleted thread's deliveries go, sent or not; a failure is logged (the thread is deleted either way). */
+    async forgetThread(threadId: string): Promise<void> {
+      try {
+        await deps.webhooks.forgetThread(threadId)
+      } catch (error) {
+        deps.log.error("could not remove a deleted thread's webhook deliveries", { threadId, error: String(error) })
+      }
+    },
   }
 }
 
@@ -91,6 +99,11 @@ export function withWebhookEvents(store: Store, emitter: WebhookEmitter): Store 
       const created = await store.threads.createThread(thread)
       await emitter.threadCreated(created.threadId)
       return created
+    },
+    async deleteThread(threadId, now, idleBefore) {
+      const files = await store.threads.deleteThread(threadId, now, idleBefore)
+      if (files !== null) await emitter.forgetThread(threadId)
+      return files
     },
   }
   const generations: GenerationRepository = {

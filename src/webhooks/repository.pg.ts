@@ -217,6 +217,14 @@ export function pgWebhookRepository(db: PgDb): WebhookRepository {
         .returning({ id: webhookDeliveries.id })
       return gone.length
     },
+
+    async forgetThread(threadId) {
+      const gone = await db
+        .delete(webhookDeliveries)
+        .where(eq(webhookDeliveries.threadId, threadId))
+        .returning({ id: webhookDeliveries.id })
+      return gone.length
+    },
   }
 }
 

@@ -230,6 +230,14 @@ export function sqliteWebhookRepository(db: Db): WebhookRepository {
         .returning({ id: webhookDeliveries.id })
         .all().length
     },
+
+    async forgetThread(threadId) {
+      return db
+        .delete(webhookDeliveries)
+        .where(eq(webhookDeliveries.threadId, threadId))
+        .returning({ id: webhookDeliveries.id })
+        .all().length
+    },
   }
 }
 

@@ -45,6 +45,8 @@ export interface NewDelivery {
   endpointId: string
   eventType: string
   payload: string
+  /** The thread the event is about; null for a test event. */
+  threadId: string | null
 }
 
 /** A delivery claimed for one attempt, with what sending it needs. */
@@ -136,6 +138,12 @@ export interface WebhookRepository {
   releaseAbandoned(): Promise<number>
   /** Deletes finished deliveries (with their attempts) that ended before `before`. */
   deleteFinished(before: number): Promise<number>
+
+  /**
+   * Removes every delivery (and its attempts) about a thread, sent or not: a deleted thread's words must not live on
+   * in queued or logged payloads. Returns how many went.
+   */
+  forgetThread(threadId: string): Promise<number>
 }
 
 export function eventsFromColumn(value: string | null): string[] | null {

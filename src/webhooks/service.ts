@@ -107,6 +107,9 @@ export async function sendTestEvent(
   if (!endpoint.enabled) throw new AppError(409, 'conflict', 'Enable the endpoint before sending it a test event.')
   const payload: WebhookPayload = { type: testEventType, timestamp: toIso(now), data: { endpoint_id: endpoint.id } }
   const id = newId()
-  await webhooks.enqueue([{ id, endpointId, eventType: testEventType, payload: JSON.stringify(payload) }], now)
+  await webhooks.enqueue(
+    [{ id, endpointId, eventType: testEventType, payload: JSON.stringify(payload), threadId: null }],
+    now,
+  )
   return id
 }

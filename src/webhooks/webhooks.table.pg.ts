@@ -35,6 +35,8 @@ export const webhookDeliveries = pgTable(
       .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
     eventType: text().notNull(),
     payload: text().notNull(),
+    /** The thread the event is about (none for a test event): its deliveries go when it is deleted. */
+    threadId: text(),
     status: text({ enum: deliveryStatuses }).notNull().default('pending'),
     attempts: integer().notNull().default(0),
     nextAttemptAt: bigint({ mode: 'number' }).notNull(),
@@ -48,6 +50,7 @@ export const webhookDeliveries = pgTable(
   (t) => [
     index('webhook_deliveries_due_idx').on(t.status, t.nextAttemptAt),
     index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt),
+    index('webhook_deliveries_thread_idx').on(t.threadId),
   ],
 )
 

@@ -45,6 +45,8 @@ export const webhookDeliveries = sqliteTable(
     eventType: text().notNull(),
     /** The exact JSON body sent, fixed when the event happened. */
     payload: text().notNull(),
+    /** The thread the event is about (none for a test event): its deliveries go when it is deleted. */
+    threadId: text(),
     status: text({ enum: deliveryStatuses }).notNull().default('pending'),
     attempts: integer().notNull().default(0),
     nextAttemptAt: integer().notNull(),
@@ -59,6 +61,7 @@ export const webhookDeliveries = sqliteTable(
   (t) => [
     index('webhook_deliveries_due_idx').on(t.status, t.nextAttemptAt),
     index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt),
+    index('webhook_deliveries_thread_idx').on(t.threadId),
   ],
 )
 

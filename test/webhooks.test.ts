@@ -271,6 +271,11 @@ test('SSRF: private, loopback and other non-public addresses are refused when wr
     'http://224.0.0.1/hook',
     'http://0.0.0.0/hook',
     'http://[64:ff9b::7f00:1]/hook',
+    // Ranges an address library may still call unicast: benchmarking, local-use NAT64, site-local, IPv4-compatible.
+    'http://198.18.0.1/hook',
+    'http://[64:ff9b:1::a9fe:a9fe]/hook',
+    'http://[fec0::1]/hook',
+    'http://[::7f00:1]/hook',
     'ftp://example.com/hook',
     'https://user:pass@example.com/hook',
   ]

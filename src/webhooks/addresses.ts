@@ -7,13 +7,24 @@ import ipaddr from 'ipaddr.js'
 import { AppError } from '../shared/errors'
 
 /**
- * Only ipaddr.js's `unicast` range is public: loopback, private, link-local, unique-local, multicast, CGNAT,
- * unspecified, broadcast, reserved and the IPv6 ranges that embed IPv4 addresses (NAT64, 6to4, Teredo) are all
- * something else. IPv4-mapped IPv6 addresses are judged as the IPv4 address they carry.
+ * Ranges ipaddr.js still calls `unicast` that are no public internet: benchmarking (also the fake addresses of proxy
+ * DNS setups), local-use NAT64 (which reaches IPv4 metadata services through a gateway), site-local, IPv4-compatible
+ * IPv6, and the discard and ORCHID prefixes.
+ */
+const alsoRefused = ['198.18.0.0/15', '64:ff9b:1::/48', 'fec0::/10', '::/96', '100::/64', '2001:10::/28'].map((cidr) =>
+  ipaddr.parseCIDR(cidr),
+)
+
+/**
+ * Only ipaddr.js's `unicast` range, less `alsoRefused`, is public: loopback, private, link-local, unique-local,
+ * multicast, CGNAT, unspecified, broadcast, reserved and the IPv6 ranges that embed IPv4 addresses (NAT64, 6to4,
+ * Teredo) are all something else. IPv4-mapped IPv6 addresses are judged as the IPv4 address they carry.
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false
-  return ipaddr.process(address).range() === 'unicast'
+  const parsed = ipaddr.process(address)
+  if (parsed.range() !== 'unicast') return false
+  return !alsoRefused.some(([range, bits]) => range.kind() === parsed.kind() && parsed.match(range, bits))
 }
 
 /** The URL's host as an address, when it is one (`[::1]` without its brackets), else null. */

@@ -115,7 +115,11 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
    * listeners follow it wherever it is; without one nothing else feeds this hub entry, so they hear the end now.
    */
   function followElsewhere(messageId: string): void {
-    if (remote && hub.listenerCount(messageId) > 0) remote.follow(messageId)
+    // Taken over from the queue without a hub entry: nobody here waits for it.
+    if (!hub.isLive(messageId)) return
+    // With a relay, whoever listens (or subscribes meanwhile) hears it wherever it runs, or how it ended: a claim
+    // lost to an answer that had just ended must not end its streams with an error.
+    if (remote) remote.follow(messageId)
     else hub.finish(messageId, { error: 'The response is no longer pending' })
   }
 
@@ -162,6 +166,8 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
         return pump()
       }
       job.claimed = true
+      // Taken over from the queue, it has no hub entry yet (see takeOver).
+      hub.open(messageId)
       // Followed until now (its stream came here first): this engine generates it from the start.
       if (remote?.has(messageId)) {
         remote.unfollow(messageId)
@@ -239,7 +245,14 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
     const { requeued, failed, stopped, abandoned } = await generations.recover(policy, clock.now())
     const known = new Set([...running.keys(), ...queue.map((item) => item.messageId)])
     const fresh = requeued.filter((item) => !known.has(item.messageId))
-    for (const { messageId, threadId } of fresh) engine.enqueue(messageId, threadId)
+    // With a relay the answers are queued here without a hub entry: one read queued may have ended by now (here or
+    // elsewhere), and a stream must not subscribe to it as if it were live. The claim opens the entry; a stream
+    // meanwhile follows it from the database (watch). Without one (SQLite, at start-up) they are this process's own.
+    for (const item of fresh) {
+      if (!relay) hub.open(item.messageId)
+      queue.push(item)
+    }
+    pump()
     if (abandoned > 0) counts.takenOver += abandoned
     if (fresh.length + failed + stopped > 0) {
       log.info(relay ? 'took over unfinished answers' : 'recovered unfinished answers', {

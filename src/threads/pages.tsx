@@ -163,6 +163,21 @@ type PageExtras = Pick<ThreadPageProps, 'error' | 'draft'>
 
 async function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId: string, extras: PageExtras = {}) {
   const caller = callerFromSession(session.user)
+  // The thread said it was busy, but its answer had ended by the time the pending one was looked up: the messages
+  // read in between may lack that answer, and the page would show neither it nor a live one. Read again.
+  for (let attempt = 1; ; attempt++) {
+    const { page, consistent } = await threadPageOnce(deps, session, caller, threadId, extras)
+    if (consistent || attempt === 3) return page
+  }
+}
+
+async function threadPageOnce(
+  deps: ThreadPagesDeps,
+  session: PageSession,
+  caller: Caller,
+  threadId: string,
+  extras: PageExtras,
+): Promise<{ page: JSX.Element; consistent: boolean }> {
   const threads = deps.store.threads
   const thread = await getThread(threads, caller, threadId, deps.links)
   const messages = await allMessages(deps, caller, threadId)
@@ -170,7 +185,8 @@ async function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId:
   const answers = messages.filter((message) => message.role === 'assistant').map((message) => message.id)
   const running = thread.state === 'waiting' || thread.state === 'active' || thread.state === 'interrupted'
   const asked = messages.filter((message) => message.role === 'user').map((message) => message.id)
-  return (
+  const pendingMessageId = running ? await threads.pendingMessageId(threadId) : null
+  const page = (
     <ThreadPage
       viewer={viewerOf(session)}
       sidebar={await sidebarOf(deps, session, {}, threadId)}
@@ -182,11 +198,12 @@ async function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId:
       messages={messages}
       files={await attachmentNames(deps.store.attachments, fileIds)}
       ratings={await threads.ratingsBy(session.user.id, answers)}
-      pendingMessageId={running ? await threads.pendingMessageId(threadId) : null}
+      pendingMessageId={pendingMessageId}
       failure={thread.state === 'error' ? await lastFailure(threads, threadId) : null}
       {...extras}
     />
   )
+  return { page, consistent: !running || pendingMessageId !== null }
 }
 
 /** The sidebar's page of threads, filtered as the query says. */

@@ -1,8 +1,7 @@
 // Deletes, every hour, what can no longer be used: expired sessions and idempotency keys; expired OAuth codes and
 // tokens, dead grants with everything issued under them, spent registration tokens, the change feed's week-old
-// tombstones, and on PostgreSQL ended rate-limit windows; and threads past their organization's retention period.
-// Without it every hourly refresh of every connected app would add rows for good. It also removes stored files whose rows
-// were never committed (an upload that failed between storing its files and inserting its rows, a crash on another
+// tombstones, and on PostgreSQL ended rate-limit windows. Without it every hourly refresh of every connected app
+// would add rows for good. It also removes stored files whose rows were never committed (an upload that failed between storing its files and inserting its rows, a crash on another
 // server sharing the bucket), which would otherwise stay until the next start, and on a long-running server never go.
 // And it deletes threads past their organization's retention period (threads/retention.ts), if it has one.
 // Started by src/index.ts; tests call sweepExpired, or start it with their own clock and timer. With several

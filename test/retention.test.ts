@@ -3,6 +3,7 @@
 import { expect, setDefaultTimeout, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { silentLogger } from '../src/shared/log'
+import { dayMs } from '../src/shared/time'
 import { retentionBatch } from '../src/threads/retention'
 import { startUpkeep } from '../src/upkeep'
 import { type Harness, harness, ManualClock, ManualTimer, ScriptedRunner, sharedInspector } from './support/helpers'
@@ -11,7 +12,7 @@ import { form, png, storedFiles, upload } from './support/uploads'
 // Uploads are checked in inspect processes, which wait their turn with every other process on a busy machine.
 setDefaultTimeout(30_000)
 const inspector = sharedInspector()
-const day = 24 * 60 * 60_000
+const day = dayMs
 
 async function organizationOf(h: Harness, userId: number): Promise<number> {
   const [row] = await h.orm.select().from(h.tables.users).where(eq(h.tables.users.id, userId))

@@ -376,9 +376,13 @@ test('an open feed ends once its token no longer admits it, checked every ten se
   const [token] = await h.store.accessTokens.listActive(reader.id)
   if (!token) throw new Error('no token')
   expect(await h.store.accessTokens.revoke(reader.id, token.id, clock.now())).toBe(true)
-  // Not yet looked at again: the feed still runs.
+  // Not yet looked at again: the feed still runs, and tells of a change.
   clock.advance(feedAccessCheckMs - 1)
+  const owner = await h.user()
+  const threadId = await newThread(h, owner.token)
   await poll(h)
+  const told = await feed.next()
+  expect({ event: told.event, id: JSON.parse(told.data).id }).toEqual({ event: 'thread.created', id: threadId })
   clock.advance(1)
   await poll(h)
   const ended = await feed.next()

@@ -151,9 +151,12 @@ test('a request from another site is refused even with the right token', async (
         'sec-fetch-site': 'cross-site',
       },
     })
-    expect({ route: `${route.method} ${route.path}`, status: response.status }).toEqual({
-      route: `${route.method} ${route.path}`,
+    // Refused as a forgery, not for any other reason a 403 may have (a role, a password to change).
+    const refusal = { route: `${route.method} ${route.path}`, status: response.status, why: await refusalOf(response) }
+    expect(refusal).toEqual({
+      route: refusal.route,
       status: 403,
+      why: route.path.startsWith('/settings/api/') ? 'csrf_failed' : 'form refused',
     })
   }
 })
@@ -237,7 +240,14 @@ test('unknown web addresses are an HTML 404 page; the API keeps its JSON 404', a
   expect(visitorHtml).toContain('Page not found')
   expect(visitorHtml).not.toContain('action="/logout"')
 
-  for (const path of ['/api/v1/nothing', '/settings/api/nothing', '/oauth/nothing', '/.well-known/nothing', '/mcp/x']) {
+  for (const path of [
+    '/api/v1/nothing',
+    '/settings/api/nothing',
+    '/oauth/nothing',
+    '/.well-known/nothing',
+    '/mcp/x',
+    '/healthz/x',
+  ]) {
     const reply = await h.call('GET', path)
     expect({ path, status: reply.status, body: reply.body }).toEqual({
       path,
@@ -245,6 +255,12 @@ test('unknown web addresses are an HTML 404 page; the API keeps its JSON 404', a
       body: { error: 'not_found', message: 'No such endpoint' },
     })
   }
+  // A path that only begins like one of those is a web address.
+  const lookalike = await Browser.inProcess(h).get('/mcpx')
+  expect({ status: lookalike.status, type: lookalike.headers.get('content-type') }).toEqual({
+    status: 404,
+    type: 'text/html; charset=utf-8',
+  })
   // Another method on a page's address: a page too, naming what the address answers.
   const put = await owner.browser.request('PUT', '/threads')
   expect({ status: put.status, allow: put.headers.get('allow'), type: put.headers.get('content-type') }).toEqual({

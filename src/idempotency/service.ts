@@ -7,11 +7,12 @@ import type { Caller } from '../auth/model'
 import { rawJsonBody } from '../shared/body'
 import { AppError, invalidRequest } from '../shared/errors'
 import type { Logger } from '../shared/log'
-import type { Clock } from '../shared/time'
+import { hashSecret } from '../shared/security'
+import { type Clock, dayMs } from '../shared/time'
 import type { IdempotencyRepository } from './repository'
 
 /** How long a key answers repeats (Stripe keeps its keys at least as long). */
-export const idempotencyKeyLifetimeMs = 24 * 60 * 60_000
+export const idempotencyKeyLifetimeMs = dayMs
 
 /**
  * A key still running after this long lost its request to a crash and is free again. Far longer than any of the
@@ -37,11 +38,11 @@ export function idempotencyKeyOf(request: Request): string | null {
 
 /** What makes two requests the same: the method, the path and the body's bytes (SHA-256 of each, then of those). */
 export function fingerprintOf(method: string, path: string, bodyDigest: string): string {
-  return new Bun.CryptoHasher('sha256').update(`${method}\n${path}\n${bodyDigest}`).digest('hex')
+  return hashSecret(`${method}\n${path}\n${bodyDigest}`)
 }
 
 export function digestBytes(bytes: Uint8Array): string {
-  return new Bun.CryptoHasher('sha256').update(bytes).digest('hex')
+  return Bun.CryptoHasher.hash('sha256', bytes, 'hex')
 }
 
 /** The digest of a file's bytes, read as a stream: an upload's body may be many megabytes. */

@@ -12,6 +12,7 @@ import type { Listener, Subscription } from '../generation/hub'
 import { type SseSink, sseEvent } from '../generation/sse'
 import type { Logger } from '../shared/log'
 import type { Clock } from '../shared/time'
+import { dayMs } from '../shared/time'
 import { type Links, toThread } from './links'
 import type { ThreadChange, ThreadRepository, Viewer } from './repository'
 
@@ -26,7 +27,7 @@ export const feedAccessCheckMs = 10_000
 /** Changes read per statement. */
 const pageSize = 200
 /** Tombstones are kept this long: a feed resuming from before the oldest swept one is told to reload (`reset`). */
-export const tombstoneKeepMs = 7 * 24 * 60 * 60_000
+export const tombstoneKeepMs = 7 * dayMs
 
 export type FeedEventType = 'thread.created' | 'thread.updated' | 'thread.deleted' | 'thread.hidden'
 

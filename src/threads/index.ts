@@ -9,6 +9,7 @@ import { type Heartbeats, type OpenStreams, sseResponse } from '../generation/ss
 import { idempotencyDeps, idempotencyKeyParameter, idempotencyNote, onceForJson } from '../idempotency/service'
 import { jsonBodies, jsonBody } from '../shared/body'
 import { noContent, type Responses } from '../shared/responses'
+import { dayMs } from '../shared/time'
 import type { BlobStore } from '../storage/blobs'
 import type { Store } from '../store'
 import { continueThread, quotedCharacters, quotedMessages } from './continuation'
@@ -306,7 +307,7 @@ export interface FeedRouteDeps extends AuthDeps {
   responses: Responses
 }
 
-const keptDays = tombstoneKeepMs / 86_400_000
+const keptDays = tombstoneKeepMs / dayMs
 
 /** The thread change feed: an addition to the specification (feed.ts). */
 export const threadFeedRoutes = (deps: FeedRouteDeps) =>

@@ -32,7 +32,7 @@ import type { ModelInfo, SidebarProps, ThreadFilters } from '../web/pages/chat-l
 import { DeleteThreadPage } from '../web/pages/delete-thread'
 import { ThreadPage, type ThreadPageProps } from '../web/pages/thread'
 import { NewConversationPage, type NewThreadDraft } from '../web/pages/threads'
-import { type PostedForm, trustedForms } from '../web/trusted-form'
+import { field, type PostedForm, trustedForms } from '../web/trusted-form'
 import { continueThread } from './continuation'
 import { exportResponse, exportThread } from './export'
 import { submitFeedback } from './feedback'
@@ -78,14 +78,7 @@ export function defaultThreadName(text: string): string {
   return characters.length <= 80 ? line : `${characters.slice(0, 79).join('').trimEnd()}…`
 }
 
-type PageForm = PostedForm
-
-function field(form: PageForm, name: string): string | undefined {
-  const value = form.get(name)
-  return typeof value === 'string' ? value : undefined
-}
-
-function formFiles(form: PageForm, name: string): File[] {
+function formFiles(form: PostedForm, name: string): File[] {
   // The DOM and Bun typings each have their own File; at run time there is one.
   return form.getAll(name).flatMap((value) => (typeof value === 'string' ? [] : [value as unknown as File]))
 }
@@ -103,9 +96,9 @@ type FormOutcome = Response | { status: number; page: JSX.Element }
  */
 async function runForm(
   session: PageSession | null,
-  form: PageForm,
+  form: PostedForm,
   back: string,
-  action: (form: PageForm, session: PageSession) => Promise<FormOutcome>,
+  action: (form: PostedForm, session: PageSession) => Promise<FormOutcome>,
 ): Promise<FormOutcome> {
   if (!session) return seeOther(signInPath(back))
   return action(form, session)
@@ -460,7 +453,7 @@ async function postMessage(
   deps: ThreadPagesDeps,
   session: PageSession,
   threadId: string,
-  form: PageForm,
+  form: PostedForm,
 ): Promise<FormOutcome> {
   const caller = callerFromSession(session.user)
   const text = field(form, 'text') ?? ''
@@ -484,7 +477,7 @@ async function postMessage(
 }
 
 /** The new-thread form: the list again, with the reason and what was typed, when the thread is refused. */
-async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: PageForm): Promise<FormOutcome> {
+async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: PostedForm): Promise<FormOutcome> {
   const text = field(form, 'text') ?? ''
   const draft = { name: field(form, 'name') ?? '', text, isPrivate: field(form, 'is_private') === 'true' }
   const caller = callerFromSession(session.user)
@@ -512,7 +505,7 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
   }
 }
 
-function threadChanges(form: PageForm): ThreadsModel.updateThreadBody {
+function threadChanges(form: PostedForm): ThreadsModel.updateThreadBody {
   const name = field(form, 'name')
   const changes: ThreadsModel.updateThreadBody = {
     ...(name !== undefined && { name: name.trim() === '' ? null : name.trim() }),

@@ -5,12 +5,12 @@
 import type { UserRepository } from '../auth/users.repository'
 import { invalidRequest } from '../shared/errors'
 import type { Logger } from '../shared/log'
+import { dayMs } from '../shared/time'
 import type { BlobStore } from '../storage/blobs'
 import type { ThreadRepository } from './repository'
 import { removeFiles } from './threads'
 
 export const retentionDaysRange = { min: 1, max: 3650 } as const
-const dayMs = 24 * 60 * 60_000
 
 /** Threads looked up and deleted at a time; the event loop gets a turn between batches. */
 export const retentionBatch = 100

@@ -72,7 +72,16 @@ const titles: Record<number, string> = {
  * Paths that answer JSON (or a protocol's own format) whatever happens: their failures keep the API's shape even
  * where no route matched. Every other path is a web address, the authorization endpoint's consent page among them.
  */
-const apiPrefixes = ['/api/', '/oauth/', '/.well-known/', '/mcp', '/settings/api/', '/swagger', '/healthz', '/readyz']
+const apiPrefixes = [
+  '/api/',
+  '/oauth/',
+  '/.well-known/',
+  '/mcp/',
+  '/settings/api/',
+  '/swagger/',
+  '/healthz/',
+  '/readyz/',
+]
 
 export function isApiPath(path: string): boolean {
   if (path === '/oauth/authorize') return false

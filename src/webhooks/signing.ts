@@ -4,12 +4,13 @@
 import { hmac } from '@oslojs/crypto/hmac'
 import { SHA256 } from '@oslojs/crypto/sha2'
 import { decodeBase64, encodeBase64 } from '@oslojs/encoding'
+import { randomKey } from '../shared/security'
 
 const secretPrefix = 'whsec_'
 
 /** A new endpoint secret: 256 random bits, as the Standard Webhooks libraries expect them. */
 export function generateWebhookSecret(): string {
-  return `${secretPrefix}${encodeBase64(crypto.getRandomValues(new Uint8Array(32)))}`
+  return `${secretPrefix}${encodeBase64(randomKey())}`
 }
 
 export function signatureHeaders(

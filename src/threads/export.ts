@@ -3,25 +3,13 @@
 import type { AttachmentRepository } from '../attachments/repository'
 import type { Caller } from '../auth/model'
 import { toIso } from '../shared/time'
-import { type Links, toMessage, toThread } from './links'
-import { attachmentIdsOf } from './messages'
+import { type Links, toThread } from './links'
+import { allMessages, attachmentIdsOf } from './messages'
 import type { ThreadsModel } from './model'
-import type { MessageRow, ThreadRepository } from './repository'
+import type { ThreadRepository } from './repository'
 import { requireVisibleThread } from './visibility'
 
-/** Messages read per query while exporting: a thread of any length is read in pages, never all at once. */
-const pageSize = 200
-
 type ThreadExport = ThreadsModel.threadExport
-
-async function allMessages(threads: ThreadRepository, threadId: string): Promise<MessageRow[]> {
-  const rows: MessageRow[] = []
-  for (;;) {
-    const page = (await threads.listMessages(threadId, { after: rows.at(-1)?.id, limit: pageSize })) ?? []
-    rows.push(...page)
-    if (page.length < pageSize) return rows
-  }
-}
 
 /** The thread as the caller may read it: 404 when it does not exist for them, as for reading it. */
 export async function exportThread(
@@ -31,14 +19,14 @@ export async function exportThread(
   now: number,
 ): Promise<ThreadExport> {
   const thread = await requireVisibleThread(deps.threads, caller, threadId)
-  const rows = await allMessages(deps.threads, threadId)
-  const ids = [...new Set(rows.flatMap((row) => attachmentIdsOf(row.contents)))]
+  const messages = await allMessages(deps.threads, caller, threadId, deps.links)
+  const ids = [...new Set(messages.flatMap((message) => attachmentIdsOf(message.contents)))]
   const files = ids.length === 0 ? [] : await deps.attachments.listByIds(ids)
   return {
     format: 'threadhouse.thread.v1',
     exported_at: toIso(now),
     thread: toThread(thread, deps.links),
-    messages: rows.map((row) => toMessage(row, deps.links)),
+    messages,
     attachments: files
       .filter((file) => file.threadId === threadId)
       .map((file) => ({
@@ -82,16 +70,17 @@ export function exportMarkdown(exported: ThreadExport): string {
   return `${lines.join('\n').trimEnd()}\n`
 }
 
-/**
- * The export as a download, for the web app's links: the same document the API answers, with the same
- * `Content-Disposition`.
- */
-export function exportResponse(exported: ThreadExport, format: 'json' | 'markdown', threadId: string): Response {
+/** The export's headers: a download named after the thread, in either format (the API's and the web app's). */
+export function exportHeaders(format: 'json' | 'markdown', threadId: string): Record<string, string> {
   const markdown = format === 'markdown'
-  return new Response(markdown ? exportMarkdown(exported) : JSON.stringify(exported), {
-    headers: {
-      'content-type': markdown ? 'text/markdown; charset=utf-8' : 'application/json',
-      'content-disposition': `attachment; filename="thread-${threadId}.${markdown ? 'md' : 'json'}"`,
-    },
-  })
+  return {
+    'content-type': markdown ? 'text/markdown; charset=utf-8' : 'application/json',
+    'content-disposition': `attachment; filename="thread-${threadId}.${markdown ? 'md' : 'json'}"`,
+  }
+}
+
+/** The export as a download, for the web app's links: the same document and headers as the API's. */
+export function exportResponse(exported: ThreadExport, format: 'json' | 'markdown', threadId: string): Response {
+  const body = format === 'markdown' ? exportMarkdown(exported) : JSON.stringify(exported)
+  return new Response(body, { headers: exportHeaders(format, threadId) })
 }

@@ -13,7 +13,7 @@ import { dayMs } from '../shared/time'
 import type { BlobStore } from '../storage/blobs'
 import type { Store } from '../store'
 import { continueThread, quotedCharacters, quotedMessages } from './continuation'
-import { exportMarkdown, exportThread } from './export'
+import { exportHeaders, exportMarkdown, exportThread } from './export'
 import { type ThreadFeed, tombstoneKeepMs } from './feed'
 import { submitFeedback } from './feedback'
 import type { Links } from './links'
@@ -123,12 +123,9 @@ export const threadRoutes = (deps: ThreadsDeps) =>
           params.threadId,
           deps.clock.now(),
         )
-        const markdown = query.format === 'markdown'
-        set.headers['content-disposition'] =
-          `attachment; filename="thread-${params.threadId}.${markdown ? 'md' : 'json'}"`
-        if (!markdown) return exported
-        set.headers['content-type'] = 'text/markdown; charset=utf-8'
-        return exportMarkdown(exported)
+        const format = query.format ?? 'json'
+        Object.assign(set.headers, exportHeaders(format, params.threadId))
+        return format === 'markdown' ? exportMarkdown(exported) : exported
       },
       {
         scope: 'threads:read',

@@ -23,6 +23,23 @@ export async function listMessages(
   return { ...page, data: page.data.map((row) => toMessage(row, links)) }
 }
 
+/** Every message the thread lists, oldest first, read a page at a time: for the thread page and exports. */
+export async function allMessages(
+  threads: ThreadRepository,
+  caller: Caller,
+  threadId: string,
+  links: Links,
+): Promise<ThreadsModel.message[]> {
+  const all: ThreadsModel.message[] = []
+  let after: string | undefined
+  for (;;) {
+    const page = await listMessages(threads, caller, threadId, { limit: 200, after }, links)
+    all.push(...page.data)
+    if (!page.has_more || page.last_id === null) return all
+    after = page.last_id
+  }
+}
+
 /** The attachment IDs a message's `image` and `document` blocks name, in order. */
 export function attachmentIdsOf(contents: ContentBlock[]): string[] {
   return contents.flatMap((block) => ('attachment_id' in block ? [block.attachment_id] : []))

@@ -38,7 +38,7 @@ import { exportResponse, exportThread } from './export'
 import { submitFeedback } from './feedback'
 import type { Links } from './links'
 import { listThreads } from './listing'
-import { attachmentIdsOf, lastFailure, listMessages, sendMessage } from './messages'
+import { allMessages, attachmentIdsOf, lastFailure, sendMessage } from './messages'
 import { feedbackTextMaxChars, type ThreadsModel, threadNameMaxLength } from './model'
 import { createThread, deleteThread, getThread, stopThread, updateThread } from './threads'
 import { requireOwnedThread } from './visibility'
@@ -140,18 +140,6 @@ function pageHref(filters: ThreadFilters, after: string | null): string {
   return query === '' ? '/threads' : `/threads?${query}`
 }
 
-/** Every active message of the thread, oldest first: an app_url anchor may name any of them. */
-async function allMessages(deps: ThreadPagesDeps, caller: Caller, threadId: string): Promise<ThreadsModel.message[]> {
-  const all: ThreadsModel.message[] = []
-  let after: string | undefined
-  for (;;) {
-    const page = await listMessages(deps.store.threads, caller, threadId, { limit: 200, after }, deps.links)
-    all.push(...page.data)
-    if (!page.has_more || page.last_id === null) return all
-    after = page.last_id
-  }
-}
-
 type PageExtras = Pick<ThreadPageProps, 'error' | 'draft'>
 
 async function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId: string, extras: PageExtras = {}) {
@@ -173,7 +161,7 @@ async function threadPageOnce(
 ): Promise<{ page: JSX.Element; consistent: boolean }> {
   const threads = deps.store.threads
   const thread = await getThread(threads, caller, threadId, deps.links)
-  const messages = await allMessages(deps, caller, threadId)
+  const messages = await allMessages(deps.store.threads, caller, threadId, deps.links)
   const fileIds = messages.flatMap((message) => attachmentIdsOf(message.contents))
   const answers = messages.filter((message) => message.role === 'assistant').map((message) => message.id)
   const running = thread.state === 'waiting' || thread.state === 'active' || thread.state === 'interrupted'
@@ -521,7 +509,7 @@ function threadChanges(form: PostedForm): ThreadsModel.updateThreadBody {
 
 /** The text of the thread's last message when it is the person's and went unanswered; files are not carried. */
 async function unansweredQuestion(deps: ThreadPagesDeps, caller: Caller, threadId: string): Promise<string | null> {
-  const last = (await allMessages(deps, caller, threadId)).at(-1)
+  const last = (await allMessages(deps.store.threads, caller, threadId, deps.links)).at(-1)
   if (last?.role !== 'user') return null
   const text = last.contents
     .flatMap((block) => (block.type === 'text' ? [block.text] : []))

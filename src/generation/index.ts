@@ -100,10 +100,10 @@ export async function answerStream(
 ): Promise<Response> {
   const { caller, messageId } = request
   const thread = await requireMessage(deps.store.threads, caller, request.threadId, messageId)
-  await generationOf(deps.store.generations, messageId) // 404 before any stream starts
+  const generation = await generationOf(deps.store.generations, messageId) // 404 before any stream starts
   const from = resumeOffset(request.lastEventId)
   // Running on another instance: followed into this one's hub.
-  await deps.engine.watch(messageId)
+  await deps.engine.watch(messageId, generation)
   // An answer that has left the hub has ended for good, and was stored before it left: its replay is read now.
   // A live one is subscribed to with no wait in between, so it cannot end unseen.
   const replay = deps.engine.hub.isLive(messageId) ? null : await replayOf(deps, thread, messageId)

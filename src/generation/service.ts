@@ -14,7 +14,7 @@ import type { ThreadsModel } from '../threads/model'
 import { Hub } from './hub'
 import type { AnswerRelay, RelayEvent } from './relay'
 import { RemoteAnswers } from './remote'
-import type { Compaction, GenerationRepository, PendingAnswer } from './repository'
+import type { Compaction, GenerationRecord, GenerationRepository, PendingAnswer } from './repository'
 import type { GenerationRunner } from './types'
 
 export interface EngineDeps {
@@ -339,9 +339,10 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
      * Makes an answer that is queued or running on another instance live in this hub, so that it can be
      * subscribed to. Nothing to do without a relay, or when it is live here already.
      */
-    async watch(messageId: string): Promise<void> {
+    async watch(messageId: string, known?: GenerationRecord | null): Promise<void> {
       if (!remote || hub.isLive(messageId)) return
-      const generation = await generations.find(messageId)
+      // The caller may have read the answer's record already (a stream's 404 check): not read twice.
+      const generation = known === undefined ? await generations.find(messageId) : known
       const pending = generation?.status === 'queued' || generation?.status === 'running'
       if (pending && !hub.isLive(messageId)) remote.follow(messageId)
     },

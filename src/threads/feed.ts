@@ -136,6 +136,8 @@ export interface FeedDeps {
 /** Every open feed of this instance, and the one reader that shares changes out to them. */
 export class ThreadFeed {
   private readonly readers = new Set<FeedReader>()
+  /** Each shared-out change's event bytes, by type (see encode). */
+  private readonly encoded = new WeakMap<ThreadChange, Map<FeedEventType, Uint8Array>>()
   /** The last place the shared reader has read through; null while no feed is open. */
   private cursor: number | null = null
   private polling: Promise<void> | null = null
@@ -146,13 +148,29 @@ export class ThreadFeed {
     private readonly pollMs = feedPollMs,
   ) {}
 
+  /**
+   * The change as its event. A change shared out is told to every open feed: its bytes are built once per type a
+   * feed may see it as (created or updated, which depends on the feed's place), not once per feed.
+   */
   encode(change: ThreadChange, since: number): Uint8Array {
-    if (change.kind === 'thread' && change.thread) {
-      const type: FeedEventType = change.createdSeq > since ? 'thread.created' : 'thread.updated'
-      return sseEvent(type, toThread(change.thread, this.deps.links), change.seq)
+    const type: FeedEventType =
+      change.kind === 'thread'
+        ? change.createdSeq > since
+          ? 'thread.created'
+          : 'thread.updated'
+        : change.kind === 'deleted'
+          ? 'thread.deleted'
+          : 'thread.hidden'
+    const encoded = this.encoded.get(change) ?? new Map<FeedEventType, Uint8Array>()
+    this.encoded.set(change, encoded)
+    let bytes = encoded.get(type)
+    if (!bytes) {
+      const data =
+        change.kind === 'thread' && change.thread ? toThread(change.thread, this.deps.links) : { id: change.threadId }
+      bytes = sseEvent(type, data, change.seq)
+      encoded.set(type, bytes)
     }
-    const type: FeedEventType = change.kind === 'deleted' ? 'thread.deleted' : 'thread.hidden'
-    return sseEvent(type, { id: change.threadId }, change.seq)
+    return bytes
   }
 
   /** How many feeds are open on this instance. */

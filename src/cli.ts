@@ -335,7 +335,8 @@ const commands: Record<string, Command> = {
       const files = configuredFiles(config)
       if (files.blobs.description.kind === 's3') await checkBlobStore(files.blobs)
       // Loaded only here: the other commands never load the PostgreSQL tables and driver.
-      const { copyToPostgres, storeName } = await import('./operations/db-copy')
+      const { copyToPostgres } = await import('./operations/db-copy')
+      const { storeName } = await import('./operations/store-files')
       const result = await copyToPostgres(
         { databasePath: config.DATABASE_PATH, uploadsDir: config.UPLOADS_DIR },
         { url, blobs: files.blobs },

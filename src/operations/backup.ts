@@ -35,11 +35,12 @@ import { attachmentIdOf, extractedTextKey, originalKey, resizedKey } from '../at
 import { organizations, users } from '../auth/auth.table'
 import type { Db } from '../db/client'
 import * as schema from '../db/schema'
-import { type BlobDescription, type BlobStore, LocalBlobStore } from '../storage/blobs'
+import { type BlobStore, LocalBlobStore } from '../storage/blobs'
 import { messages, threads } from '../threads/threads.table'
 import { claimDatabase } from './claim'
 import { OperationError } from './errors'
 import { requireKnownSchema } from './migrations'
+import { eachInTurn, fromStore } from './store-files'
 
 export const backupFormat = 'threadhouse-backup'
 const backupVersion = 1
@@ -48,8 +49,6 @@ const databaseFile = 'threadhouse.sqlite'
 const uploadsFolder = 'uploads'
 // Copy-on-write clones where the file system has them (btrfs, XFS, APFS), a plain copy elsewhere.
 const clone = constants.COPYFILE_FICLONE
-/** Files copied at a time: each is a round trip when the store is a bucket. */
-const filesAtOnce = 16
 
 /** Where an installation keeps its files: the blob store, and the local folder that stages uploads (UPLOADS_DIR). */
 export interface Uploads {
@@ -132,30 +131,6 @@ function filesOf(attachment: StoredAttachment): { required: string[]; optional: 
 
 function isMissing(error: unknown): boolean {
   return (error as { code?: unknown }).code === 'ENOENT'
-}
-
-/** The store in words, for an operator: the folder, or the bucket and where it is. */
-function named(store: BlobDescription): string {
-  return store.kind === 'local' ? store.path : `bucket ${store.bucket}${store.endpoint ? ` at ${store.endpoint}` : ''}`
-}
-
-/** Runs a store operation, turning a failure (a bucket that does not answer) into one line naming the store. */
-async function fromStore<T>(blobs: BlobStore, what: string, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work()
-  } catch (error) {
-    if (error instanceof OperationError) throw error
-    const code = (error as { code?: unknown }).code
-    const reason = `${(error as Error).message ?? error}${typeof code === 'string' ? ` (${code})` : ''}`
-    throw new OperationError(`cannot ${what} in ${named(blobs.description)}: ${reason}`)
-  }
-}
-
-/** Runs `work` on every item, `filesAtOnce` at a time. */
-async function eachInTurn<T>(items: T[], work: (item: T) => Promise<void>): Promise<void> {
-  for (let start = 0; start < items.length; start += filesAtOnce) {
-    await Promise.all(items.slice(start, start + filesAtOnce).map(work))
-  }
 }
 
 /** Copies one attachment's files; returns their bytes, or null (copying nothing) when a required one is gone. */

@@ -20,13 +20,17 @@ import { type Db, migrateDatabase, openDatabase } from '../db/client'
 import { migratePostgres, openPostgres, type PgDb } from '../db/postgres'
 import * as lite from '../db/schema'
 import * as pg from '../db/schema.pg'
-import type { BlobDescription, BlobStore } from '../storage/blobs'
+import type { BlobStore } from '../storage/blobs'
 import { LocalBlobStore } from '../storage/blobs'
 import { describePostgres } from '../store/open'
 import { flushPgSearchIndex } from '../threads/search.pg'
 import { claimDatabase } from './claim'
 import { OperationError } from './errors'
 import { requireKnownSchema } from './migrations'
+import { eachInTurn, fromStore, storeName } from './store-files'
+
+/** What a store failing while files are copied leaves: the rows come after the files. */
+const nothingCopied = '; no row was copied'
 
 /** One table's copy: the same columns under the same keys on both sides (the `*.table.pg.ts` twins). */
 export interface CopiedTable {
@@ -87,8 +91,6 @@ const rowsPerBatch = 1000
 const indexers = 3
 /** Threads one indexing flush claims at a time. */
 const threadsPerFlush = 64
-/** Files copied at a time: each is a round trip to a bucket. */
-const filesAtOnce = 16
 
 export interface CopySource {
   databasePath: string
@@ -379,18 +381,6 @@ async function verifyCounts(source: Db, tx: Target): Promise<CopyResult['tables'
   return tables
 }
 
-/** The store in words, for an operator: the folder, or the bucket and where it is. */
-export function storeName(store: BlobDescription): string {
-  return store.kind === 'local' ? store.path : `bucket ${store.bucket}${store.endpoint ? ` at ${store.endpoint}` : ''}`
-}
-
-/** Runs `work` on every item, `filesAtOnce` at a time. */
-async function eachInTurn<T>(items: T[], work: (item: T) => Promise<void>): Promise<void> {
-  for (let start = 0; start < items.length; start += filesAtOnce) {
-    await Promise.all(items.slice(start, start + filesAtOnce).map(work))
-  }
-}
-
 /**
  * Puts every file in the uploads folder that belongs to an attachment into the target store, and checks that each
  * attachment's required files (the original, and its scaled copy) are there with the right size. When the target
@@ -418,7 +408,7 @@ async function copyFiles(source: Db, uploadsDir: string, blobs: BlobStore): Prom
   const sizes = new Map<string, number>()
   const missing: string[] = []
   await eachInTurn(elsewhere, async (key) => {
-    const stored = inPlace ? null : await fromStore(blobs, `read ${key}`, () => blobs.get(key))
+    const stored = inPlace ? null : await fromStore(blobs, `read ${key}`, () => blobs.get(key), nothingCopied)
     if (stored) sizes.set(key, stored.size)
     else missing.push(key)
   })
@@ -435,8 +425,8 @@ async function copyFiles(source: Db, uploadsDir: string, blobs: BlobStore): Prom
     const path = join(uploadsDir, key)
     const size = (await stat(path)).size
     if (!inPlace) {
-      await fromStore(blobs, `put ${key}`, () => blobs.put(key, Bun.file(path)))
-      const stored = await fromStore(blobs, `read ${key}`, () => blobs.get(key))
+      await fromStore(blobs, `put ${key}`, () => blobs.put(key, Bun.file(path)), nothingCopied)
+      const stored = await fromStore(blobs, `read ${key}`, () => blobs.get(key), nothingCopied)
       if (stored?.size !== size) {
         throw new OperationError(
           `${storeName(where)} holds ${stored?.size ?? 'no'} bytes under ${key} after the copy instead of ${size}`,
@@ -449,16 +439,4 @@ async function copyFiles(source: Db, uploadsDir: string, blobs: BlobStore): Prom
   let bytes = 0
   for (const size of sizes.values()) bytes += size
   return { total: sizes.size, copied, bytes }
-}
-
-/** Runs a store operation, turning a failure (a bucket that does not answer) into one line naming the store. */
-async function fromStore<T>(blobs: BlobStore, what: string, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work()
-  } catch (error) {
-    if (error instanceof OperationError) throw error
-    const code = (error as { code?: unknown }).code
-    const reason = `${(error as Error).message ?? error}${typeof code === 'string' ? ` (${code})` : ''}`
-    throw new OperationError(`cannot ${what} in ${storeName(blobs.description)}: ${reason}; no row was copied`)
-  }
 }

@@ -87,44 +87,47 @@ test('the CSRF key is made once and is the same for every instance asking at onc
   expect(await instances.b.serverKeys.key('other')).not.toEqual(keys[0] as Uint8Array)
 })
 
-test.skipIf(!onPostgres)('upkeep skips while another instance sweeps; the first run waits its turn', async () => {
-  await using instances = await twoInstances()
-  let release = () => {}
-  const held = new Promise<void>((resolve) => {
-    release = resolve
-  })
-  let sweeping = () => {}
-  const started = new Promise<void>((resolve) => {
-    sweeping = resolve
-  })
-  const sweep = instances.a.locks.ifFree('upkeep', async () => {
-    sweeping()
-    await held
-  })
-  await started
-  expect(await instances.b.locks.ifFree('upkeep', async () => {})).toBe(false)
+test.skipIf(!onPostgres)(
+  'the upkeep lock is held by one instance at a time; the first-run lock waits its turn',
+  async () => {
+    await using instances = await twoInstances()
+    let release = () => {}
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    let sweeping = () => {}
+    const started = new Promise<void>((resolve) => {
+      sweeping = resolve
+    })
+    const sweep = instances.a.locks.ifFree('upkeep', async () => {
+      sweeping()
+      await held
+    })
+    await started
+    expect(await instances.b.locks.ifFree('upkeep', async () => {})).toBe(false)
 
-  const order: string[] = []
-  const firstRun = instances.a.locks.inTurn('first-run', async () => {
-    order.push('a')
-    await held
-    order.push('a done')
-  })
-  await until(() => order.length > 0)
-  const second = instances.b.locks.inTurn('first-run', async () => {
-    order.push('b')
-  })
-  // B is queued on the lock, not merely slow to ask for it.
-  await until(
-    async () =>
-      (await instances.sql`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`)[0]
-        .n === 1,
-  )
-  expect(order).toEqual(['a'])
-  release()
-  expect(await sweep).toBe(true)
-  await Promise.all([firstRun, second])
-  expect(order).toEqual(['a', 'a done', 'b'])
-  // Free again, the lock is taken at once.
-  expect(await instances.b.locks.ifFree('upkeep', async () => {})).toBe(true)
-})
+    const order: string[] = []
+    const firstRun = instances.a.locks.inTurn('first-run', async () => {
+      order.push('a')
+      await held
+      order.push('a done')
+    })
+    await until(() => order.length > 0)
+    const second = instances.b.locks.inTurn('first-run', async () => {
+      order.push('b')
+    })
+    // B is queued on the lock, not merely slow to ask for it.
+    await until(
+      async () =>
+        (await instances.sql`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`)[0]
+          .n === 1,
+    )
+    expect(order).toEqual(['a'])
+    release()
+    expect(await sweep).toBe(true)
+    await Promise.all([firstRun, second])
+    expect(order).toEqual(['a', 'a done', 'b'])
+    // Free again, the lock is taken at once.
+    expect(await instances.b.locks.ifFree('upkeep', async () => {})).toBe(true)
+  },
+)

@@ -32,6 +32,13 @@ export async function createSession(sessions: SessionRepository, userId: number,
   return { token, expiresAt }
 }
 
+/** The session a cookie names, if it is one and has not expired; read only (an error page renews nothing). */
+export async function findSession(sessions: SessionRepository, token: string, now: number) {
+  if (!token.startsWith(sessionTokenPrefix)) return null
+  const row = await sessions.findByHash(hashSecret(token))
+  return row && row.expiresAt > now ? row : null
+}
+
 export async function validateSession(
   sessions: SessionRepository,
   token: string,

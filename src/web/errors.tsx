@@ -7,9 +7,9 @@
 // to (a reload of the page a form answered with) goes to the page that form belongs to. A refusal met before any
 // route (U+0000 in the URL) is a page on a web address too.
 
+import { findSession } from '../auth/sessions'
 import { AppError, type PageFailures, RequestRefusal } from '../shared/errors'
 import type { AllowedMethods } from '../shared/methods'
-import { hashSecret } from '../shared/security'
 import type { Clock } from '../shared/time'
 import type { Store } from '../store'
 import { sessionCsrfToken } from './csrf'
@@ -163,8 +163,8 @@ export function pageErrors(deps: PageErrorDeps, allowed: AllowedMethods): PageFa
   const viewerFromCookie = async (request: Request): Promise<Viewer | undefined> => {
     const token = new Bun.CookieMap(request.headers.get('cookie') ?? '').get(sessionCookie)
     if (!token) return undefined
-    const row = await deps.store.sessions.findByHash(hashSecret(token))
-    if (!row || row.expiresAt <= deps.clock.now()) return undefined
+    const row = await findSession(deps.store.sessions, token, deps.clock.now())
+    if (!row) return undefined
     return viewerOf({ user: row.user, token, csrf: sessionCsrfToken(token) })
   }
 

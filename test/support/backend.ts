@@ -1,6 +1,7 @@
 // Which backend the suite runs on. By default SQLite and a local uploads folder; with THREADHOUSE_TEST_BACKEND=postgres
 // the same tests run on PostgreSQL (a throwaway cluster, test/support/postgres.ts) and an S3-compatible bucket (s3rver,
 // test/support/s3.ts), both started once per run. `.ci/run` runs the suite both ways.
+import { dirname, join } from 'node:path'
 import type { Db } from '../../src/db/client'
 import { migrateDatabase, openDatabase } from '../../src/db/client'
 import type * as sqliteTables from '../../src/db/schema'
@@ -67,7 +68,8 @@ export async function testBucket(): Promise<BlobStore | undefined> {
  * A server process's environment on the run's backend: on PostgreSQL runs, DATABASE_PATH gives way to DATABASE_URL of
  * a fresh database and the process keeps its files in a fresh bucket, unless the test names its own.
  */
-export async function backendEnv(env: Record<string, string>): Promise<Record<string, string>> {
+export async function backendEnv(given: Record<string, string>): Promise<Record<string, string>> {
+  const env = ownUploads(given)
   if (!onPostgres) return env
   const { DATABASE_PATH: _, ...rest } = env
   const database = env.DATABASE_URL ? undefined : await freshPostgresDatabase()
@@ -88,6 +90,16 @@ export async function backendEnv(env: Record<string, string>): Promise<Record<st
 }
 
 /**
+ * The environment with an uploads folder beside the SQLite file, unless it names one. The default, the working
+ * folder's `uploads`, would be shared by every server of the run, and each one's start-up sweep removes the files
+ * and staged bodies the others' rows do not name (the staging folder is there on a bucket too).
+ */
+function ownUploads(env: Record<string, string>): Record<string, string> {
+  if (env.UPLOADS_DIR || !env.DATABASE_PATH) return env
+  return { ...env, UPLOADS_DIR: join(dirname(env.DATABASE_PATH), 'uploads') }
+}
+
+/**
  * A process's database before it exists, for tests of what creates one (the CLI's `migrate`, a first start): on
  * SQLite runs the file at `path`, not yet there; on PostgreSQL runs an empty database (and the run's bucket for
  * files). `missing` names a database that is not there either way, and stays so.
@@ -95,9 +107,10 @@ export async function backendEnv(env: Record<string, string>): Promise<Record<st
 export async function unmigratedEnv(
   path: string,
 ): Promise<{ env: Record<string, string>; missing: Record<string, string> }> {
-  if (!onPostgres) return { env: { DATABASE_PATH: path }, missing: { DATABASE_PATH: path } }
+  const uploads = join(dirname(path), 'uploads')
+  if (!onPostgres) return { env: { DATABASE_PATH: path, UPLOADS_DIR: uploads }, missing: { DATABASE_PATH: path } }
   const [url, missing] = await Promise.all([emptyPostgresDatabase(), missingPostgresDatabase()])
-  return { env: await backendEnv({ DATABASE_URL: url }), missing: { DATABASE_URL: missing } }
+  return { env: await backendEnv({ DATABASE_URL: url, UPLOADS_DIR: uploads }), missing: { DATABASE_URL: missing } }
 }
 
 /** A database a process can open too, migrated: the SQLite file at `path`, or on PostgreSQL runs a fresh database. */

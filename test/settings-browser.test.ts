@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import { type BrowserSession, sharedBrowser } from './support/browser'
-import { type ServerProcess, startServerAtOwnUrl } from './support/helpers'
+import { firstRunToken, type ServerProcess, startServerAtOwnUrl } from './support/helpers'
 import { basic, pkce } from './support/oauth-helpers'
 
 const ownerEmail = 'owner@example.com'
@@ -41,6 +41,8 @@ async function launch(): Promise<void> {
     ADMIN_EMAIL: ownerEmail,
     ADMIN_PASSWORD: ownerPassword,
   })
+  // Listening comes before the first run has created the owner: signing in any sooner may find no account.
+  await firstRunToken(server)
   session = await browser.open(server.url)
   page = session.page
   page.setDefaultTimeout(10_000)

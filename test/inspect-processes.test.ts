@@ -200,9 +200,7 @@ describe.concurrent('the inspect processes', () => {
       rmSync(dir, { recursive: true, force: true })
     }
   })
-})
 
-describe.concurrent('stuck inspections', () => {
   test('an inspection past its time limit ends its process and fails its upload; the next upload gets a new one', async () => {
     // Each process takes longer than the limit to load, which must not count: the limit is for inspecting. The
     // limit also times the healthy upload on the fresh process, whose first inspection took up to half a second
@@ -216,9 +214,7 @@ describe.concurrent('stuck inspections', () => {
     const next = await upload(s.h, s.owner.token, s.threadId, form({ name: 'notes.txt', bytes: 'fine' }))
     expect(next.status).toBe(201)
   })
-})
 
-describe.concurrent('stuck starts', () => {
   test('a process that never becomes ready is ended at its start limit and fails the uploads it held', async () => {
     const entry = new URL('./fixtures/never-ready-inspect-process.ts', import.meta.url)
     const inspector = createFileInspector(silentLogger, { size: 1, entry, startLimitMs: 300 })

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import type { BrowserContextOptions, Page } from 'playwright-core'
 import sharp from 'sharp'
 import { type BrowserSession, sharedBrowser } from './support/browser'
-import { type ServerProcess, startServerAtOwnUrl } from './support/helpers'
+import { firstRunToken, type ServerProcess, startServerAtOwnUrl } from './support/helpers'
 
 const email = 'grace@example.com'
 const password = 'correct horse battery'
@@ -39,6 +39,11 @@ interface PageWindow {
 const browser = sharedBrowser()
 let server: ServerProcess
 let dir: string
+/**
+ * The cookies of one sign-in, which every test's fresh context starts with: signing in is web-e2e.test.ts's subject,
+ * and nine more sign-ins here cost nine argon2 checks and page loads that test nothing new.
+ */
+let signedInState: Awaited<ReturnType<BrowserSession['context']['storageState']>>
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'threadhouse-chat-'))
   server = await startServerAtOwnUrl({
@@ -48,6 +53,16 @@ beforeAll(async () => {
     ADMIN_PASSWORD: password,
     ECHO_TOKEN_DELAY_MS: '5',
   })
+  // Listening comes before the first run has created the owner: signing in any sooner may find no account.
+  await firstRunToken(server)
+  await using session = await browser.open(server.url)
+  const { page } = session
+  await page.goto('/login')
+  await page.getByLabel('Email').fill(email)
+  await page.getByLabel('Password').fill(password)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.waitForURL((url) => url.pathname === '/')
+  signedInState = await session.context.storageState()
 }, 60_000)
 afterAll(async () => {
   await server?.[Symbol.asyncDispose]()
@@ -55,13 +70,9 @@ afterAll(async () => {
 }, 60_000)
 
 async function signedIn(options?: BrowserContextOptions): Promise<BrowserSession> {
-  const session = await browser.open(server.url, options)
+  const session = await browser.open(server.url, { ...options, storageState: signedInState })
   const { page } = session
-  await page.goto('/login')
-  await page.getByLabel('Email').fill(email)
-  await page.getByLabel('Password').fill(password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL((url) => url.pathname === '/')
+  await page.goto('/')
   await page.getByRole('heading', { level: 1, name: 'New thread' }).waitFor()
   await page.evaluate(() => {
     ;(globalThis as unknown as PageWindow).__sameDocument = true

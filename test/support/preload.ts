@@ -1,6 +1,7 @@
 // Loaded before the test files (bunfig.toml). On PostgreSQL runs, starts the run's cluster and S3 server first, so
 // that no test pays for them inside its own timeout; after the last file, closes what the files shared
-// (after-run.ts).
+// (after-run.ts). In a worker of `bun test --parallel`, these hooks run around every file instead: a worker
+// cannot know which file is its last, so the PostgreSQL run stays serial (one cluster for the whole run).
 import { afterAll, beforeAll } from 'bun:test'
 import { closeShared } from './after-run'
 import { onPostgres } from './backend'

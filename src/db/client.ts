@@ -35,10 +35,13 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   if (!memory && !options.mustExist) mkdirSync(dirname(path), { recursive: true })
   // `create: false` too, so a file removed between the check and the open is still not recreated.
   const sqlite = new Database(path, { create: !options.mustExist, readwrite: true, strict: true })
+  // First: the pragmas after it touch the file, and another connection's checkpoint or close may hold it a moment.
+  // Set later, the switch to WAL below met such a moment with no wait and failed with "database is locked" (a CLI
+  // command started right after a test process closed the database, on a loaded machine).
+  sqlite.run('PRAGMA busy_timeout = 5000')
   sqlite.run('PRAGMA journal_mode = WAL')
   sqlite.run('PRAGMA synchronous = NORMAL')
   sqlite.run('PRAGMA foreign_keys = ON')
-  sqlite.run('PRAGMA busy_timeout = 5000')
   return drizzle({ client: sqlite, schema, casing: 'snake_case' }) as Db
 }
 

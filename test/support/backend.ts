@@ -1,7 +1,7 @@
 // Which backend the suite runs on. By default SQLite and a local uploads folder; with THREADHOUSE_TEST_BACKEND=postgres
 // the same tests run on PostgreSQL (a throwaway cluster, test/support/postgres.ts) and an S3-compatible bucket (s3rver,
 // test/support/s3.ts), both started once per run. `.ci/run` runs the suite both ways.
-import { dirname, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import type { Db } from '../../src/db/client'
 import { migrateDatabase, openDatabase } from '../../src/db/client'
 import type * as sqliteTables from '../../src/db/schema'
@@ -90,13 +90,16 @@ export async function backendEnv(given: Record<string, string>): Promise<Record<
 }
 
 /**
- * The environment with an uploads folder beside the SQLite file, unless it names one. The default, the working
- * folder's `uploads`, would be shared by every server of the run, and each one's start-up sweep removes the files
+ * The environment with an uploads folder named after the SQLite file (`uploads-db.sqlite` beside it), unless it
+ * names one: two databases in one folder get two. The default, the working folder's `uploads`, would be shared by every server
+ * of the run, and each one's start-up sweep removes the files
  * and staged bodies the others' rows do not name (the staging folder is there on a bucket too).
  */
+const uploadsFor = (databasePath: string): string => join(dirname(databasePath), `uploads-${basename(databasePath)}`)
+
 function ownUploads(env: Record<string, string>): Record<string, string> {
   if (env.UPLOADS_DIR || !env.DATABASE_PATH) return env
-  return { ...env, UPLOADS_DIR: join(dirname(env.DATABASE_PATH), 'uploads') }
+  return { ...env, UPLOADS_DIR: uploadsFor(env.DATABASE_PATH) }
 }
 
 /**
@@ -107,7 +110,7 @@ function ownUploads(env: Record<string, string>): Record<string, string> {
 export async function unmigratedEnv(
   path: string,
 ): Promise<{ env: Record<string, string>; missing: Record<string, string> }> {
-  const uploads = join(dirname(path), 'uploads')
+  const uploads = uploadsFor(path)
   if (!onPostgres) return { env: { DATABASE_PATH: path, UPLOADS_DIR: uploads }, missing: { DATABASE_PATH: path } }
   const [url, missing] = await Promise.all([emptyPostgresDatabase(), missingPostgresDatabase()])
   return { env: await backendEnv({ DATABASE_URL: url, UPLOADS_DIR: uploads }), missing: { DATABASE_URL: missing } }

@@ -79,8 +79,8 @@ export async function openBrowser(baseURL: string): Promise<BrowserSession> {
 let shared: Promise<Browser> | undefined
 
 /**
- * One Chromium for every browser test of the run (of the worker, in a parallel run): started by the first `open`,
- * closed after the last test file (after-run.ts). Launching costs seconds; a context costs a fraction of one and shares nothing with the
+ * One Chromium for every browser test of the run: started by the first `open`, closed by the after-run closing
+ * (after-run.ts), which in a parallel worker comes after each file. Launching costs seconds; a context costs a fraction of one and shares nothing with the
  * others, so each `open` (closed by `await using`) is as fresh as a browser of its own, and concurrent tests may
  * each have one.
  */
@@ -91,16 +91,11 @@ export function sharedBrowser(): {
     async open(baseURL, options) {
       if (!shared) {
         shared = launch()
-        // A worker of `bun test --parallel` runs the after-run closing after each of its files (it cannot know its
-        // last), which would launch Chromium again for its next browser file. There Chromium is left to end with the
-        // worker instead: it exits when the pipe to the process that launched it closes.
-        if (!process.env.BUN_TEST_WORKER_ID) {
-          closeAfterRun(async () => {
-            const browser = await shared?.catch(() => undefined)
-            shared = undefined
-            await browser?.close()
-          })
-        }
+        closeAfterRun(async () => {
+          const browser = await shared?.catch(() => undefined)
+          shared = undefined
+          await browser?.close()
+        })
       }
       const browser = await shared
       const opened = await session(

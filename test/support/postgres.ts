@@ -93,12 +93,18 @@ export async function startPostgres(settings: Record<string, string> = {}): Prom
 
 let shared: Promise<PostgresCluster> | undefined
 
-/** The run's one cluster, started on first use and stopped after the last test file. */
+/**
+ * The run's one cluster, started on first use and stopped by the after-run closing (after-run.ts): after the last
+ * file, or in a parallel worker after each file, when the next file to ask starts another.
+ */
 export function sharedPostgres(): Promise<PostgresCluster> {
   if (!shared) {
     shared = startPostgres()
     const started = shared
-    closeAfterRun(async () => (await started).stop())
+    closeAfterRun(async () => {
+      if (shared === started) shared = undefined
+      await (await started).stop()
+    })
   }
   return shared
 }

@@ -8,6 +8,9 @@ import { onPostgres } from './backend'
 import { sharedPostgres } from './postgres'
 import { runS3 } from './s3'
 
+if (onPostgres && process.env.BUN_TEST_WORKER_ID) {
+  throw new Error('The PostgreSQL run is serial: THREADHOUSE_TEST_BACKEND=postgres bun test (see .ci/run)')
+}
 if (onPostgres) beforeAll(() => Promise.all([sharedPostgres(), runS3()]).then(() => {}), 60_000)
 // Generous: stopping Chromium, the cluster and s3rver together takes seconds on a busy machine.
 afterAll(closeShared, 60_000)

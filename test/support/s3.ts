@@ -77,12 +77,18 @@ export function sharedS3(): () => Promise<S3Server> {
 
 let runServer: Promise<S3Server> | undefined
 
-/** One s3rver for the whole `bun test` run, started on first use and stopped after the last test file. */
+/**
+ * One s3rver for the whole `bun test` run, started on first use and stopped by the after-run closing (after-run.ts):
+ * after the last file, or in a parallel worker after each file, when the next file to ask starts another.
+ */
 export function runS3(): Promise<S3Server> {
   if (!runServer) {
     runServer = startS3()
     const started = runServer
-    closeAfterRun(async () => (await started)[Symbol.asyncDispose]())
+    closeAfterRun(async () => {
+      if (runServer === started) runServer = undefined
+      await (await started)[Symbol.asyncDispose]()
+    })
   }
   return runServer
 }

@@ -80,9 +80,9 @@ let shared: Promise<Browser> | undefined
 
 /**
  * One Chromium for every browser test of the run: started by the first `open`, closed by the after-run closing
- * (after-run.ts), which in a parallel worker comes after each file. Launching costs seconds; a context costs a fraction of one and shares nothing with the
- * others, so each `open` (closed by `await using`) is as fresh as a browser of its own, and concurrent tests may
- * each have one.
+ * (after-run.ts), which in a parallel worker comes after each file. Launching costs seconds; a context costs a
+ * fraction of one and shares nothing with the others, so each `open` (closed by `await using`) is as fresh as a
+ * browser of its own, and concurrent tests may each have one.
  */
 export function sharedBrowser(): {
   open(baseURL: string, options?: BrowserContextOptions): Promise<BrowserSession>

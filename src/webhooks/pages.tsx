@@ -2,7 +2,6 @@
 // every post passes the `trustedForm` guard, the new endpoint's secret is shown once on the response page,
 // POST-redirect-GET otherwise, and an endpoint that cannot be found is the shared error page.
 import { Elysia } from 'elysia'
-import { AppError } from '../shared/errors'
 import type { Logger } from '../shared/log'
 import { account, accountPageHeaders, noticeFor, refusalOf } from '../web/account'
 import { PageError } from '../web/errors'
@@ -10,12 +9,12 @@ import type { PageSession, WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { DeleteWebhookPage, type WebhookFormValues, WebhooksPage } from '../web/pages/admin/webhooks'
 import { field, fieldValues } from '../web/trusted-form'
-import { isWebhookEventType } from './events'
 import {
   createEndpoint,
   deleteEndpoint,
   disableEndpoint,
   enableEndpoint,
+  eventFilter,
   requireEndpoint,
   sendTestEvent,
 } from './service'
@@ -110,16 +109,13 @@ export const webhookPages = (deps: WebhookPagesDeps) => {
           events: fieldValues(form, 'events'),
         }
         try {
-          if (!values.events.every(isWebhookEventType)) {
-            throw new AppError(400, 'invalid_request', 'Choose events from the list.')
-          }
           const created = await createEndpoint(
             deps.store.webhooks,
             {
               organizationId: orgOf(admin),
               createdBy: admin.user.id,
               url: values.url,
-              events: values.events.length === 0 ? null : values.events.filter(isWebhookEventType),
+              events: eventFilter(values.events),
             },
             { allowPrivateNetworks: deps.allowPrivateNetworks },
             deps.clock.now(),

@@ -14,10 +14,16 @@ export const maxEndpoints = 20
 
 /** Reads an event filter such as `answer.completed,thread.created`; empty means every event. */
 export function parseEventFilter(text: string): WebhookEventType[] | null {
-  const names = text
-    .split(',')
-    .map((name) => name.trim())
-    .filter(Boolean)
+  return eventFilter(
+    text
+      .split(',')
+      .map((name) => name.trim())
+      .filter(Boolean),
+  )
+}
+
+/** The event types named, each once; none means every event. An unknown name is refused (400). */
+export function eventFilter(names: string[]): WebhookEventType[] | null {
   const unknown = names.find((name) => !isWebhookEventType(name))
   if (unknown !== undefined) throw new AppError(400, 'invalid_request', `Unknown event type: ${unknown}`)
   return names.length === 0 ? null : [...new Set(names as WebhookEventType[])]

@@ -3,6 +3,7 @@
 // write conditional on the lease, so a worker whose lease expired mid-attempt records nothing.
 import { and, asc, desc, eq, inArray, lt, lte, or, sql } from 'drizzle-orm'
 import type { PgDb } from '../db/postgres'
+import { prepared } from '../db/prepared'
 import { threads } from '../threads/threads.table.pg'
 import {
   type AttemptOutcome,
@@ -76,22 +77,26 @@ export function pgWebhookRepository(db: PgDb): WebhookRepository {
       return gone.length > 0
     },
 
-    // Every thread created and every answer stored asks this, webhooks or not: one round trip.
+    // Every thread created and every answer stored asks this, webhooks or not: one round trip, prepared once (it
+    // runs after the commit, outside any transaction; see src/db/prepared.ts).
     async threadTargets(threadId) {
-      const rows = await db
-        .select({
-          organizationId: threads.organizationId,
-          state: threads.state,
-          isPrivate: threads.isPrivate,
-          endpointId: webhookEndpoints.id,
-          events: webhookEndpoints.events,
-        })
-        .from(threads)
-        .leftJoin(
-          webhookEndpoints,
-          and(eq(webhookEndpoints.organizationId, threads.organizationId), eq(webhookEndpoints.enabled, true)),
-        )
-        .where(eq(threads.id, threadId))
+      const rows = await prepared(db, 'webhooks:targets', () =>
+        db
+          .select({
+            organizationId: threads.organizationId,
+            state: threads.state,
+            isPrivate: threads.isPrivate,
+            endpointId: webhookEndpoints.id,
+            events: webhookEndpoints.events,
+          })
+          .from(threads)
+          .leftJoin(
+            webhookEndpoints,
+            and(eq(webhookEndpoints.organizationId, threads.organizationId), eq(webhookEndpoints.enabled, true)),
+          )
+          .where(eq(threads.id, sql.placeholder('threadId')))
+          .prepare('webhook_targets'),
+      ).execute({ threadId })
       return targetsOf(rows)
     },
 

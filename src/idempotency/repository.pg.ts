@@ -3,7 +3,7 @@
 // a second racer re-evaluates against the first's new row (READ COMMITTED) and so finds no longer free.
 import { and, eq, isNull, lt, or } from 'drizzle-orm'
 import type { PgDb } from '../db/postgres'
-import { newClaim } from './claims'
+import { newId } from '../shared/ids'
 import { idempotencyKeys } from './idempotency.table.pg'
 import type { IdempotencyRepository, Reservation } from './repository'
 
@@ -15,7 +15,7 @@ export function pgIdempotencyRepository(db: PgDb): IdempotencyRepository {
   return {
     async reserve({ userId, key, fingerprint, now, expiredBefore, abandonedBefore }): Promise<Reservation> {
       for (let attempt = 0; attempt < attempts; attempt++) {
-        const claim = newClaim()
+        const claim = newId()
         const inserted = await db
           .insert(idempotencyKeys)
           .values({ userId, key, fingerprint, claim, createdAt: now })

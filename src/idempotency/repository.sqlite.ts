@@ -2,7 +2,7 @@
 // synchronous transaction, so no other request comes between a read and the write it decides.
 import { and, eq, isNull, lt, or } from 'drizzle-orm'
 import type { Db } from '../db/client'
-import { newClaim } from './claims'
+import { newId } from '../shared/ids'
 import { idempotencyKeys } from './idempotency.table'
 import type { IdempotencyRepository } from './repository'
 
@@ -10,7 +10,7 @@ export function sqliteIdempotencyRepository(db: Db): IdempotencyRepository {
   const held = (userId: number, key: string) => and(eq(idempotencyKeys.userId, userId), eq(idempotencyKeys.key, key))
   return {
     async reserve({ userId, key, fingerprint, now, expiredBefore, abandonedBefore }) {
-      const claim = newClaim()
+      const claim = newId()
       return db.transaction((tx) => {
         const inserted = tx
           .insert(idempotencyKeys)

@@ -13,7 +13,7 @@ import type { AllowedMethods } from '../shared/methods'
 import type { Clock } from '../shared/time'
 import type { Store } from '../store'
 import { sessionCsrfToken } from './csrf'
-import { cookieNames, pageHeaders, pageSessionOf, signInPath } from './index'
+import { cookieNames, pageHeaders, pageSessionOf, seeOther, signInPath } from './index'
 import { type Viewer, viewerOf } from './layout'
 import { MessagePage } from './pages/message'
 
@@ -115,10 +115,6 @@ async function htmlResponse(status: number, page: JSX.Element, headers: Record<s
     status,
     headers: { ...pageHeaders, 'content-type': 'text/html; charset=utf-8', ...headers },
   })
-}
-
-function seeOther(location: string): Response {
-  return new Response(null, { status: 303, headers: { location, 'cache-control': 'no-store' } })
 }
 
 export interface PageErrorDeps {

@@ -73,9 +73,9 @@ export function clearCookie(cookie: Cookie<unknown>, publicUrl: string): void {
   cookie.set({ value: '', httpOnly: true, sameSite: 'lax', secure: usesHttps(publicUrl), path: '/', maxAge: 0 })
 }
 
-/** A 303: after a form post the browser follows it with a GET. */
+/** A 303: after a form post the browser follows it with a GET. Never stored: where it leads depends on the session. */
 export function seeOther(location: string): Response {
-  return new Response(null, { status: 303, headers: { location } })
+  return new Response(null, { status: 303, headers: { location, 'cache-control': 'no-store' } })
 }
 
 /** The sign-in page, which comes back to `back` afterwards. */

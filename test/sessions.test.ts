@@ -27,7 +27,7 @@ test('the sign-in page has the contract fields, landmarks, labels and the local 
   expect(html).not.toMatch(/(src|href)="https?:/)
   const css = await browser.get('/assets/threadhouse.css')
   expect(css.headers.get('content-type')).toBe('text/css; charset=utf-8')
-  expect(await css.text()).toContain('prefers-color-scheme: dark')
+  expect(await css.text()).toContain('color-scheme: light dark')
   expect(response.headers.get('x-frame-options')).toBe('DENY')
   expect(response.headers.get('content-security-policy')).toContain("frame-ancestors 'none'")
 })

@@ -375,6 +375,51 @@ test.concurrent('axe finds no accessibility problem in the new conversation and 
   expect(problems).toEqual([])
 }, 60_000)
 
+test.concurrent('a theme chosen on the switch gives every colour of that theme, whatever the system prefers', async () => {
+  await using session = await signedIn()
+  const { page } = session
+  /** Each colour variable of the stylesheet's :root, as the page resolves it with the given theme chosen (or none). */
+  const colours = (theme: 'light' | 'dark' | null) =>
+    page.evaluate((chosen) => {
+      // Typed loosely: the project's TypeScript has no DOM library.
+      const { document, getComputedStyle } = globalThis as unknown as {
+        document: {
+          documentElement: { dataset: Record<string, string | undefined> }
+          styleSheets: Iterable<{ cssRules: Iterable<{ selectorText?: string; style?: Iterable<string> }> }>
+          createElement(tag: string): { style: { color: string }; remove(): void }
+          body: { append(node: unknown): void }
+        }
+        getComputedStyle(node: unknown): { color: string }
+      }
+      if (chosen) document.documentElement.dataset.theme = chosen
+      else delete document.documentElement.dataset.theme
+      const names = [...document.styleSheets]
+        .flatMap((sheet) => [...sheet.cssRules])
+        .filter((rule) => rule.selectorText === ':root')
+        .flatMap((rule) => [...(rule.style ?? [])].filter((name) => name.startsWith('--')))
+      return Object.fromEntries(
+        names.map((name) => {
+          const probe = document.createElement('span')
+          probe.style.color = `var(${name})`
+          document.body.append(probe)
+          const colour = getComputedStyle(probe).color
+          probe.remove()
+          return [name, colour]
+        }),
+      )
+    }, theme)
+  await page.emulateMedia({ colorScheme: 'dark' })
+  const systemDark = await colours(null)
+  await page.emulateMedia({ colorScheme: 'light' })
+  const systemLight = await colours(null)
+  expect(Object.keys(systemDark).length).toBeGreaterThan(20)
+  expect(systemDark).not.toEqual(systemLight)
+  // Chosen against the system, each way: the notice, row and danger-text colours once stayed the system's.
+  expect(await colours('dark')).toEqual(systemDark)
+  await page.emulateMedia({ colorScheme: 'dark' })
+  expect(await colours('light')).toEqual(systemLight)
+})
+
 test.concurrent('without JavaScript the same page works by plain form posts: start, answer on reload, rate', async () => {
   await using session = await signedIn({ javaScriptEnabled: false })
   const { page } = session

@@ -167,8 +167,10 @@ export const idempotencyKeyParameter = {
     'request (method, path and body bytes) within 24 hours answers the first success again, with ' +
     '`Idempotent-Replayed: true`, without doing the work twice; the same key with another request is 422 ' +
     '`idempotency_key_mismatch`; a repeat while the first is still running is 409 `idempotency_key_in_use`. ' +
-    'Refusals and failures are not stored: the key is free for a retry. Keys are the user’s, whichever token sends ' +
-    'them. See docs/api.md, “Idempotent requests”.',
+    'Refusals and failures are not stored: the key is free for a retry. The key is consulted only after the ' +
+    'token, scope and body are checked (a 401, 403, 400, 413, 415 or 429 never touches it). A key held by a ' +
+    'request lost in a crash answers 409 for ten minutes, then is free again. Keys are the user’s, whichever token ' +
+    'sends them. See docs/api.md, “Idempotent requests”.',
   schema: { type: 'string', minLength: 1, maxLength: 255 },
 } as const
 

@@ -164,8 +164,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
             'Owner only (403 `forbidden` for other members who can see it, 404 for threads the caller cannot ' +
             'see, and for one already deleted). An answer running or queued is stopped first; then the thread, ' +
             'its messages, feedback, attachments (their files too), search entry and pending work are removed ' +
-            'together. Its stream ends with an `error` event; its IDs answer 404 from then on. An addition to the ' +
-            'specification, which has no delete.',
+            'together, with its queued webhook deliveries. Its stream ends with an `error` event; change feeds get ' +
+            '`thread.deleted`; its IDs answer 404 from then on. An addition to the specification, which has no delete.',
           responses: noContent('Deleted; no content'),
         },
       },

@@ -441,15 +441,12 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
         const [newest] = await tx.select({ seq: max(t.updateSeq) }).from(t)
         if (newest?.seq == null) return 0
         const doomed = and(lt(t.at, before), lt(t.updateSeq, newest.seq))
-        const [highest] = await tx
-          .select({ seq: max(t.updateSeq) })
-          .from(t)
-          .where(doomed)
-        if (highest?.seq == null) return 0
         const removed = await tx.delete(t).where(doomed).returning({ seq: t.updateSeq })
+        if (removed.length === 0) return 0
+        const highest = removed.reduce((high, row) => Math.max(high, row.seq), 0)
         await tx
           .update(threadFeedHorizon)
-          .set({ updateSeq: sql`greatest(${threadFeedHorizon.updateSeq}, ${highest.seq})` })
+          .set({ updateSeq: sql`greatest(${threadFeedHorizon.updateSeq}, ${highest})` })
           .where(eq(threadFeedHorizon.id, 1))
         return removed.length
       })

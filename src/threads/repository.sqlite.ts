@@ -578,18 +578,14 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
           .get()?.seq
         if (newest == null) return 0
         const doomed = and(lt(t.at, before), lt(t.updateSeq, newest))
-        const highest = tx
-          .select({ seq: max(t.updateSeq) })
-          .from(t)
-          .where(doomed)
-          .get()?.seq
-        if (highest == null) return 0
-        const removed = tx.delete(t).where(doomed).returning({ seq: t.updateSeq }).all().length
+        const removed = tx.delete(t).where(doomed).returning({ seq: t.updateSeq }).all()
+        if (removed.length === 0) return 0
+        const highest = removed.reduce((high, row) => Math.max(high, row.seq), 0)
         tx.update(threadFeedHorizon)
           .set({ updateSeq: sql`max(${threadFeedHorizon.updateSeq}, ${highest})` })
           .where(eq(threadFeedHorizon.id, 1))
           .run()
-        return removed
+        return removed.length
       })
     },
 

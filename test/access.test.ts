@@ -1,11 +1,10 @@
 // Scopes and visibility: owner, same-organization member and other organization, each with read,
 // read:own and write tokens.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import type { Scope } from '../src/auth/model'
 import { type Harness, harness, publicUrl } from './support/helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
-setDefaultTimeout(20_000)
 
 async function world(h: Harness) {
   const owner = await h.user({ org: 'acme' })

@@ -1,6 +1,6 @@
 // The `anthropic` provider against a loopback server speaking the Messages streaming protocol, through
 // the real worker: what the server is sent, what reaches the API client, what is stored, the state.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import type { ModelSettings } from '../src/generation/types'
 import {
   anthropicChoice,
@@ -25,7 +25,6 @@ import { collect, openStream, tokensOf, until } from './support/helpers'
 // Each answer runs in the generation worker beside a fake provider, which a busy machine slows down. Each test has
 // its own fake provider, app and worker, so the tests run concurrently: much of their time is spent waiting for
 // timeouts, retries and workers to start, and they all start at once.
-setDefaultTimeout(30_000)
 
 const setup = (fake: FakeLlm, overrides: Partial<ModelSettings> = {}) => providerHarness('anthropic', fake, overrides)
 

@@ -1,7 +1,7 @@
 // Attachments on both blob stores, a local folder and an S3 bucket (s3rver): upload → download → a model reads them
 // → the web form's files → the start-up sweep → backup and restore, the same on both. Then what only a bucket has:
 // a real server on one (start-up line, refusal in one line, downloads through Bun.serve), and /healthz's check.
-import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -39,7 +39,6 @@ import { sharedS3 } from './support/s3'
 import { form, jpeg, listening, pdf, upload } from './support/uploads'
 
 // Uploads are checked in inspect processes and some tests start whole servers: a busy machine takes seconds.
-setDefaultTimeout(60_000)
 
 const inspector = sharedInspector()
 const s3 = sharedS3()

@@ -1,7 +1,7 @@
 // The upload route and what messages make of uploads, in-process: accepted kinds and limits, hostile and malformed
 // files and bodies, quotas, who may upload, attachments in messages, the web form's checked files and the start-up
 // sweep. The inspect processes themselves (priority, crashes, time limits) are tested in inspect-processes.test.ts.
-import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -51,7 +51,6 @@ async function storedBytes(h: Harness, key: string): Promise<Uint8Array> {
 
 // Image work runs in inspect processes beside the other tests' uploads, so on a busy machine it waits its turn with
 // every other process: several seconds are no failure here.
-setDefaultTimeout(30_000)
 
 // One pool of inspect processes checks every upload here. Each test has its own app, database and uploads folder
 // and shares nothing else, so the tests run concurrently: most of their time is spent waiting for an inspection.

@@ -1,11 +1,10 @@
 // Rate limits on authentication: sign-in per client address and per email, and the OAuth token and revocation
 // endpoints per address, all counted by the shared RateLimiter with RATE_LIMIT_AUTH_PER_MINUTE.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { harness, ManualClock } from './support/helpers'
 import { Browser, hiddenField, password, postOAuth } from './support/oauth-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
-setDefaultTimeout(20_000)
 
 async function attempt(browser: Browser, email: string, ip: string, secret = 'wrong password'): Promise<Response> {
   const page = await browser.get('/login')

@@ -285,4 +285,4 @@ test('every endpoint × token state × scope set × caller × visibility answers
   }
   expect(mismatches).toEqual([])
   expect(cases).toBe(2 * endpoints.length * states.length * scopeSets.length * callers.length * 2)
-}, 120_000)
+})

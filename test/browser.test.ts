@@ -19,4 +19,4 @@ test('Swagger UI renders in Chromium from local assets, with no console errors',
   await session.page.getByText('/api/v1/threads').first().waitFor()
   expect(external).toEqual([])
   expect(session.errors).toEqual([])
-}, 60_000)
+})

@@ -2,7 +2,7 @@
 // on PostgreSQL runs a database of the run's cluster (created empty, so that `migrate` is what makes it). Backup and
 // restore copy the SQLite file, so their tests are SQLite's alone.
 import { Database } from 'bun:sqlite'
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -19,7 +19,6 @@ import { firstRunToken, harness, runToEnd, startServer, until } from './support/
 
 // Every test here starts bun processes, some a whole server (startServer alone allows 20 s to listen), and most of
 // them at once.
-setDefaultTimeout(60_000)
 
 const dir = mkdtempSync(join(tmpdir(), 'threadhouse-cli-'))
 const databasePath = join(dir, 'db.sqlite')

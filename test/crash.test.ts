@@ -108,7 +108,7 @@ test('SIGKILL at random points loses nothing that was acknowledged', async () =>
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
-}, 120_000)
+})
 
 /** Once the restarted server has caught up: the SQLite file is sound, and nothing is stuck, stale or orphaned. */
 async function settledOnSqlite(env: Record<string, string>): Promise<void> {

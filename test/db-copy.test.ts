@@ -3,7 +3,7 @@
 // the uploads folder; on PostgreSQL runs they go to a bucket. Every run needs PostgreSQL: SQLite runs start the
 // run's one cluster here, on first use (test/support/postgres.ts), and the preload stops it after the last file.
 import { Database } from 'bun:sqlite'
-import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, expect, test } from 'bun:test'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -21,7 +21,6 @@ import { type PostgresCluster, sharedPostgres } from './support/postgres'
 import { runS3 } from './support/s3'
 
 // Three servers, a dozen CLI processes and, on SQLite runs, the start of a PostgreSQL cluster.
-setDefaultTimeout(120_000)
 
 const home = mkdtempSync(join(tmpdir(), 'threadhouse-db-copy-'))
 afterAll(() => rmSync(home, { recursive: true, force: true }))

@@ -230,7 +230,7 @@ describe('operator CLI (docs/operations.md)', () => {
     const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
     const missing = [...commands].filter((name) => !new RegExp(`\`${literal(name)}(?=[\\s\`])`).test(operations))
     expect(missing).toEqual([])
-  }, 30_000)
+  })
 })
 
 describe('links in README.md, docs/ and bench/', () => {

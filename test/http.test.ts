@@ -240,7 +240,7 @@ test('bodies are judged by their length before they are read: 413 over the limit
   expect(upload.status).toBe(413)
   expect(await upload.json()).toEqual({ message: expect.any(String) })
   rmSync(dir, { recursive: true, force: true })
-}, 30_000)
+})
 
 test('over a real socket, the peer address is counted when a request needs it', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-peer-'))
@@ -256,4 +256,4 @@ test('over a real socket, the peer address is counted when a request needs it', 
   expect((await fetch(`${server.url}/healthz`)).status).toBe(429)
   expect((await fetch(`${server.url}/api/v1/me`, { headers: auth })).status).toBe(200)
   rmSync(dir, { recursive: true, force: true })
-}, 30_000)
+})

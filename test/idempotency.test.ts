@@ -1,7 +1,7 @@
 // Idempotency-Key on the three POST routes that make something (threads, messages, uploads), over real HTTP: a
 // repeat answers the first response without doing the work again, a different request with the key is refused,
 // a repeat while the first runs gets 409, keys are each user's, and a key is free again after 24 hours.
-import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,7 +13,6 @@ import { type Harness, harness, listening, ManualClock, ScriptedRunner, sharedIn
 import { form, png, storedFiles } from './support/uploads'
 
 // Uploads are checked in inspect processes, which wait their turn with every other process on a busy machine.
-setDefaultTimeout(30_000)
 const inspector = sharedInspector()
 
 interface Sent {

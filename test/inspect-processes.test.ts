@@ -1,7 +1,7 @@
 // The inspect processes that check uploads: the idle scheduling class for every thread and none of the server's
 // environment, nice 19 where chrt fails, a crash or a stuck inspection failing only its own uploads, a start that
 // never finishes, and no process outliving a killed server. Each test has an inspector of its own.
-import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,7 +12,6 @@ import { expectNothingStored, form, jpeg, setup, upload } from './support/upload
 
 // Nearly every test here starts inspect processes, and the idle-class one's run only on an idle core: on a busy
 // machine several seconds are no failure.
-setDefaultTimeout(30_000)
 
 /** The real inspect process's entry module, as its command line names it (the fixtures' entries are others). */
 const realEntry = join(import.meta.dir, '..', 'src', 'attachments', 'inspect-process.ts')

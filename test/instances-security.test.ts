@@ -2,7 +2,7 @@
 // at the very next request (answers and streams across instances are in instances.test.ts). Two real server
 // processes share one database and one bucket, as behind a load balancer with no sticky sessions; a browser's
 // cookies go to whichever it calls. PostgreSQL only: a SQLite file takes one server.
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { backendEnv, onPostgres } from './support/backend'
 import { firstRunToken, type ServerProcess, startServer, until } from './support/helpers'
 import { approve, Browser, hiddenField, loopbackRedirect, settings } from './support/oauth-helpers'
@@ -10,7 +10,6 @@ import { sharedPostgres } from './support/postgres'
 import { submit } from './support/web-helpers'
 
 // Server processes start beside other tests' on a busy machine, and sign-in hashes with argon2 on purpose.
-setDefaultTimeout(60_000)
 
 /**
  * Sign-in attempts per address and per email: above the owner's four sign-ins in these tests (one email, counted

@@ -91,7 +91,7 @@ describe.skipIf(!onPostgres)('several instances on one database', () => {
     const b = await startServer(env)
     const sql = new Bun.SQL(env.DATABASE_URL as string, { max: 2 })
     cluster = { env, sql, a, b, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }
-  }, 60_000)
+  })
 
   afterAll(async () => {
     await cluster?.a[Symbol.asyncDispose]()
@@ -116,7 +116,7 @@ describe.skipIf(!onPostgres)('several instances on one database', () => {
     expectContiguous(lateEvents)
     expect(earlyEvents.at(-1)?.event).toBe('done')
     expect(lateEvents.at(-1)?.event).toBe('done')
-  }, 30_000)
+  })
 
   test('Last-Event-ID from one instance resumes on the other', async () => {
     const { a, b } = cluster
@@ -133,7 +133,7 @@ describe.skipIf(!onPostgres)('several instances on one database', () => {
     expect(tokensOf(seen) + tokensOf(rest)).toBe(stored)
     expectContiguous(rest, Number(lastId))
     expect(rest.at(-1)?.event).toBe('done')
-  }, 30_000)
+  })
 
   test('an answer too long for one notification reaches the other instance whole', async () => {
     const { a, b } = cluster
@@ -143,7 +143,7 @@ describe.skipIf(!onPostgres)('several instances on one database', () => {
     expect(tokensOf(events)).toBe(await answerText(a, sent.threadId, sent.messageId))
     expect(tokensOf(events)).toContain('ü'.repeat(6000))
     expectContiguous(events)
-  }, 30_000)
+  })
 
   test('a send racing a running answer gets 409 on the other instance, and a stop there ends it', async () => {
     const { a, b } = cluster
@@ -163,7 +163,7 @@ describe.skipIf(!onPostgres)('several instances on one database', () => {
       headers: cluster.headers,
     })
     expect(((await poll.json()) as { status: string }).status).toBe('interrupted')
-  }, 30_000)
+  })
 
   test('a dropped LISTEN connection is survived: the stream catches up and completes', async () => {
     const { a, b, sql } = cluster
@@ -179,7 +179,7 @@ describe.skipIf(!onPostgres)('several instances on one database', () => {
     expect(all.at(-1)?.event).toBe('done')
     expectContiguous(all)
     expect(tokensOf(all)).toBe(await answerText(a, sent.threadId, sent.messageId))
-  }, 30_000)
+  })
 
   test('SIGKILL of the generating instance: the other takes the answer over and its stream completes', async () => {
     const { a, b } = cluster
@@ -198,7 +198,7 @@ describe.skipIf(!onPostgres)('several instances on one database', () => {
     expect(b.stderr()).toContain('took over unfinished answers')
     // The next instance replaces the one killed, for the tests after this one.
     cluster.a = await startServer(cluster.env)
-  }, 60_000)
+  })
 
   test('answers queued on a busy instance are taken by one with free places', async () => {
     await using c = await startServer({ ...cluster.env, GENERATION_CONCURRENCY: '1' })
@@ -211,7 +211,7 @@ describe.skipIf(!onPostgres)('several instances on one database', () => {
     const [row] = await cluster.sql`select status from generations where message_id = ${first.messageId}`
     expect(row?.status).toBe('running')
     expect(await holderPid(second.messageId)).not.toBe(c.process.pid)
-  }, 60_000)
+  })
 
   test('SIGTERM hands a running answer over at once, long before its lease would run out', async () => {
     const env = { ...cluster.env, GENERATION_LEASE_MS: '600000' }
@@ -226,5 +226,5 @@ describe.skipIf(!onPostgres)('several instances on one database', () => {
     const rest = await collect(events)
     expect(rest.at(-1)?.event).toBe('done')
     expect(await answerText(cluster.b, sent.threadId, sent.messageId)).toContain('w149')
-  }, 60_000)
+  })
 })

@@ -60,4 +60,4 @@ test('concurrent conversations with many listeners each', async () => {
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
-}, 60_000)
+})

@@ -1,6 +1,6 @@
 // Member management as plain services: the role rules, removal locking a person out of every door (sign-in,
 // sessions, personal and OAuth tokens), and a one-time password holding the session on the change-password page.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { type Actor, addMember, changeMemberRole, removeMember } from '../src/auth/members'
 import { changePassword, generateOneTimePassword } from '../src/auth/passwords'
@@ -10,7 +10,6 @@ import { type Harness, harness } from './support/helpers'
 import { Browser, password, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
-setDefaultTimeout(20_000)
 
 /** The user as an acting member, with the public ID others name them by. */
 async function actor(h: Harness, id: number): Promise<Actor & { sub: string }> {

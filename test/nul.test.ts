@@ -2,14 +2,13 @@
 // parameters, form posts, multipart fields and the OAuth endpoints' Basic header. PostgreSQL's text cannot hold
 // it, so each is refused with 400 before a query sees it, on both backends alike, in the shape of the path's
 // surface: the API's `{ error, message }`, RFC 6749's `{ error, error_description }`, or an HTML page.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { nulMessage } from '../src/shared/nul'
 import { type Harness, harness } from './support/helpers'
 import { Browser, basic, register, signedIn } from './support/oauth-helpers'
 import { csrfOf } from './support/web-helpers'
 
 // Some forty requests, a sign-in page and a client registration: seconds on a busy machine.
-setDefaultTimeout(30_000)
 
 type Surface = 'api' | 'oauth' | 'page' | 'mcp'
 

@@ -1,7 +1,7 @@
 // The authorization endpoint and consent page: error page versus error redirect, exact redirect URI matching
 // with the loopback port exception, PKCE, sign-in round trip, consent content and headers, Allow and Deny,
 // CSRF, and which organization may use a client.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { harness } from './support/helpers'
 import {
@@ -20,7 +20,6 @@ import {
 } from './support/oauth-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
-setDefaultTimeout(20_000)
 
 const base = 'http://threadhouse.test'
 

@@ -34,4 +34,4 @@ test('bun run cli registration-token:create prints a usable token as the last li
 
   expect({ code: missing.code, stdout: missing.stdout }).toEqual({ code: 1, stdout: '' })
   expect(missing.stderr.trim().split('\n')).toEqual(['error: No user with email nobody@example.com'])
-}, 30_000)
+})

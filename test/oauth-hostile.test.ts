@@ -2,14 +2,13 @@
 // form), token, revocation and registration. Whatever the parameters, the body or its content type, the answer is
 // never a 5xx, a JSON endpoint's error is an RFC 6749 body, and the authorization endpoint never redirects
 // anywhere but sign-in or a registered redirect URI. Fixed seeds keep every run, and every failure, reproducible.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { redirectUriMatches } from '../src/oauth/clients'
 import { harness, publicUrl } from './support/helpers'
 import { approve, basic, formAction, hiddenField, pkce, postOAuth, register, signedIn } from './support/oauth-helpers'
 
 // One harness per test and users signed in with argon2: slow on a busy machine, fast otherwise.
-setDefaultTimeout(60_000)
 
 const seed = 42
 

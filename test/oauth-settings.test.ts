@@ -1,11 +1,10 @@
 // The operations behind the settings screens: connected apps for everyone, confidential clients and registration
 // tokens for members, and client administration for owners and admins. Session cookie plus CSRF header.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { harness } from './support/helpers'
 import { approve, Browser, basic, postOAuth, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
-setDefaultTimeout(20_000)
 
 test('settings need a session; writes also need the CSRF header and a same-origin request', async () => {
   await using h = await harness()

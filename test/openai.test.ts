@@ -1,6 +1,6 @@
 // The `openai` provider against a loopback server speaking Chat Completions streaming, through the
 // real worker: what the server is sent, what reaches the API client, what is stored, the thread state.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import sharp from 'sharp'
 import { createWorkerRunner } from '../src/generation/runner'
 import type { ModelSettings } from '../src/generation/types'
@@ -27,7 +27,6 @@ import { collect, harness, openStream, tokensOf, until } from './support/helpers
 // Each answer runs in the generation worker beside a fake provider, which a busy machine slows down. Each test has
 // its own fake provider, app and worker, so the tests run concurrently: much of their time is spent waiting for
 // timeouts, retries and workers to start, and they all start at once.
-setDefaultTimeout(30_000)
 
 const setup = (fake: FakeLlm, overrides: Partial<ModelSettings> = {}) => providerHarness('openai', fake, overrides)
 

@@ -1,7 +1,7 @@
 // PDFs that lie about themselves: a compressed stream that claims to be an image but is also drawn as a page's
 // contents, compressed data under an ASCII layer, and names spelled with `#xx` escapes. Each is refused at upload
 // with the usual 422, and text extraction, which reads files stored before these checks too, stays bounded.
-import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -14,7 +14,6 @@ import { type Harness, harness, sharedInspector } from './support/helpers'
 import { expectNothingStored } from './support/uploads'
 
 // Uploads are checked in inspect processes, which a busy machine starts slowly.
-setDefaultTimeout(30_000)
 
 // One pool of inspect processes checks every upload here; each test has its own app and files, so the tests run
 // concurrently.

@@ -1,6 +1,6 @@
 // End to end with the real server process and the real worker: a SIGKILL in the middle of an answer
 // loses nothing, and the next start finishes the work.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -18,7 +18,6 @@ import {
 } from './support/helpers'
 
 // Each test starts and kills real server processes, or has an app of its own: they run concurrently.
-setDefaultTimeout(20_000)
 
 test.concurrent('a server killed mid-generation finishes the answer after restart', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'threadhouse-recovery-'))
@@ -71,7 +70,7 @@ test.concurrent('a server killed mid-generation finishes the answer after restar
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
-}, 30_000)
+})
 
 test.concurrent('at start-up, unfinished answers are requeued and one cut short three times fails instead', async () => {
   await using h = await harness()

@@ -1,6 +1,6 @@
 // Hostile requests are refused early and cheaply: the caller before the body, the body's media type, size and
 // depth before it is parsed, open streams per person and per process, unknown methods with 405 and Allow.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { maxJsonDepth } from '../src/shared/body'
 import {
@@ -16,7 +16,6 @@ import {
 import { settings, signedIn } from './support/oauth-helpers'
 
 // Sign-in hashes passwords with argon2 on purpose: slow on a busy machine.
-setDefaultTimeout(20_000)
 
 /** Waits until the thread is ready again: on PostgreSQL an answer is stored a moment after `done`. */
 async function ready(h: Harness, token: string, threadId: string): Promise<void> {

@@ -1,6 +1,6 @@
 // Retention: an organization's threads not updated for its period are deleted by the upkeep, files too, in batches;
 // busy threads, recent ones and other organizations' are kept. The clock is the test's.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { silentLogger } from '../src/shared/log'
 import { dayMs } from '../src/shared/time'
@@ -10,7 +10,6 @@ import { type Harness, harness, ManualClock, ManualTimer, ScriptedRunner, shared
 import { form, png, storedFiles, upload } from './support/uploads'
 
 // Uploads are checked in inspect processes, which wait their turn with every other process on a busy machine.
-setDefaultTimeout(30_000)
 const inspector = sharedInspector()
 const day = dayMs
 

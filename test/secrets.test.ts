@@ -121,4 +121,4 @@ test('no plaintext secret in the database or the logs', async () => {
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
-}, 30_000)
+})

@@ -1,11 +1,10 @@
 // Sign-in, sessions and CSRF: the contract's form fields, cookie attributes, sliding expiry and same-origin rules.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { safeNextPath } from '../src/web/index'
 import { harness, ManualClock } from './support/helpers'
 import { Browser, hiddenField, password } from './support/oauth-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
-setDefaultTimeout(20_000)
 
 test('the sign-in page has the contract fields, landmarks, labels and the local stylesheet only', async () => {
   await using h = await harness()

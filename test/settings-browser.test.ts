@@ -133,7 +133,7 @@ describe('settings and administration in Chromium', () => {
     expect(await page.locator('#new-token').count()).toBe(0)
     expect(await me(token)).toBe(401)
     await expectNoScriptRan()
-  }, 60_000)
+  })
 
   test('approve an OAuth client on the consent page, then revoke it under Connected apps', async () => {
     const registration = await fetch(`${server.url}/oauth/register`, {
@@ -184,7 +184,7 @@ describe('settings and administration in Chromium', () => {
     await page.getByText('The app was disconnected.').waitFor()
     expect(await me(tokens.access_token)).toBe(401)
     await expectNoScriptRan()
-  }, 60_000)
+  })
 
   test('as owner: create a client in settings, rotate its secret and delete it in Administration', async () => {
     await page.goto('/settings/clients')
@@ -233,7 +233,7 @@ describe('settings and administration in Chromium', () => {
     expect(await page.getByRole('link', { name: `Dashboard ${xss}` }).count()).toBe(0)
     expect(await revokeWith(rotated)).toBe(401)
     await expectNoScriptRan()
-  }, 60_000)
+  })
 
   test('add a member with a one-time password; they sign in, must choose a password, and see no administration', async () => {
     await page.goto('/admin/members')
@@ -268,7 +268,7 @@ describe('settings and administration in Chromium', () => {
     await page.getByRole('heading', { name: 'Administration only' }).waitFor()
     await signOut()
     await expectNoScriptRan()
-  }, 60_000)
+  })
 
   test('on a phone-sized screen the settings pages fit without sideways scrolling', async () => {
     await signIn(ownerEmail, ownerPassword, '/admin/members')
@@ -284,7 +284,7 @@ describe('settings and administration in Chromium', () => {
     expect(await page.evaluate<string>('document.activeElement?.textContent')).toBe('Skip to content')
     await page.setViewportSize({ width: 1280, height: 720 })
     await expectNoScriptRan()
-  }, 60_000)
+  })
 
   // Documentation, not a check: realistic data instead of attack strings, light and dark.
   test.if(screenshots)(

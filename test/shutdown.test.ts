@@ -48,7 +48,7 @@ test.concurrent('SIGTERM lets a running answer finish within the grace period, t
   } finally {
     rmSync(run.dir, { recursive: true, force: true })
   }
-}, 30_000)
+})
 
 test.concurrent('past the grace period, streams end with an error event and the next start completes the answer', async () => {
   const run = await scenario(0)
@@ -62,4 +62,4 @@ test.concurrent('past the grace period, streams end with an error event and the 
   } finally {
     rmSync(run.dir, { recursive: true, force: true })
   }
-}, 30_000)
+})

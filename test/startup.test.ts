@@ -1,7 +1,7 @@
 // Start-up refuses what would fail later: a taken port, a second server on the same SQLite file, folders it
 // cannot write. Each refusal is one line on stderr and exit code 1, run as operators run it (`bun run start`),
 // beside one real server that holds a database and a port.
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -10,7 +10,6 @@ import { firstRunToken, runToEnd, type ServerProcess, startServer, until } from 
 
 // Every test here starts bun processes (startServer alone allows 20 s to listen). Each refusal has folders of its
 // own, so those tests run concurrently: most of their time is spent waiting for processes to start.
-setDefaultTimeout(30_000)
 
 const dir = mkdtempSync(join(tmpdir(), 'threadhouse-startup-'))
 // Open to the unprivileged user some tests run the server as (see `start`).

@@ -1,12 +1,11 @@
 // Deleting a thread (everything that hangs on it goes, files too; a running answer is stopped first) and exporting
 // one as JSON or Markdown: additions to the specification, over the API.
-import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { collect, harness, openStream, ScriptedRunner, sharedInspector, tokensOf } from './support/helpers'
 import { expectNothingStored, form, png, storedFiles, upload, setup as uploadSetup } from './support/uploads'
 
 // Uploads are checked in inspect processes, which wait their turn with every other process on a busy machine.
-setDefaultTimeout(30_000)
 const inspector = sharedInspector()
 const setup = () => uploadSetup({ inspector })
 

@@ -1,7 +1,7 @@
 // The thread change feed (GET /api/v1/threads/events), an addition to the specification: changes arrive in order
 // over real HTTP, Last-Event-ID resumes with exactly what was missed, and nobody hears of a thread they cannot see.
 // Tests call the feed's shared poll themselves after writing, rather than waiting for its one-second timer.
-import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import type { EventSourceMessage } from 'eventsource-parser'
 import { createApp } from '../src/app'
 import { loadConfig } from '../src/config'
@@ -19,7 +19,6 @@ import {
   sharedInspector,
 } from './support/helpers'
 
-setDefaultTimeout(20_000)
 // For the second app of the test with two instances: one inspector for the file, closed after it.
 const inspector = sharedInspector()
 

@@ -1,6 +1,6 @@
 // The administration pages through app.handle: only owners and admins get in; OAuth clients (list, detail, logo
 // rules, rotation, deletion after confirmation); members (one-time passwords, roles, removal) with every rule.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { harness } from './support/helpers'
 import { Browser, basic, postOAuth, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
@@ -15,7 +15,6 @@ import {
 } from './support/web-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
-setDefaultTimeout(20_000)
 
 const adminPages = ['/admin/clients', '/admin/members', '/admin/registration-token', '/admin/retention']
 

@@ -142,10 +142,10 @@ let site: Site
 beforeAll(async () => {
   // Slow enough to watch an answer arrive and to press Stop in the middle of a long one.
   site = await startSite({ ECHO_TOKEN_DELAY_MS: '80' })
-}, 60_000)
+})
 afterAll(async () => {
   await site?.[Symbol.asyncDispose]()
-}, 60_000)
+})
 
 test.concurrent('sign in, start a thread with an image, watch it stream, rate it, follow up, open a message link', async () => {
   await using session = await open(site.url)
@@ -219,7 +219,7 @@ test.concurrent('sign in, start a thread with an image, watch it stream, rate it
 
   expect(dialogs).toEqual([])
   expect(session.errors).toEqual([])
-}, 60_000)
+})
 
 test.concurrent('rename, archive, make private, and stop a running answer', async () => {
   await using session = await open(site.url)
@@ -265,7 +265,7 @@ test.concurrent('rename, archive, make private, and stop a running answer', asyn
   await page.getByRole('button', { name: 'Send' }).waitFor()
   expect(await sameDocument(page)).toBe(true)
   expect(session.errors).toEqual([])
-}, 60_000)
+})
 
 test.concurrent('markup typed into every field stays text: names, messages, files, comments, search', async () => {
   await using session = await open(site.url)
@@ -321,7 +321,7 @@ test.concurrent('markup typed into every field stays text: names, messages, file
   expect(await injected()).toEqual(clean)
   expect(dialogs).toEqual([])
   expect(session.errors).toEqual([])
-}, 60_000)
+})
 
 test.concurrent('a thread in error continues in a new thread that starts with an extract of the old one', async () => {
   // A provider that cannot be reached: every answer fails at once, and the thread moves to error.
@@ -357,7 +357,7 @@ test.concurrent('a thread in error continues in a new thread that starts with an
   expect(await page.locator('.message-user').textContent()).toContain('Plan a weekend in Lyon')
   await page.getByRole('heading', { name: 'This thread stopped with an error' }).waitFor()
   expect(await page.locator('.failure p').first().textContent()).toBe('Could not reach the AI provider.')
-}, 60_000)
+})
 
 test.concurrent('sign in with the OpenID Connect provider from the sign-in page', async () => {
   await using provider = await startFakeOidcProvider()
@@ -375,4 +375,4 @@ test.concurrent('sign in with the OpenID Connect provider from the sign-in page'
   await page.getByRole('heading', { level: 1, name: 'New thread' }).waitFor()
   expect(await page.getByText(email).textContent()).toBe(email)
   expect(session.errors).toEqual([])
-}, 60_000)
+})

@@ -2,14 +2,13 @@
 // changes something with a session cookie passes the one trusted-form guard, every address a form posts to answers
 // a page (or a redirect to one) when it is opened or reloaded, and every page failure, an unknown web address among
 // them, is the one HTML error page while the API keeps its JSON.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { createEndpoint } from '../src/webhooks/service'
 import { type Harness, harness } from './support/helpers'
 import { Browser, hiddenField, settings, signedIn } from './support/oauth-helpers'
 import { expectErrorPageHeaders } from './support/web-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
-setDefaultTimeout(20_000)
 
 const writes = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 

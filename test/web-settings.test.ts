@@ -1,12 +1,11 @@
 // The settings pages through app.handle: who may open them, the strict headers, CSRF on every form, API tokens,
 // connected apps, OAuth clients, registration tokens and password changes, with hostile names escaped.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { harness, ManualClock } from './support/helpers'
 import { Browser, password, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
 import { expectEscaped, expectPageHeaders, hostile, post, secretOn, submit } from './support/web-helpers'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
-setDefaultTimeout(20_000)
 
 const pages = [
   '/settings/tokens',

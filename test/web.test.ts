@@ -1,10 +1,9 @@
 // @kitajs/html escapes JSX children only where a page asks (`safe`, escapeHtml). Its own scanner, xss-scan, proves
 // that every page asks wherever text could come from a user or a client: a static check, it runs with the linter
 // (`bun run lint`). These tests render the pages with hostile text and check the escape hatches the scanner trusts.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
-setDefaultTimeout(20_000)
 
 // The scanner proves every dynamic child asks for escaping; rendering each settings and administration page
 // with hostile text in every field and parsing the result as a browser would proves the answer: the only

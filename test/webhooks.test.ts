@@ -2,7 +2,7 @@
 // `standardwebhooks` library. Events from the API, retries on the documented schedule with a clock the test moves,
 // giving up after a day and disabling after three, the SSRF rule (literal addresses when added, DNS answers when
 // sent), organizations kept apart, the admin pages, the CLI, and a delivery cut short by a crash sent after the restart.
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -30,8 +30,6 @@ import {
 import { signedIn } from './support/oauth-helpers'
 import { secretOn, submit } from './support/web-helpers'
 import { type ReceivedHook, webhookReceiver } from './support/webhook-receiver'
-
-setDefaultTimeout(30_000)
 
 const allowPrivate = { WEBHOOKS_ALLOW_PRIVATE_NETWORKS: true }
 

@@ -2,15 +2,18 @@
 // that no test pays for them inside its own timeout; after the last file, closes what the files shared
 // (after-run.ts). In a worker of `bun test --parallel`, these hooks run around every file instead: a worker
 // cannot know which file is its last, so the PostgreSQL run stays serial (one cluster for the whole run).
-import { afterAll, beforeAll } from 'bun:test'
+import { afterAll, beforeAll, setDefaultTimeout } from 'bun:test'
 import { closeShared } from './after-run'
 import { onPostgres } from './backend'
 import { sharedPostgres } from './postgres'
 import { runS3 } from './s3'
 
+// The suite's one time budget, for every test and hook: browser and real-process tests wait on conditions, and
+// this only bounds a test that would otherwise hang. No file or test sets its own.
+setDefaultTimeout(120_000)
+
 if (onPostgres && process.env.BUN_TEST_WORKER_ID) {
   throw new Error('The PostgreSQL run is serial: THREADHOUSE_TEST_BACKEND=postgres bun test (see .ci/run)')
 }
-if (onPostgres) beforeAll(() => Promise.all([sharedPostgres(), runS3()]).then(() => {}), 60_000)
-// Generous: stopping Chromium, the cluster and s3rver together takes seconds on a busy machine.
-afterAll(closeShared, 60_000)
+if (onPostgres) beforeAll(() => Promise.all([sharedPostgres(), runS3()]).then(() => {}))
+afterAll(closeShared)

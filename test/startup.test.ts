@@ -7,6 +7,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { backendEnv, onPostgres } from './support/backend'
 import { firstRunToken, runToEnd, type ServerProcess, startServer, until } from './support/helpers'
+import { type Unprivileged, unprivileged } from './support/unprivileged'
+
+const root = join(import.meta.dir, '..')
 
 // Every test here starts bun processes (startServer alone allows 20 s to listen). Each refusal has folders of its
 // own, so those tests run concurrently: most of their time is spent waiting for processes to start.
@@ -65,17 +68,10 @@ interface Outcome {
   stderr: string
 }
 
-/**
- * Root ignores permission bits, so where a test needs them to count, a test run as root starts the server as
- * nobody (65534), as the Docker image runs it as its own unprivileged user.
- */
-const unprivileged = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
-
 /** `bun run start` to its end; a server that starts after all is stopped, so that a missing refusal fails. */
-async function start(env: Record<string, string>, user: { uid?: number; gid?: number } = {}): Promise<Outcome> {
+async function start(env: Record<string, string>, user: Unprivileged = { cwd: root }): Promise<Outcome> {
   const child = Bun.spawn(['bun', 'run', 'start'], {
     ...user,
-    cwd: `${import.meta.dir}/..`,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdout: 'pipe',
     stderr: 'pipe',
@@ -154,7 +150,7 @@ test.concurrent('a DATABASE_PATH folder that cannot be written or created is ref
   const readOnly = folder(join(dir, 'read-only'), 0o555)
   const inReadOnly = join(readOnly, 'db.sqlite')
   expectRefusal(
-    await start({ ...own(), DATABASE_PATH: inReadOnly }, unprivileged),
+    await start({ ...own(), DATABASE_PATH: inReadOnly }, unprivileged()),
     `Cannot use DATABASE_PATH ${inReadOnly}: its folder ${readOnly} is not writable (EACCES: permission denied)`,
   )
   const file = join(dir, 'a-file')
@@ -181,7 +177,7 @@ test.concurrent('a DATABASE_PATH that is a folder, or whose files or lock cannot
   const readOnly = own().DATABASE_PATH
   writeFileSync(readOnly, '', { mode: 0o444 })
   expectRefusal(
-    await start({ ...own(), DATABASE_PATH: readOnly }, unprivileged),
+    await start({ ...own(), DATABASE_PATH: readOnly }, unprivileged()),
     `Cannot use DATABASE_PATH ${readOnly}: it is not writable (EACCES: permission denied)`,
   )
   // As a CLI run by another user can leave them: SQLite would fail on the first write.
@@ -190,14 +186,14 @@ test.concurrent('a DATABASE_PATH that is a folder, or whose files or lock cannot
   chmodSync(database, 0o666)
   writeFileSync(`${database}-wal`, '', { mode: 0o444 })
   expectRefusal(
-    await start({ ...own(), DATABASE_PATH: database }, unprivileged),
+    await start({ ...own(), DATABASE_PATH: database }, unprivileged()),
     `Cannot use DATABASE_PATH ${database}: ${database}-wal is not writable (EACCES: permission denied)`,
   )
   // Opened read-only, the lock would only be shared, with any number of servers.
   const locked = own().DATABASE_PATH
   writeFileSync(`${locked}.lock`, '', { mode: 0o444 })
   expectRefusal(
-    await start({ ...own(), DATABASE_PATH: locked }, unprivileged),
+    await start({ ...own(), DATABASE_PATH: locked }, unprivileged()),
     `Cannot use DATABASE_PATH ${locked}: cannot take the lock ${locked}.lock (EACCES: permission denied)`,
   )
 })
@@ -205,7 +201,7 @@ test.concurrent('a DATABASE_PATH that is a folder, or whose files or lock cannot
 test.concurrent('an UPLOADS_DIR that cannot be written or created is refused', async () => {
   const readOnly = folder(join(dir, 'read-only-uploads'), 0o555)
   expectRefusal(
-    await start({ ...own(), UPLOADS_DIR: readOnly }, unprivileged),
+    await start({ ...own(), UPLOADS_DIR: readOnly }, unprivileged()),
     `Cannot use UPLOADS_DIR ${readOnly}: it is not writable (EACCES: permission denied)`,
   )
   const file = join(dir, 'uploads-file')

@@ -35,7 +35,7 @@ const blobs = openBlobStore(blobLocation(config))
 try {
   prepareStorage(config)
   await checkBlobStore(blobs)
-  if (config.DATABASE_URL === undefined) instanceLock = lockDatabase(config.DATABASE_PATH)
+  if (config.DATABASE_URL === undefined) instanceLock = lockDatabase(config.DATABASE_PATH, config.SHUTDOWN_GRACE_MS)
   opened = await openStore(config)
 } catch (error) {
   if (!(error instanceof StartupError)) throw error

@@ -2,9 +2,20 @@
 // cannot write. Each refusal is one line on stderr and exit code 1, run as operators run it (`bun run start`),
 // beside one real server that holds a database and a port.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { migrateDatabase, openDatabase } from '../src/db/client'
 import { backendEnv, onPostgres } from './support/backend'
 import { firstRunToken, runToEnd, type ServerProcess, startServer, until } from './support/helpers'
 import { type Unprivileged, unprivileged } from './support/unprivileged'
@@ -86,10 +97,7 @@ async function start(env: Record<string, string>, user: Unprivileged = { cwd: ro
       for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) stderr += chunk
     })(),
   ])
-  const listened = await until(
-    () => (child.exitCode !== null ? 'exited' : stderr.includes('"msg":"listening"')),
-    20_000,
-  )
+  const listened = await until(() => (child.exitCode !== null ? 'exited' : stderr.includes('"msg":"listening"')))
   // SIGTERM, which `bun run` passes on to the server it started (a SIGKILL would leave that server running).
   if (listened === true) child.kill('SIGTERM')
   const code = await child.exited
@@ -114,15 +122,132 @@ test.concurrent.skipIf(onPostgres)(
   async () => {
     expectRefusal(
       await start({ ...own(), DATABASE_PATH: running.DATABASE_PATH }),
-      `Cannot use DATABASE_PATH ${running.DATABASE_PATH}: another Threadhouse server is running on it (one server per SQLite file)`,
+      `Cannot use DATABASE_PATH ${running.DATABASE_PATH}: another Threadhouse server is running on it (one server per SQLite file)${stillStopping}`,
     )
     const link = join(dir, 'link')
     symlinkSync(join(dir, 'running'), link)
     const linked = join(link, 'db.sqlite')
     expectRefusal(
       await start({ ...own(), DATABASE_PATH: linked }),
-      `Cannot use DATABASE_PATH ${linked}: another Threadhouse server is running on it (one server per SQLite file)`,
+      `Cannot use DATABASE_PATH ${linked}: another Threadhouse server is running on it (one server per SQLite file)${stillStopping}`,
     )
+  },
+)
+
+/** What a refusal for a database in use adds, with the default SHUTDOWN_GRACE_MS. */
+const stillStopping =
+  '; a server that was just stopped may still be finishing its answers, for up to SHUTDOWN_GRACE_MS (10 s) and a few seconds more: start again once it has exited'
+
+test.concurrent.skipIf(onPostgres)(
+  'a restart while the old server finishes its answers says it may still be stopping',
+  async () => {
+    const database = own()
+    const env = {
+      ...database,
+      SHUTDOWN_GRACE_MS: '30000',
+      ECHO_TOKEN_DELAY_MS: '500',
+    }
+    const old = await startServer(env)
+    const token = await firstRunToken(old)
+    const created = await fetch(`${old.url}/api/v1/threads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text: 'A long answer, please' }),
+    })
+    expect(created.status).toBe(201)
+    const { thread_id } = (await created.json()) as { thread_id: string }
+    const state = async () =>
+      (
+        (await (
+          await fetch(`${old.url}/api/v1/threads/${thread_id}`, { headers: { authorization: `Bearer ${token}` } })
+        ).json()) as { state: string }
+      ).state
+    await until(async () => (await state()) === 'active')
+    old.process.kill('SIGTERM')
+    await until(() => old.stderr().includes('"msg":"shutting down"'))
+    expectRefusal(
+      await start({ ...env, SHUTDOWN_GRACE_MS: '30000' }),
+      `Cannot use DATABASE_PATH ${database.DATABASE_PATH}: another Threadhouse server is running on it (one server per SQLite file); a server that was just stopped may still be finishing its answers, for up to SHUTDOWN_GRACE_MS (30 s) and a few seconds more: start again once it has exited`,
+    )
+    // Still finishing, not stuck: it exits by itself once its answer is done, and the next start listens.
+    expect(old.process.exitCode).toBeNull()
+    expect(await old.process.exited).toBe(0)
+    expect((await start(env)).code).toBe('listening')
+  },
+)
+
+/** A database made by this release, with enough rows that it spans many pages, closed with no WAL beside it. */
+function realDatabase(path: string): void {
+  const db = openDatabase(path)
+  migrateDatabase(db)
+  db.$client.run('CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)')
+  const insert = db.$client.prepare('INSERT INTO notes (body) VALUES (?)')
+  for (let i = 0; i < 400; i++) insert.run(`note ${i} `.repeat(40))
+  // Everything into the file itself: a WAL left beside it would still hold good copies of the pages spoiled below.
+  db.$client.run('PRAGMA journal_mode = DELETE')
+  db.$client.close()
+}
+
+test.concurrent.skipIf(onPostgres)(
+  'a damaged database file stops the start with one line saying how to restore it',
+  async () => {
+    const damaged = (path: string, what: string | RegExp) =>
+      new RegExp(
+        `^Cannot use DATABASE_PATH ${RegExp.escape(path)}: the file is damaged \\(${typeof what === 'string' ? RegExp.escape(what) : what.source}\\)\\. Stop, move it aside and restore the latest backup: bun run cli restore --from DIR \\(docs/operations\\.md, Backup and restore\\)$`,
+      )
+    const cases: [string, (path: string) => void, string | RegExp][] = [
+      [
+        'garbage',
+        (path) => writeFileSync(path, crypto.getRandomValues(new Uint8Array(64 * 1024))),
+        'file is not a database',
+      ],
+      [
+        'clobbered header',
+        (path) => {
+          realDatabase(path)
+          const bytes = readFileSync(path)
+          bytes.fill(0x41, 0, 100)
+          writeFileSync(path, bytes)
+        },
+        'file is not a database',
+      ],
+      [
+        'malformed page',
+        (path) => {
+          realDatabase(path)
+          const bytes = readFileSync(path)
+          // The last page holds notes inserted last: an interior of a table's B-tree, which every check reads.
+          bytes.fill(0xff, bytes.length - 4096 + 8, bytes.length - 100)
+          writeFileSync(path, bytes)
+        },
+        /database disk image is malformed: Tree \d+ page \d+ cell \d+: [^;]+/,
+      ],
+      [
+        'truncated',
+        (path) => {
+          realDatabase(path)
+          truncateSync(path, Math.floor(statSync(path).size / 2 / 4096) * 4096)
+        },
+        'database disk image is malformed',
+      ],
+    ]
+    const outcomes = await Promise.all(
+      cases.map(async ([name, spoil, what]) => {
+        const database = own()
+        spoil(database.DATABASE_PATH)
+        const outcome = await start(database)
+        return {
+          name,
+          ...outcome,
+          stderr: outcome.stderr.split('\n'),
+          expected: [expect.stringMatching(damaged(database.DATABASE_PATH, what)), ''],
+        }
+      }),
+    )
+    // One line each, and nothing else: no stack trace, no source excerpt.
+    for (const { expected, ...outcome } of outcomes) {
+      expect(outcome).toEqual({ name: outcome.name, code: 1, stdout: '', stderr: expected })
+    }
   },
 )
 

@@ -393,7 +393,7 @@ export function tokensOf(events: EventSourceMessage[]): string {
  */
 export async function until<T>(
   check: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs = 5000,
+  timeoutMs = 60_000,
 ): Promise<T> {
   const deadline = performance.now() + timeoutMs
   while (performance.now() < deadline) {
@@ -454,7 +454,7 @@ export async function startServer(env: Record<string, string>, options: ServerOp
       const match = err.match(/"msg":"listening","port":(\d+)/)
       if (match) return Number(match[1])
       if (child.exitCode !== null) throw new Error(`server exited before listening: ${err}`)
-    }, 20_000)
+    })
     return {
       url: `http://127.0.0.1:${port}`,
       process: child,
@@ -496,7 +496,7 @@ export async function startServerAtOwnUrl(
  * after listening, but on a busy machine, with other servers starting beside this one, it may take as long.
  */
 export function firstRunToken(server: ServerProcess): Promise<string> {
-  return until(() => server.stdout().match(/^thp_\S+$/m)?.[0], 20_000)
+  return until(() => server.stdout().match(/^thp_\S+$/m)?.[0])
 }
 
 /** Runs a command from the repository root to its end: what it printed on each stream, and its exit code. */

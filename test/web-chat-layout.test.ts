@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import type { BrowserContextOptions, Page } from 'playwright-core'
 import { type BrowserSession, sharedBrowser } from './support/browser'
 import { firstRunToken, type ServerProcess, startServerAtOwnUrl } from './support/helpers'
+import { pkce } from './support/oauth-helpers'
 
 const email = 'ines@example.com'
 const password = 'correct horse battery'
@@ -169,4 +170,67 @@ test.concurrent(`a phone with the menu open and ${threadCount} threads: the foot
   await page.locator('#sidebar').waitFor()
   await expectFooterApart(page)
   expect(session.errors).toEqual([])
+})
+
+test.concurrent('the theme chosen in the chat holds on every page: settings, administration, consent, confirmation, errors', async () => {
+  await using session = await signedIn({ viewport: { width: 1280, height: 800 } })
+  const { page } = session
+  const registration = await fetch(`${server.url}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_name: 'Notes',
+      redirect_uris: ['http://127.0.0.1/callback'],
+      token_endpoint_auth_method: 'none',
+    }),
+  })
+  const client = (await registration.json()) as { client_id: string }
+  const consent = `/oauth/authorize?${new URLSearchParams({
+    response_type: 'code',
+    client_id: client.client_id,
+    redirect_uri: 'http://127.0.0.1/callback',
+    scope: 'threads:read',
+    code_challenge: pkce().challenge,
+    code_challenge_method: 'S256',
+  })}`
+  const pages = [
+    '/settings/tokens',
+    '/admin/members',
+    consent,
+    `${threadPath}/delete`,
+    '/threads/0190a0a0-0000-7000-8000-000000000000',
+    '/no/such/page',
+  ]
+  /** The page's background and the scheme its colours resolve with. */
+  const looks = () =>
+    page.evaluate(() => {
+      const { document, getComputedStyle } = globalThis as unknown as {
+        document: { body: unknown; documentElement: unknown }
+        getComputedStyle(node: unknown): { backgroundColor: string; colorScheme: string }
+      }
+      return {
+        background: getComputedStyle(document.body).backgroundColor,
+        scheme: getComputedStyle(document.documentElement).colorScheme,
+      }
+    })
+  const dark = { background: 'rgb(22, 22, 21)', scheme: 'dark' }
+  const light = { background: 'rgb(247, 247, 245)', scheme: 'light' }
+  for (const [chosen, system, expected] of [
+    ['dark', 'light', dark],
+    ['light', 'dark', light],
+  ] as const) {
+    await page.emulateMedia({ colorScheme: system })
+    await page.goto('/')
+    const theme = page.locator('.theme-switch')
+    for (let clicks = 0; clicks < 3 && (await theme.textContent()) !== `Theme: ${chosen}`; clicks++) await theme.click()
+    expect(await theme.textContent()).toBe(`Theme: ${chosen}`)
+    const seen: Record<string, unknown> = {}
+    for (const path of pages) {
+      await page.goto(path)
+      seen[path] = await looks()
+    }
+    expect(seen).toEqual(Object.fromEntries(pages.map((path) => [path, expected])))
+  }
+  // The script is the only one these pages run, and the policy lets it: no refusal in the console.
+  expect(session.errors.filter((error) => !error.includes('status of 404'))).toEqual([])
 })

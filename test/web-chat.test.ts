@@ -167,7 +167,9 @@ test.concurrent('Markdown streams as Markdown; code is highlighted; the copy but
   const code = 'const total = [1, 2].reduce((a, b) => a + b, 0)\nconsole.log(total)'
   // Words after the code keep the answer streaming a while after the code block has arrived.
   const after = Array.from({ length: 40 }, (_, index) => `more${index}`).join(' ')
-  await page.getByLabel('Message', { exact: true }).fill(`Some **bold** words\n\n\`\`\`js\n${code}\n\`\`\`\n\n${after}`)
+  // Marks that HTML would take for markup, and a table, whose Markdown the copy must give back as written.
+  const written = `Some **bold** words <b>&amp;</b>\n\n\`\`\`js\n${code}\n\`\`\`\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n${after}`
+  await page.getByLabel('Message', { exact: true }).fill(written)
   await page.getByLabel('Message', { exact: true }).press('Enter')
   await answer(page, 0)
   expect(await page.evaluate(() => (globalThis as unknown as PageWindow).__seen)).toEqual({ bold: true, code: true })
@@ -184,10 +186,15 @@ test.concurrent('Markdown streams as Markdown; code is highlighted; the copy but
     code,
   )
 
+  // "Copy the message" copies its Markdown as written, not the page's text with the code block's labels: the
+  // answer just streamed, and the question it answers.
+  const clipboard = () => page.evaluate(() => (globalThis as unknown as PageWindow).navigator.clipboard.readText())
   await reply.getByRole('button', { name: 'Copy the message' }).click()
-  const copied = await page.evaluate(() => (globalThis as unknown as PageWindow).navigator.clipboard.readText())
-  expect(copied).toStartWith('Echo (turn 1): you said “Some bold words')
-  expect(copied).toContain('console.log(total)')
+  await reply.locator('.copy-message.copied').waitFor()
+  expect(await clipboard()).toBe(`Echo (turn 1): you said “${written}”.`)
+  await page.locator('.message-user').getByRole('button', { name: 'Copy the message' }).click()
+  await page.locator('.message-user .copy-message.copied').waitFor()
+  expect(await clipboard()).toBe(written)
   expect(session.errors).toEqual([])
 })
 

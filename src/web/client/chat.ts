@@ -492,9 +492,9 @@ document.addEventListener('click', (event) => {
     const code = button.closest('.code-block')?.querySelector('code')?.textContent ?? ''
     void copy(button, code)
   } else if (button.classList.contains('copy-message')) {
-    const body = button.closest('.message')?.querySelector<HTMLElement>('.message-body')
-    // biome-ignore lint/performance/useDomNodeTextContent: the text as shown, with the line breaks between blocks
-    void copy(button, body?.innerText.trim() ?? '')
+    // The Markdown as written, which the page keeps beside the button (thread.tsx).
+    const source = button.closest('.message')?.querySelector<HTMLTemplateElement>('template.message-markdown')
+    void copy(button, source?.content.textContent ?? '')
   } else if (button.classList.contains('chip-remove')) {
     removeChip(Number(button.dataset.index))
   } else if (button.classList.contains('theme-switch')) {

@@ -450,13 +450,42 @@ test.concurrent('without JavaScript the same page works by plain form posts: sta
   expect(session.errors).toEqual([])
 })
 
-test.concurrent('the thread menu downloads an export and deletes the thread after its confirmation page', async () => {
+test.concurrent('the thread menu closes on Escape and on a click outside, downloads an export, and deletes the thread', async () => {
   await using session = await signedIn()
   const { page } = session
+  const focusedClass = () =>
+    page.evaluate(
+      () =>
+        (
+          (globalThis as unknown as PageWindow).document.activeElement as {
+            parentElement: { className: string }
+          } | null
+        )?.parentElement?.className,
+    )
+  // The new conversation's options close on Escape too, focus back on their button.
+  await page.getByText('Options', { exact: true }).click()
+  await page.getByLabel('Name (optional)').focus()
+  await page.keyboard.press('Escape')
+  await page.locator('.composer-options:not([open])').waitFor()
+  expect(await focusedClass()).toBe('composer-options')
   await page.locator('#composer-text').fill('Soon gone')
   await page.keyboard.press('Enter')
   await answer(page, 0)
   const threadPath = new URL(page.url()).pathname
+  const menu = page.locator('.thread-tools')
+  // Escape from inside the menu closes it and gives the focus back to its button.
+  await menu.locator('summary').click()
+  await page.getByLabel('Name', { exact: true }).focus()
+  await page.keyboard.press('Escape')
+  await page.locator('.thread-tools:not([open])').waitFor()
+  expect(await focusedClass()).toBe('thread-tools')
+  // A click outside closes it; a click inside does not.
+  await page.keyboard.press('Enter')
+  await page.locator('.thread-tools[open]').waitFor()
+  await page.getByLabel('Name', { exact: true }).click()
+  expect(await menu.getAttribute('open')).toBe('')
+  await page.locator('.chat-title').click()
+  await page.locator('.thread-tools:not([open])').waitFor()
   await page.locator('.thread-tools summary').click()
   const [download] = await Promise.all([
     page.waitForEvent('download'),

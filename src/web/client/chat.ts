@@ -5,6 +5,7 @@
 import { createMarkdown } from '../markdown-setup'
 import { checkFiles, type Limits } from './files'
 import { highlight, highlightBlocks } from './highlight'
+import { closeMenusLikeMenus } from './menus'
 import { rewriteTimes } from './times'
 
 const markdown = createMarkdown(highlight)
@@ -536,6 +537,7 @@ window.addEventListener('popstate', () => {
 })
 
 function start(): void {
+  closeMenusLikeMenus()
   for (const button of document.querySelectorAll<HTMLElement>('.theme-switch')) showTheme(button)
   enhance(document)
   const text = composerParts()?.text

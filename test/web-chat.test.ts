@@ -260,14 +260,39 @@ test.concurrent('files become chips by picker, drop and paste; a refused file is
   expect(session.errors.filter((error) => !error.includes('status of 4'))).toEqual([])
 })
 
-test.concurrent('a phone: nothing scrolls sideways, and the sidebar folds away behind the menu', async () => {
+test.concurrent('a phone: Enter adds a line, tables scroll sideways, nothing else does; the sidebar folds away', async () => {
   await using session = await signedIn({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true })
   const { page } = session
   expect(await page.locator('#sidebar').isVisible()).toBe(false)
-  const long = `${'x'.repeat(300)}\n\n\`\`\`\n${'y'.repeat(300)}\n\`\`\``
-  await page.getByLabel('Message', { exact: true }).fill(long)
-  await page.getByRole('button', { name: 'Send' }).click()
+  // A touch keyboard's Enter is the only way to type a new line there: it adds one, and the button sends.
+  const box = page.getByLabel('Message', { exact: true })
+  await box.tap()
+  await page.keyboard.type('Two lines')
+  await page.keyboard.press('Enter')
+  await page.keyboard.type('on a phone')
+  expect(await box.inputValue()).toBe('Two lines\non a phone')
+  expect(await page.locator('.message-user').count()).toBe(0)
+  const words = ['Internationalisation', 'Responsibilities', 'Accountabilities', 'Characteristics', 'Recommendations']
+  const table = `| ${words.join(' | ')} |\n|${words.map(() => '---').join('|')}|\n| ${words.join(' | ')} |`
+  const long = `${'x'.repeat(300)}\n\n\`\`\`\n${'y'.repeat(300)}\n\`\`\`\n\n${table}`
+  await box.fill(long)
+  await page.getByRole('button', { name: 'Send' }).tap()
   await answer(page, 0)
+  // A wide table keeps its words whole, each on one line, and scrolls sideways in its own box.
+  const cells = await page.locator('.message-assistant table').evaluate((table) => {
+    // Typed loosely: the project's TypeScript has no DOM library.
+    const { document } = globalThis as unknown as {
+      document: { createRange(): { selectNodeContents(node: unknown): void; getClientRects(): { length: number } } }
+    }
+    const element = table as { scrollWidth: number; clientWidth: number; querySelectorAll(s: string): unknown[] }
+    const lines = [...element.querySelectorAll('th, td')].map((cell) => {
+      const range = document.createRange()
+      range.selectNodeContents(cell)
+      return range.getClientRects().length
+    })
+    return { scrolls: element.scrollWidth > element.clientWidth, lines }
+  })
+  expect(cells).toEqual({ scrolls: true, lines: Array(words.length * 2).fill(1) })
   const overflow = () =>
     page.evaluate(() => {
       const { documentElement } = (globalThis as unknown as PageWindow).document
@@ -378,6 +403,95 @@ test.concurrent('axe finds no accessibility problem in the new conversation and 
       })
       problems.push(...violations.map((violation) => `${scheme} ${path} ${violation}`))
     }
+  }
+  expect(problems).toEqual([])
+})
+
+test.concurrent('every code highlighting colour reads at 4.5:1 or more on the code background, light and dark', async () => {
+  await using session = await signedIn({ bypassCSP: true })
+  const { page } = session
+  await page.addScriptTag({ content: await Bun.file(require.resolve('axe-core/axe.min.js')).text() })
+  // A code block holding one token of each kind the stylesheet colours, nested as its selectors say.
+  const kinds = await page.evaluate(() => {
+    // Typed loosely: the project's TypeScript has no DOM library.
+    interface Element {
+      className: string
+      textContent: string
+      append(...nodes: Element[]): void
+    }
+    const { document } = globalThis as unknown as {
+      document: {
+        styleSheets: Iterable<{ cssRules: Iterable<{ selectorText?: string }> }>
+        createElement(tag: string): Element
+        getElementById(id: string): Element
+      }
+    }
+    const element = (tag: string, className: string): Element => {
+      const made = document.createElement(tag)
+      made.className = className
+      return made
+    }
+    const selectors = [...document.styleSheets]
+      .flatMap((sheet) => [...sheet.cssRules])
+      .flatMap((rule) => (rule.selectorText ?? '').split(','))
+      .map((selector) => selector.trim())
+      .filter((selector) => selector.includes('.hljs-'))
+    const code = element('code', 'hljs language-js')
+    for (const selector of selectors) {
+      const parts = selector.split(/\s+/).map((part) => element('span', part.split('.').filter(Boolean).join(' ')))
+      parts.reduce((outer, inner) => {
+        outer.append(inner)
+        return inner
+      })
+      const innermost = parts[parts.length - 1]
+      if (innermost) innermost.textContent = `token ${selector}`
+      if (parts[0]) code.append(parts[0], element('br', ''))
+    }
+    const pre = element('pre', '')
+    pre.append(code)
+    const block = element('div', 'code-block')
+    block.id = 'every-token'
+    block.append(pre)
+    const markdown = element('div', 'markdown')
+    markdown.append(block)
+    document.getElementById('main').append(markdown)
+    return selectors
+  })
+  expect(kinds.length).toBeGreaterThan(15)
+  const problems: string[] = []
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme })
+    const result = await page.evaluate(async () => {
+      const { axe, document } = globalThis as unknown as {
+        axe: {
+          run(
+            context: unknown,
+            options: unknown,
+          ): Promise<
+            Record<
+              'violations' | 'passes' | 'incomplete',
+              { nodes: { target: string[]; any: { message: string }[] }[] }[]
+            >
+          >
+        }
+        document: { getElementById(id: string): unknown }
+      }
+      const checked = await axe.run(document.getElementById('every-token'), {
+        runOnly: { type: 'rule', values: ['color-contrast'] },
+      })
+      const describe = (kind: 'violations' | 'incomplete') =>
+        checked[kind].flatMap((rule) => rule.nodes.map((node) => `${node.target.join(' ')}: ${node.any[0]?.message}`))
+      return {
+        failing: [...describe('violations'), ...describe('incomplete')],
+        // Every token was judged, one way or the other.
+        judged: [...checked.passes, ...checked.violations, ...checked.incomplete].reduce(
+          (count, rule) => count + rule.nodes.length,
+          0,
+        ),
+      }
+    })
+    problems.push(...result.failing.map((problem) => `${scheme}: ${problem}`))
+    expect(result.judged).toBe(kinds.length)
   }
   expect(problems).toEqual([])
 })

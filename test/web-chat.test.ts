@@ -415,6 +415,7 @@ test.concurrent('every code highlighting colour reads at 4.5:1 or more on the co
   const kinds = await page.evaluate(() => {
     // Typed loosely: the project's TypeScript has no DOM library.
     interface Element {
+      id: string
       className: string
       textContent: string
       append(...nodes: Element[]): void

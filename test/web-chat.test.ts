@@ -272,6 +272,8 @@ test.concurrent('a phone: Enter adds a line, tables scroll sideways, nothing els
   await page.keyboard.type('on a phone')
   expect(await box.inputValue()).toBe('Two lines\non a phone')
   expect(await page.locator('.message-user').count()).toBe(0)
+  // …so the hint that Enter sends is not shown there.
+  expect(await page.getByText('Enter sends, Shift+Enter adds a line.').isVisible()).toBe(false)
   const words = ['Internationalisation', 'Responsibilities', 'Accountabilities', 'Characteristics', 'Recommendations']
   const table = `| ${words.join(' | ')} |\n|${words.map(() => '---').join('|')}|\n| ${words.join(' | ')} |`
   const long = `${'x'.repeat(300)}\n\n\`\`\`\n${'y'.repeat(300)}\n\`\`\`\n\n${table}`

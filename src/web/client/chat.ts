@@ -1,10 +1,11 @@
 // The chat in the browser, over pages that work without it: Enter sends (Shift+Enter adds a line, an IME's
-// composition is left alone), the sent message shows at once and its answer streams in place as Markdown
+// composition is left alone, a touch screen's Enter adds a line), the sent message shows at once and its answer streams in place as Markdown
 // (the server's own configuration, markdown-setup.ts), files become removable chips (picker, drop, paste), and
 // every form of the conversation posts in the background, the page's parts swapped for the server's new rendering.
 import { createMarkdown } from '../markdown-setup'
 import { checkFiles, type Limits } from './files'
 import { highlight, highlightBlocks } from './highlight'
+import { closeMenusLikeMenus } from './menus'
 import { rewriteTimes } from './times'
 
 const markdown = createMarkdown(highlight)
@@ -421,8 +422,10 @@ document.addEventListener('submit', (event) => {
 document.addEventListener('keydown', (event) => {
   const target = event.target as HTMLElement
   if (!(target instanceof HTMLTextAreaElement) || target.id !== 'composer-text') return
-  // While an input method composes (Japanese, Chinese…), Enter confirms the composition, never sends.
+  // While an input method composes (Japanese, Chinese…), Enter confirms the composition, never sends. On a touch
+  // screen Enter is the keyboard's only way to a new line, so there it adds one and the Send button sends.
   if (event.key !== 'Enter' || event.shiftKey || event.isComposing || event.keyCode === 229) return
+  if (matchMedia('(pointer: coarse)').matches) return
   event.preventDefault()
   const form = byId<HTMLFormElement>('composer')
   if (form) void send(form)
@@ -492,9 +495,9 @@ document.addEventListener('click', (event) => {
     const code = button.closest('.code-block')?.querySelector('code')?.textContent ?? ''
     void copy(button, code)
   } else if (button.classList.contains('copy-message')) {
-    const body = button.closest('.message')?.querySelector<HTMLElement>('.message-body')
-    // biome-ignore lint/performance/useDomNodeTextContent: the text as shown, with the line breaks between blocks
-    void copy(button, body?.innerText.trim() ?? '')
+    // The Markdown as written, which the page keeps beside the button (thread.tsx).
+    const source = button.closest('.message')?.querySelector<HTMLTemplateElement>('template.message-markdown')
+    void copy(button, source?.content.textContent ?? '')
   } else if (button.classList.contains('chip-remove')) {
     removeChip(Number(button.dataset.index))
   } else if (button.classList.contains('theme-switch')) {
@@ -536,6 +539,7 @@ window.addEventListener('popstate', () => {
 })
 
 function start(): void {
+  closeMenusLikeMenus()
   for (const button of document.querySelectorAll<HTMLElement>('.theme-switch')) showTheme(button)
   enhance(document)
   const text = composerParts()?.text

@@ -115,7 +115,7 @@ describe('the threads list', () => {
     const id = await startThread(h, browser, { text: 'Plan a weekend\nin Lyon', name: '' })
     const html = await (await browser.get('/threads')).text()
     expect(html).toContain(
-      `<a class="thread-link" href="/threads/${id}" title="Plan a weekend"><span class="thread-name">Plan a weekend</span>`,
+      `<a class="thread-link" href="/threads/${id}" title="Plan a weekend in Lyon"><span class="thread-name">Plan a weekend in Lyon</span>`,
     )
     const page = await (await browser.get(`/threads/${id}`)).text()
     expect(page).toContain('<span class="badge state-ready">Ready</span>')

@@ -27,7 +27,6 @@ import type { Store } from '../store'
 import { clientAssets } from '../web/client-assets'
 import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
-import { markdownAsText } from '../web/markdown'
 import type { ModelInfo, SidebarProps, ThreadFilters } from '../web/pages/chat-layout'
 import { DeleteThreadPage } from '../web/pages/delete-thread'
 import { ThreadPage, type ThreadPageProps } from '../web/pages/thread'
@@ -65,18 +64,6 @@ export const threadPageHeaders = {
     "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' blob:; " +
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 } as const
-
-/**
- * A web name for a thread started without one: the first line of its message as it reads (Markdown's marks taken
- * out, so `**Lyon**` names it "Lyon"), shortened.
- */
-export function defaultThreadName(text: string): string {
-  const line = markdownAsText(text.trim().split(/\r?\n/)[0] ?? '')
-    .replace(/\s+/g, ' ')
-    .trim()
-  const characters = [...line]
-  return characters.length <= 80 ? line : `${characters.slice(0, 79).join('').trimEnd()}…`
-}
 
 function formFiles(form: PostedForm, name: string): File[] {
   // The DOM and Bun typings each have their own File; at run time there is one.
@@ -477,7 +464,7 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
     }
     // Files are checked before the thread exists, so a refused file leaves nothing behind.
     checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
-    const name = draft.name.trim() === '' ? defaultThreadName(text) : draft.name.trim()
+    const name = draft.name.trim() === '' ? undefined : draft.name.trim()
     const created = await createThread(
       deps.store.threads,
       caller,

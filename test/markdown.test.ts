@@ -65,7 +65,10 @@ test('titleFromMarkdown names a text by its words: no fences, marks, link target
   )
   // Nothing but code: its first line, rather than "Untitled" or the fence's language.
   expect(titleFromMarkdown('```js\n\nconsole.log(1)\n```', 80)).toBe('console.log(1)')
-  expect(titleFromMarkdown('Hi\n\n- one\n- two', 80)).toBe('Hi one two')
+  // The first line with words: a title, not the whole message.
+  expect(titleFromMarkdown('![](https://a.example/c.png)\n\nPlan a weekend\nin Lyon\n\n- one', 80)).toBe(
+    'Plan a weekend',
+  )
   expect(titleFromMarkdown('Summarise the quarterly report for the northern region', 30)).toBe(
     'Summarise the quarterly…',
   )

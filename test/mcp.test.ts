@@ -330,8 +330,9 @@ test('upload_attachment checks files as the API does; send_message attaches them
 
   // The same refusals as the API: bytes that contradict the name, bad base64, another member's thread.
   const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64')
-  expect(await refused(adaClient, 'upload_attachment', { thread_id, filename: 'a.txt', content_base64: png })).toMatch(
-    /a\.txt/,
+  // In plain words, for the person the assistant relays them to.
+  expect(await refused(adaClient, 'upload_attachment', { thread_id, filename: 'a.txt', content_base64: png })).toBe(
+    "a.txt isn't a text file: its contents are a PNG image.",
   )
   expect(
     await refused(adaClient, 'upload_attachment', { thread_id, filename: 'a.md', content_base64: 'not base64!' }),

@@ -82,7 +82,7 @@ test.concurrent('a session that ends while typing: the draft waits through signi
 
   // Sent, the draft is gone: a reload shows an empty composer.
   await page.keyboard.press('Enter')
-  await page.locator('.message-user').nth(1).waitFor()
+  await page.locator('.message-assistant:not(.live)').nth(1).waitFor()
   await page.locator('#live-answer').waitFor({ state: 'detached' })
   await page.reload()
   await page.locator('#composer-text').waitFor()
@@ -119,4 +119,23 @@ test.concurrent('a reload keeps each composer its own draft: a thread’s and th
   )
   expect(kept).toEqual([])
   expect(session.errors).toEqual([])
+})
+
+test.concurrent('a file that is not what it claims: a chip with no broken thumbnail, refused in plain words', async () => {
+  await using session = await browser.open(server.url)
+  const { page } = session
+  await page.goto('/login')
+  await signIn(page)
+  await page.waitForURL((url) => url.pathname === '/')
+  await page.locator('#composer-text').fill('What is in this picture?')
+  await page
+    .locator('#composer-files')
+    .setInputFiles({ name: 'fake.png', mimeType: 'image/png', buffer: Buffer.from('just some words') })
+  // The browser cannot draw these bytes: the chip names the kind instead of showing a broken image.
+  await page.locator('.chip .chip-kind').waitFor()
+  expect(await page.locator('.chip img').count()).toBe(0)
+  await page.keyboard.press('Enter')
+  await page.locator('.chip.refused').waitFor()
+  expect(await page.locator('#composer-error').textContent()).toBe("fake.png isn't a PNG image: its contents are text.")
+  expect(await page.locator('#composer-text').inputValue()).toBe('What is in this picture?')
 })

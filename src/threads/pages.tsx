@@ -11,6 +11,7 @@ import {
   checkFormFiles,
   discardCheckedFiles,
   findAttachment,
+  refusalInWords,
   removeUnsentFiles,
   storeFormFiles,
 } from '../attachments/service'
@@ -446,7 +447,7 @@ async function postMessage(
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
-    const page = await threadPage(deps, session, threadId, { error: error.message, draft: text })
+    const page = await threadPage(deps, session, threadId, { error: refusalInWords(error), draft: text })
     return { status: error.status, page }
   }
 }
@@ -476,7 +477,8 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
-    return { status: error.status, page: await newConversationPage(deps, session, {}, { error: error.message, draft }) }
+    const page = await newConversationPage(deps, session, {}, { error: refusalInWords(error), draft })
+    return { status: error.status, page }
   }
 }
 

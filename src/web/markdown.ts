@@ -12,17 +12,18 @@ export function renderMarkdown(text: string): string {
 }
 
 /**
- * A title for a text written in Markdown, as a reader would name it: its words in order, without the marks, link
- * targets, images or code blocks (a block's first line is used only when the text is nothing but code), cut at a
- * word boundary to at most `maxLength` characters with an ellipsis. Null when there are no words at all.
+ * A title for a text written in Markdown, as a reader would name it: its first line of words, without the marks,
+ * link targets, images or code blocks (a code block's first line is used only when the text is nothing but code),
+ * cut at a word boundary to at most `maxLength` characters with an ellipsis. Null when there are no words at all.
  */
 export function titleFromMarkdown(text: string, maxLength: number): string | null {
   const tokens = markdown.parse(text, {})
+  const lineOf = (content: string): string => content.split('\n').find((line) => line.trim() !== '') ?? ''
   const words = tokens
-    .flatMap((token) => (token.type === 'inline' ? [inlineWords(token.children ?? [])] : []))
-    .join(' ')
+    .map((token) => (token.type === 'inline' ? lineOf(inlineWords(token.children ?? [])) : ''))
+    .find((line) => line.trim() !== '')
   const code = tokens.find((token) => token.type === 'fence' || token.type === 'code_block')?.content ?? ''
-  const source = words.trim() === '' ? (code.split('\n').find((line) => line.trim() !== '') ?? '') : words
+  const source = words ?? lineOf(code)
   const plain = source.replace(/\s+/g, ' ').trim()
   if (plain === '') return null
   const characters = [...plain]
@@ -34,14 +35,14 @@ export function titleFromMarkdown(text: string, maxLength: number): string | nul
   return `${(endsAtWord || boundary <= 0 ? room : room.slice(0, boundary)).trimEnd()}…`
 }
 
-/** The words an inline run shows: text and inline code; line breaks as spaces; images and raw HTML left out. */
+/** The words an inline run shows, its line breaks kept: text and inline code; images and raw HTML left out. */
 function inlineWords(children: { type: string; content: string }[]): string {
   return children
     .map((token) =>
       token.type === 'text' || token.type === 'code_inline'
         ? token.content
         : token.type === 'softbreak' || token.type === 'hardbreak'
-          ? ' '
+          ? '\n'
           : '',
     )
     .join('')

@@ -219,17 +219,17 @@ function renderChips(): void {
     ...chips.map((chip, index) => {
       const item = document.createElement('li')
       item.className = 'chip'
+      const kind = document.createElement('span')
+      kind.className = 'chip-kind'
+      kind.textContent = chip.file.type === 'application/pdf' ? 'PDF' : chip.url ? 'IMG' : 'TXT'
       if (chip.url) {
         const thumb = document.createElement('img')
         thumb.src = chip.url
         thumb.alt = ''
+        // Bytes that are no picture (text named .png) show their kind, never a broken image.
+        thumb.addEventListener('error', () => thumb.replaceWith(kind))
         item.append(thumb)
-      } else {
-        const kind = document.createElement('span')
-        kind.className = 'chip-kind'
-        kind.textContent = chip.file.type === 'application/pdf' ? 'PDF' : 'TXT'
-        item.append(kind)
-      }
+      } else item.append(kind)
       const name = document.createElement('span')
       name.className = 'chip-name'
       name.textContent = chip.file.name
@@ -356,12 +356,12 @@ async function send(form: HTMLFormElement): Promise<void> {
   }
 }
 
-/** The server names a refused file by its place (`attachments[1] (name)`): its chip is marked. */
+/** The server's reason for a refused file starts with the file's name ("fake.png isn't a PNG image…"). */
 function markRefusedChip(reason: string): void {
-  const match = /attachments\[(\d+)\]/.exec(reason)
-  if (!match) return
-  const item = composerParts()?.list?.children[Number(match[1])]
-  item?.classList.add('refused')
+  const items = composerParts()?.list?.children
+  chips.forEach((chip, index) => {
+    if (reason.startsWith(`${chip.file.name} `)) items?.[index]?.classList.add('refused')
+  })
 }
 
 async function stop(form: HTMLFormElement, button: HTMLButtonElement): Promise<void> {

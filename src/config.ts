@@ -150,14 +150,28 @@ function decode(name: string, raw: string, type: unknown): unknown {
   return raw
 }
 
+/** The values a choice among fixed words (a union of literals, such as LLM_PROVIDER) allows; null for other schemas. */
+function allowedValues(schema: object): string[] | null {
+  if (!('anyOf' in schema) || !Array.isArray(schema.anyOf)) return null
+  const values = schema.anyOf.map((member: { const?: unknown }) => member.const)
+  return values.every((value): value is string => typeof value === 'string') ? values : null
+}
+
+/** "a, b or c" */
+function either(values: string[]): string {
+  return values.length < 2 ? (values[0] ?? '') : `${values.slice(0, -1).join(', ')} or ${values.at(-1)}`
+}
+
 function parseOne(name: string, raw: string, schema: (typeof variables)[keyof Variables]['schema']): unknown {
   const value = decode(name, raw, schema.type)
   if (!Value.Check(schema, value)) {
     const first = Value.Errors(schema, value).First()
     const shown = secret.has(name) ? '' : ` ("${raw}")`
     const where = first?.path ? ` at ${first.path}` : ''
-    // A schema's description, where it has one, says what is expected better than TypeBox's message.
-    const why = schema.description ?? first?.message ?? 'unexpected value'
+    // A schema's description, where it has one, says what is expected better than TypeBox's message; for a choice
+    // TypeBox says only "Expected union value", so the allowed words are named.
+    const allowed = allowedValues(schema)
+    const why = allowed ? `must be ${either(allowed)}` : (schema.description ?? first?.message ?? 'unexpected value')
     throw new ConfigError(`${name} is invalid${shown}${where}: ${why}`)
   }
   return value

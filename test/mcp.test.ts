@@ -162,7 +162,8 @@ test('create_thread, send_message with progress as the answer arrives, get_threa
   const withAnswer = (await started).structuredContent as Json
   expect(withAnswer).toMatchObject({
     message_id: second.messageId,
-    thread: { state: 'ready' },
+    // Named after its first message, as every thread started without a name is.
+    thread: { state: 'ready', name: 'Hello' },
     answer: { status: 'complete', messages: [{ contents: [{ type: 'text', text: 'Hi' }] }] },
   })
 })
@@ -173,7 +174,8 @@ test('a busy thread refuses a message as a tool error; past the wait, get_respon
   await using client = await connect(server.origin, ada.token)
   const { thread_id } = await ok(client, 'create_thread', {})
   // A wait of 0 ends before the answer does, without a clock to race: the result says where to find it later.
-  const pending = await ok(client, 'send_message', { thread_id, text: 'First', wait_seconds: 0 })
+  const pending = await ok(client, 'send_message', { thread_id, text: '```\nls -l\n```\n*First*', wait_seconds: 0 })
+  expect((await ok(client, 'get_thread', { thread_id, limit: 1 })).thread.name).toBe('First')
   const job = await server.runner.next()
   job.handlers.token('Partial')
   expect(pending).toEqual({
@@ -328,8 +330,9 @@ test('upload_attachment checks files as the API does; send_message attaches them
 
   // The same refusals as the API: bytes that contradict the name, bad base64, another member's thread.
   const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64')
-  expect(await refused(adaClient, 'upload_attachment', { thread_id, filename: 'a.txt', content_base64: png })).toMatch(
-    /a\.txt/,
+  // In plain words, for the person the assistant relays them to.
+  expect(await refused(adaClient, 'upload_attachment', { thread_id, filename: 'a.txt', content_base64: png })).toBe(
+    "a.txt isn't a text file: its contents are a PNG image.",
   )
   expect(
     await refused(adaClient, 'upload_attachment', { thread_id, filename: 'a.md', content_base64: 'not base64!' }),

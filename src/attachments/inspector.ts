@@ -40,13 +40,14 @@ export type Refusal =
   | { kind: 'form'; message: string }
   /** 400: more files than the thread has room for. */
   | { kind: 'quota'; stored: number }
-  /** 422: a file broke a content rule; `problem` completes a sentence that starts with the file's name. */
+  /** 422: a file broke a content rule; `problem` and `plain` complete a sentence that starts with its name. */
   | {
       kind: 'file'
       part: string
       file: string
       code: AttachmentsModel.rejectionCode
       problem: string
+      plain: string
       limit?: number
     }
 

@@ -11,6 +11,7 @@ import {
   checkFormFiles,
   discardCheckedFiles,
   findAttachment,
+  refusalInWords,
   removeUnsentFiles,
   storeFormFiles,
 } from '../attachments/service'
@@ -27,7 +28,6 @@ import type { Store } from '../store'
 import { clientAssets } from '../web/client-assets'
 import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
-import { markdownAsText } from '../web/markdown'
 import type { ModelInfo, SidebarProps, ThreadFilters } from '../web/pages/chat-layout'
 import { DeleteThreadPage } from '../web/pages/delete-thread'
 import { ThreadPage, type ThreadPageProps } from '../web/pages/thread'
@@ -65,18 +65,6 @@ export const threadPageHeaders = {
     "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' blob:; " +
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 } as const
-
-/**
- * A web name for a thread started without one: the first line of its message as it reads (Markdown's marks taken
- * out, so `**Lyon**` names it "Lyon"), shortened.
- */
-export function defaultThreadName(text: string): string {
-  const line = markdownAsText(text.trim().split(/\r?\n/)[0] ?? '')
-    .replace(/\s+/g, ' ')
-    .trim()
-  const characters = [...line]
-  return characters.length <= 80 ? line : `${characters.slice(0, 79).join('').trimEnd()}…`
-}
 
 function formFiles(form: PostedForm, name: string): File[] {
   // The DOM and Bun typings each have their own File; at run time there is one.
@@ -459,7 +447,7 @@ async function postMessage(
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
-    const page = await threadPage(deps, session, threadId, { error: error.message, draft: text })
+    const page = await threadPage(deps, session, threadId, { error: refusalInWords(error), draft: text })
     return { status: error.status, page }
   }
 }
@@ -477,7 +465,7 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
     }
     // Files are checked before the thread exists, so a refused file leaves nothing behind.
     checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
-    const name = draft.name.trim() === '' ? defaultThreadName(text) : draft.name.trim()
+    const name = draft.name.trim() === '' ? undefined : draft.name.trim()
     const created = await createThread(
       deps.store.threads,
       caller,
@@ -489,7 +477,8 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
-    return { status: error.status, page: await newConversationPage(deps, session, {}, { error: error.message, draft }) }
+    const page = await newConversationPage(deps, session, {}, { error: refusalInWords(error), draft })
+    return { status: error.status, page }
   }
 }
 

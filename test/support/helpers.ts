@@ -369,14 +369,24 @@ export interface StalledClient extends Disposable {
 }
 
 /**
- * Sends a GET over a raw TCP connection and never reads a byte of the answer, as a client that stopped reading
- * does: what the server sends piles up in the kernel's buffers, then in the server.
+ * Sends a request (a GET, or a POST of `body`) over a raw TCP connection and never reads a byte of the answer, as a
+ * client that stopped reading does: what the server sends piles up in the kernel's buffers, then in the server.
  */
-export function stalledClient(port: number, path: string, headers: Record<string, string>): StalledClient {
+export function stalledClient(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): StalledClient {
   const socket = connect(port, '127.0.0.1')
   socket.pause()
-  const lines = Object.entries({ host: `127.0.0.1:${port}`, ...headers }).map(([name, value]) => `${name}: ${value}`)
-  socket.write(`GET ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`)
+  const all = {
+    host: `127.0.0.1:${port}`,
+    ...headers,
+    ...(body === undefined ? {} : { 'content-length': `${Buffer.byteLength(body)}` }),
+  }
+  const lines = Object.entries(all).map(([name, value]) => `${name}: ${value}`)
+  socket.write(`${body === undefined ? 'GET' : 'POST'} ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n${body ?? ''}`)
   let open = true
   const closed = new Promise<{ reset: boolean }>((resolve) => {
     let reset = false

@@ -89,6 +89,12 @@ const variables = {
   STREAM_LIMIT_PER_USER: { schema: T.Integer({ minimum: 0 }), fallback: 64 },
   /** Answer streams the whole process holds open at once; 0 = no limit. */
   STREAM_LIMIT_TOTAL: { schema: T.Integer({ minimum: 0 }), fallback: 10_000 },
+  /**
+   * Bytes the server holds for one server-sent event stream whose client reads slower than events come (past what
+   * the kernel's socket buffer holds); one more event closes the stream, and the client resumes with
+   * Last-Event-ID. No off switch: without a bound, idle clients hold gigabytes.
+   */
+  STREAM_BACKLOG_BYTES: { schema: T.Integer({ minimum: 1024 }), fallback: 1_048_576 },
   /** RFC 7591 registration without a registration token; `false` requires one. */
   OAUTH_OPEN_REGISTRATION: { schema: T.Boolean(), fallback: true },
   /** OpenID Connect sign-in: the provider's issuer URL (its discovery document is read from it). */

@@ -9,7 +9,7 @@ import sharp from 'sharp'
 import { attachments } from '../src/attachments/attachments.table'
 import { personalAccessTokens } from '../src/auth/auth.table'
 import { feedback } from '../src/threads/threads.table'
-import { until } from './support/helpers'
+import { stalledClient, until } from './support/helpers'
 import { connect, postMcp, startServer } from './support/mcp-helpers'
 
 // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
@@ -641,4 +641,43 @@ test('/mcp/ is /mcp: the same tools, the same bound on bodies, the same rate lim
   const third = await fetch(slash, { method: 'POST', headers, body: '{}' })
   expect(third.status).toBe(429)
   await third.arrayBuffer()
+})
+
+test('a reply whose client stops reading is cut off once its backlog passes the bound, and its wait ends', async () => {
+  await using server = await startServer({ config: { STREAM_BACKLOG_BYTES: 64 * 1024 } })
+  const ada = await server.member()
+  await using client = await connect(server.origin, ada.token)
+  const created = await ok(client, 'create_thread', { name: 'Long answer' })
+  const call = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: {
+      name: 'send_message',
+      arguments: { thread_id: created.thread_id, text: 'Write at length' },
+      _meta: { progressToken: 'p' },
+    },
+  }
+  const headers = {
+    authorization: `Bearer ${ada.token}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  }
+  using stalled = stalledClient(Number(new URL(server.origin).port), '/mcp', headers, JSON.stringify(call))
+  const job = await server.runner.next()
+  const hub = server.app.decorator.engine.hub
+  await until(() => hub.listenerCount(job.messageId) === 1)
+  // Each 64 kB token is a progress notification; once the kernel's buffers are full, they wait in the server.
+  for (let i = 0; i < 300 && stalled.open(); i++) {
+    job.handlers.token(`${i} `.padEnd(64 * 1024, 'x'))
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  expect(stalled.open()).toBe(false)
+  expect(await stalled.closed).toEqual({ reset: true })
+  // The tool's wait ended with the connection: it no longer listens to the answer, which goes on.
+  await until(() => hub.listenerCount(job.messageId) === 0)
+  job.handlers.token('end')
+  job.handlers.done()
+  const answer = await ok(client, 'get_response', { thread_id: created.thread_id, message_id: job.messageId })
+  expect(answer.status).toBe('complete')
 })

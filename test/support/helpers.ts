@@ -1,5 +1,6 @@
 import { afterAll } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { EventSourceMessage } from 'eventsource-parser'
@@ -357,6 +358,47 @@ export function listening(h: Harness): { url: URL; port: number } & AsyncDisposa
       await h.app.stop()
     },
   }
+}
+
+/** A client that sends its request and then never reads: see stalledClient. */
+export interface StalledClient extends Disposable {
+  /** Settles when the server ends the connection: `reset` when it did so with a reset (RST), as a cut-off does. */
+  closed: Promise<{ reset: boolean }>
+  /** Whether the connection is still open. */
+  open(): boolean
+}
+
+/**
+ * Sends a request (a GET, or a POST of `body`) over a raw TCP connection and never reads a byte of the answer, as a
+ * client that stopped reading does: what the server sends piles up in the kernel's buffers, then in the server.
+ */
+export function stalledClient(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): StalledClient {
+  const socket = connect(port, '127.0.0.1')
+  socket.pause()
+  const all = {
+    host: `127.0.0.1:${port}`,
+    ...headers,
+    ...(body === undefined ? {} : { 'content-length': `${Buffer.byteLength(body)}` }),
+  }
+  const lines = Object.entries(all).map(([name, value]) => `${name}: ${value}`)
+  socket.write(`${body === undefined ? 'GET' : 'POST'} ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n${body ?? ''}`)
+  let open = true
+  const closed = new Promise<{ reset: boolean }>((resolve) => {
+    let reset = false
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      reset = error.code === 'ECONNRESET'
+    })
+    socket.on('close', () => {
+      open = false
+      resolve({ reset })
+    })
+  })
+  return { closed, open: () => open, [Symbol.dispose]: () => socket.destroy() }
 }
 
 /** Opens a response stream through the app and parses it with a real SSE parser until it closes. */

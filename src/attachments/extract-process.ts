@@ -1,11 +1,11 @@
 // The extract process: reads the text of one PDF at a time, in a child process of the server that the server kills
 // when it takes too long or too much memory (text-extractor.ts). It is handed the file's bytes and answers with
 // the text or why there is none; it sees neither the database nor the blob store, nor any of the server's secrets.
-import { getDocumentProxy } from 'unpdf'
+import { getDocumentProxy, getResolvedPDFJS } from 'unpdf'
 import { pdfLimits } from './limits'
+import { inflatesBeyond, latin1, namesUnboundedFilter } from './pdf-streams'
 import type { PdfText } from './pdf-text'
 import { unreadableReasons } from './pdf-text'
-import { inflatesBeyond, latin1, namesUnboundedFilter } from './pdf-streams'
 
 export interface ToExtractor {
   id: number
@@ -68,12 +68,16 @@ export async function extractText(bytes: Uint8Array): Promise<PdfText> {
   }
 }
 
-/** Reads the files the server sends, one at a time (the server sends the next once this one is answered). */
-export function serve(): void {
+/**
+ * Reads the files the server sends, one at a time (the server sends the next once this one is answered). Ready only
+ * once pdf.js itself is loaded, which takes a while on a busy machine: a file's deadline is for reading it.
+ */
+export async function serve(): Promise<void> {
+  await getResolvedPDFJS()
   process.on('message', async ({ id, bytes }: ToExtractor) => {
     process.send?.({ id, result: await extractText(bytes) } satisfies FromExtractor)
   })
   process.send?.({ ready: true } satisfies FromExtractor)
 }
 
-if (import.meta.main) serve()
+if (import.meta.main) await serve()

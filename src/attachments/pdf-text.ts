@@ -20,10 +20,7 @@ export const unreadableReasons = {
 
 /** Writes what extraction found. A store that fails now is asked again next time: nothing is lost but the work. */
 export async function storePdfText(blobs: BlobStore, pdfKey: string, result: PdfText): Promise<void> {
-  const data =
-    'text' in result
-      ? result.text
-      : new Uint8Array([mark, ...new TextEncoder().encode(result.unreadable)])
+  const data = 'text' in result ? result.text : new Uint8Array([mark, ...new TextEncoder().encode(result.unreadable)])
   await blobs.put(extractedTextKey(pdfKey), data)
 }
 

@@ -40,6 +40,12 @@ export interface ExtractorOptions {
   idle?: boolean
   /** How often the memory of a process reading a file is looked at. */
   memoryCheckMs?: number
+  /**
+   * The share of its deadline a file must have had on a core for a timeout to mark it unreadable (default a
+   * quarter). Extract processes run in the idle class: on a machine busy with other work a good file may get no
+   * core at all before its deadline, and is then left for the next answer rather than condemned.
+   */
+  minimumCpuShare?: number
 }
 
 export interface PdfTextExtractor {
@@ -81,6 +87,19 @@ function residentBytes(pid: number): number | null {
   }
 }
 
+/** The processor time a process has used, in milliseconds, from Linux's /proc; null where there is none. */
+function cpuMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // After the parenthesised name: the state is the 3rd field; utime and stime are the 14th and 15th, in
+    // clock ticks, which Linux counts 100 to the second on every architecture it runs Bun on.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return null
+  }
+}
+
 /** Processes in a row that may end before they are ready before no more are started (a broken installation). */
 const startAttempts = 3
 
@@ -92,6 +111,7 @@ export function createPdfTextExtractor(
 ): PdfTextExtractor {
   const entry = options.entry ?? new URL('./extract-process.ts', import.meta.url)
   const memoryCheckMs = options.memoryCheckMs ?? 100
+  const minimumCpuShare = options.minimumCpuShare ?? 0.25
   let command: string[] | undefined
   const slots = new Set<Slot>()
   /** Files being read, by key: an answer that needs one of them waits for the same reading. */
@@ -203,9 +223,17 @@ export function createPdfTextExtractor(
   function start(slot: Slot, key: string): void {
     const id = nextId++
     reading.add(key)
+    const cpuAtStart = cpuMs(slot.process.pid)
     const timer = setTimeout(() => {
-      log.warn('PDF text extraction timed out', { key, timeoutMs: limits.fileTimeoutMs })
-      give({ unreadable: unreadableReasons.slow(limits.fileTimeoutMs) })
+      const now = cpuMs(slot.process.pid)
+      const used = cpuAtStart === null || now === null ? null : now - cpuAtStart
+      log.warn('PDF text extraction timed out', { key, timeoutMs: limits.fileTimeoutMs, cpuMs: used })
+      if (used === null || used >= limits.fileTimeoutMs * minimumCpuShare) {
+        return give({ unreadable: unreadableReasons.slow(limits.fileTimeoutMs) })
+      }
+      // Starved by other work, not slow: stopped for now, read again by a later answer.
+      take(slot, id)?.finish(null)
+      retire(slot)
     }, limits.fileTimeoutMs)
     const watch = setInterval(() => {
       const resident = residentBytes(slot.process.pid)

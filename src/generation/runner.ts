@@ -4,7 +4,12 @@
 // Before a model's job reaches the worker, the text of its PDFs is read in extract processes
 // (attachments/text-extractor.ts), within the answer's deadline: the worker streams every answer, so it only ever
 // reads text already extracted, and a file that takes minutes to parse delays no one else's answer.
-import { createPdfTextExtractor, defaultPdfTextLimits, type PdfTextLimits } from '../attachments/text-extractor'
+import {
+  createPdfTextExtractor,
+  defaultPdfTextLimits,
+  type ExtractorOptions,
+  type PdfTextLimits,
+} from '../attachments/text-extractor'
 import type { Logger } from '../shared/log'
 import { type BlobLocation, openBlobStore } from '../storage/blobs'
 import type { FromWorker, GenerationRunner, HistoryMessage, JobHandlers, ProviderSettings, ToWorker } from './types'
@@ -16,13 +21,14 @@ export function createWorkerRunner(
   log: Logger,
   /** The worker's entry module; tests swap in one that can be made to exit. */
   entry = new URL('./worker.ts', import.meta.url),
-  pdfText: PdfTextLimits = defaultPdfTextLimits,
+  /** How the text of PDFs is read for models; tests also choose the extract processes' options. */
+  pdfText: PdfTextLimits & ExtractorOptions = defaultPdfTextLimits,
 ): GenerationRunner {
   let worker: Worker | undefined
   const jobs = new Map<string, JobHandlers>()
   // The echo responder reads no file.
   const extractor =
-    settings.provider === 'echo' ? null : createPdfTextExtractor(openBlobStore(blobs), log, pdfText)
+    settings.provider === 'echo' ? null : createPdfTextExtractor(openBlobStore(blobs), log, pdfText, pdfText)
   /** Jobs whose PDFs are being read, not yet handed to the worker: a stop ends the wait. */
   const preparing = new Map<string, { stop: AbortController; handlers: JobHandlers }>()
 
@@ -116,6 +122,8 @@ export function createWorkerRunner(
 /** The keys of the PDFs a history's messages are given. */
 function pdfKeys(history: HistoryMessage[]): string[] {
   return history.flatMap((message) =>
-    Object.values(message.attachments ?? {}).flatMap((file) => (file.mediaType === 'application/pdf' ? [file.key] : [])),
+    Object.values(message.attachments ?? {}).flatMap((file) =>
+      file.mediaType === 'application/pdf' ? [file.key] : [],
+    ),
   )
 }

@@ -78,7 +78,8 @@ async function attachmentParts(
     // Read in extract processes before the job reached this worker (runner.ts); never here, beside other answers.
     const known = await storedPdfText(blobs, file.key)
     if (!known) return [textPart(`[PDF ${name} attached; its text could not be read in time for this answer]`)]
-    if ('unreadable' in known) return [textPart(`[PDF ${name} attached; its text could not be read: ${known.unreadable}]`)]
+    if ('unreadable' in known)
+      return [textPart(`[PDF ${name} attached; its text could not be read: ${known.unreadable}]`)]
     return [textPart(`<file name=${name}>\n${known.text}\n</file>`)]
   }
   if (file.mediaType.startsWith('text/')) {

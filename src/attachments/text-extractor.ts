@@ -178,7 +178,8 @@ export function createPdfTextExtractor(
     if ('ready' in message) {
       slot.ready = true
       failedStarts = 0
-      return schedule()
+      schedule()
+      return
     }
     take(slot, message.id)?.finish(message.result)
     // A process whose memory grew past half its bound reads the next file from a fresh start.
@@ -210,11 +211,15 @@ export function createPdfTextExtractor(
     const starting = [...slots].filter((slot) => !slot.ready).length
     const waiting = waiters.reduce((sum, waiter) => sum + waiter.queue.length, 0)
     for (let more = waiting - starting; more > 0 && slots.size < limits.processes; more--) {
-      if (failedStarts >= startAttempts) return log.error('text extractors do not start', { failedStarts })
+      if (failedStarts >= startAttempts) {
+        log.error('text extractors do not start', { failedStarts })
+        return
+      }
       try {
         spawn()
       } catch (error) {
-        return log.error('text extractor did not start', { error: String(error) })
+        log.error('text extractor did not start', { error: String(error) })
+        return
       }
     }
   }

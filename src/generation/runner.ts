@@ -91,7 +91,10 @@ export function createWorkerRunner(
   return {
     run(jobId: string, history: HistoryMessage[], handlers: JobHandlers): void {
       const pdfs = pdfKeys(history)
-      if (!extractor || pdfs.length === 0) return start(jobId, history, handlers)
+      if (!extractor || pdfs.length === 0) {
+        start(jobId, history, handlers)
+        return
+      }
       const stop = new AbortController()
       preparing.set(jobId, { stop, handlers })
       void extractor.prepare(pdfs, stop.signal).then(() => {
@@ -103,8 +106,8 @@ export function createWorkerRunner(
     },
     cancel(jobId: string): void {
       const waiting = preparing.get(jobId)
-      if (waiting) return waiting.stop.abort()
-      worker?.postMessage({ type: 'cancel', jobId } satisfies ToWorker)
+      if (waiting) waiting.stop.abort()
+      else worker?.postMessage({ type: 'cancel', jobId } satisfies ToWorker)
     },
     async close(): Promise<void> {
       const closing = worker

@@ -8,6 +8,7 @@ import { PDFDocument, PDFName, StandardFonts } from 'pdf-lib'
 import { extractText } from '../src/attachments/extract-process'
 import { pdfLimits } from '../src/attachments/limits'
 import { type Harness, harness, sharedInspector } from './support/helpers'
+import { nestedForms, operatorFlood } from './support/hostile-pdf'
 import { expectNothingStored } from './support/uploads'
 
 // Uploads are checked in inspect processes, which a busy machine starts slowly.
@@ -193,4 +194,22 @@ describe.concurrent('names spelled with #xx escapes mean what they spell', () =>
       await expectRefused(respelled(pdf, '/Filter /FlateDecode', `/Filter ${filter}`), { code: 'unsupported_type' })
     })
   }
+})
+
+describe.concurrent('what reading a PDF would cost is counted at upload', () => {
+  test('422 too_complex for a page that draws a form ten times, six levels deep (a million forms in 2 KB)', async () => {
+    await expectRefused(nestedForms(), { code: 'too_complex', limit: pdfLimits.maxFormInvocations })
+  })
+
+  test('422 too_complex for 100 pages that all run one stream of 300,000 path operators', async () => {
+    await expectRefused(operatorFlood(), { code: 'too_complex', limit: pdfLimits.maxOperators })
+  })
+
+  test('forms a thousand times and operators in millions are still accepted', async () => {
+    for (const bytes of [nestedForms({ depth: 3 }), operatorFlood({ pages: 10 })]) {
+      const { h, status } = await uploaded(bytes, 'drawing.pdf')
+      await using _ = h
+      expect(status).toBe(201)
+    }
+  })
 })

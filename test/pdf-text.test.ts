@@ -127,4 +127,19 @@ describe.concurrent('PDF text is read where it can be stopped', () => {
     expect(html.indexOf(`message-${first}`)).toBeLessThan(answerAt)
     expect(html.indexOf(note)).toBeGreaterThan(answerAt)
   })
+
+  test('a PDF whose reading outgrows the memory bound is stopped and remembered as unreadable', async () => {
+    await using fake = new FakeLlm()
+    fake.reply(hello)
+    // A bound below what any process starts with: the first look at the reading process stops it.
+    await using h = await app(fake, { fileTimeoutMs: 600_000, memoryBytes: 1024 * 1024 })
+    const user = await h.user()
+    const thread = (await h.call('POST', '/api/v1/threads', { token: user.token, body: {} })).body.thread_id
+    const nested = await storedPdf(h, thread, 'nested.pdf', nestedForms())
+    const sent = await send(h, user.token, thread, 'Summarise this', [nested])
+    expect(await answered(h, user.token, thread, sent)).toBe('Hello!')
+    const reason = 'reading it needed more than 1 MiB of memory'
+    expect(await storedPdfText(h.blobs, nested)).toEqual({ unreadable: reason })
+    expect(JSON.stringify(fake.received[0]?.body)).toContain(`its text could not be read: ${reason}`)
+  })
 })

@@ -65,6 +65,14 @@ const variables = {
   LLM_MAX_ATTEMPTS: { schema: T.Integer({ minimum: 1, maximum: 10 }), fallback: 3 },
   LLM_EXTRA_HEADERS: { schema: ExtraHeaders, fallback: {} as Record<string, string> },
   GENERATION_CONCURRENCY: { schema: T.Integer({ minimum: 1, maximum: 256 }), fallback: 8 },
+  /** How long the text of one PDF may take to read for a model before the file is taken to be unreadable. */
+  PDF_TEXT_TIMEOUT_MS: { schema: T.Integer({ minimum: 100, maximum: 600_000 }), fallback: 10_000 },
+  /** How long an answer waits, in all, for the text of its PDFs before it goes on without the rest. */
+  PDF_TEXT_MESSAGE_TIMEOUT_MS: { schema: T.Integer({ minimum: 100, maximum: 600_000 }), fallback: 30_000 },
+  /** The memory (MiB) a process reading one PDF's text may use before the file is taken to be unreadable. */
+  PDF_TEXT_MEMORY_MB: { schema: T.Integer({ minimum: 64, maximum: 65_536 }), fallback: 512 },
+  /** PDFs whose text is read at once, each in a process of its own. */
+  PDF_TEXT_PROCESSES: { schema: T.Integer({ minimum: 1, maximum: 32 }), fallback: 2 },
   /**
    * With DATABASE_URL: how long an instance's claim on a running answer lasts unless renewed. An answer whose
    * instance died is taken over by another within about 1.25 times this.

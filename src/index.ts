@@ -56,7 +56,12 @@ const storeIsLocal = blobs.description.kind === 'local'
 if (storeIsLocal) reportSwept(await sweepStore(store.attachments, blobs))
 
 const settings = providerSettings(config)
-const runner = createWorkerRunner(settings, blobs.location, log)
+const runner = createWorkerRunner(settings, blobs.location, log, undefined, {
+  processes: config.PDF_TEXT_PROCESSES,
+  fileTimeoutMs: config.PDF_TEXT_TIMEOUT_MS,
+  messageTimeoutMs: config.PDF_TEXT_MESSAGE_TIMEOUT_MS,
+  memoryBytes: config.PDF_TEXT_MEMORY_MB * 1024 * 1024,
+})
 const inspector = createFileInspector(log)
 // Response bodies are checked against their schemas in tests, not on every production request: see
 // AppDeps.validateResponses.

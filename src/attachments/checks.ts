@@ -8,6 +8,7 @@ import { PDFDocument } from 'pdf-lib'
 import sharp from 'sharp'
 import { imageLimits, pdfLimits, textLimits } from './limits'
 import type { AttachmentsModel } from './model'
+import { drawingBeyond } from './pdf-drawing'
 import { declaresEncryption, inflatesBeyond, latin1, namesUnboundedFilter } from './pdf-streams'
 import type { AttachmentKind } from './repository'
 
@@ -155,6 +156,21 @@ async function checkPdf(bytes: Uint8Array): Promise<Verdict> {
       `has ${pages} pages; a PDF may have up to ${maxPages}`,
       maxPages,
     )
+  }
+  // What reading its text would cost: refused here, where counting is cheap, rather than found out by a deadline.
+  let beyond: ReturnType<typeof drawingBeyond>
+  try {
+    beyond = drawingBeyond(document, { operators: pdfLimits.maxOperators, forms: pdfLimits.maxFormInvocations })
+  } catch {
+    return refused('corrupt', 'is a damaged PDF')
+  }
+  if (beyond === 'forms') {
+    const limit = pdfLimits.maxFormInvocations
+    return refused('too_complex', `draws more than ${limit} forms (forms inside forms counted each time)`, limit)
+  }
+  if (beyond === 'operators') {
+    const limit = pdfLimits.maxOperators
+    return refused('too_complex', `runs more than ${limit} drawing operators`, limit)
   }
   return found(pdf)
 }

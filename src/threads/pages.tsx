@@ -5,6 +5,9 @@
 import { Elysia } from 'elysia'
 import { attachmentResponse } from '../attachments/download'
 import type { FileInspector } from '../attachments/inspector'
+import { originalKey } from '../attachments/keys'
+import { unreadableReason } from '../attachments/pdf-text'
+import type { AttachmentKind } from '../attachments/repository'
 import {
   attachmentNames,
   type CheckedFiles,
@@ -155,6 +158,7 @@ async function threadPageOnce(
   const running = thread.state === 'waiting' || thread.state === 'active' || thread.state === 'interrupted'
   const asked = messages.filter((message) => message.role === 'user').map((message) => message.id)
   const pendingMessageId = running ? await threads.pendingMessageId(threadId) : null
+  const files = await attachmentNames(deps.store.attachments, fileIds)
   const page = (
     <ThreadPage
       viewer={viewerOf(session)}
@@ -162,10 +166,11 @@ async function threadPageOnce(
       assets={await clientAssets()}
       model={deps.model}
       stoppedAnswers={stoppedAnswers(messages, await deps.store.generations.interrupted(asked))}
+      answerNotes={await answerNotes(deps.blobs, messages, files)}
       thread={thread}
       isOwner={thread.owner.id === session.user.sub}
       messages={messages}
-      files={await attachmentNames(deps.store.attachments, fileIds)}
+      files={files}
       ratings={await threads.ratingsBy(session.user.id, answers)}
       pendingMessageId={pendingMessageId}
       failure={thread.state === 'error' ? await lastFailure(threads, threadId) : null}
@@ -207,6 +212,38 @@ async function sidebarOf(
     firstHref: after ? pageHref(filters, null) : null,
     currentId,
   }
+}
+
+/**
+ * The notes under answers: each answer names the PDFs of the messages it answered whose text the model could not
+ * read (pdf-text.ts keeps why beside the file), as the model was told. Read from the store at each rendering, so
+ * that no table changes; the byte that says so is read only for PDFs.
+ */
+async function answerNotes(
+  blobs: BlobStore,
+  messages: ThreadsModel.message[],
+  files: Map<string, { filename: string; kind: AttachmentKind }>,
+): Promise<Map<string, string[]>> {
+  const pdfs = [...files].filter(([, file]) => file.kind === 'pdf')
+  if (pdfs.length === 0) return new Map()
+  const reasons = new Map(
+    await Promise.all(pdfs.map(async ([id]) => [id, await unreadableReason(blobs, originalKey(id))] as const)),
+  )
+  const notes = new Map<string, string[]>()
+  let unread: string[] = []
+  for (const message of messages) {
+    if (message.role === 'assistant') {
+      if (unread.length > 0) notes.set(message.id, unread)
+      unread = []
+      continue
+    }
+    for (const id of attachmentIdsOf(message.contents)) {
+      const reason = reasons.get(id)
+      const file = files.get(id)
+      if (reason && file) unread.push(`The model could not read ${file.filename}: ${reason}.`)
+    }
+  }
+  return notes
 }
 
 /** The answers that follow a user message whose answer was stopped part way. */

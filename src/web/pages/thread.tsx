@@ -23,6 +23,8 @@ export interface ThreadPageProps extends Omit<ChatLayoutProps, 'title'> {
   failure: string | null
   /** Answers that were stopped before they were complete. */
   stoppedAnswers: Set<string>
+  /** Notes under answers, by answer: the attached PDFs the model could not read, and why. */
+  answerNotes: Map<string, string[]>
   /** Why the composer's last message was refused, with what was typed. */
   error?: string
   draft?: string
@@ -227,6 +229,11 @@ function Message({
         ))}
       </div>
       {stopped ? <p class="stopped-note">Stopped</p> : null}
+      {(props.answerNotes.get(message.id) ?? []).map((note) => (
+        <p class="answer-note" role="note" safe>
+          {note}
+        </p>
+      ))}
       <div class="message-actions">
         <CopyMessage message={message} />
         {message.role === 'assistant' ? <Feedback message={message} props={props} /> : null}

@@ -162,15 +162,20 @@ async function checkPdf(bytes: Uint8Array): Promise<Verdict> {
   try {
     beyond = drawingBeyond(document, { operators: pdfLimits.maxOperators, forms: pdfLimits.maxFormInvocations })
   } catch {
-    return refused('corrupt', 'is a damaged PDF')
+    return refused('corrupt', 'is a damaged PDF', 'is a damaged PDF')
   }
   if (beyond === 'forms') {
     const limit = pdfLimits.maxFormInvocations
-    return refused('too_complex', `draws more than ${limit} forms (forms inside forms counted each time)`, limit)
+    return refused(
+      'too_complex',
+      `draws more than ${limit} forms (forms inside forms counted each time)`,
+      'is a PDF too complex to read',
+      limit,
+    )
   }
   if (beyond === 'operators') {
     const limit = pdfLimits.maxOperators
-    return refused('too_complex', `runs more than ${limit} drawing operators`, limit)
+    return refused('too_complex', `runs more than ${limit} drawing operators`, 'is a PDF too complex to read', limit)
   }
   return found(pdf)
 }

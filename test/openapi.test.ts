@@ -25,6 +25,7 @@ interface Answer {
   content?: Record<string, { schema?: Json }>
 }
 interface Operation {
+  operationId?: string
   requestBody?: { content: Record<string, Json> }
   responses: Record<string, Answer>
   parameters?: { name: string; in: string; schema: Json }[]
@@ -75,6 +76,122 @@ test('the document is valid OpenAPI 3.1 for @apidevtools/swagger-parser, which d
   const broken = structuredClone(spec)
   delete operation(broken, 'GET', threadsPath).responses['200']?.description
   expect((await validationErrors(broken)).length).toBeGreaterThan(0)
+})
+
+test('every operation has a short, unique camelCase operationId that its route chose', async () => {
+  await using h = await harness()
+  const spec = await specOf(h)
+  const ids = operations(spec).map(({ id, op }) => ({ id, operationId: op.operationId }))
+  for (const { id, operationId } of ids) {
+    // The converter's fallback spells out the path (`getApiV1ThreadsByThreadId`): the document keeps only a route's
+    // own `detail.operationId`, so a route that names none fails here.
+    expect({ id, operationId }).toEqual({ id, operationId: expect.stringMatching(/^[a-z]+(?:[A-Z][a-z0-9]*)*$/) })
+    expect({ id, operationId }).not.toEqual({ id, operationId: expect.stringMatching(/By[A-Z]|V1|Index$/) })
+  }
+  const counts = Map.groupBy(ids, ({ operationId }) => operationId)
+  expect([...counts].filter(([, uses]) => uses.length > 1)).toEqual([])
+  // The names clients are written against, pinned: renaming one breaks every generated client.
+  const named = Object.fromEntries(ids.map(({ id, operationId }) => [id, operationId]))
+  expect(named).toMatchObject({
+    [`GET ${threadsPath}`]: 'listThreads',
+    [`POST ${threadsPath}`]: 'createThread',
+    [`GET ${threadsPath}/{threadId}`]: 'getThread',
+    [`POST ${threadsPath}/{threadId}/messages`]: 'sendMessage',
+    [`GET ${messagePath}/response`]: 'getResponse',
+    [`GET ${messagePath}/response/stream`]: 'streamResponse',
+  })
+})
+
+/** OpenAPI 3.1's Schema Object: JSON Schema 2020-12's vocabularies and OpenAPI's own few keywords. */
+const schemaKeywords = new Set([
+  // core
+  ...['$schema', '$id', '$ref', '$anchor', '$dynamicRef', '$dynamicAnchor', '$vocabulary', '$comment', '$defs'],
+  // applicators
+  ...['allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'dependentSchemas', 'prefixItems', 'items'],
+  ...['contains', 'properties', 'patternProperties', 'additionalProperties', 'propertyNames'],
+  ...['unevaluatedItems', 'unevaluatedProperties'],
+  // validation
+  ...['type', 'enum', 'const', 'multipleOf', 'maximum', 'exclusiveMaximum', 'minimum', 'exclusiveMinimum'],
+  ...['maxLength', 'minLength', 'pattern', 'maxItems', 'minItems', 'uniqueItems', 'maxContains', 'minContains'],
+  ...['maxProperties', 'minProperties', 'required', 'dependentRequired'],
+  // meta-data, format, content
+  ...['title', 'description', 'default', 'deprecated', 'readOnly', 'writeOnly', 'examples', 'format'],
+  ...['contentEncoding', 'contentMediaType', 'contentSchema'],
+  // OpenAPI 3.1
+  ...['discriminator', 'xml', 'externalDocs', 'example'],
+])
+const schemaMaps = ['properties', 'patternProperties', '$defs', 'dependentSchemas']
+const schemaLists = ['allOf', 'anyOf', 'oneOf', 'prefixItems']
+const subschemas = ['not', 'if', 'then', 'else', 'items', 'contains', 'additionalProperties', 'propertyNames']
+const moreSubschemas = ['unevaluatedItems', 'unevaluatedProperties', 'contentSchema']
+
+/** `where: key` for each key of `schema` and its subschemas that no vocabulary defines (`x-` extensions allowed). */
+function foreignKeys(schema: unknown, where: string): string[] {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return []
+  const node = schema as Json
+  const own = Object.keys(node)
+    .filter((key) => !schemaKeywords.has(key) && !key.startsWith('x-'))
+    .map((key) => `${where}: ${key}`)
+  const children = [
+    ...schemaMaps.flatMap((key) =>
+      Object.entries((node[key] as Json | undefined) ?? {}).map(([name, child]) => [`${where}.${key}.${name}`, child]),
+    ),
+    ...schemaLists.flatMap((key) =>
+      ((node[key] as unknown[] | undefined) ?? []).map((child, i) => [`${where}.${key}[${i}]`, child]),
+    ),
+    ...[...subschemas, ...moreSubschemas].map((key) => [`${where}.${key}`, node[key]]),
+  ]
+  return [...own, ...children.flatMap(([path, child]) => foreignKeys(child, path as string))]
+}
+
+/** Every schema of the document: components, parameters, bodies, answers and their headers, webhooks too. */
+function documentSchemas(spec: Spec & { webhooks?: Spec['paths']; components: Json }): [string, unknown][] {
+  const media = (where: string, content: Record<string, { schema?: Json }> | undefined): [string, unknown][] =>
+    Object.entries(content ?? {}).map(([type, m]) => [`${where} ${type}`, m.schema])
+  const answer = (where: string, response: Answer): [string, unknown][] => [
+    ...media(where, response.content),
+    ...Object.entries(response.headers ?? {}).map(([name, h]): [string, unknown] => [
+      `${where} header ${name}`,
+      (h as Json).schema,
+    ]),
+  ]
+  const operationSchemas = (where: string, op: Operation): [string, unknown][] => [
+    ...(op.parameters ?? []).map((p): [string, unknown] => [`${where} ${p.in} ${p.name}`, p.schema]),
+    ...media(`${where} body`, op.requestBody?.content as Record<string, { schema?: Json }> | undefined),
+    ...Object.entries(op.responses).flatMap(([status, response]) => answer(`${where} ${status}`, response)),
+  ]
+  const all = (paths: Spec['paths'] | undefined, prefix: string) =>
+    Object.entries(paths ?? {}).flatMap(([path, methods]) =>
+      Object.entries(methods).flatMap(([method, op]) => operationSchemas(`${prefix}${method} ${path}`, op)),
+    )
+  return [
+    ...Object.entries((spec.components.schemas as Json | undefined) ?? {}).map(([name, schema]): [string, unknown] => [
+      `components.schemas.${name}`,
+      schema,
+    ]),
+    ...Object.entries(spec.components.responses as Record<string, Answer>).flatMap(([name, response]) =>
+      answer(`components.responses.${name}`, response),
+    ),
+    ...all(spec.paths, ''),
+    ...all(spec.webhooks, 'webhook '),
+  ]
+}
+
+test('no schema carries a key outside the OpenAPI 3.1 and JSON Schema vocabularies, as the server runs', async () => {
+  // Production does not check answers against their schemas, and Elysia marks those it skips (`noValidate`).
+  await using h = await harness({ validateResponses: false })
+  const spec = await specOf(h)
+  const found = documentSchemas(spec as never).flatMap(([where, schema]) => foreignKeys(schema, where))
+  expect(found).toEqual([])
+  expect(documentSchemas(spec as never).length).toBeGreaterThan(100)
+  // The check does see a foreign key.
+  expect(foreignKeys({ type: 'object', properties: { a: { type: 'string', noValidate: true } } }, 's')).toEqual([
+    's.properties.a: noValidate',
+  ])
+  expect(await validationErrors(spec)).toEqual([])
+  // The same document whether or not answers are checked.
+  await using checking = await harness()
+  expect(spec).toEqual(await specOf(checking))
 })
 
 test('request bodies: JSON only as application/json, the upload as multipart, forms where OAuth says so', async () => {

@@ -95,7 +95,10 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       response: deps.responses({ 200: ThreadsModel.thread, ...readErrors }),
       detail: {
         operationId: 'getThread',
-        summary: 'Get a thread', tags: ['Threads'], description: '404 for threads the caller cannot see.' },
+        summary: 'Get a thread',
+        tags: ['Threads'],
+        description: '404 for threads the caller cannot see.',
+      },
     })
     .patch(
       '/:threadId',

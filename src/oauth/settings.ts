@@ -26,7 +26,10 @@ import { createRegistrationToken } from './registration'
 const error = AuthModel.error
 const writeErrors = { 400: error, 401: error, 403: error, 404: error }
 const tags = ['Settings']
-const security = [{ session: [] }]
+// The session cookie is HttpOnly and the browser sends it by itself: no scheme can be filled in for it (an apiKey
+// in a cookie made Swagger UI's Authorize write a cookie of that name from script), so these operations name none,
+// and the Settings tag says how they are authenticated.
+const security: [] = []
 
 export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
   new Elysia({ name: 'oauth-settings', prefix: '/settings/api' })

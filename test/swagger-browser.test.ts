@@ -63,7 +63,7 @@ test('/swagger loads and Authorize opens, authorizes and runs operations with no
     await block.getByRole('button', { name: 'Execute' }).click()
     const status = block.locator('.live-responses-table tbody .response-col_status').first()
     await status.waitFor()
-    return status.innerText()
+    return (await status.textContent())?.trim() ?? ''
   }
   // The API with the OAuth token; the settings operations with the browser's own session cookie.
   expect(await tryOut('/api/v1/threads')).toBe('200')

@@ -119,7 +119,9 @@ describe('the threads list', () => {
     )
     const page = await (await browser.get(`/threads/${id}`)).text()
     expect(page).toContain('<span class="badge state-ready">Ready</span>')
-    expect(page).toContain('<p>You said, in turn 1:</p>\n<blockquote>\n<p>Plan a weekend<br>\nin Lyon</p>\n</blockquote>')
+    expect(page).toContain(
+      '<p>You said, in turn 1:</p>\n<blockquote>\n<p>Plan a weekend<br>\nin Lyon</p>\n</blockquote>',
+    )
   })
 
   test('search, owner, visibility and archived filters, and keyset paging with the filters kept', async () => {

@@ -82,7 +82,8 @@ test('the document is valid OpenAPI 3.1 for @apidevtools/swagger-parser, which d
 test('every operation has a short, unique camelCase operationId that its route chose', async () => {
   await using h = await harness()
   const spec = await specOf(h)
-  const ids = operations(spec).map(({ id, op }) => ({ id, operationId: op.operationId }))
+  const webhooks = operations({ ...spec, paths: (spec as { webhooks?: Spec['paths'] }).webhooks ?? {} })
+  const ids = [...operations(spec), ...webhooks].map(({ id, op }) => ({ id, operationId: op.operationId }))
   for (const { id, operationId } of ids) {
     // The converter's fallback spells out the path (`getApiV1ThreadsByThreadId`): the document keeps only a route's
     // own `detail.operationId`, so a route that names none fails here.
@@ -100,6 +101,8 @@ test('every operation has a short, unique camelCase operationId that its route c
     [`POST ${threadsPath}/{threadId}/messages`]: 'sendMessage',
     [`GET ${messagePath}/response`]: 'getResponse',
     [`GET ${messagePath}/response/stream`]: 'streamResponse',
+    'POST thread.created': 'onThreadCreated',
+    'POST answer.completed': 'onAnswerCompleted',
   })
 })
 

@@ -207,7 +207,8 @@ async function answer(messageId: string, threadId: string): Promise<void> {
   const said = (JSON.parse(users.at(-1)?.contents ?? '[]') as { type: string; text?: string }[])
     .flatMap((block) => (block.type === 'text' ? [block.text] : []))
     .join('\n')
-  const reply = `Echo (turn ${users.length}): you said “${said}”.`
+  // The echo responder's reply (src/generation/providers/echo.ts): the message quoted.
+  const reply = `You said, in turn ${users.length}:\n\n${said.replace(/^/gm, '> ')}`
   const now = Date.now()
   await sql.begin(async (tx) => {
     await tx`select id from threads where id = ${threadId} for no key update`

@@ -252,7 +252,9 @@ function generate(messageId: string, threadId: string): void {
     const users = history.filter((message) => message.role === 'user')
     const last = JSON.parse(users.at(-1)?.contents ?? '[]') as { type: string; text?: string }[]
     const said = last.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('\n')
-    const tokens = `Echo (turn ${users.length}): you said “${said}”.`.match(/\s*\S+|\s+$/g) ?? []
+    // The echo responder's reply (src/generation/providers/echo.ts): the message quoted.
+    const reply = `You said, in turn ${users.length}:\n\n${said.replace(/^/gm, '> ')}`
+    const tokens = reply.match(/\s*\S+|\s+$/g) ?? []
     const push = (token: string) => {
       answer.text += token
       const chunk = event('token', { token }, answer.text.length)

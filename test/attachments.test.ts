@@ -749,7 +749,7 @@ describe.concurrent('messages that reference attachments', () => {
       {
         type: 'text',
         text:
-          'Echo (turn 1): you said “What is in these?”. ' +
+          'You said, in turn 1:\n\n> What is in these?\n\n' +
           'Attached: photo.png (image/png), report.pdf (application/pdf), table.csv (text/csv).',
       },
     ])

@@ -219,7 +219,7 @@ test('messages keep the order they were written in when the clock steps back, an
     })
   ).body.data.map((m: { contents: { text: string }[] }) => m.contents[0]?.text)
   // The echo responder counts the user turns it was given: the first turn reached the model too.
-  expect(texts).toEqual(['two', 'Echo (turn 2): you said “two”.'])
+  expect(texts).toEqual(['two', 'You said, in turn 2:\n\n> two'])
   // Strictly after the first turn, so the order never rests on IDs made before and after a clock step.
   const all = (await h.call('GET', `/api/v1/threads/${thread_id}/messages`, { token: owner.token })).body.data
   const times = all.map((m: { created_at: string }) => Date.parse(m.created_at))

@@ -10,8 +10,9 @@ import { expect, test } from 'bun:test'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import SwaggerParser from '@apidevtools/swagger-parser'
+import { createClient as createHeyApiClient } from '@hey-api/openapi-ts'
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript'
-import { type Harness, harness, publicUrl } from './support/helpers'
+import { type Harness, harness, publicUrl, ScriptedRunner } from './support/helpers'
 
 const root = join(import.meta.dir, '..')
 const threadsPath = '/api/v1/threads'
@@ -25,6 +26,7 @@ interface Answer {
   content?: Record<string, { schema?: Json }>
 }
 interface Operation {
+  operationId?: string
   requestBody?: { content: Record<string, Json> }
   responses: Record<string, Answer>
   parameters?: { name: string; in: string; schema: Json }[]
@@ -75,6 +77,125 @@ test('the document is valid OpenAPI 3.1 for @apidevtools/swagger-parser, which d
   const broken = structuredClone(spec)
   delete operation(broken, 'GET', threadsPath).responses['200']?.description
   expect((await validationErrors(broken)).length).toBeGreaterThan(0)
+})
+
+test('every operation has a short, unique camelCase operationId that its route chose', async () => {
+  await using h = await harness()
+  const spec = await specOf(h)
+  const webhooks = operations({ ...spec, paths: (spec as { webhooks?: Spec['paths'] }).webhooks ?? {} })
+  const ids = [...operations(spec), ...webhooks].map(({ id, op }) => ({ id, operationId: op.operationId }))
+  for (const { id, operationId } of ids) {
+    // The converter's fallback spells out the path (`getApiV1ThreadsByThreadId`): the document keeps only a route's
+    // own `detail.operationId`, so a route that names none fails here.
+    expect({ id, operationId }).toEqual({ id, operationId: expect.stringMatching(/^[a-z]+(?:[A-Z][a-z0-9]*)*$/) })
+    expect({ id, operationId }).not.toEqual({ id, operationId: expect.stringMatching(/By[A-Z]|V1|Index$/) })
+  }
+  const counts = Map.groupBy(ids, ({ operationId }) => operationId)
+  expect([...counts].filter(([, uses]) => uses.length > 1)).toEqual([])
+  // The names clients are written against, pinned: renaming one breaks every generated client.
+  const named = Object.fromEntries(ids.map(({ id, operationId }) => [id, operationId]))
+  expect(named).toMatchObject({
+    [`GET ${threadsPath}`]: 'listThreads',
+    [`POST ${threadsPath}`]: 'createThread',
+    [`GET ${threadsPath}/{threadId}`]: 'getThread',
+    [`POST ${threadsPath}/{threadId}/messages`]: 'sendMessage',
+    [`GET ${messagePath}/response`]: 'getResponse',
+    [`GET ${messagePath}/response/stream`]: 'streamResponse',
+    'POST thread.created': 'onThreadCreated',
+    'POST answer.completed': 'onAnswerCompleted',
+  })
+})
+
+/** OpenAPI 3.1's Schema Object: JSON Schema 2020-12's vocabularies and OpenAPI's own few keywords. */
+const schemaKeywords = new Set([
+  // core
+  ...['$schema', '$id', '$ref', '$anchor', '$dynamicRef', '$dynamicAnchor', '$vocabulary', '$comment', '$defs'],
+  // applicators
+  ...['allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'dependentSchemas', 'prefixItems', 'items'],
+  ...['contains', 'properties', 'patternProperties', 'additionalProperties', 'propertyNames'],
+  ...['unevaluatedItems', 'unevaluatedProperties'],
+  // validation
+  ...['type', 'enum', 'const', 'multipleOf', 'maximum', 'exclusiveMaximum', 'minimum', 'exclusiveMinimum'],
+  ...['maxLength', 'minLength', 'pattern', 'maxItems', 'minItems', 'uniqueItems', 'maxContains', 'minContains'],
+  ...['maxProperties', 'minProperties', 'required', 'dependentRequired'],
+  // meta-data, format, content
+  ...['title', 'description', 'default', 'deprecated', 'readOnly', 'writeOnly', 'examples', 'format'],
+  ...['contentEncoding', 'contentMediaType', 'contentSchema'],
+  // OpenAPI 3.1
+  ...['discriminator', 'xml', 'externalDocs', 'example'],
+])
+const schemaMaps = ['properties', 'patternProperties', '$defs', 'dependentSchemas']
+const schemaLists = ['allOf', 'anyOf', 'oneOf', 'prefixItems']
+const subschemas = ['not', 'if', 'then', 'else', 'items', 'contains', 'additionalProperties', 'propertyNames']
+const moreSubschemas = ['unevaluatedItems', 'unevaluatedProperties', 'contentSchema']
+
+/** `where: key` for each key of `schema` and its subschemas that no vocabulary defines (`x-` extensions allowed). */
+function foreignKeys(schema: unknown, where: string): string[] {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return []
+  const node = schema as Json
+  const own = Object.keys(node)
+    .filter((key) => !schemaKeywords.has(key) && !key.startsWith('x-'))
+    .map((key) => `${where}: ${key}`)
+  const children = [
+    ...schemaMaps.flatMap((key) =>
+      Object.entries((node[key] as Json | undefined) ?? {}).map(([name, child]) => [`${where}.${key}.${name}`, child]),
+    ),
+    ...schemaLists.flatMap((key) =>
+      ((node[key] as unknown[] | undefined) ?? []).map((child, i) => [`${where}.${key}[${i}]`, child]),
+    ),
+    ...[...subschemas, ...moreSubschemas].map((key) => [`${where}.${key}`, node[key]]),
+  ]
+  return [...own, ...children.flatMap(([path, child]) => foreignKeys(child, path as string))]
+}
+
+/** Every schema of the document: components, parameters, bodies, answers and their headers, webhooks too. */
+function documentSchemas(spec: Spec & { webhooks?: Spec['paths']; components: Json }): [string, unknown][] {
+  const media = (where: string, content: Record<string, { schema?: Json }> | undefined): [string, unknown][] =>
+    Object.entries(content ?? {}).map(([type, m]) => [`${where} ${type}`, m.schema])
+  const answer = (where: string, response: Answer): [string, unknown][] => [
+    ...media(where, response.content),
+    ...Object.entries(response.headers ?? {}).map(([name, h]): [string, unknown] => [
+      `${where} header ${name}`,
+      (h as Json).schema,
+    ]),
+  ]
+  const operationSchemas = (where: string, op: Operation): [string, unknown][] => [
+    ...(op.parameters ?? []).map((p): [string, unknown] => [`${where} ${p.in} ${p.name}`, p.schema]),
+    ...media(`${where} body`, op.requestBody?.content as Record<string, { schema?: Json }> | undefined),
+    ...Object.entries(op.responses).flatMap(([status, response]) => answer(`${where} ${status}`, response)),
+  ]
+  const all = (paths: Spec['paths'] | undefined, prefix: string) =>
+    Object.entries(paths ?? {}).flatMap(([path, methods]) =>
+      Object.entries(methods).flatMap(([method, op]) => operationSchemas(`${prefix}${method} ${path}`, op)),
+    )
+  return [
+    ...Object.entries((spec.components.schemas as Json | undefined) ?? {}).map(([name, schema]): [string, unknown] => [
+      `components.schemas.${name}`,
+      schema,
+    ]),
+    ...Object.entries(spec.components.responses as Record<string, Answer>).flatMap(([name, response]) =>
+      answer(`components.responses.${name}`, response),
+    ),
+    ...all(spec.paths, ''),
+    ...all(spec.webhooks, 'webhook '),
+  ]
+}
+
+test('no schema carries a key outside the OpenAPI 3.1 and JSON Schema vocabularies, as the server runs', async () => {
+  // Production does not check answers against their schemas, and Elysia marks those it skips (`noValidate`).
+  await using h = await harness({ validateResponses: false })
+  const spec = await specOf(h)
+  const found = documentSchemas(spec as never).flatMap(([where, schema]) => foreignKeys(schema, where))
+  expect(found).toEqual([])
+  expect(documentSchemas(spec as never).length).toBeGreaterThan(100)
+  // The check does see a foreign key.
+  expect(foreignKeys({ type: 'object', properties: { a: { type: 'string', noValidate: true } } }, 's')).toEqual([
+    's.properties.a: noValidate',
+  ])
+  expect(await validationErrors(spec)).toEqual([])
+  // The same document whether or not answers are checked.
+  await using checking = await harness()
+  expect(spec).toEqual(await specOf(checking))
 })
 
 test('request bodies: JSON only as application/json, the upload as multipart, forms where OAuth says so', async () => {
@@ -358,6 +479,19 @@ export function refusedByTheTypes(client: Client<paths>): void {
 }
 `
 
+/** How the generated clients are type-checked: strictly, as a careful client author would. */
+const clientCompilerOptions = {
+  lib: ['ESNext', 'DOM', 'DOM.Iterable', 'DOM.AsyncIterable'],
+  target: 'ESNext',
+  module: 'Preserve',
+  moduleResolution: 'bundler',
+  strict: true,
+  noUncheckedIndexedAccess: true,
+  skipLibCheck: true,
+  noEmit: true,
+  types: [],
+}
+
 test('a client generated by openapi-typescript for openapi-fetch type-checks and holds a conversation', async () => {
   await using h = await harness()
   const { token } = await h.user()
@@ -377,18 +511,10 @@ test('a client generated by openapi-typescript for openapi-fetch type-checks and
   await using _dir = { [Symbol.asyncDispose]: async () => rmSync(dir, { recursive: true, force: true }) }
   writeFileSync(join(dir, 'api.d.ts'), astToString(await openapiTS(spec)))
   writeFileSync(join(dir, 'client.ts'), clientSource)
-  const compilerOptions = {
-    lib: ['ESNext', 'DOM', 'DOM.Iterable', 'DOM.AsyncIterable'],
-    target: 'ESNext',
-    module: 'Preserve',
-    moduleResolution: 'bundler',
-    strict: true,
-    noUncheckedIndexedAccess: true,
-    skipLibCheck: true,
-    noEmit: true,
-    types: [],
-  }
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['client.ts', 'api.d.ts'] }))
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: clientCompilerOptions, files: ['client.ts', 'api.d.ts'] }),
+  )
   const tsc = Bun.spawn([process.execPath, join(root, 'node_modules/typescript/bin/tsc'), '-p', dir], {
     stdout: 'pipe',
     stderr: 'pipe',
@@ -411,6 +537,119 @@ test('a client generated by openapi-typescript for openapi-fetch type-checks and
   expect((conversation.events as string[]).at(-1)).toBe('done')
   expect(conversation.streamed).toContain('Hello from a generated client')
 
+  const typeErrors = (await new Response(tsc.stdout).text()) + (await new Response(tsc.stderr).text())
+  expect({ exitCode: await tsc.exited, typeErrors }).toEqual({ exitCode: 0, typeErrors: '' })
+})
+
+/**
+ * A second generator, of another make: @hey-api/openapi-ts writes an SDK of one function per operation, named by
+ * its operationId. The conversation is create → poll → follow-up → poll, and the test decides when each answer
+ * ends (ScriptedRunner), so the first poll of each answer is a 202 and nothing waits on time.
+ */
+const heyClientSource = `import { createClient, createConfig } from './api/client'
+import { createThread, getResponse, getThread, listMessages, sendMessage } from './api/sdk.gen'
+
+export interface Steps {
+  /** Ends the answer to this user message (the test's runner); resolves once the runner was told. */
+  answer(messageId: string, text: string): Promise<void>
+}
+
+export async function converse(baseUrl: string, token: string, steps: Steps) {
+  // Each call passes throwOnError: a refusal throws, and the result's data is typed as the success body.
+  const client = createClient(createConfig({ baseUrl, auth: token }))
+  const statuses: number[] = []
+
+  /** Polls until the answer has ended: a 202 first, since the runner has not finished it yet. */
+  async function poll(threadId: string, messageId: string, text: string): Promise<string> {
+    const path = { threadId, messageId }
+    const first = await getResponse({ client, path, throwOnError: true })
+    statuses.push(first.response.status)
+    await steps.answer(messageId, text)
+    for (;;) {
+      const { data, response } = await getResponse({ client, path, throwOnError: true })
+      if (!('messages' in data)) continue
+      statuses.push(response.status)
+      const reply = data.messages.find((message) => message.role === 'assistant')
+      return reply?.contents.map((block) => (block.type === 'text' ? block.text : '')).join('') ?? ''
+    }
+  }
+
+  const created = await createThread({ client, body: { text: 'What is a keyset?', name: 'Paging' }, throwOnError: true })
+  const threadId: string = created.data.thread_id
+  const first = created.data.message_id
+  if (first === null) throw new Error('no message was created')
+  const answers = [await poll(threadId, first, 'A cursor.')]
+
+  const followUp = await sendMessage({ client, path: { threadId }, body: { text: 'And its limit?' }, throwOnError: true })
+  answers.push(await poll(threadId, followUp.data.message_id, '200.'))
+
+  const thread = await getThread({ client, path: { threadId }, throwOnError: true })
+  const messages = await listMessages({ client, path: { threadId }, throwOnError: true })
+  return {
+    statuses,
+    answers,
+    thread: { name: thread.data.name, state: thread.data.state },
+    roles: messages.data.data.map((message) => message.role),
+  }
+}
+
+export function refusedByTheTypes(): void {
+  // @ts-expect-error text is a string
+  void createThread({ body: { text: 1 } })
+  // @ts-expect-error the path needs threadId
+  void getResponse({ path: { messageId: 'b' } })
+  // @ts-expect-error limit is an integer
+  void listMessages({ path: { threadId: 'a' }, query: { limit: '5' } })
+}
+`
+
+test('a client generated by @hey-api/openapi-ts creates a thread, polls, follows up and polls again', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner, validateResponses: false })
+  const { token } = await h.user()
+  const server = h.app.listen({ port: 0, hostname: '127.0.0.1' }).server
+  await using _ = { [Symbol.asyncDispose]: async () => void (await h.app.stop()) }
+  const baseUrl = `http://127.0.0.1:${server?.port}`
+  const spec = (await (await fetch(`${baseUrl}/swagger/json`)).json()) as Record<string, unknown>
+
+  const cache = join(root, 'node_modules', '.cache')
+  mkdirSync(cache, { recursive: true })
+  const dir = mkdtempSync(join(cache, 'threadhouse-hey-api-client-'))
+  await using _dir = { [Symbol.asyncDispose]: async () => rmSync(dir, { recursive: true, force: true }) }
+  await createHeyApiClient({
+    input: spec,
+    output: { path: join(dir, 'api') },
+    plugins: ['@hey-api/client-fetch', '@hey-api/sdk', '@hey-api/typescript'],
+    logs: { level: 'silent' },
+  })
+  writeFileSync(join(dir, 'client.ts'), heyClientSource)
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: clientCompilerOptions, include: ['**/*.ts'] }),
+  )
+  const tsc = Bun.spawn([process.execPath, join(root, 'node_modules/typescript/bin/tsc'), '-p', dir], {
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+
+  const { converse } = (await import(join(dir, 'client.ts'))) as {
+    converse: (
+      baseUrl: string,
+      token: string,
+      steps: { answer(messageId: string, text: string): Promise<void> },
+    ) => Promise<unknown>
+  }
+  const answer = async (messageId: string, text: string) => {
+    const job = await runner.started(messageId)
+    job.token(text)
+    job.done()
+  }
+  expect(await converse(baseUrl, token, { answer })).toEqual({
+    statuses: [202, 200, 202, 200],
+    answers: ['A cursor.', '200.'],
+    thread: { name: 'Paging', state: 'ready' },
+    roles: ['user', 'assistant', 'user', 'assistant'],
+  })
   const typeErrors = (await new Response(tsc.stdout).text()) + (await new Response(tsc.stderr).text())
   expect({ exitCode: await tsc.exited, typeErrors }).toEqual({ exitCode: 0, typeErrors: '' })
 })

@@ -61,7 +61,7 @@ test.concurrent('a server killed mid-generation finishes the answer after restar
     const stream = await fetch(`${base}/messages/${created.message_id}/response/stream`, { headers })
     const events = await collect(parseEvents(stream))
     expect(events.at(-1)?.event).toBe('done')
-    expect(tokensOf(events)).toBe('Echo (turn 1): you said “survive the crash”.')
+    expect(tokensOf(events)).toBe('You said, in turn 1:\n\n> survive the crash')
 
     const thread = (await (await fetch(base, { headers })).json()) as { state: string }
     expect(thread.state).toBe('ready')

@@ -44,7 +44,7 @@ test.concurrent('SIGTERM lets a running answer finish within the grace period, t
   try {
     expect(run.code).toBe(0)
     expect(run.events.at(-1)?.event).toBe('done')
-    expect(tokensOf(run.events.flatMap((e) => (e ? [e] : [])))).toBe('Echo (turn 1): you said “finish me”.')
+    expect(tokensOf(run.events.flatMap((e) => (e ? [e] : [])))).toBe('You said, in turn 1:\n\n> finish me')
   } finally {
     rmSync(run.dir, { recursive: true, force: true })
   }
@@ -58,7 +58,7 @@ test.concurrent('past the grace period, streams end with an error event and the 
     await using again = await startServer(run.env)
     const replay = await collect(parseEvents(await fetch(`${again.url}${run.path}`, { headers: run.headers })))
     expect(replay.at(-1)?.event).toBe('done')
-    expect(tokensOf(replay)).toBe('Echo (turn 1): you said “finish me”.')
+    expect(tokensOf(replay)).toBe('You said, in turn 1:\n\n> finish me')
   } finally {
     rmSync(run.dir, { recursive: true, force: true })
   }

@@ -52,7 +52,7 @@ describe('POST /threads', () => {
         id: expect.any(String),
         thread_id,
         role: 'assistant',
-        contents: [{ type: 'text', text: 'Echo (turn 1): you said “hello there”.' }],
+        contents: [{ type: 'text', text: 'You said, in turn 1:\n\n> hello there' }],
         created_at: iso,
         app_url: expect.stringMatching(new RegExp(`^${publicUrl}/threads/${thread_id}#message-`)),
       },
@@ -294,7 +294,7 @@ describe('messages', () => {
       token: owner.token,
     })
     expect(poll.body.status).toBe('complete')
-    expect(poll.body.messages[0].contents).toEqual([{ type: 'text', text: 'Echo (turn 2): you said “second”.' }])
+    expect(poll.body.messages[0].contents).toEqual([{ type: 'text', text: 'You said, in turn 2:\n\n> second' }])
     const list = await h.call('GET', `/api/v1/threads/${thread_id}/messages`, { token: owner.token })
     expect(list.body.data.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant'])
   })

@@ -109,7 +109,7 @@ test.concurrent('keyboard only: focus starts in the composer, Shift+Enter adds a
   // The message shows at once, before its answer.
   await page.locator('.message-user').first().waitFor()
   const text = await answer(page, 0)
-  expect(text).toContain('Echo (turn 1): you said “First line')
+  expect(text).toContain('You said, in turn 1:\n\nFirst line')
   expect(page.url()).toMatch(/\/threads\/[0-9a-f-]{36}$/)
   expect(await page.locator('#composer-text').inputValue()).toBe('')
   // Focus is back in the composer for the next message, typed and sent by keyboard again.
@@ -118,7 +118,7 @@ test.concurrent('keyboard only: focus starts in the composer, Shift+Enter adds a
   )
   await page.keyboard.type('Again')
   await page.keyboard.press('Enter')
-  expect(await answer(page, 1)).toContain('Echo (turn 2): you said “Again”.')
+  expect(await answer(page, 1)).toContain('You said, in turn 2:\n\nAgain')
   expect(await page.evaluate(() => (globalThis as unknown as PageWindow).__sameDocument)).toBe(true)
   // The new thread is in the sidebar, marked as the open one, named after its first line.
   expect(await page.locator('.thread-link[aria-current="page"]').textContent()).toBe('First line')
@@ -191,7 +191,11 @@ test.concurrent('Markdown streams as Markdown; code is highlighted; the copy but
   const clipboard = () => page.evaluate(() => (globalThis as unknown as PageWindow).navigator.clipboard.readText())
   await reply.getByRole('button', { name: 'Copy the message' }).click()
   await reply.locator('.copy-message.copied').waitFor()
-  expect(await clipboard()).toBe(`Echo (turn 1): you said “${written}”.`)
+  const quoted = written
+    .split('\n')
+    .map((line) => (line === '' ? '>' : `> ${line}`))
+    .join('\n')
+  expect(await clipboard()).toBe(`You said, in turn 1:\n\n${quoted}`)
   await page.locator('.message-user').getByRole('button', { name: 'Copy the message' }).click()
   await page.locator('.message-user .copy-message.copied').waitFor()
   expect(await clipboard()).toBe(written)

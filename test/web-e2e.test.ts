@@ -168,7 +168,7 @@ test.concurrent('sign in, start a thread with an image, watch it stream, rate it
   await page.waitForURL(/\/threads\/[0-9a-f-]{36}$/)
   const threadId = new URL(page.url()).pathname.split('/').at(-1) ?? ''
 
-  const full = 'Echo (turn 1): you said “Describe this picture, please”. Attached: photo.png (image/png).'
+  const full = 'You said, in turn 1:\n\nDescribe this picture, please\n\nAttached: photo.png (image/png).'
   // The text of the Markdown rendered so far (a paragraph's trailing space and newline aside).
   const partial = (await answerStreamsIn(page, full)).trim()
   expect(partial.length).toBeLessThan(full.length)
@@ -194,7 +194,7 @@ test.concurrent('sign in, start a thread with an image, watch it stream, rate it
   // Follow up in the same thread.
   await page.getByLabel('Message', { exact: true }).fill('And the colours?')
   await page.getByRole('button', { name: 'Send' }).click()
-  await answerStreamsIn(page, 'Echo (turn 2): you said “And the colours?”.')
+  await answerStreamsIn(page, 'You said, in turn 2:\n\nAnd the colours?')
   expect(await page.locator('.message').count()).toBe(4)
   expect(await sameDocument(page)).toBe(true)
   // The rating is kept on the server, and shown after a reload.
@@ -227,7 +227,7 @@ test.concurrent('rename, archive, make private, and stop a running answer', asyn
   await signIn(page)
   await page.getByLabel('Message', { exact: true }).fill('Short start')
   await page.getByLabel('Message', { exact: true }).press('Enter')
-  await answerStreamsIn(page, 'Echo (turn 1)')
+  await answerStreamsIn(page, 'You said, in turn 1:')
   await markDocument(page)
 
   await threadOptions(page)
@@ -259,7 +259,7 @@ test.concurrent('rename, archive, make private, and stop a running answer', asyn
   await page.locator('.message-assistant .stopped-note').waitFor()
   await page.locator('#live-answer').waitFor({ state: 'detached' })
   const last = (await page.locator('.message-assistant .markdown').last().textContent()) ?? ''
-  expect(last).toStartWith('Echo (turn 2): you said “word0')
+  expect(last).toStartWith('You said, in turn 2:\n\nword0')
   expect(last).not.toContain('word59')
   expect(await page.locator('.message-assistant').last().locator('.stopped-note').textContent()).toBe('Stopped')
   await page.getByRole('button', { name: 'Send' }).waitFor()
@@ -286,7 +286,7 @@ test.concurrent('markup typed into every field stays text: names, messages, file
     buffer: Buffer.from('hello'),
   })
   await page.getByRole('button', { name: 'Send' }).click()
-  await answerStreamsIn(page, 'Echo (turn 1)')
+  await answerStreamsIn(page, 'You said, in turn 1:')
   await page.getByRole('heading', { level: 1, name: payload }).waitFor()
   const answer = page.locator('.message-assistant').first()
   await answer.getByText('Add a comment').click()

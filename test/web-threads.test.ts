@@ -119,7 +119,9 @@ describe('the threads list', () => {
     )
     const page = await (await browser.get(`/threads/${id}`)).text()
     expect(page).toContain('<span class="badge state-ready">Ready</span>')
-    expect(page).toContain('Echo (turn 1): you said “Plan a weekend<br>\nin Lyon”.')
+    expect(page).toContain(
+      '<p>You said, in turn 1:</p>\n<blockquote>\n<p>Plan a weekend<br>\nin Lyon</p>\n</blockquote>',
+    )
   })
 
   test('search, owner, visibility and archived filters, and keyset paging with the filters kept', async () => {
@@ -303,7 +305,7 @@ describe('the thread page', () => {
     const response = await browser.get(`/threads/${created.body.thread_id}/messages/${created.body.message_id}/stream`)
     expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8')
     const events = await collect(parseEvents(response))
-    expect(tokensOf(events)).toBe('Echo (turn 1): you said “stream me”.')
+    expect(tokensOf(events)).toBe('You said, in turn 1:\n\n> stream me')
     expect(events.at(-1)?.event).toBe('done')
   })
 

@@ -91,6 +91,7 @@ export const attachmentRoutes = (deps: UploadDeps & { responses: Responses }) =>
           422: AttachmentsModel.unprocessable,
         }),
         detail: {
+          operationId: 'uploadAttachments',
           summary: 'Upload files to a thread',
           tags: ['Attachments'],
           description: uploadDescription,
@@ -116,6 +117,7 @@ export const attachmentRoutes = (deps: UploadDeps & { responses: Responses }) =>
         params: AttachmentsModel.attachmentParams,
         response: deps.responses(downloadErrors),
         detail: {
+          operationId: 'downloadAttachment',
           summary: 'Download an attachment',
           tags: ['Attachments'],
           description:
@@ -140,6 +142,7 @@ export const attachmentRoutes = (deps: UploadDeps & { responses: Responses }) =>
       scope: 'any',
       response: deps.responses({ 200: AttachmentsModel.limits, 401: AuthModel.error }),
       detail: {
+        operationId: 'getLimits',
         summary: 'The upload and attachment limits',
         tags: ['Attachments'],
         description:

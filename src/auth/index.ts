@@ -259,6 +259,7 @@ export const identity = (deps: AuthDeps & { responses: Responses }) =>
       scope: 'any',
       response: deps.responses({ 200: AuthModel.me, 401: AuthModel.error }),
       detail: {
+        operationId: 'getMe',
         summary: 'The authenticated user and organization',
         tags: ['Identity'],
         description: 'No scope required.',

@@ -84,7 +84,10 @@ const documentation = (publicUrl: string) => ({
     { name: 'OAuth', description: 'OAuth 2.0 authorization server (outside /api/v1)' },
     {
       name: 'Settings',
-      description: 'Operations behind the settings screens: session cookie, X-CSRF-Token on writes',
+      description:
+        'Operations behind the settings screens, for the browser signed in at /login: its session cookie (HttpOnly, ' +
+        'sent by the browser itself, so no scheme of this document) and, on writes, `X-CSRF-Token` from ' +
+        '`GET /settings/api/session`. In this page, sign in at /login first, then try them.',
     },
   ],
   components: {
@@ -111,12 +114,6 @@ const documentation = (publicUrl: string) => ({
         type: 'http',
         scheme: 'bearer',
         description: 'Registration token (thrg_…) for POST /oauth/register; single use, 60 minutes.',
-      },
-      session: {
-        type: 'apiKey',
-        in: 'cookie',
-        name: 'threadhouse_session',
-        description: 'Browser session from /login (named __Host-threadhouse_session under https).',
       },
     },
   },

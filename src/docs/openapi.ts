@@ -4,7 +4,8 @@
 // (which is how a JSON body says `application/json` only, or a 204 says it has no content); query integers are
 // integers, not Elysia's "numeric string or integer"; statuses that every operation shares because they come from
 // src/shared/http.ts and the rate limits are named once under `components.responses`, and the `{ error, message }`
-// body once under `components.schemas`; OpenAPI 3.0's `nullable` goes.
+// body once under `components.schemas`; OpenAPI 3.0's `nullable` and Elysia's `noValidate` go; each operation is
+// named by its route's `detail.operationId` alone.
 import { toOpenAPISchema, unwrapSchema } from '@elysiajs/openapi/openapi'
 import type { AnyElysia } from 'elysia'
 import { AuthModel } from '../auth/model'
@@ -29,6 +30,7 @@ interface Parameter {
   schema?: Schema
 }
 interface Operation {
+  operationId?: string
   parameters?: Parameter[]
   requestBody?: { content?: Record<string, MediaType> }
   responses?: Record<string, Answer>
@@ -38,6 +40,7 @@ export type OpenAPIDocument = Record<string, unknown> & { paths: Paths; componen
 
 /** What a route's `detail` may say about its body and answers, with TypeBox schemas in it. */
 interface RouteDetail {
+  operationId?: string
   parameters?: Parameter[]
   requestBody?: { content?: Record<string, MediaType> }
   responses?: Record<string, Answer>
@@ -180,8 +183,12 @@ function finish(path: string, method: string, operation: Operation, detail: Rout
   const named = new Set(derived.map((parameter) => `${parameter.in} ${parameter.name}`))
   const extra = (detail?.parameters ?? []).filter((parameter) => !named.has(`${parameter.in} ${parameter.name}`))
   const parameters = [...derived, ...extra]
+  // Only the name the route chose: the converter's fallback spells out the path (`getApiV1ThreadsByThreadId`),
+  // and a generated client names its functions after it.
+  const { operationId: _, ...rest } = operation
   return {
-    ...operation,
+    ...rest,
+    ...(detail?.operationId ? { operationId: detail.operationId } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(requestBody ? { requestBody } : {}),
     responses: Object.fromEntries(Object.entries(responses).sort(byStatus)),
@@ -225,16 +232,19 @@ export function appRoutes(plugin: AnyElysia): readonly Route[] {
 }
 
 /**
- * `nullable` is OpenAPI 3.0's word, which TypeBox's nullable types keep beside the 3.1 form the converter adds
- * (`type: ["string", "null"]`): drop it where that form says the same.
+ * Keys that are not OpenAPI 3.1's nor JSON Schema's, dropped: `nullable` is OpenAPI 3.0's word, which TypeBox's
+ * nullable types keep beside the 3.1 form the converter adds (`type: ["string", "null"]`), dropped where that form
+ * says the same; `noValidate` is Elysia's mark on the answer schemas it does not check (src/shared/responses.ts).
+ * A property named either holds a schema, never a boolean, so it stays.
  */
-function dropNullable(value: unknown): void {
+function dropForeignKeys(value: unknown): void {
   if (Array.isArray(value)) {
-    for (const item of value) dropNullable(item)
+    for (const item of value) dropForeignKeys(item)
   } else if (value !== null && typeof value === 'object') {
     const schema = value as Schema
     if (schema.nullable === true && Array.isArray(schema.type) && schema.type.includes('null')) delete schema.nullable
-    for (const child of Object.values(schema)) dropNullable(child)
+    if (typeof schema.noValidate === 'boolean') delete schema.noValidate
+    for (const child of Object.values(schema)) dropForeignKeys(child)
   }
 }
 
@@ -279,7 +289,7 @@ export function buildDocument(app: AnyElysia, base: { components?: Record<string
   }
   // Through JSON: TypeBox's symbol keys go, and nothing in the document is shared with a live schema.
   const detached: OpenAPIDocument = JSON.parse(JSON.stringify(document))
-  dropNullable(detached)
+  dropForeignKeys(detached)
   referenceErrorBodies(detached.paths, JSON.stringify(errorBody))
   return detached
 }

@@ -159,6 +159,7 @@ export const responses = (deps: ResponseDeps) =>
         params: ThreadsModel.messageParams,
         response: deps.responses({ 200: GenerationModel.finished, 202: GenerationModel.processing, ...errors }),
         detail: {
+          operationId: 'getResponse',
           summary: 'Poll for the AI response to a user message',
           tags: ['Messages'],
           description:
@@ -178,6 +179,7 @@ export const responses = (deps: ResponseDeps) =>
         params: ThreadsModel.messageParams,
         response: deps.responses(errors),
         detail: {
+          operationId: 'streamResponse',
           summary: 'Stream the AI response as server-sent events',
           tags: ['Messages'],
           description:

@@ -169,6 +169,7 @@ export const mcpRoutes = (deps: McpDeps) => {
       () => Response.json(protectedResourceMetadata(deps.publicUrl, '/mcp'), { headers: cors }),
       {
         detail: {
+          operationId: 'getMcpResourceMetadata',
           summary: 'Protected resource metadata for the MCP server (RFC 9728)',
           tags: ['OAuth'],
           security: [],

@@ -107,6 +107,7 @@ function htmlResponse(description: string) {
 }
 
 const authorizeDetail = {
+  operationId: 'authorize',
   summary: 'Authorization endpoint (browser)',
   tags: ['OAuth'],
   security: [],
@@ -176,6 +177,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
     .use(trustedForms(deps))
     .get('/.well-known/oauth-authorization-server', () => json(authorizationServerMetadata(deps.publicUrl), 200), {
       detail: {
+        operationId: 'getAuthorizationServerMetadata',
         summary: 'Authorization server metadata (RFC 8414)',
         tags: ['OAuth'],
         security: [],
@@ -187,6 +189,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
     .options('/.well-known/oauth-protected-resource/api/v1', preflight, { detail: { hide: true } })
     .get('/.well-known/oauth-protected-resource', () => json(protectedResourceMetadata(deps.publicUrl, ''), 200), {
       detail: {
+        operationId: 'getProtectedResourceMetadata',
         summary: 'Protected resource metadata for the host (RFC 9728)',
         tags: ['OAuth'],
         security: [],
@@ -198,6 +201,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       () => json(protectedResourceMetadata(deps.publicUrl, '/api/v1'), 200),
       {
         detail: {
+          operationId: 'getApiResourceMetadata',
           summary: 'Protected resource metadata for the API (RFC 9728)',
           tags: ['OAuth'],
           security: [],
@@ -246,6 +250,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
         trustedForm: 'form',
         parse: 'none',
         detail: {
+          operationId: 'submitConsent',
           summary: 'Consent decision (browser form)',
           tags: ['OAuth'],
           security: [{ session: [] }],
@@ -282,6 +287,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       {
         parse: 'none',
         detail: {
+          operationId: 'requestToken',
           summary: 'Token endpoint: exchange a code, or refresh',
           tags: ['OAuth'],
           security: [],
@@ -327,6 +333,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       {
         parse: 'none',
         detail: {
+          operationId: 'revokeToken',
           summary: 'Revoke a token (RFC 7009)',
           tags: ['OAuth'],
           security: [],
@@ -374,6 +381,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
       {
         parse: 'none',
         detail: {
+          operationId: 'registerClient',
           summary: 'Dynamic client registration (RFC 7591)',
           tags: ['OAuth'],
           security: [{ registrationToken: [] }, {}],

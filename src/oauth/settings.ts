@@ -26,7 +26,10 @@ import { createRegistrationToken } from './registration'
 const error = AuthModel.error
 const writeErrors = { 400: error, 401: error, 403: error, 404: error }
 const tags = ['Settings']
-const security = [{ session: [] }]
+// The session cookie is HttpOnly and the browser sends it by itself: no scheme can be filled in for it (an apiKey
+// in a cookie made Swagger UI's Authorize write a cookie of that name from script), so these operations name none,
+// and the Settings tag says how they are authenticated.
+const security: [] = []
 
 export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
   new Elysia({ name: 'oauth-settings', prefix: '/settings/api' })
@@ -49,7 +52,12 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       {
         account: true,
         response: deps.responses({ 200: OAuthModel.settingsSession, 401: error, 403: error }),
-        detail: { summary: 'The signed-in person and the CSRF token for writes', tags, security },
+        detail: {
+          operationId: 'getSettingsSession',
+          summary: 'The signed-in person and the CSRF token for writes',
+          tags,
+          security,
+        },
       },
     )
     .get(
@@ -59,6 +67,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
         account: true,
         response: deps.responses({ 200: t.Array(OAuthModel.connectedApp), 401: error, 403: error }),
         detail: {
+          operationId: 'listConnectedApps',
           summary: 'Connected apps: apps holding live tokens for you',
           tags,
           security,
@@ -79,6 +88,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
         params: OAuthModel.clientParams,
         response: deps.responses(writeErrors),
         detail: {
+          operationId: 'revokeConnectedApp',
           summary: 'Revoke a connected app (204)',
           responses: noContent('Revoked; no content'),
           tags,
@@ -101,6 +111,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
         ...jsonBody(OAuthModel.registrationRequest),
         response: deps.responses({ 201: OAuthModel.registered, ...writeErrors }),
         detail: {
+          operationId: 'createOAuthClient',
           summary: 'Create a confidential OAuth client (any member)',
           tags,
           security,
@@ -123,6 +134,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
         parse: 'none', // no body: whatever is sent is left unread
         response: deps.responses({ 201: OAuthModel.registrationToken, ...writeErrors }),
         detail: {
+          operationId: 'createRegistrationToken',
           summary: 'Generate a registration token (any member)',
           tags,
           security,
@@ -142,6 +154,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
         account: true,
         response: deps.responses({ 200: t.Array(OAuthModel.clientSummary), 401: error, 403: error }),
         detail: {
+          operationId: 'listOAuthClients',
           summary: 'List OAuth clients: all of the organization’s (owners and admins) or your own (members)',
           tags,
           security,
@@ -161,7 +174,12 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
         account: true,
         params: OAuthModel.clientParams,
         response: deps.responses({ 200: OAuthModel.clientDetail, 401: error, 403: error, 404: error }),
-        detail: { summary: 'One OAuth client with its metadata (owners and admins)', tags, security },
+        detail: {
+          operationId: 'getOAuthClient',
+          summary: 'One OAuth client with its metadata (owners and admins)',
+          tags,
+          security,
+        },
       },
     )
     .post(
@@ -177,6 +195,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
         params: OAuthModel.clientParams,
         response: deps.responses({ 200: OAuthModel.rotatedSecret, ...writeErrors, 409: error }),
         detail: {
+          operationId: 'rotateOAuthClientSecret',
           summary: 'Rotate a confidential client’s secret (owners and admins)',
           tags,
           security,
@@ -198,6 +217,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
         params: OAuthModel.clientParams,
         response: deps.responses(writeErrors),
         detail: {
+          operationId: 'deleteOAuthClient',
           summary: 'Delete an OAuth client (owners and admins, 204)',
           responses: noContent('Deleted; no content'),
           tags,

@@ -43,6 +43,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       query: ThreadsModel.listThreadsQuery,
       response: deps.responses({ 200: ThreadsModel.threadList, ...readErrors }),
       detail: {
+        operationId: 'listThreads',
         summary: 'List threads visible to the caller',
         tags: ['Threads'],
         description:
@@ -75,6 +76,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
           422: error,
         }),
         detail: {
+          operationId: 'createThread',
           summary: 'Create a thread',
           tags: ['Threads'],
           description:
@@ -91,7 +93,12 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       scope: 'threads:read',
       params: ThreadsModel.threadParams,
       response: deps.responses({ 200: ThreadsModel.thread, ...readErrors }),
-      detail: { summary: 'Get a thread', tags: ['Threads'], description: '404 for threads the caller cannot see.' },
+      detail: {
+        operationId: 'getThread',
+        summary: 'Get a thread',
+        tags: ['Threads'],
+        description: '404 for threads the caller cannot see.',
+      },
     })
     .patch(
       '/:threadId',
@@ -103,6 +110,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         ...jsonBody(ThreadsModel.updateThreadBody),
         response: deps.responses({ 200: ThreadsModel.thread, ...ownerErrors }),
         detail: {
+          operationId: 'updateThread',
           summary: 'Rename, archive or unarchive a thread, or change its privacy',
           tags: ['Threads'],
           description:
@@ -133,6 +141,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         query: ThreadsModel.exportQuery,
         response: deps.responses({ 200: t.Union([ThreadsModel.threadExport, t.String()]), ...readErrors }),
         detail: {
+          operationId: 'exportThread',
           summary: 'Export a thread as JSON or Markdown',
           tags: ['Threads'],
           description:
@@ -158,6 +167,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         params: ThreadsModel.threadParams,
         response: deps.responses(ownerErrors),
         detail: {
+          operationId: 'deleteThread',
           summary: 'Delete a thread for good (204, no content)',
           tags: ['Threads'],
           description:
@@ -180,6 +190,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         params: ThreadsModel.threadParams,
         response: deps.responses({ 202: ThreadsModel.thread, ...ownerErrors, 409: error }),
         detail: {
+          operationId: 'stopThread',
           summary: 'Stop the answer a thread is producing',
           tags: ['Threads'],
           description:
@@ -207,6 +218,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         params: ThreadsModel.threadParams,
         response: deps.responses({ 201: ThreadsModel.continueThreadResponse, ...readErrors, 409: error }),
         detail: {
+          operationId: 'continueThread',
           summary: 'Continue a thread in error in a new thread',
           tags: ['Threads'],
           description:
@@ -229,6 +241,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         query: ThreadsModel.listMessagesQuery,
         response: deps.responses({ 200: ThreadsModel.messageList, ...readErrors }),
         detail: {
+          operationId: 'listMessages',
           summary: 'List the active messages of a thread, oldest first',
           tags: ['Messages'],
           description:
@@ -261,6 +274,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
           422: error,
         }),
         detail: {
+          operationId: 'sendMessage',
           summary: 'Send a user message and start the AI response',
           parameters: [idempotencyKeyParameter],
           tags: ['Messages'],
@@ -287,6 +301,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         ...jsonBody(ThreadsModel.feedbackBody),
         response: deps.responses(readErrors),
         detail: {
+          operationId: 'rateMessage',
           summary: 'Rate an assistant message (204, no content)',
           tags: ['Messages'],
           responses: noContent('Rated; no content'),
@@ -319,6 +334,7 @@ export const threadFeedRoutes = (deps: FeedRouteDeps) =>
       scope: 'threads:read',
       response: deps.responses({ 400: error, 401: error, 403: AuthModel.scopeError }),
       detail: {
+        operationId: 'streamThreadEvents',
         summary: 'Stream changes to the threads the caller can see, as server-sent events',
         tags: ['Threads'],
         description:

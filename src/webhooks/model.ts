@@ -60,6 +60,8 @@ export function webhookDocumentation(): Record<string, unknown> {
       type,
       {
         post: {
+          // `thread.created` is `onThreadCreated`: a generated client's name for its handler.
+          operationId: `on${type.replace(/(^|\.)(\w)/g, (_, _dot: string, letter: string) => letter.toUpperCase())}`,
           summary: type,
           description: `${when[type]} Sent to the organization's enabled endpoints that chose this event (see docs/webhooks.md).`,
           parameters: [

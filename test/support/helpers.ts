@@ -259,6 +259,8 @@ export async function harness(
     heartbeats?: Heartbeats
     /** Webhook delivery's retry schedule, resolver and polling (AppDeps.webhooks). */
     webhooks?: AppDeps['webhooks']
+    /** AppDeps.validateResponses: tests check answers against their schemas unless told, as production does not. */
+    validateResponses?: boolean
   } = {},
 ): Promise<Harness> {
   const database = await testDatabase()
@@ -287,6 +289,7 @@ export async function harness(
     log: options.log ?? silentLogger,
     heartbeats: options.heartbeats ?? new Heartbeats(50),
     webhooks: options.webhooks,
+    validateResponses: options.validateResponses,
   })
 
   async function call(

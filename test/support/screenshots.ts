@@ -1,76 +1,106 @@
-// Regenerates the chat's pictures in docs/screenshots/: a new conversation and a thread with a streamed answer
-// (Markdown, highlighted code, an image), desktop and phone, light and dark, taken in headless Chromium from a real
-// server with threads made through the pages themselves.
-// Run: bun test/support/screenshots.ts
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+// Retakes every picture in docs/screenshots/ with one command: `bun test/support/screenshots.ts`.
+//
+// The chat's pictures are taken here: a new conversation and a thread answered by a model, desktop and phone, light
+// and dark, in headless Chromium against a real server whose model is a scripted OpenAI-compatible upstream on
+// loopback (fake-llm.ts), so the pictures show what the product does with a real model: an answer with a heading, a
+// list, highlighted code and a table. Then the settings and administration pictures are retaken by their own test
+// (`UPDATE_SCREENSHOTS=1 bun test test/settings-browser.test.ts`); `--chat-only` skips them. Each PNG is then
+// quantised to 256 colours, which halves it.
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import sharp from 'sharp'
+import { tokenize } from '../../src/generation/providers/echo'
 import { openBrowser } from './browser'
+import { FakeLlm, openaiText, type Received, sse } from './fake-llm'
 import { startServerAtOwnUrl } from './helpers'
 
-const out = join(import.meta.dir, '..', '..', 'docs', 'screenshots')
+const root = join(import.meta.dir, '..', '..')
+const out = join(root, 'docs', 'screenshots')
+
+/** What the model answers, by the question it was asked. */
+const answers: Record<string, string> = {
+  'Draft an outline for the Q3 report.':
+    '## Q3 report outline\n\n1. Highlights\n2. Revenue and costs\n3. Hiring\n4. Risks and next steps',
+  'What should the 2.0 release checklist cover?':
+    'Four areas: **migrations** tested on a copy of production, a changelog, updated docs, and a rollback plan.',
+  'Summarise Tuesday’s meeting notes.':
+    'The team agreed to ship the importer first, move the billing work to October, and hire a second designer.',
+  'How do I page through a big PostgreSQL table without OFFSET slowing down?': `## Keyset pagination
+
+\`OFFSET\` reads every row before the page. Start where the last page ended:
+
+1. Sort by a unique key, such as \`(created_at, id)\`.
+2. Send the last row's key with each page.
+3. Ask for the rows after that key.
+
+\`\`\`sql
+SELECT id, title FROM posts
+WHERE (created_at, id) < ($1, $2)
+ORDER BY created_at DESC, id DESC
+LIMIT 50;
+\`\`\`
+
+With an index on \`(created_at, id)\`:
+
+| Page | OFFSET | Keyset |
+| ---: | -----: | -----: |
+| 1 | 0.4 ms | 0.4 ms |
+| 100 | 18 ms | 0.4 ms |
+| 1,000 | 190 ms | 0.5 ms |`,
+}
+
+/** The text of the last user message of a Chat Completions request. */
+function question(request: Received): string {
+  const messages = request.body.messages as { role: string; content: string | { type: string; text?: string }[] }[]
+  const content = messages.filter((message) => message.role === 'user').at(-1)?.content ?? ''
+  return typeof content === 'string' ? content : content.map((part) => part.text ?? '').join('')
+}
+
+await using llm = new FakeLlm()
+const script = (request: Received) => {
+  const answer = answers[question(request).trim()]
+  if (!answer) throw new Error(`no scripted answer for: ${question(request)}`)
+  return sse(openaiText(tokenize(answer)))
+}
+llm.reply(...Object.keys(answers).map(() => script))
+
 const dir = mkdtempSync(join(tmpdir(), 'threadhouse-shots-'))
 const server = await startServerAtOwnUrl({
   DATABASE_PATH: join(dir, 'db.sqlite'),
   UPLOADS_DIR: join(dir, 'uploads'),
   ADMIN_EMAIL: 'ada@example.com',
   ADMIN_PASSWORD: 'correct horse battery',
-  ECHO_TOKEN_DELAY_MS: '2',
+  LLM_PROVIDER: 'openai',
+  LLM_BASE_URL: `${llm.url}/v1`,
+  LLM_MODEL: 'llama3.2',
 })
 const session = await openBrowser(server.url)
 try {
   const { page } = session
-  await page.setViewportSize({ width: 1280, height: 860 })
+  await page.setViewportSize({ width: 1280, height: 960 })
   await page.goto('/')
   await page.getByLabel('Email').fill('ada@example.com')
   await page.getByLabel('Password').fill('correct horse battery')
   await page.getByRole('button', { name: 'Sign in' }).click()
   await page.waitForURL((url) => url.pathname === '/')
 
-  /** Sends from the composer with Enter and waits until the answer has streamed in and the page settled. */
-  async function send(text: string, image?: Buffer): Promise<void> {
-    if (image) {
-      await page.locator('#composer-files').setInputFiles({ name: 'skyline.png', mimeType: 'image/png', buffer: image })
-    }
-    const answers = await page.locator('.message-assistant:not(.live)').count()
+  /** Starts a thread from the new conversation with Enter and waits until its answer has streamed in. */
+  async function start(text: string): Promise<void> {
+    await page.goto('/')
     await page.getByLabel('Message', { exact: true }).fill(text)
     await page.getByLabel('Message', { exact: true }).press('Enter')
-    await page.locator('.message-assistant:not(.live)').nth(answers).waitFor()
+    await page.locator('.message-assistant:not(.live)').first().waitFor()
   }
-
-  async function start(text: string, image?: Buffer): Promise<void> {
-    await page.goto('/')
-    await send(text, image)
-  }
-
-  await start('Draft an outline for the Q3 report.')
-  await start('What should the 2.0 release checklist cover?')
-  await start('Summarise the meeting notes from Tuesday')
-  const sky = await sharp({ create: { width: 480, height: 270, channels: 3, background: '#f0a04b' } })
-    .composite([
-      {
-        input: Buffer.from(
-          '<svg width="480" height="270"><rect y="150" width="480" height="120" fill="#3b4a6b"/><rect x="60" y="90" width="50" height="180" fill="#26324d"/><rect x="150" y="60" width="70" height="210" fill="#1f2a40"/><rect x="260" y="110" width="60" height="160" fill="#26324d"/><rect x="350" y="40" width="55" height="230" fill="#1f2a40"/><circle cx="400" cy="70" r="28" fill="#ffe3a3"/></svg>',
-        ),
-      },
-    ])
-    .png()
-    .toBuffer()
-  await start(
-    'Plan a **weekend in Lyon** for two:\n\n- one museum\n- one *bouchon* for dinner\n\nThe photo is the view from our hotel. Keep it under `300 €`.',
-    sky,
-  )
-  await send(
-    'Turn the budget into code:\n\n```ts\nconst budget = { hotel: 180, dinner: 90, museum: 24 }\nconst total = Object.values(budget).reduce((a, b) => a + b, 0)\nconsole.log("Total:", total, "€") // 294 €\n```',
-  )
+  const questions = Object.keys(answers)
+  for (const text of questions) await start(text)
   await page.locator('.message-assistant').first().getByRole('button', { name: 'Good answer' }).click()
   await page.locator('.message-assistant button[aria-pressed="true"]').waitFor()
   const threadUrl = page.url().split('#')[0] ?? ''
 
   mkdirSync(out, { recursive: true })
   for (const [device, width, height] of [
-    ['desktop', 1280, 860],
+    ['desktop', 1280, 960],
     ['phone', 390, 844],
   ] as const) {
     await page.setViewportSize({ width, height })
@@ -87,9 +117,8 @@ try {
   await page.goto(`${threadUrl}#sidebar`)
   await page.locator('#sidebar').waitFor()
   await page.screenshot({ path: join(out, 'sidebar-phone-light.png') })
-  console.log(`screenshots written to ${out}`)
 } catch (error) {
-  await session.page.screenshot({ path: '/tmp/threadhouse-shot-failure.png' })
+  await session.page.screenshot({ path: join(tmpdir(), 'threadhouse-shot-failure.png') })
   console.error(session.errors)
   throw error
 } finally {
@@ -97,3 +126,23 @@ try {
   await server[Symbol.asyncDispose]()
   rmSync(dir, { recursive: true, force: true })
 }
+
+// `--chat-only` leaves the settings and administration pictures as they are.
+const settings = process.argv.includes('--chat-only')
+  ? undefined
+  : Bun.spawn(['bun', 'test', 'test/settings-browser.test.ts'], {
+      cwd: root,
+      env: { ...process.env, UPDATE_SCREENSHOTS: '1' },
+      stdout: 'inherit',
+      stderr: 'inherit',
+    })
+if (settings && (await settings.exited) !== 0)
+  throw new Error('test/settings-browser.test.ts failed: its pictures may be stale')
+
+for (const name of readdirSync(out).filter((file) => file.endsWith('.png'))) {
+  const path = join(out, name)
+  // 256 colours: plenty for pages of flat colours and text, at about half the bytes.
+  const smaller = await sharp(path).png({ palette: true, compressionLevel: 9, effort: 10 }).toBuffer()
+  if (smaller.length < Bun.file(path).size) await Bun.write(path, smaller)
+}
+console.log(`screenshots written to ${out}`)

@@ -1,5 +1,8 @@
 // The built-in development responder: a short deterministic reply that quotes the user's last message and
 // names its attachments, streamed word by word with a fixed delay, so the whole product can be used without a model.
+// The reply is Markdown that renders cleanly whatever was said: the message is quoted as a block quote, so its
+// own Markdown (a code fence, a list) stays inside the quote instead of spilling into the reply. The turn number
+// shows how many user messages reached the responder.
 import type { GenerationRequest, Generator, GeneratorEvent } from '../types'
 import { delay } from './retry'
 
@@ -11,8 +14,14 @@ export function echoReply(request: Pick<GenerationRequest, 'history'>): string {
     const file = 'attachment_id' in block ? last?.attachments?.[block.attachment_id] : undefined
     return file ? [`${file.filename} (${file.mediaType})`] : []
   })
-  const attached = files.length === 0 ? '' : ` Attached: ${files.join(', ')}.`
-  return `Echo (turn ${users.length}): you said “${text}”.${attached}`
+  const quoted = text
+    .split(/\r?\n/)
+    .map((line) => (line.trim() === '' ? '>' : `> ${line}`))
+    .join('\n')
+  const turn = users.length
+  const parts = text.trim() === '' ? [`You sent no text in turn ${turn}.`] : [`You said, in turn ${turn}:`, quoted]
+  if (files.length > 0) parts.push(`Attached: ${files.join(', ')}.`)
+  return parts.join('\n\n')
 }
 
 /** Splits a reply into word-sized tokens that concatenate back to it exactly. */

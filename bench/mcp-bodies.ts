@@ -4,7 +4,8 @@
 // least any server must do with such a body: read it, JSON.parse it, answer. The goal: p99 under 100 ms beside two
 // worst-case bodies. Threadhouse runs on SQLite, and with BENCH_POSTGRES=1 also on a throwaway PostgreSQL cluster
 // started as the tests start theirs. Not part of `bun run bench`:
-//   bun bench/mcp-bodies.ts            (BENCH_DURATION seconds per measurement, default 10)
+//   bun bench/mcp-bodies.ts            (BENCH_DURATION seconds per measurement, default 10; MCP_BODIES picks
+//                                       loads, default idle,1,2,3: the three bodies in bodiesFor's order)
 import { Database } from 'bun:sqlite'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -210,8 +211,7 @@ async function measureAll(): Promise<void> {
     const rows: Row[] = []
     for (const body of bodies) {
       // The servers take turns within each load, so that the machine's drift is shared between them.
-      const order = [...targets, { server: baseline, token: '', threadId: '' }]
-      for (const target of process.env.MCP_BODIES_REVERSE ? order.reverse() : order) {
+      for (const target of [...targets, { server: baseline, token: '', threadId: '' }]) {
         // Each Threadhouse uploads to a thread of its own owner.
         const own = body && target.threadId ? withThread(body, sqlite.threadId, target.threadId) : body
         log(`${target.server.name}: ${own?.label ?? 'idle'}`)

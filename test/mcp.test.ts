@@ -8,8 +8,9 @@ import { and, eq } from 'drizzle-orm'
 import sharp from 'sharp'
 import { attachments } from '../src/attachments/attachments.table'
 import { personalAccessTokens } from '../src/auth/auth.table'
+import { maxMcpBodyBytes } from '../src/mcp/model'
 import { feedback } from '../src/threads/threads.table'
-import { stalledClient, until } from './support/helpers'
+import { parseEvents, stalledClient, until } from './support/helpers'
 import { connect, postMcp, startServer } from './support/mcp-helpers'
 
 // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
@@ -49,11 +50,13 @@ test('tools/list: the nine tools with input and output schemas, annotations, and
         readOnly: tool.annotations?.readOnlyHint,
         destructive: tool.annotations?.destructiveHint,
         idempotent: tool.annotations?.idempotentHint,
+        openWorld: tool.annotations?.openWorldHint,
       },
     ]),
   )
-  const reader = { scopes: ['threads:read'], readOnly: true, destructive: false, idempotent: true }
-  const writer = { scopes: ['threads:write'], readOnly: false, destructive: false, idempotent: false }
+  // No tool destroys anything, so none makes a host ask before it runs; none reaches beyond Threadhouse.
+  const reader = { scopes: ['threads:read'], readOnly: true, destructive: false, idempotent: true, openWorld: false }
+  const writer = { scopes: ['threads:write'], readOnly: false, destructive: false, idempotent: false, openWorld: false }
   expect(summary).toEqual({
     search_threads: reader,
     list_threads: reader,
@@ -61,9 +64,10 @@ test('tools/list: the nine tools with input and output schemas, annotations, and
     get_response: reader,
     create_thread: writer,
     send_message: writer,
-    answer_choice: { ...writer, scopes: ['threads:write', 'threads:read'] },
+    // A question is answered once; a rating is replaced by the same rating.
+    answer_choice: { ...writer, scopes: ['threads:write', 'threads:read'], idempotent: true },
     upload_attachment: writer,
-    rate_message: { ...writer, destructive: true, idempotent: true },
+    rate_message: { ...writer, idempotent: true },
   })
   for (const tool of tools) {
     expect(tool.outputSchema?.type).toBe('object')
@@ -363,9 +367,11 @@ test('upload_attachment checks files as the API does; send_message attaches them
   expect(await refused(adaClient, 'upload_attachment', { ...overQuota, content_base64: '!' })).toBe(
     'A thread holds at most 25 files; this one has 25, room for 0 more',
   )
-  // A text the API's 1 MiB body could not carry is refused by the schema, unsent.
-  const tooLong = await refused(adaClient, 'send_message', { thread_id, text: 'x'.repeat(1024 * 1024 + 1) })
-  expect(tooLong).toContain('Input validation error')
+  // A text the API's 1 MiB body could not carry is refused with its message, as the API refuses such a body.
+  const tooLong = call(adaClient, 'send_message', { thread_id, text: 'x'.repeat(1024 * 1024 + 1) })
+  await expect(tooLong).rejects.toThrow(
+    'a message may hold at most 1048576 bytes besides the file of an upload_attachment',
+  )
 
   const sending = adaClient.callTool({
     name: 'send_message',
@@ -542,6 +548,90 @@ test('the transport: a 401 challenge, 405 for GET and DELETE, JSON-RPC errors fo
   await oldVersion.arrayBuffer()
 })
 
+test('a message’s cost is judged before the SDK reads it: its values, its bytes besides a file, its params', async () => {
+  await using server = await startServer()
+  const ada = await server.member()
+  const auth = { authorization: `Bearer ${ada.token}` }
+  const rpcError = async (response: Response) => ({ status: response.status, body: (await response.json()) as Json })
+  /** The one JSON-RPC message of an event-stream answer. */
+  const answerOf = async (response: Response): Promise<Json> => {
+    expect(response.status).toBe(200)
+    for await (const event of parseEvents(response)) return JSON.parse(event.data)
+  }
+  const list = (params: string) => `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{${params}}}`
+  const keys = (count: number) => Array.from({ length: count }, (_, i) => `"k${i}":0`).join(',')
+
+  // Issue 33's body: 330,000 keys in 3.85 MB, under the bound on bytes, cost seconds of the SDK's validation.
+  const wide = list(keys(330_000))
+  expect(wide.length).toBeLessThan(maxMcpBodyBytes)
+  expect(await rpcError(await postMcp(server.origin, wide, auth))).toEqual({
+    status: 400,
+    body: {
+      jsonrpc: '2.0',
+      error: {
+        code: -32700,
+        message: 'Parse error: the body holds more than 2000 values (array elements and object members)',
+      },
+      id: null,
+    },
+  })
+  // Every array element and object member counts, the message's own four included, however they nest.
+  expect((await answerOf(await postMcp(server.origin, list(keys(1996)), auth))).result.tools).toHaveLength(9)
+  expect((await rpcError(await postMcp(server.origin, list(keys(1997)), auth))).status).toBe(400)
+  const nested = list(`"a":[${'[0],'.repeat(998)}[0]]`)
+  expect((await rpcError(await postMcp(server.origin, nested, auth))).status).toBe(400)
+
+  // Megabytes only for a file in base64: every other message is held to the API's 1 MiB.
+  const overBound = {
+    status: 413,
+    body: {
+      jsonrpc: '2.0',
+      error: {
+        code: -32600,
+        message:
+          'Invalid Request: a message may hold at most 1048576 bytes besides the file of an upload_attachment call',
+      },
+      id: null,
+    },
+  }
+  const padded = list(`"pad":"${'a'.repeat(1024 * 1024)}"`)
+  expect(await rpcError(await postMcp(server.origin, padded, auth))).toEqual(overBound)
+  const upload = (args: Record<string, string>) =>
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'upload_attachment', arguments: args },
+    })
+  const thread_id = crypto.randomUUID()
+  const file = await answerOf(
+    await postMcp(
+      server.origin,
+      upload({ thread_id, filename: 'a.txt', content_base64: 'QUFB'.repeat(768 * 1024) }),
+      auth,
+    ),
+  )
+  expect(file.result).toMatchObject({ isError: true, content: [{ text: 'Thread not found' }] })
+  const besides = upload({ thread_id, filename: 'a.txt', content_base64: 'QUFB', media_type: 'a'.repeat(1024 * 1024) })
+  expect(await rpcError(await postMcp(server.origin, besides, auth))).toEqual(overBound)
+
+  // Params the method does not take: -32602 with the first issue, answering the request, not an internal error.
+  const call = (id: number, params: unknown) =>
+    postMcp(server.origin, JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params }), auth)
+  expect(await answerOf(await call(3, { name: 'list_threads', arguments: [] }))).toEqual({
+    jsonrpc: '2.0',
+    id: 3,
+    error: { code: -32602, message: 'Invalid params: arguments: Invalid input: expected record, received array' },
+  })
+  expect(await answerOf(await call(4, { name: 5 }))).toEqual({
+    jsonrpc: '2.0',
+    id: 4,
+    error: { code: -32602, message: 'Invalid params: name: Invalid input: expected string, received number' },
+  })
+  const badCursor = JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list', params: { cursor: [] } })
+  expect((await answerOf(await postMcp(server.origin, badCursor, auth))).error.code).toBe(-32602)
+})
+
 test('MCP requests count against the token’s rate limit and mark the token used', async () => {
   await using server = await startServer({ config: { RATE_LIMIT_API_PER_MINUTE: 2 } })
   const ada = await server.member()
@@ -634,10 +724,10 @@ test('/mcp/ is /mcp: the same tools, the same bound on bodies, the same rate lim
   })
   expect(list.status).toBe(200)
   expect(await list.text()).toContain('"search_threads"')
-  // Larger than the API's 1 MiB, as an upload_attachment call may be: read by /mcp's own bound, in JSON-RPC.
+  // Larger than the API's 1 MiB only for an upload_attachment call's file, in JSON-RPC.
   const large = await fetch(slash, { method: 'POST', headers, body: `{"pad":"${'a'.repeat(2 * 1024 * 1024)}"}` })
-  expect(large.status).toBe(400)
-  expect(await large.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 } })
+  expect(large.status).toBe(413)
+  expect(await large.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32600 } })
   const third = await fetch(slash, { method: 'POST', headers, body: '{}' })
   expect(third.status).toBe(429)
   await third.arrayBuffer()

@@ -1,8 +1,9 @@
 // Hostile requests are refused early and cheaply: the caller before the body, the body's media type, size and
 // depth before it is parsed, open streams per person and per process, unknown methods with 405 and Allow.
 import { expect, test } from 'bun:test'
+import fc from 'fast-check'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
-import { maxJsonDepth } from '../src/shared/body'
+import { type JsonBounds, JsonShapeScan, maxJsonDepth } from '../src/shared/body'
 import {
   collect,
   type Harness,
@@ -25,15 +26,20 @@ async function ready(h: Harness, token: string, threadId: string): Promise<void>
 const nested = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`
 const megabyteDeep = nested(512 * 1024 - 16)
 
-/** A 1 MiB body in 64 KiB chunks, sent only as far as someone reads it: `pulls` says how far that was. */
-function countedBody(): { body: ReadableStream<Uint8Array>; pulls: () => number } {
+/**
+ * A body of sixteen chunks (by default 64 KiB of `[` each, 1 MiB in all), sent only as far as someone reads it:
+ * `pulls` says how far that was.
+ */
+function countedBody(chunk: (pull: number) => string = () => '['.repeat(64 * 1024)): {
+  body: ReadableStream<Uint8Array>
+  pulls: () => number
+} {
   let pulls = 0
-  const chunk = new Uint8Array(64 * 1024).fill(0x5b) // '['
   const body = new ReadableStream<Uint8Array>({
     pull(controller) {
       pulls++
       if (pulls > 16) controller.close()
-      else controller.enqueue(chunk)
+      else controller.enqueue(new TextEncoder().encode(chunk(pulls)))
     },
   })
   return { body, pulls: () => pulls }
@@ -369,6 +375,87 @@ test('MCP and closed registration read no body they need not: depth-bounded JSON
   )
   expect(registration.status).toBe(401)
   expect(pulls()).toBeLessThanOrEqual(2)
+})
+
+test('a JSON body too deep or too wide is refused once that much of it has arrived, never read to its end', async () => {
+  await using h = await harness()
+  const owner = await h.user()
+  const post = (path: string, body: ReadableStream<Uint8Array>) =>
+    h.app.handle(
+      new Request(`${publicUrl}${path}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${owner.token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body,
+      }),
+    )
+  // At most what the platform buffers ahead of a reader: reading the body to its end takes all sixteen chunks.
+  const deep = countedBody()
+  const api = await post('/api/v1/threads', deep.body)
+  expect({ status: api.status, body: await api.json() }).toEqual({
+    status: 400,
+    body: { error: 'invalid_request', message: `The body is nested more than ${maxJsonDepth} levels deep` },
+  })
+  expect(deep.pulls()).toBeLessThanOrEqual(2)
+  // Issue 33's body, a tools/list whose params hold hundreds of thousands of keys, refused at its 2,001st value.
+  const keys = (pull: number) => Array.from({ length: 5000 }, (_, i) => `"k${pull * 5000 + i}":0,`).join('')
+  const wide = countedBody((pull) =>
+    pull === 1 ? '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{' : keys(pull),
+  )
+  const mcp = await post('/mcp', wide.body)
+  expect({ status: mcp.status, body: await mcp.json() }).toEqual({
+    status: 400,
+    body: {
+      jsonrpc: '2.0',
+      error: {
+        code: -32700,
+        message: 'Parse error: the body holds more than 2000 values (array elements and object members)',
+      },
+      id: null,
+    },
+  })
+  expect(wide.pulls()).toBeLessThanOrEqual(3)
+})
+
+test('the shape scan counts depth and values exactly, however the bytes arrive', () => {
+  /** Depth and values (array elements and object members) of a parsed value, walked. */
+  const shapeOf = (value: unknown, depth = 0): JsonBounds => {
+    if (value === null || typeof value !== 'object') return { depth, elements: 0 }
+    const children = Object.values(value)
+    const shape = { depth: depth + 1, elements: children.length }
+    for (const child of children) {
+      const inner = shapeOf(child, depth + 1)
+      shape.depth = Math.max(shape.depth, inner.depth)
+      shape.elements += inner.elements
+    }
+    return shape
+  }
+  const text = fc.oneof(
+    fc.jsonValue(),
+    fc.jsonValue({ maxDepth: 3 }).map((value) => ({ '\\"[{,': value })),
+  )
+  fc.assert(
+    fc.property(text, fc.array(fc.nat(), { maxLength: 6 }), fc.boolean(), (value, cuts, spaced) => {
+      const bytes = new TextEncoder().encode(JSON.stringify(value, null, spaced ? 2 : undefined))
+      const scanned = (bounds: JsonBounds) => {
+        const scan = new JsonShapeScan(bounds)
+        let from = 0
+        for (const at of [...cuts.map((cut) => cut % (bytes.length + 1)).sort((a, b) => a - b), bytes.length]) {
+          scan.feed(bytes.subarray(from, Math.max(from, at)))
+          from = Math.max(from, at)
+        }
+        return scan.problem
+      }
+      const shape = shapeOf(value)
+      expect(scanned(shape)).toBeNull()
+      if (shape.depth > 0) expect(scanned({ ...shape, depth: shape.depth - 1 })).toBe('depth')
+      if (shape.elements > 0) expect(scanned({ ...shape, elements: shape.elements - 1 })).toBe('width')
+    }),
+    { numRuns: 2000 },
+  )
 })
 
 test('the last event sets a day’s reconnection delay, except a restart’s error: that answer comes back', async () => {

@@ -12,11 +12,11 @@ import type { Caller } from '../auth/model'
 import { boundedBody } from '../generation/sse'
 import { protectedResourceMetadata } from '../oauth/metadata'
 import { OAuthModel } from '../oauth/model'
-import { mediaTypeOf, readJson } from '../shared/body'
+import { maxJsonBodyBytes, mediaTypeOf, readJson } from '../shared/body'
 import { AppError } from '../shared/errors'
 import { requestIdOf } from '../shared/http'
 import { urlHoldsNul } from '../shared/nul'
-import { maxMcpBodyBytes } from './model'
+import { maxMcpBodyBytes, maxMcpMessageValues } from './model'
 import type { McpDeps } from './service'
 
 /**
@@ -86,6 +86,20 @@ function unreadable(request: Request): Response | null {
   return null
 }
 
+const parseErrors = {
+  depth: 'Parse error: the body is nested too deep',
+  width: `Parse error: the body holds more than ${maxMcpMessageValues} values (array elements and object members)`,
+  syntax: 'Parse error',
+} as const
+
+/** The length of the file an upload_attachment call carries in base64, or 0 for any other message. */
+function fileLength(message: unknown): number {
+  const { method, params } = (message ?? {}) as { method?: unknown; params?: { name?: unknown; arguments?: unknown } }
+  if (method !== 'tools/call' || params?.name !== 'upload_attachment') return 0
+  const file = (params.arguments as { content_base64?: unknown } | undefined)?.content_base64
+  return typeof file === 'string' ? file.length : 0
+}
+
 /**
  * Runs `close` once the response body has been sent to its end or abandoned, or at once when there is none. A body
  * (progress notifications, then the result) is bounded as every SSE stream is: a client that stops reading is cut
@@ -118,20 +132,18 @@ export const mcpRoutes = (deps: McpDeps) => {
     // What the transport would refuse anyway, refused before up to 4 MiB of body are read for nothing.
     const refusal = unreadable(request)
     if (refusal) return refusal
-    // Read here rather than by the transport, so that a body nested past any JSON-RPC message is never parsed.
+    // Read here rather than by the transport, so that a body nested or spread past any JSON-RPC message is never
+    // parsed: what the SDK does with a message costs in proportion to the values it holds.
     let read: Awaited<ReturnType<typeof readJson>>
     try {
-      read = await readJson(request, maxMcpBodyBytes)
+      read = await readJson(request, { bytes: maxMcpBodyBytes, elements: maxMcpMessageValues })
     } catch (error) {
       if (!(error instanceof AppError)) throw error
       // 413 past the bound, 400 for a body that broke off: in JSON-RPC, like every other answer of /mcp.
       if (error.status === 413) return jsonRpcError(413, -32600, `Invalid Request: ${error.message}`)
       return jsonRpcError(error.status, -32700, `Parse error: ${error.message}`)
     }
-    if ('problem' in read) {
-      const message = read.problem === 'depth' ? 'Parse error: the body is nested too deep' : 'Parse error'
-      return jsonRpcError(400, -32700, message)
-    }
+    if ('problem' in read) return jsonRpcError(400, -32700, parseErrors[read.problem])
     // PostgreSQL's text cannot hold it, so no backend takes it (as on the API).
     if (read.holdsNul) return jsonRpcError(400, -32600, 'Invalid Request: text may not contain U+0000')
     // Protocol 2025-06-18 and later have no batches; the SDK would take up to 100 messages in one POST, each a
@@ -139,7 +151,12 @@ export const mcpRoutes = (deps: McpDeps) => {
     if (Array.isArray(read.value)) {
       return jsonRpcError(400, -32600, 'Invalid Request: batches are not supported')
     }
-    const [{ WebStandardStreamableHTTPServerTransport }, { serverFor }] = await loadRuntime()
+    // Megabytes only where a tool needs them, for a file in base64: everything else is held to the API's bound.
+    if (read.bytes.byteLength - fileLength(read.value) > maxJsonBodyBytes) {
+      const message = `Invalid Request: a message may hold at most ${maxJsonBodyBytes} bytes besides the file of an upload_attachment call`
+      return jsonRpcError(413, -32600, message)
+    }
+    const [{ WebStandardStreamableHTTPServerTransport }, { serverFor, invalidParams }] = await loadRuntime()
     const server = serverFor(deps, caller)
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
@@ -154,6 +171,13 @@ export const mcpRoutes = (deps: McpDeps) => {
     request.signal.addEventListener('abort', close, { once: true })
     try {
       await server.connect(transport)
+      // Params a method does not take are answered -32602 here, before the SDK's handler would call them internal.
+      const deliver = transport.onmessage
+      transport.onmessage = (message, extra) => {
+        const invalid = invalidParams(message)
+        if (invalid) transport.send(invalid).catch(close)
+        else deliver?.(message, extra)
+      }
       const response = await transport.handleRequest(request, { parsedBody: read.value })
       return withCors(closingAfter(response, deps.streams.backlogBytes, close))
     } catch (error) {

@@ -15,9 +15,21 @@ export const maxBase64Length = Math.ceil(maxFileBytes / 3) * 4
 /**
  * The largest JSON-RPC body the endpoint reads: one file in base64 and room for the rest of the call. Read by
  * readJson (src/shared/body.ts) before the transport sees it, within this bound whatever Content-Length said, and
- * never parsed when nested too deep. Message texts stay within the API's bound (`messageTextMaxLength`).
+ * never parsed when nested too deep or too wide. Only an upload_attachment call may use it: every other message, and
+ * an upload's arguments besides its file, are held to the API's JSON bound (`maxJsonBodyBytes`), so that message
+ * texts stay within what the API takes too.
  */
 export const maxMcpBodyBytes = maxBase64Length + 64 * 1024
+
+/** The most values (array elements and object members) a tool call's arguments may hold; the SDK refuses more. */
+export const maxToolArgumentValues = 1000
+
+/**
+ * The most array elements and object members a JSON-RPC message may hold, counted before it is parsed: a tool
+ * call's arguments and as much again for the rest (the envelope, an initialize request's capabilities). What the MCP
+ * SDK does with a message (validating it, copying it) costs in proportion to this count, not to its bytes.
+ */
+export const maxMcpMessageValues = 2 * maxToolArgumentValues
 
 /** How long send_message, answer_choice and create_thread wait for the answer at most, unless told less. */
 export const maxAnswerWaitSeconds = 45

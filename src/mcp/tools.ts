@@ -3,19 +3,27 @@
 // the API's objects in `structuredContent` with their JSON as text, as the MCP specification suggests.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js'
-import type {
-  CallToolResult,
-  ServerNotification,
-  ServerRequest,
-  ToolAnnotations,
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  InitializeRequestSchema,
+  type JSONRPCErrorResponse,
+  type JSONRPCMessage,
+  ListToolsRequestSchema,
+  PingRequestSchema,
+  type ServerNotification,
+  type ServerRequest,
+  type ToolAnnotations,
 } from '@modelcontextprotocol/sdk/types.js'
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv'
+import type * as z from 'zod/v4'
 import { filesPerThread, imageLimits, mib, pdfLimits, textLimits } from '../attachments/limits'
 import { refusalInWords } from '../attachments/service'
 import { hasScope } from '../auth'
 import type { Caller, Scope } from '../auth/model'
 import { AppError } from '../shared/errors'
-import { McpModel, maxAnswerWaitSeconds } from './model'
+import { McpModel, maxAnswerWaitSeconds, maxToolArgumentValues } from './model'
 import {
   type AnswerWait,
   answerChoice,
@@ -50,18 +58,24 @@ const validator = new AjvJsonSchemaValidator()
 /** The scopes a tool needs, shown in its description and its `_meta`. */
 const scopeMetaKey = 'threadhouse/scopes'
 
+// The annotations of the MCP specification, every hint stated rather than left to its default (which for
+// destructiveHint is true). No tool reaches beyond Threadhouse's threads (openWorldHint false), and none destroys
+// anything: a host may ask the person before a destructive tool, and none of these calls for that.
 const readOnly: ToolAnnotations = {
   readOnlyHint: true,
   destructiveHint: false,
   idempotentHint: true,
   openWorldHint: false,
 }
+/** Each call adds something (a thread, a message, a file): a repeat adds it again. */
 const additive: ToolAnnotations = {
   readOnlyHint: false,
   destructiveHint: false,
   idempotentHint: false,
   openWorldHint: false,
 }
+/** A call sets something to what its arguments say, so a repeat with the same arguments changes nothing more. */
+const settling: ToolAnnotations = { ...additive, idempotentHint: true }
 
 const readScopeNote =
   'Needs the threads:read scope (threads:read:own is enough to reach only the person’s own threads).'
@@ -110,11 +124,43 @@ function waitOf(extra: Extra, seconds: number | undefined): AnswerWait {
   return wait
 }
 
+/** The requests this server answers, each with the schema the SDK checks it against before its handler runs. */
+const requestSchemas = new Map<string, z.ZodType>([
+  ['initialize', InitializeRequestSchema],
+  ['ping', PingRequestSchema],
+  ['tools/list', ListToolsRequestSchema],
+  ['tools/call', CallToolRequestSchema],
+])
+
+/**
+ * The JSON-RPC error for a request whose params its method does not take (tools/call `arguments` that are an array,
+ * say), or null. Left to the SDK, the schema's failure is thrown inside the handler and answered as an internal error
+ * (-32603) carrying the whole issue list; the specification's answer is -32602 Invalid params, and one issue says
+ * enough. Arguments that are an object but do not match the tool's input schema are the tool's business: the SDK
+ * answers them with a tool error the model can act on.
+ */
+export function invalidParams(message: JSONRPCMessage): JSONRPCErrorResponse | null {
+  // A request has an id and a method; a cheap look, since each pass over a message costs as many values as it holds.
+  if (!('method' in message && 'id' in message)) return null
+  const schema = requestSchemas.get(message.method)
+  const checked = schema?.safeParse(message)
+  if (!checked || checked.success) return null
+  const issue = checked.error.issues[0]
+  // Named within params, which the message already says.
+  const path = issue?.path[0] === 'params' ? issue.path.slice(1) : (issue?.path ?? [])
+  const where = path.length ? `${path.join('.')}: ` : ''
+  const error = {
+    code: ErrorCode.InvalidParams,
+    message: `Invalid params: ${where}${issue?.message ?? 'not accepted'}`,
+  }
+  return { jsonrpc: '2.0', id: message.id, error }
+}
+
 /** The MCP server for one request of this caller: stateless, it lives as long as the request. */
 export function serverFor(deps: McpDeps, caller: Caller): McpServer {
   const server = new McpServer(
     { name: 'threadhouse', title: 'Threadhouse', version: '1.0.0' },
-    { instructions, jsonSchemaValidator: validator, maxToolInputElements: 1000 },
+    { instructions, jsonSchemaValidator: validator, maxToolInputElements: maxToolArgumentValues },
   )
 
   /** Runs a tool body for a caller holding every scope it needs; refusals become tool errors, never a failed call. */
@@ -259,7 +305,8 @@ export function serverFor(deps: McpDeps, caller: Caller): McpServer {
         'threads. Needs the threads:write and threads:read scopes.',
       inputSchema: McpModel.answerChoiceInput,
       outputSchema: McpModel.answer,
-      annotations: additive,
+      // A question is answered once: a repeat finds it no longer open, and changes nothing.
+      annotations: { ...additive, idempotentHint: true },
       _meta: meta(['threads:write', 'threads:read']),
     },
     guarded(['threads:write', 'threads:read'], 'answer_choice', async (args, extra) => {
@@ -296,7 +343,7 @@ export function serverFor(deps: McpDeps, caller: Caller): McpServer {
         'the threads:write scope.',
       inputSchema: McpModel.rateMessageInput,
       outputSchema: McpModel.rated,
-      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      annotations: settling,
       _meta: meta(['threads:write']),
     },
     guarded(['threads:write'], 'rate_message', (args) => rate(deps, caller, args)),

@@ -1,7 +1,8 @@
 // Request bodies, read by us rather than by the framework, so that a hostile one is refused early and cheaply:
 // only after the caller has been checked, only as the content type the route documents, never past its byte
 // bound (counted as the body streams in, whatever Content-Length claimed), and for JSON never deeper than a few
-// dozen levels or against its schema with more than one error looked at.
+// dozen levels, never wider than its reader allows (/mcp), and never against its schema with more than one error
+// looked at.
 import type { TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { Elysia } from 'elysia'
@@ -20,9 +21,11 @@ export const payloadTooLarge = (limit: number): AppError =>
 
 /**
  * The body's bytes, refused with 413 as soon as more than `limit` have arrived. A body that breaks off (the
- * client went away, a malformed chunk) is the client's 400, never a server error.
+ * client went away, a malformed chunk) is the client's 400, never a server error. With a `scan`, each chunk is
+ * judged as it arrives and reading stops at the first problem, whatever is left to come: the bytes are then empty,
+ * and the caller reads `scan.problem`.
  */
-export async function readBounded(request: Request, limit: number): Promise<Uint8Array> {
+export async function readBounded(request: Request, limit: number, scan?: JsonShapeScan): Promise<Uint8Array> {
   const declared = Number(request.headers.get('content-length'))
   if (declared > limit) throw payloadTooLarge(limit)
   if (!request.body) return new Uint8Array()
@@ -33,12 +36,13 @@ export async function readBounded(request: Request, limit: number): Promise<Uint
       size += chunk.byteLength
       if (size > limit) throw payloadTooLarge(limit)
       chunks.push(chunk)
+      if (scan?.feed(chunk)) break
     }
   } catch (error) {
     if (error instanceof AppError) throw error
     throw invalidRequest('The request body could not be read')
   }
-  return Buffer.concat(chunks)
+  return scan?.problem ? new Uint8Array() : Buffer.concat(chunks)
 }
 
 /** The media type without parameters, in lower case: `Application/JSON; charset=utf-8` is `application/json`. */
@@ -46,26 +50,86 @@ export function mediaTypeOf(request: Request): string {
   return (request.headers.get('content-type') ?? '').split(';', 1)[0]?.trim().toLowerCase() ?? ''
 }
 
+/** What a JSON text may hold: nesting depth, and array elements and object members counted over the whole text. */
+export interface JsonBounds {
+  depth: number
+  elements: number
+}
+
+/** The index of `byte` in `bytes` from `from` on, or the length of `bytes` when there is none. */
+function nextIndex(bytes: Uint8Array, byte: number, from: number): number {
+  const found = bytes.indexOf(byte, from)
+  return found < 0 ? bytes.length : found
+}
+
 /**
- * The deepest nesting of arrays and objects in a JSON text, stopping as soon as it passes `limit`. Strings are
- * skipped, escapes included, so brackets inside them do not count. This is not a parser: JSON.parse still
- * judges the text, this only keeps a pathologically deep one away from it and from every later walk.
+ * The shape of a JSON text judged as its UTF-8 bytes arrive: refused once it is nested deeper than `bounds.depth`
+ * or holds more than `bounds.elements` array elements and object members in all (as the MCP SDK counts tool
+ * arguments). Strings are skipped, escapes included, so brackets and commas inside them do not count; no byte of a
+ * multi-byte UTF-8 character can be mistaken for one of those. This is not a parser: JSON.parse still judges the
+ * text. It keeps a pathologically deep or wide one away from JSON.parse and from every later walk, each of which
+ * costs in proportion to the values a text holds rather than to its bytes, and it does so before the rest of the
+ * body is even read.
  */
-export function jsonDepthExceeds(text: string, limit: number): boolean {
-  let depth = 0
-  let inString = false
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (inString) {
-      if (c === 0x5c)
-        i++ // backslash: the next character is escaped
-      else if (c === 0x22) inString = false
-    } else if (c === 0x22) inString = true
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > limit) return true
-    } else if (c === 0x5d || c === 0x7d) depth--
+export class JsonShapeScan {
+  problem: 'depth' | 'width' | null = null
+  private depth = 0
+  private elements = 0
+  /** Just after `[` or `{`: the next byte that is not white space opens a first element, unless it closes. */
+  private opened = false
+  private inString = false
+  /** In a string, the previous byte was a backslash: this one is escaped, whatever it is. */
+  private escaped = false
+
+  constructor(private readonly bounds: JsonBounds) {}
+
+  /** Judges the next bytes of the text; the problem, once there is one. */
+  feed(bytes: Uint8Array): 'depth' | 'width' | null {
+    if (this.problem) return this.problem
+    const end = bytes.length
+    // Where the next quote and backslash are, found natively and looked for again only once passed, so that a long
+    // string (a file in base64) costs two searches however many escapes it holds.
+    let quote = -1
+    let backslash = -1
+    let i = 0
+    while (i < end) {
+      if (this.inString) {
+        if (this.escaped) {
+          this.escaped = false
+          i++
+          continue
+        }
+        if (quote < i) quote = nextIndex(bytes, 0x22, i)
+        if (backslash < i) backslash = nextIndex(bytes, 0x5c, i)
+        if (backslash < quote) {
+          this.escaped = true
+          i = backslash + 1
+        } else {
+          this.inString = quote === end
+          i = quote + 1
+        }
+        continue
+      }
+      const c = bytes[i++]
+      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue
+      if (this.opened) {
+        this.opened = false
+        if (c !== 0x5d && c !== 0x7d) this.count()
+      }
+      if (c === 0x22) this.inString = true
+      else if (c === 0x5b || c === 0x7b) {
+        if (++this.depth > this.bounds.depth) this.problem = 'depth'
+        this.opened = true
+      } else if (c === 0x5d || c === 0x7d) this.depth--
+      else if (c === 0x2c) this.count()
+      if (this.problem) return this.problem
+    }
+    return null
   }
-  return false
+
+  private count(): void {
+    if (++this.elements > this.bounds.elements) this.problem = 'width'
+  }
 }
 
 /** 415, naming the accepted type the way RFC 9110 §15.5.16 suggests: Accept-Post or Accept-Patch (RFC 5789). */
@@ -80,21 +144,23 @@ export const unsupportedMediaType = (accepted: string, method = 'POST'): AppErro
     },
   )
 
+/** Why a JSON body has no value: nested too deep, holding too many values, or not JSON at all. */
+export type JsonProblem = 'depth' | 'width' | 'syntax'
+
 /**
- * A JSON body read within `limit` (413 past it): its value, or why there is none. A text nested deeper than
- * `maxJsonDepth` is never handed to JSON.parse, whose cost grows with the depth, nor to any later walk.
+ * A JSON body read within `bytes` (413 past it): its value and its bytes, or why there is none. A text nested deeper
+ * than `maxJsonDepth`, or holding more than `elements` array elements and object members, is refused as soon as
+ * that much of it has arrived: it is never read further, nor handed to JSON.parse, whose cost grows with both, nor to
+ * any later walk.
  */
 export async function readJson(
   request: Request,
-  limit = maxJsonBodyBytes,
-): Promise<{ value: unknown; holdsNul: boolean } | { problem: 'depth' | 'syntax' }> {
-  return judgeJson(await readBounded(request, limit))
-}
-
-/** A JSON body's bytes, judged as readJson judges them. */
-function judgeJson(bytes: Uint8Array): { value: unknown; holdsNul: boolean } | { problem: 'depth' | 'syntax' } {
-  const text = new TextDecoder().decode(bytes)
-  if (jsonDepthExceeds(text, maxJsonDepth)) return { problem: 'depth' }
+  { bytes = maxJsonBodyBytes, elements = Number.POSITIVE_INFINITY } = {},
+): Promise<{ value: unknown; bytes: Uint8Array; holdsNul: boolean } | { problem: JsonProblem }> {
+  const scan = new JsonShapeScan({ depth: maxJsonDepth, elements })
+  const read = await readBounded(request, bytes, scan)
+  if (scan.problem) return { problem: scan.problem }
+  const text = new TextDecoder().decode(read)
   let value: unknown
   try {
     value = JSON.parse(text)
@@ -103,11 +169,12 @@ function judgeJson(bytes: Uint8Array): { value: unknown; holdsNul: boolean } | {
   }
   // PostgreSQL's text cannot hold U+0000, so no route takes it, on either backend. JSON can only carry it escaped,
   // so bodies without the escape are not walked.
-  return { value, holdsNul: text.includes('\\u0000') && holdsNul(value) }
+  return { value, bytes: read, holdsNul: text.includes('\\u0000') && holdsNul(value) }
 }
 
 const problems = {
   depth: `The body is nested more than ${maxJsonDepth} levels deep`,
+  width: 'The body holds too many values',
   syntax: 'The request body could not be parsed',
 } as const
 
@@ -145,10 +212,9 @@ function parseJsonBody(schema: TSchema) {
       }
       throw invalidRequest('The body must be a JSON object')
     }
-    const bytes = await readBounded(request, maxJsonBodyBytes)
-    if (request.headers.has('idempotency-key')) rawBodies.set(request, bytes)
-    const read = judgeJson(bytes)
+    const read = await readJson(request)
     if ('problem' in read) throw invalidRequest(problems[read.problem])
+    if (request.headers.has('idempotency-key')) rawBodies.set(request, read.bytes)
     if (read.holdsNul) throw nulRefusal()
     const { value } = read
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {

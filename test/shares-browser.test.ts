@@ -33,7 +33,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-async function api(method: string, path: string, body?: unknown) {
+// biome-ignore lint/suspicious/noExplicitAny: the test reads the JSON it needs
+async function api(method: string, path: string, body?: unknown): Promise<any> {
   const response = await fetch(`${server.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },

@@ -350,4 +350,22 @@ describe.concurrent('share links', () => {
     await h.call('DELETE', `/api/v1/threads/${threadId}/shares/${id}`, { token: owner.token })
     expect((await page(h, `${withFiles}/files/${text.id}`)).status).toBe(404)
   })
+
+  test('a link to a thread deleted since its snapshot was read is not stored, and the caller gets 404', async () => {
+    await using w = await world()
+    const { h, owner } = w
+    const organizationId = (await h.store.users.findByEmail(owner.email))?.organizationId ?? 0
+    const stored = await h.store.shares.create({
+      id: Bun.randomUUIDv7(),
+      threadId: Bun.randomUUIDv7(),
+      organizationId,
+      createdBy: owner.id,
+      tokenHash: 'a'.repeat(64),
+      includeFiles: false,
+      snapshot: { name: null, ownerName: null, messages: [], files: [] },
+      now: h.clock.now(),
+    })
+    expect(stored).toBe(false)
+    expect(await h.orm.select().from(h.tables.shares)).toEqual([])
+  })
 })

@@ -2,6 +2,7 @@
 import { and, desc, eq, isNull } from 'drizzle-orm'
 import { organizations, users } from '../auth/auth.table.pg'
 import type { PgDb } from '../db/postgres'
+import { threads } from '../threads/threads.table.pg'
 import { type ShareRepository, type ShareScope, snapshotFromColumn, snapshotToColumn } from './repository'
 import { shares } from './shares.table.pg'
 
@@ -14,17 +15,25 @@ function within(scope: ShareScope) {
 export function pgShareRepository(db: PgDb): ShareRepository {
   return {
     async create(share) {
-      await db.insert(shares).values({
-        id: share.id,
-        threadId: share.threadId,
-        organizationId: share.organizationId,
-        createdBy: share.createdBy,
-        tokenHash: share.tokenHash,
-        includeFiles: share.includeFiles,
-        threadName: share.snapshot.name,
-        snapshot: snapshotToColumn(share.snapshot),
-        createdAt: share.now,
-      })
+      try {
+        await db.insert(shares).values({
+          id: share.id,
+          threadId: share.threadId,
+          organizationId: share.organizationId,
+          createdBy: share.createdBy,
+          tokenHash: share.tokenHash,
+          includeFiles: share.includeFiles,
+          threadName: share.snapshot.name,
+          snapshot: snapshotToColumn(share.snapshot),
+          createdAt: share.now,
+        })
+      } catch (error) {
+        // The thread's foreign key: deleted since its snapshot was read. Anything else is a failure.
+        const [thread] = await db.select({ id: threads.id }).from(threads).where(eq(threads.id, share.threadId))
+        if (thread) throw error
+        return false
+      }
+      return true
     },
 
     async list(scope) {

@@ -2,6 +2,7 @@
 import { and, desc, eq, isNull } from 'drizzle-orm'
 import { organizations, users } from '../auth/auth.table'
 import type { Db } from '../db/client'
+import { threads } from '../threads/threads.table'
 import { type ShareRepository, type ShareScope, snapshotFromColumn, snapshotToColumn } from './repository'
 import { shares } from './shares.table'
 
@@ -14,19 +15,26 @@ function within(scope: ShareScope) {
 export function sqliteShareRepository(db: Db): ShareRepository {
   return {
     async create(share) {
-      db.insert(shares)
-        .values({
-          id: share.id,
-          threadId: share.threadId,
-          organizationId: share.organizationId,
-          createdBy: share.createdBy,
-          tokenHash: share.tokenHash,
-          includeFiles: share.includeFiles,
-          threadName: share.snapshot.name,
-          snapshot: snapshotToColumn(share.snapshot),
-          createdAt: share.now,
-        })
-        .run()
+      try {
+        db.insert(shares)
+          .values({
+            id: share.id,
+            threadId: share.threadId,
+            organizationId: share.organizationId,
+            createdBy: share.createdBy,
+            tokenHash: share.tokenHash,
+            includeFiles: share.includeFiles,
+            threadName: share.snapshot.name,
+            snapshot: snapshotToColumn(share.snapshot),
+            createdAt: share.now,
+          })
+          .run()
+      } catch (error) {
+        // The thread's foreign key: deleted since its snapshot was read. Anything else is a failure.
+        if (db.select({ id: threads.id }).from(threads).where(eq(threads.id, share.threadId)).get()) throw error
+        return false
+      }
+      return true
     },
 
     async list(scope) {

@@ -55,7 +55,8 @@ export interface OpenShare {
 export type ShareScope = { threadId: string } | { createdBy: number } | { organizationId: number }
 
 export interface ShareRepository {
-  create(share: NewShare): Promise<void>
+  /** Stores the link; false when its thread was deleted since the snapshot was read (nothing is stored). */
+  create(share: NewShare): Promise<boolean>
   /** Newest first. */
   list(scope: ShareScope): Promise<ShareSummary[]>
   /** Deletes the link when it is within `scope`; whether there was one. From then on its token answers nothing. */

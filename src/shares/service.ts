@@ -72,7 +72,7 @@ export async function createShare(
   if (!(await deps.shares.sharingEnabled(caller.organizationId))) throw sharingOff()
   const token = generateSecret(shareTokenPrefix)
   const id = newId()
-  await deps.shares.create({
+  const stored = await deps.shares.create({
     id,
     threadId,
     organizationId: caller.organizationId,
@@ -82,6 +82,7 @@ export async function createShare(
     snapshot,
     now,
   })
+  if (!stored) throw notFound('Thread')
   return { id, url: `${deps.publicUrl}${sharePath(token)}`, created_at: toIso(now), include_files: includeFiles }
 }
 

@@ -71,6 +71,17 @@ test('the owner shares a thread from its menu, and a browser with no cookies rea
   const link = (await page.locator('#share-url').textContent()) ?? ''
   expect(link.startsWith(`${server.url}/s/ths_`)).toBe(true)
   expect(owner.errors).toEqual([])
+  // The link is listed in Settings and, for the owner, in Administration.
+  for (const [path, name] of [
+    ['/settings/shares', 'settings-shares'],
+    ['/admin/shares', 'admin-sharing'],
+  ] as const) {
+    await page.goto(path)
+    await page.getByRole('rowheader', { name: 'Packing for Lyon' }).waitFor()
+    await page.emulateMedia({ colorScheme: 'light' })
+    await page.screenshot({ path: join(screenshotDir ?? dir, `${name}-light.png`) })
+  }
+  expect(owner.errors).toEqual([])
 
   // A fresh context: no cookie, no storage; the link alone.
   await using visitor = await browser.open(server.url)

@@ -6,6 +6,7 @@ import { describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { eq } from 'drizzle-orm'
 import { removeMember } from '../src/auth/members'
+import { themeScript } from '../src/web/client-assets'
 import { pageHeaders } from '../src/web/index'
 import { type Harness, harness, publicUrl, sharedInspector, type TestUser } from './support/helpers'
 import { form, png, upload } from './support/uploads'
@@ -219,8 +220,9 @@ describe.concurrent('share links', () => {
     expect(shown.html).toContain('<meta name="referrer" content="no-referrer"/>')
     expect(shown.html).toContain('Shared from <strong>default</strong>')
     expect(shown.html).toContain('Ada Lovelace')
-    // No sidebar, navigation, sign-out form, composer or script.
-    for (const absent of ['sidebar', 'aria-label="Main"', '/logout', 'composer', '<script', '/threads/']) {
+    // No sidebar, navigation, sign-out form, composer or script but the theme every page applies.
+    expect(shown.html.match(/<script[^>]*>/g)).toEqual([`<script src="${themeScript.path}">`])
+    for (const absent of ['sidebar', 'aria-label="Main"', '/logout', 'composer', '/threads/']) {
       expect({ absent, found: shown.html.includes(absent) }).toEqual({ absent, found: false })
     }
     // Tokens that are not links answer the same plain 404 page.

@@ -11,7 +11,7 @@ import { isUuid } from '../shared/ids'
 import type { BlobStore } from '../storage/blobs'
 import type { Links } from '../threads/links'
 import { requireOwnedThread } from '../threads/visibility'
-import { account, accountPageHeaders, noticeFor } from '../web/account'
+import { account, noticeFor } from '../web/account'
 import { PageError } from '../web/errors'
 import { type PageSession, pageHeaders, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
@@ -26,8 +26,8 @@ export interface SharePagesDeps extends WebDeps {
 }
 
 /**
- * The shared thread's headers: the pages' own policy (no script at all, no framing, no referrer, so the link's token
- * never leaves in a Referer), not stored anywhere (a revoked link must stop at once), and not indexed.
+ * The shared thread's headers: every page's policy (no framing, no referrer, so the link's token never leaves in a
+ * Referer; not stored anywhere, so a revoked link stops at once), and not indexed.
  */
 export const sharedPageHeaders = { ...pageHeaders, 'x-robots-tag': 'noindex, nofollow' } as const
 
@@ -89,6 +89,9 @@ export const sharePages = (deps: SharePagesDeps) => {
 
   return new Elysia({ name: 'share-pages' })
     .use(account(deps))
+    .onBeforeHandle(({ set }) => {
+      Object.assign(set.headers, pageHeaders)
+    })
     .get(
       '/s/:token',
       async ({ params, html, set }) => {
@@ -114,8 +117,7 @@ export const sharePages = (deps: SharePagesDeps) => {
     )
     .get(
       '/threads/:threadId/share',
-      async ({ member, params, html, set }) => {
-        Object.assign(set.headers, accountPageHeaders)
+      async ({ member, params, html }) => {
         const { thread } = await threadShare(member, params.threadId)
         const sharingEnabled = await deps.store.shares.sharingEnabled(member.user.organizationId)
         return html(<ShareThreadPage viewer={viewerOf(member)} thread={thread} sharingEnabled={sharingEnabled} />)
@@ -124,8 +126,7 @@ export const sharePages = (deps: SharePagesDeps) => {
     )
     .post(
       '/threads/:threadId/share',
-      async ({ member, params, form, html, set }) => {
-        Object.assign(set.headers, accountPageHeaders)
+      async ({ member, params, form, html }) => {
         const { caller, thread } = await threadShare(member, params.threadId)
         const includeFiles = field(form, 'include_files') === 'true'
         const created = await createShare(shares, caller, thread.id, { include_files: includeFiles }, now())
@@ -142,8 +143,7 @@ export const sharePages = (deps: SharePagesDeps) => {
     )
     .get(
       '/settings/shares',
-      async ({ member, query, html, set }) => {
-        Object.assign(set.headers, accountPageHeaders)
+      async ({ member, query, html }) => {
         return html(await settingsPage(member, noticeFor(shareNotices, query.notice)))
       },
       { member: true, detail: { hide: true } },
@@ -159,8 +159,7 @@ export const sharePages = (deps: SharePagesDeps) => {
     )
     .get(
       '/admin/shares',
-      async ({ admin, query, html, set }) => {
-        Object.assign(set.headers, accountPageHeaders)
+      async ({ admin, query, html }) => {
         return html(await adminPage(admin, noticeFor(shareNotices, query.notice)))
       },
       { organizationAdmin: true, detail: { hide: true } },

@@ -25,6 +25,8 @@ import { AllowedMethods } from './shared/methods'
 import { RateLimiter, sharedLimiter } from './shared/rate-limit'
 import { responseSchemas } from './shared/responses'
 import type { Clock } from './shared/time'
+import { shareRoutes } from './shares'
+import { sharePages } from './shares/pages'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
 import { storageHealth } from './storage/health'
 import type { Store } from './store'
@@ -165,6 +167,7 @@ export function createApp(deps: AppDeps) {
     .use(threadFeedRoutes(shared))
     .use(threadRoutes(shared))
     .use(attachmentRoutes(shared))
+    .use(shareRoutes(shared))
     .use(responses(shared))
     .use(signin({ ...shared, externalSignIn: oidc?.name ?? null }))
     .use(oidcSignin({ ...shared, oidc }))
@@ -174,6 +177,7 @@ export function createApp(deps: AppDeps) {
     .use(oauthRoutes({ ...shared, openRegistration: deps.config.OAUTH_OPEN_REGISTRATION }))
     .use(mcpRoutes(shared))
     .use(settingsPages(shared))
+    .use(sharePages(shared))
     .use(adminPages(shared))
     .use(
       webhookPages({

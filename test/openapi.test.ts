@@ -214,6 +214,7 @@ test('request bodies: JSON only as application/json, the upload as multipart, fo
     [`POST ${threadsPath}/{threadId}/messages`]: json,
     [`POST ${messagePath}/feedback`]: json,
     [`POST ${threadsPath}/{threadId}/attachments`]: ['multipart/form-data'],
+    [`POST ${threadsPath}/{threadId}/shares`]: json,
     'POST /oauth/authorize': form,
     'POST /oauth/token': form,
     'POST /oauth/token/revoke': form,

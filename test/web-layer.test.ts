@@ -40,6 +40,10 @@ async function world(h: Harness): Promise<World> {
       redirect_uris: ['https://reports.example/callback'],
     })
   ).body
+  const share = await h.call('POST', `/api/v1/threads/${started.body.thread_id}/shares`, {
+    token: owner.user.token,
+    body: {},
+  })
   const organization = await h.store.users.findByEmail(owner.user.email)
   const endpoint = await createEndpoint(
     h.store.webhooks,
@@ -63,6 +67,7 @@ async function world(h: Harness): Promise<World> {
       sub: member.sub,
       id: '1',
       endpointId: endpoint.endpoint.id,
+      shareId: share.body.id,
     },
   }
 }
@@ -192,8 +197,9 @@ test('every address a form posts to answers a page on reload, never JSON', async
       type: 'text/html; charset=utf-8',
     })
     await last.text()
-    // The landing page is where the form was: the thread for a thread's forms.
-    if (route.path.startsWith('/threads/')) expect(trail.at(-1)).toBe(`/threads/${params.threadId}`)
+    // The landing page is where the form was: the thread for a thread's forms, the confirmation for sharing one.
+    const formPage = route.path === '/threads/:threadId/share' ? path : `/threads/${params.threadId}`
+    if (route.path.startsWith('/threads/')) expect(trail.at(-1)).toBe(formPage)
   }
 })
 

@@ -11,6 +11,7 @@ export const organizations = pgTable('organizations', {
   name: text().notNull(),
   createdAt: epochMs().notNull(),
   retentionDays: integer(),
+  sharingEnabled: boolean().notNull().default(true),
 })
 
 export const users = pgTable(

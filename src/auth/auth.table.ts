@@ -9,6 +9,8 @@ export const organizations = sqliteTable('organizations', {
   createdAt: integer().notNull(),
   /** Threads not updated for this many days are deleted by the upkeep; null (the default) keeps them for good. */
   retentionDays: integer(),
+  /** Whether members may share read-only links to threads (src/shares/); an owner or admin can turn it off. */
+  sharingEnabled: integer({ mode: 'boolean' }).notNull().default(true),
 })
 
 export const users = sqliteTable(

@@ -80,6 +80,7 @@ const documentation = (publicUrl: string) => ({
     { name: 'Threads', description: 'Conversations' },
     { name: 'Messages', description: 'Messages, AI responses and feedback' },
     { name: 'Attachments', description: 'Files uploaded to a thread, for messages to show and use' },
+    { name: 'Share links', description: 'Read-only snapshots of a thread, for anyone holding the link' },
     { name: 'Identity', description: 'Who the token belongs to' },
     { name: 'OAuth', description: 'OAuth 2.0 authorization server (outside /api/v1)' },
     {

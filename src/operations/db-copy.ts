@@ -74,6 +74,7 @@ export const copiedTables: CopiedTable[] = [
   { from: lite.webhookEndpoints, to: pg.webhookEndpoints, order: ['id'] },
   { from: lite.webhookDeliveries, to: pg.webhookDeliveries, order: ['id'] },
   { from: lite.webhookAttempts, to: pg.webhookAttempts, order: ['id'], identity: 'id' },
+  { from: lite.shares, to: pg.shares, order: ['id'] },
   // Stored responses keep answering repeats after the move, for the rest of their day.
   { from: lite.idempotencyKeys, to: pg.idempotencyKeys, order: ['userId', 'key'] },
 ]

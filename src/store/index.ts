@@ -24,6 +24,8 @@ import type { GrantRepository } from '../oauth/grants.repository'
 import { sqliteGrantRepository } from '../oauth/grants.repository.sqlite'
 import type { RateLimitRepository } from '../shared/rate-limit.repository'
 import { processKeys, type ServerKeyRepository } from '../shared/server-keys.repository'
+import type { ShareRepository } from '../shares/repository'
+import { sqliteShareRepository } from '../shares/repository.sqlite'
 import type { ThreadRepository } from '../threads/repository'
 import { sqliteThreadRepository } from '../threads/repository.sqlite'
 import type { ThreadSearch } from '../threads/search'
@@ -80,6 +82,8 @@ export interface Store {
   serverKeys: ServerKeyRepository
   /** Webhook endpoints, the delivery queue and its attempts. */
   webhooks: WebhookRepository
+  /** Share links and each organization's choice to allow them. */
+  shares: ShareRepository
   locks: InstanceLocks
 }
 
@@ -105,6 +109,7 @@ export function sqliteStore(db: Db): Store {
     rateLimits: null,
     serverKeys: processKeys(),
     webhooks: sqliteWebhookRepository(db),
+    shares: sqliteShareRepository(db),
     locks: processLocks,
   }
 }

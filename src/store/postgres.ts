@@ -15,6 +15,7 @@ import { pgClientRepository } from '../oauth/clients.repository.pg'
 import { pgGrantRepository } from '../oauth/grants.repository.pg'
 import { pgRateLimitRepository } from '../shared/rate-limit.repository.pg'
 import { pgServerKeyRepository } from '../shared/server-keys.repository.pg'
+import { pgShareRepository } from '../shares/repository.pg'
 import { pgThreadRepository } from '../threads/repository.pg'
 import { pgThreadSearch } from '../threads/search.pg'
 import { pgWebhookRepository } from '../webhooks/repository.pg'
@@ -42,6 +43,7 @@ export function pgStore(db: PgDb): Store {
     rateLimits: pgRateLimitRepository(db),
     serverKeys: pgServerKeyRepository(db),
     webhooks: pgWebhookRepository(db),
+    shares: pgShareRepository(db),
     locks: {
       async inTurn(name, task) {
         const held = await withAdvisoryLock(db, name, 'wait', task)

@@ -1,6 +1,6 @@
 // The one page layout every server-rendered page uses (sign-in, consent, threads, settings, administration):
 // landmarks, a skip link, the local stylesheet and the chosen theme, and the signed-in person with a sign-out form.
-import type { PropsWithChildren } from '@kitajs/html'
+import { escapeHtml, type PropsWithChildren } from '@kitajs/html'
 import { isOrganizationAdmin } from '../auth/members'
 import type { PageSession } from '.'
 import { themeScript } from './client-assets'
@@ -23,11 +23,13 @@ export function viewerOf(session: PageSession): Viewer {
 export interface LayoutProps {
   title: string
   viewer?: Viewer
+  /** A `robots` meta value, for pages search engines must leave out (a shared thread's `noindex`). */
+  robots?: string
 }
 
 // Attribute values: @kitajs/html escapes only `"` in attributes, so dynamic values also go through escapeHtml
 // (which leaves nothing for it to double-escape) to keep `&` in URLs and form values exact.
-export function Layout({ title, viewer, children }: PropsWithChildren<LayoutProps>): JSX.Element {
+export function Layout({ title, viewer, robots, children }: PropsWithChildren<LayoutProps>): JSX.Element {
   return (
     <html lang="en">
       <head>
@@ -35,6 +37,7 @@ export function Layout({ title, viewer, children }: PropsWithChildren<LayoutProp
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="color-scheme" content="light dark" />
         <meta name="referrer" content="no-referrer" />
+        {robots ? <meta name="robots" content={escapeHtml(robots)} /> : null}
         <title safe>{`${title} · Threadhouse`}</title>
         <link rel="stylesheet" href={stylesheetPath} />
         {/* The theme chosen in the chat applies to every page, applied before the first paint. */}

@@ -3,8 +3,9 @@
 // The chat's pictures are taken here: a new conversation and a thread answered by a model, desktop and phone, light
 // and dark, in headless Chromium against a real server whose model is a scripted OpenAI-compatible upstream on
 // loopback (fake-llm.ts), so the pictures show what the product does with a real model: an answer with a heading, a
-// list, highlighted code and a table. Then the settings and administration pictures are retaken by their own test
-// (`UPDATE_SCREENSHOTS=1 bun test test/settings-browser.test.ts`); `--chat-only` skips them. Each PNG is then
+// list, highlighted code and a table. Then the settings, administration and share-link pictures are retaken by their
+// own tests (`UPDATE_SCREENSHOTS=1 bun test test/settings-browser.test.ts test/shares-browser.test.ts`);
+// `--chat-only` skips them. Each PNG is then
 // quantised to 256 colours, which halves it.
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -127,17 +128,18 @@ try {
   rmSync(dir, { recursive: true, force: true })
 }
 
-// `--chat-only` leaves the settings and administration pictures as they are.
+// `--chat-only` leaves the settings, administration and share-link pictures as they are.
+const pictureTests = ['test/settings-browser.test.ts', 'test/shares-browser.test.ts']
 const settings = process.argv.includes('--chat-only')
   ? undefined
-  : Bun.spawn(['bun', 'test', 'test/settings-browser.test.ts'], {
+  : Bun.spawn(['bun', 'test', '--timeout=120000', ...pictureTests], {
       cwd: root,
       env: { ...process.env, UPDATE_SCREENSHOTS: '1' },
       stdout: 'inherit',
       stderr: 'inherit',
     })
 if (settings && (await settings.exited) !== 0)
-  throw new Error('test/settings-browser.test.ts failed: its pictures may be stale')
+  throw new Error(`${pictureTests.join(' or ')} failed: their pictures may be stale`)
 
 for (const name of readdirSync(out).filter((file) => file.endsWith('.png'))) {
   const path = join(out, name)

@@ -245,7 +245,7 @@ function Message({
   )
 }
 
-/** The thread's menu: exports for anyone who can read it; changes and deletion for its owner. */
+/** The thread's menu: exports for anyone who can read it; changes, a share link and deletion for its owner. */
 function ThreadTools({ props }: { props: ThreadPageProps }): JSX.Element {
   const { thread } = props
   return (
@@ -262,6 +262,11 @@ function ThreadTools({ props }: { props: ThreadPageProps }): JSX.Element {
         <a class="tool-link" href={threadPath(thread, '/export?format=json')} download="">
           Export as JSON
         </a>
+        {props.isOwner ? (
+          <a class="tool-link" href={threadPath(thread, '/share')}>
+            Share a link…
+          </a>
+        ) : null}
         {props.isOwner ? (
           <a class="tool-link danger-link" href={threadPath(thread, '/delete')}>
             Delete thread…

@@ -8,6 +8,7 @@ export const settingsSections: NavItem[] = [
   { href: '/settings/apps', label: 'Connected apps' },
   { href: '/settings/clients', label: 'OAuth clients' },
   { href: '/settings/registration-token', label: 'Registration token' },
+  { href: '/settings/shares', label: 'Share links' },
   { href: '/settings/password', label: 'Password' },
 ]
 
@@ -17,6 +18,7 @@ export const adminSections: NavItem[] = [
   { href: '/admin/registration-token', label: 'Registration token' },
   { href: '/admin/webhooks', label: 'Webhooks' },
   { href: '/admin/retention', label: 'Retention' },
+  { href: '/admin/shares', label: 'Sharing' },
 ]
 
 export interface FrameProps {

@@ -1,0 +1,103 @@
+// Share links on SQLite.
+import { and, desc, eq, isNull } from 'drizzle-orm'
+import { organizations, users } from '../auth/auth.table'
+import type { Db } from '../db/client'
+import { threads } from '../threads/threads.table'
+import { type ShareRepository, type ShareScope, snapshotFromColumn, snapshotToColumn } from './repository'
+import { shares } from './shares.table'
+
+function within(scope: ShareScope) {
+  if ('threadId' in scope) return eq(shares.threadId, scope.threadId)
+  if ('createdBy' in scope) return eq(shares.createdBy, scope.createdBy)
+  return eq(shares.organizationId, scope.organizationId)
+}
+
+export function sqliteShareRepository(db: Db): ShareRepository {
+  return {
+    async create(share) {
+      try {
+        db.insert(shares)
+          .values({
+            id: share.id,
+            threadId: share.threadId,
+            organizationId: share.organizationId,
+            createdBy: share.createdBy,
+            tokenHash: share.tokenHash,
+            includeFiles: share.includeFiles,
+            threadName: share.snapshot.name,
+            snapshot: snapshotToColumn(share.snapshot),
+            createdAt: share.now,
+          })
+          .run()
+      } catch (error) {
+        // The thread's foreign key: deleted since its snapshot was read. Anything else is a failure.
+        if (db.select({ id: threads.id }).from(threads).where(eq(threads.id, share.threadId)).get()) throw error
+        return false
+      }
+      return true
+    },
+
+    async list(scope) {
+      return db
+        .select({
+          id: shares.id,
+          threadId: shares.threadId,
+          threadName: shares.threadName,
+          includeFiles: shares.includeFiles,
+          createdAt: shares.createdAt,
+          creatorId: users.id,
+          creatorName: users.name,
+          creatorEmail: users.email,
+        })
+        .from(shares)
+        .innerJoin(users, eq(users.id, shares.createdBy))
+        .where(within(scope))
+        .orderBy(desc(shares.createdAt), desc(shares.id))
+        .all()
+        .map(({ creatorId, creatorName, creatorEmail, ...row }) => ({
+          ...row,
+          createdBy: { id: creatorId, name: creatorName, email: creatorEmail },
+        }))
+    },
+
+    async revoke(scope, shareId) {
+      const deleted = db
+        .delete(shares)
+        .where(and(eq(shares.id, shareId), within(scope)))
+        .returning({ id: shares.id })
+        .all()
+      return deleted.length > 0
+    },
+
+    async open(tokenHash) {
+      const row = db
+        .select({
+          id: shares.id,
+          threadId: shares.threadId,
+          includeFiles: shares.includeFiles,
+          createdAt: shares.createdAt,
+          organizationName: organizations.name,
+          snapshot: shares.snapshot,
+        })
+        .from(shares)
+        .innerJoin(organizations, eq(organizations.id, shares.organizationId))
+        .innerJoin(users, eq(users.id, shares.createdBy))
+        .where(and(eq(shares.tokenHash, tokenHash), eq(organizations.sharingEnabled, true), isNull(users.removedAt)))
+        .get()
+      return row ? { ...row, snapshot: snapshotFromColumn(row.snapshot) } : null
+    },
+
+    async sharingEnabled(organizationId) {
+      const row = db
+        .select({ enabled: organizations.sharingEnabled })
+        .from(organizations)
+        .where(eq(organizations.id, organizationId))
+        .get()
+      return row?.enabled ?? false
+    },
+
+    async setSharing(organizationId, enabled) {
+      db.update(organizations).set({ sharingEnabled: enabled }).where(eq(organizations.id, organizationId)).run()
+    },
+  }
+}

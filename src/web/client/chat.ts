@@ -5,6 +5,7 @@
 import { createMarkdown } from '../markdown-setup'
 import { checkFiles, type Limits } from './files'
 import { highlight, highlightBlocks } from './highlight'
+import { live } from './live'
 import { rewriteTimes } from './times'
 
 const markdown = createMarkdown(highlight)
@@ -549,6 +550,8 @@ function start(): void {
   }
   if (text && !location.hash.startsWith('#message-')) text.focus({ preventScroll: true })
   follow()
+  // Changes made elsewhere (another tab, a teammate, the API) come in through the change feed.
+  live({ refresh, busy: () => sending || source !== null })
   setInterval(() => rewriteTimes(document), 60_000)
 }
 

@@ -7,9 +7,9 @@ import { createApp } from '../src/app'
 import { invalidateSession } from '../src/auth/sessions'
 import { loadConfig } from '../src/config'
 import { silentLogger } from '../src/shared/log'
-import { cookieNames } from '../src/web/index'
 import { feedAccessCheckMs, tombstoneKeepMs } from '../src/threads/feed'
 import { sweepExpired } from '../src/upkeep'
+import { cookieNames } from '../src/web/index'
 import {
   type Harness,
   harness,
@@ -417,7 +417,10 @@ test('the pages’ feed takes the session cookie, starts where the sidebar was r
   clock.advance(feedAccessCheckMs)
   await poll(h)
   const ended = await next()
-  expect([ended.event, JSON.parse(ended.data)]).toEqual(['error', { message: 'Your access to these threads has ended' }])
+  expect([ended.event, JSON.parse(ended.data)]).toEqual([
+    'error',
+    { message: 'Your access to these threads has ended' },
+  ])
   expect((await events.next()).done).toBe(true)
   expect((await browser.get('/threads/events')).status).toBe(401)
 })

@@ -99,14 +99,14 @@ async function sameDocument(page: Page): Promise<boolean> {
   return (await page.evaluate(() => (globalThis as unknown as PageWindow).__sameDocument)) === true
 }
 
-async function api(token: string, method: string, path: string, body?: unknown): Promise<Record<string, string>> {
+async function api(token: string, method: string, path: string, body?: unknown): Promise<{ thread_id: string }> {
   const response = await fetch(new URL(path, server.url), {
     method,
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   })
   if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${await response.text()}`)
-  return response.status === 204 ? {} : ((await response.json()) as Record<string, string>)
+  return response.status === 204 ? { thread_id: '' } : ((await response.json()) as { thread_id: string })
 }
 
 /** An API client's own change feed: tells the test when the server has passed a change on to every open feed. */

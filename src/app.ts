@@ -118,6 +118,7 @@ export function createApp(deps: AppDeps) {
     streams: new OpenStreams({
       perUser: deps.config.STREAM_LIMIT_PER_USER,
       total: deps.config.STREAM_LIMIT_TOTAL,
+      backlogBytes: deps.config.STREAM_BACKLOG_BYTES,
     }),
     uploadsDir: deps.config.UPLOADS_DIR,
     inspector: deps.inspector,

@@ -65,6 +65,14 @@ const variables = {
   LLM_MAX_ATTEMPTS: { schema: T.Integer({ minimum: 1, maximum: 10 }), fallback: 3 },
   LLM_EXTRA_HEADERS: { schema: ExtraHeaders, fallback: {} as Record<string, string> },
   GENERATION_CONCURRENCY: { schema: T.Integer({ minimum: 1, maximum: 256 }), fallback: 8 },
+  /** How long the text of one PDF may take to read for a model before the file is taken to be unreadable. */
+  PDF_TEXT_TIMEOUT_MS: { schema: T.Integer({ minimum: 100, maximum: 600_000 }), fallback: 10_000 },
+  /** How long an answer waits, in all, for the text of its PDFs before it goes on without the rest. */
+  PDF_TEXT_MESSAGE_TIMEOUT_MS: { schema: T.Integer({ minimum: 100, maximum: 600_000 }), fallback: 30_000 },
+  /** The memory (MiB) a process reading one PDF's text may use before the file is taken to be unreadable. */
+  PDF_TEXT_MEMORY_MB: { schema: T.Integer({ minimum: 64, maximum: 65_536 }), fallback: 512 },
+  /** PDFs whose text is read at once, each in a process of its own. */
+  PDF_TEXT_PROCESSES: { schema: T.Integer({ minimum: 1, maximum: 32 }), fallback: 2 },
   /**
    * With DATABASE_URL: how long an instance's claim on a running answer lasts unless renewed. An answer whose
    * instance died is taken over by another within about 1.25 times this.
@@ -89,6 +97,12 @@ const variables = {
   STREAM_LIMIT_PER_USER: { schema: T.Integer({ minimum: 0 }), fallback: 64 },
   /** Answer streams the whole process holds open at once; 0 = no limit. */
   STREAM_LIMIT_TOTAL: { schema: T.Integer({ minimum: 0 }), fallback: 10_000 },
+  /**
+   * Bytes the server holds for one server-sent event stream whose client reads slower than events come (past what
+   * the kernel's socket buffer holds); one more event closes the stream, and the client resumes with
+   * Last-Event-ID. No off switch: without a bound, idle clients hold gigabytes.
+   */
+  STREAM_BACKLOG_BYTES: { schema: T.Integer({ minimum: 1024 }), fallback: 1_048_576 },
   /** RFC 7591 registration without a registration token; `false` requires one. */
   OAUTH_OPEN_REGISTRATION: { schema: T.Boolean(), fallback: true },
   /** OpenID Connect sign-in: the provider's issuer URL (its discovery document is read from it). */
@@ -150,14 +164,28 @@ function decode(name: string, raw: string, type: unknown): unknown {
   return raw
 }
 
+/** The values a choice among fixed words (a union of literals, such as LLM_PROVIDER) allows; null for other schemas. */
+function allowedValues(schema: object): string[] | null {
+  if (!('anyOf' in schema) || !Array.isArray(schema.anyOf)) return null
+  const values = schema.anyOf.map((member: { const?: unknown }) => member.const)
+  return values.every((value): value is string => typeof value === 'string') ? values : null
+}
+
+/** "a, b or c" */
+function either(values: string[]): string {
+  return values.length < 2 ? (values[0] ?? '') : `${values.slice(0, -1).join(', ')} or ${values.at(-1)}`
+}
+
 function parseOne(name: string, raw: string, schema: (typeof variables)[keyof Variables]['schema']): unknown {
   const value = decode(name, raw, schema.type)
   if (!Value.Check(schema, value)) {
     const first = Value.Errors(schema, value).First()
     const shown = secret.has(name) ? '' : ` ("${raw}")`
     const where = first?.path ? ` at ${first.path}` : ''
-    // A schema's description, where it has one, says what is expected better than TypeBox's message.
-    const why = schema.description ?? first?.message ?? 'unexpected value'
+    // A schema's description, where it has one, says what is expected better than TypeBox's message; for a choice
+    // TypeBox says only "Expected union value", so the allowed words are named.
+    const allowed = allowedValues(schema)
+    const why = allowed ? `must be ${either(allowed)}` : (schema.description ?? first?.message ?? 'unexpected value')
     throw new ConfigError(`${name} is invalid${shown}${where}: ${why}`)
   }
   return value

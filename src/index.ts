@@ -35,7 +35,7 @@ const blobs = openBlobStore(blobLocation(config))
 try {
   prepareStorage(config)
   await checkBlobStore(blobs)
-  if (config.DATABASE_URL === undefined) instanceLock = lockDatabase(config.DATABASE_PATH)
+  if (config.DATABASE_URL === undefined) instanceLock = lockDatabase(config.DATABASE_PATH, config.SHUTDOWN_GRACE_MS)
   opened = await openStore(config)
 } catch (error) {
   if (!(error instanceof StartupError)) throw error
@@ -56,7 +56,12 @@ const storeIsLocal = blobs.description.kind === 'local'
 if (storeIsLocal) reportSwept(await sweepStore(store.attachments, blobs))
 
 const settings = providerSettings(config)
-const runner = createWorkerRunner(settings, blobs.location, log)
+const runner = createWorkerRunner(settings, blobs.location, log, undefined, {
+  processes: config.PDF_TEXT_PROCESSES,
+  fileTimeoutMs: config.PDF_TEXT_TIMEOUT_MS,
+  messageTimeoutMs: config.PDF_TEXT_MESSAGE_TIMEOUT_MS,
+  memoryBytes: config.PDF_TEXT_MEMORY_MB * 1024 * 1024,
+})
 const inspector = createFileInspector(log)
 // Response bodies are checked against their schemas in tests, not on every production request: see
 // AppDeps.validateResponses.

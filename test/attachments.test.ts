@@ -8,8 +8,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import sharp from 'sharp'
 import { imageLimits, maxRequestBytes, pdfLimits, textLimits } from '../src/attachments/limits'
-import { checkFormFiles, discardCheckedFiles } from '../src/attachments/service'
+import { checkFormFiles, discardCheckedFiles, refusalInWords } from '../src/attachments/service'
 import { sweepUploads } from '../src/attachments/sweep'
+import type { AppError } from '../src/shared/errors'
 import { createLogger } from '../src/shared/log'
 import { LocalBlobStore } from '../src/storage/blobs'
 import {
@@ -386,6 +387,41 @@ describe.concurrent('hostile and malformed uploads store nothing', () => {
       await expectNothingStored(s.h)
     })
   }
+
+  test('a refusal in two voices: precise for the API, plain words for the person (the composer, MCP)', async () => {
+    await using s = await setup()
+    const reply = await upload(s.h, s.owner.token, s.threadId, form({ name: 'fake.png', bytes: 'just some words' }))
+    expect(reply.body).toEqual({
+      message: 'attachments[0] (fake.png) is named or declared as image/png, but its bytes are text',
+      reason: { file: 'fake.png', part: 'attachments[0]', code: 'type_mismatch' },
+    })
+    const said = async (name: string, bytes: Uint8Array | string, type = ''): Promise<string> => {
+      try {
+        await checkFormFiles({ inspector, uploadsDir: s.h.uploadsDir }, [new File([bytes], name, { type })])
+      } catch (error) {
+        return refusalInWords(error as AppError)
+      }
+      throw new Error(`${name} was accepted`)
+    }
+    expect(await said('fake.png', 'just some words')).toBe("fake.png isn't a PNG image: its contents are text.")
+    expect(await said('scan.pdf', await png())).toBe("scan.pdf isn't a PDF: its contents are a PNG image.")
+    expect(await said('notes.txt', new Uint8Array([0x61, 0, 0x62]))).toBe(
+      "notes.txt isn't a text file: its contents aren't plain text.",
+    )
+    expect(await said('logo.svg', '<svg/>')).toBe(
+      "logo.svg is an SVG image, which can't be attached: only JPEG, PNG, GIF or WebP images can.",
+    )
+    expect(await said('archive.zip', zip())).toBe(
+      "archive.zip can't be attached: only JPEG, PNG, GIF or WebP images, PDFs, and text, Markdown or CSV files can.",
+    )
+    expect(await said('huge.txt', 'a'.repeat(textLimits.maxBytes + 1))).toBe(
+      'huge.txt is 513 KB; text files may be up to 512 KB.',
+    )
+    expect(await said('big.png', await pngDeclaring(10_000, 5_001))).toBe(
+      'big.png has too many pixels: an image may have up to 50 million, all frames together.',
+    )
+    await expectNothingStored(s.h)
+  })
 
   test('422 for a part whose declared type contradicts its bytes, under a name with no extension', async () => {
     await using s = await setup()

@@ -49,7 +49,9 @@ test('a real provider is configured entirely from LLM_* variables', () => {
 })
 
 test('each bad value is named in one line', () => {
-  expect(failure({ LLM_PROVIDER: 'gemini' })).toStartWith('LLM_PROVIDER is invalid ("gemini")')
+  // Every choice among fixed words names the words it allows, not TypeBox's "Expected union value".
+  expect(failure({ LLM_PROVIDER: 'gpt' })).toBe('LLM_PROVIDER is invalid ("gpt"): must be echo, openai or anthropic')
+  expect(failure({ LOG_LEVEL: 'verbose' })).toBe('LOG_LEVEL is invalid ("verbose"): must be debug, info, warn or error')
   expect(failure({ LLM_PROVIDER: 'openai', LLM_API_KEY: secret })).toBe(
     'LLM_MODEL is required when LLM_PROVIDER is openai',
   )

@@ -82,7 +82,7 @@ test('SIGKILL at random points loses nothing that was acknowledged', async () =>
         }
       }
       const clients = Array.from({ length: 6 }, client)
-      await until(() => acks >= round, 20_000)
+      await until(() => acks >= round)
       server.process.kill('SIGKILL')
       alive = false
       await server.process.exited
@@ -121,11 +121,11 @@ async function settledOnSqlite(env: Record<string, string>): Promise<void> {
         n: number
       }
       return busy.n === 0
-    }, 30_000)
+    })
     expect(db.query('pragma integrity_check').get()).toEqual({ integrity_check: 'ok' })
     // Search documents left pending by the crashes are rewritten by the running server, none left stale:
     // every thread (each was created saying "round") has exactly one document, under its current key.
-    await until(() => (db.query('select count(*) as n from search_pending').get() as { n: number }).n === 0, 30_000)
+    await until(() => (db.query('select count(*) as n from search_pending').get() as { n: number }).n === 0)
     const keys = (sql: string) => (db.query(sql).all() as { key: number }[]).map((row) => row.key)
     expect(
       keys(`select rowid as key from thread_search where thread_search match 'body : "round"' order by rowid`),
@@ -151,8 +151,8 @@ async function settledOnPostgres(env: Record<string, string>): Promise<void> {
   try {
     const count = async (query: Promise<{ n: number }[]>) => (await query)[0]?.n ?? -1
     const busy = inArray(threads.state, ['waiting', 'active', 'interrupted'])
-    await until(async () => (await count(db.select({ n: countRows() }).from(threads).where(busy))) === 0, 30_000)
-    await until(async () => (await count(db.select({ n: countRows() }).from(searchPending))) === 0, 30_000)
+    await until(async () => (await count(db.select({ n: countRows() }).from(threads).where(busy))) === 0)
+    await until(async () => (await count(db.select({ n: countRows() }).from(searchPending))) === 0)
     const documents = await db
       .select({ seq: threadSearch.threadSeq, updateSeq: threadSearch.updateSeq })
       .from(threadSearch)

@@ -190,7 +190,7 @@ test.concurrent('a SQLite installation moves to PostgreSQL: passwords, tokens, s
     until(async () => {
       const reply = await call(token, 'GET', `/threads/${threadId}/messages/${messageId}/response`)
       return reply.status === 200 && reply.body
-    }, 20_000)
+    })
 
   const member = { email: 'member@example.com', password: 'member password 1' }
   expect(

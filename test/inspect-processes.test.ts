@@ -190,7 +190,7 @@ describe.concurrent('the inspect processes', () => {
         }
       }
       try {
-        await until(() => !running(), 10_000)
+        await until(() => !running())
       } finally {
         // Never left running by a failing test; never a process that has taken its number since.
         if (running()) process.kill(child, 'SIGKILL')

@@ -58,7 +58,7 @@ async function answerText(server: ServerProcess, threadId: string, messageId: st
       headers: cluster.headers,
     })
     return response.status === 200 && ((await response.json()) as { messages: { contents: { text?: string }[] }[] })
-  }, 30_000)
+  })
   return polled.messages.flatMap((message) => message.contents.map((block) => block.text ?? '')).join('')
 }
 

@@ -1,6 +1,6 @@
 // The Markdown rules of message text: no raw HTML, only http(s) and mailto links, images shown as links.
 import { expect, test } from 'bun:test'
-import { escapeMarkdown, markdownAsText, renderMarkdown } from '../src/web/markdown'
+import { escapeMarkdown, renderMarkdown, titleFromMarkdown } from '../src/web/markdown'
 
 test('raw HTML is shown as text, never as markup', () => {
   expect(renderMarkdown('hi <script>alert(1)</script> <img src=x onerror=alert(1)>')).toBe(
@@ -55,8 +55,24 @@ test('escapeMarkdown keeps names literal inside generated Markdown', () => {
   expect(renderMarkdown(escapeMarkdown(name))).toBe('<p>*bold* [link](javascript:x) &lt;b&gt;</p>\n')
 })
 
-test('markdownAsText reads a line as a person does, for naming a thread after it', () => {
-  expect(markdownAsText('Plan a **weekend in Lyon** for `two`:')).toBe('Plan a weekend in Lyon for two:')
-  expect(markdownAsText('# A [link](https://example.com) title')).toBe('A link title')
-  expect(markdownAsText('**')).toBe('**')
+test('titleFromMarkdown names a text by its words: no fences, marks, link targets or images; cut at a word', () => {
+  expect(titleFromMarkdown('Plan a **weekend in Lyon** for `two`:', 80)).toBe('Plan a weekend in Lyon for two:')
+  expect(titleFromMarkdown('# A [link](https://example.com) title ![a cat](https://a.example/c.png)', 80)).toBe(
+    'A link title',
+  )
+  expect(titleFromMarkdown('```js\nconsole.log(1)\n```\nWhy does this print *one*?', 80)).toBe(
+    'Why does this print one?',
+  )
+  // Nothing but code: its first line, rather than "Untitled" or the fence's language.
+  expect(titleFromMarkdown('```js\n\nconsole.log(1)\n```', 80)).toBe('console.log(1)')
+  // The first line with words: a title, not the whole message.
+  expect(titleFromMarkdown('![](https://a.example/c.png)\n\nPlan a weekend\nin Lyon\n\n- one', 80)).toBe(
+    'Plan a weekend',
+  )
+  expect(titleFromMarkdown('Summarise the quarterly report for the northern region', 30)).toBe(
+    'Summarise the quarterly…',
+  )
+  expect(titleFromMarkdown('x'.repeat(40), 30)).toBe(`${'x'.repeat(29)}…`)
+  expect(titleFromMarkdown('**', 80)).toBe('**')
+  expect(titleFromMarkdown(' \n\n ', 80)).toBeNull()
 })

@@ -9,7 +9,7 @@ import sharp from 'sharp'
 import { attachments } from '../src/attachments/attachments.table'
 import { personalAccessTokens } from '../src/auth/auth.table'
 import { feedback } from '../src/threads/threads.table'
-import { until } from './support/helpers'
+import { stalledClient, until } from './support/helpers'
 import { connect, postMcp, startServer } from './support/mcp-helpers'
 
 // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
@@ -162,7 +162,8 @@ test('create_thread, send_message with progress as the answer arrives, get_threa
   const withAnswer = (await started).structuredContent as Json
   expect(withAnswer).toMatchObject({
     message_id: second.messageId,
-    thread: { state: 'ready' },
+    // Named after its first message, as every thread started without a name is.
+    thread: { state: 'ready', name: 'Hello' },
     answer: { status: 'complete', messages: [{ contents: [{ type: 'text', text: 'Hi' }] }] },
   })
 })
@@ -173,7 +174,8 @@ test('a busy thread refuses a message as a tool error; past the wait, get_respon
   await using client = await connect(server.origin, ada.token)
   const { thread_id } = await ok(client, 'create_thread', {})
   // A wait of 0 ends before the answer does, without a clock to race: the result says where to find it later.
-  const pending = await ok(client, 'send_message', { thread_id, text: 'First', wait_seconds: 0 })
+  const pending = await ok(client, 'send_message', { thread_id, text: '```\nls -l\n```\n*First*', wait_seconds: 0 })
+  expect((await ok(client, 'get_thread', { thread_id, limit: 1 })).thread.name).toBe('First')
   const job = await server.runner.next()
   job.handlers.token('Partial')
   expect(pending).toEqual({
@@ -328,8 +330,9 @@ test('upload_attachment checks files as the API does; send_message attaches them
 
   // The same refusals as the API: bytes that contradict the name, bad base64, another member's thread.
   const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64')
-  expect(await refused(adaClient, 'upload_attachment', { thread_id, filename: 'a.txt', content_base64: png })).toMatch(
-    /a\.txt/,
+  // In plain words, for the person the assistant relays them to.
+  expect(await refused(adaClient, 'upload_attachment', { thread_id, filename: 'a.txt', content_base64: png })).toBe(
+    "a.txt isn't a text file: its contents are a PNG image.",
   )
   expect(
     await refused(adaClient, 'upload_attachment', { thread_id, filename: 'a.md', content_base64: 'not base64!' }),
@@ -638,4 +641,43 @@ test('/mcp/ is /mcp: the same tools, the same bound on bodies, the same rate lim
   const third = await fetch(slash, { method: 'POST', headers, body: '{}' })
   expect(third.status).toBe(429)
   await third.arrayBuffer()
+})
+
+test('a reply whose client stops reading is cut off once its backlog passes the bound, and its wait ends', async () => {
+  await using server = await startServer({ config: { STREAM_BACKLOG_BYTES: 64 * 1024 } })
+  const ada = await server.member()
+  await using client = await connect(server.origin, ada.token)
+  const created = await ok(client, 'create_thread', { name: 'Long answer' })
+  const call = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: {
+      name: 'send_message',
+      arguments: { thread_id: created.thread_id, text: 'Write at length' },
+      _meta: { progressToken: 'p' },
+    },
+  }
+  const headers = {
+    authorization: `Bearer ${ada.token}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  }
+  using stalled = stalledClient(Number(new URL(server.origin).port), '/mcp', headers, JSON.stringify(call))
+  const job = await server.runner.next()
+  const hub = server.app.decorator.engine.hub
+  await until(() => hub.listenerCount(job.messageId) === 1)
+  // Each 64 kB token is a progress notification; once the kernel's buffers are full, they wait in the server.
+  for (let i = 0; i < 300 && stalled.open(); i++) {
+    job.handlers.token(`${i} `.padEnd(64 * 1024, 'x'))
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  expect(stalled.open()).toBe(false)
+  expect(await stalled.closed).toEqual({ reset: true })
+  // The tool's wait ended with the connection: it no longer listens to the answer, which goes on.
+  await until(() => hub.listenerCount(job.messageId) === 0)
+  job.handlers.token('end')
+  job.handlers.done()
+  const answer = await ok(client, 'get_response', { thread_id: created.thread_id, message_id: job.messageId })
+  expect(answer.status).toBe('complete')
 })

@@ -284,7 +284,9 @@ test('the pages answer the refusal as a page, with their headers; the escapes of
     cache: refused.headers.get('cache-control'),
   }).toEqual({
     status: 400,
-    csp: "default-src 'none'; style-src 'self'; img-src 'self' https:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    csp:
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https:; form-action 'self'; " +
+      "frame-ancestors 'none'; base-uri 'none'",
     cache: 'no-store',
   })
   expect(await refused.text()).toStartWith('<!doctype html>')

@@ -1,16 +1,14 @@
 // PDFs that lie about themselves: a compressed stream that claims to be an image but is also drawn as a page's
 // contents, compressed data under an ASCII layer, and names spelled with `#xx` escapes. Each is refused at upload
 // with the usual 422, and text extraction, which reads files stored before these checks too, stays bounded.
-import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { deflateSync } from 'node:zlib'
 import { PDFDocument, PDFName, StandardFonts } from 'pdf-lib'
+import { extractText } from '../src/attachments/extract-process'
 import { pdfLimits } from '../src/attachments/limits'
-import { pdfText } from '../src/generation/providers/pdf-text'
-import { LocalBlobStore } from '../src/storage/blobs'
 import { type Harness, harness, sharedInspector } from './support/helpers'
+import { nestedForms, operatorFlood } from './support/hostile-pdf'
 import { expectNothingStored } from './support/uploads'
 
 // Uploads are checked in inspect processes, which a busy machine starts slowly.
@@ -18,10 +16,6 @@ import { expectNothingStored } from './support/uploads'
 // One pool of inspect processes checks every upload here; each test has its own app and files, so the tests run
 // concurrently.
 const inspector = sharedInspector()
-
-const folder = mkdtempSync(join(tmpdir(), 'threadhouse-pdf-hostile-'))
-afterAll(() => rmSync(folder, { recursive: true, force: true }))
-const blobs = new LocalBlobStore(folder)
 
 /** `size` bytes of spaces, deflated as they stream by, so that the test never holds them. */
 function deflatedSpaces(size: number): Promise<Uint8Array> {
@@ -144,10 +138,10 @@ async function expectRefused(bytes: Uint8Array, reason: { code: string; limit?: 
   await expectNothingStored(h)
 }
 
-/** Text extraction of `bytes` as a stored file, as the generation worker does it. */
-async function extracted(bytes: Uint8Array, name: string): Promise<string | null> {
-  await blobs.put(name, bytes)
-  return pdfText(blobs, name)
+/** Text extraction of `bytes`, as an extract process does it; null when the file is found unreadable. */
+async function extracted(bytes: Uint8Array): Promise<string | null> {
+  const found = await extractText(bytes)
+  return 'text' in found ? found.text : null
 }
 
 const tooLarge = { code: 'too_large', limit: pdfLimits.maxInflatedBytes }
@@ -160,9 +154,7 @@ describe.concurrent('a compressed stream counts toward the inflation limit whate
     })
 
     test(`text extraction of such a file, stored before this check, gives no text and inflates nothing${under}`, async () => {
-      const name = `stored-${layer}.pdf`
-      expect(await extracted(await imageAsContents(bomb, layer), name)).toBeNull()
-      expect(await blobs.get(`${name}.txt`)).toBeNull()
+      expect(await extracted(await imageAsContents(bomb, layer))).toBeNull()
     })
   }
 
@@ -172,7 +164,7 @@ describe.concurrent('a compressed stream counts toward the inflation limit whate
       const { h, status } = await uploaded(pdf, 'report.pdf')
       await using _ = h
       expect({ layer, status }).toEqual({ layer, status: 201 })
-      expect(await extracted(pdf, `report-${layer}.pdf`)).toBe('Q3 up 4%\n\nOutlook: steady')
+      expect(await extracted(pdf)).toBe('Q3 up 4%\n\nOutlook: steady')
     }
   })
 })
@@ -181,7 +173,7 @@ describe.concurrent('text extraction stops at the text limit', () => {
   test('a PDF of more text than models are given yields the limit and a note saying the rest was left out', async () => {
     const page = 'a'.repeat(100_000)
     const pages = Array.from({ length: pdfLimits.maxTextLength / page.length + 2 }, () => page)
-    const text = await extracted(await textPdf(pages), 'long.pdf')
+    const text = await extracted(await textPdf(pages))
     const note = `\n\n[The rest of this PDF's text is left out: it is longer than ${pdfLimits.maxTextLength} characters]`
     expect(text?.endsWith(note)).toBe(true)
     expect(text?.length).toBe(pdfLimits.maxTextLength + note.length)
@@ -202,4 +194,22 @@ describe.concurrent('names spelled with #xx escapes mean what they spell', () =>
       await expectRefused(respelled(pdf, '/Filter /FlateDecode', `/Filter ${filter}`), { code: 'unsupported_type' })
     })
   }
+})
+
+describe.concurrent('what reading a PDF would cost is counted at upload', () => {
+  test('422 too_complex for a page that draws a form ten times, six levels deep (a million forms in 2 KB)', async () => {
+    await expectRefused(nestedForms(), { code: 'too_complex', limit: pdfLimits.maxFormInvocations })
+  })
+
+  test('422 too_complex for 100 pages that all run one stream of 300,000 path operators', async () => {
+    await expectRefused(operatorFlood(), { code: 'too_complex', limit: pdfLimits.maxOperators })
+  })
+
+  test('forms a thousand times and operators in millions are still accepted', async () => {
+    for (const bytes of [nestedForms({ depth: 3 }), operatorFlood({ pages: 10 })]) {
+      const { h, status } = await uploaded(bytes, 'drawing.pdf')
+      await using _ = h
+      expect(status).toBe(201)
+    }
+  })
 })

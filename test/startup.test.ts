@@ -2,11 +2,25 @@
 // cannot write. Each refusal is one line on stderr and exit code 1, run as operators run it (`bun run start`),
 // beside one real server that holds a database and a port.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { migrateDatabase, openDatabase } from '../src/db/client'
 import { backendEnv, onPostgres } from './support/backend'
 import { firstRunToken, runToEnd, type ServerProcess, startServer, until } from './support/helpers'
+import { type Unprivileged, unprivileged } from './support/unprivileged'
+
+const root = join(import.meta.dir, '..')
 
 // Every test here starts bun processes (startServer alone allows 20 s to listen). Each refusal has folders of its
 // own, so those tests run concurrently: most of their time is spent waiting for processes to start.
@@ -65,17 +79,10 @@ interface Outcome {
   stderr: string
 }
 
-/**
- * Root ignores permission bits, so where a test needs them to count, a test run as root starts the server as
- * nobody (65534), as the Docker image runs it as its own unprivileged user.
- */
-const unprivileged = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
-
 /** `bun run start` to its end; a server that starts after all is stopped, so that a missing refusal fails. */
-async function start(env: Record<string, string>, user: { uid?: number; gid?: number } = {}): Promise<Outcome> {
+async function start(env: Record<string, string>, user: Unprivileged = { cwd: root }): Promise<Outcome> {
   const child = Bun.spawn(['bun', 'run', 'start'], {
     ...user,
-    cwd: `${import.meta.dir}/..`,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdout: 'pipe',
     stderr: 'pipe',
@@ -90,10 +97,7 @@ async function start(env: Record<string, string>, user: { uid?: number; gid?: nu
       for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) stderr += chunk
     })(),
   ])
-  const listened = await until(
-    () => (child.exitCode !== null ? 'exited' : stderr.includes('"msg":"listening"')),
-    20_000,
-  )
+  const listened = await until(() => (child.exitCode !== null ? 'exited' : stderr.includes('"msg":"listening"')))
   // SIGTERM, which `bun run` passes on to the server it started (a SIGKILL would leave that server running).
   if (listened === true) child.kill('SIGTERM')
   const code = await child.exited
@@ -118,15 +122,132 @@ test.concurrent.skipIf(onPostgres)(
   async () => {
     expectRefusal(
       await start({ ...own(), DATABASE_PATH: running.DATABASE_PATH }),
-      `Cannot use DATABASE_PATH ${running.DATABASE_PATH}: another Threadhouse server is running on it (one server per SQLite file)`,
+      `Cannot use DATABASE_PATH ${running.DATABASE_PATH}: another Threadhouse server is running on it (one server per SQLite file)${stillStopping}`,
     )
     const link = join(dir, 'link')
     symlinkSync(join(dir, 'running'), link)
     const linked = join(link, 'db.sqlite')
     expectRefusal(
       await start({ ...own(), DATABASE_PATH: linked }),
-      `Cannot use DATABASE_PATH ${linked}: another Threadhouse server is running on it (one server per SQLite file)`,
+      `Cannot use DATABASE_PATH ${linked}: another Threadhouse server is running on it (one server per SQLite file)${stillStopping}`,
     )
+  },
+)
+
+/** What a refusal for a database in use adds, with the default SHUTDOWN_GRACE_MS. */
+const stillStopping =
+  '; a server that was just stopped may still be finishing its answers, for up to SHUTDOWN_GRACE_MS (10 s) and a few seconds more: start again once it has exited'
+
+test.concurrent.skipIf(onPostgres)(
+  'a restart while the old server finishes its answers says it may still be stopping',
+  async () => {
+    const database = own()
+    const env = {
+      ...database,
+      SHUTDOWN_GRACE_MS: '30000',
+      ECHO_TOKEN_DELAY_MS: '500',
+    }
+    const old = await startServer(env)
+    const token = await firstRunToken(old)
+    const created = await fetch(`${old.url}/api/v1/threads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text: 'A long answer, please' }),
+    })
+    expect(created.status).toBe(201)
+    const { thread_id } = (await created.json()) as { thread_id: string }
+    const state = async () =>
+      (
+        (await (
+          await fetch(`${old.url}/api/v1/threads/${thread_id}`, { headers: { authorization: `Bearer ${token}` } })
+        ).json()) as { state: string }
+      ).state
+    await until(async () => (await state()) === 'active')
+    old.process.kill('SIGTERM')
+    await until(() => old.stderr().includes('"msg":"shutting down"'))
+    expectRefusal(
+      await start({ ...env, SHUTDOWN_GRACE_MS: '30000' }),
+      `Cannot use DATABASE_PATH ${database.DATABASE_PATH}: another Threadhouse server is running on it (one server per SQLite file); a server that was just stopped may still be finishing its answers, for up to SHUTDOWN_GRACE_MS (30 s) and a few seconds more: start again once it has exited`,
+    )
+    // Still finishing, not stuck: it exits by itself once its answer is done, and the next start listens.
+    expect(old.process.exitCode).toBeNull()
+    expect(await old.process.exited).toBe(0)
+    expect((await start(env)).code).toBe('listening')
+  },
+)
+
+/** A database made by this release, with enough rows that it spans many pages, closed with no WAL beside it. */
+function realDatabase(path: string): void {
+  const db = openDatabase(path)
+  migrateDatabase(db)
+  db.$client.run('CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)')
+  const insert = db.$client.prepare('INSERT INTO notes (body) VALUES (?)')
+  for (let i = 0; i < 400; i++) insert.run(`note ${i} `.repeat(40))
+  // Everything into the file itself: a WAL left beside it would still hold good copies of the pages spoiled below.
+  db.$client.run('PRAGMA journal_mode = DELETE')
+  db.$client.close()
+}
+
+test.concurrent.skipIf(onPostgres)(
+  'a damaged database file stops the start with one line saying how to restore it',
+  async () => {
+    const damaged = (path: string, what: string | RegExp) =>
+      new RegExp(
+        `^Cannot use DATABASE_PATH ${RegExp.escape(path)}: the file is damaged \\(${typeof what === 'string' ? RegExp.escape(what) : what.source}\\)\\. Stop, move it aside and restore the latest backup: bun run cli restore --from DIR \\(docs/operations\\.md, Backup and restore\\)$`,
+      )
+    const cases: [string, (path: string) => void, string | RegExp][] = [
+      [
+        'garbage',
+        (path) => writeFileSync(path, crypto.getRandomValues(new Uint8Array(64 * 1024))),
+        'file is not a database',
+      ],
+      [
+        'clobbered header',
+        (path) => {
+          realDatabase(path)
+          const bytes = readFileSync(path)
+          bytes.fill(0x41, 0, 100)
+          writeFileSync(path, bytes)
+        },
+        'file is not a database',
+      ],
+      [
+        'malformed page',
+        (path) => {
+          realDatabase(path)
+          const bytes = readFileSync(path)
+          // The last page holds notes inserted last: an interior of a table's B-tree, which every check reads.
+          bytes.fill(0xff, bytes.length - 4096 + 8, bytes.length - 100)
+          writeFileSync(path, bytes)
+        },
+        /database disk image is malformed: Tree \d+ page \d+ cell \d+: [^;]+/,
+      ],
+      [
+        'truncated',
+        (path) => {
+          realDatabase(path)
+          truncateSync(path, Math.floor(statSync(path).size / 2 / 4096) * 4096)
+        },
+        'database disk image is malformed',
+      ],
+    ]
+    const outcomes = await Promise.all(
+      cases.map(async ([name, spoil, what]) => {
+        const database = own()
+        spoil(database.DATABASE_PATH)
+        const outcome = await start(database)
+        return {
+          name,
+          ...outcome,
+          stderr: outcome.stderr.split('\n'),
+          expected: [expect.stringMatching(damaged(database.DATABASE_PATH, what)), ''],
+        }
+      }),
+    )
+    // One line each, and nothing else: no stack trace, no source excerpt.
+    for (const { expected, ...outcome } of outcomes) {
+      expect(outcome).toEqual({ name: outcome.name, code: 1, stdout: '', stderr: expected })
+    }
   },
 )
 
@@ -154,7 +275,7 @@ test.concurrent('a DATABASE_PATH folder that cannot be written or created is ref
   const readOnly = folder(join(dir, 'read-only'), 0o555)
   const inReadOnly = join(readOnly, 'db.sqlite')
   expectRefusal(
-    await start({ ...own(), DATABASE_PATH: inReadOnly }, unprivileged),
+    await start({ ...own(), DATABASE_PATH: inReadOnly }, unprivileged()),
     `Cannot use DATABASE_PATH ${inReadOnly}: its folder ${readOnly} is not writable (EACCES: permission denied)`,
   )
   const file = join(dir, 'a-file')
@@ -181,7 +302,7 @@ test.concurrent('a DATABASE_PATH that is a folder, or whose files or lock cannot
   const readOnly = own().DATABASE_PATH
   writeFileSync(readOnly, '', { mode: 0o444 })
   expectRefusal(
-    await start({ ...own(), DATABASE_PATH: readOnly }, unprivileged),
+    await start({ ...own(), DATABASE_PATH: readOnly }, unprivileged()),
     `Cannot use DATABASE_PATH ${readOnly}: it is not writable (EACCES: permission denied)`,
   )
   // As a CLI run by another user can leave them: SQLite would fail on the first write.
@@ -190,14 +311,14 @@ test.concurrent('a DATABASE_PATH that is a folder, or whose files or lock cannot
   chmodSync(database, 0o666)
   writeFileSync(`${database}-wal`, '', { mode: 0o444 })
   expectRefusal(
-    await start({ ...own(), DATABASE_PATH: database }, unprivileged),
+    await start({ ...own(), DATABASE_PATH: database }, unprivileged()),
     `Cannot use DATABASE_PATH ${database}: ${database}-wal is not writable (EACCES: permission denied)`,
   )
   // Opened read-only, the lock would only be shared, with any number of servers.
   const locked = own().DATABASE_PATH
   writeFileSync(`${locked}.lock`, '', { mode: 0o444 })
   expectRefusal(
-    await start({ ...own(), DATABASE_PATH: locked }, unprivileged),
+    await start({ ...own(), DATABASE_PATH: locked }, unprivileged()),
     `Cannot use DATABASE_PATH ${locked}: cannot take the lock ${locked}.lock (EACCES: permission denied)`,
   )
 })
@@ -205,7 +326,7 @@ test.concurrent('a DATABASE_PATH that is a folder, or whose files or lock cannot
 test.concurrent('an UPLOADS_DIR that cannot be written or created is refused', async () => {
   const readOnly = folder(join(dir, 'read-only-uploads'), 0o555)
   expectRefusal(
-    await start({ ...own(), UPLOADS_DIR: readOnly }, unprivileged),
+    await start({ ...own(), UPLOADS_DIR: readOnly }, unprivileged()),
     `Cannot use UPLOADS_DIR ${readOnly}: it is not writable (EACCES: permission denied)`,
   )
   const file = join(dir, 'uploads-file')

@@ -5,10 +5,12 @@ import { Heartbeats } from '../src/generation/sse'
 import {
   collect,
   harness,
+  listening,
   openStream,
   parseEvents,
   publicUrl,
   ScriptedRunner,
+  stalledClient,
   tokensOf,
   until,
 } from './support/helpers'
@@ -244,4 +246,43 @@ test('many listeners receive the same tokens', async () => {
   job.done()
   const all = await Promise.all(streams.map((s) => collect(s.events)))
   for (const events of all) expect(tokensOf(events)).toBe('abc')
+})
+
+test('a stream whose client stops reading is cut off once its backlog passes the bound; a reader of the same answer is not, and the client resumes with Last-Event-ID', async () => {
+  const runner = new ScriptedRunner()
+  await using h = await harness({ runner, config: { STREAM_BACKLOG_BYTES: 64 * 1024 } })
+  await using server = listening(h)
+  const owner = await h.user()
+  const { job, path, message_id } = await started(runner, h, owner.token)
+  const headers = { authorization: `Bearer ${owner.token}` }
+  const events = parseEvents(await fetch(new URL(path, server.url), { headers }))
+  using stalled = stalledClient(server.port, path, headers)
+  await until(() => h.app.decorator.engine.hub.listenerCount(message_id) === 2)
+
+  // 64 kB tokens, each read by the reader before the next: the stalled client's kernel buffers fill (a few MB on
+  // loopback), then its backlog passes the bound.
+  let text = ''
+  for (let i = 0; i < 300 && stalled.open(); i++) {
+    const token = `${i} `.padEnd(64 * 1024, 'x')
+    job.token(token)
+    text += token
+    const event = (await events.next()).value
+    expect([event?.event, event?.id, JSON.parse(event?.data ?? '{}').token]).toEqual(['token', `${text.length}`, token])
+  }
+  expect(stalled.open()).toBe(false)
+  expect(await stalled.closed).toEqual({ reset: true })
+  expect(h.app.decorator.engine.hub.listenerCount(message_id)).toBe(1)
+
+  job.token('end')
+  job.done()
+  const rest = []
+  for await (const event of events) rest.push(event)
+  expect(rest.map((event) => event.event)).toEqual(['token', 'done'])
+  // The cut-off client comes back from where it was (nothing read): the whole answer, in one event larger than the
+  // bound, which a stream's first write may be.
+  const back = await collect(
+    parseEvents(await fetch(new URL(path, server.url), { headers: { ...headers, 'last-event-id': '0' } })),
+  )
+  expect(tokensOf(back)).toBe(`${text}end`)
+  expect(back.at(-1)?.event).toBe('done')
 })

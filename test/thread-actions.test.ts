@@ -169,7 +169,7 @@ describe('POST /threads/{id}/continue', () => {
     expect((await h.call('POST', path, { token: member.token })).status).toBe(404)
     const continued = await h.call('POST', path, { token: owner.token })
     const thread = await h.call('GET', `/api/v1/threads/${continued.body.thread_id}`, { token: owner.token })
-    expect(thread.body).toMatchObject({ name: null, is_private: true })
+    expect(thread.body).toMatchObject({ name: 'secret (continued)', is_private: true })
   })
 
   test('the extract quotes the last six messages, shortens long ones and names files', () => {

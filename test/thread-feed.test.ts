@@ -2,6 +2,7 @@
 // over real HTTP, Last-Event-ID resumes with exactly what was missed, and nobody hears of a thread they cannot see.
 // Tests call the feed's shared poll themselves after writing, rather than waiting for its one-second timer.
 import { describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
 import type { EventSourceMessage } from 'eventsource-parser'
 import { createApp } from '../src/app'
 import { invalidateSession } from '../src/auth/sessions'
@@ -19,6 +20,8 @@ import {
   publicUrl,
   ScriptedRunner,
   sharedInspector,
+  stalledClient,
+  until,
 } from './support/helpers'
 import { signedIn } from './support/oauth-helpers'
 
@@ -391,6 +394,65 @@ test('an open feed ends once its token no longer admits it, checked every ten se
   expect(ended.event).toBe('error')
   expect(JSON.parse(ended.data)).toEqual({ message: 'Your access to these threads has ended' })
   await expect(feed.next()).rejects.toThrow('the feed ended')
+})
+
+test('a feed whose client stops reading is cut off once its backlog passes the bound; a reader beside it is not, and both resume with Last-Event-ID', async () => {
+  const backlogBytes = 64 * 1024
+  await using h = await harness({ config: { STREAM_BACKLOG_BYTES: backlogBytes } })
+  await using server = listening(h)
+  const owner = await h.user()
+  const ids: string[] = []
+  for (let i = 0; i < 40; i++) ids.push(await newThread(h, owner.token, { name: `Thread ${i}` }))
+  await poll(h)
+
+  const reader = await openFeed(server.url, owner.token)
+  const ready = await reader.next()
+  expect(ready.event).toBe('ready')
+  using stalled = stalledClient(server.port, '/api/v1/threads/events', { authorization: `Bearer ${owner.token}` })
+  await until(() => h.app.decorator.feed.size === 2)
+  const { threads } = h.tables
+  /** Every thread renamed in one statement: one change each, all read by the next poll. */
+  const renameAll = async (name: string) => {
+    await h.orm.update(threads).set({ name, updatedAt: h.clock.now() }).where(eq(threads.ownerId, owner.id))
+    await poll(h)
+    const events = await Promise.all(ids.map(() => reader.next()))
+    expect(new Set(events.map((event) => JSON.parse(event.data).name))).toEqual(new Set([name]))
+    return events
+  }
+
+  // Less than the bound in all: whatever the kernel's buffers take, the stalled feed is not cut off for it.
+  await renameAll('small')
+  expect(stalled.open()).toBe(true)
+  // Then about 800 kB a round: the kernel's buffers fill (a few MB on loopback), then the backlog passes the bound.
+  let round = 0
+  let last: EventSourceMessage | undefined
+  for (; round < 20 && stalled.open(); round++) {
+    last = (await renameAll(`${round} ${'x'.repeat(20_000)}`)).at(-1)
+  }
+  expect(stalled.open()).toBe(false)
+  expect(await stalled.closed).toEqual({ reset: true })
+  expect(h.app.decorator.feed.size).toBe(1)
+
+  // The reader beside it had every event (checked round by round above) and goes on.
+  const latest = `latest ${'y'.repeat(20_000)}`
+  const lastEvents = await renameAll(latest)
+  await reader[Symbol.asyncDispose]()
+  // Resuming from its last event but one round: each thread once, as it is now, then `ready`.
+  await using resumed = await openFeed(server.url, owner.token, last?.id)
+  const caughtUp = await resumed.until('ready')
+  expect(caughtUp.map((event) => [event.event, JSON.parse(event.data).name])).toEqual([
+    ...ids.map(() => ['thread.updated', latest]),
+    ['ready', undefined],
+  ])
+  expect(caughtUp.at(-1)?.id).toBe(lastEvents.at(-1)?.id)
+  // The cut-off client comes back with the ID it last read (the `ready` before the changes): about 800 kB to catch
+  // up, over twelve times the bound, which it is sent at its own pace.
+  await using back = await openFeed(server.url, owner.token, ready.id)
+  const missed = await back.until('ready')
+  expect(missed.map((event) => [event.event, JSON.parse(event.data).name])).toEqual([
+    ...ids.map(() => ['thread.updated', latest]),
+    ['ready', undefined],
+  ])
 })
 
 test('the pages’ feed takes the session cookie, starts where the sidebar was read, and ends once the session does', async () => {

@@ -60,6 +60,39 @@ describe('POST /threads', () => {
     expect((await h.call('GET', `/api/v1/threads/${thread_id}`, { token: owner.token })).body.state).toBe('ready')
   })
 
+  test('a thread created without a name is named by its first message’s words: at creation, or at its first send', async () => {
+    await using h = await harness()
+    const owner = await h.user()
+    const nameOf = async (id: string) =>
+      (await h.call('GET', `/api/v1/threads/${id}`, { token: owner.token })).body.name
+    const fenced = await h.call('POST', '/api/v1/threads', {
+      token: owner.token,
+      body: { text: '```js\nconsole.log(1)\n```\nWhy does [this](https://example.com/x) print **one**?' },
+    })
+    expect(await nameOf(fenced.body.thread_id)).toBe('Why does this print one?')
+    // Files first: empty and unnamed until the first message, which names it; later messages rename nothing.
+    const empty = await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })
+    const { thread_id } = empty.body
+    expect(await nameOf(thread_id)).toBeNull()
+    const long = `Summarise the attached quarterly report for the northern region ${'and more '.repeat(20)}`
+    expect(
+      (await h.call('POST', `/api/v1/threads/${thread_id}/messages`, { token: owner.token, body: { text: long } }))
+        .status,
+    ).toBe(201)
+    expect(await nameOf(thread_id)).toBe(
+      'Summarise the attached quarterly report for the northern region and more and…',
+    )
+    await h.app.decorator.engine.idle()
+    await h.call('POST', `/api/v1/threads/${thread_id}/messages`, { token: owner.token, body: { text: 'Second' } })
+    expect(await nameOf(thread_id)).toBe(
+      'Summarise the attached quarterly report for the northern region and more and…',
+    )
+    // A name given is kept as given.
+    const named = await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: 'Mine', text: 'Hello' } })
+    expect(await nameOf(named.body.thread_id)).toBe('Mine')
+    await h.app.decorator.engine.idle()
+  })
+
   test('identical bodies create distinct threads (create never answers 409)', async () => {
     await using h = await harness()
     const owner = await h.user()

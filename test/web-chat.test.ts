@@ -167,7 +167,9 @@ test.concurrent('Markdown streams as Markdown; code is highlighted; the copy but
   const code = 'const total = [1, 2].reduce((a, b) => a + b, 0)\nconsole.log(total)'
   // Words after the code keep the answer streaming a while after the code block has arrived.
   const after = Array.from({ length: 40 }, (_, index) => `more${index}`).join(' ')
-  await page.getByLabel('Message', { exact: true }).fill(`Some **bold** words\n\n\`\`\`js\n${code}\n\`\`\`\n\n${after}`)
+  // Marks that HTML would take for markup, and a table, whose Markdown the copy must give back as written.
+  const written = `Some **bold** words <b>&amp;</b>\n\n\`\`\`js\n${code}\n\`\`\`\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n${after}`
+  await page.getByLabel('Message', { exact: true }).fill(written)
   await page.getByLabel('Message', { exact: true }).press('Enter')
   await answer(page, 0)
   expect(await page.evaluate(() => (globalThis as unknown as PageWindow).__seen)).toEqual({ bold: true, code: true })
@@ -184,10 +186,15 @@ test.concurrent('Markdown streams as Markdown; code is highlighted; the copy but
     code,
   )
 
+  // "Copy the message" copies its Markdown as written, not the page's text with the code block's labels: the
+  // answer just streamed, and the question it answers.
+  const clipboard = () => page.evaluate(() => (globalThis as unknown as PageWindow).navigator.clipboard.readText())
   await reply.getByRole('button', { name: 'Copy the message' }).click()
-  const copied = await page.evaluate(() => (globalThis as unknown as PageWindow).navigator.clipboard.readText())
-  expect(copied).toStartWith('Echo (turn 1): you said “Some bold words')
-  expect(copied).toContain('console.log(total)')
+  await reply.locator('.copy-message.copied').waitFor()
+  expect(await clipboard()).toBe(`Echo (turn 1): you said “${written}”.`)
+  await page.locator('.message-user').getByRole('button', { name: 'Copy the message' }).click()
+  await page.locator('.message-user .copy-message.copied').waitFor()
+  expect(await clipboard()).toBe(written)
   expect(session.errors).toEqual([])
 })
 
@@ -240,7 +247,7 @@ test.concurrent('files become chips by picker, drop and paste; a refused file is
   await chips.nth(2).waitFor()
   await page.getByRole('button', { name: 'Send' }).click()
   await page.locator('.chip.refused').waitFor()
-  expect(await page.locator('#composer-error').textContent()).toContain('attachments[2] (fake.png)')
+  expect(await page.locator('#composer-error').textContent()).toBe("fake.png isn't a PNG image: its contents are text.")
   expect(await page.locator('.chip.refused .chip-name').textContent()).toBe('fake.png')
   expect(await page.locator('#composer-text').inputValue()).toBe('Here are my files')
   expect(await page.locator('.message-user').count()).toBe(0)
@@ -253,14 +260,41 @@ test.concurrent('files become chips by picker, drop and paste; a refused file is
   expect(session.errors.filter((error) => !error.includes('status of 4'))).toEqual([])
 })
 
-test.concurrent('a phone: nothing scrolls sideways, and the sidebar folds away behind the menu', async () => {
+test.concurrent('a phone: Enter adds a line, tables scroll sideways, nothing else does; the sidebar folds away', async () => {
   await using session = await signedIn({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true })
   const { page } = session
   expect(await page.locator('#sidebar').isVisible()).toBe(false)
-  const long = `${'x'.repeat(300)}\n\n\`\`\`\n${'y'.repeat(300)}\n\`\`\``
-  await page.getByLabel('Message', { exact: true }).fill(long)
-  await page.getByRole('button', { name: 'Send' }).click()
+  // A touch keyboard's Enter is the only way to type a new line there: it adds one, and the button sends.
+  const box = page.getByLabel('Message', { exact: true })
+  await box.tap()
+  await page.keyboard.type('Two lines')
+  await page.keyboard.press('Enter')
+  await page.keyboard.type('on a phone')
+  expect(await box.inputValue()).toBe('Two lines\non a phone')
+  expect(await page.locator('.message-user').count()).toBe(0)
+  // …so the hint that Enter sends is not shown there.
+  expect(await page.getByText('Enter sends, Shift+Enter adds a line.').isVisible()).toBe(false)
+  const words = ['Internationalisation', 'Responsibilities', 'Accountabilities', 'Characteristics', 'Recommendations']
+  const table = `| ${words.join(' | ')} |\n|${words.map(() => '---').join('|')}|\n| ${words.join(' | ')} |`
+  const long = `${'x'.repeat(300)}\n\n\`\`\`\n${'y'.repeat(300)}\n\`\`\`\n\n${table}`
+  await box.fill(long)
+  await page.getByRole('button', { name: 'Send' }).tap()
   await answer(page, 0)
+  // A wide table keeps its words whole, each on one line, and scrolls sideways in its own box.
+  const cells = await page.locator('.message-assistant table').evaluate((table) => {
+    // Typed loosely: the project's TypeScript has no DOM library.
+    const { document } = globalThis as unknown as {
+      document: { createRange(): { selectNodeContents(node: unknown): void; getClientRects(): { length: number } } }
+    }
+    const element = table as { scrollWidth: number; clientWidth: number; querySelectorAll(s: string): unknown[] }
+    const lines = [...element.querySelectorAll('th, td')].map((cell) => {
+      const range = document.createRange()
+      range.selectNodeContents(cell)
+      return range.getClientRects().length
+    })
+    return { scrolls: element.scrollWidth > element.clientWidth, lines }
+  })
+  expect(cells).toEqual({ scrolls: true, lines: Array(words.length * 2).fill(1) })
   const overflow = () =>
     page.evaluate(() => {
       const { documentElement } = (globalThis as unknown as PageWindow).document
@@ -375,6 +409,96 @@ test.concurrent('axe finds no accessibility problem in the new conversation and 
   expect(problems).toEqual([])
 })
 
+test.concurrent('every code highlighting colour reads at 4.5:1 or more on the code background, light and dark', async () => {
+  await using session = await signedIn({ bypassCSP: true })
+  const { page } = session
+  await page.addScriptTag({ content: await Bun.file(require.resolve('axe-core/axe.min.js')).text() })
+  // A code block holding one token of each kind the stylesheet colours, nested as its selectors say.
+  const kinds = await page.evaluate(() => {
+    // Typed loosely: the project's TypeScript has no DOM library.
+    interface Element {
+      id: string
+      className: string
+      textContent: string
+      append(...nodes: Element[]): void
+    }
+    const { document } = globalThis as unknown as {
+      document: {
+        styleSheets: Iterable<{ cssRules: Iterable<{ selectorText?: string }> }>
+        createElement(tag: string): Element
+        getElementById(id: string): Element
+      }
+    }
+    const element = (tag: string, className: string): Element => {
+      const made = document.createElement(tag)
+      made.className = className
+      return made
+    }
+    const selectors = [...document.styleSheets]
+      .flatMap((sheet) => [...sheet.cssRules])
+      .flatMap((rule) => (rule.selectorText ?? '').split(','))
+      .map((selector) => selector.trim())
+      .filter((selector) => selector.includes('.hljs-'))
+    const code = element('code', 'hljs language-js')
+    for (const selector of selectors) {
+      const parts = selector.split(/\s+/).map((part) => element('span', part.split('.').filter(Boolean).join(' ')))
+      parts.reduce((outer, inner) => {
+        outer.append(inner)
+        return inner
+      })
+      const innermost = parts[parts.length - 1]
+      if (innermost) innermost.textContent = `token ${selector}`
+      if (parts[0]) code.append(parts[0], element('br', ''))
+    }
+    const pre = element('pre', '')
+    pre.append(code)
+    const block = element('div', 'code-block')
+    block.id = 'every-token'
+    block.append(pre)
+    const markdown = element('div', 'markdown')
+    markdown.append(block)
+    document.getElementById('main').append(markdown)
+    return selectors
+  })
+  expect(kinds.length).toBeGreaterThan(15)
+  const problems: string[] = []
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme })
+    const result = await page.evaluate(async () => {
+      const { axe, document } = globalThis as unknown as {
+        axe: {
+          run(
+            context: unknown,
+            options: unknown,
+          ): Promise<
+            Record<
+              'violations' | 'passes' | 'incomplete',
+              { nodes: { target: string[]; any: { message: string }[] }[] }[]
+            >
+          >
+        }
+        document: { getElementById(id: string): unknown }
+      }
+      const checked = await axe.run(document.getElementById('every-token'), {
+        runOnly: { type: 'rule', values: ['color-contrast'] },
+      })
+      const describe = (kind: 'violations' | 'incomplete') =>
+        checked[kind].flatMap((rule) => rule.nodes.map((node) => `${node.target.join(' ')}: ${node.any[0]?.message}`))
+      return {
+        failing: [...describe('violations'), ...describe('incomplete')],
+        // Every token was judged, one way or the other.
+        judged: [...checked.passes, ...checked.violations, ...checked.incomplete].reduce(
+          (count, rule) => count + rule.nodes.length,
+          0,
+        ),
+      }
+    })
+    problems.push(...result.failing.map((problem) => `${scheme}: ${problem}`))
+    expect(result.judged).toBe(kinds.length)
+  }
+  expect(problems).toEqual([])
+})
+
 test.concurrent('a theme chosen on the switch gives every colour of that theme, whatever the system prefers', async () => {
   await using session = await signedIn()
   const { page } = session
@@ -443,13 +567,42 @@ test.concurrent('without JavaScript the same page works by plain form posts: sta
   expect(session.errors).toEqual([])
 })
 
-test.concurrent('the thread menu downloads an export and deletes the thread after its confirmation page', async () => {
+test.concurrent('the thread menu closes on Escape and on a click outside, downloads an export, and deletes the thread', async () => {
   await using session = await signedIn()
   const { page } = session
+  const focusedClass = () =>
+    page.evaluate(
+      () =>
+        (
+          (globalThis as unknown as PageWindow).document.activeElement as {
+            parentElement: { className: string }
+          } | null
+        )?.parentElement?.className,
+    )
+  // The new conversation's options close on Escape too, focus back on their button.
+  await page.getByText('Options', { exact: true }).click()
+  await page.getByLabel('Name (optional)').focus()
+  await page.keyboard.press('Escape')
+  await page.locator('.composer-options:not([open])').waitFor()
+  expect(await focusedClass()).toBe('composer-options')
   await page.locator('#composer-text').fill('Soon gone')
   await page.keyboard.press('Enter')
   await answer(page, 0)
   const threadPath = new URL(page.url()).pathname
+  const menu = page.locator('.thread-tools')
+  // Escape from inside the menu closes it and gives the focus back to its button.
+  await menu.locator('summary').click()
+  await page.getByLabel('Name', { exact: true }).focus()
+  await page.keyboard.press('Escape')
+  await page.locator('.thread-tools:not([open])').waitFor()
+  expect(await focusedClass()).toBe('thread-tools')
+  // A click outside closes it; a click inside does not.
+  await page.keyboard.press('Enter')
+  await page.locator('.thread-tools[open]').waitFor()
+  await page.getByLabel('Name', { exact: true }).click()
+  expect(await menu.getAttribute('open')).toBe('')
+  await page.locator('.chat-title').click()
+  await page.locator('.thread-tools:not([open])').waitFor()
   await page.locator('.thread-tools summary').click()
   const [download] = await Promise.all([
     page.waitForEvent('download'),

@@ -169,7 +169,7 @@ describe('the threads list', () => {
     expect(response.status).toBe(422)
     const html = await response.text()
     expect(html).toContain(
-      '<p id="composer-error" class="alert composer-error" role="alert">attachments[0] (photo.png) claims to be image/png',
+      '<p id="composer-error" class="alert composer-error" role="alert">photo.png isn&#x27;t a PNG image: its contents are text.</p>',
     )
     expect(html).toContain('>Look at this</textarea>')
     expect(html).toContain('value="Pictures"')

@@ -2,12 +2,13 @@
 // that every page asks wherever text could come from a user or a client: a static check, it runs with the linter
 // (`bun run lint`). These tests render the pages with hostile text and check the escape hatches the scanner trusts.
 import { expect, test } from 'bun:test'
+import { themeScript } from '../src/web/client-assets'
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
 
 // The scanner proves every dynamic child asks for escaping; rendering each settings and administration page
 // with hostile text in every field and parsing the result as a browser would proves the answer: the only
-// script is the local copy script, no element carries an event handler, and no link or image leaves the rules.
+// scripts are the local copy and theme scripts, no element carries an event handler, and no link or image leaves the rules.
 interface Markup {
   scripts: string[]
   handlers: string[]
@@ -115,7 +116,8 @@ test('settings and administration pages render hostile values as text', async ()
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;')
     const markup = await markupOf(html)
     expect(markup.handlers).toEqual([])
-    expect(markup.scripts.filter((src) => src !== '/assets/copy.js')).toEqual([])
+    // Only this server's own scripts: the copy button's, and the theme's that every page runs.
+    expect(markup.scripts.filter((src) => src !== '/assets/copy.js')).toEqual([themeScript.path])
     // Links and images stay on this server or go to https; a stored `javascript:` link is dropped.
     const strays = markup.urls.filter((url) => !/^(\/|#|https:\/\/x\.example\/)/.test(url))
     expect(strays).toEqual([])

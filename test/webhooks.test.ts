@@ -518,13 +518,13 @@ test('a delivery queued through the API and cut short by a crash is sent after t
         body: JSON.stringify({ name: 'queued before the crash' }),
       })
       expect(created.status).toBe(201)
-      await until(() => receiver.received.length === 1, 20_000)
+      await until(() => receiver.received.length === 1)
       server.process.kill('SIGKILL')
       await server.process.exited
     }
     release()
     await using server = await startServer(env)
-    await until(() => receiver.received.length === 2, 20_000)
+    await until(() => receiver.received.length === 2)
     const [first, second] = receiver.received as [ReceivedHook, ReceivedHook]
     expect(second.headers['webhook-id']).toBe(first.headers['webhook-id'] as string)
     expect(verified(secret, second).type).toBe('thread.created')

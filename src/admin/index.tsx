@@ -16,8 +16,8 @@ import {
 import { createRegistrationToken } from '../oauth/registration'
 import { type AppError, invalidRequest } from '../shared/errors'
 import { parseRetentionDays } from '../threads/retention'
-import { account, accountPageHeaders, noticeFor, refusalOf } from '../web/account'
-import type { PageSession, WebDeps } from '../web/index'
+import { account, noticeFor, refusalOf } from '../web/account'
+import { type PageSession, pageHeaders, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { AdminClientPage, AdminClientsPage, DeleteClientPage } from '../web/pages/admin/clients'
 import { type MemberFormValues, MembersPage, RemoveMemberPage } from '../web/pages/admin/members'
@@ -68,7 +68,7 @@ export const adminPages = (deps: WebDeps) => {
   return new Elysia({ name: 'admin-pages' })
     .use(account(deps))
     .onBeforeHandle(({ set }) => {
-      Object.assign(set.headers, accountPageHeaders)
+      Object.assign(set.headers, pageHeaders)
     })
     .get('/admin', ({ redirect }) => redirect('/admin/clients', 303), {
       organizationAdmin: true,

@@ -61,8 +61,8 @@ async function inspect({ upload, uploadsDir }: ToInspector): Promise<Outcome> {
   for (const part of parts) {
     const verdict = await checkFile(part.bytes, { filename: part.filename, declaredType: part.declaredType })
     if (!verdict.accepted) {
-      const { code, problem, limit } = verdict
-      return { refused: { kind: 'file', part: part.name, file: part.filename, code, problem, limit } }
+      const { code, problem, plain, limit } = verdict
+      return { refused: { kind: 'file', part: part.name, file: part.filename, code, problem, plain, limit } }
     }
     const original = { bytes: part.bytes, path: temporaryPath(uploadsDir) }
     const resized = verdict.resized && { bytes: verdict.resized, path: temporaryPath(uploadsDir) }

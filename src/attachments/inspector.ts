@@ -40,13 +40,14 @@ export type Refusal =
   | { kind: 'form'; message: string }
   /** 400: more files than the thread has room for. */
   | { kind: 'quota'; stored: number }
-  /** 422: a file broke a content rule; `problem` completes a sentence that starts with the file's name. */
+  /** 422: a file broke a content rule; `problem` and `plain` complete a sentence that starts with its name. */
   | {
       kind: 'file'
       part: string
       file: string
       code: AttachmentsModel.rejectionCode
       problem: string
+      plain: string
       limit?: number
     }
 
@@ -123,7 +124,7 @@ interface Slot {
  * sandbox that forbids it), at nice 19; failing that, at the server's own priority. Tried once, by running the
  * wrapper on `true`, since a wrapper that fails would end every inspect process before it starts.
  */
-function lowPriority(log: Logger): string[] {
+export function lowPriority(log: Logger, what = 'file inspectors'): string[] {
   const candidates: [string, string[]][] = [
     ['idle scheduling class', ['chrt', '-i', '0']],
     ['nice 19', ['nice', '-n', '19']],
@@ -134,14 +135,14 @@ function lowPriority(log: Logger): string[] {
     try {
       const probe = Bun.spawnSync([path, ...args, 'true'], { stdio: ['ignore', 'ignore', 'ignore'], timeout: 2_000 })
       if (probe.success) {
-        log.info('file inspectors start', { priority })
+        log.info(`${what} start`, { priority })
         return [path, ...args]
       }
     } catch {
       // Not startable now (no processes left, say): the next candidate may still be.
     }
   }
-  log.warn('file inspectors start at the server priority: neither chrt nor nice works here')
+  log.warn(`${what} start at the server priority: neither chrt nor nice works here`)
   return []
 }
 
@@ -150,7 +151,7 @@ function lowPriority(log: Logger): string[] {
  * none of the server's configuration (model providers' API keys among it) and loads no `.env` file, so that
  * nothing it prints or leaks can hold a secret. It runs as the same user, so this is no sandbox.
  */
-function childEnvironment(): Record<string, string> {
+export function childEnvironment(): Record<string, string> {
   return Object.fromEntries(
     Object.entries(process.env).filter(
       (entry): entry is [string, string] =>

@@ -32,6 +32,17 @@ export const pdfLimits = {
    * Extraction stops there, so a file of tiny type cannot make the text it stands for grow without bound.
    */
   maxTextLength: 1_000_000,
+  /**
+   * Operators a PDF's pages may run in all, each form counted as often as it is drawn. Text extraction reads them
+   * all; pdf.js takes about a second for 5 million on a loaded 2-core machine. Dense vector drawings run tens of
+   * thousands a page.
+   */
+  maxOperators: 10_000_000,
+  /**
+   * Form XObjects a PDF's pages may draw in all, forms inside forms multiplied out: pdf.js takes about half a
+   * millisecond for each. A letterhead or a stamp on each of 100 pages is a few hundred.
+   */
+  maxFormInvocations: 5_000,
 } as const
 
 export const textLimits = {

@@ -37,6 +37,7 @@ export namespace AttachmentsModel {
     'too_large',
     'too_many_pixels',
     'too_many_pages',
+    'too_complex',
     'password_protected',
     'corrupt',
     'empty',

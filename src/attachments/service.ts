@@ -75,6 +75,25 @@ async function receiveBody(request: Request, path: string): Promise<{ contentTyp
   return { contentType }
 }
 
+/**
+ * A file its checks refused: the API's message names the form part and the rule; `plain` says the same to the
+ * person who chose the file ("fake.png isn't a PNG image: its contents are text"), for the composer and MCP.
+ */
+export class FileRefusal extends AppError {
+  constructor(
+    message: string,
+    readonly plain: string,
+    reason: AttachmentsModel.reason,
+  ) {
+    super(422, 'unprocessable_file', message, { reason })
+  }
+}
+
+/** What a person is told of a refusal: a refused file in plain words, anything else as the API says it. */
+export function refusalInWords(error: AppError): string {
+  return error instanceof FileRefusal ? error.plain : error.message
+}
+
 function refusalError(refusal: Refusal): AppError {
   switch (refusal.kind) {
     case 'form':
@@ -82,9 +101,9 @@ function refusalError(refusal: Refusal): AppError {
     case 'quota':
       return quotaExceeded(refusal.stored)
     case 'file': {
-      const { part, file, code, problem, limit } = refusal
+      const { part, file, code, problem, plain, limit } = refusal
       const reason: AttachmentsModel.reason = { file, part, code, ...(limit !== undefined && { limit }) }
-      return new AppError(422, 'unprocessable_file', `${part} (${file}) ${problem}`, { reason })
+      return new FileRefusal(`${part} (${file}) ${problem}`, `${file} ${plain}.`, reason)
     }
   }
 }

@@ -45,6 +45,26 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   return drizzle({ client: sqlite, schema, casing: 'snake_case' }) as Db
 }
 
+/** SQLite's words for what is wrong when `error` says the file is not a database or is damaged; otherwise nothing. */
+export function damageOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown }).code
+  if (typeof code === 'string' && /^SQLITE_(CORRUPT|NOTADB)/.test(code)) return (error as Error).message
+}
+
+/**
+ * Reads every page of the database once (`PRAGMA quick_check`: about 0.7 ms per MB from the page cache) and throws
+ * an error that `damageOf` names if any page is damaged. Run at start-up before anything else reads the file, so a
+ * damaged file stops the start with one line instead of failing whichever request meets the bad page first.
+ */
+export function checkIntact(db: Db): void {
+  const [first] = db.$client.query<{ quick_check: string }, []>('PRAGMA quick_check(1)').all()
+  if (first?.quick_check === 'ok') return
+  // Its first finding, on one line: "*** in database main ***\nTree 83 page 119 cell 5: Offset 65535 out of range".
+  const finding = (first?.quick_check ?? 'no answer').replace(/^\*\*\* in database \w+ \*\*\*\s*/, '')
+  const message = `database disk image is malformed: ${finding.replace(/\s*\n\s*/g, '; ')}`
+  throw Object.assign(new Error(message), { code: 'SQLITE_CORRUPT' })
+}
+
 export function migrateDatabase(db: Db): void {
   migrate(db, { migrationsFolder })
 }

@@ -45,9 +45,10 @@ function createIfMissing(path: string): void {
 
 /**
  * Takes the lock for the database at `path` or throws a StartupError naming DATABASE_PATH. An in-memory
- * database is private to its process and needs none.
+ * database is private to its process and needs none. `graceMs` is how long a stopping server may go on holding
+ * the lock (SHUTDOWN_GRACE_MS), for the refusal to say: a restart often finds the old server still finishing.
  */
-export function lockDatabase(path: string): InstanceLock | undefined {
+export function lockDatabase(path: string, graceMs?: number): InstanceLock | undefined {
   if (path === ':memory:') return undefined
   const lockPath = `${realDatabasePath(path)}.lock`
   let lock: Database | undefined
@@ -66,8 +67,12 @@ export function lockDatabase(path: string): InstanceLock | undefined {
   } catch (error) {
     lock?.close()
     if ((error as { code?: unknown }).code === 'SQLITE_BUSY') {
+      const stopping =
+        graceMs === undefined
+          ? ''
+          : `; a server that was just stopped may still be finishing its answers, for up to SHUTDOWN_GRACE_MS (${graceMs / 1000} s) and a few seconds more: start again once it has exited`
       throw new StartupError(
-        `Cannot use DATABASE_PATH ${path}: another Threadhouse server is running on it (one server per SQLite file)`,
+        `Cannot use DATABASE_PATH ${path}: another Threadhouse server is running on it (one server per SQLite file)${stopping}`,
       )
     }
     throw new StartupError(`Cannot use DATABASE_PATH ${path}: cannot take the lock ${lockPath} (${osReason(error)})`)

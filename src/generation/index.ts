@@ -192,7 +192,9 @@ export const responses = (deps: ResponseDeps) =>
             '(`: keep-alive`) is sent whenever the stream has been silent for 7.5–15 s. The token goes in the ' +
             'Authorization header only (`access_token` in the query string is refused with 401); other query ' +
             'parameters are ignored. Open streams are limited per person (STREAM_LIMIT_PER_USER, default 64) and ' +
-            'per process (STREAM_LIMIT_TOTAL, default 10000).',
+            'per process (STREAM_LIMIT_TOTAL, default 10000). The server closes a stream that falls too far ' +
+            'behind (STREAM_BACKLOG_BYTES, default 1 MiB, waiting for a client that does not read); resume with ' +
+            '`Last-Event-ID`.',
           parameters: [
             {
               name: 'last-event-id',

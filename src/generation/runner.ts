@@ -1,7 +1,17 @@
 // The main thread's side of the generation worker. If the worker dies, every job it held ends with an
 // error (never silently), and the next job starts a fresh worker.
+//
+// Before a model's job reaches the worker, the text of its PDFs is read in extract processes
+// (attachments/text-extractor.ts), within the answer's deadline: the worker streams every answer, so it only ever
+// reads text already extracted, and a file that takes minutes to parse delays no one else's answer.
+import {
+  createPdfTextExtractor,
+  defaultPdfTextLimits,
+  type ExtractorOptions,
+  type PdfTextLimits,
+} from '../attachments/text-extractor'
 import type { Logger } from '../shared/log'
-import type { BlobLocation } from '../storage/blobs'
+import { type BlobLocation, openBlobStore } from '../storage/blobs'
 import type { FromWorker, GenerationRunner, HistoryMessage, JobHandlers, ProviderSettings, ToWorker } from './types'
 
 export function createWorkerRunner(
@@ -11,9 +21,16 @@ export function createWorkerRunner(
   log: Logger,
   /** The worker's entry module; tests swap in one that can be made to exit. */
   entry = new URL('./worker.ts', import.meta.url),
+  /** How the text of PDFs is read for models; tests also choose the extract processes' options. */
+  pdfText: PdfTextLimits & ExtractorOptions = defaultPdfTextLimits,
 ): GenerationRunner {
   let worker: Worker | undefined
   const jobs = new Map<string, JobHandlers>()
+  // The echo responder reads no file.
+  const extractor =
+    settings.provider === 'echo' ? null : createPdfTextExtractor(openBlobStore(blobs), log, pdfText, pdfText)
+  /** Jobs whose PDFs are being read, not yet handed to the worker: a stop ends the wait. */
+  const preparing = new Map<string, { stop: AbortController; handlers: JobHandlers }>()
 
   function failAll(message: string): void {
     const pending = [...jobs.values()]
@@ -65,20 +82,51 @@ export function createWorkerRunner(
     return created
   }
 
+  function start(jobId: string, history: HistoryMessage[], handlers: JobHandlers): void {
+    worker ??= spawn()
+    jobs.set(jobId, handlers)
+    worker.postMessage({ type: 'start', jobId, history } satisfies ToWorker)
+  }
+
   return {
     run(jobId: string, history: HistoryMessage[], handlers: JobHandlers): void {
-      worker ??= spawn()
-      jobs.set(jobId, handlers)
-      worker.postMessage({ type: 'start', jobId, history } satisfies ToWorker)
+      const pdfs = pdfKeys(history)
+      if (!extractor || pdfs.length === 0) {
+        start(jobId, history, handlers)
+        return
+      }
+      const stop = new AbortController()
+      preparing.set(jobId, { stop, handlers })
+      void extractor.prepare(pdfs, stop.signal).then(() => {
+        if (preparing.get(jobId)?.stop !== stop) return
+        preparing.delete(jobId)
+        if (stop.signal.aborted) handlers.cancelled()
+        else start(jobId, history, handlers)
+      })
     },
     cancel(jobId: string): void {
-      worker?.postMessage({ type: 'cancel', jobId } satisfies ToWorker)
+      const waiting = preparing.get(jobId)
+      if (waiting) waiting.stop.abort()
+      else worker?.postMessage({ type: 'cancel', jobId } satisfies ToWorker)
     },
     async close(): Promise<void> {
       const closing = worker
       worker = undefined
       closing?.terminate()
+      const waiting = [...preparing.values()]
+      preparing.clear()
+      await extractor?.close()
+      for (const { handlers } of waiting) handlers.error('The server is shutting down')
       failAll('The server is shutting down')
     },
   }
+}
+
+/** The keys of the PDFs a history's messages are given. */
+function pdfKeys(history: HistoryMessage[]): string[] {
+  return history.flatMap((message) =>
+    Object.values(message.attachments ?? {}).flatMap((file) =>
+      file.mediaType === 'application/pdf' ? [file.key] : [],
+    ),
+  )
 }

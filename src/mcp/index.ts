@@ -9,6 +9,7 @@
 import { Elysia } from 'elysia'
 import { authenticateBearer } from '../auth'
 import type { Caller } from '../auth/model'
+import { boundedBody } from '../generation/sse'
 import { protectedResourceMetadata } from '../oauth/metadata'
 import { OAuthModel } from '../oauth/model'
 import { mediaTypeOf, readJson } from '../shared/body'
@@ -85,31 +86,17 @@ function unreadable(request: Request): Response | null {
   return null
 }
 
-/** Runs `close` once the response body has been read to its end or abandoned, or at once when there is none. */
-function closingAfter(response: Response, close: () => void): Response {
+/**
+ * Runs `close` once the response body has been sent to its end or abandoned, or at once when there is none. A body
+ * (progress notifications, then the result) is bounded as every SSE stream is: a client that stops reading is cut
+ * off once STREAM_BACKLOG_BYTES wait for it.
+ */
+function closingAfter(response: Response, backlogBytes: number, close: () => void): Response {
   if (!response.body) {
     close()
     return response
   }
-  const reader = response.body.getReader()
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read()
-        if (done) {
-          controller.close()
-          close()
-        } else controller.enqueue(value)
-      } catch (error) {
-        controller.error(error)
-        close()
-      }
-    },
-    cancel(reason) {
-      close()
-      return reader.cancel(reason)
-    },
-  })
+  const body = boundedBody(response.body, backlogBytes, close)
   return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
 }
 
@@ -167,7 +154,8 @@ export const mcpRoutes = (deps: McpDeps) => {
     request.signal.addEventListener('abort', close, { once: true })
     try {
       await server.connect(transport)
-      return withCors(closingAfter(await transport.handleRequest(request, { parsedBody: read.value }), close))
+      const response = await transport.handleRequest(request, { parsedBody: read.value })
+      return withCors(closingAfter(response, deps.streams.backlogBytes, close))
     } catch (error) {
       close()
       deps.log.error('MCP request failed', { requestId: requestIdOf(request), error: String(error) })

@@ -137,7 +137,11 @@ export namespace McpModel {
   })
 
   export const createThreadInput = {
-    name: z.string().max(threadNameMaxLength).optional().describe('A title for the thread.'),
+    name: z
+      .string()
+      .max(threadNameMaxLength)
+      .optional()
+      .describe('A title for the thread; without one it is named after its first message.'),
     is_private: z.boolean().optional().describe('true: only the person can see it. Default false: the team can.'),
     text: z
       .string()

@@ -11,6 +11,7 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js'
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv'
 import { filesPerThread, imageLimits, mib, pdfLimits, textLimits } from '../attachments/limits'
+import { refusalInWords } from '../attachments/service'
 import { hasScope } from '../auth'
 import type { Caller, Scope } from '../auth/model'
 import { AppError } from '../shared/errors'
@@ -85,7 +86,7 @@ function refusal(error: AppError): string {
   if (error.code === 'conflict') {
     return `${error.message}. The thread is busy or has moved on: read it with get_thread, wait for any answer on its way with get_response, then try again.`
   }
-  return error.message
+  return refusalInWords(error)
 }
 
 function scopeRefusal(caller: Caller, scope: Scope): string {

@@ -17,8 +17,8 @@ import { createRegistrationToken } from '../oauth/registration'
 import { clientIpOf } from '../shared/http'
 import type { Limiter } from '../shared/rate-limit'
 import { dayMs } from '../shared/time'
-import { account, accountPageHeaders, noticeFor, refusalOf } from '../web/account'
-import { type PageSession, safeNextPath, type WebDeps } from '../web/index'
+import { account, noticeFor, refusalOf } from '../web/account'
+import { type PageSession, pageHeaders, safeNextPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { AppsPage } from '../web/pages/settings/apps'
 import { type ClientFormValues, ClientsPage } from '../web/pages/settings/clients'
@@ -99,7 +99,7 @@ export const settingsPages = (deps: SettingsDeps) => {
   return new Elysia({ name: 'settings-pages' })
     .use(account(deps))
     .onBeforeHandle(({ set }) => {
-      Object.assign(set.headers, accountPageHeaders)
+      Object.assign(set.headers, pageHeaders)
     })
     .get('/settings', ({ redirect }) => redirect('/settings/tokens', 303), { member: true, detail: { hide: true } })
     .get(

@@ -2,7 +2,7 @@
 // default, PostgreSQL when DATABASE_URL is set. Migrations are applied here, before anything reads a table.
 import { resolve } from 'node:path'
 import type { Config } from '../config'
-import { migrateDatabase, openDatabase } from '../db/client'
+import { checkIntact, type Db, damageOf, migrateDatabase, openDatabase } from '../db/client'
 import { migratePostgres, openPostgres } from '../db/postgres'
 import { StartupError } from '../startup'
 import { type Store, sqliteStore } from '.'
@@ -27,10 +27,30 @@ export function describePostgres(url: string): { kind: 'postgres'; host: string;
   }
 }
 
+/**
+ * Opens, checks and migrates the SQLite file. A file that is not a database, or whose pages are damaged (a clobbered
+ * header, a bad page, a cut-off copy), stops the start with one line saying how to get the data back.
+ */
+function openSqlite(path: string): Db {
+  let db: Db | undefined
+  try {
+    db = openDatabase(path)
+    checkIntact(db)
+    migrateDatabase(db)
+    return db
+  } catch (error) {
+    db?.$client.close()
+    const damage = damageOf(error)
+    if (damage === undefined) throw error
+    throw new StartupError(
+      `Cannot use DATABASE_PATH ${path}: the file is damaged (${damage}). Stop, move it aside and restore the latest backup: bun run cli restore --from DIR (docs/operations.md, Backup and restore)`,
+    )
+  }
+}
+
 export async function openStore(config: Pick<Config, 'DATABASE_PATH' | 'DATABASE_URL'>): Promise<OpenedStore> {
   if (config.DATABASE_URL === undefined) {
-    const db = openDatabase(config.DATABASE_PATH)
-    migrateDatabase(db)
+    const db = openSqlite(config.DATABASE_PATH)
     return {
       store: sqliteStore(db),
       description: { kind: 'sqlite', path: resolve(config.DATABASE_PATH) },

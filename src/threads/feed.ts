@@ -114,6 +114,11 @@ class FeedReader implements Subscription {
     this.sink.write(sseEvent('reset', {}, this.position))
   }
 
+  /** Settles once the client has taken what it was sent (or the stream closed). */
+  drained(): Promise<void> {
+    return this.sink.drained()
+  }
+
   fail(): void {
     this.sink.error('The change feed could not be read; reconnect with Last-Event-ID', this.position, true)
   }
@@ -266,7 +271,11 @@ export class ThreadFeed {
     }
   }
 
-  /** Sends a resuming feed what it missed up to `start`; from there, the shared reader's changes. */
+  /**
+   * Sends a resuming feed what it missed up to `start`; from there, the shared reader's changes. Each change waits
+   * until the client has taken what came before: a long catch-up on a slow link is paced by the client, rather
+   * than piling up past the stream's backlog bound and being closed, again at every reconnection.
+   */
   private async catchUp(reader: FeedReader, start: number): Promise<void> {
     const since = reader.position
     while (reader.position < start) {
@@ -276,7 +285,11 @@ export class ThreadFeed {
         upTo: start,
         limit: pageSize,
       })
-      for (const change of changes) reader.write(this.encode(change, since), change.seq)
+      for (const change of changes) {
+        await reader.drained()
+        if (!this.readers.has(reader)) return
+        reader.write(this.encode(change, since), change.seq)
+      }
       if (changes.length < pageSize) break
     }
     if (reader.position < start) reader.position = start

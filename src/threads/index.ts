@@ -335,8 +335,8 @@ export const threadFeedRoutes = (deps: FeedRouteDeps) =>
           'streams within about a second. Archived threads are included (with `archived: true`). A token with ' +
           'only `threads:read:own` sees only its user’s own threads. Every 10 s an open stream checks its token ' +
           'again: once it is revoked, expired or no longer allowed (a removed member, a narrower grant), the ' +
-          'stream ends with an `error` event. Heartbeats, stream limits and the Authorization header work as for ' +
-          'answer streams.',
+          'stream ends with an `error` event. Heartbeats, stream limits, the closing of a stream that falls too ' +
+          'far behind (resume with `Last-Event-ID`) and the Authorization header work as for answer streams.',
         parameters: [
           {
             name: 'last-event-id',

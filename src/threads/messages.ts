@@ -6,6 +6,7 @@ import { type Links, toMessage } from './links'
 import { clampLimit, envelope } from './listing'
 import type { ThreadsModel } from './model'
 import type { ContentBlock, ThreadRepository } from './repository'
+import { nameFromMessage } from './threads'
 import { requireOwnedThread, requireVisibleThread } from './visibility'
 
 export async function listMessages(
@@ -78,8 +79,12 @@ export async function sendMessage(
 ): Promise<{ message_id: string }> {
   const thread = await requireOwnedThread(threads, caller, threadId, 'send messages to it')
   const blocks = await attachmentBlocks(threads, threadId, body.attachment_ids)
+  // A thread created empty and without a name (files first, through the API) is named by its first message.
+  const naming = thread.name === null && (await threads.latestMessage(threadId)) === null
   const messageId = await threads.sendUserMessage(threadId, [{ type: 'text', text: body.text }, ...blocks], now)
   if (!messageId) throw conflict(`The thread is ${thread.state}; a new message is accepted only in ready`)
+  const name = naming ? nameFromMessage(body.text) : null
+  if (name !== null) await threads.updateThread(threadId, { name }, now)
   return { message_id: messageId }
 }
 

@@ -140,7 +140,16 @@ export namespace ThreadsModel {
   export const createThreadBody = t.Object(
     {
       text: t.Optional(t.String({ minLength: 1, description: 'Initial message; when omitted the thread is empty.' })),
-      name: t.Optional(t.Nullable(t.String({ maxLength: threadNameMaxLength }))),
+      name: t.Optional(
+        t.Nullable(
+          t.String({
+            maxLength: threadNameMaxLength,
+            description:
+              "Display name. Omitted or null: the thread is named after its first message's words (at most 80 " +
+              'characters), now with `text`, or when its first message is sent.',
+          }),
+        ),
+      ),
       is_private: t.Optional(t.Boolean({ description: 'true: only the owner can see the thread (default false).' })),
     },
     { additionalProperties: false, examples: [{ name: 'Trip', text: 'Plan a weekend in Lyon' }] },

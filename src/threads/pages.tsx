@@ -5,12 +5,16 @@
 import { Elysia } from 'elysia'
 import { attachmentResponse } from '../attachments/download'
 import type { FileInspector } from '../attachments/inspector'
+import { originalKey } from '../attachments/keys'
+import { unreadableReason } from '../attachments/pdf-text'
+import type { AttachmentKind } from '../attachments/repository'
 import {
   attachmentNames,
   type CheckedFiles,
   checkFormFiles,
   discardCheckedFiles,
   findAttachment,
+  refusalInWords,
   removeUnsentFiles,
   storeFormFiles,
 } from '../attachments/service'
@@ -27,7 +31,6 @@ import type { Store } from '../store'
 import { clientAssets } from '../web/client-assets'
 import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
-import { markdownAsText } from '../web/markdown'
 import { type ModelInfo, type SidebarProps, type ThreadFilters, ThreadList } from '../web/pages/chat-layout'
 import { DeleteThreadPage } from '../web/pages/delete-thread'
 import { ThreadPage, type ThreadPageProps } from '../web/pages/thread'
@@ -67,18 +70,6 @@ export const threadPageHeaders = {
     "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' blob:; " +
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 } as const
-
-/**
- * A web name for a thread started without one: the first line of its message as it reads (Markdown's marks taken
- * out, so `**Lyon**` names it "Lyon"), shortened.
- */
-export function defaultThreadName(text: string): string {
-  const line = markdownAsText(text.trim().split(/\r?\n/)[0] ?? '')
-    .replace(/\s+/g, ' ')
-    .trim()
-  const characters = [...line]
-  return characters.length <= 80 ? line : `${characters.slice(0, 79).join('').trimEnd()}…`
-}
 
 function formFiles(form: PostedForm, name: string): File[] {
   // The DOM and Bun typings each have their own File; at run time there is one.
@@ -169,6 +160,7 @@ async function threadPageOnce(
   const running = thread.state === 'waiting' || thread.state === 'active' || thread.state === 'interrupted'
   const asked = messages.filter((message) => message.role === 'user').map((message) => message.id)
   const pendingMessageId = running ? await threads.pendingMessageId(threadId) : null
+  const files = await attachmentNames(deps.store.attachments, fileIds)
   const page = (
     <ThreadPage
       viewer={viewerOf(session)}
@@ -176,10 +168,11 @@ async function threadPageOnce(
       assets={await clientAssets()}
       model={deps.model}
       stoppedAnswers={stoppedAnswers(messages, await deps.store.generations.interrupted(asked))}
+      answerNotes={await answerNotes(deps.blobs, messages, files)}
       thread={thread}
       isOwner={thread.owner.id === session.user.sub}
       messages={messages}
-      files={await attachmentNames(deps.store.attachments, fileIds)}
+      files={files}
       ratings={await threads.ratingsBy(session.user.id, answers)}
       pendingMessageId={pendingMessageId}
       failure={thread.state === 'error' ? await lastFailure(threads, threadId) : null}
@@ -225,6 +218,38 @@ async function sidebarOf(
     currentId,
     feedAfter: head,
   }
+}
+
+/**
+ * The notes under answers: each answer names the PDFs of the messages it answered whose text the model could not
+ * read (pdf-text.ts keeps why beside the file), as the model was told. Read from the store at each rendering, so
+ * that no table changes; the byte that says so is read only for PDFs.
+ */
+async function answerNotes(
+  blobs: BlobStore,
+  messages: ThreadsModel.message[],
+  files: Map<string, { filename: string; kind: AttachmentKind }>,
+): Promise<Map<string, string[]>> {
+  const pdfs = [...files].filter(([, file]) => file.kind === 'pdf')
+  if (pdfs.length === 0) return new Map()
+  const reasons = new Map(
+    await Promise.all(pdfs.map(async ([id]) => [id, await unreadableReason(blobs, originalKey(id))] as const)),
+  )
+  const notes = new Map<string, string[]>()
+  let unread: string[] = []
+  for (const message of messages) {
+    if (message.role === 'assistant') {
+      if (unread.length > 0) notes.set(message.id, unread)
+      unread = []
+      continue
+    }
+    for (const id of attachmentIdsOf(message.contents)) {
+      const reason = reasons.get(id)
+      const file = files.get(id)
+      if (reason && file) unread.push(`The model could not read ${file.filename}: ${reason}.`)
+    }
+  }
+  return notes
 }
 
 /** The answers that follow a user message whose answer was stopped part way. */
@@ -492,7 +517,7 @@ async function postMessage(
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
-    const page = await threadPage(deps, session, threadId, { error: error.message, draft: text })
+    const page = await threadPage(deps, session, threadId, { error: refusalInWords(error), draft: text })
     return { status: error.status, page }
   }
 }
@@ -510,7 +535,7 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
     }
     // Files are checked before the thread exists, so a refused file leaves nothing behind.
     checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
-    const name = draft.name.trim() === '' ? defaultThreadName(text) : draft.name.trim()
+    const name = draft.name.trim() === '' ? undefined : draft.name.trim()
     const created = await createThread(
       deps.store.threads,
       caller,
@@ -522,7 +547,8 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
-    return { status: error.status, page: await newConversationPage(deps, session, {}, { error: error.message, draft }) }
+    const page = await newConversationPage(deps, session, {}, { error: refusalInWords(error), draft })
+    return { status: error.status, page }
   }
 }
 

@@ -4,6 +4,7 @@ import type { Caller } from '../auth/model'
 import { conflict, notFound } from '../shared/errors'
 import type { Logger } from '../shared/log'
 import type { BlobStore } from '../storage/blobs'
+import { titleFromMarkdown } from '../web/markdown'
 import { type Links, toThread } from './links'
 import type { ThreadsModel } from './model'
 import type { ThreadRepository } from './repository'
@@ -18,9 +19,20 @@ export async function getThread(
   return toThread(await requireVisibleThread(threads, caller, threadId), links)
 }
 
+/** How long a name taken from a message may be: a sidebar line's worth. */
+export const derivedNameMaxLength = 80
+
+/**
+ * The name a thread started without one takes from its first message, wherever it was sent from (the web, the API,
+ * MCP): the words as a reader sees them, not the Markdown (a first line "```js" names nothing), cut at a word.
+ */
+export function nameFromMessage(text: string): string | null {
+  return titleFromMarkdown(text, derivedNameMaxLength)
+}
+
 /**
  * Creates a thread owned by the caller. With `text`, that is its first message: the thread starts `waiting`, and
- * the caller hands `message_id` to the generation engine.
+ * the caller hands `message_id` to the generation engine. Without a name, it is named after that message.
  */
 export async function createThread(
   threads: ThreadRepository,
@@ -31,7 +43,7 @@ export async function createThread(
   const created = await threads.createThread({
     organizationId: caller.organizationId,
     ownerId: caller.userId,
-    name: body.name ?? null,
+    name: body.name ?? (body.text === undefined ? null : nameFromMessage(body.text)),
     isPrivate: body.is_private ?? false,
     first: body.text === undefined ? undefined : { role: 'user', contents: [{ type: 'text', text: body.text }] },
     now,

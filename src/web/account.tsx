@@ -1,20 +1,11 @@
-// Plumbing shared by the settings and administration pages (src/settings/, src/admin/): their headers (the strict
-// page policy plus the one local script), the `member` and `organizationAdmin` macros that let in only who may see
-// a page, and the notices their redirects show.
+// Plumbing shared by the settings and administration pages (src/settings/, src/admin/): the `member` and
+// `organizationAdmin` macros that let in only who may see a page, and the notices their redirects show.
 import { Elysia } from 'elysia'
 import { isOrganizationAdmin } from '../auth/members'
 import { AppError } from '../shared/errors'
 import { PageError } from './errors'
-import { type PageSession, pageHeaders, type WebDeps } from './index'
+import type { PageSession, WebDeps } from './index'
 import { trustedForms } from './trusted-form'
-
-/** The page policy, plus `script-src 'self'` for the copy script: still no inline script, no other origin. */
-export const accountPageHeaders = {
-  ...pageHeaders,
-  'content-security-policy':
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https:; form-action 'self'; " +
-    "frame-ancestors 'none'; base-uri 'none'",
-} as const
 
 /** A confirmation after a redirect, chosen by a fixed key so a URL can never put words on the page. */
 export function noticeFor(notices: Record<string, string>, key: string | undefined): string | null {

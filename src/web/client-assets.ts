@@ -1,6 +1,8 @@
-// The browser's scripts, written in TypeScript under client/ and bundled by Bun.build the first time a page needs
-// them: minified, served from this origin under a name that holds a hash of their bytes, so a page always loads
-// the script it was rendered with and browsers may keep it for good (no outside origin, no inline script).
+// The browser's scripts, written in TypeScript under client/: the chat's bundled by Bun.build the first time a page
+// needs it, the theme's transpiled when this module loads; both minified, served from this origin under a name that
+// holds a hash of their bytes, so a page always loads the script it was rendered with and browsers may keep it for
+// good (no outside origin, no inline script).
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 export interface ClientAsset {
@@ -11,31 +13,42 @@ export interface ClientAsset {
 export interface ClientAssets {
   /** The chat: composer, live answers, Markdown, partial updates. Loaded deferred. */
   chat: ClientAsset
-  /** Sets the chosen light or dark theme before the first paint, so a page never flashes the other one. */
-  theme: ClientAsset
 }
 
-const entries = { chat: 'chat.ts', theme: 'theme.ts' } as const
+function named(name: string, bytes: Uint8Array): ClientAsset {
+  const hash = new Bun.CryptoHasher('sha256').update(bytes).digest('hex').slice(0, 16)
+  return { path: `/assets/client/${name}-${hash}.js`, bytes }
+}
 
-async function bundle(name: keyof typeof entries): Promise<ClientAsset> {
+/**
+ * Sets the chosen light or dark theme before the first paint, so a page never flashes the other one. Every page
+ * loads it, and most are rendered by the synchronous layout (layout.tsx): the script has no imports, so Bun's
+ * transpiler makes it at once, where a bundle would have to be awaited.
+ */
+export const themeScript: ClientAsset = (() => {
+  const source = readFileSync(join(import.meta.dir, 'client', 'theme.ts'), 'utf8')
+  const code = new Bun.Transpiler({ loader: 'ts', target: 'browser', minifyWhitespace: true }).transformSync(source)
+  // In a function, so that its names stay out of the page's global scope.
+  return named('theme', new TextEncoder().encode(`(()=>{${code}})();`))
+})()
+
+async function bundle(): Promise<ClientAsset> {
   const built = await Bun.build({
-    entrypoints: [join(import.meta.dir, 'client', entries[name])],
+    entrypoints: [join(import.meta.dir, 'client', 'chat.ts')],
     target: 'browser',
     format: 'iife',
     minify: true,
   })
   const output = built.outputs[0]
-  if (!built.success || !output) throw new Error(`the browser script ${name} did not build: ${built.logs.join('\n')}`)
-  const bytes = new Uint8Array(await output.arrayBuffer())
-  const hash = new Bun.CryptoHasher('sha256').update(bytes).digest('hex').slice(0, 16)
-  return { path: `/assets/client/${name}-${hash}.js`, bytes }
+  if (!built.success || !output) throw new Error(`the browser script chat did not build: ${built.logs.join('\n')}`)
+  return named('chat', new Uint8Array(await output.arrayBuffer()))
 }
 
 let built: Promise<ClientAssets> | undefined
 
 /** Built once per process, on first use; a failed build is tried again by the next page. */
 export function clientAssets(): Promise<ClientAssets> {
-  built ??= (async () => ({ chat: await bundle('chat'), theme: await bundle('theme') }))().catch((error) => {
+  built ??= (async () => ({ chat: await bundle() }))().catch((error) => {
     built = undefined
     throw error
   })
@@ -44,6 +57,7 @@ export function clientAssets(): Promise<ClientAssets> {
 
 /** The script at this path, if it is one of this build's. */
 export async function clientAssetAt(path: string): Promise<ClientAsset | undefined> {
-  const assets = await clientAssets()
-  return [assets.chat, assets.theme].find((asset) => asset.path === path)
+  if (path === themeScript.path) return themeScript
+  const { chat } = await clientAssets()
+  return chat.path === path ? chat : undefined
 }

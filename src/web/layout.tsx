@@ -1,8 +1,9 @@
 // The one page layout every server-rendered page uses (sign-in, consent, threads, settings, administration):
-// landmarks, a skip link, the local stylesheet, and the signed-in person with a sign-out form.
+// landmarks, a skip link, the local stylesheet and the chosen theme, and the signed-in person with a sign-out form.
 import type { PropsWithChildren } from '@kitajs/html'
 import { isOrganizationAdmin } from '../auth/members'
 import type { PageSession } from '.'
+import { themeScript } from './client-assets'
 import { CsrfField } from './components'
 
 export const stylesheetPath = '/assets/threadhouse.css'
@@ -36,6 +37,8 @@ export function Layout({ title, viewer, children }: PropsWithChildren<LayoutProp
         <meta name="referrer" content="no-referrer" />
         <title safe>{`${title} · Threadhouse`}</title>
         <link rel="stylesheet" href={stylesheetPath} />
+        {/* The theme chosen in the chat applies to every page, applied before the first paint. */}
+        <script src={themeScript.path} />
       </head>
       <body>
         <a class="skip-link" href="#main">

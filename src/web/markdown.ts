@@ -11,17 +11,41 @@ export function renderMarkdown(text: string): string {
   return markdown.render(text)
 }
 
-/** The words of one line of Markdown as a reader sees them, without its marks; a line that is only marks stays. */
-export function markdownAsText(line: string): string {
-  const words = markdown
-    .parse(line, {})
-    .flatMap((token) => token.children ?? [])
+/**
+ * A title for a text written in Markdown, as a reader would name it: its first line of words, without the marks,
+ * link targets, images or code blocks (a code block's first line is used only when the text is nothing but code),
+ * cut at a word boundary to at most `maxLength` characters with an ellipsis. Null when there are no words at all.
+ */
+export function titleFromMarkdown(text: string, maxLength: number): string | null {
+  const tokens = markdown.parse(text, {})
+  const lineOf = (content: string): string => content.split('\n').find((line) => line.trim() !== '') ?? ''
+  const words = tokens
+    .map((token) => (token.type === 'inline' ? lineOf(inlineWords(token.children ?? [])) : ''))
+    .find((line) => line.trim() !== '')
+  const code = tokens.find((token) => token.type === 'fence' || token.type === 'code_block')?.content ?? ''
+  const source = words ?? lineOf(code)
+  const plain = source.replace(/\s+/g, ' ').trim()
+  if (plain === '') return null
+  const characters = [...plain]
+  if (characters.length <= maxLength) return plain
+  // Whole words up to the limit, the ellipsis included; one word longer than that is cut where it must be.
+  const room = characters.slice(0, maxLength - 1).join('')
+  const endsAtWord = characters[maxLength - 1] === ' '
+  const boundary = room.lastIndexOf(' ')
+  return `${(endsAtWord || boundary <= 0 ? room : room.slice(0, boundary)).trimEnd()}…`
+}
+
+/** The words an inline run shows, its line breaks kept: text and inline code; images and raw HTML left out. */
+function inlineWords(children: { type: string; content: string }[]): string {
+  return children
     .map((token) =>
-      token.type === 'text' || token.type === 'code_inline' ? token.content : token.type === 'softbreak' ? ' ' : '',
+      token.type === 'text' || token.type === 'code_inline'
+        ? token.content
+        : token.type === 'softbreak' || token.type === 'hardbreak'
+          ? '\n'
+          : '',
     )
     .join('')
-    .trim()
-  return words === '' ? line : words
 }
 
 const markdownPunctuation = /[\\`*_{}[\]()#+\-.!|<>~]/g

@@ -3,9 +3,9 @@
 // POST-redirect-GET otherwise, and an endpoint that cannot be found is the shared error page.
 import { Elysia } from 'elysia'
 import type { Logger } from '../shared/log'
-import { account, accountPageHeaders, noticeFor, refusalOf } from '../web/account'
+import { account, noticeFor, refusalOf } from '../web/account'
 import { PageError } from '../web/errors'
-import type { PageSession, WebDeps } from '../web/index'
+import { type PageSession, pageHeaders, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { DeleteWebhookPage, type WebhookFormValues, WebhooksPage } from '../web/pages/admin/webhooks'
 import { field, fieldValues } from '../web/trusted-form'
@@ -94,7 +94,7 @@ export const webhookPages = (deps: WebhookPagesDeps) => {
   return new Elysia({ name: 'webhook-pages' })
     .use(account(deps))
     .onBeforeHandle(({ set }) => {
-      Object.assign(set.headers, accountPageHeaders)
+      Object.assign(set.headers, pageHeaders)
     })
     .get(
       '/admin/webhooks',

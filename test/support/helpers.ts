@@ -1,5 +1,6 @@
 import { afterAll } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { EventSourceMessage } from 'eventsource-parser'
@@ -359,6 +360,47 @@ export function listening(h: Harness): { url: URL; port: number } & AsyncDisposa
   }
 }
 
+/** A client that sends its request and then never reads: see stalledClient. */
+export interface StalledClient extends Disposable {
+  /** Settles when the server ends the connection: `reset` when it did so with a reset (RST), as a cut-off does. */
+  closed: Promise<{ reset: boolean }>
+  /** Whether the connection is still open. */
+  open(): boolean
+}
+
+/**
+ * Sends a request (a GET, or a POST of `body`) over a raw TCP connection and never reads a byte of the answer, as a
+ * client that stopped reading does: what the server sends piles up in the kernel's buffers, then in the server.
+ */
+export function stalledClient(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): StalledClient {
+  const socket = connect(port, '127.0.0.1')
+  socket.pause()
+  const all = {
+    host: `127.0.0.1:${port}`,
+    ...headers,
+    ...(body === undefined ? {} : { 'content-length': `${Buffer.byteLength(body)}` }),
+  }
+  const lines = Object.entries(all).map(([name, value]) => `${name}: ${value}`)
+  socket.write(`${body === undefined ? 'GET' : 'POST'} ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n${body ?? ''}`)
+  let open = true
+  const closed = new Promise<{ reset: boolean }>((resolve) => {
+    let reset = false
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      reset = error.code === 'ECONNRESET'
+    })
+    socket.on('close', () => {
+      open = false
+      resolve({ reset })
+    })
+  })
+  return { closed, open: () => open, [Symbol.dispose]: () => socket.destroy() }
+}
+
 /** Opens a response stream through the app and parses it with a real SSE parser until it closes. */
 export async function openStream(
   h: Harness,
@@ -393,7 +435,7 @@ export function tokensOf(events: EventSourceMessage[]): string {
  */
 export async function until<T>(
   check: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs = 5000,
+  timeoutMs = 60_000,
 ): Promise<T> {
   const deadline = performance.now() + timeoutMs
   while (performance.now() < deadline) {
@@ -454,7 +496,7 @@ export async function startServer(env: Record<string, string>, options: ServerOp
       const match = err.match(/"msg":"listening","port":(\d+)/)
       if (match) return Number(match[1])
       if (child.exitCode !== null) throw new Error(`server exited before listening: ${err}`)
-    }, 20_000)
+    })
     return {
       url: `http://127.0.0.1:${port}`,
       process: child,
@@ -496,7 +538,7 @@ export async function startServerAtOwnUrl(
  * after listening, but on a busy machine, with other servers starting beside this one, it may take as long.
  */
 export function firstRunToken(server: ServerProcess): Promise<string> {
-  return until(() => server.stdout().match(/^thp_\S+$/m)?.[0], 20_000)
+  return until(() => server.stdout().match(/^thp_\S+$/m)?.[0])
 }
 
 /** Runs a command from the repository root to its end: what it printed on each stream, and its exit code. */

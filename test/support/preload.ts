@@ -8,12 +8,13 @@ import { onPostgres } from './backend'
 import { sharedPostgres } from './postgres'
 import { runS3 } from './s3'
 
-// The suite's one time budget, for every test and hook: browser and real-process tests wait on conditions, and
-// this only bounds a test that would otherwise hang. No file or test sets its own.
+// The suite's one time budget, for every test and hook, is the package scripts' --timeout: Bun applies a preload's
+// setDefaultTimeout to the first file of a serial run only. The same number here serves `bun test FILE`. Browser
+// and real-process tests wait on conditions; the budget only bounds a test that would otherwise hang.
 setDefaultTimeout(120_000)
 
 if (onPostgres && process.env.BUN_TEST_WORKER_ID) {
-  throw new Error('The PostgreSQL run is serial: THREADHOUSE_TEST_BACKEND=postgres bun test (see .ci/run)')
+  throw new Error('The PostgreSQL run is serial: bun run test:postgres (see .ci/run)')
 }
 if (onPostgres) beforeAll(() => Promise.all([sharedPostgres(), runS3()]).then(() => {}))
 afterAll(closeShared)

@@ -3,10 +3,10 @@
 // loaded message per stored message, so that sizes can be estimated and IDs kept for compaction;
 // `toTurns` then pairs `user_get_choice` questions with their answers and merges what must be merged.
 
+import { storedPdfText } from '../../attachments/pdf-text'
 import type { BlobStore } from '../../storage/blobs'
 import type { HistoryMessage } from '../types'
 import type { ChoiceBlock } from './choice-tool'
-import { pdfText } from './pdf-text'
 
 export type Part =
   | { type: 'text'; text: string }
@@ -75,9 +75,12 @@ async function attachmentParts(
     return [textPart(`Image ${name}:`), { type: 'image', mediaType: file.mediaType, data }]
   }
   if (file.mediaType === 'application/pdf') {
-    const text = await pdfText(blobs, file.key)
-    if (text === null) return [textPart(`[PDF ${name} attached; its text could not be extracted]`)]
-    return [textPart(`<file name=${name}>\n${text}\n</file>`)]
+    // Read in extract processes before the job reached this worker (runner.ts); never here, beside other answers.
+    const known = await storedPdfText(blobs, file.key)
+    if (!known) return [textPart(`[PDF ${name} attached; its text could not be read in time for this answer]`)]
+    if ('unreadable' in known)
+      return [textPart(`[PDF ${name} attached; its text could not be read: ${known.unreadable}]`)]
+    return [textPart(`<file name=${name}>\n${known.text}\n</file>`)]
   }
   if (file.mediaType.startsWith('text/')) {
     const text = await readText(blobs, file.key)

@@ -1,5 +1,5 @@
 // Picks the generator the worker runs, from the settings it was started with. Each provider's module is loaded
-// only when it is the one configured: the two SDKs and the PDF reader are most of what a worker would otherwise
+// only when it is the one configured: the two SDKs are most of what a worker would otherwise
 // spend starting, and the echo responder needs none of them.
 import type { BlobStore } from '../../storage/blobs'
 import type { Generator, ProviderSettings } from '../types'

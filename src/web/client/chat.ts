@@ -1,11 +1,13 @@
 // The chat in the browser, over pages that work without it: Enter sends (Shift+Enter adds a line, an IME's
-// composition is left alone), the sent message shows at once and its answer streams in place as Markdown
+// composition is left alone, a touch screen's Enter adds a line), the sent message shows at once and its answer streams in place as Markdown
 // (the server's own configuration, markdown-setup.ts), files become removable chips (picker, drop, paste), and
 // every form of the conversation posts in the background, the page's parts swapped for the server's new rendering.
 import { createMarkdown } from '../markdown-setup'
+import { claimDrafts, clearDraft, forgetDrafts, leaveForSignIn, restoreDraft, saveDraft } from './drafts'
 import { checkFiles, type Limits } from './files'
 import { highlight, highlightBlocks } from './highlight'
 import { live } from './live'
+import { closeMenusLikeMenus } from './menus'
 import { rewriteTimes } from './times'
 
 const markdown = createMarkdown(highlight)
@@ -53,6 +55,8 @@ let shownPath = location.pathname
 /** Fetches a page of ours and returns it parsed; null when it is not one. */
 async function fetchPage(url: string, init?: RequestInit): Promise<{ doc: Document; response: Response } | null> {
   const response = await fetch(url, { credentials: 'same-origin', headers: { accept: 'text/html' }, ...init })
+  // The page is leaving for the sign-in page: nothing of this answer is shown.
+  if (leaveForSignIn(response)) return new Promise<never>(() => {})
   if (!(response.headers.get('content-type') ?? '').startsWith('text/html')) return null
   const doc = new DOMParser().parseFromString(await response.text(), 'text/html')
   return { doc, response }
@@ -91,6 +95,7 @@ function swap(doc: Document, url: string): void {
     }
     chips = []
     renderChips()
+    showDraft()
   }
   replaceFrom(doc, '.thread-nav')
   document.title = doc.title
@@ -216,17 +221,17 @@ function renderChips(): void {
     ...chips.map((chip, index) => {
       const item = document.createElement('li')
       item.className = 'chip'
+      const kind = document.createElement('span')
+      kind.className = 'chip-kind'
+      kind.textContent = chip.file.type === 'application/pdf' ? 'PDF' : chip.url ? 'IMG' : 'TXT'
       if (chip.url) {
         const thumb = document.createElement('img')
         thumb.src = chip.url
         thumb.alt = ''
+        // Bytes that are no picture (text named .png) show their kind, never a broken image.
+        thumb.addEventListener('error', () => thumb.replaceWith(kind))
         item.append(thumb)
-      } else {
-        const kind = document.createElement('span')
-        kind.className = 'chip-kind'
-        kind.textContent = chip.file.type === 'application/pdf' ? 'PDF' : 'TXT'
-        item.append(kind)
-      }
+      } else item.append(kind)
       const name = document.createElement('span')
       name.className = 'chip-name'
       name.textContent = chip.file.name
@@ -337,6 +342,7 @@ async function send(form: HTMLFormElement): Promise<void> {
       return
     }
     text.value = ''
+    clearDraft(form)
     autosize(text)
     for (const chip of chips) if (chip.url) URL.revokeObjectURL(chip.url)
     chips = []
@@ -352,12 +358,12 @@ async function send(form: HTMLFormElement): Promise<void> {
   }
 }
 
-/** The server names a refused file by its place (`attachments[1] (name)`): its chip is marked. */
+/** The server's reason for a refused file starts with the file's name ("fake.png isn't a PNG image…"). */
 function markRefusedChip(reason: string): void {
-  const match = /attachments\[(\d+)\]/.exec(reason)
-  if (!match) return
-  const item = composerParts()?.list?.children[Number(match[1])]
-  item?.classList.add('refused')
+  const items = composerParts()?.list?.children
+  chips.forEach((chip, index) => {
+    if (reason.startsWith(`${chip.file.name} `)) items?.[index]?.classList.add('refused')
+  })
 }
 
 async function stop(form: HTMLFormElement, button: HTMLButtonElement): Promise<void> {
@@ -378,7 +384,10 @@ async function stop(form: HTMLFormElement, button: HTMLButtonElement): Promise<v
 // ---- Other forms of the conversation: rate, rename, archive, privacy, choose, continue ----
 
 async function postInBackground(form: HTMLFormElement, submitter: HTMLElement | null): Promise<void> {
-  const body = new FormData(form, submitter)
+  const fields = new FormData(form, submitter)
+  // In the form's own encoding, as the browser would post it: a route reading URL-encoded forms only refuses more.
+  const body =
+    form.enctype === 'multipart/form-data' ? fields : new URLSearchParams(fields as unknown as Record<string, string>)
   const page = await fetchPage(form.action, { method: 'POST', body })
   if (!page?.response.ok) {
     // A refusal: posted again the plain way, so the server's page says why, exactly as without the script.
@@ -399,6 +408,7 @@ async function postInBackground(form: HTMLFormElement, submitter: HTMLElement | 
 document.addEventListener('submit', (event) => {
   const form = event.target as HTMLFormElement
   const submitter = (event as SubmitEvent).submitter as HTMLButtonElement | null
+  if (new URL(form.action).pathname === '/logout') forgetDrafts()
   if (form.method !== 'post' || !form.closest('#main')) return
   event.preventDefault()
   if (form.id === 'composer') {
@@ -422,8 +432,10 @@ document.addEventListener('submit', (event) => {
 document.addEventListener('keydown', (event) => {
   const target = event.target as HTMLElement
   if (!(target instanceof HTMLTextAreaElement) || target.id !== 'composer-text') return
-  // While an input method composes (Japanese, Chinese…), Enter confirms the composition, never sends.
+  // While an input method composes (Japanese, Chinese…), Enter confirms the composition, never sends. On a touch
+  // screen Enter is the keyboard's only way to a new line, so there it adds one and the Send button sends.
   if (event.key !== 'Enter' || event.shiftKey || event.isComposing || event.keyCode === 229) return
+  if (matchMedia('(pointer: coarse)').matches) return
   event.preventDefault()
   const form = byId<HTMLFormElement>('composer')
   if (form) void send(form)
@@ -431,7 +443,9 @@ document.addEventListener('keydown', (event) => {
 
 document.addEventListener('input', (event) => {
   const target = event.target as HTMLElement
-  if (target instanceof HTMLTextAreaElement && target.id === 'composer-text') autosize(target)
+  if (!(target instanceof HTMLTextAreaElement) || target.id !== 'composer-text') return
+  autosize(target)
+  if (target.form) saveDraft(target.form, target.value)
 })
 
 document.addEventListener('change', (event) => {
@@ -493,9 +507,9 @@ document.addEventListener('click', (event) => {
     const code = button.closest('.code-block')?.querySelector('code')?.textContent ?? ''
     void copy(button, code)
   } else if (button.classList.contains('copy-message')) {
-    const body = button.closest('.message')?.querySelector<HTMLElement>('.message-body')
-    // biome-ignore lint/performance/useDomNodeTextContent: the text as shown, with the line breaks between blocks
-    void copy(button, body?.innerText.trim() ?? '')
+    // The Markdown as written, which the page keeps beside the button (thread.tsx).
+    const source = button.closest('.message')?.querySelector<HTMLTemplateElement>('template.message-markdown')
+    void copy(button, source?.content.textContent ?? '')
   } else if (button.classList.contains('chip-remove')) {
     removeChip(Number(button.dataset.index))
   } else if (button.classList.contains('theme-switch')) {
@@ -536,11 +550,21 @@ window.addEventListener('popstate', () => {
   if (location.pathname !== shownPath) location.reload()
 })
 
+/** The composer's kept draft, if any, back in it. */
+function showDraft(): void {
+  const parts = composerParts()
+  if (!parts?.text) return
+  restoreDraft(parts.form, parts.text)
+  autosize(parts.text)
+}
+
 function start(): void {
+  closeMenusLikeMenus()
   for (const button of document.querySelectorAll<HTMLElement>('.theme-switch')) showTheme(button)
   enhance(document)
+  claimDrafts(document.querySelector('.account-email')?.textContent?.trim())
+  showDraft()
   const text = composerParts()?.text
-  if (text) autosize(text)
   // A thread opens at its latest message, unless its address names one: the browser's own restoring of the
   // last position (on reload) is turned off, and images that load later do not push the end out of view.
   history.scrollRestoration = 'manual'

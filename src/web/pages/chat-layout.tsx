@@ -3,7 +3,7 @@
 // the bottom. On a phone the sidebar folds away behind a "Threads" link (`#sidebar`, so it opens without script).
 import { escapeHtml, type PropsWithChildren } from '@kitajs/html'
 import type { ThreadsModel } from '../../threads/model'
-import type { ClientAssets } from '../client-assets'
+import { type ClientAssets, themeScript } from '../client-assets'
 import { CsrfField } from '../components'
 import { stylesheetPath, type Viewer } from '../layout'
 import { StateBadge, threadTitle } from './parts'
@@ -220,7 +220,7 @@ export function ChatLayout(props: PropsWithChildren<ChatLayoutProps>): JSX.Eleme
         <meta name="referrer" content="no-referrer" />
         <title safe>{`${props.title} · Threadhouse`}</title>
         <link rel="stylesheet" href={stylesheetPath} />
-        <script src={props.assets.theme.path} />
+        <script src={themeScript.path} />
         <script src={props.assets.chat.path} defer />
       </head>
       <body class="chat-body">

@@ -23,6 +23,8 @@ export interface ThreadPageProps extends Omit<ChatLayoutProps, 'title'> {
   failure: string | null
   /** Answers that were stopped before they were complete. */
   stoppedAnswers: Set<string>
+  /** Notes under answers, by answer: the attached PDFs the model could not read, and why. */
+  answerNotes: Map<string, string[]>
   /** Why the composer's last message was refused, with what was typed. */
   error?: string
   draft?: string
@@ -170,13 +172,33 @@ function Block({
   }
 }
 
-/** Copies the message's text; only the script can, so it shows the button. */
-function CopyMessage(): JSX.Element {
+/** The message as it was written, for copying: its text's Markdown, and a question with its choices as a list. */
+function messageMarkdown(message: ThreadsModel.message): string {
+  return message.contents
+    .flatMap((block) => {
+      if (block.type === 'text') return [block.text]
+      if (block.type === 'user_get_choice')
+        return [[block.question, '', ...block.choices.map((c) => `- ${c}`)].join('\n')]
+      return []
+    })
+    .join('\n\n')
+}
+
+/**
+ * Copies the message's Markdown as written (the page's text would bring the code blocks' labels and lose the marks);
+ * only the script can copy, so it shows the button. The Markdown waits beside it in an inert template, as text.
+ */
+function CopyMessage({ message }: { message: ThreadsModel.message }): JSX.Element {
   return (
-    <button type="button" class="icon copy-message js-only" title="Copy the message">
-      <CopyIcon />
-      <span class="visually-hidden">Copy the message</span>
-    </button>
+    <>
+      <button type="button" class="icon copy-message js-only" title="Copy the message">
+        <CopyIcon />
+        <span class="visually-hidden">Copy the message</span>
+      </button>
+      <template class="message-markdown" safe>
+        {messageMarkdown(message)}
+      </template>
+    </>
   )
 }
 
@@ -207,8 +229,13 @@ function Message({
         ))}
       </div>
       {stopped ? <p class="stopped-note">Stopped</p> : null}
+      {(props.answerNotes.get(message.id) ?? []).map((note) => (
+        <p class="answer-note" role="note" safe>
+          {note}
+        </p>
+      ))}
       <div class="message-actions">
-        <CopyMessage />
+        <CopyMessage message={message} />
         {message.role === 'assistant' ? <Feedback message={message} props={props} /> : null}
         <a class="message-link" href={`#message-${message.id}`} title="Link to this message">
           <Time at={message.created_at} />

@@ -5,10 +5,12 @@ import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import type { EventSourceMessage } from 'eventsource-parser'
 import { createApp } from '../src/app'
+import { invalidateSession } from '../src/auth/sessions'
 import { loadConfig } from '../src/config'
 import { silentLogger } from '../src/shared/log'
 import { feedAccessCheckMs, tombstoneKeepMs } from '../src/threads/feed'
 import { sweepExpired } from '../src/upkeep'
+import { cookieNames } from '../src/web/index'
 import {
   type Harness,
   harness,
@@ -21,6 +23,7 @@ import {
   stalledClient,
   until,
 } from './support/helpers'
+import { signedIn } from './support/oauth-helpers'
 
 // For the second app of the test with two instances: one inspector for the file, closed after it.
 const inspector = sharedInspector()
@@ -450,4 +453,36 @@ test('a feed whose client stops reading is cut off once its backlog passes the b
     ...ids.map(() => ['thread.updated', latest]),
     ['ready', undefined],
   ])
+})
+
+test('the pages’ feed takes the session cookie, starts where the sidebar was read, and ends once the session does', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  const { browser, user } = await signedIn(h)
+  expect((await h.app.handle(new Request(`${publicUrl}/threads/events`))).status).toBe(401)
+
+  // The sidebar's list says where it was read; a thread made after that comes first on a feed opened from there.
+  const list = await (await browser.get('/threads/list')).text()
+  const after = /data-feed-after="(\d+)"/.exec(list)?.[1]
+  expect(after).toMatch(/^\d+$/)
+  const threadId = await newThread(h, user.token, { name: 'Made before the feed opened' })
+  const response = await browser.get(`/threads/events?after=${after}`)
+  expect([response.status, response.headers.get('content-type')]).toEqual([200, 'text/event-stream; charset=utf-8'])
+  const events = parseEvents(response)
+  const next = async () => (await events.next()).value as EventSourceMessage
+  const created = await next()
+  expect({ event: created.event, id: JSON.parse(created.data).id }).toEqual({ event: 'thread.created', id: threadId })
+  expect((await next()).event).toBe('ready')
+
+  // Signed out elsewhere: the next look at the session ends the feed.
+  await invalidateSession(h.store.sessions, browser.cookies.get(cookieNames(publicUrl).session) ?? '')
+  clock.advance(feedAccessCheckMs)
+  await poll(h)
+  const ended = await next()
+  expect([ended.event, JSON.parse(ended.data)]).toEqual([
+    'error',
+    { message: 'Your access to these threads has ended' },
+  ])
+  expect((await events.next()).done).toBe(true)
+  expect((await browser.get('/threads/events')).status).toBe(401)
 })

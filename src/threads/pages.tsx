@@ -19,10 +19,10 @@ import {
   storeFormFiles,
 } from '../attachments/service'
 import type { Caller } from '../auth/model'
-import { callerFromSession } from '../auth/sessions'
+import { callerFromSession, findSession } from '../auth/sessions'
 import { answerStream } from '../generation'
 import type { GenerationEngine } from '../generation/service'
-import type { Heartbeats, OpenStreams } from '../generation/sse'
+import { type Heartbeats, type OpenStreams, sseResponse } from '../generation/sse'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { isUuid } from '../shared/ids'
 import type { Logger } from '../shared/log'
@@ -31,13 +31,14 @@ import type { Store } from '../store'
 import { clientAssets } from '../web/client-assets'
 import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
-import type { ModelInfo, SidebarProps, ThreadFilters } from '../web/pages/chat-layout'
+import { type ModelInfo, type SidebarProps, type ThreadFilters, ThreadList } from '../web/pages/chat-layout'
 import { DeleteThreadPage } from '../web/pages/delete-thread'
 import { ThreadPage, type ThreadPageProps } from '../web/pages/thread'
 import { NewConversationPage, type NewThreadDraft } from '../web/pages/threads'
 import { field, type PostedForm, trustedForms } from '../web/trusted-form'
 import { continueThread } from './continuation'
 import { exportResponse, exportThread } from './export'
+import type { ThreadFeed } from './feed'
 import { submitFeedback } from './feedback'
 import type { Links } from './links'
 import { listThreads } from './listing'
@@ -53,6 +54,7 @@ export interface ThreadPagesDeps extends WebDeps {
   links: Links
   heartbeats: Heartbeats
   streams: OpenStreams
+  feed: ThreadFeed
   /** Where form files wait on local disk while they are checked. */
   uploadsDir: string
   inspector: FileInspector
@@ -190,6 +192,9 @@ async function sidebarOf(
   const filters = listFilters(query)
   const after = query.after && isUuid(query.after) ? query.after : undefined
   const caller = callerFromSession(session.user)
+  // Read before the list, so that the page's script, following the change feed from here, misses no change the
+  // list did not catch (one it did catch may come again: applying it twice is harmless).
+  const { head } = await deps.store.threads.feedBounds()
   const apiQuery = {
     q: filters.q === '' ? undefined : filters.q,
     owned: flag(filters.owned),
@@ -211,6 +216,7 @@ async function sidebarOf(
     nextHref: page.has_more ? pageHref(filters, page.last_id) : null,
     firstHref: after ? pageHref(filters, null) : null,
     currentId,
+    feedAfter: head,
   }
 }
 
@@ -448,6 +454,33 @@ export const threadPages = (deps: ThreadPagesDeps) =>
         const caller = callerFromSession(account.user)
         const file = await findAttachment(deps, caller, params.threadId, params.attachmentId)
         return attachmentResponse(deps.blobs, file, params.attachmentId, request)
+      },
+      { account: true, detail: { hide: true } },
+    )
+    // The change feed for the pages' script (live.ts): the API's feed (feed.ts) with the session for credentials,
+    // since an EventSource sends cookies but no Authorization header. `after` is where the page's list was read
+    // (the sidebar's `data-feed-after`) or where a feed closed in a hidden tab stopped; EventSource's own
+    // Last-Event-ID, on its reconnections, comes later and wins.
+    .get(
+      '/threads/events',
+      async ({ account, headers, query, set }) => {
+        const caller = callerFromSession(account.user)
+        const stillSignedIn = async () => {
+          const session = await findSession(deps.store.sessions, account.token, deps.clock.now())
+          return session?.user.id === account.user.id && !session.user.mustChangePassword
+        }
+        const attach = await deps.feed.open(caller, headers['last-event-id'] ?? query.after, stillSignedIn)
+        return sseResponse(set, deps.heartbeats, { streams: deps.streams, userId: caller.userId }, attach)
+      },
+      { account: true, detail: { hide: true } },
+    )
+    // The sidebar's list alone, as a page would show it with these filters and this open thread: what live.ts
+    // swaps in when the feed tells of a change, without rendering a whole thread for it.
+    .get(
+      '/threads/list',
+      async ({ account, query, html }) => {
+        const current = query.current && isUuid(query.current) ? query.current : undefined
+        return html(<ThreadList sidebar={await sidebarOf(deps, account, query, current)} />)
       },
       { account: true, detail: { hide: true } },
     )

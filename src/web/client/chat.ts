@@ -6,6 +6,7 @@ import { createMarkdown } from '../markdown-setup'
 import { claimDrafts, clearDraft, forgetDrafts, leaveForSignIn, restoreDraft, saveDraft } from './drafts'
 import { checkFiles, type Limits } from './files'
 import { highlight, highlightBlocks } from './highlight'
+import { live } from './live'
 import { closeMenusLikeMenus } from './menus'
 import { rewriteTimes } from './times'
 
@@ -573,6 +574,8 @@ function start(): void {
   }
   if (text && !location.hash.startsWith('#message-')) text.focus({ preventScroll: true })
   follow()
+  // Changes made elsewhere (another tab, a teammate, the API) come in through the change feed.
+  live({ refresh, busy: () => sending || source !== null })
   setInterval(() => rewriteTimes(document), 60_000)
 }
 

@@ -23,6 +23,8 @@ export interface SidebarProps {
   firstHref: string | null
   /** The open thread, marked in the list. */
   currentId?: string
+  /** The change feed's place the list was read at: the page's script follows the feed from there. */
+  feedAfter: number
 }
 
 /** What the model in use is, said plainly in the sidebar and on the new conversation. */
@@ -118,11 +120,11 @@ function ThreadItem({ thread, current }: { thread: ThreadsModel.thread; current:
   )
 }
 
-function ThreadList({ sidebar }: { sidebar: SidebarProps }): JSX.Element {
+export function ThreadList({ sidebar }: { sidebar: SidebarProps }): JSX.Element {
   const { page, filters } = sidebar
   const filtered = filtersActive(filters)
   return (
-    <nav class="thread-nav" aria-labelledby="list-title">
+    <nav class="thread-nav" aria-labelledby="list-title" data-feed-after={String(sidebar.feedAfter)}>
       <h2 id="list-title" class="sidebar-heading">
         {filtered ? 'Matching threads' : 'Threads'}
       </h2>

@@ -1,10 +1,12 @@
 // History conversion, checked on hand-made history objects: summaries, choices and their answers,
-// and attachments (files the test puts in a local blob store; PDF text is extracted and cached beside the file).
+// and attachments (files the test puts in a local blob store; PDF text as the extract processes leave it beside the
+// file: the text, or a mark saying why there is none).
 import { afterAll, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PDFDocument, StandardFonts } from 'pdf-lib'
+import { storePdfText, unreadableReasons } from '../src/attachments/pdf-text'
 import { anthropicMessages } from '../src/generation/providers/anthropic'
 import { loadHistory, summaryHeading, toTurns } from '../src/generation/providers/conversation'
 import { openaiMessages } from '../src/generation/providers/openai'
@@ -28,7 +30,9 @@ async function withFiles(): Promise<HistoryMessage> {
   report.addPage().drawText('Q3 up 4%', { x: 50, y: 700, font, size: 12 })
   report.addPage().drawText('Outlook: steady', { x: 50, y: 700, font, size: 12 })
   await blobs.put('x.pdf', await report.save())
+  await storePdfText(blobs, 'x.pdf', { text: 'Q3 up 4%\n\nOutlook: steady' })
   await blobs.put('scan.pdf', 'not really a PDF')
+  await storePdfText(blobs, 'scan.pdf', { unreadable: unreadableReasons.damaged })
   await blobs.put('notes.md', '# Notes\nBuy milk.')
   return {
     id: 'm1',
@@ -58,7 +62,10 @@ test('attachments become labelled parts: images as image input, documents as tex
     { type: 'image', mediaType: 'image/png', data: pixel.toString('base64') },
     { type: 'text', text: '<file name="notes.md">\n# Notes\nBuy milk.\n</file>' },
     { type: 'text', text: '<file name="report.pdf">\nQ3 up 4%\n\nOutlook: steady\n</file>' },
-    { type: 'text', text: '[PDF "scan.pdf" attached; its text could not be extracted]' },
+    {
+      type: 'text',
+      text: '[PDF "scan.pdf" attached; its text could not be read: the file is damaged or uses features the reader does not support]',
+    },
     { type: 'text', text: '[An attachment that is no longer available]' },
   ])
   expect(await (await blobs.get('x.pdf.txt'))?.text()).toBe('Q3 up 4%\n\nOutlook: steady')

@@ -169,7 +169,7 @@ test.concurrent('a message sent elsewhere into the open thread shows at once, an
   await reader.page.locator('.message-user', { hasText: 'From the API' }).waitFor()
   // The answer streams in this page (the class is the stream's own, set as its words arrive), then settles.
   await reader.page.locator('#live-answer.writing').waitFor()
-  const settled = reader.page.locator('.message-assistant:not(.live)', { hasText: 'Echo (turn 1)' })
+  const settled = reader.page.locator('.message-assistant:not(.live)', { hasText: 'You said, in turn 1:' })
   await settled.waitFor()
   expect(await settled.textContent()).toContain('word59')
 
@@ -179,7 +179,7 @@ test.concurrent('a message sent elsewhere into the open thread shows at once, an
   await writer.page.keyboard.press('Enter')
   await reader.page.locator('.message-user', { hasText: 'From the other tab' }).waitFor()
   await reader.page.locator('#live-answer.writing').waitFor()
-  await reader.page.locator('.message-assistant:not(.live)', { hasText: 'Echo (turn 2)' }).waitFor()
+  await reader.page.locator('.message-assistant:not(.live)', { hasText: 'You said, in turn 2:' }).waitFor()
   await reader.page.locator('#live-answer').waitFor({ state: 'detached' })
   expect(await sameDocument(reader.page)).toBe(true)
   expect(reader.feeds.length).toBe(1)

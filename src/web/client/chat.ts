@@ -99,7 +99,7 @@ function swap(doc: Document, url: string): void {
   }
   replaceFrom(doc, '.thread-nav')
   document.title = doc.title
-  if (focused) document.getElementById(focused)?.focus()
+  if (focused) document.getElementById(focused)?.focus({ preventScroll: true })
   follow()
 }
 

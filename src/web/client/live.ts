@@ -90,6 +90,10 @@ export function live(hooks: LiveHooks): void {
     for (const type of ['thread.created', 'thread.updated', 'thread.deleted', 'thread.hidden']) {
       stream.addEventListener(type, (event) => {
         told(event)
+        // A page read since the change already shows it: the page's own answer, which the chat reads again as soon as
+        // it ends, is told here a moment later, and reading the page again then would swap out what the person has
+        // started typing into it since (a comment, say).
+        if (!newerThanPage((event as MessageEvent).lastEventId)) return
         const { id } = JSON.parse((event as MessageEvent).data) as ThreadEvent
         want(id === openThread() ? 'page' : 'list')
       })
@@ -124,6 +128,13 @@ export function live(hooks: LiveHooks): void {
   if (!document.hidden) open()
 }
 
+/** Whether the change at `eventId` came after the page was read: each read's sidebar says where the feed then stood. */
+function newerThanPage(eventId: string): boolean {
+  const shown = document.querySelector<HTMLElement>('.thread-nav')?.dataset.feedAfter
+  if (!shown || !/^\d+$/.test(shown) || !/^\d+$/.test(eventId)) return true
+  return BigInt(eventId) > BigInt(shown)
+}
+
 /** The conversation's form (other than the composer, which swaps keep) whose text field has focus, if any. */
 function editedForm(): HTMLFormElement | null {
   const active = document.activeElement
@@ -156,5 +167,6 @@ async function readList(): Promise<void> {
   if (!fresh || !current) return
   const focused = document.activeElement?.closest('.thread-nav') ? document.activeElement.getAttribute('href') : null
   current.replaceWith(document.adoptNode(fresh))
-  if (focused) document.querySelector<HTMLElement>(`.thread-nav a[href="${CSS.escape(focused)}"]`)?.focus()
+  if (focused)
+    document.querySelector<HTMLElement>(`.thread-nav a[href="${CSS.escape(focused)}"]`)?.focus({ preventScroll: true })
 }

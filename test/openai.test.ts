@@ -231,7 +231,9 @@ test.concurrent('a provider that stalls mid-answer times out; the partial answer
   await using fake = new FakeLlm()
   const feed = new Feed([openaiChunk({ role: 'assistant', content: '' }), openaiChunk({ content: 'Partial' })])
   fake.reply(() => feed.response())
-  const { h, token } = await setup(fake, { timeoutMs: 1000 })
+  // Long enough that the first chunk, sent at once, arrives in time on a loaded machine: at 1 s it sometimes did
+  // not, and the stall then counted as one before the first token, which is retried.
+  const { h, token } = await setup(fake, { timeoutMs: 3000 })
   await using _ = h
 
   const answer = await ask(h, token, 'Hi')

@@ -231,9 +231,10 @@ test.concurrent('a provider that stalls mid-answer times out; the partial answer
   await using fake = new FakeLlm()
   const feed = new Feed([openaiChunk({ role: 'assistant', content: '' }), openaiChunk({ content: 'Partial' })])
   fake.reply(() => feed.response())
-  // Long enough that the first chunk, sent at once, arrives in time on a loaded machine: at 1 s it sometimes did
-  // not, and the stall then counted as one before the first token, which is retried.
-  const { h, token } = await setup(fake, { timeoutMs: 3000 })
+  // Long enough that the first chunk, sent at once, arrives in time however busy this process is: the fake upstream
+  // shares its event loop with this file's other tests, all running at once, and in a full run it once took more
+  // than 3 s, so the stall counted as one before the first token, which is retried.
+  const { h, token } = await setup(fake, { timeoutMs: 8000 })
   await using _ = h
 
   const answer = await ask(h, token, 'Hi')
@@ -255,7 +256,8 @@ test.concurrent('a stall before the first token is retried like any transient fa
     () => new Feed([openaiChunk({ role: 'assistant', content: '' })]).response(),
     () => sse(openaiText(['Second try.'])),
   )
-  const { h, token } = await setup(fake, { timeoutMs: 1000 })
+  // As above: the second try's answer must come within the deadline while this file's other tests keep busy.
+  const { h, token } = await setup(fake, { timeoutMs: 8000 })
   await using _ = h
   const answer = await ask(h, token, 'Hi')
   expect(tokensOf(answer.events)).toBe('Second try.')

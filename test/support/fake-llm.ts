@@ -27,7 +27,13 @@ export class FakeLlm implements AsyncDisposable {
   private arrivals: (() => void)[] = []
 
   constructor() {
-    this.server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => this.handle(request) })
+    // No idle timeout: a stalling upstream stalls until the client gives up, never until Bun's 10 s close it first.
+    this.server = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      idleTimeout: 0,
+      fetch: (request) => this.handle(request),
+    })
   }
 
   get url(): string {

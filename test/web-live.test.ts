@@ -164,14 +164,16 @@ test.concurrent('a thread made through the API appears in the sidebar; renamed i
 test.concurrent('a message sent elsewhere into the open thread shows at once, and its answer streams in', async () => {
   const { thread_id: id } = await api(graceToken, 'POST', '/api/v1/threads', { name: 'Followed' })
   await using reader = await tab(grace, `/threads/${id}`)
-  const words = Array.from({ length: 60 }, (_, index) => `word${index}`).join(' ')
+  // Long enough (about 8 s at 50 ms a word) that the answer is still being written when a loaded machine's page reads
+  // the thread again: at 60 words it had sometimes ended first, and then there is nothing left to stream.
+  const words = Array.from({ length: 150 }, (_, index) => `word${index}`).join(' ')
   await api(graceToken, 'POST', `/api/v1/threads/${id}/messages`, { text: `From the API: ${words}` })
   await reader.page.locator('.message-user', { hasText: 'From the API' }).waitFor()
   // The answer streams in this page (the class is the stream's own, set as its words arrive), then settles.
   await reader.page.locator('#live-answer.writing').waitFor()
   const settled = reader.page.locator('.message-assistant:not(.live)', { hasText: 'You said, in turn 1:' })
   await settled.waitFor()
-  expect(await settled.textContent()).toContain('word59')
+  expect(await settled.textContent()).toContain('word149')
 
   // Sent from another tab's composer, the same.
   await using writer = await tab(grace, `/threads/${id}`)

@@ -390,12 +390,17 @@ class SseStream extends DirectBody implements SseSink {
 class Relay extends DirectBody {
   private readonly reader
 
-  constructor(
-    body: ReadableStream<Uint8Array>,
-    backlogBytes: number,
-    private readonly ended: () => void,
-  ) {
+  /** `ended`, called at most once: a cancel and the end of the pump both get here. */
+  private readonly ended: () => void
+
+  constructor(body: ReadableStream<Uint8Array>, backlogBytes: number, ended: () => void) {
     super(backlogBytes)
+    let called = false
+    this.ended = () => {
+      if (called) return
+      called = true
+      ended()
+    }
     this.reader = body.getReader()
     void this.pump()
   }
@@ -422,6 +427,8 @@ class Relay extends DirectBody {
 
   override cancel(): void {
     super.cancel()
+    // The SDK's stream is released here, not only once the server that feeds it closes.
+    void this.reader.cancel().catch(() => {})
     this.ended()
   }
 }

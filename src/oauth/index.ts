@@ -253,10 +253,12 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           operationId: 'submitConsent',
           summary: 'Consent decision (browser form)',
           tags: ['OAuth'],
-          security: [{ session: [] }],
+          // The browser's HttpOnly session cookie, which no scheme can fill in (see the Settings operations).
+          security: [],
           description:
             'The consent page posts the same query string back with `decision` = `approve` ("Allow") or `deny` ' +
-            '("Deny") and the hidden `csrf` field. The request is validated again in full.',
+            '("Deny") and the hidden `csrf` field, with the browser\'s own session cookie. The request is validated ' +
+            'again in full.',
           requestBody: formBody({
             type: 'object',
             required: ['decision', 'csrf'],

@@ -66,9 +66,25 @@ function replaceFrom(doc: Document, selector: string): void {
   const fresh = doc.querySelector(selector)
   const current = document.querySelector(selector)
   if (!fresh || !current) return
+  keepTyped(current, fresh)
   // Enhanced before it is shown, so the new rendering never flashes plain code or UTC times.
   enhance(fresh)
   current.replaceWith(document.adoptNode(fresh))
+}
+
+/**
+ * Carries what the person has typed into `current`'s fields (a new name in the thread's menu, a comment) over to
+ * the same fields of its new rendering: an answer that ends, or a change made elsewhere, swaps the part in mid-typing.
+ */
+function keepTyped(current: Element, fresh: Element): void {
+  for (const field of current.querySelectorAll<HTMLInputElement | HTMLTextAreaElement>('input[name], textarea[name]')) {
+    if (['hidden', 'checkbox', 'radio', 'file'].includes(field.type) || field.value === field.defaultValue) continue
+    const action = field.form?.getAttribute('action')
+    const twin = [
+      ...fresh.querySelectorAll<HTMLInputElement | HTMLTextAreaElement>(`[name="${CSS.escape(field.name)}"]`),
+    ].find((candidate) => candidate.form?.getAttribute('action') === action)
+    if (twin) twin.value = field.value
+  }
 }
 
 /**

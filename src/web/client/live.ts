@@ -128,7 +128,7 @@ export function live(hooks: LiveHooks): void {
   if (!document.hidden) open()
 }
 
-/** Whether the change at `eventId` came after the page was read: each read's sidebar says where the feed then stood. */
+/** Whether the change at `eventId` came after the page was read: each page read's sidebar says where the feed then stood. */
 function newerThanPage(eventId: string): boolean {
   const shown = document.querySelector<HTMLElement>('.thread-nav')?.dataset.feedAfter
   if (!shown || !/^\d+$/.test(shown) || !/^\d+$/.test(eventId)) return true
@@ -166,6 +166,10 @@ async function readList(): Promise<void> {
   const current = document.querySelector('.thread-nav')
   if (!fresh || !current) return
   const focused = document.activeElement?.closest('.thread-nav') ? document.activeElement.getAttribute('href') : null
+  // The mark stays the one of the last whole page read: this read shows the list alone, not the open thread, and a
+  // change to that thread made before it must still read the page.
+  const shown = (current as HTMLElement).dataset.feedAfter
+  if (shown !== undefined) (fresh as HTMLElement).dataset.feedAfter = shown
   current.replaceWith(document.adoptNode(fresh))
   if (focused)
     document.querySelector<HTMLElement>(`.thread-nav a[href="${CSS.escape(focused)}"]`)?.focus({ preventScroll: true })

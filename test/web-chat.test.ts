@@ -51,7 +51,9 @@ beforeAll(async () => {
     UPLOADS_DIR: join(dir, 'uploads'),
     ADMIN_EMAIL: email,
     ADMIN_PASSWORD: password,
-    ECHO_TOKEN_DELAY_MS: '5',
+    // Slow enough that an answer is still streaming when a page on a loaded machine (CI beside another run) starts
+    // to follow it: at 5 ms a word the follow and Markdown tests sometimes met only the finished answer.
+    ECHO_TOKEN_DELAY_MS: '25',
   })
   // Listening comes before the first run has created the owner: signing in any sooner may find no account.
   await firstRunToken(server)

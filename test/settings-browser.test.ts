@@ -45,7 +45,6 @@ async function launch(): Promise<void> {
   await firstRunToken(server)
   session = await browser.open(server.url)
   page = session.page
-  page.setDefaultTimeout(10_000)
   page.on('dialog', (dialog) => {
     dialogs.push(dialog.message())
     void dialog.dismiss()

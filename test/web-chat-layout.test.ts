@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { BrowserContextOptions, Page } from 'playwright-core'
-import { type BrowserSession, sharedBrowser } from './support/browser'
+import { type BrowserSession, type SignedIn, sharedBrowser } from './support/browser'
 import { firstRunToken, type ServerProcess, startServerAtOwnUrl } from './support/helpers'
 import { pkce } from './support/oauth-helpers'
 
@@ -17,7 +17,7 @@ const threadCount = 30
 const browser = sharedBrowser()
 let server: ServerProcess
 let dir: string
-let signedInState: Awaited<ReturnType<BrowserSession['context']['storageState']>>
+let signedInState: SignedIn
 let threadPath = ''
 
 beforeAll(async () => {
@@ -41,14 +41,7 @@ beforeAll(async () => {
     expect(response.status).toBe(201)
     threadPath = `/threads/${((await response.json()) as { thread_id: string }).thread_id}`
   }
-  await using session = await browser.open(server.url)
-  const { page } = session
-  await page.goto('/login')
-  await page.getByLabel('Email').fill(email)
-  await page.getByLabel('Password').fill(password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL((url) => url.pathname === '/')
-  signedInState = await session.context.storageState()
+  signedInState = await browser.signIn(server.url, email, password)
 })
 afterAll(async () => {
   await server?.[Symbol.asyncDispose]()

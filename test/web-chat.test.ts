@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { BrowserContextOptions, Page } from 'playwright-core'
 import sharp from 'sharp'
-import { type BrowserSession, sharedBrowser } from './support/browser'
+import { type BrowserSession, type SignedIn, sharedBrowser } from './support/browser'
 import { firstRunToken, type ServerProcess, startServerAtOwnUrl } from './support/helpers'
 
 const email = 'grace@example.com'
@@ -43,7 +43,7 @@ let dir: string
  * The cookies of one sign-in, which every test's fresh context starts with: signing in is web-e2e.test.ts's subject,
  * and nine more sign-ins here cost nine argon2 checks and page loads that test nothing new.
  */
-let signedInState: Awaited<ReturnType<BrowserSession['context']['storageState']>>
+let signedInState: SignedIn
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'threadhouse-chat-'))
   server = await startServerAtOwnUrl({
@@ -57,14 +57,7 @@ beforeAll(async () => {
   })
   // Listening comes before the first run has created the owner: signing in any sooner may find no account.
   await firstRunToken(server)
-  await using session = await browser.open(server.url)
-  const { page } = session
-  await page.goto('/login')
-  await page.getByLabel('Email').fill(email)
-  await page.getByLabel('Password').fill(password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL((url) => url.pathname === '/')
-  signedInState = await session.context.storageState()
+  signedInState = await browser.signIn(server.url, email, password)
 })
 afterAll(async () => {
   await server?.[Symbol.asyncDispose]()

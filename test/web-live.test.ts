@@ -11,7 +11,7 @@ import type { Page, Request } from 'playwright-core'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { createUser } from '../src/auth/users'
 import { backendEnv, databaseOf } from './support/backend'
-import { type BrowserSession, sharedBrowser } from './support/browser'
+import { type BrowserSession, type SignedIn, sharedBrowser } from './support/browser'
 import { firstRunToken, parseEvents, type ServerProcess, startServerAtOwnUrl } from './support/helpers'
 
 const grace = 'grace@example.com'
@@ -37,7 +37,7 @@ let dir: string
 /** grace's starter token: the API client acting for the same person as the tabs. */
 let graceToken: string
 let adaToken: string
-const signedInStates = new Map<string, Awaited<ReturnType<BrowserSession['context']['storageState']>>>()
+const signedInStates = new Map<string, SignedIn>()
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'threadhouse-live-'))
@@ -60,14 +60,7 @@ beforeAll(async () => {
     Date.now(),
   )
   for (const email of [grace, ada]) {
-    await using session = await browser.open(server.url)
-    const { page } = session
-    await page.goto('/login')
-    await page.getByLabel('Email').fill(email)
-    await page.getByLabel('Password').fill(password)
-    await page.getByRole('button', { name: 'Sign in' }).click()
-    await page.waitForURL((url) => url.pathname === '/')
-    signedInStates.set(email, await session.context.storageState())
+    signedInStates.set(email, await browser.signIn(server.url, email, password))
   }
 })
 afterAll(async () => {

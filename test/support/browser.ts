@@ -45,6 +45,9 @@ async function launch(): Promise<Browser> {
   })
 }
 
+/** The cookies and storage of a signed-in context. */
+export type SignedIn = Awaited<ReturnType<BrowserContext['storageState']>>
+
 export interface BrowserSession extends AsyncDisposable {
   browser: Browser
   context: BrowserContext
@@ -86,8 +89,25 @@ let shared: Promise<Browser> | undefined
  */
 export function sharedBrowser(): {
   open(baseURL: string, options?: BrowserContextOptions): Promise<BrowserSession>
+  signIn(baseURL: string, email: string, password: string): Promise<SignedIn>
 } {
   return {
+    /**
+     * Signs in once on the sign-in page and returns the cookies, which later contexts start with
+     * (`open(url, { storageState })`): signing in is web-e2e.test.ts's subject, and each more sign-in costs an argon2
+     * check and a page load that test nothing new.
+     */
+    async signIn(baseURL, email, password) {
+      await using session = await this.open(baseURL)
+      const { page } = session
+      await page.goto('/login')
+      await page.getByLabel('Email').fill(email)
+      await page.getByLabel('Password').fill(password)
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      await page.waitForURL((url) => url.pathname === '/')
+      // Awaited here: `await using` closes the context as this function returns.
+      return await session.context.storageState()
+    },
     async open(baseURL, options) {
       if (!shared) {
         shared = launch()

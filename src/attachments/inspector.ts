@@ -151,7 +151,26 @@ export function lowPriority(log: Logger, what = 'file inspectors'): string[] {
  * none of the server's configuration (model providers' API keys among it) and loads no `.env` file, so that
  * nothing it prints or leaks can hold a secret. It runs as the same user, so this is no sandbox.
  */
-export function childEnvironment(): Record<string, string> {
+/**
+ * Starts `entry` as a helper process, as inspect and extract processes start: at idle priority unless `idle` is
+ * false, with none of the server's environment and no .env file, talking over IPC. `priority` is the command's
+ * prefix, worked out once by the caller (lowPriority probes the system).
+ */
+export function spawnHelper<Message>(
+  entry: URL,
+  priority: string[],
+  ipc: (message: Message) => void,
+  onExit: (exitCode: number | null, signal: number | NodeJS.Signals | null) => void,
+) {
+  return Bun.spawn([...priority, process.execPath, '--no-env-file', Bun.fileURLToPath(entry)], {
+    env: childEnvironment(),
+    stdio: ['ignore', 'inherit', 'inherit'],
+    ipc,
+    onExit: (_process, exitCode, signal) => onExit(exitCode, signal),
+  })
+}
+
+function childEnvironment(): Record<string, string> {
   return Object.fromEntries(
     Object.entries(process.env).filter(
       (entry): entry is [string, string] =>
@@ -166,7 +185,7 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
   const timeoutMs = options.timeoutMs ?? 60_000
   const startLimitMs = options.startLimitMs ?? 60_000
   // Settled on the first upload: making an inspector (the server's start, every test) runs nothing.
-  let command: string[] | undefined
+  let priority: string[] | undefined
   const slots = new Set<Slot>()
   let nextId = 0
   let closed = false
@@ -190,25 +209,20 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
 
   /** Starts an inspect process; throws when the system cannot (no processes or file descriptors left). */
   function spawn(): Slot {
-    command ??= [
-      ...(options.idle === false ? [] : lowPriority(log)),
-      process.execPath,
-      '--no-env-file',
-      Bun.fileURLToPath(entry),
-    ]
+    priority ??= options.idle === false ? [] : lowPriority(log)
     // Assigned once Bun.spawn returns: Bun may report an exit from inside it, before there is a slot.
     let slot: Slot | undefined
-    const child = Bun.spawn(command, {
-      env: childEnvironment(),
-      stdio: ['ignore', 'inherit', 'inherit'],
-      ipc: (message: FromInspector) => slot && settle(slot, message),
+    const child = spawnHelper(
+      entry,
+      priority,
+      (message: FromInspector) => slot && settle(slot, message),
       // A crash (a decoder's segfault, running out of memory) or any other exit fails what the process held.
-      onExit: (_process, exitCode, signal) => {
+      (exitCode, signal) => {
         if (!slot) return
         if (slots.has(slot)) log.error('file inspector exited', { exitCode, signal })
         retire(slot, 'The file inspector stopped unexpectedly')
       },
-    })
+    )
     if (child.exitCode !== null || child.signalCode !== null) throw new Error('The file inspector did not start')
     const starting = setTimeout(() => {
       log.error('file inspector did not start', { startLimitMs })

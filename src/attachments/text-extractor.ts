@@ -12,7 +12,7 @@ import type { Subprocess } from 'bun'
 import type { Logger } from '../shared/log'
 import type { BlobStore } from '../storage/blobs'
 import type { FromExtractor, ToExtractor } from './extract-process'
-import { childEnvironment, lowPriority } from './inspector'
+import { lowPriority, spawnHelper } from './inspector'
 import { type PdfText, storedPdfText, storePdfText, unreadableReasons } from './pdf-text'
 
 export interface PdfTextLimits {
@@ -112,7 +112,7 @@ export function createPdfTextExtractor(
   const entry = options.entry ?? new URL('./extract-process.ts', import.meta.url)
   const memoryCheckMs = options.memoryCheckMs ?? 100
   const minimumCpuShare = options.minimumCpuShare ?? 0.25
-  let command: string[] | undefined
+  let priority: string[] | undefined
   const slots = new Set<Slot>()
   /** Files being read, by key: an answer that needs one of them waits for the same reading. */
   const reading = new Set<string>()
@@ -145,18 +145,13 @@ export function createPdfTextExtractor(
   }
 
   function spawn(): void {
-    command ??= [
-      ...(options.idle === false ? [] : lowPriority(log, 'text extractors')),
-      process.execPath,
-      '--no-env-file',
-      Bun.fileURLToPath(entry),
-    ]
+    priority ??= options.idle === false ? [] : lowPriority(log, 'text extractors')
     let slot: Slot | undefined
-    const child = Bun.spawn(command, {
-      env: childEnvironment(),
-      stdio: ['ignore', 'inherit', 'inherit'],
-      ipc: (message: FromExtractor) => slot && settle(slot, message),
-      onExit: (_process, exitCode, signal) => {
+    const child = spawnHelper(
+      entry,
+      priority,
+      (message: FromExtractor) => slot && settle(slot, message),
+      (exitCode, signal) => {
         if (!slot || !slots.has(slot)) return
         log.error('text extractor exited', { exitCode, signal })
         if (!slot.ready) failedStarts++
@@ -167,7 +162,7 @@ export function createPdfTextExtractor(
         job?.finish({ unreadable: unreadableReasons.crashed })
         schedule()
       },
-    })
+    )
     slot = { process: child, ready: false, job: null }
     child.unref()
     slots.add(slot)

@@ -12,12 +12,14 @@ import { sqliteAccessTokenRepository } from '../auth/tokens.repository.sqlite'
 import type { UserRepository } from '../auth/users.repository'
 import { sqliteUserRepository } from '../auth/users.repository.sqlite'
 import type { Db } from '../db/client'
+import { anyDb, asTables } from '../db/dialect'
 import type { LockName } from '../db/postgres'
 import type { AnswerRelay } from '../generation/relay'
 import type { GenerationRepository } from '../generation/repository'
 import { sqliteGenerationRepository } from '../generation/repository.sqlite'
+import * as idempotencyTables from '../idempotency/idempotency.table'
 import type { IdempotencyRepository } from '../idempotency/repository'
-import { sqliteIdempotencyRepository } from '../idempotency/repository.sqlite'
+import { idempotencyRepository } from '../idempotency/repository.common'
 import type { ClientRepository } from '../oauth/clients.repository'
 import { sqliteClientRepository } from '../oauth/clients.repository.sqlite'
 import type { GrantRepository } from '../oauth/grants.repository'
@@ -98,7 +100,7 @@ export function sqliteStore(db: Db): Store {
     oauthClients: sqliteClientRepository(db),
     oauthGrants: sqliteGrantRepository(db),
     generations: sqliteGenerationRepository(db),
-    idempotency: sqliteIdempotencyRepository(db),
+    idempotency: idempotencyRepository(anyDb(db), asTables(idempotencyTables)),
     relay: null,
     threads: sqliteThreadRepository(db),
     search: fts5ThreadSearch(db),

@@ -7,10 +7,12 @@ import { pgAttachmentRepository } from '../attachments/repository.pg'
 import { pgSessionRepository } from '../auth/sessions.repository.pg'
 import { pgAccessTokenRepository } from '../auth/tokens.repository.pg'
 import { pgUserRepository } from '../auth/users.repository.pg'
+import { anyDb } from '../db/dialect'
 import { type PgDb, withAdvisoryLock } from '../db/postgres'
 import { pgAnswerRelay } from '../generation/relay.pg'
 import { pgGenerationRepository } from '../generation/repository.pg'
-import { pgIdempotencyRepository } from '../idempotency/repository.pg'
+import * as idempotencyTables from '../idempotency/idempotency.table.pg'
+import { idempotencyRepository } from '../idempotency/repository.common'
 import { pgClientRepository } from '../oauth/clients.repository.pg'
 import { pgGrantRepository } from '../oauth/grants.repository.pg'
 import { pgRateLimitRepository } from '../shared/rate-limit.repository.pg'
@@ -31,7 +33,7 @@ export function pgStore(db: PgDb): Store {
     oauthClients: pgClientRepository(db),
     oauthGrants: pgGrantRepository(db),
     generations: pgGenerationRepository(db),
-    idempotency: pgIdempotencyRepository(db),
+    idempotency: idempotencyRepository(anyDb(db), idempotencyTables),
     relay: pgAnswerRelay(db),
     threads: pgThreadRepository(db),
     search: pgThreadSearch(db),

@@ -1,16 +1,17 @@
-// Idempotency keys on PostgreSQL (repository.ts). Several instances may race with one key: the insert's
-// ON CONFLICT DO NOTHING lets exactly one reserve it, and a takeover of a free key is one conditional update, which
-// a second racer re-evaluates against the first's new row (READ COMMITTED) and so finds no longer free.
+// Idempotency keys on either database (repository.ts). A reservation is three single statements, each safe against
+// a racer on any instance: the insert's ON CONFLICT DO NOTHING lets exactly one reserve a key, and a takeover of a
+// free key is one conditional update, which a second racer re-evaluates against the first's new row (PostgreSQL's
+// READ COMMITTED; SQLite has one writer) and so finds no longer free. A key released between a failed insert and
+// the read is tried again: a few rounds settle any race.
 import { and, eq, isNull, lt, or } from 'drizzle-orm'
-import type { PgDb } from '../db/postgres'
+import type { AnyDb } from '../db/dialect'
 import { newId } from '../shared/ids'
-import { idempotencyKeys } from './idempotency.table.pg'
+import type * as tables from './idempotency.table.pg'
 import type { IdempotencyRepository, Reservation } from './repository'
 
-/** A key released between our failed insert and our read is tried again; a few rounds settle any race. */
 const attempts = 5
 
-export function pgIdempotencyRepository(db: PgDb): IdempotencyRepository {
+export function idempotencyRepository(db: AnyDb, { idempotencyKeys }: typeof tables): IdempotencyRepository {
   const held = (userId: number, key: string) => and(eq(idempotencyKeys.userId, userId), eq(idempotencyKeys.key, key))
   return {
     async reserve({ userId, key, fingerprint, now, expiredBefore, abandonedBefore }): Promise<Reservation> {

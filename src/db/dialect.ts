@@ -1,0 +1,27 @@
+// What the dialect-neutral storage modules (`*.common.ts` beside each feature's repository) are written against.
+// Drizzle's SQLite and PostgreSQL query builders have the same shape once awaited (select, insert, update, delete,
+// returning, onConflictDoNothing/DoUpdate, the `sql` template), but TypeScript sees two unrelated types. The neutral
+// modules are typed against PostgreSQL's builder, which has no synchronous `.get()`, `.all()` or `.run()` to reach
+// for by mistake, and the SQLite store hands them its own database and tables, whose rows have the same types
+// (epoch milliseconds as numbers, flags as booleans). Both test suites run every neutral method on both backends:
+// that, not the compiler, is what keeps a dialect-only call out of these modules.
+import type { BunSQLDatabase } from 'drizzle-orm/bun-sql'
+import type { Db } from './client'
+import type { PgDb } from './postgres'
+
+/** A database of either dialect, as the neutral modules see it. */
+export type AnyDb = BunSQLDatabase
+
+/** `db` for a neutral module. */
+export function anyDb(db: Db | PgDb): AnyDb {
+  return db as unknown as AnyDb
+}
+
+/**
+ * A feature's SQLite tables as the neutral modules see them: the PostgreSQL twins' types (`typeof import('./x.table.pg')`).
+ * The two files define the same columns under the same names, which drizzle-kit's migrations of both dialects and
+ * the suites on both backends check.
+ */
+export function asTables<T>(tables: unknown): T {
+  return tables as T
+}

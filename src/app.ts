@@ -61,6 +61,8 @@ export interface AppDeps {
    * field and format of every item), so it is paid where it finds bugs, not on every request.
    */
   validateResponses?: boolean
+  /** How often the change feed reads new changes (ThreadFeed): every second, or only when a test calls `poll()`. */
+  feedPollMs?: number | null
   /** Webhook delivery's retry schedule, DNS resolver and polling, for tests; the defaults otherwise. */
   webhooks?: Pick<DeliveryDeps, 'retry' | 'resolve' | 'pollMs'>
 }
@@ -106,7 +108,7 @@ export function createApp(deps: AppDeps) {
     authPerMinute > 0
       ? sharedLimiter(store.rateLimits, 'auth', { max: authPerMinute, windowMs: 60_000 }, deps.clock)
       : undefined
-  const feed = new ThreadFeed({ threads: store.threads, links, log: deps.log, clock: deps.clock })
+  const feed = new ThreadFeed({ threads: store.threads, links, log: deps.log, clock: deps.clock }, deps.feedPollMs)
   const shared = {
     store,
     clock: deps.clock,

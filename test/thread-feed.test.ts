@@ -88,7 +88,7 @@ async function patch(h: Harness, token: string, id: string, body: Record<string,
 describe.concurrent('thread change feed', () => {
   test('creation, rename, archiving, state changes and deletion arrive in order, with growing IDs', async () => {
     const runner = new ScriptedRunner()
-    await using h = await harness({ runner })
+    await using h = await harness({ runner, feedPollMs: null })
     await using server = listening(h)
     const owner = await h.user()
     await using feed = await openFeed(server.url, owner.token)
@@ -172,7 +172,7 @@ describe.concurrent('thread change feed', () => {
   })
 
   test('another organization’s threads and others’ private threads never appear; made private, a thread is hidden', async () => {
-    await using h = await harness()
+    await using h = await harness({ feedPollMs: null })
     await using server = listening(h)
     const alice = await h.user()
     const bob = await h.user()
@@ -238,7 +238,7 @@ describe.concurrent('thread change feed', () => {
   })
 
   test('made public again, a hidden thread comes back to the others as an update; made private, only its owner keeps it', async () => {
-    await using h = await harness()
+    await using h = await harness({ feedPollMs: null })
     await using server = listening(h)
     const alice = await h.user()
     const bob = await h.user()

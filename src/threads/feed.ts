@@ -150,7 +150,8 @@ export class ThreadFeed {
 
   constructor(
     private readonly deps: FeedDeps,
-    private readonly pollMs = feedPollMs,
+    /** How often the shared reader looks for changes; null: only when `poll()` is called (tests that step it). */
+    private readonly pollMs: number | null = feedPollMs,
   ) {}
 
   /**
@@ -191,9 +192,11 @@ export class ThreadFeed {
   private startAt(head: number): number {
     if (this.cursor === null) {
       this.cursor = head
-      this.timer = setInterval(() => void this.poll(), this.pollMs)
-      // Open feeds belong to requests, which keep the server alive; the timer alone must not.
-      this.timer.unref()
+      if (this.pollMs !== null) {
+        this.timer = setInterval(() => void this.poll(), this.pollMs)
+        // Open feeds belong to requests, which keep the server alive; the timer alone must not.
+        this.timer.unref()
+      }
     }
     return this.cursor
   }

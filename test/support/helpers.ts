@@ -259,6 +259,8 @@ export async function harness(
     heartbeats?: Heartbeats
     /** Webhook delivery's retry schedule, resolver and polling (AppDeps.webhooks). */
     webhooks?: AppDeps['webhooks']
+    /** AppDeps.feedPollMs: null for a test that steps the change feed itself, so its timer never reads between steps. */
+    feedPollMs?: number | null
     /** AppDeps.validateResponses: tests check answers against their schemas unless told, as production does not. */
     validateResponses?: boolean
   } = {},
@@ -289,6 +291,7 @@ export async function harness(
     log: options.log ?? silentLogger,
     heartbeats: options.heartbeats ?? new Heartbeats(50),
     webhooks: options.webhooks,
+    feedPollMs: options.feedPollMs,
     validateResponses: options.validateResponses,
   })
 

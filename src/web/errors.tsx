@@ -8,7 +8,8 @@
 // route (U+0000 in the URL) is a page on a web address too.
 
 import { findSession } from '../auth/sessions'
-import { AppError, type PageFailures, RequestRefusal } from '../shared/errors'
+import type { PageFailures } from '../shared/error-plugin'
+import { AppError, RequestRefusal } from '../shared/errors'
 import type { AllowedMethods } from '../shared/methods'
 import type { Clock } from '../shared/time'
 import type { Store } from '../store'

@@ -16,7 +16,7 @@ import type { Store } from '../store'
 import { sessionCsrfToken } from './csrf'
 import { cookieNames, pageHeaders, pageSessionOf, seeOther, signInPath } from './index'
 import { type Viewer, viewerOf } from './layout'
-import { MessagePage } from './pages/message'
+import { MessagePage } from './message'
 
 /** A failure with a page's own words: the title and, where it helps, the one link that leads on. */
 export class PageError extends AppError {

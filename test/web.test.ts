@@ -31,13 +31,13 @@ async function markupOf(html: string): Promise<Markup> {
 }
 
 test('settings and administration pages render hostile values as text', async () => {
-  const { TokensPage } = await import('../src/web/pages/settings/tokens')
-  const { AppsPage } = await import('../src/web/pages/settings/apps')
-  const { ClientsPage } = await import('../src/web/pages/settings/clients')
-  const { PasswordPage } = await import('../src/web/pages/settings/password')
-  const { SettingsRegistrationPage } = await import('../src/web/pages/settings/registration')
-  const { AdminClientPage, AdminClientsPage, DeleteClientPage } = await import('../src/web/pages/admin/clients')
-  const { MembersPage, RemoveMemberPage } = await import('../src/web/pages/admin/members')
+  const { TokensPage } = await import('../src/settings/views/tokens')
+  const { AppsPage } = await import('../src/settings/views/apps')
+  const { ClientsPage } = await import('../src/settings/views/clients')
+  const { PasswordPage } = await import('../src/settings/views/password')
+  const { SettingsRegistrationPage } = await import('../src/settings/views/registration')
+  const { AdminClientPage, AdminClientsPage, DeleteClientPage } = await import('../src/admin/views/clients')
+  const { MembersPage, RemoveMemberPage } = await import('../src/admin/views/members')
   const evil = `"'><script>alert(1)</script><img src=x onerror=alert(1)>`
   const viewer = { email: evil, csrf: 'csrf', isAdmin: true }
   const client = {
@@ -135,7 +135,7 @@ test('the only HTML a page inserts unescaped is the Markdown renderer’s output
     for (const match of source.matchAll(/\{([^{}]+) as 'safe'\}/g)) hatches.push(`${path}: ${match[1]}`)
   }
   expect(hatches.sort()).toEqual([
-    'src/shares/views.tsx: renderMarkdown(block.text)',
-    'src/web/pages/thread.tsx: renderMarkdown(block.text)',
+    'src/shares/views/shares.tsx: renderMarkdown(block.text)',
+    'src/threads/views/thread.tsx: renderMarkdown(block.text)',
   ])
 })

@@ -11,7 +11,7 @@ import {
   idempotencyNote,
   once,
 } from '../idempotency/service'
-import { errorShapes } from '../shared/errors'
+import { errorShapes } from '../shared/error-plugin'
 import type { Responses } from '../shared/responses'
 import { attachmentResponse } from './download'
 import {

@@ -1,9 +1,6 @@
 // Bearer authentication for the API: the `scope` macro resolves the caller once per request and
 // enforces the route's scope; `identity` serves GET /me.
 import { Elysia } from 'elysia'
-import type { ProtectedResource } from '../oauth/checks/resource'
-import { resourceMetadataUrl } from '../oauth/metadata'
-import { accessTokenPrefix, resolveOAuthAccessToken } from '../oauth/tokens'
 import { callerChecked } from '../shared/body'
 import { AppError } from '../shared/errors'
 import { requestIdOf, settleAddressCount } from '../shared/http'
@@ -13,8 +10,10 @@ import type { Responses } from '../shared/responses'
 import { hashSecret } from '../shared/security'
 import type { Clock } from '../shared/time'
 import type { Store } from '../store'
+import { accessTokenPrefix, resolveOAuthAccessToken } from './access-tokens'
 import { AuthModel, type Caller, type ResolvedToken, type Scope } from './model'
 import { personalAccessTokenPrefix, resolvePersonalAccessToken } from './personal-access-tokens'
+import { type ProtectedResource, resourceMetadataUrl } from './resources'
 
 export interface AuthDeps {
   store: Store

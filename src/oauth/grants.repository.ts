@@ -4,7 +4,7 @@
 // guarantees the token endpoint relies on (one code exchange wins, refresh reuse revokes the family) live inside
 // single methods, so that they hold under concurrency on every backend. Timestamps are epoch ms; scopes are
 // space-separated, as they were approved.
-import type { Caller } from '../auth/model'
+import type { StoredAccessToken } from '../auth/access-tokens'
 import type { ClientOrigin } from './clients.repository'
 
 export interface NewAuthorizationCode {
@@ -70,26 +70,6 @@ export interface RefreshRotation {
 
 /** What a rotation did: issued the tokens, or refused because the token was reused or its grant revoked. */
 export type RotationResult = 'rotated' | 'reused' | 'revoked'
-
-/** An access token with its grant and the user behind it, as bearer authentication needs it. */
-export interface StoredAccessToken {
-  scopes: string
-  resource: string | null
-  expiresAt: number
-  revokedAt: number | null
-  grantId: number
-  grantRevokedAt: number | null
-  grantLastUsedAt: number | null
-  clientId: number
-  userId: number
-  removedAt: number | null
-  sub: string
-  name: string | null
-  email: string
-  role: Caller['role']
-  organizationId: number
-  organizationSlug: string
-}
 
 /** A live grant of one person, with the app it was given to. */
 export interface UserGrant {

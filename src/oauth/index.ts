@@ -6,7 +6,7 @@
 import { Elysia, t } from 'elysia'
 import { AuthModel } from '../auth/model'
 import { readJson } from '../shared/body'
-import type { ErrorSurface } from '../shared/errors'
+import type { ErrorSurface } from '../shared/error-plugin'
 import { readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
 import { holdsNul } from '../shared/nul'

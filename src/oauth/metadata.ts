@@ -1,16 +1,8 @@
 // Discovery documents: RFC 8414 authorization server metadata and RFC 9728 protected resource metadata.
 import { scopes } from '../auth/model'
-import type { ProtectedResource } from './checks/resource'
+import type { ProtectedResource } from '../auth/resources'
 import { clientAuthMethods } from './clients.repository'
 import type { OAuthModel } from './model'
-
-/**
- * Where a protected resource's metadata lives (RFC 9728 §3.1: the well-known path, then the resource's own path);
- * every 401 of that resource points here (§5.1).
- */
-export function resourceMetadataUrl(publicUrl: string, resource: ProtectedResource = '/api/v1'): string {
-  return `${publicUrl}/.well-known/oauth-protected-resource${resource}`
-}
 
 export function authorizationServerMetadata(publicUrl: string): OAuthModel.authorizationServerMetadata {
   return {

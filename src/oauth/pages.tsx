@@ -4,12 +4,12 @@
 import { PageError } from '../web/errors'
 import type { PageSession } from '../web/index'
 import { viewerOf } from '../web/layout'
-import { ConsentPage } from '../web/pages/consent'
 import { organizationMayUse, type ValidAuthorizationRequest } from './authorization'
 import { isLoopbackRedirect, isVerified } from './clients'
 import type { Client } from './clients.repository'
 import type { OAuthError } from './errors'
 import { scopeDescriptions } from './model'
+import { ConsentPage } from './views/consent'
 
 /** How the consent page names where the browser goes next. */
 function describeRedirect(redirectUri: string): string {

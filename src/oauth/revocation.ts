@@ -1,10 +1,12 @@
 // Token revocation (RFC 7009): a client takes back a token it was issued.
+
+import { accessTokenPrefix } from '../auth/access-tokens'
 import { hashSecret } from '../shared/security'
 import { refuseRepeatedParameters } from './checks/parameters'
 import { authenticateClient, type ClientRequest } from './client-authentication'
 import type { OAuthDeps } from './deps'
 import { InvalidRequest } from './errors'
-import { accessTokenPrefix, refreshTokenPrefix } from './tokens'
+import { refreshTokenPrefix } from './tokens'
 
 /**
  * Revokes an access token (that token only) or a refresh token (its whole grant, access tokens included).

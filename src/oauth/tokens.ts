@@ -1,13 +1,12 @@
 // Access and refresh tokens: their lifetimes, making a pair for a grant, and turning an access token into the
 // same Caller a personal access token gives, so every API endpoint accepts both.
 
-import { callerOf } from '../auth/callers'
-import type { ResolvedToken, Scope } from '../auth/model'
+import { accessTokenPrefix } from '../auth/access-tokens'
+import type { Scope } from '../auth/model'
 import { generateSecret, hashSecret } from '../shared/security'
-import { dayMs, lastUsedResolutionMs } from '../shared/time'
-import type { GrantRepository, NewTokens } from './grants.repository'
+import { dayMs } from '../shared/time'
+import type { NewTokens } from './grants.repository'
 
-export const accessTokenPrefix = 'tho_'
 export const refreshTokenPrefix = 'thr_'
 export const authorizationCodePrefix = 'thc_'
 export const registrationTokenPrefix = 'thrg_'
@@ -59,20 +58,4 @@ export function newTokens(input: TokensToIssue, now: number): { payload: TokenPa
     payload.refresh_token = refreshToken
   }
   return { payload, tokens }
-}
-
-/** The caller behind an OAuth access token, or null when it is unknown, expired or revoked (itself or its grant). */
-export async function resolveOAuthAccessToken(
-  grants: GrantRepository,
-  hash: string,
-  now: number,
-): Promise<ResolvedToken | null> {
-  const row = await grants.findAccessToken(hash)
-  if (!row || row.revokedAt !== null || row.grantRevokedAt !== null || row.expiresAt <= now) return null
-  if (row.removedAt !== null) return null
-  if (row.grantLastUsedAt === null || now - row.grantLastUsedAt >= lastUsedResolutionMs) {
-    await grants.markUsed(row.grantId, row.clientId, now)
-  }
-  const caller = callerOf(row, `grant:${row.grantId}`)
-  return { caller: row.resource === null ? caller : { ...caller, audience: row.resource }, expiresAt: row.expiresAt }
 }

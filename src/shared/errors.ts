@@ -1,11 +1,5 @@
-// One error type for the whole API and one plugin that renders it: the spec's `{ error, message }` everywhere,
-// except on routes that opt into the bare `{ message, ...extra }` the spec gives the attachment upload.
-import { Elysia } from 'elysia'
-import { requestIdOf, settleAddressCount } from './http'
-import type { Logger } from './log'
-import type { AllowedMethods } from './methods'
-import { rateLimited } from './rate-limit'
-
+// One error type for the whole API: a refusal says its status, its `error` code and a sentence; the error plugin
+// (error-plugin.ts) renders it as the spec's `{ error, message }`.
 export class AppError extends Error {
   constructor(
     readonly status: number,
@@ -26,19 +20,13 @@ export class AppError extends Error {
  */
 export class RequestRefusal extends AppError {}
 
-/** Paths that answer in their own shape, and how a `RequestRefusal` is said in it; the API's is the default. */
-export interface ErrorSurface {
-  paths: RegExp
-  render(failure: AppError): Response
-}
-
 export const notFound = (what: string): AppError => new AppError(404, 'not_found', `${what} not found`)
 export const invalidRequest = (message: string): AppError => new AppError(400, 'invalid_request', message)
 export const conflict = (message: string): AppError => new AppError(409, 'conflict', message)
 export const forbidden = (message: string): AppError => new AppError(403, 'forbidden', message)
 
 /** One schema failure, as TypeBox reports it (`path` like `/attachment_ids/3`). */
-interface ValidationIssue {
+export interface ValidationIssue {
   path?: string
   message?: string
 }
@@ -55,103 +43,3 @@ export function describeIssue(where: string, issue: ValidationIssue | undefined)
   if (message === 'Unexpected property' || /additional/i.test(message)) return `Unknown ${where} property "${field}"`
   return field ? `Invalid ${where} field "${field}": ${message}` : `Invalid ${where}: ${message}`
 }
-
-function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { 'content-type': 'application/json', ...headers },
-  })
-}
-
-/** Every failure as an AppError, so that one place decides the body's shape. */
-function toAppError(
-  code: string | number,
-  error: unknown,
-  path: string,
-  request: Request,
-  log: Logger,
-  allowed?: AllowedMethods,
-): AppError {
-  if (error instanceof AppError) return error
-  // Elysia wraps whatever a parse hook throws, our body readers' refusals included.
-  if (code === 'PARSE' && error instanceof Error && error.cause instanceof AppError) return error.cause
-  switch (code) {
-    case 'VALIDATION': {
-      // `valueError` is the first failure, which Elysia has already found; its `all` would look for every other.
-      const { type, valueError } = error as { type?: string; valueError?: ValidationIssue }
-      return invalidRequest(describeIssue(type ?? 'request', valueError))
-    }
-    case 'PARSE':
-      return invalidRequest('The request body could not be parsed')
-    case 'NOT_FOUND': {
-      const methods = allowed?.of(path) ?? []
-      if (methods.length === 0) return new AppError(404, 'not_found', 'No such endpoint')
-      const allow = methods.join(', ')
-      const message = `${request.method} is not allowed here; this path answers ${allow}`
-      return new AppError(405, 'method_not_allowed', message, {}, { allow })
-    }
-    case 'INVALID_COOKIE_SIGNATURE':
-      return invalidRequest('Invalid cookie')
-    default:
-      log.error('unhandled error', {
-        requestId: requestIdOf(request),
-        path,
-        code: String(code),
-        error: error instanceof Error ? (error.stack ?? error.message) : String(error),
-      })
-      return new AppError(500, 'internal_error', 'Something went wrong on our side')
-  }
-}
-
-/**
- * How failures of page requests are shown (src/web/errors.tsx): a response, or null where the request is the
- * API's and gets JSON. `unmatched` says no route matched the request.
- */
-export type PageFailures = (failure: AppError, request: Request, unmatched: boolean) => Promise<Response | null>
-
-/** Requests whose route asked for bare client-error bodies (see `errorShapes`). */
-const bareRequests = new WeakSet<Request>()
-/** The statuses a bare route renders without `error`; 401, 403 and 404 keep the usual `{ error, message }`. */
-const bareStatuses = new Set([400, 413, 422])
-
-export const errorPlugin = (
-  log: Logger,
-  allowed?: AllowedMethods,
-  surfaces: ErrorSurface[] = [],
-  pages?: PageFailures,
-) =>
-  new Elysia({ name: 'errors' })
-    .error({ AppError })
-    .onError({ as: 'global' }, async ({ code, error, path, set, request }) => {
-      // An API request that failed before its token was checked (an unknown path, a refused body) counts
-      // against its address.
-      const retryAfter = settleAddressCount(request, false)
-      const failure =
-        retryAfter === null ? toAppError(code, error, path, request, log, allowed) : rateLimited(retryAfter)
-      const body =
-        bareRequests.has(request) && bareStatuses.has(failure.status)
-          ? { message: failure.message, ...failure.extra }
-          : { error: failure.code, message: failure.message, ...failure.extra }
-      set.status = failure.status // read by the access log
-      // Pages first: a page request, or a web address, gets a page whatever failed (src/web/errors.tsx).
-      const page = retryAfter === null ? await pages?.(failure, request, code === 'NOT_FOUND') : null
-      if (page) {
-        set.status = page.status
-        return page
-      }
-      const surface = failure instanceof RequestRefusal ? surfaces.find(({ paths }) => paths.test(path)) : undefined
-      if (surface) return surface.render(failure)
-      return json(failure.status, body, failure.headers)
-    })
-
-/**
- * Route option `bareClientErrors: true`: the route's 400, 413 and 422 become `{ message, ...extra }`. The
- * request is marked in `transform`, which runs before validation, so malformed parameters are covered too.
- */
-export const errorShapes = new Elysia({ name: 'error-shapes' }).macro({
-  bareClientErrors: {
-    transform({ request }) {
-      bareRequests.add(request)
-    },
-  },
-})

@@ -18,7 +18,7 @@ import { viewerOf } from '../web/layout'
 import { field } from '../web/trusted-form'
 import { shareDeps } from './index'
 import { createShare, openShare, sharedFile, sharePath } from './service'
-import { AdminSharesPage, SettingsSharesPage, SharedThreadPage, ShareThreadPage } from './views'
+import { AdminSharesPage, SettingsSharesPage, SharedThreadPage, ShareThreadPage } from './views/shares'
 
 export interface SharePagesDeps extends WebDeps {
   links: Links

@@ -8,14 +8,15 @@
 // route (U+0000 in the URL) is a page on a web address too.
 
 import { findSession } from '../auth/sessions'
-import { AppError, type PageFailures, RequestRefusal } from '../shared/errors'
+import type { PageFailures } from '../shared/error-plugin'
+import { AppError, RequestRefusal } from '../shared/errors'
 import type { AllowedMethods } from '../shared/methods'
 import type { Clock } from '../shared/time'
 import type { Store } from '../store'
 import { sessionCsrfToken } from './csrf'
 import { cookieNames, pageHeaders, pageSessionOf, seeOther, signInPath } from './index'
 import { type Viewer, viewerOf } from './layout'
-import { MessagePage } from './pages/message'
+import { MessagePage } from './message'
 
 /** A failure with a page's own words: the title and, where it helps, the one link that leads on. */
 export class PageError extends AppError {

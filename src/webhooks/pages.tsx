@@ -7,7 +7,6 @@ import { account, noticeFor, refusalOf } from '../web/account'
 import { PageError } from '../web/errors'
 import { type PageSession, pageHeaders, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
-import { DeleteWebhookPage, type WebhookFormValues, WebhooksPage } from '../web/pages/admin/webhooks'
 import { field, fieldValues } from '../web/trusted-form'
 import {
   createEndpoint,
@@ -18,6 +17,7 @@ import {
   requireEndpoint,
   sendTestEvent,
 } from './service'
+import { DeleteWebhookPage, type WebhookFormValues, WebhooksPage } from './views/webhooks'
 
 export interface WebhookPagesDeps extends WebDeps {
   log: Logger

@@ -2,12 +2,9 @@
 // resources, the API (`/api/v1`) and the MCP server (`/mcp`); naming the server itself (PUBLIC_URL) means both.
 // A token is then accepted by the resource it was asked for only (its audience); one asked for with no resource,
 // or for the whole server, is accepted by both, as tokens were before resources were told apart.
+import { type ProtectedResource, protectedResources } from '../../auth/resources'
 import { InvalidTarget } from '../errors'
 import type { AuthorizationCheck, CodeExchangeCheck } from './types'
-
-/** The protected resources, as paths under PUBLIC_URL: what grants and tokens store as their audience. */
-export const protectedResources = ['/api/v1', '/mcp'] as const
-export type ProtectedResource = (typeof protectedResources)[number]
 
 /** The resource a `resource` value names: one of the paths, `all` for the server itself, null for anything else. */
 function resourceNamed(value: string, publicUrl: string): ProtectedResource | 'all' | null {

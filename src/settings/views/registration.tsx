@@ -1,9 +1,9 @@
 // Registration token: any member generates one (shown once, with its expiry) so a developer's app can register
 // itself into the organization. The same panel serves Settings and Administration.
 import { escapeHtml } from '@kitajs/html'
-import { CsrfField, OneTimeSecret, Time } from '../../components'
-import type { Viewer } from '../../layout'
-import { AdminFrame, SettingsFrame } from './frame'
+import { CsrfField, OneTimeSecret, Time } from '../../web/components'
+import { AdminFrame, SettingsFrame } from '../../web/frame'
+import type { Viewer } from '../../web/layout'
 
 export interface RegistrationTokenProps {
   viewer: Viewer

@@ -1,10 +1,10 @@
 // Settings → OAuth clients (developers): create a confidential client (name and redirect URIs; the client ID
 // and secret are shown once) and list the clients you created.
 import { escapeHtml } from '@kitajs/html'
-import type { OAuthModel } from '../../../oauth/model'
-import { CsrfField, ErrorAlert, OneTimeSecret, TableRegion, Time } from '../../components'
-import type { Viewer } from '../../layout'
-import { SettingsFrame } from './frame'
+import type { OAuthModel } from '../../oauth/model'
+import { CsrfField, ErrorAlert, OneTimeSecret, TableRegion, Time } from '../../web/components'
+import { SettingsFrame } from '../../web/frame'
+import type { Viewer } from '../../web/layout'
 
 export interface ClientFormValues {
   name: string

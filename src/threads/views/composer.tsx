@@ -3,7 +3,7 @@
 // into Enter-to-send, removable file chips, drag-and-drop and paste, and a send that does not reload the page.
 import { escapeHtml, type PropsWithChildren } from '@kitajs/html'
 import { filesPerRequest, imageLimits, pdfLimits, textLimits } from '../../attachments/limits'
-import { CsrfField } from '../components'
+import { CsrfField } from '../../web/components'
 import { PaperclipIcon, SendIcon, StopIcon } from './chat-layout'
 import { acceptedFiles, filesHint } from './parts'
 

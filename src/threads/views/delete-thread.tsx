@@ -1,8 +1,8 @@
 // The confirmation step before a thread is deleted: a page of its own, so it works without JavaScript, and a
 // deletion is never one stray click in the thread's menu.
 import { escapeHtml } from '@kitajs/html'
-import { CsrfField } from '../components'
-import { Layout, type Viewer } from '../layout'
+import { CsrfField } from '../../web/components'
+import { Layout, type Viewer } from '../../web/layout'
 
 export interface DeleteThreadPageProps {
   viewer: Viewer

@@ -1,6 +1,6 @@
 // A page that explains something went wrong (or cannot be done) and, where it helps, offers one way on.
 import { escapeHtml } from '@kitajs/html'
-import { Layout, type Viewer } from '../layout'
+import { Layout, type Viewer } from './layout'
 
 export interface MessagePageProps {
   title: string

@@ -2,10 +2,10 @@
 // person's threads (search, filters, archived, "New thread") beside the open conversation, whose composer sits at
 // the bottom. On a phone the sidebar folds away behind a "Threads" link (`#sidebar`, so it opens without script).
 import { escapeHtml, type PropsWithChildren } from '@kitajs/html'
-import type { ThreadsModel } from '../../threads/model'
-import { type ClientAssets, themeScript } from '../client-assets'
-import { CsrfField } from '../components'
-import { stylesheetPath, type Viewer } from '../layout'
+import { type ClientAssets, themeScript } from '../../web/client-assets'
+import { CsrfField } from '../../web/components'
+import { stylesheetPath, type Viewer } from '../../web/layout'
+import type { ThreadsModel } from '../model'
 import { StateBadge, threadTitle } from './parts'
 
 /** The list's filters, named and valued as the API's query parameters so a page URL reads like an API call. */

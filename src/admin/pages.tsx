@@ -14,16 +14,16 @@ import {
   rotateClientSecret,
 } from '../oauth/management'
 import { createRegistrationToken } from '../oauth/registration'
+import { AdminRegistrationPage } from '../settings/views/registration'
 import { type AppError, invalidRequest } from '../shared/errors'
 import { parseRetentionDays } from '../threads/retention'
 import { account, noticeFor, refusalOf } from '../web/account'
 import { type PageSession, pageHeaders, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
-import { AdminClientPage, AdminClientsPage, DeleteClientPage } from '../web/pages/admin/clients'
-import { type MemberFormValues, MembersPage, RemoveMemberPage } from '../web/pages/admin/members'
-import { RetentionPage } from '../web/pages/admin/retention'
-import { AdminRegistrationPage } from '../web/pages/settings/registration'
 import { field } from '../web/trusted-form'
+import { AdminClientPage, AdminClientsPage, DeleteClientPage } from './views/clients'
+import { type MemberFormValues, MembersPage, RemoveMemberPage } from './views/members'
+import { RetentionPage } from './views/retention'
 
 export const adminNotices: Record<string, string> = {
   'client-deleted': 'The client was deleted, and every token it held stopped working.',

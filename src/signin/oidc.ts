@@ -4,9 +4,9 @@
 // Threadhouse user by verified email only: unknown emails are refused, never created.
 import { CodeChallengeMethod, generateCodeVerifier, generateState, OAuth2Client } from 'arctic'
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from 'jose'
+import { findUserByEmail } from '../auth/users'
+import type { UserRepository } from '../auth/users.repository'
 import type { Config } from '../config'
-import { findUserByEmail } from './users'
-import type { UserRepository } from './users.repository'
 
 export interface OidcSettings {
   issuer: string

@@ -2,11 +2,11 @@
 // is disabled), a form to add one (its secret shown once), per-endpoint actions (test, disable or enable, delete after
 // confirmation) and the recent delivery attempts with what each got back.
 import { escapeHtml } from '@kitajs/html'
-import { webhookEventTypes } from '../../../webhooks/events'
-import type { AttemptRow, EndpointRow } from '../../../webhooks/repository'
-import { CsrfField, ErrorAlert, Notice, OneTimeSecret, TableRegion, Time } from '../../components'
-import type { Viewer } from '../../layout'
-import { AdminFrame } from '../settings/frame'
+import { CsrfField, ErrorAlert, Notice, OneTimeSecret, TableRegion, Time } from '../../web/components'
+import { AdminFrame } from '../../web/frame'
+import type { Viewer } from '../../web/layout'
+import { webhookEventTypes } from '../events'
+import type { AttemptRow, EndpointRow } from '../repository'
 
 export function webhookPath(endpointId: string): string {
   return `/admin/webhooks/${encodeURIComponent(endpointId)}`

@@ -1,10 +1,10 @@
 // Settings → Connected apps: every app holding live tokens for you, what it may do, when it last did; Revoke
 // ends all of its tokens at once.
 import { escapeHtml } from '@kitajs/html'
-import type { OAuthModel } from '../../../oauth/model'
-import { CsrfField, ErrorAlert, Notice, TableRegion, Time } from '../../components'
-import type { Viewer } from '../../layout'
-import { SettingsFrame } from './frame'
+import type { OAuthModel } from '../../oauth/model'
+import { CsrfField, ErrorAlert, Notice, TableRegion, Time } from '../../web/components'
+import { SettingsFrame } from '../../web/frame'
+import type { Viewer } from '../../web/layout'
 
 export interface AppsPageProps {
   viewer: Viewer

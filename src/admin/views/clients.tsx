@@ -1,7 +1,8 @@
 // Administration → OAuth clients: the organization's clients (name, owner, redirect URIs, last use), one
 // client's detail panel with secret rotation, and the confirmation step before deleting one.
 import { escapeHtml } from '@kitajs/html'
-import type { OAuthModel } from '../../../oauth/model'
+import type { OAuthModel } from '../../oauth/model'
+import { RedirectUriList } from '../../settings/views/clients'
 import {
   CsrfField,
   ErrorAlert,
@@ -11,10 +12,9 @@ import {
   safeLinkHref,
   TableRegion,
   Time,
-} from '../../components'
-import type { Viewer } from '../../layout'
-import { RedirectUriList } from '../settings/clients'
-import { AdminFrame } from '../settings/frame'
+} from '../../web/components'
+import { AdminFrame } from '../../web/frame'
+import type { Viewer } from '../../web/layout'
 
 export function clientPath(clientId: string): string {
   return `/admin/clients/${encodeURIComponent(clientId)}`

@@ -1,8 +1,8 @@
 // The consent page: who is asking, for what, where the answer goes, and Allow/Deny. The decision button's name
 // and values are fixed by the operator contract.
 import { escapeHtml } from '@kitajs/html'
-import { CsrfField } from '../components'
-import { Layout, type Viewer } from '../layout'
+import { CsrfField } from '../../web/components'
+import { Layout, type Viewer } from '../../web/layout'
 
 export interface ConsentPageProps {
   viewer: Viewer

@@ -1,13 +1,13 @@
 // The share links' pages: the shared thread as people outside the organization see it (no navigation, no sign-in),
 // the owner's confirmation before a link is made, Settings → Share links and Administration → Sharing.
 import { escapeHtml } from '@kitajs/html'
-import type { ThreadsModel } from '../threads/model'
-import { CsrfField, ErrorAlert, Notice, OneTimeSecret, TableRegion, Time } from '../web/components'
-import { Layout, type Viewer } from '../web/layout'
-import { renderMarkdown } from '../web/markdown'
-import { threadTitle } from '../web/pages/parts'
-import { AdminFrame, SettingsFrame } from '../web/pages/settings/frame'
-import type { OpenShare, ShareSummary, Snapshot } from './repository'
+import type { ThreadsModel } from '../../threads/model'
+import { threadTitle } from '../../threads/views/parts'
+import { CsrfField, ErrorAlert, Notice, OneTimeSecret, TableRegion, Time } from '../../web/components'
+import { AdminFrame, SettingsFrame } from '../../web/frame'
+import { Layout, type Viewer } from '../../web/layout'
+import { renderMarkdown } from '../../web/markdown'
+import type { OpenShare, ShareSummary, Snapshot } from '../repository'
 
 type SnapshotMessage = Snapshot['messages'][number]
 type SnapshotFile = Snapshot['files'][number]

@@ -1,7 +1,7 @@
 // The sign-in page. Field names, the button text and `next` are fixed by the operator contract.
 import { escapeHtml } from '@kitajs/html'
-import { CsrfField } from '../components'
-import { Layout } from '../layout'
+import { CsrfField } from '../../web/components'
+import { Layout } from '../../web/layout'
 
 export interface LoginPageProps {
   next: string

@@ -20,12 +20,12 @@ import { dayMs } from '../shared/time'
 import { account, noticeFor, refusalOf } from '../web/account'
 import { type PageSession, pageHeaders, safeNextPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
-import { AppsPage } from '../web/pages/settings/apps'
-import { type ClientFormValues, ClientsPage } from '../web/pages/settings/clients'
-import { PasswordPage } from '../web/pages/settings/password'
-import { SettingsRegistrationPage } from '../web/pages/settings/registration'
-import { type TokenFormValues, TokensPage, tokenLifetimeChoices } from '../web/pages/settings/tokens'
 import { field, fieldValues, type PostedForm } from '../web/trusted-form'
+import { AppsPage } from './views/apps'
+import { type ClientFormValues, ClientsPage } from './views/clients'
+import { PasswordPage } from './views/password'
+import { SettingsRegistrationPage } from './views/registration'
+import { type TokenFormValues, TokensPage, tokenLifetimeChoices } from './views/tokens'
 
 /** Confirmations after a redirect, chosen by a fixed key so a URL can never put words on the page. */
 export const settingsNotices: Record<string, string> = {

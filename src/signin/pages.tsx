@@ -1,5 +1,7 @@
-// Sign-in and sign-out pages: GET/POST /login and POST /logout. Behaviour lives in sessions.ts.
+// Sign-in and sign-out pages: GET/POST /login and POST /logout. Behaviour lives in auth/sessions.ts.
 import { Elysia } from 'elysia'
+import { signInRetryAfter } from '../auth/attempts'
+import { invalidateSession, signIn } from '../auth/sessions'
 import { clientIpOf, requestIdOf } from '../shared/http'
 import type { Logger } from '../shared/log'
 import type { Limiter } from '../shared/rate-limit'
@@ -14,14 +16,12 @@ import {
   usesHttps,
   type WebDeps,
 } from '../web/index'
-import { LoginPage } from '../web/pages/login'
 import { field, trustedForms } from '../web/trusted-form'
-import { signInRetryAfter } from './attempts'
-import { invalidateSession, signIn } from './sessions'
+import { LoginPage } from './views/login'
 
 export interface SigninDeps extends WebDeps {
   log: Logger
-  /** The OpenID Connect provider's name, when sign-in through it is configured (see oidc-signin.tsx). */
+  /** The OpenID Connect provider's name, when sign-in through it is configured (see oidc-pages.tsx). */
   externalSignIn: string | null
   /** Sign-in attempts per client address and per email (RATE_LIMIT_AUTH_PER_MINUTE); absent when turned off. */
   authLimiter?: Limiter

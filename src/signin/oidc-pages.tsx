@@ -1,7 +1,8 @@
 // Sign-in through the configured OpenID Connect provider: GET /login/oidc leaves for the provider, and
-// GET /login/oidc/callback comes back and opens a session. Behaviour lives in oidc.ts and sessions.ts.
+// GET /login/oidc/callback comes back and opens a session. Behaviour lives in oidc.ts and auth/sessions.ts.
 import { decodeBase64urlIgnorePadding, encodeBase64urlNoPadding } from '@oslojs/encoding'
 import { type Cookie, Elysia } from 'elysia'
+import { createSession } from '../auth/sessions'
 import { secretsEqual } from '../shared/security'
 import { PageError } from '../web/errors'
 import {
@@ -23,7 +24,6 @@ import {
   type PendingSignIn,
   userForIdentity,
 } from './oidc'
-import { createSession } from './sessions'
 
 export interface OidcSigninDeps extends WebDeps {
   oidc: OidcSettings | null

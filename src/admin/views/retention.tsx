@@ -1,9 +1,9 @@
 // Administration → Retention: how long the organization keeps threads after their last update (off by default).
 import { escapeHtml } from '@kitajs/html'
-import { retentionDaysRange } from '../../../threads/retention'
-import { CsrfField, ErrorAlert, Notice } from '../../components'
-import type { Viewer } from '../../layout'
-import { AdminFrame } from '../settings/frame'
+import { retentionDaysRange } from '../../threads/retention'
+import { CsrfField, ErrorAlert, Notice } from '../../web/components'
+import { AdminFrame } from '../../web/frame'
+import type { Viewer } from '../../web/layout'
 
 export interface RetentionPageProps {
   viewer: Viewer

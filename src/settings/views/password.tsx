@@ -1,10 +1,10 @@
 // Settings → Password: change your password. Someone signed in with a one-time password from an admin lands
 // here first and cannot use any other page until they have chosen their own.
 import { escapeHtml } from '@kitajs/html'
-import { minimumPasswordLength } from '../../../auth/passwords'
-import { CsrfField, ErrorAlert, Notice } from '../../components'
-import type { Viewer } from '../../layout'
-import { SettingsFrame } from './frame'
+import { minimumPasswordLength } from '../../auth/passwords'
+import { CsrfField, ErrorAlert, Notice } from '../../web/components'
+import { SettingsFrame } from '../../web/frame'
+import type { Viewer } from '../../web/layout'
 
 export interface PasswordPageProps {
   viewer: Viewer

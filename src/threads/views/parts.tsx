@@ -1,6 +1,6 @@
 // Small pieces the thread pages share: state badges, icons and the file picker.
 import { filesPerRequest, imageLimits, mib, pdfLimits, textLimits } from '../../attachments/limits'
-import type { ThreadsModel } from '../../threads/model'
+import type { ThreadsModel } from '../model'
 
 const stateLabels: Record<ThreadsModel.thread['state'], string> = {
   ready: 'Ready',

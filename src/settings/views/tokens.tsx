@@ -1,12 +1,12 @@
 // Settings → API tokens: create a personal access token with chosen scopes and expiry (shown once), list
 // the ones that still exist, revoke them.
 import { escapeHtml } from '@kitajs/html'
-import { type Scope, scopes } from '../../../auth/model'
-import type { PersonalAccessTokenSummary } from '../../../auth/personal-access-tokens'
-import { scopeDescriptions } from '../../../oauth/model'
-import { CsrfField, ErrorAlert, Notice, OneTimeSecret, TableRegion, Time } from '../../components'
-import type { Viewer } from '../../layout'
-import { SettingsFrame } from './frame'
+import { type Scope, scopes } from '../../auth/model'
+import type { PersonalAccessTokenSummary } from '../../auth/personal-access-tokens'
+import { scopeDescriptions } from '../../oauth/model'
+import { CsrfField, ErrorAlert, Notice, OneTimeSecret, TableRegion, Time } from '../../web/components'
+import { SettingsFrame } from '../../web/frame'
+import type { Viewer } from '../../web/layout'
 
 /** Expiry choices offered by the form, in days; an empty value means the token never expires. */
 export const tokenLifetimeChoices = [

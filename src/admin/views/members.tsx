@@ -1,11 +1,11 @@
 // Administration → Members: add someone with a one-time password (shown once), change roles, and remove
 // people after a confirmation step.
 import { escapeHtml } from '@kitajs/html'
-import type { Member } from '../../../auth/members'
-import { type Role, roles } from '../../../auth/model'
-import { CsrfField, ErrorAlert, Notice, OneTimeSecret, TableRegion, Time } from '../../components'
-import type { Viewer } from '../../layout'
-import { AdminFrame } from '../settings/frame'
+import type { Member } from '../../auth/members'
+import { type Role, roles } from '../../auth/model'
+import { CsrfField, ErrorAlert, Notice, OneTimeSecret, TableRegion, Time } from '../../web/components'
+import { AdminFrame } from '../../web/frame'
+import type { Viewer } from '../../web/layout'
 
 export function memberPath(sub: string): string {
   return `/admin/members/${encodeURIComponent(sub)}`

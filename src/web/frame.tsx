@@ -1,7 +1,7 @@
 // The frame of every settings and administration page: the shared layout, the area's heading and its tabs.
 import type { PropsWithChildren } from '@kitajs/html'
-import { type NavItem, SectionNav } from '../../components'
-import { Layout, type Viewer } from '../../layout'
+import { type NavItem, SectionNav } from './components'
+import { Layout, type Viewer } from './layout'
 
 export const settingsSections: NavItem[] = [
   { href: '/settings/tokens', label: 'API tokens' },

@@ -11,7 +11,7 @@ import { oidcSignin } from './auth/oidc-signin'
 import { signin } from './auth/signin'
 import type { Config } from './config'
 import { docs } from './docs'
-import { responses } from './generation'
+import { answerRoutes } from './generation'
 import { createGenerationEngine } from './generation/service'
 import type { GenerationRunner } from './generation/types'
 import { mcpRoutes } from './mcp'
@@ -168,7 +168,7 @@ export function createApp(deps: AppDeps) {
     .use(threadRoutes(shared))
     .use(attachmentRoutes(shared))
     .use(shareRoutes(shared))
-    .use(responses(shared))
+    .use(answerRoutes(shared))
     .use(signin({ ...shared, externalSignIn: oidc?.name ?? null }))
     .use(oidcSignin({ ...shared, oidc }))
     .use(

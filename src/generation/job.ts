@@ -8,7 +8,10 @@
 //
 // A shutdown during `preparing` lets the job go unstored (its claim is given back), and a queued answer stopped
 // before it took a place is made a Job only to be stored as stopped.
+import type { Logger } from '../shared/log'
 import type { ThreadsModel } from '../threads/model'
+import type { Hub } from './hub'
+import type { AnswerRelay } from './relay'
 import type { Compaction, EndedAnswer, PendingAnswer } from './repository'
 
 export type JobState =
@@ -34,8 +37,8 @@ export class Job implements PendingAnswer {
   readonly blocks: ThreadsModel.contentBlock[] = []
   compaction?: Compaction
   /** How much of the text has been handed to the relay, and the hand-over under way. */
-  published = 0
-  publishing?: Promise<void>
+  private published = 0
+  private publishing?: Promise<void>
   /** Set on entering `storing`: what a stop whose generator let go at once waits for. */
   stored?: Promise<void>
 
@@ -68,5 +71,30 @@ export class Job implements PendingAnswer {
       text === '' ? [...this.blocks] : [{ type: 'text', text }, ...this.blocks]
     const { messageId, threadId, compaction, lease } = this
     return { messageId, threadId, outcome, error, contents, compaction, lease }
+  }
+
+  /**
+   * Hands the text generated since the last hand-over (the hub's) to the relay; one at a time, so chunks arrive in
+   * order. A hand-over that fails is tried again with the next token (or at the end); one refused for a lost lease
+   * is not. Only the lease's holder publishes.
+   */
+  publish(relay: AnswerRelay, hub: Hub, log: Logger): void {
+    if (!this.held || this.lease === null || this.publishing) return
+    const text = hub.text(this.messageId)
+    if (this.published >= text.length) return
+    const start = this.published
+    this.published = text.length
+    const chunk = { messageId: this.messageId, lease: this.lease, start, end: text.length, text: text.slice(start) }
+    this.publishing = relay.publish(chunk).then(
+      () => {
+        this.publishing = undefined
+        this.publish(relay, hub, log)
+      },
+      (error) => {
+        this.published = start
+        this.publishing = undefined
+        log.warn('could not publish an answer to other instances', { messageId: this.messageId, error: String(error) })
+      },
+    )
   }
 }

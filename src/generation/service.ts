@@ -103,30 +103,6 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
     else hub.finish(messageId, { error: 'The response is no longer pending' })
   }
 
-  /**
-   * Hands the text generated since the last hand-over to the relay; one at a time, so chunks arrive in order. A
-   * hand-over that fails is tried again with the next token (or at the end); one refused for a lost lease is not.
-   */
-  function publish(job: Job): void {
-    if (!relay || !job.held || job.lease === null || job.publishing) return
-    const text = hub.text(job.messageId)
-    if (job.published >= text.length) return
-    const start = job.published
-    job.published = text.length
-    const chunk = { messageId: job.messageId, lease: job.lease, start, end: text.length, text: text.slice(start) }
-    job.publishing = relay.publish(chunk).then(
-      () => {
-        job.publishing = undefined
-        publish(job)
-      },
-      (error) => {
-        job.published = start
-        job.publishing = undefined
-        log.warn('could not publish an answer to other instances', { messageId: job.messageId, error: String(error) })
-      },
-    )
-  }
-
   /** Starts what waits, up to the free places, and tells who waits for the engine to empty. */
   function pump(): void {
     while (phase === 'serving' && running.size < concurrency && queue.length > 0) {
@@ -195,7 +171,7 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
       token: (text) => {
         if (phase === 'closed') return
         hub.push(job.messageId, text)
-        publish(job)
+        if (relay) job.publish(relay, hub, log)
       },
       block: (block) => {
         if (phase !== 'closed') job.blocks.push(block)

@@ -2,12 +2,14 @@
 // its IDs in the engine's queue; it becomes a Job when it takes one of the GENERATION_CONCURRENCY places, and it
 // leaves the engine once its end is stored. Its states, each left only forward:
 //
-//   claiming ──won──▶ preparing ──history read──▶ generating ──the runner's end──▶ storing ──stored──▶ (gone)
-//      │ lost: followed where it runs, gone    │ stopped meanwhile ──────────────────▲
-//      └ a database error ─────────────────────┴─────────────────────────────────────┘
+//   claiming   → preparing   the claim won; gone if it was lost (its listeners follow the answer where it runs)
+//   preparing  → generating  its history read; → storing at once if stopped meanwhile; gone at a shutdown (the
+//                            claim is given back)
+//   generating → storing     the runner's one end: done, error or cancelled
+//   storing    → gone        its end stored once, its place freed
 //
-// A shutdown during `preparing` lets the job go unstored (its claim is given back), and a queued answer stopped
-// before it took a place is made a Job only to be stored as stopped.
+// A database error while claiming or preparing moves it to storing as failed. A queued answer stopped before it
+// took a place is made a Job only to be stored as stopped.
 import type { Logger } from '../shared/log'
 import type { ThreadsModel } from '../threads/model'
 import type { Hub } from './hub'

@@ -156,7 +156,7 @@ const sent = new Uint8Array(0)
  * relayed through a DirectBody: read as fast as it comes, so that what waits for a client that does not read is
  * counted and bounded here. `ended` runs once the body has ended, broken off, or been cancelled or closed.
  */
-class Relay extends DirectBody {
+class RelayedBody extends DirectBody {
   private readonly reader
 
   /** `ended`, called at most once: a cancel and the end of the pump both get here. */
@@ -202,11 +202,11 @@ class Relay extends DirectBody {
   }
 }
 
-/** `body` as a response body bounded as every SSE stream is (DirectBody); `ended` as for Relay. */
+/** `body` as a response body bounded as every SSE stream is (DirectBody); `ended` as for RelayedBody. */
 export function boundedBody(
   body: ReadableStream<Uint8Array>,
   backlogBytes: number,
   ended: () => void,
 ): ReadableStream<Uint8Array> {
-  return new ReadableStream(new Relay(body, backlogBytes, ended))
+  return new ReadableStream(new RelayedBody(body, backlogBytes, ended))
 }

@@ -8,9 +8,8 @@ import { maxRequestBytes } from './attachments/limits'
 import { identity } from './auth'
 import type { Config } from './config'
 import { docs } from './docs'
-import { responses } from './generation'
+import { answerRoutes } from './generation'
 import { createGenerationEngine } from './generation/service'
-import { Heartbeats, OpenStreams } from './generation/sse'
 import type { GenerationRunner } from './generation/types'
 import { mcpRoutes } from './mcp'
 import { oauthErrorSurface, oauthRoutes } from './oauth'
@@ -21,6 +20,7 @@ import type { Logger } from './shared/log'
 import { AllowedMethods } from './shared/methods'
 import { RateLimiter, sharedLimiter } from './shared/rate-limit'
 import { responseSchemas } from './shared/responses'
+import { Heartbeats, OpenStreams } from './shared/streams/sse'
 import type { Clock } from './shared/time'
 import { shareRoutes } from './shares'
 import { sharePages } from './shares/pages'
@@ -170,7 +170,7 @@ export function createApp(deps: AppDeps) {
     .use(threadRoutes(shared))
     .use(attachmentRoutes(shared))
     .use(shareRoutes(shared))
-    .use(responses(shared))
+    .use(answerRoutes(shared))
     .use(signin({ ...shared, externalSignIn: oidc?.name ?? null }))
     .use(oidcSignin({ ...shared, oidc }))
     .use(

@@ -1,7 +1,7 @@
 // The response stream: SSE framing, joining mid-answer, resuming with Last-Event-ID, replay after the
 // end, errors, heartbeats, and clients that go away.
 import { expect, test } from 'bun:test'
-import { Heartbeats } from '../src/generation/sse'
+import { Heartbeats } from '../src/shared/streams/sse'
 import {
   collect,
   harness,

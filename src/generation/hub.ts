@@ -1,18 +1,6 @@
 // Live answers in memory, fanned out to any number of listeners. Tokens are kept as one growing string,
 // so a listener joining mid-answer, or resuming from an offset, gets exactly what it missed.
-
-export interface Listener {
-  /** `text` is what was appended; `end` is the answer's length after it (the SSE event id). */
-  token(text: string, end: number): void
-  done(end: number): void
-  /** `resumable`: the answer will be generated again (a restart), so a client should come back for it. */
-  error(message: string, end: number, resumable?: boolean): void
-}
-
-/** What a listener keeps to stop listening: the answer itself, so leaving costs no closure per listener. */
-export interface Subscription {
-  leave(listener: Listener): void
-}
+import type { Listener, Subscription } from '../shared/streams/sse'
 
 class LiveAnswer implements Subscription {
   text = ''

@@ -4,17 +4,16 @@ import { type AuthDeps, auth } from '../auth'
 import { AuthModel, type Caller } from '../auth/model'
 import { notFound } from '../shared/errors'
 import type { Responses } from '../shared/responses'
+import { type Heartbeats, type Listener, type OpenStreams, type ResponseSet, sseResponse } from '../shared/streams/sse'
 import { type Links, toMessage } from '../threads/links'
 import { ThreadsModel } from '../threads/model'
 import { requireMessage } from '../threads/visibility'
-import type { Listener } from './hub'
 import { GenerationModel } from './model'
 import type { GenerationRecord, GenerationRepository } from './repository'
 import type { GenerationEngine } from './service'
-import { type Heartbeats, type OpenStreams, type ResponseSet, sseResponse } from './sse'
 import { busyThreadStates } from './state'
 
-export interface ResponseDeps extends AuthDeps {
+export interface AnswerDeps extends AuthDeps {
   engine: GenerationEngine
   links: Links
   heartbeats: Heartbeats
@@ -41,7 +40,7 @@ export type PolledAnswer =
  * message asked for no answer. The caller has checked that the message may be read (requireMessage gives `thread`).
  */
 export async function pollAnswer(
-  deps: Pick<ResponseDeps, 'store' | 'links'>,
+  deps: Pick<AnswerDeps, 'store' | 'links'>,
   thread: { state: string },
   messageId: string,
 ): Promise<PolledAnswer> {
@@ -60,7 +59,7 @@ function resumeOffset(header: string | undefined): number {
   return Number.isSafeInteger(offset) && offset > 0 ? offset : 0
 }
 
-type StreamDeps = Pick<ResponseDeps, 'store' | 'engine' | 'links' | 'heartbeats' | 'streams'>
+type StreamDeps = Pick<AnswerDeps, 'store' | 'engine' | 'links' | 'heartbeats' | 'streams'>
 
 /** An ended answer as its replay needs it: the stored text, how it ended, and the newer answer it waits for. */
 interface Replay {
@@ -142,8 +141,8 @@ const laterAnswerFailed = 'A later answer in this thread did not complete, so th
 
 const errors = { 400: AuthModel.error, 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
 
-export const responses = (deps: ResponseDeps) =>
-  new Elysia({ name: 'responses', prefix: '/api/v1/threads/:threadId/messages/:messageId' })
+export const answerRoutes = (deps: AnswerDeps) =>
+  new Elysia({ name: 'answers', prefix: '/api/v1/threads/:threadId/messages/:messageId' })
     .use(auth(deps))
     .get(
       '/response',

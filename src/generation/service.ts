@@ -1,5 +1,5 @@
 // The generation engine on the main thread: a durable queue (see repository.ts) drained with a concurrency
-// limit. It moves answers through their states, persists each answer once, when it ends (never token by
+// limit. It moves answers through their states (job.ts), persists each answer once, when it ends (never token by
 // token), and feeds the hub that SSE responses listen to.
 //
 // Where several instances share the database (a relay is given: PostgreSQL), each claim is a lease this engine
@@ -10,12 +10,12 @@ import { hostname } from 'node:os'
 import { newId } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import type { Clock } from '../shared/time'
-import type { ThreadsModel } from '../threads/model'
 import { Hub } from './hub'
+import { Job, type Outcome } from './job'
 import type { AnswerRelay, RelayEvent } from './relay'
 import { RemoteAnswers } from './remote'
-import type { Compaction, GenerationRecord, GenerationRepository, PendingAnswer } from './repository'
-import type { GenerationRunner } from './types'
+import type { GenerationRecord, GenerationRepository, PendingAnswer } from './repository'
+import type { GenerationRunner, JobHandlers } from './types'
 
 export interface EngineDeps {
   generations: GenerationRepository
@@ -29,23 +29,6 @@ export interface EngineDeps {
   leaseMs: number
 }
 
-interface Job extends PendingAnswer {
-  blocks: ThreadsModel.contentBlock[]
-  stopping: boolean
-  compaction?: Compaction
-  /** The lease this engine claims the answer under (proposed, then held once `claimed`). */
-  lease: string | null
-  claimed: boolean
-  /** How much of the text has been handed to the relay, and the hand-over under way. */
-  published: number
-  publishing?: Promise<void>
-  /**
-   * Set by the first settle, until the answer is stored: a worker that fails after a failed start must not store
-   * the answer twice, and a stop whose generator let go at once waits for it.
-   */
-  settled?: Promise<void>
-}
-
 export const restartMessage = 'The server is restarting; this answer will be generated again once it is back'
 
 const stoppedMessage = 'The response was stopped'
@@ -54,6 +37,12 @@ const stoppedMessage = 'The response was stopped'
 const maxAttempts = 3
 
 const recoveryErrors = { stoppedError: stoppedMessage, failedError: 'The response failed repeatedly' }
+
+/**
+ * The engine's own life. Serving: answers start as places free up. Draining (a shutdown's grace period): running
+ * answers may finish, nothing new starts. Closed: the engine ignores the runner.
+ */
+type Phase = 'serving' | 'draining' | 'closed'
 
 export type GenerationEngine = ReturnType<typeof createGenerationEngine>
 
@@ -64,34 +53,25 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
   /** Leases are renewed, and abandoned work looked for, four times per lease. */
   const upkeepMs = Math.max(250, Math.floor(leaseMs / 4))
   const remote = relay ? new RemoteAnswers(hub, relay, log, 1000) : null
-  let upkeepTimer: ReturnType<typeof setInterval> | undefined
   const counts = { takenOver: 0, lostLeases: 0, handedOver: 0 }
+  /** Answers waiting for a place, oldest first. */
   const queue: PendingAnswer[] = []
   /** Answers being claimed, generated or stored: each holds one of the `concurrency` places. */
   const running = new Map<string, Job>()
-  /** Draining: running answers may finish, nothing new starts. Closed: the engine ignores the runner. */
-  let draining = false
-  let closed = false
-  const idleWaiters: (() => void)[] = []
-  const drainWaiters: (() => void)[] = []
+  const waiters = { idle: [] as (() => void)[], drained: [] as (() => void)[] }
+  let phase: Phase = 'serving'
+  let upkeepTimer: ReturnType<typeof setInterval> | undefined
 
-  function settle(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): Promise<void> {
-    job.settled ??= store(job, outcome, error)
-    return job.settled
+  function settle(job: Job, outcome: Outcome, error: string | null): Promise<void> {
+    return job.settle(() => persist(job, outcome, error))
   }
 
   /** Stores the answer, then frees its place: until then it is running (idle and a graceful close wait for it). */
-  async function store(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): Promise<void> {
-    const text = hub.text(job.messageId)
-    const contents: ThreadsModel.contentBlock[] =
-      text === '' ? [...job.blocks] : [{ type: 'text', text }, ...job.blocks]
+  async function persist(job: Job, outcome: Outcome, error: string | null): Promise<void> {
+    const { messageId } = job
     try {
-      const { messageId, threadId, compaction, lease } = job
       // Not waiting for the last chunk to be published: other instances' streams complete from the stored answer.
-      const stored = await generations.finish(
-        { messageId, threadId, outcome, error, contents, compaction, lease },
-        clock.now(),
-      )
+      const stored = await generations.finish(job.ended(outcome, error, hub.text(messageId)), clock.now())
       if (stored) {
         // Listeners hear the end once it is stored: a stream's `done` promises that the thread takes messages again.
         hub.finish(messageId, outcome === 'complete' ? null : { error: error ?? 'The response failed' })
@@ -99,14 +79,14 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
         // Another instance holds the answer now (it took over a lease this one lost), or it ended elsewhere.
         followElsewhere(messageId)
       }
-      if (outcome === 'error' && stored) log.warn('generation failed', { messageId: job.messageId, error })
+      if (outcome === 'error' && stored) log.warn('generation failed', { messageId, error })
     } catch (failure) {
       // The database refused the answer (disk full, I/O error): the job stays `running` in the table and
       // is run again at the next start; listeners are told now rather than left waiting.
-      log.error('could not store an answer', { messageId: job.messageId, error: String(failure) })
-      hub.finish(job.messageId, { error: 'The response could not be saved' })
+      log.error('could not store an answer', { messageId, error: String(failure) })
+      hub.finish(messageId, { error: 'The response could not be saved' })
     }
-    running.delete(job.messageId)
+    running.delete(messageId)
     pump()
   }
 
@@ -123,100 +103,91 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
     else hub.finish(messageId, { error: 'The response is no longer pending' })
   }
 
-  /**
-   * Hands the text generated since the last hand-over to the relay; one at a time, so chunks arrive in order. A
-   * hand-over that fails is tried again with the next token (or at the end); one refused for a lost lease is not.
-   */
-  function publish(job: Job): void {
-    if (!relay || !job.claimed || job.lease === null || job.publishing) return
-    const text = hub.text(job.messageId)
-    if (job.published >= text.length) return
-    const start = job.published
-    job.published = text.length
-    const chunk = { messageId: job.messageId, lease: job.lease, start, end: text.length, text: text.slice(start) }
-    job.publishing = relay.publish(chunk).then(
-      () => {
-        job.publishing = undefined
-        publish(job)
-      },
-      (error) => {
-        job.published = start
-        job.publishing = undefined
-        log.warn('could not publish an answer to other instances', { messageId: job.messageId, error: String(error) })
-      },
-    )
+  /** Starts what waits, up to the free places, and tells who waits for the engine to empty. */
+  function pump(): void {
+    while (phase === 'serving' && running.size < concurrency && queue.length > 0) {
+      const next = queue.shift()
+      if (next) start(next)
+    }
+    if (running.size === 0) for (const resolve of waiters.drained.splice(0)) resolve()
+    if (running.size === 0 && queue.length === 0) for (const resolve of waiters.idle.splice(0)) resolve()
   }
 
   /** Takes a place at once, then claims the answer and hands it to the runner. */
   function start(answer: PendingAnswer): void {
-    const job: Job = { ...answer, blocks: [], stopping: false, lease: null, claimed: false, published: 0 }
+    const job = new Job(answer.messageId, answer.threadId)
     running.set(job.messageId, job)
     void claimAndRun(job)
   }
 
   async function claimAndRun(job: Job): Promise<void> {
-    const { messageId, threadId } = job
     try {
-      const lease = { id: newId(), holder, expiresAt: clock.now() + leaseMs }
-      // Known before the claim commits, so that a shutdown meanwhile gives it back (see close).
-      job.lease = lease.id
-      if (!(await generations.claim(job, clock.now(), lease))) {
-        running.delete(messageId)
-        followElsewhere(messageId)
-        return pump()
-      }
-      job.claimed = true
-      // Taken over from the queue, it has no hub entry yet (see takeOver).
-      hub.open(messageId)
-      // Followed until now (its stream came here first): this engine generates it from the start.
-      if (remote?.has(messageId)) {
-        remote.unfollow(messageId)
-        hub.restart(messageId)
-      }
-      const history = await generations.history(threadId, messageId)
+      if (!(await claim(job))) return
+      const history = await generations.history(job.threadId, job.messageId)
       // Shut down meanwhile: the claim is given back with the others (see close).
-      if (closed) {
-        running.delete(messageId)
+      if (phase === 'closed') {
+        running.delete(job.messageId)
         return
       }
       // Stopped meanwhile, before the runner knew of it: it ends as a stopped answer that produced nothing.
       if (job.stopping) return settle(job, 'interrupted', stoppedMessage)
-      const end = (outcome: 'complete' | 'error' | 'interrupted', error: string | null): void => {
-        if (!closed) void settle(job, outcome, error)
-      }
-      runner.run(messageId, history, {
-        token: (text) => {
-          if (closed) return
-          hub.push(messageId, text)
-          publish(job)
-        },
-        block: (block) => !closed && job.blocks.push(block),
-        summary: (text, replaces) => {
-          if (!closed) job.compaction = { text, replaces }
-        },
-        done: () => end('complete', null),
-        error: (message) => end('error', message),
-        cancelled: () => end('interrupted', stoppedMessage),
-      })
+      job.state = 'generating'
+      runner.run(job.messageId, history, handlersOf(job))
     } catch (failure) {
       // A database error ends this answer, and only this one: nothing else awaits its start.
-      log.error('could not start an answer', { messageId, error: String(failure) })
+      log.error('could not start an answer', { messageId: job.messageId, error: String(failure) })
       await settle(job, 'error', 'The response could not be started')
     }
   }
 
-  function pump(): void {
-    while (!draining && running.size < concurrency && queue.length > 0) {
-      const next = queue.shift()
-      if (next) start(next)
+  /** Claims the answer under a new lease; one claimed elsewhere (or ended) frees its place and is followed. */
+  async function claim(job: Job): Promise<boolean> {
+    const lease = { id: newId(), holder, expiresAt: clock.now() + leaseMs }
+    // Known before the claim commits, so that a shutdown meanwhile gives it back (see close).
+    job.lease = lease.id
+    if (!(await generations.claim(job, clock.now(), lease))) {
+      running.delete(job.messageId)
+      followElsewhere(job.messageId)
+      pump()
+      return false
     }
-    if (running.size === 0) for (const resolve of drainWaiters.splice(0)) resolve()
-    if (running.size === 0 && queue.length === 0) for (const resolve of idleWaiters.splice(0)) resolve()
+    job.claimed()
+    // Taken over from the queue, it has no hub entry yet (see takeOver).
+    hub.open(job.messageId)
+    // Followed until now (its stream came here first): this engine generates it from the start.
+    if (remote?.has(job.messageId)) {
+      remote.unfollow(job.messageId)
+      hub.restart(job.messageId)
+    }
+    return true
+  }
+
+  /** What the runner says about the job, ignored once the engine is closed. */
+  function handlersOf(job: Job): JobHandlers {
+    const end = (outcome: Outcome, error: string | null): void => {
+      if (phase !== 'closed') void settle(job, outcome, error)
+    }
+    return {
+      token: (text) => {
+        if (phase === 'closed') return
+        hub.push(job.messageId, text)
+        if (relay) job.publish(relay, hub, log)
+      },
+      block: (block) => {
+        if (phase !== 'closed') job.blocks.push(block)
+      },
+      summary: (text, replaces) => {
+        if (phase !== 'closed') job.compaction = { text, replaces }
+      },
+      done: () => end('complete', null),
+      error: (message) => end('error', message),
+      cancelled: () => end('interrupted', stoppedMessage),
+    }
   }
 
   /** Renews this engine's leases: a lost one's generation is cut short, a stop asked elsewhere is carried out. */
   async function renewLeases(): Promise<void> {
-    const held = [...running.values()].filter((job) => job.claimed && !job.settled)
+    const held = [...running.values()].filter((job) => job.held && job.state !== 'storing')
     if (held.length === 0) return
     const { lost, stopping } = await generations.renew(
       held.map((job) => job.lease as string),
@@ -225,7 +196,7 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
     const byLease = new Map(held.map((job) => [job.lease, job]))
     for (const lease of lost) {
       const job = byLease.get(lease)
-      if (!job || job.settled) continue
+      if (!job || job.state === 'storing') continue
       counts.lostLeases++
       log.warn('lost the lease on an answer; another instance generates it', { messageId: job.messageId })
       job.stopping = true
@@ -239,7 +210,7 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
 
   /** Takes over what other instances left behind, up to the free places. */
   async function takeOver(): Promise<number> {
-    if (draining) return 0
+    if (phase !== 'serving') return 0
     const limit = concurrency - running.size - queue.length
     const policy = { maxAttempts, ...recoveryErrors, limit: relay ? Math.max(0, limit) : Infinity, graceMs: upkeepMs }
     const { requeued, failed, stopped, abandoned } = await generations.recover(policy, clock.now())
@@ -263,6 +234,60 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
       })
     }
     return fresh.length
+  }
+
+  function takeOverInBackground(): void {
+    void takeOver().catch((error) => log.warn('could not take over answers', { error: String(error) }))
+  }
+
+  /**
+   * Hears the other instances, then renews leases and takes over abandoned work every `upkeepMs`, one tick at a
+   * time: on a slow database, piled-up ticks would hold the pool's connections that the renewals themselves need.
+   */
+  async function startUpkeep(relay: AnswerRelay): Promise<void> {
+    await relay.listen(hear, () => {
+      // Notifications may have been lost with the connection: read what they would have said.
+      remote?.pollAll()
+      takeOverInBackground()
+    })
+    let ticks = 0
+    let ticking = false
+    upkeepTimer = setInterval(() => {
+      // A line a minute for the operator: what this instance runs and follows, and what it took over or lost.
+      if (++ticks % Math.round(60_000 / upkeepMs) === 0) log.info('generation', engine.stats())
+      if (ticking) return
+      ticking = true
+      renewLeases()
+        .then(takeOver)
+        .catch((error) => log.warn('could not renew leases or take over answers', { error: String(error) }))
+        .finally(() => {
+          ticking = false
+        })
+    }, upkeepMs)
+    // The server's port keeps the process alive; this timer alone must not.
+    upkeepTimer.unref()
+  }
+
+  /** Stops a queued answer before it took a place: it is stored as stopped, having produced nothing. */
+  async function stopQueued(at: number): Promise<boolean> {
+    const [item] = queue.splice(at, 1)
+    if (!item) return false
+    const stopped = new Job(item.messageId, item.threadId)
+    stopped.stopping = true
+    await settle(stopped, 'interrupted', stoppedMessage)
+    return true
+  }
+
+  /** Stops an answer that holds a place here: the thread is marked, and the runner let go. */
+  async function stopRunning(job: Job): Promise<boolean> {
+    // One already ending (its answer being stored) has nothing left to stop.
+    if (job.stopping || job.state === 'storing') return false
+    job.stopping = true
+    await generations.markStopping(job.threadId, clock.now())
+    runner.cancel(job.messageId)
+    // A generator that let go at once (during cancel) has its answer being stored: the stop ends with it.
+    await job.stored
+    return true
   }
 
   /**
@@ -302,16 +327,16 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
 
   /** What another instance says: text for followed answers, a stop for one of ours, or work to take. */
   function hear(event: RelayEvent): void {
-    if (closed) return
+    if (phase === 'closed') return
     if (event.kind === 'stop') {
       // Only the lease holder acts; the instance that asked hears its own notice and finds nothing running here.
-      if ([...running.values()].some((job) => job.threadId === event.threadId && job.claimed)) {
+      if ([...running.values()].some((job) => job.threadId === event.threadId && job.held)) {
         void engine.interrupt(event.threadId)
       }
       return
     }
     if (event.kind === 'work') {
-      void takeOver().catch((error) => log.warn('could not take over answers', { error: String(error) }))
+      takeOverInBackground()
       return
     }
     if (event.kind === 'claimed' || event.kind === 'ended') {
@@ -323,6 +348,35 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
       }
     }
     remote?.hear(event)
+  }
+
+  /** Resolves once nothing holds a place, or after `graceMs`. */
+  async function placesFree(graceMs: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    await Promise.race([
+      new Promise<void>((resolve) => waiters.drained.push(resolve)),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, graceMs)
+      }),
+    ])
+    clearTimeout(timer)
+  }
+
+  /**
+   * A shutdown is no crash: gives back the attempt these answers' claims counted, so that answers longer than the
+   * grace period are not failed as "repeatedly" after three deploys. Queued again, they are run at the next start,
+   * or at once by another instance.
+   */
+  async function giveBack(unfinished: Job[]): Promise<void> {
+    const held = unfinished.flatMap((job) => (job.lease ? [{ messageId: job.messageId, lease: job.lease }] : []))
+    if (held.length === 0) return
+    try {
+      await generations.release(held)
+      counts.handedOver += held.length
+      if (relay) log.info('handed unfinished answers over to other instances', { answers: held.length })
+    } catch (failure) {
+      log.error('could not requeue unfinished answers', { error: String(failure) })
+    }
   }
 
   const engine = {
@@ -360,31 +414,7 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
      */
     async recover(): Promise<number> {
       const taken = await takeOver()
-      if (relay && !upkeepTimer) {
-        await relay.listen(hear, () => {
-          // Notifications may have been lost with the connection: read what they would have said.
-          remote?.pollAll()
-          void takeOver().catch((error) => log.warn('could not take over answers', { error: String(error) }))
-        })
-        let ticks = 0
-        let ticking = false
-        upkeepTimer = setInterval(() => {
-          // A line a minute for the operator: what this instance runs and follows, and what it took over or lost.
-          if (++ticks % Math.round(60_000 / upkeepMs) === 0) log.info('generation', engine.stats())
-          // One tick at a time: on a slow database, piled-up ticks would hold the pool's connections that the
-          // renewals themselves need.
-          if (ticking) return
-          ticking = true
-          renewLeases()
-            .then(takeOver)
-            .catch((error) => log.warn('could not renew leases or take over answers', { error: String(error) }))
-            .finally(() => {
-              ticking = false
-            })
-        }, upkeepMs)
-        // The server's port keeps the process alive; this timer alone must not.
-        upkeepTimer.unref()
-      }
+      if (relay && !upkeepTimer) await startUpkeep(relay)
       return taken
     },
 
@@ -394,36 +424,23 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
      */
     async interrupt(threadId: string): Promise<boolean> {
       // After shutdown the runner's answers are ignored; the next start regenerates what is unfinished.
-      if (closed) return false
+      if (phase === 'closed') return false
       const queued = queue.findIndex((item) => item.threadId === threadId)
-      if (queued >= 0) {
-        const [item] = queue.splice(queued, 1)
-        if (!item) return false
-        const stopped = { ...item, blocks: [], stopping: true, lease: null, claimed: false, published: 0 }
-        await settle(stopped, 'interrupted', stoppedMessage)
-        return true
-      }
+      if (queued >= 0) return stopQueued(queued)
       const job = [...running.values()].find((candidate) => candidate.threadId === threadId)
-      if (!job) return relay ? interruptElsewhere(threadId) : false
-      // One already ending (its answer being stored) has nothing left to stop.
-      if (job.stopping || job.settled) return false
-      job.stopping = true
-      await generations.markStopping(threadId, clock.now())
-      runner.cancel(job.messageId)
-      // A generator that let go at once (during cancel) has its answer being stored: the stop ends with it.
-      await job.settled
-      return true
+      if (job) return stopRunning(job)
+      return relay ? interruptElsewhere(threadId) : false
     },
 
     /** False once shutdown has begun: the readiness probe then fails so no new work is routed here. */
     accepting(): boolean {
-      return !draining
+      return phase === 'serving'
     },
 
     /** Resolves when nothing is queued or running (tests and graceful shutdown). */
     idle(): Promise<void> {
       if (running.size === 0 && queue.length === 0) return Promise.resolve()
-      return new Promise((resolve) => idleWaiters.push(resolve))
+      return new Promise((resolve) => waiters.idle.push(resolve))
     },
 
     /**
@@ -433,39 +450,18 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
      * database, one of them takes each at once (released with a notice, not left to a lease's expiry).
      */
     async close(graceMs = 0): Promise<void> {
-      draining = true
-      if (running.size > 0 && graceMs > 0) {
-        let timer: ReturnType<typeof setTimeout> | undefined
-        await Promise.race([
-          new Promise<void>((resolve) => drainWaiters.push(resolve)),
-          new Promise<void>((resolve) => {
-            timer = setTimeout(resolve, graceMs)
-          }),
-        ])
-        clearTimeout(timer)
-      }
+      phase = 'draining'
+      if (running.size > 0 && graceMs > 0) await placesFree(graceMs)
       // Leases were renewed through the grace period, so that no other instance took these answers meanwhile.
       clearInterval(upkeepTimer)
-      closed = true
+      phase = 'closed'
       // Answers being stored are finished, not given back.
-      const unfinished = [...running.values()].filter((job) => !job.settled)
+      const unfinished = [...running.values()].filter((job) => job.state !== 'storing')
       for (const messageId of [...unfinished.map((job) => job.messageId), ...queue.map((item) => item.messageId)]) {
         hub.finish(messageId, { error: restartMessage, resumable: true })
       }
       remote?.close(restartMessage)
-      // A shutdown is no crash: give back the attempt these answers' claims counted, so that answers longer
-      // than the grace period are not failed as "repeatedly" after three deploys. Queued again, they are run
-      // at the next start, or at once by another instance.
-      const held = unfinished.flatMap((job) => (job.lease ? [{ messageId: job.messageId, lease: job.lease }] : []))
-      if (held.length > 0) {
-        try {
-          await generations.release(held)
-          counts.handedOver += held.length
-          if (relay) log.info('handed unfinished answers over to other instances', { answers: held.length })
-        } catch (failure) {
-          log.error('could not requeue unfinished answers', { error: String(failure) })
-        }
-      }
+      await giveBack(unfinished)
       await relay?.close()
       await runner.close()
     },

@@ -8,9 +8,8 @@
 // the number of open feeds) and shares them out in memory to each feed that may see them. A feed resuming from an
 // earlier place first reads what it missed, filtered for its viewer in SQL, up to where the shared reader stands.
 import type { Caller } from '../auth/model'
-import type { Listener, Subscription } from '../generation/hub'
-import { type SseSink, sseEvent } from '../generation/sse'
 import type { Logger } from '../shared/log'
+import { type Listener, type SseSink, type Subscription, sseEvent } from '../shared/streams/sse'
 import type { Clock } from '../shared/time'
 import { dayMs } from '../shared/time'
 import { type Links, toThread } from './links'

@@ -8,7 +8,7 @@ import { maxRequestBytes } from './attachments/limits'
 import { identity } from './auth'
 import type { Config } from './config'
 import { docs } from './docs'
-import { responses } from './generation'
+import { responseRoutes } from './generation'
 import { createGenerationEngine } from './generation/service'
 import { Heartbeats, OpenStreams } from './generation/sse'
 import type { GenerationRunner } from './generation/types'
@@ -170,7 +170,7 @@ export function createApp(deps: AppDeps) {
     .use(threadRoutes(shared))
     .use(attachmentRoutes(shared))
     .use(shareRoutes(shared))
-    .use(responses(shared))
+    .use(responseRoutes(shared))
     .use(signin({ ...shared, externalSignIn: oidc?.name ?? null }))
     .use(oidcSignin({ ...shared, oidc }))
     .use(

@@ -142,7 +142,7 @@ const laterAnswerFailed = 'A later answer in this thread did not complete, so th
 
 const errors = { 400: AuthModel.error, 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
 
-export const responses = (deps: ResponseDeps) =>
+export const responseRoutes = (deps: ResponseDeps) =>
   new Elysia({ name: 'responses', prefix: '/api/v1/threads/:threadId/messages/:messageId' })
     .use(auth(deps))
     .get(

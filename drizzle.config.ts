@@ -2,7 +2,8 @@ import { defineConfig } from 'drizzle-kit'
 
 export default defineConfig({
   dialect: 'sqlite',
-  schema: './src/db/schema.ts',
+  // Every feature's SQLite tables, where the feature keeps them; PostgreSQL's are *.table.pg.ts.
+  schema: './src/**/*.table.ts',
   out: './db/migrations/sqlite',
   casing: 'snake_case',
 })

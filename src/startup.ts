@@ -3,16 +3,8 @@
 import { closeSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import type { Config } from './config'
+import { osReason, StartupError } from './shared/startup-error'
 import type { BlobStore } from './storage/blobs'
-
-/** Stops start-up; its message is the one line printed, already naming the variable at fault. */
-export class StartupError extends Error {}
-
-/** "EACCES: permission denied" out of Node's "EACCES: permission denied, open '/x'"; the path is named already. */
-export function osReason(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error)
-  return message.split(', ')[0] ?? message
-}
 
 function isFolder(path: string): boolean | undefined {
   try {

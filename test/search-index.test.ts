@@ -4,11 +4,11 @@
 import { expect, test } from 'bun:test'
 import { and, count, eq, exists, ilike, or } from 'drizzle-orm'
 import type { PgDb } from '../src/db/postgres'
-import { threadSearch } from '../src/db/schema.pg'
 import { silentLogger } from '../src/shared/log'
 import { startSearchIndexer } from '../src/threads/search'
 import { keyMask } from '../src/threads/search.fts5'
 import { documentHolds } from '../src/threads/search.pg'
+import { threadSearch } from '../src/threads/threads.table.pg'
 import { onPostgres } from './support/backend'
 import { type Harness, harness, until } from './support/helpers'
 

@@ -1,75 +1,44 @@
-// The attachment rows on SQLite (bun:sqlite through drizzle). Also the synchronous read that another feature's
-// SQLite unit of work uses for the files beside its own rows (a generation's history, see filesForModel).
-import { and, count, eq, inArray } from 'drizzle-orm'
+// The attachment rows on SQLite (bun:sqlite through drizzle): the counted insert, whose transaction is synchronous
+// here, and the synchronous read that another feature's SQLite unit of work uses for the files beside its own rows (a
+// generation's history, see filesForModel). The rest is repository.common.ts.
+import { count, eq, inArray } from 'drizzle-orm'
 import type { Db } from '../db/client'
+import { anyDb, asTables } from '../db/dialect'
 import type { AttachmentFile } from '../generation/types'
-import { attachments } from './attachments.table'
+import * as tables from './attachments.table'
 import { modelReadyKey } from './keys'
-import type { Attachment, AttachmentRepository, CountedInsert } from './repository'
+import type { AttachmentRepository, CountedInsert } from './repository'
+import { attachmentRepository, idsPerStatement } from './repository.common'
 
-/** IDs bound per statement: far below SQLite's bound on parameters, however many a caller passes (a sweep's). */
-const idsPerStatement = 500
-
-function selectByIds(db: Db, ids: string[]): Attachment[] {
-  const rows: Attachment[] = []
-  for (let start = 0; start < ids.length; start += idsPerStatement) {
-    const chunk = ids.slice(start, start + idsPerStatement)
-    rows.push(...db.select().from(attachments).where(inArray(attachments.id, chunk)).all())
-  }
-  return rows
-}
-
-function storedCount(db: Pick<Db, 'select'>, threadId: string): number {
-  return db.select({ n: count() }).from(attachments).where(eq(attachments.threadId, threadId)).get()?.n ?? 0
-}
+const { attachments } = tables
 
 /** The files behind these attachment IDs, as generators read them, by ID. */
 export function filesForModel(db: Db, ids: string[]): Map<string, AttachmentFile> {
-  return new Map(
-    selectByIds(db, ids).map((row) => [
-      row.id,
-      { filename: row.filename, mediaType: row.mediaType, key: modelReadyKey(row) },
-    ]),
-  )
+  const files = new Map<string, AttachmentFile>()
+  for (let start = 0; start < ids.length; start += idsPerStatement) {
+    const chunk = ids.slice(start, start + idsPerStatement)
+    for (const row of db.select().from(attachments).where(inArray(attachments.id, chunk)).all()) {
+      files.set(row.id, { filename: row.filename, mediaType: row.mediaType, key: modelReadyKey(row) })
+    }
+  }
+  return files
 }
 
 export function sqliteAttachmentRepository(db: Db): AttachmentRepository {
   return {
-    async countInThread(threadId) {
-      return storedCount(db, threadId)
-    },
+    ...attachmentRepository(anyDb(db), asTables(tables)),
 
     async insertWithinQuota(threadId, files, limit) {
       // One write transaction: on a single connection nothing can insert between the count and the insert.
       return db.transaction((tx): CountedInsert => {
-        const stored = storedCount(tx, threadId)
+        const stored =
+          tx.select({ n: count() }).from(attachments).where(eq(attachments.threadId, threadId)).get()?.n ?? 0
         if (stored + files.length > limit) return { inserted: false, stored }
         tx.insert(attachments)
           .values(files.map((file) => ({ ...file, threadId })))
           .run()
         return { inserted: true }
       })
-    },
-
-    async findInThread(threadId, attachmentId) {
-      return (
-        db
-          .select()
-          .from(attachments)
-          .where(and(eq(attachments.id, attachmentId), eq(attachments.threadId, threadId)))
-          .get() ?? null
-      )
-    },
-
-    async listByIds(ids) {
-      return selectByIds(db, ids)
-    },
-
-    async deleteFromThread(threadId, ids) {
-      if (ids.length === 0) return
-      db.delete(attachments)
-        .where(and(eq(attachments.threadId, threadId), inArray(attachments.id, ids)))
-        .run()
     },
   }
 }

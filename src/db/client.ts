@@ -4,9 +4,8 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { type BunSQLiteDatabase, drizzle } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
-import * as schema from './schema'
 
-export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
+export type Db = BunSQLiteDatabase & { $client: Database }
 
 export const migrationsFolder = join(import.meta.dir, '../../db/migrations/sqlite')
 
@@ -42,7 +41,7 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   sqlite.run('PRAGMA journal_mode = WAL')
   sqlite.run('PRAGMA synchronous = NORMAL')
   sqlite.run('PRAGMA foreign_keys = ON')
-  return drizzle({ client: sqlite, schema, casing: 'snake_case' }) as Db
+  return drizzle({ client: sqlite, casing: 'snake_case' }) as Db
 }
 
 /** SQLite's words for what is wrong when `error` says the file is not a database or is damaged; otherwise nothing. */

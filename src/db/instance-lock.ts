@@ -10,7 +10,7 @@
 import { Database } from 'bun:sqlite'
 import { accessSync, closeSync, constants, openSync, realpathSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
-import { osReason, StartupError } from '../startup'
+import { osReason, StartupError } from '../shared/startup-error'
 
 export interface InstanceLock {
   /** The lock file. */

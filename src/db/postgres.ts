@@ -4,9 +4,8 @@
 import { join } from 'node:path'
 import { type BunSQLDatabase, drizzle } from 'drizzle-orm/bun-sql'
 import { migrate } from 'drizzle-orm/bun-sql/migrator'
-import * as schema from './schema.pg'
 
-export type PgDb = BunSQLDatabase<typeof schema> & { $client: Bun.SQL }
+export type PgDb = BunSQLDatabase & { $client: Bun.SQL }
 
 export const postgresMigrationsFolder = join(import.meta.dir, '../../db/migrations/postgres')
 
@@ -30,7 +29,7 @@ export interface PostgresOptions {
 
 export function openPostgres(url: string, options: PostgresOptions = {}): PgDb {
   const client = new Bun.SQL(url, { max: options.max ?? 10, connectionTimeout: options.connectionTimeout ?? 30 })
-  return drizzle({ client, schema, casing: 'snake_case' }) as PgDb
+  return drizzle({ client, casing: 'snake_case' }) as PgDb
 }
 
 export async function migratePostgres(db: PgDb): Promise<void> {

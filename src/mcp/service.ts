@@ -1,7 +1,7 @@
 // What the MCP tools do, as plain functions of (deps, caller, arguments): each goes through the same services
 // as the API (visibility, ownership, thread states, limits), and answers with the API's objects. Waiting for an
-// answer listens to the generation engine's hub, as the API's stream does. Every call into a service is awaited:
-// the services are to become asynchronous repositories.
+// answer listens to the generation engine's hub, as the API's stream does (following an answer that another instance
+// is generating into this one's hub first).
 import {
   checkFormFiles,
   discardCheckedFiles,

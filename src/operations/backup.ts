@@ -34,7 +34,6 @@ import { attachments } from '../attachments/attachments.table'
 import { attachmentIdOf, extractedTextKey, originalKey, resizedKey } from '../attachments/keys'
 import { organizations, users } from '../auth/auth.table'
 import type { Db } from '../db/client'
-import * as schema from '../db/schema'
 import { type BlobStore, LocalBlobStore } from '../storage/blobs'
 import { messages, threads } from '../threads/threads.table'
 import { claimDatabase } from './claim'
@@ -91,7 +90,7 @@ export interface RestoreResult {
 /** A database file outside openDatabase's PRAGMAs (no WAL: a backup stays one file), through Drizzle all the same. */
 function openFile(path: string, mode: 'readonly' | 'readwrite'): Db {
   const sqlite = new Database(path, mode === 'readonly' ? { readonly: true } : { readwrite: true, create: false })
-  return drizzle({ client: sqlite, schema, casing: 'snake_case' }) as Db
+  return drizzle({ client: sqlite, casing: 'snake_case' }) as Db
 }
 
 function countsOf(db: Db): Counts {

@@ -5,7 +5,7 @@
 import { Database } from 'bun:sqlite'
 import { existsSync } from 'node:fs'
 import { lockDatabase } from '../db/instance-lock'
-import { StartupError } from '../startup'
+import { StartupError } from '../shared/startup-error'
 import { OperationError } from './errors'
 
 /**

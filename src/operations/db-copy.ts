@@ -15,19 +15,59 @@ import { join, resolve } from 'node:path'
 import { and, count, eq, getTableColumns, getTableName, gt, max, or, type SQL, sql } from 'drizzle-orm'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core'
+import * as liteAttachments from '../attachments/attachments.table'
+import * as pgAttachments from '../attachments/attachments.table.pg'
 import { attachmentIdOf, originalKey, resizedKey } from '../attachments/keys'
+import * as liteAuth from '../auth/auth.table'
+import * as pgAuth from '../auth/auth.table.pg'
+import * as liteSessions from '../auth/sessions.table'
+import * as pgSessions from '../auth/sessions.table.pg'
 import { type Db, migrateDatabase, openDatabase } from '../db/client'
 import { migratePostgres, openPostgres, type PgDb } from '../db/postgres'
-import * as lite from '../db/schema'
-import * as pg from '../db/schema.pg'
+import * as liteGenerations from '../generation/generations.table'
+import * as pgGenerations from '../generation/generations.table.pg'
+import * as liteIdempotency from '../idempotency/idempotency.table'
+import * as pgIdempotency from '../idempotency/idempotency.table.pg'
+import * as liteOauth from '../oauth/oauth.table'
+import * as pgOauth from '../oauth/oauth.table.pg'
+import * as liteShares from '../shares/shares.table'
+import * as pgShares from '../shares/shares.table.pg'
 import type { BlobStore } from '../storage/blobs'
 import { LocalBlobStore } from '../storage/blobs'
 import { describePostgres } from '../store/open'
 import { flushPgSearchIndex } from '../threads/search.pg'
+import * as liteThreads from '../threads/threads.table'
+import * as pgThreads from '../threads/threads.table.pg'
+import * as liteWebhooks from '../webhooks/webhooks.table'
+import * as pgWebhooks from '../webhooks/webhooks.table.pg'
 import { claimDatabase } from './claim'
 import { OperationError } from './errors'
 import { requireKnownSchema } from './migrations'
 import { eachInTurn, fromStore, storeName } from './store-files'
+
+/** Each side's tables, by the names the SQLite and PostgreSQL table files of every feature share. */
+const lite = {
+  ...liteAttachments,
+  ...liteAuth,
+  ...liteSessions,
+  ...liteGenerations,
+  ...liteIdempotency,
+  ...liteOauth,
+  ...liteShares,
+  ...liteThreads,
+  ...liteWebhooks,
+}
+const pg = {
+  ...pgAttachments,
+  ...pgAuth,
+  ...pgSessions,
+  ...pgGenerations,
+  ...pgIdempotency,
+  ...pgOauth,
+  ...pgShares,
+  ...pgThreads,
+  ...pgWebhooks,
+}
 
 /** What a store failing while files are copied leaves: the rows come after the files. */
 const nothingCopied = '; no row was copied'

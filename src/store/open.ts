@@ -4,7 +4,7 @@ import { resolve } from 'node:path'
 import type { Config } from '../config'
 import { checkIntact, type Db, damageOf, migrateDatabase, openDatabase } from '../db/client'
 import { migratePostgres, openPostgres } from '../db/postgres'
-import { StartupError } from '../startup'
+import { StartupError } from '../shared/startup-error'
 import { type Store, sqliteStore } from '.'
 
 export interface OpenedStore {

@@ -1,80 +1,59 @@
 // Webhooks on PostgreSQL. Several instances run a delivery worker over one queue: a claim locks the due rows it takes
 // with FOR UPDATE SKIP LOCKED (two workers never wait on, nor take, the same rows) and leases them; the outcome is a
-// write conditional on the lease, so a worker whose lease expired mid-attempt records nothing.
-import { and, asc, desc, eq, inArray, lt, lte, or, sql } from 'drizzle-orm'
+// write conditional on the lease, so a worker whose lease expired mid-attempt records nothing. Only the units of
+// work and the prepared target lookup live here; the rest is repository.common.ts.
+import { and, asc, eq, inArray, sql } from 'drizzle-orm'
+import { anyDb } from '../db/dialect'
 import type { PgDb } from '../db/postgres'
 import { prepared } from '../db/prepared'
 import { threads } from '../threads/threads.table.pg'
-import {
-  type AttemptOutcome,
-  type EndpointRow,
-  eventsFromColumn,
-  eventsToColumn,
-  targetsOf,
-  type WebhookRepository,
-} from './repository'
-import { webhookAttempts, webhookDeliveries, webhookEndpoints } from './webhooks.table.pg'
+import type { AttemptOutcome, WebhookRepository } from './repository'
+import { targetsOf, webhookClauses, webhookRepository } from './repository.common'
+import * as tables from './webhooks.table.pg'
 
-type Row = typeof webhookEndpoints.$inferSelect
+const { webhookAttempts, webhookDeliveries, webhookEndpoints } = tables
 type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
+const clauses = webhookClauses(tables)
 
-function endpointOf(row: Row): EndpointRow {
-  return { ...row, events: eventsFromColumn(row.events) }
+async function cancelPending(tx: Tx, endpointId: string, now: number): Promise<void> {
+  await tx.update(webhookDeliveries).set(clauses.cancelled(now)).where(clauses.unsent(endpointId))
 }
 
-const finished = ['delivered', 'failed', 'cancelled'] as const
+async function recordStreak(tx: Tx, outcome: AttemptOutcome): Promise<void> {
+  const where = eq(webhookEndpoints.id, outcome.endpointId)
+  if (outcome.status === 'delivered') {
+    await tx.update(webhookEndpoints).set(clauses.succeeded(outcome.at)).where(where)
+    return
+  }
+  const [endpoint] = await tx
+    .update(webhookEndpoints)
+    .set(clauses.failedAgain(outcome.at))
+    .where(where)
+    .returning({ failingSince: webhookEndpoints.failingSince, enabled: webhookEndpoints.enabled })
+  if (!clauses.disables(endpoint, outcome)) return
+  await tx
+    .update(webhookEndpoints)
+    .set(clauses.enabledChange({ enabled: false, reason: outcome.disable.reason }, outcome.at))
+    .where(where)
+  await cancelPending(tx, outcome.endpointId, outcome.at)
+}
 
 export function pgWebhookRepository(db: PgDb): WebhookRepository {
-  const ofOrganization = (organizationId: number, endpointId: string) =>
-    and(eq(webhookEndpoints.id, endpointId), eq(webhookEndpoints.organizationId, organizationId))
-
   return {
-    async createEndpoint({ id, organizationId, url, secret, events, createdBy, now }) {
-      const [row] = await db
-        .insert(webhookEndpoints)
-        .values({ id, organizationId, url, secret, events: eventsToColumn(events), createdBy, createdAt: now })
-        .returning()
-      if (!row) throw new Error('the endpoint was not stored')
-      return endpointOf(row)
-    },
+    ...webhookRepository(anyDb(db), tables),
 
-    async listEndpoints(organizationId) {
-      const rows = await db
-        .select()
-        .from(webhookEndpoints)
-        .where(eq(webhookEndpoints.organizationId, organizationId))
-        .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id))
-      return rows.map(endpointOf)
-    },
-
-    async findEndpoint(organizationId, endpointId) {
-      const [row] = await db.select().from(webhookEndpoints).where(ofOrganization(organizationId, endpointId))
-      return row ? endpointOf(row) : null
-    },
-
+    // The change and the cancelling of the endpoint's queue: one unit.
     async setEnabled(organizationId, endpointId, change, now) {
       return db.transaction(async (tx) => {
         const changed = await tx
           .update(webhookEndpoints)
-          .set(
-            change.enabled
-              ? { enabled: true, disabledReason: null, disabledAt: null, failureStreak: 0, failingSince: null }
-              : { enabled: false, disabledReason: change.reason, disabledAt: now },
-          )
-          .where(ofOrganization(organizationId, endpointId))
+          .set(clauses.enabledChange(change, now))
+          .where(clauses.ofOrganization(organizationId, endpointId))
           .returning({ id: webhookEndpoints.id })
         if (changed.length === 0) return false
         if (!change.enabled) await cancelPending(tx, endpointId, now)
         return true
       })
-    },
-
-    async deleteEndpoint(organizationId, endpointId) {
-      const gone = await db
-        .delete(webhookEndpoints)
-        .where(ofOrganization(organizationId, endpointId))
-        .returning({ id: webhookEndpoints.id })
-      return gone.length > 0
     },
 
     // Every thread created and every answer stored asks this, webhooks or not: one round trip, prepared once (it
@@ -100,13 +79,7 @@ export function pgWebhookRepository(db: PgDb): WebhookRepository {
       return targetsOf(rows)
     },
 
-    async enqueue(deliveries, now) {
-      if (deliveries.length === 0) return
-      await db
-        .insert(webhookDeliveries)
-        .values(deliveries.map((delivery) => ({ ...delivery, nextAttemptAt: now, createdAt: now })))
-    },
-
+    // Many workers claim at once: lock the rows taken, skip those another is taking, and lease them in one unit.
     async claimDue(now, limit, lease, leaseExpiresAt) {
       return db.transaction(async (tx) => {
         const due = await tx
@@ -121,15 +94,7 @@ export function pgWebhookRepository(db: PgDb): WebhookRepository {
           })
           .from(webhookDeliveries)
           .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookDeliveries.endpointId))
-          .where(
-            and(
-              eq(webhookEndpoints.enabled, true),
-              or(
-                and(eq(webhookDeliveries.status, 'pending'), lte(webhookDeliveries.nextAttemptAt, now)),
-                and(eq(webhookDeliveries.status, 'sending'), lte(webhookDeliveries.leaseExpiresAt, now)),
-              ),
-            ),
-          )
+          .where(clauses.due(now))
           .orderBy(asc(webhookDeliveries.nextAttemptAt), asc(webhookDeliveries.id))
           .limit(limit)
           // Only the deliveries' rows: endpoints stay free for admins' changes and other workers' claims.
@@ -148,121 +113,24 @@ export function pgWebhookRepository(db: PgDb): WebhookRepository {
       })
     },
 
+    // The delivery, its log row and the endpoint's streak: one unit.
     async recordAttempt(outcome) {
       return db.transaction(async (tx) => {
         const [delivery] = await tx
           .update(webhookDeliveries)
-          .set({
-            status: outcome.status,
-            attempts: sql`${webhookDeliveries.attempts} + 1`,
-            nextAttemptAt: outcome.nextAttemptAt,
-            leaseId: null,
-            leaseExpiresAt: null,
-            lastResponseStatus: outcome.responseStatus,
-            lastError: outcome.error,
-            finishedAt: outcome.status === 'pending' ? null : outcome.at,
-          })
-          .where(
-            and(
-              eq(webhookDeliveries.id, outcome.deliveryId),
-              eq(webhookDeliveries.status, 'sending'),
-              eq(webhookDeliveries.leaseId, outcome.lease),
-            ),
-          )
+          .set(clauses.outcomeOf(outcome))
+          .where(clauses.leased(outcome))
           .returning({ attempts: webhookDeliveries.attempts })
         if (!delivery) return false
-        await tx.insert(webhookAttempts).values({
-          deliveryId: outcome.deliveryId,
-          endpointId: outcome.endpointId,
-          attempt: delivery.attempts,
-          at: outcome.at,
-          durationMs: outcome.durationMs,
-          responseStatus: outcome.responseStatus,
-          error: outcome.error,
-        })
+        await tx.insert(webhookAttempts).values(clauses.attemptOf(outcome, delivery.attempts))
         await recordStreak(tx, outcome)
         return true
       })
     },
 
-    async recentAttempts(organizationId, limit, endpointId) {
-      return db
-        .select({
-          deliveryId: webhookAttempts.deliveryId,
-          endpointId: webhookAttempts.endpointId,
-          eventType: webhookDeliveries.eventType,
-          attempt: webhookAttempts.attempt,
-          at: webhookAttempts.at,
-          durationMs: webhookAttempts.durationMs,
-          responseStatus: webhookAttempts.responseStatus,
-          error: webhookAttempts.error,
-          status: webhookDeliveries.status,
-        })
-        .from(webhookAttempts)
-        .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookAttempts.endpointId))
-        .innerJoin(webhookDeliveries, eq(webhookDeliveries.id, webhookAttempts.deliveryId))
-        .where(
-          and(
-            eq(webhookEndpoints.organizationId, organizationId),
-            endpointId === undefined ? undefined : eq(webhookAttempts.endpointId, endpointId),
-          ),
-        )
-        .orderBy(desc(webhookAttempts.at), desc(webhookAttempts.id))
-        .limit(limit)
-    },
-
+    // Nothing to release: another instance may be sending them; their leases expire and any instance takes them.
     async releaseAbandoned() {
       return 0
     },
-
-    async deleteFinished(before) {
-      const gone = await db
-        .delete(webhookDeliveries)
-        .where(and(inArray(webhookDeliveries.status, [...finished]), lt(webhookDeliveries.finishedAt, before)))
-        .returning({ id: webhookDeliveries.id })
-      return gone.length
-    },
-
-    async forgetThread(threadId) {
-      const gone = await db
-        .delete(webhookDeliveries)
-        .where(eq(webhookDeliveries.threadId, threadId))
-        .returning({ id: webhookDeliveries.id })
-      return gone.length
-    },
   }
-}
-
-async function cancelPending(tx: Tx, endpointId: string, now: number): Promise<void> {
-  await tx
-    .update(webhookDeliveries)
-    .set({ status: 'cancelled', finishedAt: now, leaseId: null, leaseExpiresAt: null })
-    .where(and(eq(webhookDeliveries.endpointId, endpointId), inArray(webhookDeliveries.status, ['pending', 'sending'])))
-}
-
-async function recordStreak(tx: Tx, outcome: AttemptOutcome): Promise<void> {
-  if (outcome.status === 'delivered') {
-    await tx
-      .update(webhookEndpoints)
-      .set({ failureStreak: 0, failingSince: null, lastSuccessAt: outcome.at })
-      .where(eq(webhookEndpoints.id, outcome.endpointId))
-    return
-  }
-  const [endpoint] = await tx
-    .update(webhookEndpoints)
-    .set({
-      failureStreak: sql`${webhookEndpoints.failureStreak} + 1`,
-      failingSince: sql`coalesce(${webhookEndpoints.failingSince}, ${outcome.at})`,
-    })
-    .where(eq(webhookEndpoints.id, outcome.endpointId))
-    .returning({ failingSince: webhookEndpoints.failingSince, enabled: webhookEndpoints.enabled })
-  const rule = outcome.disable
-  if (!endpoint?.enabled || !rule || endpoint.failingSince === null || endpoint.failingSince > rule.ifFailingSince) {
-    return
-  }
-  await tx
-    .update(webhookEndpoints)
-    .set({ enabled: false, disabledReason: rule.reason, disabledAt: outcome.at })
-    .where(eq(webhookEndpoints.id, outcome.endpointId))
-  await cancelPending(tx, outcome.endpointId, outcome.at)
 }

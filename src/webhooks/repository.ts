@@ -145,29 +145,3 @@ export interface WebhookRepository {
    */
   forgetThread(threadId: string): Promise<number>
 }
-
-export function eventsFromColumn(value: string | null): string[] | null {
-  return value === null || value === '' ? null : value.split(',')
-}
-
-export function eventsToColumn(events: string[] | null): string | null {
-  return events === null || events.length === 0 ? null : events.join(',')
-}
-
-/** ThreadTargets from the rows of a thread left-joined with its organization's enabled endpoints. */
-export function targetsOf(
-  rows: {
-    organizationId: number
-    state: string
-    isPrivate: boolean
-    endpointId: string | null
-    events: string | null
-  }[],
-): ThreadTargets | null {
-  const [first] = rows
-  if (!first) return null
-  const endpoints = rows.flatMap((row) =>
-    row.endpointId === null ? [] : [{ id: row.endpointId, events: eventsFromColumn(row.events) }],
-  )
-  return { organizationId: first.organizationId, state: first.state, isPrivate: first.isPrivate, endpoints }
-}

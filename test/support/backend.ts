@@ -4,12 +4,12 @@
 import { basename, dirname, join } from 'node:path'
 import type { Db } from '../../src/db/client'
 import { migrateDatabase, openDatabase } from '../../src/db/client'
-import type * as sqliteTables from '../../src/db/schema'
 import { type BlobStore, S3BlobStore } from '../../src/storage/blobs'
 import { type Store, sqliteStore } from '../../src/store'
 import { migratedDatabase } from './database'
 import { emptyPostgresDatabase, freshPostgresDatabase, missingPostgresDatabase } from './postgres'
 import { runS3 } from './s3'
+import type * as sqliteTables from './tables'
 
 export const onPostgres = process.env.THREADHOUSE_TEST_BACKEND === 'postgres'
 
@@ -35,7 +35,7 @@ export async function testDatabase(): Promise<TestDatabase> {
     const [database, { pgStore }, pgTables] = await Promise.all([
       freshPostgresDatabase(),
       import('../../src/store/postgres'),
-      import('../../src/db/schema.pg'),
+      import('./tables.pg'),
     ])
     return {
       store: pgStore(database.db),
@@ -50,7 +50,7 @@ export async function testDatabase(): Promise<TestDatabase> {
     store: sqliteStore(db),
     sqlite: db,
     orm: db,
-    tables: await import('../../src/db/schema'),
+    tables: await import('./tables'),
     async [Symbol.asyncDispose]() {
       db.$client.close()
     },
@@ -132,7 +132,7 @@ export async function databaseOf(env: Record<string, string>): Promise<TestDatab
     const [{ openPostgres }, { pgStore }, pgTables] = await Promise.all([
       import('../../src/db/postgres'),
       import('../../src/store/postgres'),
-      import('../../src/db/schema.pg'),
+      import('./tables.pg'),
     ])
     const db = openPostgres(env.DATABASE_URL, { max: 2 })
     return {
@@ -150,7 +150,7 @@ export async function databaseOf(env: Record<string, string>): Promise<TestDatab
     store: sqliteStore(db),
     sqlite: db,
     orm: db,
-    tables: await import('../../src/db/schema'),
+    tables: await import('./tables'),
     async [Symbol.asyncDispose]() {
       db.$client.close()
     },

@@ -2,7 +2,6 @@
 import { Database } from 'bun:sqlite'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
 import { type Db, migrateDatabase, openDatabase } from '../../src/db/client'
-import * as schema from '../../src/db/schema'
 
 let template: Uint8Array | undefined
 
@@ -23,5 +22,5 @@ export function migratedDatabase(): Db {
   sqlite.run('PRAGMA synchronous = NORMAL')
   sqlite.run('PRAGMA foreign_keys = ON')
   sqlite.run('PRAGMA busy_timeout = 5000')
-  return drizzle({ client: sqlite, schema, casing: 'snake_case' }) as Db
+  return drizzle({ client: sqlite, casing: 'snake_case' }) as Db
 }

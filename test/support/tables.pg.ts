@@ -1,0 +1,12 @@
+// Every PostgreSQL table, re-exported from the feature that owns it: tables.ts's twin for PostgreSQL runs.
+export * from '../../src/attachments/attachments.table.pg'
+export * from '../../src/auth/auth.table.pg'
+export * from '../../src/auth/sessions.table.pg'
+export * from '../../src/generation/generations.table.pg'
+export * from '../../src/idempotency/idempotency.table.pg'
+export * from '../../src/oauth/oauth.table.pg'
+export * from '../../src/shared/rate-limit.table.pg'
+export * from '../../src/shared/server-keys.table.pg'
+export * from '../../src/shares/shares.table.pg'
+export * from '../../src/threads/threads.table.pg'
+export * from '../../src/webhooks/webhooks.table.pg'

@@ -10,12 +10,13 @@ import { requireMessage } from '../threads/visibility'
 import type { Listener } from './hub'
 import { GenerationModel } from './model'
 import type { GenerationRecord, GenerationRepository } from './repository'
-import type { GenerationEngine } from './service'
+import type { AnswerEngine } from './service'
 import { type Heartbeats, type OpenStreams, type ResponseSet, sseResponse } from './sse'
 import { busyThreadStates } from './state'
 
 export interface ResponseDeps extends AuthDeps {
-  engine: GenerationEngine
+  /** Answers' hub and stops; answers start only through threads/conversation.ts. */
+  engine: AnswerEngine
   links: Links
   heartbeats: Heartbeats
   streams: OpenStreams

@@ -7,6 +7,7 @@
 // answers is published as it comes, and answers running elsewhere are followed into this hub (remote.ts), so a
 // stream is served by whichever instance it reaches. On SQLite none of that runs.
 import { hostname } from 'node:os'
+import type { DomainEvents } from '../shared/events'
 import { newId } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import type { Clock } from '../shared/time'
@@ -27,6 +28,8 @@ export interface EngineDeps {
   concurrency: number
   /** How long a claim lasts unless renewed, with a relay. */
   leaseMs: number
+  /** Told of every answer this engine stores, before its listeners hear the end (webhooks). */
+  events?: Pick<DomainEvents, 'emit'>
 }
 
 interface Job extends PendingAnswer {
@@ -57,7 +60,19 @@ const recoveryErrors = { stoppedError: stoppedMessage, failedError: 'The respons
 
 export type GenerationEngine = ReturnType<typeof createGenerationEngine>
 
-export function createGenerationEngine({ generations, relay, runner, clock, log, concurrency, leaseMs }: EngineDeps) {
+/** The engine as features hold it: answers start only through the conversation use case (threads/conversation.ts). */
+export type AnswerEngine = Omit<GenerationEngine, 'enqueue'>
+
+export function createGenerationEngine({
+  generations,
+  relay,
+  runner,
+  clock,
+  log,
+  concurrency,
+  leaseMs,
+  events,
+}: EngineDeps) {
   const hub = new Hub()
   /** Who holds this engine's leases, as the operator reads it in the database and the logs. */
   const holder = `${hostname()}:${process.pid}:${newId().slice(-8)}`
@@ -75,6 +90,14 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
   const idleWaiters: (() => void)[] = []
   const drainWaiters: (() => void)[] = []
 
+  /** Stores how an answer ended; once committed, tells `answer.stored` before anything else hears of the end. */
+  async function finish(answer: Parameters<GenerationRepository['finish']>[0], now: number): Promise<boolean> {
+    const stored = await generations.finish(answer, now)
+    const { threadId, messageId, outcome } = answer
+    if (stored) await events?.emit({ type: 'answer.stored', threadId, messageId, outcome })
+    return stored
+  }
+
   function settle(job: Job, outcome: 'complete' | 'error' | 'interrupted', error: string | null): Promise<void> {
     job.settled ??= store(job, outcome, error)
     return job.settled
@@ -88,10 +111,7 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
     try {
       const { messageId, threadId, compaction, lease } = job
       // Not waiting for the last chunk to be published: other instances' streams complete from the stored answer.
-      const stored = await generations.finish(
-        { messageId, threadId, outcome, error, contents, compaction, lease },
-        clock.now(),
-      )
+      const stored = await finish({ messageId, threadId, outcome, error, contents, compaction, lease }, clock.now())
       if (stored) {
         // Listeners hear the end once it is stored: a stream's `done` promises that the thread takes messages again.
         hub.finish(messageId, outcome === 'complete' ? null : { error: error ?? 'The response failed' })
@@ -275,7 +295,7 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
     if (!pending) return false
     if (pending.status === 'queued') {
       const ended = { ...pending, outcome: 'interrupted' as const, error: stoppedMessage, contents: [], lease: null }
-      if (await generations.finish(ended, clock.now())) return true
+      if (await finish(ended, clock.now())) return true
       // Claimed meanwhile: stopped as a running one.
     }
     await generations.markStopping(threadId, clock.now())

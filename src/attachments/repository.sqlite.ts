@@ -1,10 +1,7 @@
-// The attachment rows on SQLite (bun:sqlite through drizzle). Also the synchronous read that another feature's
-// SQLite unit of work uses for the files beside its own rows (a generation's history, see filesForModel).
+// The attachment rows on SQLite (bun:sqlite through drizzle).
 import { and, count, eq, inArray } from 'drizzle-orm'
 import type { Db } from '../db/client'
-import type { AttachmentFile } from '../generation/types'
 import { attachments } from './attachments.table'
-import { modelReadyKey } from './keys'
 import type { Attachment, AttachmentRepository, CountedInsert } from './repository'
 
 /** IDs bound per statement: far below SQLite's bound on parameters, however many a caller passes (a sweep's). */
@@ -21,16 +18,6 @@ function selectByIds(db: Db, ids: string[]): Attachment[] {
 
 function storedCount(db: Pick<Db, 'select'>, threadId: string): number {
   return db.select({ n: count() }).from(attachments).where(eq(attachments.threadId, threadId)).get()?.n ?? 0
-}
-
-/** The files behind these attachment IDs, as generators read them, by ID. */
-export function filesForModel(db: Db, ids: string[]): Map<string, AttachmentFile> {
-  return new Map(
-    selectByIds(db, ids).map((row) => [
-      row.id,
-      { filename: row.filename, mediaType: row.mediaType, key: modelReadyKey(row) },
-    ]),
-  )
 }
 
 export function sqliteAttachmentRepository(db: Db): AttachmentRepository {

@@ -5,6 +5,7 @@ import { adminPages } from './admin/pages'
 import { attachmentRoutes } from './attachments'
 import type { FileInspector } from './attachments/inspector'
 import { maxRequestBytes } from './attachments/limits'
+import { attachmentNames } from './attachments/service'
 import { identity } from './auth'
 import type { Config } from './config'
 import { docs } from './docs'
@@ -15,6 +16,7 @@ import { mcpRoutes } from './mcp'
 import { oauthErrorSurface, oauthRoutes } from './oauth'
 import { settingsPages } from './settings/pages'
 import { errorPlugin } from './shared/error-plugin'
+import { DomainEvents } from './shared/events'
 import { httpBasics } from './shared/http'
 import type { Logger } from './shared/log'
 import { AllowedMethods } from './shared/methods'
@@ -31,13 +33,14 @@ import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
 import { storageHealth } from './storage/health'
 import type { Store } from './store'
 import { threadFeedRoutes, threadRoutes } from './threads'
+import { createConversation } from './threads/conversation'
 import { ThreadFeed } from './threads/feed'
 import { linksFor } from './threads/links'
 import { threadPages } from './threads/pages'
 import { pageErrors } from './web/errors'
 import { siteRoutes } from './web/site'
 import { createDeliveryWorker, type DeliveryDeps } from './webhooks/delivery'
-import { createWebhookEmitter, withWebhookEvents } from './webhooks/events'
+import { createWebhookEmitter, queueWebhookEvents } from './webhooks/events'
 import { webhookPages } from './webhooks/pages'
 
 export interface AppDeps {
@@ -78,17 +81,22 @@ export function createApp(deps: AppDeps) {
     timeoutMs: deps.config.WEBHOOKS_TIMEOUT_MS,
     ...deps.webhooks,
   })
-  const emitter = createWebhookEmitter({
-    webhooks: deps.store.webhooks,
-    threads: deps.store.threads,
-    links,
-    clock: deps.clock,
-    log: deps.log,
-    queued: () => webhooks.wake(),
-  })
-  // Every feature writes threads and answers through this store, so every write that makes an event queues it.
-  const store = withWebhookEvents(deps.store, emitter)
+  const store = deps.store
+  // What follows a committed write (shared/events.ts): webhook deliveries are queued for the events they report.
+  const events = new DomainEvents(deps.log)
+  queueWebhookEvents(
+    events,
+    createWebhookEmitter({
+      webhooks: store.webhooks,
+      threads: store.threads,
+      links,
+      clock: deps.clock,
+      log: deps.log,
+      queued: () => webhooks.wake(),
+    }),
+  )
   const engine = createGenerationEngine({
+    events,
     generations: store.generations,
     relay: store.relay,
     runner: deps.runner,
@@ -109,11 +117,22 @@ export function createApp(deps: AppDeps) {
       ? sharedLimiter(store.rateLimits, 'auth', { max: authPerMinute, windowMs: 60_000 }, deps.clock)
       : undefined
   const feed = new ThreadFeed({ threads: store.threads, links, log: deps.log, clock: deps.clock }, deps.feedPollMs)
+  // The one way a message is sent and its answer started (the API, the pages and MCP all go through it).
+  const conversation = createConversation({
+    threads: store.threads,
+    answers: engine,
+    events,
+    clock: deps.clock,
+    links,
+    fileNames: (ids) => attachmentNames(store.attachments, ids),
+  })
   const shared = {
     store,
     clock: deps.clock,
     log: deps.log,
     engine,
+    events,
+    conversation,
     tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
     authLimiter,
     links,

@@ -1,5 +1,6 @@
 // Where an attachment's bytes live in the blob store: its original under its ID, the scaled copy of a large image
 // beside it, and the text extracted from a PDF beside the file it came from.
+import type { AttachmentRepository } from './repository'
 
 export const originalKey = (id: string): string => id
 
@@ -8,6 +9,20 @@ export const resizedKey = (id: string): string => `${id}.resized`
 /** The file a model should read: the scaled copy of a large image, otherwise the original. */
 export function modelReadyKey(attachment: { id: string; resized: boolean }): string {
   return attachment.resized ? resizedKey(attachment.id) : originalKey(attachment.id)
+}
+
+/**
+ * The files behind these attachment IDs as generators read them, by ID: what the answer store is handed (through the
+ * store's composition) to give a history its files. Unknown IDs are left out.
+ */
+export async function filesForModel(
+  attachments: Pick<AttachmentRepository, 'listByIds'>,
+  ids: string[],
+): Promise<Map<string, { filename: string; mediaType: string; key: string }>> {
+  const rows = await attachments.listByIds(ids)
+  return new Map(
+    rows.map((row) => [row.id, { filename: row.filename, mediaType: row.mediaType, key: modelReadyKey(row) }]),
+  )
 }
 
 /** The cached text of the PDF stored under `key`, which the generation worker writes the first time it reads it. */

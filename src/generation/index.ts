@@ -10,11 +10,12 @@ import { ThreadsModel } from '../threads/model'
 import { requireMessage } from '../threads/visibility'
 import { GenerationModel } from './model'
 import type { GenerationRecord, GenerationRepository } from './repository'
-import type { GenerationEngine } from './service'
+import type { AnswerEngine } from './service'
 import { busyThreadStates } from './state'
 
 export interface AnswerDeps extends AuthDeps {
-  engine: GenerationEngine
+  /** Answers' hub and stops; answers start only through threads/conversation.ts. */
+  engine: AnswerEngine
   links: Links
   heartbeats: Heartbeats
   streams: OpenStreams

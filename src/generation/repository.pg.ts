@@ -6,23 +6,18 @@
 // updated_at is written once, as the last statement). A thread's deletion locks the thread and then cascades to its
 // generations: a move that locked the generation first would deadlock with it.
 //
-// Ending an answer writes messages too; the message helpers of src/threads/ are SQLite's, so the few writes needed
-// here are written against the PostgreSQL tables below.
+// Ending an answer writes messages too, through threads' own insert (handed in as `parts`, see AnswerStoreParts).
 
-import { and, asc, eq, inArray, isNull, lt, lte, max, min, not, or, type SQL, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNull, lt, lte, min, not, or, type SQL, sql } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
-import { attachments } from '../attachments/attachments.table.pg'
-import { modelReadyKey } from '../attachments/keys'
 import type { PgDb } from '../db/postgres'
-import { newId } from '../shared/ids'
-import { attachmentIdsOf } from '../threads/messages'
 import type { ThreadsModel } from '../threads/model'
-import { searchableText } from '../threads/search'
 import { messages, threads } from '../threads/threads.table.pg'
 import { answerChunks, generations } from './generations.table.pg'
+import { withFiles } from './history'
 import { notifyEvent } from './relay.pg'
-import type { Compaction, GenerationRepository } from './repository'
-import type { AttachmentFile, HistoryMessage } from './types'
+import type { AnswerStoreParts, Compaction, GenerationRepository } from './repository'
+import type { HistoryMessage } from './types'
 
 /** The transaction handle drizzle passes to `db.transaction`: every statement of a unit runs on it. */
 type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
@@ -39,26 +34,6 @@ function chunks<T>(items: T[]): T[][] {
   return out
 }
 
-/** The files behind these attachment IDs, as generators read them, by ID. */
-async function filesForModel(db: PgDb, ids: string[]): Promise<Map<string, AttachmentFile>> {
-  const files = new Map<string, AttachmentFile>()
-  for (const chunk of chunks(ids)) {
-    const rows = await db
-      .select({
-        id: attachments.id,
-        filename: attachments.filename,
-        mediaType: attachments.mediaType,
-        resized: attachments.resized,
-      })
-      .from(attachments)
-      .where(inArray(attachments.id, chunk))
-    for (const row of rows) {
-      files.set(row.id, { filename: row.filename, mediaType: row.mediaType, key: modelReadyKey(row) })
-    }
-  }
-  return files
-}
-
 /**
  * Takes the thread's row for the rest of the unit (before the generation's: see the lock order above). `no key
  * update` is what the final update of the thread takes anyway; it leaves other tables' foreign-key checks free.
@@ -68,45 +43,16 @@ async function lockThread(tx: Tx, threadId: string): Promise<void> {
 }
 
 /**
- * Inserts a message at the end of its thread, or at `placedAt`. At the end means at `now`, or just after the
- * thread's newest message if the clock has stepped back, so that messages list in the order they were written.
- */
-async function insertMessage(
-  tx: Tx,
-  input: {
-    threadId: string
-    role: 'assistant' | 'summary'
-    contents: ThreadsModel.contentBlock[]
-    replyTo?: string
-    placedAt?: number
-  },
-  now: number,
-): Promise<void> {
-  let createdAt = input.placedAt
-  if (createdAt === undefined) {
-    const [newest] = await tx
-      .select({ createdAt: max(messages.createdAt) })
-      .from(messages)
-      .where(eq(messages.threadId, input.threadId))
-    const last = newest?.createdAt
-    createdAt = last == null || now >= last ? now : last + 1
-  }
-  await tx.insert(messages).values({
-    id: newId(),
-    threadId: input.threadId,
-    role: input.role,
-    contents: input.contents,
-    text: searchableText(input.contents),
-    replyTo: input.replyTo ?? null,
-    createdAt,
-  })
-}
-
-/**
  * Messages are listed by (created_at, id), so the summary is dated one millisecond before the first message it
  * does not replace: it lists exactly where the replaced messages were.
  */
-async function storeSummary(tx: Tx, threadId: string, compaction: Compaction, now: number): Promise<void> {
+async function storeSummary(
+  parts: PgAnswerParts,
+  tx: Tx,
+  threadId: string,
+  compaction: Compaction,
+  now: number,
+): Promise<void> {
   if (compaction.replaces.length === 0) return
   const inThread = eq(messages.threadId, threadId)
   const [firstKept] = await tx
@@ -119,10 +65,13 @@ async function storeSummary(tx: Tx, threadId: string, compaction: Compaction, no
     .set({ active: false })
     .where(and(inThread, inArray(messages.id, compaction.replaces)))
   const contents = [{ type: 'text' as const, text: compaction.text }]
-  await insertMessage(tx, { threadId, role: 'summary', contents, placedAt: createdAt }, now)
+  await parts.insertMessage(tx, { threadId, role: 'summary', contents, placedAt: createdAt }, now)
 }
 
-export function pgGenerationRepository(db: PgDb): GenerationRepository {
+/** Threads' message insert runs on the answer's transaction. */
+export type PgAnswerParts = AnswerStoreParts<Tx, Promise<unknown>>
+
+export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): GenerationRepository {
   return {
     async interrupted(messageIds) {
       if (messageIds.length === 0) return new Set()
@@ -167,14 +116,7 @@ export function pgGenerationRepository(db: PgDb): GenerationRepository {
           ),
         )
         .orderBy(asc(messages.createdAt), asc(messages.id))) as Omit<HistoryMessage, 'attachments'>[]
-      const files = await filesForModel(db, [...new Set(rows.flatMap((row) => attachmentIdsOf(row.contents)))])
-      return rows.map((row) => {
-        const own = attachmentIdsOf(row.contents).flatMap((id) => {
-          const file = files.get(id)
-          return file ? [[id, file] as const] : []
-        })
-        return own.length === 0 ? row : { ...row, attachments: Object.fromEntries(own) }
-      })
+      return withFiles(rows, parts.filesForModel)
     },
 
     claim({ messageId, threadId }, now, lease) {
@@ -221,9 +163,9 @@ export function pgGenerationRepository(db: PgDb): GenerationRepository {
           .where(and(eq(generations.messageId, messageId), held))
           .returning({ messageId: generations.messageId })
         if (ended.length === 0) return false
-        if (answer.compaction) await storeSummary(tx, threadId, answer.compaction, now)
+        if (answer.compaction) await storeSummary(parts, tx, threadId, answer.compaction, now)
         if (contents.length > 0) {
-          await insertMessage(tx, { threadId, role: 'assistant', contents, replyTo: messageId }, now)
+          await parts.insertMessage(tx, { threadId, role: 'assistant', contents, replyTo: messageId }, now)
         }
         await tx.delete(answerChunks).where(eq(answerChunks.messageId, messageId))
         await tx.execute(notifyEvent({ kind: 'ended', messageId }))

@@ -2,17 +2,18 @@
 // prepared once per database (see src/db/prepared.ts); a statement prepared on `db` runs on the transaction's
 // connection when called inside db.transaction. Ending an answer writes threads' messages too: it is one unit.
 import { and, asc, eq, inArray, lte, min, not, sql } from 'drizzle-orm'
-import { filesForModel } from '../attachments/repository.sqlite'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
-import { attachmentIdsOf } from '../threads/messages'
-import { insertMessageRow } from '../threads/repository.sqlite'
 import { messages, threads } from '../threads/threads.table'
 import { generations } from './generations.table'
-import type { Compaction, GenerationRepository, PendingAnswer } from './repository'
+import { withFiles } from './history'
+import type { AnswerStoreParts, Compaction, GenerationRepository, PendingAnswer } from './repository'
 import type { HistoryMessage } from './types'
 
-export function sqliteGenerationRepository(db: Db): GenerationRepository {
+/** Threads' message insert runs inside the answer's transaction: on SQLite, on the same `db` (src/db/prepared.ts). */
+export type SqliteAnswerParts = AnswerStoreParts<Db, string>
+
+export function sqliteGenerationRepository(db: Db, parts: SqliteAnswerParts): GenerationRepository {
   const now = () => sql`${sql.placeholder('now')}`
   const statements = {
     find: () =>
@@ -87,7 +88,7 @@ export function sqliteGenerationRepository(db: Db): GenerationRepository {
       .where(and(inThread, inArray(messages.id, compaction.replaces)))
       .run()
     const contents = [{ type: 'text' as const, text: compaction.text }]
-    insertMessageRow(db, { threadId, role: 'summary', contents, placedAt: createdAt }, now)
+    parts.insertMessage(db, { threadId, role: 'summary', contents, placedAt: createdAt }, now)
   }
 
   return {
@@ -121,14 +122,7 @@ export function sqliteGenerationRepository(db: Db): GenerationRepository {
         HistoryMessage,
         'attachments'
       >[]
-      const files = filesForModel(db, [...new Set(rows.flatMap((row) => attachmentIdsOf(row.contents)))])
-      return rows.map((row) => {
-        const own = attachmentIdsOf(row.contents).flatMap((id) => {
-          const file = files.get(id)
-          return file ? [[id, file] as const] : []
-        })
-        return own.length === 0 ? row : { ...row, attachments: Object.fromEntries(own) }
-      })
+      return withFiles(rows, parts.filesForModel)
     },
 
     // One process holds a SQLite database: leases are neither stored nor checked (see repository.ts).
@@ -146,7 +140,7 @@ export function sqliteGenerationRepository(db: Db): GenerationRepository {
         if (!statement('finish').get({ messageId, status: outcome, error, now })) return false
         if (answer.compaction) storeSummary(threadId, answer.compaction, now)
         if (contents.length > 0)
-          insertMessageRow(db, { threadId, role: 'assistant', contents, replyTo: messageId }, now)
+          parts.insertMessage(db, { threadId, role: 'assistant', contents, replyTo: messageId }, now)
         statement('threadState').run({ threadId, state: outcome === 'error' ? 'error' : 'ready', now })
         return true
       })

@@ -8,7 +8,7 @@
 // expired (its instance died) is taken over by `recover` on another. On SQLite one process holds the database: the
 // lease is not stored, never expires, and `recover` runs once, at start-up.
 import type { ThreadsModel } from '../threads/model'
-import type { HistoryMessage } from './types'
+import type { AttachmentFile, HistoryMessage } from './types'
 
 export type GenerationStatus = 'queued' | 'running' | 'complete' | 'error' | 'interrupted'
 
@@ -84,6 +84,27 @@ export interface Renewal {
   lost: string[]
   /** Leases kept whose thread is being stopped: a stop another instance received, in case its notice was lost. */
   stopping: string[]
+}
+
+/** A message an answer's unit of work writes into its thread: the answer itself, or a compaction's summary. */
+export interface AnswerMessage {
+  threadId: string
+  role: 'assistant' | 'summary'
+  contents: ThreadsModel.contentBlock[]
+  replyTo?: string
+  /** Where it lists (a summary takes the place of what it replaces); at the thread's end when omitted. */
+  placedAt?: number
+}
+
+/**
+ * What the answer store needs from the features whose rows sit beside its own, handed to each implementation by the
+ * store's composition (src/store/) so that generation reaches into neither threads' storage nor attachments':
+ * threads' own message insert (its place in the thread's order, its searchable text), run on `Unit`, the dialect's
+ * handle of the answer's transaction; and the files generators read behind attachment IDs.
+ */
+export interface AnswerStoreParts<Unit, Inserted> {
+  insertMessage(unit: Unit, message: AnswerMessage, now: number): Inserted
+  filesForModel(ids: string[]): Promise<Map<string, AttachmentFile>>
 }
 
 export interface GenerationRepository {

@@ -7,6 +7,7 @@
 // answers is published as it comes, and answers running elsewhere are followed into this hub (remote.ts), so a
 // stream is served by whichever instance it reaches. On SQLite none of that runs.
 import { hostname } from 'node:os'
+import type { DomainEvents } from '../shared/events'
 import { newId } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import type { Clock } from '../shared/time'
@@ -27,6 +28,8 @@ export interface EngineDeps {
   concurrency: number
   /** How long a claim lasts unless renewed, with a relay. */
   leaseMs: number
+  /** Told of every answer this engine stores, before its listeners hear the end (webhooks). */
+  events?: Pick<DomainEvents, 'emit'>
 }
 
 export const restartMessage = 'The server is restarting; this answer will be generated again once it is back'
@@ -46,7 +49,19 @@ type Phase = 'serving' | 'draining' | 'closed'
 
 export type GenerationEngine = ReturnType<typeof createGenerationEngine>
 
-export function createGenerationEngine({ generations, relay, runner, clock, log, concurrency, leaseMs }: EngineDeps) {
+/** The engine as features hold it: answers start only through the conversation use case (threads/conversation.ts). */
+export type AnswerEngine = Omit<GenerationEngine, 'enqueue'>
+
+export function createGenerationEngine({
+  generations,
+  relay,
+  runner,
+  clock,
+  log,
+  concurrency,
+  leaseMs,
+  events,
+}: EngineDeps) {
   const hub = new Hub()
   /** Who holds this engine's leases, as the operator reads it in the database and the logs. */
   const holder = `${hostname()}:${process.pid}:${newId().slice(-8)}`
@@ -62,6 +77,14 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
   let phase: Phase = 'serving'
   let upkeepTimer: ReturnType<typeof setInterval> | undefined
 
+  /** Stores how an answer ended; once committed, tells `answer.stored` before anything else hears of the end. */
+  async function finish(answer: Parameters<GenerationRepository['finish']>[0], now: number): Promise<boolean> {
+    const stored = await generations.finish(answer, now)
+    const { threadId, messageId, outcome } = answer
+    if (stored) await events?.emit({ type: 'answer.stored', threadId, messageId, outcome })
+    return stored
+  }
+
   function settle(job: Job, outcome: Outcome, error: string | null): Promise<void> {
     return job.settle(() => persist(job, outcome, error))
   }
@@ -71,7 +94,7 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
     const { messageId } = job
     try {
       // Not waiting for the last chunk to be published: other instances' streams complete from the stored answer.
-      const stored = await generations.finish(job.ended(outcome, error, hub.text(messageId)), clock.now())
+      const stored = await finish(job.ended(outcome, error, hub.text(messageId)), clock.now())
       if (stored) {
         // Listeners hear the end once it is stored: a stream's `done` promises that the thread takes messages again.
         hub.finish(messageId, outcome === 'complete' ? null : { error: error ?? 'The response failed' })
@@ -300,7 +323,7 @@ export function createGenerationEngine({ generations, relay, runner, clock, log,
     if (!pending) return false
     if (pending.status === 'queued') {
       const ended = { ...pending, outcome: 'interrupted' as const, error: stoppedMessage, contents: [], lease: null }
-      if (await generations.finish(ended, clock.now())) return true
+      if (await finish(ended, clock.now())) return true
       // Claimed meanwhile: stopped as a running one.
     }
     await generations.markStopping(threadId, clock.now())

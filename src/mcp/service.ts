@@ -11,20 +11,23 @@ import {
 } from '../attachments/service'
 import type { Caller } from '../auth/model'
 import { pollAnswer } from '../generation'
-import type { GenerationEngine } from '../generation/service'
+import type { AnswerEngine } from '../generation/service'
 import { AppError, conflict, invalidRequest } from '../shared/errors'
 import type { Listener, OpenStreams } from '../shared/streams/sse'
+import type { Conversation } from '../threads/conversation'
 import { submitFeedback } from '../threads/feedback'
 import type { Links } from '../threads/links'
 import { listThreads } from '../threads/listing'
-import { listMessages, sendMessage } from '../threads/messages'
+import { listMessages } from '../threads/messages'
 import type { ThreadsModel } from '../threads/model'
-import { createThread, getThread } from '../threads/threads'
+import { getThread } from '../threads/threads'
 import { requireMessage } from '../threads/visibility'
 import type { McpModel } from './model'
 
 export interface McpDeps extends UploadDeps {
-  engine: GenerationEngine
+  /** Answers' hub, to wait on them (sending goes through `conversation`). */
+  engine: AnswerEngine
+  conversation: Conversation
   /** A wait holds a connection and a place among the answer's listeners, as a stream does, and counts as one. */
   streams: OpenStreams
   links: Links
@@ -97,7 +100,7 @@ export function unreadAnswer(deps: McpDeps, threadId: string, messageId: string)
  * Resolves once the answer to `messageId` has ended (it is then stored), `wait.ms` have passed, or the call was
  * cancelled. Tokens already produced are passed to `onText` first, as a stream joining mid-answer gets them.
  */
-async function answerEnded(engine: GenerationEngine, messageId: string, wait: AnswerWait): Promise<void> {
+async function answerEnded(engine: McpDeps['engine'], messageId: string, wait: AnswerWait): Promise<void> {
   if (wait.ms <= 0 || wait.signal.aborted) return
   // Running on another instance: followed into this one's hub.
   await engine.watch(messageId)
@@ -159,8 +162,7 @@ export async function startThread(
   input: { name?: string; is_private?: boolean; text?: string },
 ): Promise<{ thread_id: string; message_id: string | null; app_url: string }> {
   const body = { name: input.name, is_private: input.is_private, text: input.text }
-  const created = await createThread(deps.store.threads, caller, body, deps.clock.now())
-  if (created.message_id) deps.engine.enqueue(created.message_id, created.thread_id)
+  const created = await deps.conversation.start(caller, body)
   return { ...created, app_url: deps.links.threadUrl(created.thread_id) }
 }
 
@@ -170,9 +172,7 @@ export async function send(
   input: { thread_id: string; text: string; attachment_ids?: string[] },
 ): Promise<{ message_id: string }> {
   const body = { text: input.text, attachment_ids: input.attachment_ids }
-  const sent = await sendMessage(deps.store.threads, caller, input.thread_id, body, deps.clock.now())
-  deps.engine.enqueue(sent.message_id, input.thread_id)
-  return sent
+  return await deps.conversation.send(caller, input.thread_id, body)
 }
 
 type ChoiceBlock = Extract<ThreadsModel.contentBlock, { type: 'user_get_choice' }>

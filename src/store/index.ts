@@ -2,6 +2,8 @@
 // receive the repository they need from here and never see a driver, so the same behaviour runs on SQLite
 // (the default) and PostgreSQL (postgres.ts). Query-planner tricks and prepared statements stay inside the
 // SQLite implementations beside each feature.
+
+import { filesForModel } from '../attachments/keys'
 import type { AttachmentRepository } from '../attachments/repository'
 import { sqliteAttachmentRepository } from '../attachments/repository.sqlite'
 import type { SessionRepository } from '../auth/sessions.repository'
@@ -29,7 +31,7 @@ import { processKeys, type ServerKeyRepository } from '../shared/server-keys.rep
 import type { ShareRepository } from '../shares/repository'
 import { sqliteShareRepository } from '../shares/repository.sqlite'
 import type { ThreadRepository } from '../threads/repository'
-import { sqliteThreadRepository } from '../threads/repository.sqlite'
+import { insertMessageRow, sqliteThreadRepository } from '../threads/repository.sqlite'
 import type { ThreadSearch } from '../threads/search'
 import { fts5ThreadSearch } from '../threads/search.fts5'
 import type { WebhookRepository } from '../webhooks/repository'
@@ -91,15 +93,20 @@ export interface Store {
 
 /** Every repository over one open SQLite database. */
 export function sqliteStore(db: Db): Store {
+  const attachments = sqliteAttachmentRepository(db)
   return {
     dialect: 'sqlite',
     async ping() {
       db.$client.query('select 1').get()
     },
-    attachments: sqliteAttachmentRepository(db),
+    attachments,
     oauthClients: sqliteClientRepository(db),
     oauthGrants: sqliteGrantRepository(db),
-    generations: sqliteGenerationRepository(db),
+    // Answers are threads' messages and name attachments' files: their features' own code, handed in.
+    generations: sqliteGenerationRepository(db, {
+      insertMessage: insertMessageRow,
+      filesForModel: (ids) => filesForModel(attachments, ids),
+    }),
     idempotency: idempotencyRepository(anyDb(db), asTables(idempotencyTables)),
     relay: null,
     threads: sqliteThreadRepository(db),

@@ -3,6 +3,7 @@
 // the database: what they must agree on (rate-limit windows, signing keys, who runs the first run and upkeep) lives
 // in it too, and nothing that a write on another instance could make stale is kept in memory.
 import { sql } from 'drizzle-orm'
+import { filesForModel } from '../attachments/keys'
 import { pgAttachmentRepository } from '../attachments/repository.pg'
 import { pgSessionRepository } from '../auth/sessions.repository.pg'
 import { pgAccessTokenRepository } from '../auth/tokens.repository.pg'
@@ -18,21 +19,26 @@ import { pgGrantRepository } from '../oauth/grants.repository.pg'
 import { pgRateLimitRepository } from '../shared/rate-limit.repository.pg'
 import { pgServerKeyRepository } from '../shared/server-keys.repository.pg'
 import { pgShareRepository } from '../shares/repository.pg'
-import { pgThreadRepository } from '../threads/repository.pg'
+import { insertMessageRow, pgThreadRepository } from '../threads/repository.pg'
 import { pgThreadSearch } from '../threads/search.pg'
 import { pgWebhookRepository } from '../webhooks/repository.pg'
 import type { Store } from '.'
 
 export function pgStore(db: PgDb): Store {
+  const attachments = pgAttachmentRepository(db)
   return {
     dialect: 'postgres',
     async ping() {
       await db.execute(sql`select 1`)
     },
-    attachments: pgAttachmentRepository(db),
+    attachments,
     oauthClients: pgClientRepository(db),
     oauthGrants: pgGrantRepository(db),
-    generations: pgGenerationRepository(db),
+    // Answers are threads' messages and name attachments' files: their features' own code, handed in.
+    generations: pgGenerationRepository(db, {
+      insertMessage: insertMessageRow,
+      filesForModel: (ids) => filesForModel(attachments, ids),
+    }),
     idempotency: idempotencyRepository(anyDb(db), idempotencyTables),
     relay: pgAnswerRelay(db),
     threads: pgThreadRepository(db),

@@ -1,30 +1,34 @@
 // Threads, messages and feedback routes: HTTP in, HTTP out; behaviour lives in the services beside this file.
 import { Elysia, t } from 'elysia'
 import { attachmentsPerMessage } from '../attachments/limits'
-import { attachmentNames } from '../attachments/service'
 import { type AuthDeps, auth, stillAdmitted } from '../auth'
 import { AuthModel } from '../auth/model'
-import type { GenerationEngine } from '../generation/service'
+import type { AnswerEngine } from '../generation/service'
 import { idempotencyDeps, idempotencyKeyParameter, idempotencyNote, onceForJson } from '../idempotency/service'
 import { jsonBodies, jsonBody } from '../shared/body'
+import type { DomainEvents } from '../shared/events'
 import { noContent, type Responses } from '../shared/responses'
 import { type Heartbeats, type OpenStreams, sseResponse } from '../shared/streams/sse'
 import { dayMs } from '../shared/time'
 import type { BlobStore } from '../storage/blobs'
 import type { Store } from '../store'
-import { continueThread, quotedCharacters, quotedMessages } from './continuation'
+import { quotedCharacters, quotedMessages } from './continuation'
+import type { Conversation } from './conversation'
 import { exportHeaders, exportMarkdown, exportThread } from './export'
 import { type ThreadFeed, tombstoneKeepMs } from './feed'
 import { submitFeedback } from './feedback'
 import type { Links } from './links'
 import { listThreads } from './listing'
-import { listMessages, sendMessage } from './messages'
+import { listMessages } from './messages'
 import { ThreadsModel } from './model'
-import { createThread, deleteThread, getThread, stopThread, updateThread } from './threads'
+import { deleteThread, getThread, stopThread, updateThread } from './threads'
 
 export interface ThreadsDeps extends AuthDeps {
   store: Store
-  engine: GenerationEngine
+  /** Stops answers (sending goes through `conversation`). */
+  engine: AnswerEngine
+  conversation: Conversation
+  events: DomainEvents
   blobs: BlobStore
   links: Links
   responses: Responses
@@ -58,9 +62,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       '',
       async ({ caller, body, request, status }) => {
         const outcome = await onceForJson(idempotencyDeps(deps), caller, request, 201, async () => {
-          const created = await createThread(deps.store.threads, caller, body, deps.clock.now())
-          if (created.message_id) deps.engine.enqueue(created.message_id, created.thread_id)
-          return created
+          return await deps.conversation.start(caller, body)
         })
         return 'replay' in outcome ? outcome.replay : status(201, outcome.value)
       },
@@ -157,8 +159,13 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     .delete(
       '/:threadId',
       async ({ caller, params, set }) => {
-        const { store, engine, blobs, log } = deps
-        await deleteThread({ threads: store.threads, engine, blobs, log }, caller, params.threadId, deps.clock.now())
+        const { store, engine, events, blobs, log } = deps
+        await deleteThread(
+          { threads: store.threads, engine, events, blobs, log },
+          caller,
+          params.threadId,
+          deps.clock.now(),
+        )
         set.status = 204
       },
       {
@@ -205,12 +212,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     .post(
       '/:threadId/continue',
       async ({ caller, params, status }) => {
-        const fileNames = async (ids: string[]) => attachmentNames(deps.store.attachments, ids)
-        const now = deps.clock.now()
-        return status(
-          201,
-          await continueThread(deps.store.threads, fileNames, caller, params.threadId, deps.links, now),
-        )
+        return status(201, await deps.conversation.continueThread(caller, params.threadId))
       },
       {
         scope: 'threads:write',
@@ -254,9 +256,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
       '/:threadId/messages',
       async ({ caller, params, body, request, status }) => {
         const outcome = await onceForJson(idempotencyDeps(deps), caller, request, 201, async () => {
-          const sent = await sendMessage(deps.store.threads, caller, params.threadId, body, deps.clock.now())
-          deps.engine.enqueue(sent.message_id, params.threadId)
-          return sent
+          return await deps.conversation.send(caller, params.threadId, body)
         })
         return 'replay' in outcome ? outcome.replay : status(201, outcome.value)
       },

@@ -68,7 +68,7 @@ async function attachmentBlocks(
 
 /**
  * Sends a user message: owner only, and only to a `ready` thread. Of two concurrent sends to a ready thread exactly
- * one is stored; the other gets 409. The caller hands the message ID to the generation engine.
+ * one is stored; the other gets 409. Its answer is queued with it (conversation.ts starts it).
  */
 export async function sendMessage(
   threads: ThreadRepository,

@@ -21,8 +21,9 @@ import {
 import type { Caller } from '../auth/model'
 import { callerFromSession, findSession } from '../auth/sessions'
 import { answerStream } from '../generation'
-import type { GenerationEngine } from '../generation/service'
+import type { AnswerEngine } from '../generation/service'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
+import type { DomainEvents } from '../shared/events'
 import { isUuid } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import { type Heartbeats, type OpenStreams, sseResponse } from '../shared/streams/sse'
@@ -32,15 +33,15 @@ import { clientAssets } from '../web/client-assets'
 import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { field, type PostedForm, trustedForms } from '../web/trusted-form'
-import { continueThread } from './continuation'
+import type { Conversation } from './conversation'
 import { exportResponse, exportThread } from './export'
 import type { ThreadFeed } from './feed'
 import { submitFeedback } from './feedback'
 import type { Links } from './links'
 import { listThreads } from './listing'
-import { allMessages, attachmentIdsOf, lastFailure, sendMessage } from './messages'
+import { allMessages, attachmentIdsOf, lastFailure } from './messages'
 import { feedbackTextMaxChars, type ThreadsModel, threadNameMaxLength } from './model'
-import { createThread, deleteThread, getThread, stopThread, updateThread } from './threads'
+import { deleteThread, getThread, stopThread, updateThread } from './threads'
 import { type ModelInfo, type SidebarProps, type ThreadFilters, ThreadList } from './views/chat-layout'
 import { DeleteThreadPage } from './views/delete-thread'
 import { ThreadPage, type ThreadPageProps } from './views/thread'
@@ -50,7 +51,10 @@ import { requireOwnedThread } from './visibility'
 export interface ThreadPagesDeps extends WebDeps {
   store: Store
   log: Logger
-  engine: GenerationEngine
+  /** Stops answers (sending goes through `conversation`). */
+  engine: AnswerEngine
+  conversation: Conversation
+  events: DomainEvents
   links: Links
   heartbeats: Heartbeats
   streams: OpenStreams
@@ -288,20 +292,12 @@ async function sendWithFiles(
   checked: CheckedFiles,
 ): Promise<void> {
   const ids = (await storeFormFiles(deps, caller, threadId, checked)).map((file) => file.id)
-  let sent: Awaited<ReturnType<typeof sendMessage>>
   try {
-    sent = await sendMessage(
-      deps.store.threads,
-      caller,
-      threadId,
-      { text, attachment_ids: ids.length > 0 ? ids : undefined },
-      deps.clock.now(),
-    )
+    await deps.conversation.send(caller, threadId, { text, attachment_ids: ids.length > 0 ? ids : undefined })
   } catch (error) {
     await removeUnsentFiles(deps, threadId, ids)
     throw error
   }
-  deps.engine.enqueue(sent.message_id, threadId)
 }
 
 export const threadPages = (deps: ThreadPagesDeps) =>
@@ -371,19 +367,17 @@ export const threadPages = (deps: ThreadPagesDeps) =>
               return seeOther(back)
             case 'delete': {
               // Reached from the confirmation page (GET of the same path); the API's deletion, owner only.
-              const { store, engine, blobs, log } = deps
-              await deleteThread({ threads: store.threads, engine, blobs, log }, caller, threadId, deps.clock.now())
+              const { store, engine, events, blobs, log } = deps
+              const threads = store.threads
+              await deleteThread({ threads, engine, events, blobs, log }, caller, threadId, deps.clock.now())
               return seeOther('/')
             }
             case 'continue': {
-              const fileNames = async (ids: string[]) => attachmentNames(deps.store.attachments, ids)
-              const now = deps.clock.now()
               const question = await unansweredQuestion(deps, caller, threadId)
-              const continued = await continueThread(deps.store.threads, fileNames, caller, threadId, deps.links, now)
+              const continued = await deps.conversation.continueThread(caller, threadId)
               if (question === null) return seeOther(`/threads/${continued.thread_id}`)
               // The question the failure left unanswered is asked again in the new thread, after the extract.
-              const sent = await sendMessage(deps.store.threads, caller, continued.thread_id, { text: question }, now)
-              deps.engine.enqueue(sent.message_id, continued.thread_id)
+              await deps.conversation.send(caller, continued.thread_id, { text: question })
               return seeOther(`/threads/${continued.thread_id}#live-answer`)
             }
             default:
@@ -536,12 +530,7 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
     // Files are checked before the thread exists, so a refused file leaves nothing behind.
     checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
     const name = draft.name.trim() === '' ? undefined : draft.name.trim()
-    const created = await createThread(
-      deps.store.threads,
-      caller,
-      { name, is_private: draft.isPrivate },
-      deps.clock.now(),
-    )
+    const created = await deps.conversation.start(caller, { name, is_private: draft.isPrivate })
     await sendWithFiles(deps, caller, created.thread_id, text, checked)
     return seeOther(`/threads/${created.thread_id}#live-answer`)
   } catch (error) {

@@ -207,6 +207,39 @@ async function appendUserMessage(
   return id
 }
 
+/**
+ * Inserts a message at the end of its thread, or at `placedAt` (a summary takes the place of the messages it
+ * replaces), in the caller's transaction, and returns its ID. At the end means at `now`, or just after the thread's
+ * newest message if the clock has stepped back, so that messages list in the order they were written. Exported for
+ * the answer store (generation), handed to it by the store's composition: it writes its messages in its own unit.
+ */
+export async function insertMessageRow(
+  tx: Tx,
+  input: { threadId: string; role: MessageRole; contents: ContentBlock[]; replyTo?: string; placedAt?: number },
+  now: number,
+): Promise<string> {
+  let createdAt = input.placedAt
+  if (createdAt === undefined) {
+    const [newest] = await tx
+      .select({ createdAt: max(messages.createdAt) })
+      .from(messages)
+      .where(eq(messages.threadId, input.threadId))
+    const last = newest?.createdAt
+    createdAt = last == null || now >= last ? now : last + 1
+  }
+  const id = newId()
+  await tx.insert(messages).values({
+    id,
+    threadId: input.threadId,
+    role: input.role,
+    contents: input.contents,
+    text: searchableText(input.contents),
+    replyTo: input.replyTo ?? null,
+    createdAt,
+  })
+  return id
+}
+
 type TombstoneOf = { id: string; organizationId: number; ownerId: number; isPrivate: boolean }
 
 /**

@@ -2,6 +2,7 @@
 import { keysOf } from '../attachments/keys'
 import type { Caller } from '../auth/model'
 import { conflict, notFound } from '../shared/errors'
+import type { DomainEvents } from '../shared/events'
 import type { Logger } from '../shared/log'
 import type { BlobStore } from '../storage/blobs'
 import { titleFromMarkdown } from '../web/markdown'
@@ -32,7 +33,7 @@ export function nameFromMessage(text: string): string | null {
 
 /**
  * Creates a thread owned by the caller. With `text`, that is its first message: the thread starts `waiting`, and
- * the caller hands `message_id` to the generation engine. Without a name, it is named after that message.
+ * its answer is queued (conversation.ts starts it). Without a name, it is named after that message.
  */
 export async function createThread(
   threads: ThreadRepository,
@@ -96,7 +97,13 @@ export async function stopThread(
  * logged and left to the hourly sweep of files no row names.
  */
 export async function deleteThread(
-  deps: { threads: ThreadRepository; engine: Interrupter; blobs: Pick<BlobStore, 'delete'>; log: Logger },
+  deps: {
+    threads: ThreadRepository
+    engine: Interrupter
+    events: Pick<DomainEvents, 'emit'>
+    blobs: Pick<BlobStore, 'delete'>
+    log: Logger
+  },
   caller: Caller,
   threadId: string,
   now: number,
@@ -105,6 +112,7 @@ export async function deleteThread(
   await deps.engine.interrupt(threadId)
   const files = await deps.threads.deleteThread(threadId, now)
   if (files === null) throw notFound('Thread')
+  await deps.events.emit({ type: 'thread.deleted', threadId })
   await removeFiles(deps, threadId, files)
 }
 

@@ -1,14 +1,14 @@
 // What happens that receivers hear of: a thread created, an answer completed, failed or interrupted. An event is
-// queued right after the change commits (the store's write returns, then the deliveries are inserted: durable from
-// then on), one delivery per enabled endpoint of the thread's own organization that asked for the type. The change
-// and the queueing are two units, not one: a process dying between them loses that event (never a thread or an
-// answer), the price of keeping the generation engine's and the threads' repositories unaware of webhooks.
-import type { GenerationRepository } from '../generation/repository'
+// queued right after the change commits (the committed write's domain event, shared/events.ts: the deliveries are
+// inserted before the request or the answer's stream ends, durable from then on), one delivery per enabled endpoint
+// of the thread's own organization that asked for the type. The change and the queueing are two units, not one: a
+// process dying between them loses that event (never a thread or an answer), the price of keeping the generation
+// engine's and the threads' repositories unaware of webhooks.
+import type { DomainEvents } from '../shared/events'
 import { newId } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import type { Clock } from '../shared/time'
 import { toIso } from '../shared/time'
-import type { Store } from '../store'
 import { type Links, toMessage } from '../threads/links'
 import type { ThreadRepository } from '../threads/repository'
 import { type WebhookEventType, type WebhooksModel, webhookEventTypes } from './model'
@@ -89,30 +89,11 @@ export function createWebhookEmitter(deps: EmitterDeps) {
 }
 
 /**
- * The store with webhook events after the writes that make them: every thread created (API, MCP, web pages,
- * continuations) and every answer stored (by this engine, or ended here for another instance), whoever wrote it.
+ * Webhook events after the writes that make them: every thread created (API, MCP, web pages, continuations) and every
+ * answer stored (by this engine, or ended here for another instance), whoever wrote it; a deleted thread's deliveries go.
  */
-export function withWebhookEvents(store: Store, emitter: WebhookEmitter): Store {
-  const threads: ThreadRepository = {
-    ...store.threads,
-    async createThread(thread) {
-      const created = await store.threads.createThread(thread)
-      await emitter.threadCreated(created.threadId)
-      return created
-    },
-    async deleteThread(threadId, now, idleBefore) {
-      const files = await store.threads.deleteThread(threadId, now, idleBefore)
-      if (files !== null) await emitter.forgetThread(threadId)
-      return files
-    },
-  }
-  const generations: GenerationRepository = {
-    ...store.generations,
-    async finish(answer, now) {
-      const stored = await store.generations.finish(answer, now)
-      if (stored) await emitter.answerEnded(answer.threadId, answer.messageId, answer.outcome)
-      return stored
-    },
-  }
-  return { ...store, threads, generations }
+export function queueWebhookEvents(events: DomainEvents, emitter: WebhookEmitter): void {
+  events.on('thread.created', (event) => emitter.threadCreated(event.threadId))
+  events.on('answer.stored', (event) => emitter.answerEnded(event.threadId, event.messageId, event.outcome))
+  events.on('thread.deleted', (event) => emitter.forgetThread(event.threadId))
 }

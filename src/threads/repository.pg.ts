@@ -38,8 +38,8 @@ import {
 } from './repository.common'
 import { searchableText } from './search'
 import { documentHolding, flushPgSearchIndex, searchTerms } from './search.pg'
+import * as threadTables from './threads.table.pg'
 import {
-  feedback,
   messages,
   threadFeedHorizon,
   threadSearch,
@@ -48,16 +48,7 @@ import {
   threadUpdateClock,
 } from './threads.table.pg'
 
-const tables: ThreadTables = {
-  threads,
-  messages,
-  feedback,
-  threadTombstones,
-  threadFeedHorizon,
-  users,
-  attachments,
-  generations,
-}
+const tables: ThreadTables = { ...threadTables, users, attachments, generations }
 const threadColumns = threadColumnsOf(tables)
 
 type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]

@@ -49,32 +49,35 @@ import {
   searchPlan,
   searchTable,
 } from './search.fts5'
-import { feedback, messages, threadFeedHorizon, threads, threadTombstones } from './threads.table'
+import * as threadTables from './threads.table'
+import { messages, threadFeedHorizon, threads, threadTombstones } from './threads.table'
 
-const tables = asTables<ThreadTables>({
-  threads,
-  messages,
-  feedback,
-  threadTombstones,
-  threadFeedHorizon,
-  users,
-  attachments,
-  generations,
-})
+const tables = asTables<ThreadTables>({ ...threadTables, users, attachments, generations })
 const threadColumns = threadColumnsOf({ threads, users })
-const threadFields = Object.keys(threadColumns) as (keyof ThreadRow)[]
+/** Each column's place in a `.values()` row of `threadColumns`, by its name. */
+const at = Object.fromEntries(Object.keys(threadColumns).map((name, place) => [name, place])) as Record<
+  keyof ThreadRow,
+  number
+>
 
 /**
- * A row of `threadColumns` from Drizzle's positional `.values()`, each value named by its column's key (the flags
+ * A row of `threadColumns` from Drizzle's positional `.values()`, each field read at its column's place (the flags
  * arrive as 0 or 1). The by-id lookup runs on nearly every API request, and Drizzle's generic row mapping cost it
  * about a quarter of its time; a list page maps up to 201 rows.
  */
 function threadRowOf(values: unknown[]): ThreadRow {
-  const row: Record<string, unknown> = {}
-  for (let i = 0; i < threadFields.length; i++) row[threadFields[i] as string] = values[i]
-  row.isPrivate = row.isPrivate === 1
-  row.archived = row.archived === 1
-  return row as unknown as ThreadRow
+  return {
+    id: values[at.id] as string,
+    name: values[at.name] as string | null,
+    state: values[at.state] as ThreadRow['state'],
+    isPrivate: values[at.isPrivate] === 1,
+    archived: values[at.archived] === 1,
+    ownerId: values[at.ownerId] as number,
+    ownerSub: values[at.ownerSub] as string,
+    ownerName: values[at.ownerName] as string | null,
+    createdAt: values[at.createdAt] as number,
+    updatedAt: values[at.updatedAt] as number,
+  }
 }
 
 /** Which statement a list request needs; every value that varies within a shape is a placeholder. */

@@ -166,6 +166,13 @@ export interface ListFilters {
   archived: boolean
 }
 
+export const listFiltersOf = (query: ThreadListQuery): ListFilters => ({
+  sees: query.viewer.sees,
+  owned: query.owned,
+  private: query.private,
+  archived: query.archived,
+})
+
 /**
  * The filters of a list page, with the viewer as placeholders. `unindexed` hides the owner and organization
  * columns' indexes from SQLite's planner with a unary + (for the plan that starts from few search matches).

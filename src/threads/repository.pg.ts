@@ -24,6 +24,7 @@ import {
   idleSince,
   type ListFilters,
   listConditions,
+  listFiltersOf,
   listOrder,
   newThreadRow,
   type ThreadTables,
@@ -110,12 +111,9 @@ async function listThreads(db: PgDb, query: ThreadListQuery) {
     search = viewer.sees === 'own' || query.owned === true || query.private === true ? 'owner' : 'organization'
   }
   const shape: ListShape = {
-    sees: viewer.sees,
+    ...listFiltersOf(query),
     sortBy: query.sortBy,
     descending: query.descending,
-    owned: query.owned,
-    private: query.private,
-    archived: query.archived,
     since: query.seqFrom > 0,
     below: query.sortBy === 'updated_at' && query.seqTo !== undefined,
     cursor: query.sortBy === 'created_at' && query.after !== undefined,

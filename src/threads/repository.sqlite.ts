@@ -21,6 +21,7 @@ import {
   idleSince,
   type ListFilters,
   listConditions,
+  listFiltersOf,
   listOrder,
   newThreadRow,
   type ThreadTables,
@@ -155,12 +156,9 @@ function listThreads(db: Db, query: ThreadListQuery): ThreadRow[] {
     search = sortBy === 'updated_at' ? 'index' : searchPlan(db, fts, viewer.organizationId)
   }
   const shape: ListShape = {
-    sees: viewer.sees,
+    ...listFiltersOf(query),
     sortBy,
     descending: query.descending,
-    owned: query.owned,
-    private: query.private,
-    archived: query.archived,
     since: sortBy === 'created_at' && query.seqFrom > 0,
     search,
     cursor: sortBy === 'created_at' && query.after !== undefined,

@@ -11,8 +11,9 @@ export type MessageRole = ThreadsModel.message['role']
 export type ContentBlock = ThreadsModel.contentBlock
 
 /**
- * Who is looking, as far as the threads they may see go: never another organization's; private ones only their
- * owner's; with `sees: 'own'`, only their own.
+ * Who is looking, as far as the threads they may see go. The visibility rule: a viewer sees the threads of their own
+ * organization that are public or theirs, never another organization's; with `sees: 'own'`, only their own. Written
+ * once as SQL (visibleTo, repository.common.ts) and once for rows already read (mayView, visibility.ts).
  */
 export type Viewer = Pick<Caller, 'sees' | 'organizationId' | 'userId'>
 

@@ -1,6 +1,6 @@
 // The storage contract of share links. A link's row holds its thread's snapshot (the messages as they were when it
-// was made), so reading a link never reads the thread's messages. Each method is one statement; the two dialects'
-// implementations differ only in their drivers (repository.sqlite.ts, repository.pg.ts).
+// was made), so reading a link never reads the thread's messages. Each method is one statement, written once for both
+// dialects (repository.common.ts).
 import type { AttachmentKind } from '../attachments/repository'
 import type { ThreadsModel } from '../threads/model'
 

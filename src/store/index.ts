@@ -6,6 +6,7 @@
 import { filesForModel } from '../attachments/keys'
 import type { AttachmentRepository } from '../attachments/repository'
 import { sqliteAttachmentRepository } from '../attachments/repository.sqlite'
+import { organizations, users } from '../auth/auth.table'
 import type { SessionRepository } from '../auth/sessions.repository'
 import { sqliteSessionRepository } from '../auth/sessions.repository.sqlite'
 import { type TokenCache, tokenCacheOf } from '../auth/token-cache'
@@ -29,11 +30,13 @@ import { sqliteGrantRepository } from '../oauth/grants.repository.sqlite'
 import type { RateLimitRepository } from '../shared/rate-limit.repository'
 import { processKeys, type ServerKeyRepository } from '../shared/server-keys.repository'
 import type { ShareRepository } from '../shares/repository'
-import { sqliteShareRepository } from '../shares/repository.sqlite'
+import { shareRepository } from '../shares/repository.common'
+import { shares as sharesTable } from '../shares/shares.table'
 import type { ThreadRepository } from '../threads/repository'
 import { insertMessageRow, sqliteThreadRepository } from '../threads/repository.sqlite'
 import type { ThreadSearch } from '../threads/search'
 import { fts5ThreadSearch } from '../threads/search.fts5'
+import { threads } from '../threads/threads.table'
 import type { WebhookRepository } from '../webhooks/repository'
 import { sqliteWebhookRepository } from '../webhooks/repository.sqlite'
 
@@ -118,7 +121,7 @@ export function sqliteStore(db: Db): Store {
     rateLimits: null,
     serverKeys: processKeys(),
     webhooks: sqliteWebhookRepository(db),
-    shares: sqliteShareRepository(db),
+    shares: shareRepository(anyDb(db), asTables({ shares: sharesTable, organizations, users, threads })),
     locks: processLocks,
   }
 }

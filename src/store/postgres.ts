@@ -5,6 +5,7 @@
 import { sql } from 'drizzle-orm'
 import { filesForModel } from '../attachments/keys'
 import { pgAttachmentRepository } from '../attachments/repository.pg'
+import { organizations, users } from '../auth/auth.table.pg'
 import { pgSessionRepository } from '../auth/sessions.repository.pg'
 import { pgAccessTokenRepository } from '../auth/tokens.repository.pg'
 import { pgUserRepository } from '../auth/users.repository.pg'
@@ -18,9 +19,11 @@ import { pgClientRepository } from '../oauth/clients.repository.pg'
 import { pgGrantRepository } from '../oauth/grants.repository.pg'
 import { pgRateLimitRepository } from '../shared/rate-limit.repository.pg'
 import { pgServerKeyRepository } from '../shared/server-keys.repository.pg'
-import { pgShareRepository } from '../shares/repository.pg'
+import { shareRepository } from '../shares/repository.common'
+import { shares } from '../shares/shares.table.pg'
 import { insertMessageRow, pgThreadRepository } from '../threads/repository.pg'
 import { pgThreadSearch } from '../threads/search.pg'
+import { threads } from '../threads/threads.table.pg'
 import { pgWebhookRepository } from '../webhooks/repository.pg'
 import type { Store } from '.'
 
@@ -51,7 +54,7 @@ export function pgStore(db: PgDb): Store {
     rateLimits: pgRateLimitRepository(db),
     serverKeys: pgServerKeyRepository(db),
     webhooks: pgWebhookRepository(db),
-    shares: pgShareRepository(db),
+    shares: shareRepository(anyDb(db), { shares, organizations, users, threads }),
     locks: {
       async inTurn(name, task) {
         const held = await withAdvisoryLock(db, name, 'wait', task)

@@ -14,6 +14,7 @@ import type { Clock } from '../shared/time'
 import { dayMs } from '../shared/time'
 import { type Links, toThread } from './links'
 import type { ThreadChange, ThreadRepository, Viewer } from './repository'
+import { mayView } from './visibility'
 
 /** How often the shared reader looks for changes while any feed is open: the feed's latency, at most. */
 export const feedPollMs = 1000
@@ -30,13 +31,14 @@ export const tombstoneKeepMs = 7 * dayMs
 
 export type FeedEventType = 'thread.created' | 'thread.updated' | 'thread.deleted' | 'thread.hidden'
 
-/** Whether a viewer may hear of a change: the SQL filters of ThreadRepository.changes, in memory. */
+/**
+ * Whether a viewer may hear of a change: the SQL filters of ThreadRepository.changes (repository.common.ts,
+ * changeSides), in memory. A thread or its deletion as the visibility rule has it; `hidden` to the other members
+ * of the thread's organization, who can no longer see it.
+ */
 export function canSee(viewer: Viewer, change: ThreadChange): boolean {
-  const own = change.ownerId === viewer.userId
-  if (viewer.sees === 'own') return own && change.kind !== 'hidden'
-  if (change.organizationId !== viewer.organizationId) return false
-  if (change.kind === 'hidden') return !own
-  return own || !change.isPrivate
+  if (change.kind !== 'hidden') return mayView(viewer, change)
+  return viewer.sees !== 'own' && change.organizationId === viewer.organizationId && change.ownerId !== viewer.userId
 }
 
 /** One open feed: a stream, who reads it, and the last place it has told. */

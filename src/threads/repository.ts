@@ -1,7 +1,8 @@
 // The threads feature's storage contract: threads, their messages and each person's feedback, as plain data in
 // and out. Services hold the rules (who gets 404 or 403, pages, validation) and call these methods. Each method is
 // one unit of work: where it must be atomic, its guarantee is written here and holds however many callers race,
-// on a pooled database under READ COMMITTED as on SQLite. The SQLite implementation is repository.sqlite.ts.
+// on a pooled database under READ COMMITTED as on SQLite. repository.common.ts implements what both dialects share
+// (the columns, the visibility rule, every single statement); repository.sqlite.ts and repository.pg.ts the rest.
 import type { Caller } from '../auth/model'
 import type { ThreadsModel } from './model'
 
@@ -10,8 +11,9 @@ export type MessageRole = ThreadsModel.message['role']
 export type ContentBlock = ThreadsModel.contentBlock
 
 /**
- * Who is looking, as far as the threads they may see go: never another organization's; private ones only their
- * owner's; with `sees: 'own'`, only their own.
+ * Who is looking, as far as the threads they may see go. The visibility rule: a viewer sees the threads of their own
+ * organization that are public or theirs, never another organization's; with `sees: 'own'`, only their own. Written
+ * once as SQL (visibleTo, repository.common.ts) and once for rows already read (mayView, visibility.ts).
  */
 export type Viewer = Pick<Caller, 'sees' | 'organizationId' | 'userId'>
 
@@ -109,49 +111,6 @@ export interface ThreadChange {
   /** For `thread`: the thread now, and its first place in the update order (0 for threads older than the feed). */
   thread: ThreadRow | null
   createdSeq: number
-}
-
-/** A row of the feed's one statement (the threads and the tombstones in one union), as both dialects read it. */
-export interface ChangeRow {
-  seq: number
-  kind: string
-  id: string
-  organizationId: number
-  ownerId: number
-  isPrivate: boolean
-  name: string | null
-  state: ThreadState | null
-  archived: boolean | null
-  ownerSub: string | null
-  ownerName: string | null
-  createdAt: number | null
-  updatedAt: number | null
-  createdSeq: number
-}
-
-export function changeOf(row: ChangeRow): ThreadChange {
-  const change = {
-    seq: Number(row.seq),
-    threadId: row.id,
-    organizationId: row.organizationId,
-    ownerId: row.ownerId,
-    isPrivate: Boolean(row.isPrivate),
-    createdSeq: Number(row.createdSeq),
-  }
-  if (row.kind === 'deleted' || row.kind === 'hidden') return { ...change, kind: row.kind, thread: null }
-  const thread: ThreadRow = {
-    id: row.id,
-    name: row.name,
-    state: row.state as ThreadState,
-    isPrivate: Boolean(row.isPrivate),
-    archived: Boolean(row.archived),
-    ownerId: row.ownerId,
-    ownerSub: row.ownerSub as string,
-    ownerName: row.ownerName,
-    createdAt: Number(row.createdAt),
-    updatedAt: Number(row.updatedAt),
-  }
-  return { ...change, kind: 'thread', thread }
 }
 
 export interface Rating {

@@ -1,9 +1,21 @@
-// Who sees which thread, and who may act on it. A thread exists for a caller only if it is theirs or, with
-// `threads:read`, a non-private thread of their organization (the SQL is the repository's); anything else is 404,
-// so that IDs reveal nothing. Actions only the owner may take are 403 for the other members who see the thread.
+// Who sees which thread, and who may act on it. A thread exists for a caller only as the visibility rule has it
+// (Viewer in repository.ts); anything else is 404, so that IDs reveal nothing. Actions only the owner may take are
+// 403 for the other members who see the thread.
 import type { Caller } from '../auth/model'
 import { forbidden, notFound } from '../shared/errors'
-import type { ThreadRepository, ThreadRow } from './repository'
+import type { ThreadRepository, ThreadRow, Viewer } from './repository'
+
+/**
+ * The visibility rule for a thread already read (the change feed's shared reader): the same rule as the SQL every
+ * statement uses (visibleTo in repository.common.ts).
+ */
+export function mayView(
+  viewer: Viewer,
+  thread: { organizationId: number; ownerId: number; isPrivate: boolean },
+): boolean {
+  if (viewer.sees === 'own') return thread.ownerId === viewer.userId
+  return thread.organizationId === viewer.organizationId && (!thread.isPrivate || thread.ownerId === viewer.userId)
+}
 
 /** The thread, or 404 when it does not exist for this caller (private, other organization, or unknown). */
 export async function requireVisibleThread(

@@ -1,18 +1,26 @@
-// Share links on PostgreSQL: the same statements as on SQLite (repository.sqlite.ts).
+// Share links on either database (repository.ts): every method is one statement, the same on both dialects
+// (db/dialect.ts).
 import { and, desc, eq, isNull } from 'drizzle-orm'
-import { organizations, users } from '../auth/auth.table.pg'
-import type { PgDb } from '../db/postgres'
-import { threads } from '../threads/threads.table.pg'
+import type { organizations, users } from '../auth/auth.table.pg'
+import type { AnyDb } from '../db/dialect'
+import type { threads } from '../threads/threads.table.pg'
 import { type ShareRepository, type ShareScope, snapshotFromColumn, snapshotToColumn } from './repository'
-import { shares } from './shares.table.pg'
+import type { shares as sharesTable } from './shares.table.pg'
 
-function within(scope: ShareScope) {
-  if ('threadId' in scope) return eq(shares.threadId, scope.threadId)
-  if ('createdBy' in scope) return eq(shares.createdBy, scope.createdBy)
-  return eq(shares.organizationId, scope.organizationId)
+/** The tables share links read, their own and two other features': either dialect's (db/dialect.ts). */
+export interface ShareTables {
+  shares: typeof sharesTable
+  organizations: typeof organizations
+  users: typeof users
+  threads: typeof threads
 }
 
-export function pgShareRepository(db: PgDb): ShareRepository {
+export function shareRepository(db: AnyDb, { shares, organizations, users, threads }: ShareTables): ShareRepository {
+  const within = (scope: ShareScope) => {
+    if ('threadId' in scope) return eq(shares.threadId, scope.threadId)
+    if ('createdBy' in scope) return eq(shares.createdBy, scope.createdBy)
+    return eq(shares.organizationId, scope.organizationId)
+  }
   return {
     async create(share) {
       try {

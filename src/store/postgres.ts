@@ -4,7 +4,9 @@
 // in it too, and nothing that a write on another instance could make stale is kept in memory.
 import { sql } from 'drizzle-orm'
 import { pgAttachmentRepository } from '../attachments/repository.pg'
-import { pgSessionRepository } from '../auth/sessions.repository.pg'
+import * as authTables from '../auth/auth.table.pg'
+import { sessionRepository } from '../auth/sessions.repository.common'
+import * as sessionTables from '../auth/sessions.table.pg'
 import { pgAccessTokenRepository } from '../auth/tokens.repository.pg'
 import { pgUserRepository } from '../auth/users.repository.pg'
 import { anyDb } from '../db/dialect'
@@ -39,7 +41,7 @@ export function pgStore(db: PgDb): Store {
     search: pgThreadSearch(db),
     users: pgUserRepository(db),
     accessTokens: pgAccessTokenRepository(db),
-    sessions: pgSessionRepository(db),
+    sessions: sessionRepository(anyDb(db), { ...authTables, ...sessionTables }),
     // Every request reads its token from the database: a revocation on any instance applies at the next request.
     tokenCache: null,
     rateLimits: pgRateLimitRepository(db),

@@ -34,6 +34,14 @@ export function sqliteLookup<T>(db: Db, key: string, fields: object, query: () =
   }
 }
 
+/**
+ * Runs neutral statements (built on a bun:sqlite transaction, typed against PostgreSQL's builder) one after another,
+ * synchronously: bun:sqlite transactions cannot await.
+ */
+export function runInTransaction(statements: readonly unknown[]): void {
+  for (const statement of statements) (statement as { run(): void }).run()
+}
+
 export function sqliteAccessTokenRepository(db: Db): AccessTokenRepository {
   const t = asTables<TokenTables>(tables)
   const findByHash = sqliteLookup<PersonalAccessTokenLookup>(db, 'pat:lookup', personalAccessTokenFields(t), () =>

@@ -5,11 +5,16 @@
 import { and, asc, eq, isNotNull, isNull, type SQL } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import type { AnyDb } from '../db/dialect'
+import type * as oauthTables from '../oauth/oauth.table.pg'
 import type * as authTables from './auth.table.pg'
+import type * as sessionTables from './sessions.table.pg'
 import type { TokenChanges } from './tokens.repository.common'
 import type { Member, UserRepository } from './users.repository'
 
 export type UserTables = Pick<typeof authTables, 'organizations' | 'users'>
+export type RemovalTables = typeof authTables &
+  typeof sessionTables &
+  Pick<typeof oauthTables, 'oauthAuthorizationCodes' | 'oauthGrants' | 'oauthRegistrationTokens'>
 
 export interface UserDialect extends TokenChanges {
   /**
@@ -45,6 +50,32 @@ export function currentMember(t: UserTables, organizationId: number, userId: num
 /** The organization's active owners, whom the last-owner rule counts. */
 export function activeOwnersOf(t: UserTables, organizationId: number): SQL | undefined {
   return and(inOrganization(t, organizationId), eq(t.users.role, 'owner'))
+}
+
+/**
+ * The statements that remove a member and end every way in (their sessions, personal access tokens, unexchanged
+ * authorization codes, OAuth grants and unused registration tokens), for the caller's unit of work to run in this
+ * order. Codes go before grants: on PostgreSQL an exchange already under way holds its code's row, so the delete
+ * waits for it to commit, and the grant it opened is then seen, and revoked, by the next statement.
+ */
+export function removalStatements(tx: Pick<AnyDb, 'update' | 'delete'>, t: RemovalTables, userId: number, now: number) {
+  const { users, sessions, personalAccessTokens, oauthAuthorizationCodes, oauthGrants, oauthRegistrationTokens } = t
+  return [
+    tx.update(users).set({ removedAt: now, mustChangePassword: false }).where(eq(users.id, userId)),
+    tx.delete(sessions).where(eq(sessions.userId, userId)),
+    tx
+      .update(personalAccessTokens)
+      .set({ revokedAt: now })
+      .where(and(eq(personalAccessTokens.userId, userId), isNull(personalAccessTokens.revokedAt))),
+    tx.delete(oauthAuthorizationCodes).where(eq(oauthAuthorizationCodes.userId, userId)),
+    tx
+      .update(oauthGrants)
+      .set({ revokedAt: now })
+      .where(and(eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt))),
+    tx
+      .delete(oauthRegistrationTokens)
+      .where(and(eq(oauthRegistrationTokens.userId, userId), isNull(oauthRegistrationTokens.usedAt))),
+  ]
 }
 
 /** Every method but the units of work, which each database runs its own way. */

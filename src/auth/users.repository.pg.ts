@@ -3,17 +3,20 @@
 // each guarantee holds by the database rather than by taking turns in one process: the unique email index answers
 // racing creations, and every change that can take an owner away first locks the organization's row, so changes to
 // one organization's owners take turns and each counts the owners the one before it left.
-import { and, count, eq, isNull, ne, sql, TransactionRollbackError } from 'drizzle-orm'
+import { and, count, eq, ne, sql, TransactionRollbackError } from 'drizzle-orm'
 import { anyDb } from '../db/dialect'
 import type { PgDb } from '../db/postgres'
-import { oauthAuthorizationCodes, oauthGrants, oauthRegistrationTokens } from '../oauth/oauth.table.pg'
+import * as oauthTables from '../oauth/oauth.table.pg'
 import * as tables from './auth.table.pg'
 import type { Role } from './model'
-import { sessions } from './sessions.table.pg'
-import type { MemberRemoval, RoleChange, UserRefusal, UserRepository } from './users.repository'
-import { activeOwnersOf, currentMember, userRepository } from './users.repository.common'
+import * as sessionTables from './sessions.table.pg'
 
-const { organizations, personalAccessTokens, users } = tables
+import type { MemberRemoval, RoleChange, UserRefusal, UserRepository } from './users.repository'
+import { activeOwnersOf, currentMember, removalStatements, userRepository } from './users.repository.common'
+
+const { organizations, users } = tables
+const { sessions } = sessionTables
+const removalTables = { ...tables, ...sessionTables, ...oauthTables }
 
 type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
 
@@ -125,23 +128,7 @@ export function pgUserRepository(db: PgDb): UserRepository {
         const current = await currentRole(tx, organizationId, userId)
         if (current === null) return 'not_found'
         if (current === 'owner' && (await activeOwners(tx, organizationId)) <= 1) return 'last_owner'
-        await tx.update(users).set({ removedAt: now, mustChangePassword: false }).where(eq(users.id, userId))
-        await tx.delete(sessions).where(eq(sessions.userId, userId))
-        await tx
-          .update(personalAccessTokens)
-          .set({ revokedAt: now })
-          .where(and(eq(personalAccessTokens.userId, userId), isNull(personalAccessTokens.revokedAt)))
-        // An authorization code not yet exchanged would otherwise open a fresh grant after removal. Deleted before
-        // the grants are revoked: an exchange already under way holds its code's row, so this waits for it to
-        // commit, and the grant it opened is then seen, and revoked, by the next statement.
-        await tx.delete(oauthAuthorizationCodes).where(eq(oauthAuthorizationCodes.userId, userId))
-        await tx
-          .update(oauthGrants)
-          .set({ revokedAt: now })
-          .where(and(eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt)))
-        await tx
-          .delete(oauthRegistrationTokens)
-          .where(and(eq(oauthRegistrationTokens.userId, userId), isNull(oauthRegistrationTokens.usedAt)))
+        for (const statement of removalStatements(tx, removalTables, userId, now)) await statement
         return 'removed'
       })
       return outcome

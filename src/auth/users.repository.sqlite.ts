@@ -1,19 +1,29 @@
 // Users, organizations and members on SQLite (users.repository.ts): the neutral methods of users.repository.common.ts
 // and the units of work, which differ here because bun:sqlite transactions cannot await: each runs synchronously
 // inside one `db.transaction`, where nothing interleaves, and the promise carries its result.
-import { and, count, eq, isNull, ne } from 'drizzle-orm'
+import { and, count, eq, ne } from 'drizzle-orm'
 import type { Db } from '../db/client'
-import { anyDb, asTables } from '../db/dialect'
-import { oauthAuthorizationCodes, oauthGrants, oauthRegistrationTokens } from '../oauth/oauth.table'
+import { type AnyDb, anyDb, asTables } from '../db/dialect'
+import * as oauthTables from '../oauth/oauth.table'
 import * as tables from './auth.table'
 import type { Role } from './model'
-import { sessions } from './sessions.table'
+import * as sessionTables from './sessions.table'
 import { forgetResolvedTokens } from './token-cache'
+import { runInTransaction } from './tokens.repository.sqlite'
 import type { MemberRemoval, RoleChange, UserRefusal, UserRepository } from './users.repository'
-import { activeOwnersOf, currentMember, type UserTables, userRepository } from './users.repository.common'
+import {
+  activeOwnersOf,
+  currentMember,
+  type RemovalTables,
+  removalStatements,
+  type UserTables,
+  userRepository,
+} from './users.repository.common'
 
-const { organizations, personalAccessTokens, users } = tables
+const { organizations, users } = tables
 const t = asTables<UserTables>(tables)
+const removalTables = asTables<RemovalTables>({ ...tables, ...sessionTables, ...oauthTables })
+const { sessions } = sessionTables
 
 export function sqliteUserRepository(db: Db): UserRepository {
   const forget = () => forgetResolvedTokens(db)
@@ -81,21 +91,7 @@ export function sqliteUserRepository(db: Db): UserRepository {
         const current = currentRole(organizationId, userId)
         if (current === null) return 'not_found'
         if (current === 'owner' && activeOwners(organizationId) <= 1) return 'last_owner'
-        tx.update(users).set({ removedAt: now, mustChangePassword: false }).where(eq(users.id, userId)).run()
-        tx.delete(sessions).where(eq(sessions.userId, userId)).run()
-        tx.update(personalAccessTokens)
-          .set({ revokedAt: now })
-          .where(and(eq(personalAccessTokens.userId, userId), isNull(personalAccessTokens.revokedAt)))
-          .run()
-        tx.update(oauthGrants)
-          .set({ revokedAt: now })
-          .where(and(eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt)))
-          .run()
-        // An authorization code not yet exchanged would otherwise open a fresh grant after removal.
-        tx.delete(oauthAuthorizationCodes).where(eq(oauthAuthorizationCodes.userId, userId)).run()
-        tx.delete(oauthRegistrationTokens)
-          .where(and(eq(oauthRegistrationTokens.userId, userId), isNull(oauthRegistrationTokens.usedAt)))
-          .run()
+        runInTransaction(removalStatements(tx as unknown as AnyDb, removalTables, userId, now))
         return 'removed'
       })
       if (outcome === 'removed') forget()

@@ -2,7 +2,7 @@
 // each database prepares its own way), the shared conditions, and every method that is a single statement or a few
 // independent ones. The units of work the token endpoint's guarantees rest on (consent, code exchange, refresh
 // rotation, the upkeep's sweep) differ by database and stay in grants.repository.sqlite.ts and grants.repository.pg.ts.
-import { and, eq, gt, isNull, type SQL } from 'drizzle-orm'
+import { and, eq, gt, isNotNull, isNull, lte, or, type SQL } from 'drizzle-orm'
 import type * as authTables from '../auth/auth.table.pg'
 import { callerColumns, type TokenChanges, withCaller } from '../auth/tokens.repository.common'
 import type { AnyDb } from '../db/dialect'
@@ -46,6 +46,25 @@ export function unrevokedGrant({ oauthGrants }: GrantTables, grantId: number): S
 /** The code unless it is spent: the condition an exchange spends it under, so exactly one exchange wins. */
 export function unusedCode({ oauthAuthorizationCodes }: GrantTables, codeId: number): SQL | undefined {
   return and(eq(oauthAuthorizationCodes.id, codeId), isNull(oauthAuthorizationCodes.usedAt))
+}
+
+/**
+ * The upkeep's sweep, for the caller's unit of work to run in this order: revoked and expired grants with everything
+ * issued under them (which cascades), expired unused codes, expired tokens, spent or expired registration tokens.
+ */
+export function expiredStatements(tx: Pick<AnyDb, 'delete'>, t: GrantTables, now: number) {
+  const { oauthAccessTokens, oauthAuthorizationCodes, oauthGrants, oauthRefreshTokens, oauthRegistrationTokens } = t
+  return [
+    tx.delete(oauthGrants).where(or(isNotNull(oauthGrants.revokedAt), lte(oauthGrants.expiresAt, now))),
+    tx
+      .delete(oauthAuthorizationCodes)
+      .where(and(isNull(oauthAuthorizationCodes.usedAt), lte(oauthAuthorizationCodes.expiresAt, now))),
+    tx.delete(oauthAccessTokens).where(lte(oauthAccessTokens.expiresAt, now)),
+    tx.delete(oauthRefreshTokens).where(lte(oauthRefreshTokens.expiresAt, now)),
+    tx
+      .delete(oauthRegistrationTokens)
+      .where(or(isNotNull(oauthRegistrationTokens.usedAt), lte(oauthRegistrationTokens.expiresAt, now))),
+  ]
 }
 
 /** Every method but the units of work and the access token's lookup, which each database runs its own way. */

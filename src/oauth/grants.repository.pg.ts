@@ -6,13 +6,14 @@
 // tokens or codes, then the client's row; clients.repository.pg.ts deletes in that order too), so that two units of
 // work never wait for each other. No token is remembered in memory on PostgreSQL (auth/token-cache.ts): every
 // request reads what these writes committed, on every instance.
-import { and, eq, inArray, isNotNull, isNull, lte, or } from 'drizzle-orm'
+import { and, eq, inArray, isNull } from 'drizzle-orm'
 import * as authTables from '../auth/auth.table.pg'
 import { anyDb } from '../db/dialect'
 import type { PgDb } from '../db/postgres'
 import type { GrantRepository, NewTokens } from './grants.repository'
 import {
   accessTokenLookup,
+  expiredStatements,
   type GrantTables,
   grantRepository,
   unrevokedGrant,
@@ -21,14 +22,7 @@ import {
 import * as oauthTables from './oauth.table.pg'
 
 const t: GrantTables = { ...authTables, ...oauthTables }
-const {
-  oauthAccessTokens,
-  oauthAuthorizationCodes,
-  oauthClients,
-  oauthGrants,
-  oauthRefreshTokens,
-  oauthRegistrationTokens,
-} = oauthTables
+const { oauthAccessTokens, oauthAuthorizationCodes, oauthClients, oauthGrants, oauthRefreshTokens } = oauthTables
 
 /** A transaction, or the database itself (outside a transaction only: inside one, every statement goes to `tx`). */
 type Runner = Pick<PgDb, 'select' | 'insert' | 'update' | 'delete'>
@@ -170,15 +164,7 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
 
     async deleteExpired(now) {
       await db.transaction(async (tx) => {
-        await tx.delete(oauthGrants).where(or(isNotNull(oauthGrants.revokedAt), lte(oauthGrants.expiresAt, now)))
-        await tx
-          .delete(oauthAuthorizationCodes)
-          .where(and(isNull(oauthAuthorizationCodes.usedAt), lte(oauthAuthorizationCodes.expiresAt, now)))
-        await tx.delete(oauthAccessTokens).where(lte(oauthAccessTokens.expiresAt, now))
-        await tx.delete(oauthRefreshTokens).where(lte(oauthRefreshTokens.expiresAt, now))
-        await tx
-          .delete(oauthRegistrationTokens)
-          .where(or(isNotNull(oauthRegistrationTokens.usedAt), lte(oauthRegistrationTokens.expiresAt, now)))
+        for (const statement of expiredStatements(tx, t, now)) await statement
       })
     },
   }

@@ -3,16 +3,17 @@
 // here because bun:sqlite transactions cannot await: each runs synchronously inside one `db.transaction`, where
 // nothing interleaves, so its read-then-write is atomic (the contract's JSDoc says what PostgreSQL guarantees
 // instead), and the access token's lookup, prepared once per database as tokens.repository.sqlite.ts prepares its own.
-import { and, eq, isNotNull, isNull, lte, or } from 'drizzle-orm'
+import { and, eq, isNull } from 'drizzle-orm'
 import * as authTables from '../auth/auth.table'
 import { forgetResolvedTokens } from '../auth/token-cache'
-import { sqliteLookup } from '../auth/tokens.repository.sqlite'
+import { runInTransaction, sqliteLookup } from '../auth/tokens.repository.sqlite'
 import type { Db } from '../db/client'
-import { anyDb, asTables } from '../db/dialect'
+import { type AnyDb, anyDb, asTables } from '../db/dialect'
 import type { GrantRepository, NewTokens, StoredAccessToken } from './grants.repository'
 import {
   accessTokenFields,
   accessTokenLookup,
+  expiredStatements,
   type GrantTables,
   grantRepository,
   unrevokedGrant,
@@ -21,14 +22,7 @@ import {
 import * as oauthTables from './oauth.table'
 
 const t = asTables<GrantTables>({ ...authTables, ...oauthTables })
-const {
-  oauthAccessTokens,
-  oauthAuthorizationCodes,
-  oauthClients,
-  oauthGrants,
-  oauthRefreshTokens,
-  oauthRegistrationTokens,
-} = oauthTables
+const { oauthAccessTokens, oauthAuthorizationCodes, oauthClients, oauthGrants, oauthRefreshTokens } = oauthTables
 
 /** A transaction, or the database itself: statements run the same way on both. */
 type Runner = Pick<Db, 'select' | 'insert' | 'update' | 'delete'>
@@ -159,19 +153,7 @@ export function sqliteGrantRepository(db: Db): GrantRepository {
     },
 
     async deleteExpired(now) {
-      db.transaction((tx) => {
-        tx.delete(oauthGrants)
-          .where(or(isNotNull(oauthGrants.revokedAt), lte(oauthGrants.expiresAt, now)))
-          .run()
-        tx.delete(oauthAuthorizationCodes)
-          .where(and(isNull(oauthAuthorizationCodes.usedAt), lte(oauthAuthorizationCodes.expiresAt, now)))
-          .run()
-        tx.delete(oauthAccessTokens).where(lte(oauthAccessTokens.expiresAt, now)).run()
-        tx.delete(oauthRefreshTokens).where(lte(oauthRefreshTokens.expiresAt, now)).run()
-        tx.delete(oauthRegistrationTokens)
-          .where(or(isNotNull(oauthRegistrationTokens.usedAt), lte(oauthRegistrationTokens.expiresAt, now)))
-          .run()
-      })
+      db.transaction((tx) => runInTransaction(expiredStatements(tx as unknown as AnyDb, t, now)))
     },
   }
 }

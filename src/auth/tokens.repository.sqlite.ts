@@ -1,6 +1,8 @@
 // Personal access tokens on SQLite (tokens.repository.ts): the neutral methods of tokens.repository.common.ts, which
-// empty the token cache after a revocation, and the by-hash lookup every cache miss of the bearer guard runs, kept
-// as one statement prepared per database because bun:sqlite prepares synchronously and reads rows as arrays.
+// empty the token cache after a revocation, and the by-hash lookup every cache miss of the bearer guard runs, which
+// differs here because bun:sqlite prepares a statement per database without a name and reads its rows as arrays.
+// Also how the other auth and OAuth SQLite repositories run neutral queries: prepared lookups and statements inside
+// a synchronous transaction.
 import type { Db } from '../db/client'
 import { anyDb, asTables } from '../db/dialect'
 import { prepared } from '../db/prepared'

@@ -30,20 +30,36 @@ export function isRole(value: string): value is Role {
   return (roles as readonly string[]).includes(value)
 }
 
+/** The one admin check: owners and admins administer their organization (pages, members, clients, webhooks). */
 export function isOrganizationAdmin(role: Role): boolean {
   return role === 'owner' || role === 'admin'
 }
 
+/** Refuses (403) anyone but an owner or admin; `task` says what only they may do ("manage members"). */
+export function requireOrganizationAdmin(role: Role, task: string): void {
+  if (!isOrganizationAdmin(role)) throw forbidden(`Only organization owners and admins can ${task}`)
+}
+
 function requireManager(actor: Actor): void {
-  if (!isOrganizationAdmin(actor.role)) throw forbidden('Only organization owners and admins can manage members')
+  requireOrganizationAdmin(actor.role, 'manage members')
+}
+
+/** Whether someone of `actorRole` may hand out `role`: only owners make owners. */
+export function mayGrant(actorRole: Role, role: Role): boolean {
+  return role !== 'owner' || actorRole === 'owner'
+}
+
+/** Whether someone of `actorRole` may change or remove a person of `targetRole`: only owners touch owners. */
+export function mayManage(actorRole: Role, targetRole: Role): boolean {
+  return targetRole !== 'owner' || actorRole === 'owner'
 }
 
 function requireMayGrant(actor: Actor, role: Role): void {
-  if (role === 'owner' && actor.role !== 'owner') throw forbidden('Only an owner can make someone an owner')
+  if (!mayGrant(actor.role, role)) throw forbidden('Only an owner can make someone an owner')
 }
 
 function requireMayManage(actor: Actor, target: Member): void {
-  if (target.role === 'owner' && actor.role !== 'owner') throw forbidden('Only an owner can change or remove an owner')
+  if (!mayManage(actor.role, target.role)) throw forbidden('Only an owner can change or remove an owner')
 }
 
 const lastOwner = () => conflict('An organization needs at least one owner: make someone else an owner first')

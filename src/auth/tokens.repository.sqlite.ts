@@ -1,117 +1,58 @@
-// Personal access tokens on SQLite (tokens.repository.ts), with the by-hash lookup every cache miss of the bearer
-// guard runs kept as one prepared statement read by position.
-import { and, desc, eq, isNull, sql } from 'drizzle-orm'
+// Personal access tokens on SQLite (tokens.repository.ts): the neutral methods of tokens.repository.common.ts, which
+// empty the token cache after a revocation, and the by-hash lookup every cache miss of the bearer guard runs, which
+// differs here because bun:sqlite prepares a statement per database without a name and reads its rows as arrays.
+// Also how the other auth and OAuth SQLite repositories run neutral queries: prepared lookups and statements inside
+// a synchronous transaction.
 import type { Db } from '../db/client'
+import { anyDb, asTables } from '../db/dialect'
 import { prepared } from '../db/prepared'
-import { organizations, personalAccessTokens, users } from './auth.table'
-import type { Role } from './model'
+import * as tables from './auth.table'
 import { forgetResolvedTokens } from './token-cache'
 import type { AccessTokenRepository, PersonalAccessTokenLookup } from './tokens.repository'
-
-// lookupOf reads these columns by position: keep this order in step with it.
-function prepareLookup(db: Db) {
-  return db
-    .select({
-      tokenId: personalAccessTokens.id,
-      scopes: personalAccessTokens.scopes,
-      expiresAt: personalAccessTokens.expiresAt,
-      revokedAt: personalAccessTokens.revokedAt,
-      lastUsedAt: personalAccessTokens.lastUsedAt,
-      userId: users.id,
-      removedAt: users.removedAt,
-      sub: users.sub,
-      name: users.name,
-      email: users.email,
-      role: users.role,
-      organizationId: users.organizationId,
-      organizationSlug: organizations.slug,
-    })
-    .from(personalAccessTokens)
-    .innerJoin(users, eq(users.id, personalAccessTokens.userId))
-    .innerJoin(organizations, eq(organizations.id, users.organizationId))
-    .where(eq(personalAccessTokens.tokenHash, sql.placeholder('hash')))
-    .prepare()
-}
+import {
+  accessTokenRepository,
+  personalAccessTokenFields,
+  personalAccessTokenLookup,
+  type TokenTables,
+} from './tokens.repository.common'
 
 /**
- * A row of `prepareLookup` from Drizzle's positional `.values()`, in its select's order: this lookup runs on every
- * API request the token cache misses, and Drizzle's generic row mapping cost it about a third of its time.
+ * A lookup by the `hash` placeholder, written against the neutral builder type (db/dialect.ts) and prepared here once
+ * per database: building and preparing cost several times more than running it. Its rows come from Drizzle's
+ * positional `.values()`, each value named by the key its column was selected under: this runs on every API request
+ * the token cache misses, and Drizzle's generic row mapping cost it about a third of its time.
  */
-function lookupOf(values: unknown[]): PersonalAccessTokenLookup {
-  return {
-    tokenId: values[0] as number,
-    scopes: values[1] as string,
-    expiresAt: values[2] as number | null,
-    revokedAt: values[3] as number | null,
-    lastUsedAt: values[4] as number | null,
-    userId: values[5] as number,
-    removedAt: values[6] as number | null,
-    sub: values[7] as string,
-    name: values[8] as string | null,
-    email: values[9] as string,
-    role: values[10] as Role,
-    organizationId: values[11] as number,
-    organizationSlug: values[12] as string,
+export function sqliteLookup<T>(db: Db, key: string, fields: object, query: () => unknown): (hash: string) => T | null {
+  const names = Object.keys(fields)
+  return (hash) => {
+    const statement = prepared(db, key, () =>
+      (query() as { prepare(): { values(placeholders: { hash: string }): unknown[][] } }).prepare(),
+    )
+    const values = statement.values({ hash })[0]
+    if (!values) return null
+    const row: Record<string, unknown> = {}
+    for (let i = 0; i < names.length; i++) row[names[i] as string] = values[i]
+    return row as T
   }
 }
 
+/**
+ * Runs neutral statements (built on a bun:sqlite transaction, typed against PostgreSQL's builder) one after another,
+ * synchronously: bun:sqlite transactions cannot await.
+ */
+export function runInTransaction(statements: readonly unknown[]): void {
+  for (const statement of statements) (statement as { run(): void }).run()
+}
+
 export function sqliteAccessTokenRepository(db: Db): AccessTokenRepository {
+  const t = asTables<TokenTables>(tables)
+  const findByHash = sqliteLookup<PersonalAccessTokenLookup>(db, 'pat:lookup', personalAccessTokenFields(t), () =>
+    personalAccessTokenLookup(anyDb(db), t),
+  )
   return {
-    async create(token, now) {
-      db.insert(personalAccessTokens)
-        .values({
-          userId: token.userId,
-          name: token.name,
-          tokenHash: token.tokenHash,
-          scopes: token.scopes.join(' '),
-          createdAt: now,
-          expiresAt: token.expiresAt,
-        })
-        .run()
-    },
-
-    async listActive(userId) {
-      return db
-        .select({
-          id: personalAccessTokens.id,
-          name: personalAccessTokens.name,
-          scopes: personalAccessTokens.scopes,
-          createdAt: personalAccessTokens.createdAt,
-          lastUsedAt: personalAccessTokens.lastUsedAt,
-          expiresAt: personalAccessTokens.expiresAt,
-        })
-        .from(personalAccessTokens)
-        .where(and(eq(personalAccessTokens.userId, userId), isNull(personalAccessTokens.revokedAt)))
-        .orderBy(desc(personalAccessTokens.createdAt), desc(personalAccessTokens.id))
-        .all()
-    },
-
-    async revoke(userId, tokenId, now) {
-      const revoked = db
-        .update(personalAccessTokens)
-        .set({ revokedAt: now })
-        .where(
-          and(
-            eq(personalAccessTokens.id, tokenId),
-            eq(personalAccessTokens.userId, userId),
-            isNull(personalAccessTokens.revokedAt),
-          ),
-        )
-        .returning({ id: personalAccessTokens.id })
-        .get()
-      if (revoked === undefined) return false
-      forgetResolvedTokens(db)
-      return true
-    },
-
+    ...accessTokenRepository(anyDb(db), t, { afterTokenChange: () => forgetResolvedTokens(db) }),
     async findByHash(tokenHash) {
-      // Prepared once per database: building and preparing cost several times more than running it.
-      const values = prepared(db, 'pat:lookup', () => prepareLookup(db)).values({ hash: tokenHash })[0]
-      return values ? lookupOf(values) : null
-    },
-
-    async markUsed(tokenId, now) {
-      db.update(personalAccessTokens).set({ lastUsedAt: now }).where(eq(personalAccessTokens.id, tokenId)).run()
+      return findByHash(tokenHash)
     },
   }
 }

@@ -1,35 +1,24 @@
-// Users, organizations and members on PostgreSQL (users.repository.ts). Many connections write at once here, so
+// Users, organizations and members on PostgreSQL (users.repository.ts): the neutral methods of
+// users.repository.common.ts and the units of work, which differ here because many connections write at once, so
 // each guarantee holds by the database rather than by taking turns in one process: the unique email index answers
-// racing creations, a conditional update answers racing restorations, and every change that can take an owner
-// away first locks the organization's row, so changes to one organization's owners take turns and each counts the
-// owners the one before it left.
-import { and, asc, count, eq, isNotNull, isNull, ne, type SQL, sql, TransactionRollbackError } from 'drizzle-orm'
-import type { AnyPgColumn } from 'drizzle-orm/pg-core'
+// racing creations, and every change that can take an owner away first locks the organization's row, so changes to
+// one organization's owners take turns and each counts the owners the one before it left.
+import { and, count, eq, ne, sql, TransactionRollbackError } from 'drizzle-orm'
+import { anyDb } from '../db/dialect'
 import type { PgDb } from '../db/postgres'
-import { oauthAuthorizationCodes, oauthGrants, oauthRegistrationTokens } from '../oauth/oauth.table.pg'
-import { organizations, personalAccessTokens, users } from './auth.table.pg'
+import * as oauthTables from '../oauth/oauth.table.pg'
+import * as tables from './auth.table.pg'
 import type { Role } from './model'
-import { sessions } from './sessions.table.pg'
-import type { Member, MemberRemoval, RoleChange, UserRefusal, UserRepository } from './users.repository'
+import * as sessionTables from './sessions.table.pg'
+
+import type { MemberRemoval, RoleChange, UserRefusal, UserRepository } from './users.repository'
+import { activeOwnersOf, currentMember, removalStatements, userRepository } from './users.repository.common'
+
+const { organizations, users } = tables
+const { sessions } = sessionTables
+const removalTables = { ...tables, ...sessionTables, ...oauthTables }
 
 type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
-
-const memberColumns = {
-  id: users.id,
-  sub: users.sub,
-  email: users.email,
-  name: users.name,
-  role: users.role,
-  createdAt: users.createdAt,
-  mustChangePassword: users.mustChangePassword,
-}
-
-/**
- * Text ordered byte by byte, as SQLite orders it: a database created with a language's collation (en_US.UTF-8 is
- * common) would otherwise skip dots and dashes in emails and sort slugs differently. Raw SQL because Drizzle's
- * query builder has no COLLATE.
- */
-const bytewise = (column: AnyPgColumn): SQL => sql`${column} collate "C"`
 
 /**
  * Locks the organization's row until the transaction ends, so whatever may take away an owner (a demotion, a
@@ -48,10 +37,7 @@ async function lockedOrganization(tx: Tx, organizationId: number): Promise<boole
 
 /** Active owners of the organization, as committed when the statement starts (after the lock above was taken). */
 async function activeOwners(tx: Tx, organizationId: number): Promise<number> {
-  const [row] = await tx
-    .select({ n: count() })
-    .from(users)
-    .where(and(eq(users.organizationId, organizationId), eq(users.role, 'owner'), isNull(users.removedAt)))
+  const [row] = await tx.select({ n: count() }).from(users).where(activeOwnersOf(tables, organizationId))
   return row?.n ?? 0
 }
 
@@ -60,12 +46,15 @@ async function currentRole(tx: Tx, organizationId: number, userId: number): Prom
   const [row] = await tx
     .select({ role: users.role })
     .from(users)
-    .where(and(eq(users.id, userId), eq(users.organizationId, organizationId), isNull(users.removedAt)))
+    .where(currentMember(tables, organizationId, userId))
   return row?.role ?? null
 }
 
 export function pgUserRepository(db: PgDb): UserRepository {
   return {
+    // Text ordered byte by byte, as SQLite orders it (raw SQL: Drizzle's query builder has no COLLATE).
+    ...userRepository(anyDb(db), tables, { bytewise: (column) => sql`${column} collate "C"` }),
+
     async create(user, now) {
       try {
         return await db.transaction(async (tx): Promise<{ id: number } | UserRefusal> => {
@@ -119,103 +108,6 @@ export function pgUserRepository(db: PgDb): UserRepository {
       }
     },
 
-    async retentionOf(organizationId) {
-      const [row] = await db
-        .select({ days: organizations.retentionDays })
-        .from(organizations)
-        .where(eq(organizations.id, organizationId))
-      return row?.days ?? null
-    },
-
-    async setRetention(organizationId, days) {
-      await db.update(organizations).set({ retentionDays: days }).where(eq(organizations.id, organizationId))
-    },
-
-    async retentionPeriods() {
-      const rows = await db
-        .select({ organizationId: organizations.id, days: organizations.retentionDays })
-        .from(organizations)
-        .where(isNotNull(organizations.retentionDays))
-      return rows.map(({ organizationId, days }) => ({ organizationId, days: days ?? 0 }))
-    },
-
-    async hasAny() {
-      const rows = await db.select({ id: users.id }).from(users).limit(1)
-      return rows.length > 0
-    },
-
-    async organizationIdBySlug(slug) {
-      const [row] = await db.select({ id: organizations.id }).from(organizations).where(eq(organizations.slug, slug))
-      return row?.id ?? null
-    },
-
-    async findByEmail(email) {
-      const [row] = await db.select().from(users).where(eq(users.email, email))
-      return row ?? null
-    },
-
-    async findActiveByEmail(email) {
-      const [row] = await db
-        .select()
-        .from(users)
-        .where(and(eq(users.email, email), isNull(users.removedAt)))
-      return row ?? null
-    },
-
-    async passwordHashOf(userId) {
-      const [row] = await db.select({ passwordHash: users.passwordHash }).from(users).where(eq(users.id, userId))
-      return row?.passwordHash ?? null
-    },
-
-    listAll() {
-      return db
-        .select({
-          email: users.email,
-          name: users.name,
-          organizationSlug: organizations.slug,
-          role: users.role,
-          createdAt: users.createdAt,
-          mustChangePassword: users.mustChangePassword,
-          removedAt: users.removedAt,
-        })
-        .from(users)
-        .innerJoin(organizations, eq(organizations.id, users.organizationId))
-        .orderBy(asc(bytewise(organizations.slug)), asc(bytewise(users.email)))
-    },
-
-    listMembers(organizationId) {
-      return db
-        .select(memberColumns)
-        .from(users)
-        .where(and(eq(users.organizationId, organizationId), isNull(users.removedAt)))
-        .orderBy(asc(bytewise(users.email)))
-    },
-
-    async findMember(organizationId, sub) {
-      const [row] = await db
-        .select(memberColumns)
-        .from(users)
-        .where(and(eq(users.sub, sub), eq(users.organizationId, organizationId), isNull(users.removedAt)))
-      return row ?? null
-    },
-
-    async findMemberById(userId) {
-      const [row] = await db.select(memberColumns).from(users).where(eq(users.id, userId))
-      return row ?? null
-    },
-
-    async restore(userId, { role, name, passwordHash }) {
-      // A conditional update: of racing restorations the first takes the row, the others wait for it and then
-      // find the user no longer removed, so they update nothing.
-      const [restored] = await db
-        .update(users)
-        .set({ role, name, passwordHash, mustChangePassword: true, removedAt: null })
-        .where(and(eq(users.id, userId), isNotNull(users.removedAt)))
-        .returning(memberColumns)
-      if (!restored) return null
-      return restored satisfies Member
-    },
-
     async changeRole(organizationId, userId, role) {
       const outcome = await db.transaction(async (tx): Promise<RoleChange> => {
         if (!(await lockedOrganization(tx, organizationId))) return 'not_found'
@@ -236,23 +128,7 @@ export function pgUserRepository(db: PgDb): UserRepository {
         const current = await currentRole(tx, organizationId, userId)
         if (current === null) return 'not_found'
         if (current === 'owner' && (await activeOwners(tx, organizationId)) <= 1) return 'last_owner'
-        await tx.update(users).set({ removedAt: now, mustChangePassword: false }).where(eq(users.id, userId))
-        await tx.delete(sessions).where(eq(sessions.userId, userId))
-        await tx
-          .update(personalAccessTokens)
-          .set({ revokedAt: now })
-          .where(and(eq(personalAccessTokens.userId, userId), isNull(personalAccessTokens.revokedAt)))
-        // An authorization code not yet exchanged would otherwise open a fresh grant after removal. Deleted before
-        // the grants are revoked: an exchange already under way holds its code's row, so this waits for it to
-        // commit, and the grant it opened is then seen, and revoked, by the next statement.
-        await tx.delete(oauthAuthorizationCodes).where(eq(oauthAuthorizationCodes.userId, userId))
-        await tx
-          .update(oauthGrants)
-          .set({ revokedAt: now })
-          .where(and(eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt)))
-        await tx
-          .delete(oauthRegistrationTokens)
-          .where(and(eq(oauthRegistrationTokens.userId, userId), isNull(oauthRegistrationTokens.usedAt)))
+        for (const statement of removalStatements(tx, removalTables, userId, now)) await statement
         return 'removed'
       })
       return outcome

@@ -1,44 +1,46 @@
-// Users, organizations and members on SQLite (users.repository.ts). bun:sqlite transactions cannot await, so
-// every unit of work runs synchronously inside one `db.transaction` and the promise carries its result.
-import { and, asc, count, eq, isNotNull, isNull, ne } from 'drizzle-orm'
+// Users, organizations and members on SQLite (users.repository.ts): the neutral methods of users.repository.common.ts
+// and the units of work, which differ here because bun:sqlite transactions cannot await: each runs synchronously
+// inside one `db.transaction`, where nothing interleaves, and the promise carries its result.
+import { and, count, eq, ne } from 'drizzle-orm'
 import type { Db } from '../db/client'
-import { oauthAuthorizationCodes, oauthGrants, oauthRegistrationTokens } from '../oauth/oauth.table'
-import { organizations, personalAccessTokens, users } from './auth.table'
+import { type AnyDb, anyDb, asTables } from '../db/dialect'
+import * as oauthTables from '../oauth/oauth.table'
+import * as tables from './auth.table'
 import type { Role } from './model'
-import { sessions } from './sessions.table'
+import * as sessionTables from './sessions.table'
 import { forgetResolvedTokens } from './token-cache'
-import type { Member, MemberRemoval, RoleChange, UserRefusal, UserRepository } from './users.repository'
+import { runInTransaction } from './tokens.repository.sqlite'
+import type { MemberRemoval, RoleChange, UserRefusal, UserRepository } from './users.repository'
+import {
+  activeOwnersOf,
+  currentMember,
+  type RemovalTables,
+  removalStatements,
+  type UserTables,
+  userRepository,
+} from './users.repository.common'
 
-const memberColumns = {
-  id: users.id,
-  sub: users.sub,
-  email: users.email,
-  name: users.name,
-  role: users.role,
-  createdAt: users.createdAt,
-  mustChangePassword: users.mustChangePassword,
-}
+const { organizations, users } = tables
+const t = asTables<UserTables>(tables)
+const removalTables = asTables<RemovalTables>({ ...tables, ...sessionTables, ...oauthTables })
+const { sessions } = sessionTables
 
 export function sqliteUserRepository(db: Db): UserRepository {
+  const forget = () => forgetResolvedTokens(db)
   const activeOwners = (organizationId: number): number =>
-    db
-      .select({ n: count() })
-      .from(users)
-      .where(and(eq(users.organizationId, organizationId), eq(users.role, 'owner'), isNull(users.removedAt)))
-      .get()?.n ?? 0
+    db.select({ n: count() }).from(users).where(activeOwnersOf(t, organizationId)).get()?.n ?? 0
 
   /** The member's current role, or null when they are not a current member of the organization. */
   const currentRole = (organizationId: number, userId: number): Role | null =>
     db
       .select({ role: users.role })
       .from(users)
-      .where(and(eq(users.id, userId), eq(users.organizationId, organizationId), isNull(users.removedAt)))
+      .where(currentMember(t, organizationId, userId))
       .get()?.role ?? null
 
-  const findMemberById = (userId: number): Member | null =>
-    db.select(memberColumns).from(users).where(eq(users.id, userId)).get() ?? null
-
   return {
+    ...userRepository(anyDb(db), t, { afterTokenChange: forget }),
+
     async create(user, now) {
       return db.transaction((tx): { id: number } | UserRefusal => {
         if (tx.select({ id: users.id }).from(users).where(eq(users.email, user.email)).get()) return 'email_taken'
@@ -72,111 +74,6 @@ export function sqliteUserRepository(db: Db): UserRepository {
       })
     },
 
-    async retentionOf(organizationId) {
-      const row = db
-        .select({ days: organizations.retentionDays })
-        .from(organizations)
-        .where(eq(organizations.id, organizationId))
-        .get()
-      return row?.days ?? null
-    },
-
-    async setRetention(organizationId, days) {
-      db.update(organizations).set({ retentionDays: days }).where(eq(organizations.id, organizationId)).run()
-    },
-
-    async retentionPeriods() {
-      const rows = db
-        .select({ organizationId: organizations.id, days: organizations.retentionDays })
-        .from(organizations)
-        .where(isNotNull(organizations.retentionDays))
-        .all()
-      return rows.map(({ organizationId, days }) => ({ organizationId, days: days ?? 0 }))
-    },
-
-    async hasAny() {
-      return db.select({ id: users.id }).from(users).limit(1).get() !== undefined
-    },
-
-    async organizationIdBySlug(slug) {
-      return (
-        db.select({ id: organizations.id }).from(organizations).where(eq(organizations.slug, slug)).get()?.id ?? null
-      )
-    },
-
-    async findByEmail(email) {
-      return db.select().from(users).where(eq(users.email, email)).get() ?? null
-    },
-
-    async findActiveByEmail(email) {
-      return (
-        db
-          .select()
-          .from(users)
-          .where(and(eq(users.email, email), isNull(users.removedAt)))
-          .get() ?? null
-      )
-    },
-
-    async passwordHashOf(userId) {
-      return (
-        db.select({ passwordHash: users.passwordHash }).from(users).where(eq(users.id, userId)).get()?.passwordHash ??
-        null
-      )
-    },
-
-    async listAll() {
-      return db
-        .select({
-          email: users.email,
-          name: users.name,
-          organizationSlug: organizations.slug,
-          role: users.role,
-          createdAt: users.createdAt,
-          mustChangePassword: users.mustChangePassword,
-          removedAt: users.removedAt,
-        })
-        .from(users)
-        .innerJoin(organizations, eq(organizations.id, users.organizationId))
-        .orderBy(asc(organizations.slug), asc(users.email))
-        .all()
-    },
-
-    async listMembers(organizationId) {
-      return db
-        .select(memberColumns)
-        .from(users)
-        .where(and(eq(users.organizationId, organizationId), isNull(users.removedAt)))
-        .orderBy(asc(users.email))
-        .all()
-    },
-
-    async findMember(organizationId, sub) {
-      return (
-        db
-          .select(memberColumns)
-          .from(users)
-          .where(and(eq(users.sub, sub), eq(users.organizationId, organizationId), isNull(users.removedAt)))
-          .get() ?? null
-      )
-    },
-
-    async findMemberById(userId) {
-      return findMemberById(userId)
-    },
-
-    async restore(userId, { role, name, passwordHash }) {
-      const restored = db
-        .update(users)
-        .set({ role, name, passwordHash, mustChangePassword: true, removedAt: null })
-        .where(and(eq(users.id, userId), isNotNull(users.removedAt)))
-        .returning({ id: users.id })
-        .get()
-      if (!restored) return null
-      forgetResolvedTokens(db)
-      return findMemberById(userId)
-    },
-
     async changeRole(organizationId, userId, role) {
       const outcome = db.transaction((tx): RoleChange => {
         const current = currentRole(organizationId, userId)
@@ -185,7 +82,7 @@ export function sqliteUserRepository(db: Db): UserRepository {
         tx.update(users).set({ role }).where(eq(users.id, userId)).run()
         return 'changed'
       })
-      if (outcome === 'changed') forgetResolvedTokens(db)
+      if (outcome === 'changed') forget()
       return outcome
     },
 
@@ -194,24 +91,10 @@ export function sqliteUserRepository(db: Db): UserRepository {
         const current = currentRole(organizationId, userId)
         if (current === null) return 'not_found'
         if (current === 'owner' && activeOwners(organizationId) <= 1) return 'last_owner'
-        tx.update(users).set({ removedAt: now, mustChangePassword: false }).where(eq(users.id, userId)).run()
-        tx.delete(sessions).where(eq(sessions.userId, userId)).run()
-        tx.update(personalAccessTokens)
-          .set({ revokedAt: now })
-          .where(and(eq(personalAccessTokens.userId, userId), isNull(personalAccessTokens.revokedAt)))
-          .run()
-        tx.update(oauthGrants)
-          .set({ revokedAt: now })
-          .where(and(eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt)))
-          .run()
-        // An authorization code not yet exchanged would otherwise open a fresh grant after removal.
-        tx.delete(oauthAuthorizationCodes).where(eq(oauthAuthorizationCodes.userId, userId)).run()
-        tx.delete(oauthRegistrationTokens)
-          .where(and(eq(oauthRegistrationTokens.userId, userId), isNull(oauthRegistrationTokens.usedAt)))
-          .run()
+        runInTransaction(removalStatements(tx as unknown as AnyDb, removalTables, userId, now))
         return 'removed'
       })
-      if (outcome === 'removed') forgetResolvedTokens(db)
+      if (outcome === 'removed') forget()
       return outcome
     },
 

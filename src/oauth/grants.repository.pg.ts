@@ -1,22 +1,28 @@
-// Authorization codes, grants and tokens on PostgreSQL (the GrantRepository contract of grants.repository.ts). Many
-// connections write at once under READ COMMITTED, so each guarantee rests on a row lock rather than on a read
+// Authorization codes, grants and tokens on PostgreSQL (grants.repository.ts): the neutral methods of
+// grants.repository.common.ts, the access token's lookup as a named prepared statement, and the units of work, which
+// differ here because many connections write at once under READ COMMITTED, so each guarantee rests on a row lock rather than on a read
 // followed by a write: a code is spent by a conditional update, a rotation holds its grant's row while it decides,
 // an unclaimed client is claimed by a conditional update. Locks are taken in one order everywhere (grant, then its
 // tokens or codes, then the client's row; clients.repository.pg.ts deletes in that order too), so that two units of
 // work never wait for each other. No token is remembered in memory on PostgreSQL (auth/token-cache.ts): every
 // request reads what these writes committed, on every instance.
-import { and, eq, gt, inArray, isNotNull, isNull, lte, or, sql } from 'drizzle-orm'
-import { organizations, users } from '../auth/auth.table.pg'
+import { and, eq, inArray, isNull } from 'drizzle-orm'
+import * as authTables from '../auth/auth.table.pg'
+import { anyDb } from '../db/dialect'
 import type { PgDb } from '../db/postgres'
 import type { GrantRepository, NewTokens } from './grants.repository'
 import {
-  oauthAccessTokens,
-  oauthAuthorizationCodes,
-  oauthClients,
-  oauthGrants,
-  oauthRefreshTokens,
-  oauthRegistrationTokens,
-} from './oauth.table.pg'
+  accessTokenLookup,
+  expiredStatements,
+  type GrantTables,
+  grantRepository,
+  unrevokedGrant,
+  unusedCode,
+} from './grants.repository.common'
+import * as oauthTables from './oauth.table.pg'
+
+const t: GrantTables = { ...authTables, ...oauthTables }
+const { oauthAccessTokens, oauthAuthorizationCodes, oauthClients, oauthGrants, oauthRefreshTokens } = oauthTables
 
 /** A transaction, or the database itself (outside a transaction only: inside one, every statement goes to `tx`). */
 type Runner = Pick<PgDb, 'select' | 'insert' | 'update' | 'delete'>
@@ -36,7 +42,7 @@ async function revoke(tx: Runner, grantId: number, now: number): Promise<boolean
   const revoked = await tx
     .update(oauthGrants)
     .set({ revokedAt: now })
-    .where(and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAt)))
+    .where(unrevokedGrant(t, grantId))
     .returning({ id: oauthGrants.id })
   return revoked.length > 0
 }
@@ -44,37 +50,11 @@ async function revoke(tx: Runner, grantId: number, now: number): Promise<boolean
 export function pgGrantRepository(db: PgDb): GrantRepository {
   // Every API request with an OAuth access token runs this (PostgreSQL keeps no token in memory): built once, it
   // costs about half the time of a query built anew each call (bench/shared-state.ts).
-  const accessTokenByHash = db
-    .select({
-      scopes: oauthAccessTokens.scopes,
-      resource: oauthAccessTokens.resource,
-      expiresAt: oauthAccessTokens.expiresAt,
-      revokedAt: oauthAccessTokens.revokedAt,
-      grantId: oauthGrants.id,
-      grantRevokedAt: oauthGrants.revokedAt,
-      grantLastUsedAt: oauthGrants.lastUsedAt,
-      clientId: oauthGrants.clientId,
-      userId: users.id,
-      removedAt: users.removedAt,
-      sub: users.sub,
-      name: users.name,
-      email: users.email,
-      role: users.role,
-      organizationId: users.organizationId,
-      organizationSlug: organizations.slug,
-    })
-    .from(oauthAccessTokens)
-    .innerJoin(oauthGrants, eq(oauthGrants.id, oauthAccessTokens.grantId))
-    .innerJoin(users, eq(users.id, oauthGrants.userId))
-    .innerJoin(organizations, eq(organizations.id, users.organizationId))
-    .where(eq(oauthAccessTokens.tokenHash, sql.placeholder('tokenHash')))
-    .prepare('oauth_access_token_by_hash')
-
-  async function revokeGrant(grantId: number, now: number): Promise<void> {
-    await revoke(db, grantId, now)
-  }
+  const accessTokenByHash = accessTokenLookup(anyDb(db), t).prepare('oauth_access_token_by_hash')
 
   return {
+    ...grantRepository(anyDb(db), t),
+
     createAuthorizationCode(code, forOrganization) {
       return db.transaction(async (tx) => {
         if (forOrganization !== null) {
@@ -96,25 +76,6 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
       })
     },
 
-    async findAuthorizationCode(codeHash) {
-      const [row] = await db
-        .select({
-          id: oauthAuthorizationCodes.id,
-          clientId: oauthAuthorizationCodes.clientId,
-          userId: oauthAuthorizationCodes.userId,
-          redirectUri: oauthAuthorizationCodes.redirectUri,
-          scopes: oauthAuthorizationCodes.scopes,
-          codeChallenge: oauthAuthorizationCodes.codeChallenge,
-          resource: oauthAuthorizationCodes.resource,
-          expiresAt: oauthAuthorizationCodes.expiresAt,
-          usedAt: oauthAuthorizationCodes.usedAt,
-          grantId: oauthAuthorizationCodes.grantId,
-        })
-        .from(oauthAuthorizationCodes)
-        .where(eq(oauthAuthorizationCodes.codeHash, codeHash))
-      return row ?? null
-    },
-
     async redeemAuthorizationCode({ codeId, grant, tokens, now }) {
       const redeemed = await db.transaction(async (tx) => {
         // Exactly one exchange spends the code: a concurrent one waits for this row lock, re-checks `used_at` once
@@ -122,7 +83,7 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
         const [unused] = await tx
           .update(oauthAuthorizationCodes)
           .set({ usedAt: now })
-          .where(and(eq(oauthAuthorizationCodes.id, codeId), isNull(oauthAuthorizationCodes.usedAt)))
+          .where(unusedCode(t, codeId))
           .returning({ id: oauthAuthorizationCodes.id })
         if (!unused) {
           // The winner set `grant_id` in the transaction that spent the code, which has committed by now (the
@@ -148,24 +109,6 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
         return { grantId: created.id }
       })
       return redeemed
-    },
-
-    async findRefreshToken(tokenHash) {
-      const [row] = await db
-        .select({
-          id: oauthRefreshTokens.id,
-          expiresAt: oauthRefreshTokens.expiresAt,
-          usedAt: oauthRefreshTokens.usedAt,
-          grantId: oauthGrants.id,
-          clientId: oauthGrants.clientId,
-          scopes: oauthGrants.scopes,
-          resource: oauthGrants.resource,
-          revokedAt: oauthGrants.revokedAt,
-        })
-        .from(oauthRefreshTokens)
-        .innerJoin(oauthGrants, eq(oauthGrants.id, oauthRefreshTokens.grantId))
-        .where(eq(oauthRefreshTokens.tokenHash, tokenHash))
-      return row ?? null
     },
 
     async rotateRefreshToken({ tokenId, grantId, clientId, tokens, now, reuseGraceMs }) {
@@ -214,82 +157,14 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
       return result
     },
 
-    revokeGrant,
-
-    async revokeRefreshTokenGrant(tokenHash, clientId, now) {
-      const [found] = await db
-        .select({ grantId: oauthGrants.id, clientId: oauthGrants.clientId })
-        .from(oauthRefreshTokens)
-        .innerJoin(oauthGrants, eq(oauthGrants.id, oauthRefreshTokens.grantId))
-        .where(eq(oauthRefreshTokens.tokenHash, tokenHash))
-      if (found?.clientId === clientId) await revokeGrant(found.grantId, now)
-    },
-
-    async revokeAccessToken(tokenHash, clientId, now) {
-      const [found] = await db
-        .select({ id: oauthAccessTokens.id, clientId: oauthGrants.clientId })
-        .from(oauthAccessTokens)
-        .innerJoin(oauthGrants, eq(oauthGrants.id, oauthAccessTokens.grantId))
-        .where(eq(oauthAccessTokens.tokenHash, tokenHash))
-      if (found?.clientId !== clientId) return
-      await db
-        .update(oauthAccessTokens)
-        .set({ revokedAt: now })
-        .where(and(eq(oauthAccessTokens.id, found.id), isNull(oauthAccessTokens.revokedAt)))
-    },
-
     async findAccessToken(tokenHash) {
-      const [row] = await accessTokenByHash.execute({ tokenHash })
+      const [row] = await accessTokenByHash.execute({ hash: tokenHash })
       return row ?? null
-    },
-
-    async markUsed(grantId, clientId, now) {
-      await db.update(oauthGrants).set({ lastUsedAt: now }).where(eq(oauthGrants.id, grantId))
-      await markClientUsed(db, clientId, now)
-    },
-
-    listLiveForUser(userId, now) {
-      // The id breaks ties in creation order, the order SQLite returns them in: PostgreSQL keeps none among equals.
-      return db
-        .select({
-          clientId: oauthClients.clientId,
-          clientName: oauthClients.name,
-          clientOrigin: oauthClients.origin,
-          scopes: oauthGrants.scopes,
-          createdAt: oauthGrants.createdAt,
-          lastUsedAt: oauthGrants.lastUsedAt,
-        })
-        .from(oauthGrants)
-        .innerJoin(oauthClients, eq(oauthClients.id, oauthGrants.clientId))
-        .where(and(eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt), gt(oauthGrants.expiresAt, now)))
-        .orderBy(oauthGrants.createdAt, oauthGrants.id)
-    },
-
-    async revokeForUserAndClient(userId, clientId, now) {
-      const [client] = await db
-        .select({ id: oauthClients.id })
-        .from(oauthClients)
-        .where(eq(oauthClients.clientId, clientId))
-      if (!client) return 0
-      const revoked = await db
-        .update(oauthGrants)
-        .set({ revokedAt: now })
-        .where(and(eq(oauthGrants.clientId, client.id), eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt)))
-        .returning({ id: oauthGrants.id })
-      return revoked.length
     },
 
     async deleteExpired(now) {
       await db.transaction(async (tx) => {
-        await tx.delete(oauthGrants).where(or(isNotNull(oauthGrants.revokedAt), lte(oauthGrants.expiresAt, now)))
-        await tx
-          .delete(oauthAuthorizationCodes)
-          .where(and(isNull(oauthAuthorizationCodes.usedAt), lte(oauthAuthorizationCodes.expiresAt, now)))
-        await tx.delete(oauthAccessTokens).where(lte(oauthAccessTokens.expiresAt, now))
-        await tx.delete(oauthRefreshTokens).where(lte(oauthRefreshTokens.expiresAt, now))
-        await tx
-          .delete(oauthRegistrationTokens)
-          .where(or(isNotNull(oauthRegistrationTokens.usedAt), lte(oauthRegistrationTokens.expiresAt, now)))
+        for (const statement of expiredStatements(tx, t, now)) await statement
       })
     },
   }

@@ -1,8 +1,8 @@
 // The service behind the settings screens: a person's connected apps, the clients members create, registration
 // tokens, and an organization admin's view of its OAuth clients. Plain arguments in, JSON-ready objects out.
-import { isOrganizationAdmin } from '../auth/members'
+import { requireOrganizationAdmin as requireAdmin } from '../auth/members'
 import type { SessionUser } from '../auth/sessions'
-import { AppError, conflict, forbidden, notFound } from '../shared/errors'
+import { AppError, conflict, notFound } from '../shared/errors'
 import { generateSecret, hashSecret } from '../shared/security'
 import { toIso } from '../shared/time'
 import {
@@ -20,7 +20,7 @@ import type { OAuthModel } from './model'
 
 /** Organization admins manage clients: owners and admins. */
 export function requireOrganizationAdmin(user: SessionUser): void {
-  if (!isOrganizationAdmin(user.role)) throw forbidden('Only organization owners and admins can manage OAuth clients')
+  requireAdmin(user.role, 'manage OAuth clients')
 }
 
 /** The apps holding live tokens for this person, one entry per app however many times it was approved. */

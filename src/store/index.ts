@@ -6,9 +6,10 @@
 import { filesForModel } from '../attachments/keys'
 import type { AttachmentRepository } from '../attachments/repository'
 import { sqliteAttachmentRepository } from '../attachments/repository.sqlite'
-import { organizations, users } from '../auth/auth.table'
+import * as authTables from '../auth/auth.table'
 import type { SessionRepository } from '../auth/sessions.repository'
-import { sqliteSessionRepository } from '../auth/sessions.repository.sqlite'
+import { sessionRepository } from '../auth/sessions.repository.common'
+import * as sessionTables from '../auth/sessions.table'
 import { type TokenCache, tokenCacheOf } from '../auth/token-cache'
 import type { AccessTokenRepository } from '../auth/tokens.repository'
 import { sqliteAccessTokenRepository } from '../auth/tokens.repository.sqlite'
@@ -116,12 +117,15 @@ export function sqliteStore(db: Db): Store {
     search: fts5ThreadSearch(db),
     users: sqliteUserRepository(db),
     accessTokens: sqliteAccessTokenRepository(db),
-    sessions: sqliteSessionRepository(db),
+    sessions: sessionRepository(anyDb(db), asTables({ ...authTables, ...sessionTables })),
     tokenCache: tokenCacheOf(db),
     rateLimits: null,
     serverKeys: processKeys(),
     webhooks: sqliteWebhookRepository(db),
-    shares: shareRepository(anyDb(db), asTables({ shares: sharesTable, organizations, users, threads })),
+    shares: shareRepository(
+      anyDb(db),
+      asTables({ shares: sharesTable, organizations: authTables.organizations, users: authTables.users, threads }),
+    ),
     locks: processLocks,
   }
 }

@@ -5,8 +5,9 @@
 import { sql } from 'drizzle-orm'
 import { filesForModel } from '../attachments/keys'
 import { pgAttachmentRepository } from '../attachments/repository.pg'
-import { organizations, users } from '../auth/auth.table.pg'
-import { pgSessionRepository } from '../auth/sessions.repository.pg'
+import * as authTables from '../auth/auth.table.pg'
+import { sessionRepository } from '../auth/sessions.repository.common'
+import * as sessionTables from '../auth/sessions.table.pg'
 import { pgAccessTokenRepository } from '../auth/tokens.repository.pg'
 import { pgUserRepository } from '../auth/users.repository.pg'
 import { anyDb } from '../db/dialect'
@@ -48,13 +49,18 @@ export function pgStore(db: PgDb): Store {
     search: pgThreadSearch(db),
     users: pgUserRepository(db),
     accessTokens: pgAccessTokenRepository(db),
-    sessions: pgSessionRepository(db),
+    sessions: sessionRepository(anyDb(db), { ...authTables, ...sessionTables }),
     // Every request reads its token from the database: a revocation on any instance applies at the next request.
     tokenCache: null,
     rateLimits: pgRateLimitRepository(db),
     serverKeys: pgServerKeyRepository(db),
     webhooks: pgWebhookRepository(db),
-    shares: shareRepository(anyDb(db), { shares, organizations, users, threads }),
+    shares: shareRepository(anyDb(db), {
+      shares,
+      organizations: authTables.organizations,
+      users: authTables.users,
+      threads,
+    }),
     locks: {
       async inTurn(name, task) {
         const held = await withAdvisoryLock(db, name, 'wait', task)

@@ -1,12 +1,14 @@
-// Browser sessions on PostgreSQL (sessions.repository.ts). Each method is one statement; ending sessions together
-// with a password change or a removal happens in users.repository.pg.ts, inside those transactions.
+// Browser sessions on either database (sessions.repository.ts): each method is one statement. Ending sessions
+// together with a password change or a removal happens in the users repositories, inside those units of work.
 import { and, eq, isNull, lte } from 'drizzle-orm'
-import type { PgDb } from '../db/postgres'
-import { organizations, users } from './auth.table.pg'
+import type { AnyDb } from '../db/dialect'
+import type * as authTables from './auth.table.pg'
 import type { SessionRepository } from './sessions.repository'
-import { sessions } from './sessions.table.pg'
+import type * as sessionTables from './sessions.table.pg'
 
-export function pgSessionRepository(db: PgDb): SessionRepository {
+export type SessionTables = Pick<typeof authTables, 'organizations' | 'users'> & typeof sessionTables
+
+export function sessionRepository(db: AnyDb, { sessions, users, organizations }: SessionTables): SessionRepository {
   return {
     async create({ tokenHash, userId, expiresAt }, now) {
       await db.insert(sessions).values({ tokenHash, userId, createdAt: now, expiresAt })

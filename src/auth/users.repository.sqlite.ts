@@ -3,13 +3,12 @@
 // inside one `db.transaction`, where nothing interleaves, and the promise carries its result.
 import { and, count, eq, ne } from 'drizzle-orm'
 import type { Db } from '../db/client'
-import { type AnyDb, anyDb, asTables } from '../db/dialect'
+import { type AnyDb, anyDb, asTables, runInTransaction } from '../db/dialect'
 import * as oauthTables from '../oauth/oauth.table'
 import * as tables from './auth.table'
 import type { Role } from './model'
 import * as sessionTables from './sessions.table'
 import { forgetResolvedTokens } from './token-cache'
-import { runInTransaction } from './tokens.repository.sqlite'
 import type { MemberRemoval, RoleChange, UserRefusal, UserRepository } from './users.repository'
 import {
   activeOwnersOf,

@@ -25,3 +25,11 @@ export function anyDb(db: Db | PgDb): AnyDb {
 export function asTables<T>(tables: unknown): T {
   return tables as T
 }
+
+/**
+ * Runs neutral statements (built on a bun:sqlite transaction, typed against PostgreSQL's builder) one after another,
+ * synchronously: bun:sqlite transactions cannot await.
+ */
+export function runInTransaction(statements: readonly unknown[]): void {
+  for (const statement of statements) (statement as { run(): void }).run()
+}

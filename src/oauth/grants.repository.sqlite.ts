@@ -7,9 +7,9 @@ import { and, eq, isNull } from 'drizzle-orm'
 import type { StoredAccessToken } from '../auth/access-tokens'
 import * as authTables from '../auth/auth.table'
 import { forgetResolvedTokens } from '../auth/token-cache'
-import { runInTransaction, sqliteLookup } from '../auth/tokens.repository.sqlite'
 import type { Db } from '../db/client'
-import { type AnyDb, anyDb, asTables } from '../db/dialect'
+import { type AnyDb, anyDb, asTables, runInTransaction } from '../db/dialect'
+import { sqliteLookup } from '../db/prepared'
 import type { GrantRepository, NewTokens } from './grants.repository'
 import {
   accessTokenFields,

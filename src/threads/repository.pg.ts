@@ -141,30 +141,6 @@ async function listThreads(db: PgDb, query: ThreadListQuery) {
 }
 
 /**
- * Inserts a user message at the end of its thread and queues its answer, in the caller's transaction. `newest` is
- * the thread's newest message time: a message is dated no earlier, even when the clock steps back.
- */
-async function appendUserMessage(
-  tx: Tx,
-  threadId: string,
-  contents: ContentBlock[],
-  newest: number | null,
-  now: number,
-): Promise<string> {
-  const id = newId()
-  await tx.insert(messages).values({
-    id,
-    threadId,
-    role: 'user',
-    contents,
-    text: searchableText(contents),
-    createdAt: newest === null || now >= newest ? now : newest + 1,
-  })
-  await tx.insert(generations).values({ messageId: id, threadId, status: 'queued', createdAt: now })
-  return id
-}
-
-/**
  * Inserts a message at the end of its thread, or at `placedAt` (a summary takes the place of the messages it
  * replaces), in the caller's transaction, and returns its ID. At the end means at `now`, or just after the thread's
  * newest message if the clock has stepped back, so that messages list in the order they were written. Exported for
@@ -194,6 +170,22 @@ export async function insertMessageRow(
     replyTo: input.replyTo ?? null,
     createdAt,
   })
+  return id
+}
+
+/**
+ * Inserts a user message at the end of its thread (or at `placedAt`: a new thread's first, with nothing to read) and
+ * queues its answer, in the caller's transaction.
+ */
+async function appendUserMessage(
+  tx: Tx,
+  threadId: string,
+  contents: ContentBlock[],
+  now: number,
+  placedAt?: number,
+): Promise<string> {
+  const id = await insertMessageRow(tx, { threadId, role: 'user', contents, placedAt }, now)
+  await tx.insert(generations).values({ messageId: id, threadId, status: 'queued', createdAt: now })
   return id
 }
 
@@ -239,17 +231,10 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
         const first = thread.first
         if (!first) return { threadId, messageId: null }
         if (first.role === 'user') {
-          return { threadId, messageId: await appendUserMessage(tx, threadId, first.contents, null, thread.now) }
+          return { threadId, messageId: await appendUserMessage(tx, threadId, first.contents, thread.now, thread.now) }
         }
-        const messageId = newId()
-        await tx.insert(messages).values({
-          id: messageId,
-          threadId,
-          role: first.role,
-          contents: first.contents,
-          text: searchableText(first.contents),
-          createdAt: thread.now,
-        })
+        // A new thread has no messages to come after: its first is placed at creation, with no read.
+        const messageId = await insertMessageRow(tx, { threadId, ...first, placedAt: thread.now }, thread.now)
         return { threadId, messageId }
       })
     },
@@ -349,11 +334,7 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
           .where(and(eq(threads.id, threadId), eq(threads.state, 'ready')))
           .returning({ id: threads.id })
         if (!claimed) return null
-        const [newest] = await tx
-          .select({ createdAt: max(messages.createdAt) })
-          .from(messages)
-          .where(eq(messages.threadId, threadId))
-        const messageId = await appendUserMessage(tx, threadId, contents, newest?.createdAt ?? null, now)
+        const messageId = await appendUserMessage(tx, threadId, contents, now)
         await tx.update(threads).set({ updatedAt: now }).where(eq(threads.id, threadId))
         return messageId
       })

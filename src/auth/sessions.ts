@@ -76,15 +76,15 @@ function hashForUnknownUser(): Promise<string> {
 
 /** Checks the credentials and opens a session, or returns null when either is wrong or the person was removed. */
 export async function signIn(
-  store: { users: UserRepository; sessions: SessionRepository },
+  repositories: { users: UserRepository; sessions: SessionRepository },
   email: string,
   password: string,
   now: number,
 ): Promise<SignedIn | null> {
-  const user = await findUserByEmail(store.users, email)
+  const user = await findUserByEmail(repositories.users, email)
   const matches = await verifyPassword(password, user?.passwordHash ?? (await hashForUnknownUser()))
   if (!user || !matches) return null
-  return { ...(await createSession(store.sessions, user.id, now)), mustChangePassword: user.mustChangePassword }
+  return { ...(await createSession(repositories.sessions, user.id, now)), mustChangePassword: user.mustChangePassword }
 }
 
 /**

@@ -5,13 +5,11 @@ import { type AuthDeps, auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import { jsonBodies, jsonBody } from '../shared/body'
 import { noContent, type Responses } from '../shared/responses'
-import type { Links } from '../threads/links'
 import { ThreadsModel } from '../threads/model'
 import { SharesModel } from './model'
 import { createShare, listShares, revokeShare, type ShareDeps } from './service'
 
-export interface ShareRoutesDeps extends AuthDeps, Pick<ShareDeps, 'shares' | 'threads' | 'attachments'> {
-  links: Links
+export interface ShareRoutesDeps extends AuthDeps, ShareDeps {
   responses: Responses
 }
 

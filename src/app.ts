@@ -126,8 +126,9 @@ export function createApp(deps: AppDeps) {
     links,
     fileNames: (ids) => attachmentNames(store.attachments, ids),
   })
+  // What every plugin may have: time, logs, the engine, limits, streams. No repository is in it: each plugin is
+  // handed below the repositories its deps interface names (its own, and the few of other features' it reads).
   const shared = {
-    store,
     clock: deps.clock,
     log: deps.log,
     engine,
@@ -149,6 +150,10 @@ export function createApp(deps: AppDeps) {
     publicUrl: deps.config.PUBLIC_URL,
     responses: responseSchemas(deps.validateResponses ?? true),
   }
+  // Bearer tokens, resolved by auth() in every API plugin; the session cookie and CSRF key of every page.
+  const bearer = { accessTokens: store.accessTokens, oauthGrants: store.oauthGrants, tokenCache: store.tokenCache }
+  const pages = { sessions: store.sessions, serverKeys: store.serverKeys }
+  const threadsAndFiles = { threads: store.threads, attachments: store.attachments }
   // No request needs more than an upload can hold, and the routes refuse a longer declared Content-Length
   // with their own 413 and JSON body, unread. Bun refuses a body at its own limit with a bare 413 before any
   // route sees it, so that limit is a backstop above the routes': it bounds how far a chunked body is read.
@@ -162,7 +167,7 @@ export function createApp(deps: AppDeps) {
         deps.log,
         allowed,
         [oauthErrorSurface],
-        pageErrors({ store, clock: deps.clock, publicUrl: deps.config.PUBLIC_URL }, allowed),
+        pageErrors({ sessions: store.sessions, clock: deps.clock, publicUrl: deps.config.PUBLIC_URL }, allowed),
       ),
     )
     .use(httpBasics({ log: deps.log, config: deps.config, ipLimiter: perMinute(deps.config.RATE_LIMIT_IP_PER_MINUTE) }))
@@ -184,25 +189,51 @@ export function createApp(deps: AppDeps) {
     )
     .use(docs(deps.config.PUBLIC_URL))
     .use(siteRoutes())
-    .use(identity(shared))
-    .use(threadFeedRoutes(shared))
-    .use(threadRoutes(shared))
-    .use(attachmentRoutes(shared))
-    .use(shareRoutes(shared))
-    .use(answerRoutes(shared))
-    .use(signin({ ...shared, externalSignIn: oidc?.name ?? null }))
-    .use(oidcSignin({ ...shared, oidc }))
+    .use(identity({ ...shared, ...bearer }))
+    .use(threadFeedRoutes({ ...shared, ...bearer }))
+    .use(threadRoutes({ ...shared, ...bearer, ...threadsAndFiles, idempotency: store.idempotency }))
+    .use(attachmentRoutes({ ...shared, ...bearer, ...threadsAndFiles, idempotency: store.idempotency }))
+    .use(shareRoutes({ ...shared, ...bearer, ...threadsAndFiles, shares: store.shares }))
+    .use(answerRoutes({ ...shared, ...bearer, threads: store.threads, generations: store.generations }))
+    .use(signin({ ...shared, ...pages, users: store.users, externalSignIn: oidc?.name ?? null }))
+    .use(oidcSignin({ ...shared, ...pages, users: store.users, oidc }))
     .use(
-      threadPages({ ...shared, model: { provider: deps.config.LLM_PROVIDER, model: deps.config.LLM_MODEL ?? null } }),
+      threadPages({
+        ...shared,
+        ...pages,
+        ...threadsAndFiles,
+        generations: store.generations,
+        model: { provider: deps.config.LLM_PROVIDER, model: deps.config.LLM_MODEL ?? null },
+      }),
     )
-    .use(oauthRoutes({ ...shared, openRegistration: deps.config.OAUTH_OPEN_REGISTRATION }))
-    .use(mcpRoutes(shared))
-    .use(settingsPages(shared))
-    .use(sharePages(shared))
-    .use(adminPages(shared))
+    .use(
+      oauthRoutes({
+        ...shared,
+        ...pages,
+        oauthClients: store.oauthClients,
+        oauthGrants: store.oauthGrants,
+        rateLimits: store.rateLimits,
+        openRegistration: deps.config.OAUTH_OPEN_REGISTRATION,
+      }),
+    )
+    .use(mcpRoutes({ ...shared, ...bearer, ...threadsAndFiles, generations: store.generations }))
+    .use(
+      settingsPages({
+        ...shared,
+        ...pages,
+        users: store.users,
+        accessTokens: store.accessTokens,
+        oauthGrants: store.oauthGrants,
+        oauthClients: store.oauthClients,
+      }),
+    )
+    .use(sharePages({ ...shared, ...pages, ...threadsAndFiles, shares: store.shares }))
+    .use(adminPages({ ...shared, ...pages, users: store.users, oauthClients: store.oauthClients }))
     .use(
       webhookPages({
         ...shared,
+        ...pages,
+        webhooks: store.webhooks,
         allowPrivateNetworks: deps.config.WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
         wake: () => webhooks.wake(),
       }),

@@ -27,7 +27,6 @@ import {
   ManualClock,
   ManualTimer,
   openStream,
-  publicUrl,
   runToEnd,
   sharedInspector,
   startServer,
@@ -77,10 +76,10 @@ async function composer(h: Harness, user: TestUser): Promise<{ deps: UploadDeps;
   const caller = (await resolvePersonalAccessToken(store.accessTokens, hashSecret(user.token), Date.now()))?.caller
   if (!caller) throw new Error('the test user has no valid token')
   const deps = {
-    store,
+    threads: store.threads,
+    attachments: store.attachments,
     clock: h.clock,
     log: silentLogger,
-    publicUrl,
     uploadsDir: h.uploadsDir,
     inspector,
     blobs: h.blobs,

@@ -4,9 +4,12 @@
 // behaviour is auth's, oauth's and threads' (members.ts, management.ts, registration.ts, retention.ts). Same rules as
 // the settings pages: every post passes the `trustedForm` guard, secrets are shown once on the response page,
 // POST-redirect-GET for everything else, and what cannot be found is the shared error page.
+
 import { Elysia } from 'elysia'
 import { type Actor, addMember, changeMemberRole, findMember, isRole, listMembers, removeMember } from '../auth/members'
 import type { Role } from '../auth/model'
+import type { UserRepository } from '../auth/users.repository'
+import type { ClientRepository } from '../oauth/clients.repository'
 import {
   deleteOrganizationClient,
   getOrganizationClient,
@@ -37,7 +40,13 @@ function actorOf(admin: PageSession): Actor {
   return { id, role, organizationId, organizationSlug }
 }
 
-export const adminPages = (deps: WebDeps) => {
+export interface AdminDeps extends WebDeps {
+  users: UserRepository
+  /** The organization's OAuth clients: the authorization server's storage. */
+  oauthClients: ClientRepository
+}
+
+export const adminPages = (deps: AdminDeps) => {
   const now = (): number => deps.clock.now()
 
   async function membersPage(
@@ -48,7 +57,7 @@ export const adminPages = (deps: WebDeps) => {
       <MembersPage
         viewer={viewerOf(admin)}
         actor={{ id: admin.user.id, role: admin.user.role }}
-        members={await listMembers(deps.store.users, admin.user.organizationId)}
+        members={await listMembers(deps.users, admin.user.organizationId)}
         signInUrl={`${deps.publicUrl}/login`}
         {...extra}
       />
@@ -61,7 +70,7 @@ export const adminPages = (deps: WebDeps) => {
     clientId: string,
     extra: { rotatedSecret?: string; error?: string } = {},
   ): Promise<JSX.Element> {
-    const client = await getOrganizationClient(deps.store.oauthClients, admin.user.organizationId, clientId)
+    const client = await getOrganizationClient(deps.oauthClients, admin.user.organizationId, clientId)
     return <AdminClientPage viewer={viewerOf(admin)} client={client} publicUrl={deps.publicUrl} {...extra} />
   }
 
@@ -80,7 +89,7 @@ export const adminPages = (deps: WebDeps) => {
         html(
           <AdminClientsPage
             viewer={viewerOf(admin)}
-            clients={await listOrganizationClients(deps.store.oauthClients, admin.user.organizationId)}
+            clients={await listOrganizationClients(deps.oauthClients, admin.user.organizationId)}
             notice={noticeFor(adminNotices, query.notice)}
           />,
         ),
@@ -97,9 +106,8 @@ export const adminPages = (deps: WebDeps) => {
         let rotated: { rotatedSecret?: string; error?: string }
         try {
           rotated = {
-            rotatedSecret: (
-              await rotateClientSecret(deps.store.oauthClients, admin.user.organizationId, params.clientId)
-            ).client_secret,
+            rotatedSecret: (await rotateClientSecret(deps.oauthClients, admin.user.organizationId, params.clientId))
+              .client_secret,
           }
         } catch (error) {
           // A public client has no secret: said on its page. A client not found is the error page.
@@ -115,7 +123,7 @@ export const adminPages = (deps: WebDeps) => {
     .get(
       '/admin/clients/:clientId/delete',
       async ({ admin, params, html }) => {
-        const client = await getOrganizationClient(deps.store.oauthClients, admin.user.organizationId, params.clientId)
+        const client = await getOrganizationClient(deps.oauthClients, admin.user.organizationId, params.clientId)
         return html(<DeleteClientPage viewer={viewerOf(admin)} client={client} />)
       },
       { organizationAdmin: true, detail: { hide: true } },
@@ -123,7 +131,7 @@ export const adminPages = (deps: WebDeps) => {
     .post(
       '/admin/clients/:clientId/delete',
       async ({ admin, params, redirect }) => {
-        await deleteOrganizationClient(deps.store.oauthClients, admin.user.organizationId, params.clientId)
+        await deleteOrganizationClient(deps.oauthClients, admin.user.organizationId, params.clientId)
         return redirect('/admin/clients?notice=client-deleted', 303)
       },
       { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
@@ -148,7 +156,7 @@ export const adminPages = (deps: WebDeps) => {
         }
         try {
           if (!isRole(role)) throw invalidRole()
-          const added = await addMember(deps.store.users, actorOf(admin), values, now())
+          const added = await addMember(deps.users, actorOf(admin), values, now())
           return html(await membersPage(admin, { added }))
         } catch (error) {
           const refusal = refusalOf(error)
@@ -165,7 +173,7 @@ export const adminPages = (deps: WebDeps) => {
         let changed: { id: number; role: Role }
         try {
           if (!isRole(role)) throw invalidRole()
-          changed = await changeMemberRole(deps.store.users, actorOf(admin), params.sub, role)
+          changed = await changeMemberRole(deps.users, actorOf(admin), params.sub, role)
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
@@ -180,7 +188,7 @@ export const adminPages = (deps: WebDeps) => {
     .get(
       '/admin/members/:sub/remove',
       async ({ admin, params, html }) => {
-        const member = await findMember(deps.store.users, admin.user.organizationId, params.sub)
+        const member = await findMember(deps.users, admin.user.organizationId, params.sub)
         return html(<RemoveMemberPage viewer={viewerOf(admin)} member={member} />)
       },
       { organizationAdmin: true, detail: { hide: true } },
@@ -189,7 +197,7 @@ export const adminPages = (deps: WebDeps) => {
       '/admin/members/:sub/remove',
       async ({ admin, params, html, redirect, set }) => {
         try {
-          await removeMember(deps.store.users, actorOf(admin), params.sub, now())
+          await removeMember(deps.users, actorOf(admin), params.sub, now())
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
@@ -206,7 +214,7 @@ export const adminPages = (deps: WebDeps) => {
     .post(
       '/admin/registration-token',
       async ({ admin, html }) => {
-        const created = await createRegistrationToken(deps.store.oauthClients, admin.user, now())
+        const created = await createRegistrationToken(deps.oauthClients, admin.user, now())
         return html(<AdminRegistrationPage viewer={viewerOf(admin)} created={created} />)
       },
       { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
@@ -217,7 +225,7 @@ export const adminPages = (deps: WebDeps) => {
         html(
           <RetentionPage
             viewer={viewerOf(admin)}
-            days={await deps.store.users.retentionOf(admin.user.organizationId)}
+            days={await deps.users.retentionOf(admin.user.organizationId)}
             notice={noticeFor(adminNotices, query.notice)}
           />,
         ),
@@ -228,11 +236,11 @@ export const adminPages = (deps: WebDeps) => {
       async ({ admin, form, html, redirect, set }) => {
         const entered = field(form, 'days') ?? ''
         try {
-          await deps.store.users.setRetention(admin.user.organizationId, parseRetentionDays(entered))
+          await deps.users.setRetention(admin.user.organizationId, parseRetentionDays(entered))
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
-          const days = await deps.store.users.retentionOf(admin.user.organizationId)
+          const days = await deps.users.retentionOf(admin.user.organizationId)
           return html(<RetentionPage viewer={viewerOf(admin)} days={days} error={refusal.message} entered={entered} />)
         }
         return redirect('/admin/retention?notice=retention-saved', 303)

@@ -1,7 +1,8 @@
 // Attachment routes and GET /limits: HTTP in, HTTP out; reading, checking and storing files lives in service.ts.
 import { Elysia, t } from 'elysia'
-import { auth } from '../auth'
+import { type AuthDeps, auth } from '../auth'
 import { AuthModel } from '../auth/model'
+import type { IdempotencyRepository } from '../idempotency/repository'
 import {
   digestFile,
   fingerprintOf,
@@ -55,7 +56,9 @@ const fileSchema = (type: string): { type: 'string'; format?: 'binary' } =>
 
 const downloadErrors = { 400: AuthModel.error, 401: AuthModel.error, 403: AuthModel.scopeError, 404: AuthModel.error }
 
-export const attachmentRoutes = (deps: UploadDeps & { responses: Responses }) =>
+export const attachmentRoutes = (
+  deps: UploadDeps & AuthDeps & { idempotency: IdempotencyRepository; responses: Responses },
+) =>
   new Elysia({ name: 'attachments', prefix: '/api/v1' })
     .use(auth(deps))
     .use(errorShapes)

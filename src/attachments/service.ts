@@ -4,12 +4,13 @@
 // request thread does only what needs the database, through the attachment repository. Nothing here sees an
 // Elysia Context.
 import { rm } from 'node:fs/promises'
-import type { AuthDeps } from '../auth'
 import type { Caller } from '../auth/model'
 import { AppError, invalidRequest, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
+import type { Logger } from '../shared/log'
+import type { Clock } from '../shared/time'
 import type { BlobStore } from '../storage/blobs'
-import type { Store } from '../store'
+import type { ThreadRepository } from '../threads/repository'
 import { requireOwnedThread, requireVisibleThread } from '../threads/visibility'
 import { type CheckedFile, type FileInspector, type Outcome, type Refusal, temporaryPath } from './inspector'
 import { extractedTextKey, originalKey, resizedKey } from './keys'
@@ -17,8 +18,12 @@ import { filesPerRequest, filesPerThread, maxRequestBytes } from './limits'
 import type { AttachmentsModel } from './model'
 import type { AttachmentKind, AttachmentRepository } from './repository'
 
-export interface UploadDeps extends AuthDeps {
-  store: Store
+export interface UploadDeps {
+  attachments: AttachmentRepository
+  /** Whose threads files go to, and who may see them. */
+  threads: ThreadRepository
+  clock: Clock
+  log: Logger
   /** Where request bodies and checked files wait on local disk (UPLOADS_DIR), whichever store keeps the files. */
   uploadsDir: string
   inspector: FileInspector
@@ -35,12 +40,12 @@ function quotaExceeded(stored: number): AppError {
  * for one more file. Answers how many files it holds.
  */
 export async function requireRoomForUpload(
-  deps: Pick<UploadDeps, 'store'>,
+  deps: Pick<UploadDeps, 'threads' | 'attachments'>,
   caller: Caller,
   threadId: string,
 ): Promise<number> {
-  await requireOwnedThread(deps.store.threads, caller, threadId, 'upload files to it')
-  const stored = await deps.store.attachments.countInThread(threadId)
+  await requireOwnedThread(deps.threads, caller, threadId, 'upload files to it')
+  const stored = await deps.attachments.countInThread(threadId)
   if (stored >= filesPerThread) throw quotaExceeded(stored)
   return stored
 }
@@ -135,7 +140,7 @@ async function store(
     const settled = await Promise.allSettled(puts.map(({ key, path }) => deps.blobs.putFile(key, path)))
     for (const put of settled) if (put.status === 'rejected') throw put.reason
     // Counted again as the rows go in: a concurrent upload may have landed while these files were being checked.
-    const insert = await deps.store.attachments.insertWithinQuota(
+    const insert = await deps.attachments.insertWithinQuota(
       threadId,
       planned.map(({ id, filename, kind, mediaType, sizeBytes, resizedTemporaryPath }) => ({
         id,
@@ -275,7 +280,7 @@ export async function storeFormFiles(
   checked: CheckedFiles,
 ): Promise<AttachmentsModel.attachment[]> {
   if (checked.accepted.length === 0) return []
-  await requireOwnedThread(deps.store.threads, caller, threadId, 'upload files to it')
+  await requireOwnedThread(deps.threads, caller, threadId, 'upload files to it')
   return store(deps, threadId, checked.accepted)
 }
 
@@ -285,7 +290,7 @@ export async function storeFormFiles(
  */
 export async function removeUnsentFiles(deps: UploadDeps, threadId: string, ids: string[]): Promise<void> {
   if (ids.length === 0) return
-  await deps.store.attachments.deleteFromThread(threadId, ids)
+  await deps.attachments.deleteFromThread(threadId, ids)
   await Promise.all(
     ids
       .flatMap((id) => [originalKey(id), resizedKey(id), extractedTextKey(originalKey(id))])
@@ -309,13 +314,13 @@ export interface StoredFile {
 
 /** An attachment of a thread the caller can see, or 404 for the thread or the file alike. */
 export async function findAttachment(
-  deps: Pick<UploadDeps, 'store'>,
+  deps: Pick<UploadDeps, 'threads' | 'attachments'>,
   caller: Caller,
   threadId: string,
   attachmentId: string,
 ): Promise<StoredFile> {
-  await requireVisibleThread(deps.store.threads, caller, threadId)
-  const row = await deps.store.attachments.findInThread(threadId, attachmentId)
+  await requireVisibleThread(deps.threads, caller, threadId)
+  const row = await deps.attachments.findInThread(threadId, attachmentId)
   if (!row) throw notFound('Attachment')
   return {
     key: originalKey(row.id),

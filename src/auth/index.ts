@@ -9,14 +9,20 @@ import { type RateLimiter, rateLimited } from '../shared/rate-limit'
 import type { Responses } from '../shared/responses'
 import { hashSecret } from '../shared/security'
 import type { Clock } from '../shared/time'
-import type { Store } from '../store'
-import { accessTokenPrefix, resolveOAuthAccessToken } from './access-tokens'
+import { type AccessTokenLookup, accessTokenPrefix, resolveOAuthAccessToken } from './access-tokens'
 import { AuthModel, type Caller, type ResolvedToken, type Scope } from './model'
 import { personalAccessTokenPrefix, resolvePersonalAccessToken } from './personal-access-tokens'
 import { type ProtectedResource, resourceMetadataUrl } from './resources'
+import type { TokenCache } from './token-cache'
+import type { AccessTokenRepository } from './tokens.repository'
 
 export interface AuthDeps {
-  store: Store
+  /** Personal access tokens, resolved by their hash. */
+  accessTokens: AccessTokenRepository
+  /** OAuth access tokens, resolved by their hash (the authorization server's grants, read through auth's own contract). */
+  oauthGrants: AccessTokenLookup
+  /** Tokens resolved less than a second ago (token-cache.ts); null where every request reads the database. */
+  tokenCache: TokenCache | null
   clock: Clock
   log: Logger
   /** Requests per token; absent when the limit is turned off. */
@@ -51,9 +57,8 @@ function unauthorized(
 
 type Lookup = (deps: AuthDeps, hash: string, now: number) => Promise<ResolvedToken | null>
 
-const personalAccessTokenLookup: Lookup = (deps, hash, now) =>
-  resolvePersonalAccessToken(deps.store.accessTokens, hash, now)
-const oauthAccessTokenLookup: Lookup = (deps, hash, now) => resolveOAuthAccessToken(deps.store.oauthGrants, hash, now)
+const personalAccessTokenLookup: Lookup = (deps, hash, now) => resolvePersonalAccessToken(deps.accessTokens, hash, now)
+const oauthAccessTokenLookup: Lookup = (deps, hash, now) => resolveOAuthAccessToken(deps.oauthGrants, hash, now)
 
 /**
  * Each kind of bearer token is recognised by its prefix and resolved to the same Caller. On SQLite a token resolved
@@ -69,7 +74,7 @@ function resolveToken(deps: AuthDeps, token: string): Caller | null | Promise<Ca
   if (!lookup) return null
   const now = deps.clock.now()
   const hash = hashSecret(token)
-  const cache = deps.store.tokenCache
+  const cache = deps.tokenCache
   if (cache === null) return lookup(deps, hash, now).then((resolved) => resolved?.caller ?? null)
   const recalled = cache.recall(hash, now)
   if (recalled) return recalled

@@ -1,10 +1,10 @@
 // Browser sessions: a random cookie value, stored only as its SHA-256, that expires after 30 days unused.
 import { generateSecret, hashPassword, hashSecret, verifyPassword } from '../shared/security'
 import { dayMs } from '../shared/time'
-import type { Store } from '../store'
 import type { Caller } from './model'
 import type { SessionRepository, SessionUser } from './sessions.repository'
 import { findUserByEmail } from './users'
+import type { UserRepository } from './users.repository'
 
 export type { SessionUser } from './sessions.repository'
 
@@ -76,15 +76,15 @@ function hashForUnknownUser(): Promise<string> {
 
 /** Checks the credentials and opens a session, or returns null when either is wrong or the person was removed. */
 export async function signIn(
-  store: Pick<Store, 'users' | 'sessions'>,
+  repositories: { users: UserRepository; sessions: SessionRepository },
   email: string,
   password: string,
   now: number,
 ): Promise<SignedIn | null> {
-  const user = await findUserByEmail(store.users, email)
+  const user = await findUserByEmail(repositories.users, email)
   const matches = await verifyPassword(password, user?.passwordHash ?? (await hashForUnknownUser()))
   if (!user || !matches) return null
-  return { ...(await createSession(store.sessions, user.id, now)), mustChangePassword: user.mustChangePassword }
+  return { ...(await createSession(repositories.sessions, user.id, now)), mustChangePassword: user.mustChangePassword }
 }
 
 /**

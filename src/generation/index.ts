@@ -7,6 +7,7 @@ import type { Responses } from '../shared/responses'
 import { type Heartbeats, type Listener, type OpenStreams, type ResponseSet, sseResponse } from '../shared/streams/sse'
 import { type Links, toMessage } from '../threads/links'
 import { ThreadsModel } from '../threads/model'
+import type { ThreadRepository } from '../threads/repository'
 import { requireMessage } from '../threads/visibility'
 import { GenerationModel } from './model'
 import type { GenerationRecord, GenerationRepository } from './repository'
@@ -14,6 +15,9 @@ import type { AnswerEngine } from './service'
 import { busyThreadStates } from './state'
 
 export interface AnswerDeps extends AuthDeps {
+  generations: GenerationRepository
+  /** The replies an answer wrote and its thread's state (the threads feature's storage, read only). */
+  threads: ThreadRepository
   /** Answers' hub and stops; answers start only through threads/conversation.ts. */
   engine: AnswerEngine
   links: Links
@@ -41,15 +45,15 @@ export type PolledAnswer =
  * message asked for no answer. The caller has checked that the message may be read (requireMessage gives `thread`).
  */
 export async function pollAnswer(
-  deps: Pick<AnswerDeps, 'store' | 'links'>,
+  deps: Pick<AnswerDeps, 'generations' | 'threads' | 'links'>,
   thread: { state: string },
   messageId: string,
 ): Promise<PolledAnswer> {
-  const generation = await generationOf(deps.store.generations, messageId)
+  const generation = await generationOf(deps.generations, messageId)
   if (generation.status === 'queued' || generation.status === 'running' || busyThreadStates.has(thread.state)) {
     return { status: 'processing' }
   }
-  const messages = (await deps.store.threads.replies(messageId)).map((row) => toMessage(row, deps.links))
+  const messages = (await deps.threads.replies(messageId)).map((row) => toMessage(row, deps.links))
   if (generation.status === 'complete') return { status: 'complete', messages }
   return { status: generation.status, messages, error: generation.error ?? 'The response failed' }
 }
@@ -60,7 +64,7 @@ function resumeOffset(header: string | undefined): number {
   return Number.isSafeInteger(offset) && offset > 0 ? offset : 0
 }
 
-type StreamDeps = Pick<AnswerDeps, 'store' | 'engine' | 'links' | 'heartbeats' | 'streams'>
+type StreamDeps = Pick<AnswerDeps, 'generations' | 'threads' | 'engine' | 'links' | 'heartbeats' | 'streams'>
 
 /** An ended answer as its replay needs it: the stored text, how it ended, and the newer answer it waits for. */
 interface Replay {
@@ -73,13 +77,13 @@ interface Replay {
 
 async function replayOf(deps: StreamDeps, thread: { id: string; state: string }, messageId: string): Promise<Replay> {
   // The thread's state as it is now: the one read before the answer left the hub may predate its end.
-  const state = (await deps.store.threads.state(thread.id)) ?? thread.state
-  const generation = await generationOf(deps.store.generations, messageId)
-  const text = (await deps.store.threads.replies(messageId))
+  const state = (await deps.threads.state(thread.id)) ?? thread.state
+  const generation = await generationOf(deps.generations, messageId)
+  const text = (await deps.threads.replies(messageId))
     .flatMap((row) => row.contents)
     .map((block) => (block.type === 'text' ? block.text : ''))
     .join('')
-  const newer = busyThreadStates.has(state) ? await deps.store.threads.pendingMessageId(thread.id) : null
+  const newer = busyThreadStates.has(state) ? await deps.threads.pendingMessageId(thread.id) : null
   if (newer !== null) await deps.engine.watch(newer)
   return { text, generation, newer, state }
 }
@@ -99,8 +103,8 @@ export async function answerStream(
   request: { caller: Caller; threadId: string; messageId: string; lastEventId?: string },
 ): Promise<Response> {
   const { caller, messageId } = request
-  const thread = await requireMessage(deps.store.threads, caller, request.threadId, messageId)
-  const generation = await generationOf(deps.store.generations, messageId) // 404 before any stream starts
+  const thread = await requireMessage(deps.threads, caller, request.threadId, messageId)
+  const generation = await generationOf(deps.generations, messageId) // 404 before any stream starts
   const from = resumeOffset(request.lastEventId)
   // Running on another instance: followed into this one's hub.
   await deps.engine.watch(messageId, generation)
@@ -123,7 +127,7 @@ export async function answerStream(
     // Tokens of the newer answer are not this stream's; only its end matters. The stream stays open (with its
     // heartbeats) until the thread's state is read.
     const settle = (): void => {
-      deps.store.threads.state(thread.id).then(
+      deps.threads.state(thread.id).then(
         (state) => (state === 'ready' ? stream.done(text.length) : stream.error(laterAnswerFailed, text.length)),
         () => stream.error(laterAnswerFailed, text.length),
       )
@@ -148,7 +152,7 @@ export const answerRoutes = (deps: AnswerDeps) =>
     .get(
       '/response',
       async ({ caller, params, status }) => {
-        const thread = await requireMessage(deps.store.threads, caller, params.threadId, params.messageId)
+        const thread = await requireMessage(deps.threads, caller, params.threadId, params.messageId)
         const answer = await pollAnswer(deps, thread, params.messageId)
         if (answer.status === 'processing') return status(202, answer)
         // The API's object says no more than its status and messages.

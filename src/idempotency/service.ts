@@ -153,8 +153,8 @@ export async function onceForJson<T>(
 }
 
 /** What `once` needs, from a feature's dependencies. */
-export function idempotencyDeps(deps: { store: { idempotency: IdempotencyRepository }; clock: Clock; log: Logger }) {
-  return { idempotency: deps.store.idempotency, now: () => deps.clock.now(), log: deps.log } satisfies IdempotencyDeps
+export function idempotencyDeps(deps: { idempotency: IdempotencyRepository; clock: Clock; log: Logger }) {
+  return { idempotency: deps.idempotency, now: () => deps.clock.now(), log: deps.log } satisfies IdempotencyDeps
 }
 
 /** The OpenAPI header parameter of the three routes that take a key. */

@@ -2,6 +2,7 @@
 // as the API (visibility, ownership, thread states, limits), and answers with the API's objects. Waiting for an
 // answer listens to the generation engine's hub, as the API's stream does (following an answer that another instance
 // is generating into this one's hub first).
+
 import {
   checkFormFiles,
   discardCheckedFiles,
@@ -9,8 +10,10 @@ import {
   storeFormFiles,
   type UploadDeps,
 } from '../attachments/service'
+import type { AuthDeps } from '../auth'
 import type { Caller } from '../auth/model'
 import { pollAnswer } from '../generation'
+import type { GenerationRepository } from '../generation/repository'
 import type { AnswerEngine } from '../generation/service'
 import { AppError, conflict, invalidRequest } from '../shared/errors'
 import type { Listener, OpenStreams } from '../shared/streams/sse'
@@ -24,7 +27,9 @@ import { getThread } from '../threads/threads'
 import { requireMessage } from '../threads/visibility'
 import type { McpModel } from './model'
 
-export interface McpDeps extends UploadDeps {
+export interface McpDeps extends UploadDeps, AuthDeps {
+  /** Answers' status, read while a tool waits on one. */
+  generations: GenerationRepository
   /** Answers' hub, to wait on them (sending goes through `conversation`). */
   engine: AnswerEngine
   conversation: Conversation
@@ -50,7 +55,7 @@ export async function searchThreads(
   input: { q: string; limit?: number; after?: string; archived?: boolean },
 ): Promise<ThreadsModel.threadList> {
   const query = { q: input.q, limit: input.limit ?? 20, after: input.after, archived: input.archived }
-  return await listThreads(deps.store.threads, caller, query, deps.links)
+  return await listThreads(deps.threads, caller, query, deps.links)
 }
 
 export async function listThreadPage(
@@ -59,7 +64,7 @@ export async function listThreadPage(
   input: { limit?: number; after?: string; owned?: boolean; archived?: boolean },
 ): Promise<ThreadsModel.threadList> {
   const query = { limit: input.limit ?? 20, after: input.after, owned: input.owned, archived: input.archived }
-  return await listThreads(deps.store.threads, caller, query, deps.links)
+  return await listThreads(deps.threads, caller, query, deps.links)
 }
 
 export async function readThread(
@@ -67,14 +72,14 @@ export async function readThread(
   caller: Caller,
   input: { thread_id: string; limit?: number; after?: string },
 ): Promise<{ thread: ThreadsModel.thread; messages: ThreadsModel.messageList }> {
-  const thread = await getThread(deps.store.threads, caller, input.thread_id, deps.links)
+  const thread = await getThread(deps.threads, caller, input.thread_id, deps.links)
   const query = { limit: input.limit ?? 50, after: input.after }
-  const messages = await listMessages(deps.store.threads, caller, input.thread_id, query, deps.links)
+  const messages = await listMessages(deps.threads, caller, input.thread_id, query, deps.links)
   return { thread, messages }
 }
 
 export async function threadNow(deps: McpDeps, caller: Caller, threadId: string): Promise<ThreadsModel.thread> {
-  return await getThread(deps.store.threads, caller, threadId, deps.links)
+  return await getThread(deps.threads, caller, threadId, deps.links)
 }
 
 /** Where the answer to a user message is now: the API's poll (GET …/response), with the thread's link. */
@@ -84,7 +89,7 @@ export async function answerOf(
   threadId: string,
   messageId: string,
 ): Promise<McpModel.answer> {
-  const thread = await requireMessage(deps.store.threads, caller, threadId, messageId)
+  const thread = await requireMessage(deps.threads, caller, threadId, messageId)
   const answer = await pollAnswer(deps, thread, messageId)
   const base = { thread_id: threadId, message_id: messageId, app_url: deps.links.threadUrl(threadId) }
   return answer.status === 'processing' ? { ...base, status: 'processing', messages: [] } : { ...base, ...answer }
@@ -182,8 +187,8 @@ type ChoiceBlock = Extract<ThreadsModel.contentBlock, { type: 'user_get_choice' 
  * message, and the answer is the person's next message, as there.
  */
 async function openQuestion(deps: McpDeps, caller: Caller, threadId: string, messageId: string): Promise<ChoiceBlock> {
-  await requireMessage(deps.store.threads, caller, threadId, messageId)
-  const latest = await deps.store.threads.latestMessage(threadId)
+  await requireMessage(deps.threads, caller, threadId, messageId)
+  const latest = await deps.threads.latestMessage(threadId)
   if (latest?.id !== messageId) {
     throw conflict('This question is no longer open: the thread has moved on since it was asked (see get_thread)')
   }
@@ -253,7 +258,7 @@ export async function rate(
   app_url: string
 }> {
   const body = { positive: input.positive, feedback_text: input.feedback_text }
-  await submitFeedback(deps.store.threads, caller, input.thread_id, input.message_id, body, deps.clock.now())
+  await submitFeedback(deps.threads, caller, input.thread_id, input.message_id, body, deps.clock.now())
   return {
     thread_id: input.thread_id,
     message_id: input.message_id,

@@ -62,9 +62,7 @@ export async function checkAuthorizationRequest(
   const request: AuthorizationRequest = {
     params,
     publicUrl: deps.publicUrl,
-    registeredClient: clientId
-      ? await findClient(deps.store.oauthClients, clientId, deps.publicUrl, deps.clock.now())
-      : null,
+    registeredClient: clientId ? await findClient(deps.oauthClients, clientId, deps.publicUrl, deps.clock.now()) : null,
   }
   const state = params.get('state') || undefined
   try {
@@ -106,7 +104,7 @@ export async function approveAuthorization(
   const now = deps.clock.now()
   const code = generateSecret(authorizationCodePrefix)
   const { client } = request
-  const approved = await deps.store.oauthGrants.createAuthorizationCode(
+  const approved = await deps.oauthGrants.createAuthorizationCode(
     {
       codeHash: hashSecret(code),
       clientId: client.id,

@@ -63,7 +63,7 @@ export async function authenticateClient(deps: OAuthDeps, { form, authorization 
   }
   const clientId = basic?.id ?? bodyId
   if (!clientId) throw new InvalidClient('Client authentication is required: send client_id', attempted)
-  const client = await findClient(deps.store.oauthClients, clientId, deps.publicUrl, deps.clock.now())
+  const client = await findClient(deps.oauthClients, clientId, deps.publicUrl, deps.clock.now())
   if (!client) throw new InvalidClient('Client authentication failed', attempted)
   const accepted = acceptedAuthMethods(client)
   if (!accepted.includes(attempted)) {

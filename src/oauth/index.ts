@@ -11,6 +11,7 @@ import { readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
 import { holdsNul } from '../shared/nul'
 import { type Limit, type Limiter, sharedLimiter } from '../shared/rate-limit'
+import type { RateLimitRepository } from '../shared/rate-limit.repository'
 import type { Responses } from '../shared/responses'
 import { dayMs } from '../shared/time'
 import { consentPageHeaders, type PageSession, seeOther, signInPath, type WebDeps } from '../web/index'
@@ -23,6 +24,7 @@ import {
   denyAuthorizationLocation,
   organizationMayUse,
 } from './authorization'
+import type { OAuthDeps } from './deps'
 import {
   InvalidClientMetadata,
   InvalidRedirectUri,
@@ -42,7 +44,9 @@ import { revokeToken } from './revocation'
 import { oauthSettings } from './settings'
 import { accessTokenLifetimeSeconds, refreshTokenLifetimeMs } from './tokens'
 
-export interface OAuthRoutesDeps extends WebDeps {
+export interface OAuthRoutesDeps extends WebDeps, OAuthDeps {
+  /** Registrations per address, counted across instances; null where one process counts them (SQLite). */
+  rateLimits: RateLimitRepository | null
   responses: Responses
   openRegistration: boolean
   /** Token and revocation requests per client address (RATE_LIMIT_AUTH_PER_MINUTE); absent when turned off. */
@@ -160,7 +164,7 @@ const rateLimitedResponse = {
 
 export const oauthRoutes = (deps: OAuthRoutesDeps) => {
   // Counted by every instance together on PostgreSQL, like the other limits on guessing (app.ts).
-  const registrationLimiter = sharedLimiter(deps.store.rateLimits, 'registration', registrationRateLimit, deps.clock)
+  const registrationLimiter = sharedLimiter(deps.rateLimits, 'registration', registrationRateLimit, deps.clock)
 
   /** The signed-in answer to a valid authorization request: the consent page, or a refusal. */
   function answer(checked: AuthorizationCheckResult, session: PageSession | null, url: URL): JSX.Element | Response {

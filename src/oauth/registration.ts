@@ -55,7 +55,7 @@ export async function requireRegistrationAccess(
 ): Promise<void> {
   const token = bearerOf(request.authorization)
   if (token !== null) {
-    if (!(await deps.store.oauthClients.registrationTokenUsable(hashSecret(token), deps.clock.now()))) {
+    if (!(await deps.oauthClients.registrationTokenUsable(hashSecret(token), deps.clock.now()))) {
       throw unusableToken()
     }
   } else if (!request.openRegistration) {
@@ -72,7 +72,7 @@ export async function registerClient(deps: OAuthDeps, request: RegistrationReque
   const now = deps.clock.now()
   const token = bearerOf(request.authorization)
   const metadata = validateClientMetadata(request.body)
-  const clients = deps.store.oauthClients
+  const clients = deps.oauthClients
   const origin = token === null ? 'open_registration' : 'token_registration'
   const { client, secret } = clientToStore({ metadata, origin, organizationId: null, ownerId: null }, now)
   // A token is consumed as the client is stored, and its organization and issuer become the client's.

@@ -18,7 +18,7 @@ export async function revokeToken(deps: OAuthDeps, request: ClientRequest): Prom
   const token = request.form.get('token')
   if (!token) throw new InvalidRequest('token is required')
   const now = deps.clock.now()
-  const grants = deps.store.oauthGrants
+  const grants = deps.oauthGrants
   if (token.startsWith(refreshTokenPrefix)) await grants.revokeRefreshTokenGrant(hashSecret(token), client.id, now)
   else if (token.startsWith(accessTokenPrefix)) await grants.revokeAccessToken(hashSecret(token), client.id, now)
 }

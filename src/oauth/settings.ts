@@ -9,6 +9,7 @@ import { noContent, type Responses } from '../shared/responses'
 import { toIso } from '../shared/time'
 import type { WebDeps } from '../web/index'
 import { trustedForms } from '../web/trusted-form'
+import type { OAuthDeps } from './deps'
 import {
   createConfidentialClient,
   deleteOrganizationClient,
@@ -31,7 +32,7 @@ const tags = ['Settings']
 // and the Settings tag says how they are authenticated.
 const security: [] = []
 
-export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
+export const oauthSettings = (deps: WebDeps & OAuthDeps & { responses: Responses }) =>
   new Elysia({ name: 'oauth-settings', prefix: '/settings/api' })
     .use(trustedForms(deps))
     .onAfterHandle(({ set }) => {
@@ -60,25 +61,21 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
         },
       },
     )
-    .get(
-      '/connected-apps',
-      ({ account }) => listConnectedApps(deps.store.oauthGrants, account.user.id, deps.clock.now()),
-      {
-        account: true,
-        response: deps.responses({ 200: t.Array(OAuthModel.connectedApp), 401: error, 403: error }),
-        detail: {
-          operationId: 'listConnectedApps',
-          summary: 'Connected apps: apps holding live tokens for you',
-          tags,
-          security,
-          description: 'One entry per app: its name, every scope it holds for you and when its tokens were last used.',
-        },
+    .get('/connected-apps', ({ account }) => listConnectedApps(deps.oauthGrants, account.user.id, deps.clock.now()), {
+      account: true,
+      response: deps.responses({ 200: t.Array(OAuthModel.connectedApp), 401: error, 403: error }),
+      detail: {
+        operationId: 'listConnectedApps',
+        summary: 'Connected apps: apps holding live tokens for you',
+        tags,
+        security,
+        description: 'One entry per app: its name, every scope it holds for you and when its tokens were last used.',
       },
-    )
+    })
     .delete(
       '/connected-apps/:clientId',
       async ({ account, params, set }) => {
-        await revokeConnectedApp(deps.store.oauthGrants, account.user.id, params.clientId, deps.clock.now())
+        await revokeConnectedApp(deps.oauthGrants, account.user.id, params.clientId, deps.clock.now())
         set.status = 204
       },
       {
@@ -100,10 +97,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
     .post(
       '/oauth-clients',
       async ({ account, body, status }) => {
-        return status(
-          201,
-          await createConfidentialClient(deps.store.oauthClients, account.user, body, deps.clock.now()),
-        )
+        return status(201, await createConfidentialClient(deps.oauthClients, account.user, body, deps.clock.now()))
       },
       {
         account: true,
@@ -125,7 +119,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
     .post(
       '/registration-tokens',
       async ({ account, status }) => {
-        const created = await createRegistrationToken(deps.store.oauthClients, account.user, deps.clock.now())
+        const created = await createRegistrationToken(deps.oauthClients, account.user, deps.clock.now())
         return status(201, { registration_token: created.token, expires_at: toIso(created.expiresAt) })
       },
       {
@@ -148,8 +142,8 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       '/oauth-clients',
       ({ account }) =>
         isOrganizationAdmin(account.user.role)
-          ? listOrganizationClients(deps.store.oauthClients, account.user.organizationId)
-          : listOwnClients(deps.store.oauthClients, account.user),
+          ? listOrganizationClients(deps.oauthClients, account.user.organizationId)
+          : listOwnClients(deps.oauthClients, account.user),
       {
         account: true,
         response: deps.responses({ 200: t.Array(OAuthModel.clientSummary), 401: error, 403: error }),
@@ -168,7 +162,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       '/oauth-clients/:clientId',
       ({ account, params }) => {
         requireOrganizationAdmin(account.user)
-        return getOrganizationClient(deps.store.oauthClients, account.user.organizationId, params.clientId)
+        return getOrganizationClient(deps.oauthClients, account.user.organizationId, params.clientId)
       },
       {
         account: true,
@@ -186,7 +180,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       '/oauth-clients/:clientId/secret',
       ({ account, params }) => {
         requireOrganizationAdmin(account.user)
-        return rotateClientSecret(deps.store.oauthClients, account.user.organizationId, params.clientId)
+        return rotateClientSecret(deps.oauthClients, account.user.organizationId, params.clientId)
       },
       {
         account: true,
@@ -207,7 +201,7 @@ export const oauthSettings = (deps: WebDeps & { responses: Responses }) =>
       '/oauth-clients/:clientId',
       async ({ account, params, set }) => {
         requireOrganizationAdmin(account.user)
-        await deleteOrganizationClient(deps.store.oauthClients, account.user.organizationId, params.clientId)
+        await deleteOrganizationClient(deps.oauthClients, account.user.organizationId, params.clientId)
         set.status = 204
       },
       {

@@ -3,6 +3,7 @@
 // passwords.ts, management.ts, registration.ts). Every write is a form post through the `trustedForm` guard;
 // writes that create a secret answer with the page showing it (once, never in a URL or cookie), the others
 // redirect back (POST-redirect-GET).
+
 import { Elysia } from 'elysia'
 import { signInRetryAfter } from '../auth/attempts'
 import { isScope } from '../auth/model'
@@ -12,6 +13,10 @@ import {
   listPersonalAccessTokens,
   revokePersonalAccessToken,
 } from '../auth/personal-access-tokens'
+import type { AccessTokenRepository } from '../auth/tokens.repository'
+import type { UserRepository } from '../auth/users.repository'
+import type { ClientRepository } from '../oauth/clients.repository'
+import type { GrantRepository } from '../oauth/grants.repository'
 import { createConfidentialClient, listConnectedApps, listOwnClients, revokeConnectedApp } from '../oauth/management'
 import { createRegistrationToken } from '../oauth/registration'
 import { clientIpOf } from '../shared/http'
@@ -65,6 +70,11 @@ function redirectUrisOf(text: string): string[] {
 }
 
 export interface SettingsDeps extends WebDeps {
+  users: UserRepository
+  accessTokens: AccessTokenRepository
+  /** The apps a person connected and the clients they own: the authorization server's storage. */
+  oauthGrants: GrantRepository
+  oauthClients: ClientRepository
   /** Password changes prove the current password: they share sign-in's attempt limits (absent when off). */
   authLimiter?: Limiter
 }
@@ -76,7 +86,7 @@ export const settingsPages = (deps: SettingsDeps) => {
     member: PageSession,
     extra: Partial<Parameters<typeof TokensPage>[0]> = {},
   ): Promise<JSX.Element> {
-    const tokens = await listPersonalAccessTokens(deps.store.accessTokens, member.user.id)
+    const tokens = await listPersonalAccessTokens(deps.accessTokens, member.user.id)
     return <TokensPage viewer={viewerOf(member)} tokens={tokens} now={now()} {...extra} />
   }
 
@@ -84,7 +94,7 @@ export const settingsPages = (deps: SettingsDeps) => {
     member: PageSession,
     extra: Partial<Parameters<typeof AppsPage>[0]> = {},
   ): Promise<JSX.Element> {
-    const apps = await listConnectedApps(deps.store.oauthGrants, member.user.id, now())
+    const apps = await listConnectedApps(deps.oauthGrants, member.user.id, now())
     return <AppsPage viewer={viewerOf(member)} apps={apps} {...extra} />
   }
 
@@ -92,7 +102,7 @@ export const settingsPages = (deps: SettingsDeps) => {
     member: PageSession,
     extra: Partial<Parameters<typeof ClientsPage>[0]> = {},
   ): Promise<JSX.Element> {
-    const clients = await listOwnClients(deps.store.oauthClients, member.user)
+    const clients = await listOwnClients(deps.oauthClients, member.user)
     return <ClientsPage viewer={viewerOf(member)} clients={clients} {...extra} />
   }
 
@@ -120,7 +130,7 @@ export const settingsPages = (deps: SettingsDeps) => {
           return html(await tokensPage(member, { error, form: values }))
         }
         const token = await createPersonalAccessToken(
-          deps.store.accessTokens,
+          deps.accessTokens,
           {
             userId: member.user.id,
             name: values.name,
@@ -139,7 +149,7 @@ export const settingsPages = (deps: SettingsDeps) => {
         const id = Number(params.id)
         if (
           !Number.isSafeInteger(id) ||
-          !(await revokePersonalAccessToken(deps.store.accessTokens, member.user.id, id, now()))
+          !(await revokePersonalAccessToken(deps.accessTokens, member.user.id, id, now()))
         ) {
           set.status = 404
           return html(await tokensPage(member, { error: 'That token does not exist or was already revoked.' }))
@@ -161,7 +171,7 @@ export const settingsPages = (deps: SettingsDeps) => {
       '/settings/apps/:clientId/revoke',
       async ({ member, params, html, redirect, set }) => {
         try {
-          await revokeConnectedApp(deps.store.oauthGrants, member.user.id, params.clientId, now())
+          await revokeConnectedApp(deps.oauthGrants, member.user.id, params.clientId, now())
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
@@ -184,7 +194,7 @@ export const settingsPages = (deps: SettingsDeps) => {
         }
         try {
           const created = await createConfidentialClient(
-            deps.store.oauthClients,
+            deps.oauthClients,
             member.user,
             { client_name: values.name, redirect_uris: redirectUrisOf(values.redirectUris) },
             now(),
@@ -217,7 +227,7 @@ export const settingsPages = (deps: SettingsDeps) => {
     .post(
       '/settings/registration-token',
       async ({ member, html }) => {
-        const created = await createRegistrationToken(deps.store.oauthClients, member.user, now())
+        const created = await createRegistrationToken(deps.oauthClients, member.user, now())
         return html(<SettingsRegistrationPage viewer={viewerOf(member)} created={created} />)
       },
       { member: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
@@ -254,7 +264,7 @@ export const settingsPages = (deps: SettingsDeps) => {
           return html(page(`Too many attempts. Wait ${retryAfter} seconds, then try again.`))
         }
         try {
-          await changePassword(deps.store.users, {
+          await changePassword(deps.users, {
             userId: member.user.id,
             currentPassword: field(form, 'current_password') ?? '',
             newPassword,

@@ -5,20 +5,17 @@ import { type AuthDeps, auth } from '../auth'
 import { AuthModel } from '../auth/model'
 import { jsonBodies, jsonBody } from '../shared/body'
 import { noContent, type Responses } from '../shared/responses'
-import type { Store } from '../store'
-import type { Links } from '../threads/links'
 import { ThreadsModel } from '../threads/model'
 import { SharesModel } from './model'
 import { createShare, listShares, revokeShare, type ShareDeps } from './service'
 
-export interface ShareRoutesDeps extends AuthDeps {
-  store: Store
-  links: Links
+export interface ShareRoutesDeps extends AuthDeps, ShareDeps {
   responses: Responses
 }
 
-export function shareDeps(deps: { store: Store; links: Links; publicUrl: string }): ShareDeps {
-  const { shares, threads, attachments } = deps.store
+/** Only what the share behaviour uses, out of a plugin's dependencies. */
+export function shareDeps(deps: ShareDeps): ShareDeps {
+  const { shares, threads, attachments } = deps
   return { shares, threads, attachments, links: deps.links, publicUrl: deps.publicUrl }
 }
 

@@ -17,10 +17,10 @@ import { type PageSession, pageHeaders, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { field } from '../web/trusted-form'
 import { shareDeps } from './index'
-import { createShare, openShare, sharedFile, sharePath } from './service'
+import { createShare, openShare, type ShareDeps, sharedFile, sharePath } from './service'
 import { AdminSharesPage, SettingsSharesPage, SharedThreadPage, ShareThreadPage } from './views/shares'
 
-export interface SharePagesDeps extends WebDeps {
+export interface SharePagesDeps extends WebDeps, ShareDeps {
   links: Links
   blobs: BlobStore
 }
@@ -53,15 +53,15 @@ export const sharePages = (deps: SharePagesDeps) => {
   async function threadShare(member: PageSession, threadId: string) {
     if (!isUuid(threadId)) throw notFound('Thread')
     const caller = callerFromSession(member.user)
-    return { caller, thread: await requireOwnedThread(deps.store.threads, caller, threadId, 'share it') }
+    return { caller, thread: await requireOwnedThread(deps.threads, caller, threadId, 'share it') }
   }
 
   async function settingsPage(member: PageSession, notice: string | null = null) {
     return (
       <SettingsSharesPage
         viewer={viewerOf(member)}
-        shares={await deps.store.shares.list({ createdBy: member.user.id })}
-        sharingEnabled={await deps.store.shares.sharingEnabled(member.user.organizationId)}
+        shares={await deps.shares.list({ createdBy: member.user.id })}
+        sharingEnabled={await deps.shares.sharingEnabled(member.user.organizationId)}
         notice={notice}
       />
     )
@@ -72,8 +72,8 @@ export const sharePages = (deps: SharePagesDeps) => {
     return (
       <AdminSharesPage
         viewer={viewerOf(admin)}
-        enabled={await deps.store.shares.sharingEnabled(organizationId)}
-        shares={await deps.store.shares.list({ organizationId })}
+        enabled={await deps.shares.sharingEnabled(organizationId)}
+        shares={await deps.shares.list({ organizationId })}
         notice={notice}
       />
     )
@@ -96,7 +96,7 @@ export const sharePages = (deps: SharePagesDeps) => {
       '/s/:token',
       async ({ params, html, set }) => {
         Object.assign(set.headers, sharedPageHeaders)
-        const share = await openShare(deps.store.shares, params.token).catch(asLinkNotFound)
+        const share = await openShare(deps.shares, params.token).catch(asLinkNotFound)
         return html(<SharedThreadPage share={share} base={sharePath(params.token)} />)
       },
       { page: true, detail: { hide: true } },
@@ -119,7 +119,7 @@ export const sharePages = (deps: SharePagesDeps) => {
       '/threads/:threadId/share',
       async ({ member, params, html }) => {
         const { thread } = await threadShare(member, params.threadId)
-        const sharingEnabled = await deps.store.shares.sharingEnabled(member.user.organizationId)
+        const sharingEnabled = await deps.shares.sharingEnabled(member.user.organizationId)
         return html(<ShareThreadPage viewer={viewerOf(member)} thread={thread} sharingEnabled={sharingEnabled} />)
       },
       { member: true, detail: { hide: true } },
@@ -151,7 +151,7 @@ export const sharePages = (deps: SharePagesDeps) => {
     .post(
       '/settings/shares/:shareId/revoke',
       async ({ member, params, redirect }) => {
-        if (!isUuid(params.shareId) || !(await deps.store.shares.revoke({ createdBy: member.user.id }, params.shareId)))
+        if (!isUuid(params.shareId) || !(await deps.shares.revoke({ createdBy: member.user.id }, params.shareId)))
           throw shareNotFound('/settings/shares')
         return redirect('/settings/shares?notice=share-revoked', 303)
       },
@@ -168,7 +168,7 @@ export const sharePages = (deps: SharePagesDeps) => {
       '/admin/shares',
       async ({ admin, form, redirect }) => {
         const enabled = field(form, 'enabled') === 'true'
-        await deps.store.shares.setSharing(admin.user.organizationId, enabled)
+        await deps.shares.setSharing(admin.user.organizationId, enabled)
         return redirect(`/admin/shares?notice=${enabled ? 'sharing-on' : 'sharing-off'}`, 303)
       },
       adminFormOptions,
@@ -177,7 +177,7 @@ export const sharePages = (deps: SharePagesDeps) => {
       '/admin/shares/:shareId/revoke',
       async ({ admin, params, redirect }) => {
         const organizationId = admin.user.organizationId
-        if (!isUuid(params.shareId) || !(await deps.store.shares.revoke({ organizationId }, params.shareId)))
+        if (!isUuid(params.shareId) || !(await deps.shares.revoke({ organizationId }, params.shareId)))
           throw shareNotFound('/admin/shares')
         return redirect('/admin/shares?notice=share-revoked', 303)
       },

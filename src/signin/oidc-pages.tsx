@@ -1,8 +1,10 @@
 // Sign-in through the configured OpenID Connect provider: GET /login/oidc leaves for the provider, and
 // GET /login/oidc/callback comes back and opens a session. Behaviour lives in oidc.ts and auth/sessions.ts.
+
 import { decodeBase64urlIgnorePadding, encodeBase64urlNoPadding } from '@oslojs/encoding'
 import { type Cookie, Elysia } from 'elysia'
 import { createSession } from '../auth/sessions'
+import type { UserRepository } from '../auth/users.repository'
 import { secretsEqual } from '../shared/security'
 import { PageError } from '../web/errors'
 import {
@@ -26,6 +28,7 @@ import {
 } from './oidc'
 
 export interface OidcSigninDeps extends WebDeps {
+  users: UserRepository
   oidc: OidcSettings | null
 }
 
@@ -75,7 +78,7 @@ async function completeSignIn(
     throw new OidcRefusal(400, `${client.name} did not sign you in (${query.error ?? 'no code was returned'}).`)
   }
   const identity = await client.finish(query.code, pending)
-  return { userId: (await userForIdentity(deps.store.users, identity, client.name)).id, next: pending.next }
+  return { userId: (await userForIdentity(deps.users, identity, client.name)).id, next: pending.next }
 }
 
 export const oidcSignin = (deps: OidcSigninDeps) => {
@@ -122,7 +125,7 @@ export const oidcSignin = (deps: OidcSigninDeps) => {
         if (!client) throw notConfigured()
         try {
           const signedIn = await completeSignIn(deps, client, query, pending)
-          const session = await createSession(deps.store.sessions, signedIn.userId, deps.clock.now())
+          const session = await createSession(deps.sessions, signedIn.userId, deps.clock.now())
           const sessionCookie = cookie[sessionName]
           if (sessionCookie) setSessionCookie(sessionCookie, deps.publicUrl, session.token, session.expiresAt)
           // Checked again on the way out: the value came back through a cookie.

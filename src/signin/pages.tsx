@@ -1,7 +1,9 @@
 // Sign-in and sign-out pages: GET/POST /login and POST /logout. Behaviour lives in auth/sessions.ts.
+
 import { Elysia } from 'elysia'
 import { signInRetryAfter } from '../auth/attempts'
 import { invalidateSession, signIn } from '../auth/sessions'
+import type { UserRepository } from '../auth/users.repository'
 import { clientIpOf, requestIdOf } from '../shared/http'
 import type { Logger } from '../shared/log'
 import type { Limiter } from '../shared/rate-limit'
@@ -20,6 +22,7 @@ import { field, trustedForms } from '../web/trusted-form'
 import { LoginPage } from './views/login'
 
 export interface SigninDeps extends WebDeps {
+  users: UserRepository
   log: Logger
   /** The OpenID Connect provider's name, when sign-in through it is configured (see oidc-pages.tsx). */
   externalSignIn: string | null
@@ -41,7 +44,7 @@ export const signin = (deps: SigninDeps) => {
   } as const
   /** The sign-in form's token for a nonce, signed with the key every instance on the database shares. */
   const csrfFor = async (nonce: string): Promise<string> =>
-    anonymousCsrfToken(await deps.store.serverKeys.key(anonymousCsrfKeyName), nonce)
+    anonymousCsrfToken(await deps.serverKeys.key(anonymousCsrfKeyName), nonce)
   return new Elysia({ name: 'signin' })
     .use(trustedForms(deps))
     .onBeforeHandle(({ set }) => {
@@ -82,7 +85,7 @@ export const signin = (deps: SigninDeps) => {
             />,
           )
         }
-        const opened = await signIn(deps.store, email, field(form, 'password') ?? '', deps.clock.now())
+        const opened = await signIn(deps, email, field(form, 'password') ?? '', deps.clock.now())
         if (!opened) {
           // An operator watching for password guessing needs these; the password itself is never logged.
           deps.log.warn('sign-in failed', { requestId: requestIdOf(request), email, ip: clientIpOf(request) })
@@ -110,7 +113,7 @@ export const signin = (deps: SigninDeps) => {
       '/logout',
       async ({ session, cookie, redirect }) => {
         if (!session) return redirect('/login', 303)
-        await invalidateSession(deps.store.sessions, session.token)
+        await invalidateSession(deps.sessions, session.token)
         const ended = cookie[names.session]
         if (ended) clearCookie(ended, deps.publicUrl)
         return redirect('/login', 303)

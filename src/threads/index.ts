@@ -1,9 +1,11 @@
 // Threads, messages and feedback routes: HTTP in, HTTP out; behaviour lives in the services beside this file.
 import { Elysia, t } from 'elysia'
 import { attachmentsPerMessage } from '../attachments/limits'
+import type { AttachmentRepository } from '../attachments/repository'
 import { type AuthDeps, auth, stillAdmitted } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { AnswerEngine } from '../generation/service'
+import type { IdempotencyRepository } from '../idempotency/repository'
 import { idempotencyDeps, idempotencyKeyParameter, idempotencyNote, onceForJson } from '../idempotency/service'
 import { jsonBodies, jsonBody } from '../shared/body'
 import type { DomainEvents } from '../shared/events'
@@ -11,7 +13,6 @@ import { noContent, type Responses } from '../shared/responses'
 import { type Heartbeats, type OpenStreams, sseResponse } from '../shared/streams/sse'
 import { dayMs } from '../shared/time'
 import type { BlobStore } from '../storage/blobs'
-import type { Store } from '../store'
 import { quotedCharacters, quotedMessages } from './continuation'
 import type { Conversation } from './conversation'
 import { exportHeaders, exportMarkdown, exportThread } from './export'
@@ -21,10 +22,14 @@ import type { Links } from './links'
 import { listThreads } from './listing'
 import { listMessages } from './messages'
 import { ThreadsModel } from './model'
+import type { ThreadRepository } from './repository'
 import { deleteThread, getThread, stopThread, updateThread } from './threads'
 
 export interface ThreadsDeps extends AuthDeps {
-  store: Store
+  threads: ThreadRepository
+  /** A deleted thread's files go with it. */
+  attachments: AttachmentRepository
+  idempotency: IdempotencyRepository
   /** Stops answers (sending goes through `conversation`). */
   engine: AnswerEngine
   conversation: Conversation
@@ -42,7 +47,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
   new Elysia({ name: 'threads', prefix: '/api/v1/threads' })
     .use(auth(deps))
     .use(jsonBodies)
-    .get('', ({ caller, query }) => listThreads(deps.store.threads, caller, query, deps.links), {
+    .get('', ({ caller, query }) => listThreads(deps.threads, caller, query, deps.links), {
       scope: 'threads:read',
       query: ThreadsModel.listThreadsQuery,
       response: deps.responses({ 200: ThreadsModel.threadList, ...readErrors }),
@@ -91,7 +96,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         },
       },
     )
-    .get('/:threadId', ({ caller, params }) => getThread(deps.store.threads, caller, params.threadId, deps.links), {
+    .get('/:threadId', ({ caller, params }) => getThread(deps.threads, caller, params.threadId, deps.links), {
       scope: 'threads:read',
       params: ThreadsModel.threadParams,
       response: deps.responses({ 200: ThreadsModel.thread, ...readErrors }),
@@ -105,7 +110,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     .patch(
       '/:threadId',
       ({ caller, params, body }) =>
-        updateThread(deps.store.threads, caller, params.threadId, body, deps.links, deps.clock.now()),
+        updateThread(deps.threads, caller, params.threadId, body, deps.links, deps.clock.now()),
       {
         scope: 'threads:write',
         params: ThreadsModel.threadParams,
@@ -126,13 +131,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     .get(
       '/:threadId/export',
       async ({ caller, params, query, set }) => {
-        const { store, links } = deps
-        const exported = await exportThread(
-          { threads: store.threads, attachments: store.attachments, links },
-          caller,
-          params.threadId,
-          deps.clock.now(),
-        )
+        const { threads, attachments, links } = deps
+        const exported = await exportThread({ threads, attachments, links }, caller, params.threadId, deps.clock.now())
         const format = query.format ?? 'json'
         Object.assign(set.headers, exportHeaders(format, params.threadId))
         return format === 'markdown' ? exportMarkdown(exported) : exported
@@ -159,13 +159,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     .delete(
       '/:threadId',
       async ({ caller, params, set }) => {
-        const { store, engine, events, blobs, log } = deps
-        await deleteThread(
-          { threads: store.threads, engine, events, blobs, log },
-          caller,
-          params.threadId,
-          deps.clock.now(),
-        )
+        const { threads, engine, events, blobs, log } = deps
+        await deleteThread({ threads, engine, events, blobs, log }, caller, params.threadId, deps.clock.now())
         set.status = 204
       },
       {
@@ -190,7 +185,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     .post(
       '/:threadId/stop',
       async ({ caller, params, status }) =>
-        status(202, await stopThread(deps.store.threads, deps.engine, caller, params.threadId, deps.links)),
+        status(202, await stopThread(deps.threads, deps.engine, caller, params.threadId, deps.links)),
       {
         scope: 'threads:write',
         parse: 'none', // no body: whatever is sent is left unread
@@ -236,7 +231,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     )
     .get(
       '/:threadId/messages',
-      ({ caller, params, query }) => listMessages(deps.store.threads, caller, params.threadId, query, deps.links),
+      ({ caller, params, query }) => listMessages(deps.threads, caller, params.threadId, query, deps.links),
       {
         scope: 'threads:read',
         params: ThreadsModel.threadParams,
@@ -292,7 +287,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     .post(
       '/:threadId/messages/:messageId/feedback',
       async ({ caller, params, body, set }) => {
-        await submitFeedback(deps.store.threads, caller, params.threadId, params.messageId, body, deps.clock.now())
+        await submitFeedback(deps.threads, caller, params.threadId, params.messageId, body, deps.clock.now())
         set.status = 204
       },
       {

@@ -7,7 +7,7 @@ import { attachmentResponse } from '../attachments/download'
 import type { FileInspector } from '../attachments/inspector'
 import { originalKey } from '../attachments/keys'
 import { unreadableReason } from '../attachments/pdf-text'
-import type { AttachmentKind } from '../attachments/repository'
+import type { AttachmentKind, AttachmentRepository } from '../attachments/repository'
 import {
   attachmentNames,
   type CheckedFiles,
@@ -21,6 +21,7 @@ import {
 import type { Caller } from '../auth/model'
 import { callerFromSession, findSession } from '../auth/sessions'
 import { answerStream } from '../generation'
+import type { GenerationRepository } from '../generation/repository'
 import type { AnswerEngine } from '../generation/service'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import type { DomainEvents } from '../shared/events'
@@ -28,7 +29,6 @@ import { isUuid } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import { type Heartbeats, type OpenStreams, sseResponse } from '../shared/streams/sse'
 import type { BlobStore } from '../storage/blobs'
-import type { Store } from '../store'
 import { clientAssets } from '../web/client-assets'
 import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
@@ -41,6 +41,7 @@ import type { Links } from './links'
 import { listThreads } from './listing'
 import { allMessages, attachmentIdsOf, lastFailure } from './messages'
 import { feedbackTextMaxChars, type ThreadsModel, threadNameMaxLength } from './model'
+import type { ThreadRepository } from './repository'
 import { deleteThread, getThread, stopThread, updateThread } from './threads'
 import { type ModelInfo, type SidebarProps, type ThreadFilters, ThreadList } from './views/chat-layout'
 import { DeleteThreadPage } from './views/delete-thread'
@@ -49,7 +50,10 @@ import { NewConversationPage, type NewThreadDraft } from './views/threads'
 import { requireOwnedThread } from './visibility'
 
 export interface ThreadPagesDeps extends WebDeps {
-  store: Store
+  threads: ThreadRepository
+  attachments: AttachmentRepository
+  /** Answers' status, for their streams and to offer a stopped one's retry. */
+  generations: GenerationRepository
   log: Logger
   /** Stops answers (sending goes through `conversation`). */
   engine: AnswerEngine
@@ -156,22 +160,22 @@ async function threadPageOnce(
   threadId: string,
   extras: PageExtras,
 ): Promise<{ page: JSX.Element; consistent: boolean }> {
-  const threads = deps.store.threads
+  const threads = deps.threads
   const thread = await getThread(threads, caller, threadId, deps.links)
-  const messages = await allMessages(deps.store.threads, caller, threadId, deps.links)
+  const messages = await allMessages(deps.threads, caller, threadId, deps.links)
   const fileIds = messages.flatMap((message) => attachmentIdsOf(message.contents))
   const answers = messages.filter((message) => message.role === 'assistant').map((message) => message.id)
   const running = thread.state === 'waiting' || thread.state === 'active' || thread.state === 'interrupted'
   const asked = messages.filter((message) => message.role === 'user').map((message) => message.id)
   const pendingMessageId = running ? await threads.pendingMessageId(threadId) : null
-  const files = await attachmentNames(deps.store.attachments, fileIds)
+  const files = await attachmentNames(deps.attachments, fileIds)
   const page = (
     <ThreadPage
       viewer={viewerOf(session)}
       sidebar={await sidebarOf(deps, session, {}, threadId)}
       assets={await clientAssets()}
       model={deps.model}
-      stoppedAnswers={stoppedAnswers(messages, await deps.store.generations.interrupted(asked))}
+      stoppedAnswers={stoppedAnswers(messages, await deps.generations.interrupted(asked))}
       answerNotes={await answerNotes(deps.blobs, messages, files)}
       thread={thread}
       isOwner={thread.owner.id === session.user.sub}
@@ -198,7 +202,7 @@ async function sidebarOf(
   const caller = callerFromSession(session.user)
   // Read before the list, so that the page's script, following the change feed from here, misses no change the
   // list did not catch (one it did catch may come again: applying it twice is harmless).
-  const { head } = await deps.store.threads.feedBounds()
+  const { head } = await deps.threads.feedBounds()
   const apiQuery = {
     q: filters.q === '' ? undefined : filters.q,
     owned: flag(filters.owned),
@@ -209,10 +213,10 @@ async function sidebarOf(
   // A cursor that is no longer visible (its thread was made private) restarts the list rather than failing.
   let page: ThreadsModel.threadList
   try {
-    page = await listThreads(deps.store.threads, caller, { ...apiQuery, after }, deps.links)
+    page = await listThreads(deps.threads, caller, { ...apiQuery, after }, deps.links)
   } catch (error) {
     if (!(error instanceof AppError) || after === undefined) throw error
-    page = await listThreads(deps.store.threads, caller, apiQuery, deps.links)
+    page = await listThreads(deps.threads, caller, apiQuery, deps.links)
   }
   return {
     filters,
@@ -353,22 +357,14 @@ export const threadPages = (deps: ThreadPagesDeps) =>
             case 'messages':
               return postMessage(deps, signedIn, threadId, form)
             case 'update':
-              await updateThread(
-                deps.store.threads,
-                caller,
-                threadId,
-                threadChanges(form),
-                deps.links,
-                deps.clock.now(),
-              )
+              await updateThread(deps.threads, caller, threadId, threadChanges(form), deps.links, deps.clock.now())
               return seeOther(back)
             case 'stop':
               await stopQuietly(deps, caller, threadId)
               return seeOther(back)
             case 'delete': {
               // Reached from the confirmation page (GET of the same path); the API's deletion, owner only.
-              const { store, engine, events, blobs, log } = deps
-              const threads = store.threads
+              const { threads, engine, events, blobs, log } = deps
               await deleteThread({ threads, engine, events, blobs, log }, caller, threadId, deps.clock.now())
               return seeOther('/')
             }
@@ -396,7 +392,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
         // A thread not found, or not the caller's, is the shared error page.
         if (!isUuid(params.threadId)) throw notFound('Thread')
         const caller = callerFromSession(session.user)
-        const thread = await requireOwnedThread(deps.store.threads, caller, params.threadId, 'delete it')
+        const thread = await requireOwnedThread(deps.threads, caller, params.threadId, 'delete it')
         return html(<DeleteThreadPage viewer={viewerOf(session)} thread={thread} />)
       },
       { session: true, detail: { hide: true } },
@@ -408,13 +404,8 @@ export const threadPages = (deps: ThreadPagesDeps) =>
         const format = query.format ?? 'json'
         if (format !== 'json' && format !== 'markdown') throw invalidRequest('Choose format=json or format=markdown.')
         const caller = callerFromSession(account.user)
-        const { store, links } = deps
-        const exported = await exportThread(
-          { threads: store.threads, attachments: store.attachments, links },
-          caller,
-          params.threadId,
-          deps.clock.now(),
-        )
+        const { threads, attachments, links } = deps
+        const exported = await exportThread({ threads, attachments, links }, caller, params.threadId, deps.clock.now())
         return exportResponse(exported, format, params.threadId)
       },
       { account: true, detail: { hide: true } },
@@ -434,7 +425,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
           }
           const rating = { positive, feedback_text: text === '' ? undefined : text }
           const caller = callerFromSession(signedIn.user)
-          await submitFeedback(deps.store.threads, caller, threadId, messageId, rating, deps.clock.now())
+          await submitFeedback(deps.threads, caller, threadId, messageId, rating, deps.clock.now())
           return seeOther(`/threads/${threadId}#message-${messageId}`)
         })
         return respond(outcome, { html, set })
@@ -460,7 +451,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
       async ({ account, headers, query, set }) => {
         const caller = callerFromSession(account.user)
         const stillSignedIn = async () => {
-          const session = await findSession(deps.store.sessions, account.token, deps.clock.now())
+          const session = await findSession(deps.sessions, account.token, deps.clock.now())
           return session?.user.id === account.user.id && !session.user.mustChangePassword
         }
         const attach = await deps.feed.open(caller, headers['last-event-id'] ?? query.after, stillSignedIn)
@@ -497,7 +488,7 @@ async function postMessage(
 ): Promise<FormOutcome> {
   const caller = callerFromSession(session.user)
   const text = field(form, 'text') ?? ''
-  const thread = await requireOwnedThread(deps.store.threads, caller, threadId, 'send messages to it')
+  const thread = await requireOwnedThread(deps.threads, caller, threadId, 'send messages to it')
   let checked: CheckedFiles | undefined
   try {
     if (text.trim() === '') throw invalidRequest('Write a message first.')
@@ -557,7 +548,7 @@ function threadChanges(form: PostedForm): ThreadsModel.updateThreadBody {
 
 /** The text of the thread's last message when it is the person's and went unanswered; files are not carried. */
 async function unansweredQuestion(deps: ThreadPagesDeps, caller: Caller, threadId: string): Promise<string | null> {
-  const last = (await allMessages(deps.store.threads, caller, threadId, deps.links)).at(-1)
+  const last = (await allMessages(deps.threads, caller, threadId, deps.links)).at(-1)
   if (last?.role !== 'user') return null
   const text = last.contents
     .flatMap((block) => (block.type === 'text' ? [block.text] : []))
@@ -569,7 +560,7 @@ async function unansweredQuestion(deps: ThreadPagesDeps, caller: Caller, threadI
 /** Stop is a button that may race the answer's end: finding nothing left to stop is success too. */
 async function stopQuietly(deps: ThreadPagesDeps, caller: Caller, threadId: string): Promise<void> {
   try {
-    await stopThread(deps.store.threads, deps.engine, caller, threadId, deps.links)
+    await stopThread(deps.threads, deps.engine, caller, threadId, deps.links)
   } catch (error) {
     if (!(error instanceof AppError) || error.status !== 409) throw error
   }

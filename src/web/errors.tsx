@@ -8,11 +8,11 @@
 // route (U+0000 in the URL) is a page on a web address too.
 
 import { findSession } from '../auth/sessions'
+import type { SessionRepository } from '../auth/sessions.repository'
 import type { PageFailures } from '../shared/error-plugin'
 import { AppError, RequestRefusal } from '../shared/errors'
 import type { AllowedMethods } from '../shared/methods'
 import type { Clock } from '../shared/time'
-import type { Store } from '../store'
 import { sessionCsrfToken } from './csrf'
 import { cookieNames, pageHeaders, pageSessionOf, seeOther, signInPath } from './index'
 import { type Viewer, viewerOf } from './layout'
@@ -119,7 +119,7 @@ async function htmlResponse(status: number, page: JSX.Element, headers: Record<s
 }
 
 export interface PageErrorDeps {
-  store: Store
+  sessions: SessionRepository
   clock: Clock
   publicUrl: string
 }
@@ -160,7 +160,7 @@ export function pageErrors(deps: PageErrorDeps, allowed: AllowedMethods): PageFa
   const viewerFromCookie = async (request: Request): Promise<Viewer | undefined> => {
     const token = new Bun.CookieMap(request.headers.get('cookie') ?? '').get(sessionCookie)
     if (!token) return undefined
-    const row = await findSession(deps.store.sessions, token, deps.clock.now())
+    const row = await findSession(deps.sessions, token, deps.clock.now())
     if (!row) return undefined
     return viewerOf({ user: row.user, token, csrf: sessionCsrfToken(token) })
   }

@@ -4,14 +4,17 @@
 import { html } from '@elysiajs/html'
 import { type Cookie, Elysia } from 'elysia'
 import { type SessionUser, validateSession } from '../auth/sessions'
+import type { SessionRepository } from '../auth/sessions.repository'
 import { callerChecked, jsonBodies } from '../shared/body'
 import { AppError } from '../shared/errors'
+import type { ServerKeyRepository } from '../shared/server-keys.repository'
 import type { Clock } from '../shared/time'
-import type { Store } from '../store'
 import { sessionCsrfToken } from './csrf'
 
 export interface WebDeps {
-  store: Store
+  sessions: SessionRepository
+  /** The key of the signed-out forms' CSRF tokens (trusted-form.ts). */
+  serverKeys: ServerKeyRepository
   clock: Clock
   publicUrl: string
 }
@@ -111,7 +114,7 @@ async function resolveSession(
   const sessionCookie = cookie[names.session]
   const token = sessionCookie?.value
   if (!sessionCookie || typeof token !== 'string') return null
-  const valid = await validateSession(deps.store.sessions, token, deps.clock.now())
+  const valid = await validateSession(deps.sessions, token, deps.clock.now())
   if (!valid) return null
   if (valid.renewed) setSessionCookie(sessionCookie, deps.publicUrl, token, valid.expiresAt)
   return { user: valid.user, token, csrf: sessionCsrfToken(token) }

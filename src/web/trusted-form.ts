@@ -108,7 +108,7 @@ export const trustedForms = (deps: WebDeps) => {
             const nonce = cookie[names.csrf]?.value
             if (typeof nonce !== 'string' || nonce === '') throw refused()
             // Signed with the key every instance on the database shares, as the sign-in page signed it.
-            const key = await deps.store.serverKeys.key(anonymousCsrfKeyName)
+            const key = await deps.serverKeys.key(anonymousCsrfKeyName)
             if (!form || !csrfTokenMatches(anonymousCsrfToken(key, nonce), field(form, 'csrf'))) throw refused()
             return { form }
           },

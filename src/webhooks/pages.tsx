@@ -1,6 +1,7 @@
 // Administration → Webhooks over HTTP, for the organization's owners and admins, with the administration pages' rules:
 // every post passes the `trustedForm` guard, the new endpoint's secret is shown once on the response page,
 // POST-redirect-GET otherwise, and an endpoint that cannot be found is the shared error page.
+
 import { Elysia } from 'elysia'
 import type { Logger } from '../shared/log'
 import { account, noticeFor, refusalOf } from '../web/account'
@@ -8,6 +9,7 @@ import { PageError } from '../web/errors'
 import { type PageSession, pageHeaders, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { field, fieldValues } from '../web/trusted-form'
+import type { WebhookRepository } from './repository'
 import {
   createEndpoint,
   deleteEndpoint,
@@ -20,6 +22,7 @@ import {
 import { DeleteWebhookPage, type WebhookFormValues, WebhooksPage } from './views/webhooks'
 
 export interface WebhookPagesDeps extends WebDeps {
+  webhooks: WebhookRepository
   log: Logger
   allowPrivateNetworks: boolean
   /** Queued deliveries (a test event) are sent at once. */
@@ -42,8 +45,8 @@ export const webhookPages = (deps: WebhookPagesDeps) => {
     return (
       <WebhooksPage
         viewer={viewerOf(admin)}
-        endpoints={await deps.store.webhooks.listEndpoints(organizationId)}
-        attempts={await deps.store.webhooks.recentAttempts(organizationId, shownAttempts)}
+        endpoints={await deps.webhooks.listEndpoints(organizationId)}
+        attempts={await deps.webhooks.recentAttempts(organizationId, shownAttempts)}
         {...extra}
       />
     )
@@ -110,7 +113,7 @@ export const webhookPages = (deps: WebhookPagesDeps) => {
         }
         try {
           const created = await createEndpoint(
-            deps.store.webhooks,
+            deps.webhooks,
             {
               organizationId: orgOf(admin),
               createdBy: admin.user.id,
@@ -133,28 +136,25 @@ export const webhookPages = (deps: WebhookPagesDeps) => {
     .post(
       '/admin/webhooks/:endpointId/test',
       action(async (admin, id) => {
-        await sendTestEvent(deps.store.webhooks, orgOf(admin), id, deps.clock.now())
+        await sendTestEvent(deps.webhooks, orgOf(admin), id, deps.clock.now())
         deps.wake()
       }, 'test-queued'),
       options,
     )
     .post(
       '/admin/webhooks/:endpointId/disable',
-      action(
-        (admin, id) => disableEndpoint(deps.store.webhooks, orgOf(admin), id, who(admin), deps.clock.now()),
-        'disabled',
-      ),
+      action((admin, id) => disableEndpoint(deps.webhooks, orgOf(admin), id, who(admin), deps.clock.now()), 'disabled'),
       options,
     )
     .post(
       '/admin/webhooks/:endpointId/enable',
-      action((admin, id) => enableEndpoint(deps.store.webhooks, orgOf(admin), id, deps.clock.now()), 'enabled'),
+      action((admin, id) => enableEndpoint(deps.webhooks, orgOf(admin), id, deps.clock.now()), 'enabled'),
       options,
     )
     .get(
       '/admin/webhooks/:endpointId/delete',
       async ({ admin, params, html }) => {
-        const endpoint = await requireEndpoint(deps.store.webhooks, orgOf(admin), params.endpointId).catch((error) => {
+        const endpoint = await requireEndpoint(deps.webhooks, orgOf(admin), params.endpointId).catch((error) => {
           throw refusalOf(error).status === 404 ? notFound() : error
         })
         return html(<DeleteWebhookPage viewer={viewerOf(admin)} endpoint={endpoint} />)
@@ -163,7 +163,7 @@ export const webhookPages = (deps: WebhookPagesDeps) => {
     )
     .post(
       '/admin/webhooks/:endpointId/delete',
-      action((admin, id) => deleteEndpoint(deps.store.webhooks, orgOf(admin), id), 'deleted'),
+      action((admin, id) => deleteEndpoint(deps.webhooks, orgOf(admin), id), 'deleted'),
       options,
     )
 }

@@ -24,7 +24,7 @@ export async function exchangeAuthorizationCode(
   if (!code) throw new InvalidRequest('code is required')
   if (!form.get('redirect_uri')) throw new InvalidRequest('redirect_uri is required')
   const now = deps.clock.now()
-  const grants = deps.store.oauthGrants
+  const grants = deps.oauthGrants
   const stored = await grants.findAuthorizationCode(hashSecret(code))
   if (!stored) throw new InvalidGrant('The authorization code is invalid')
   if (stored.usedAt !== null) {

@@ -33,7 +33,7 @@ export async function refreshAccessToken(
   const token = form.get('refresh_token')
   if (!token) throw new InvalidRequest('refresh_token is required')
   const now = deps.clock.now()
-  const grants = deps.store.oauthGrants
+  const grants = deps.oauthGrants
   const stored = await grants.findRefreshToken(hashSecret(token))
   if (!stored || stored.clientId !== client.id) throw new InvalidGrant('The refresh token is invalid')
   if (stored.revokedAt !== null) throw revoked()

@@ -10,7 +10,6 @@ import * as oauthTables from '../oauth/oauth.table.pg'
 import * as tables from './auth.table.pg'
 import type { Role } from './model'
 import * as sessionTables from './sessions.table.pg'
-
 import type { MemberRemoval, RoleChange, UserRefusal, UserRepository } from './users.repository'
 import { activeOwnersOf, currentMember, removalStatements, userRepository } from './users.repository.common'
 

@@ -1,6 +1,5 @@
 // The service behind the settings screens: a person's connected apps, the clients members create, registration
 // tokens, and an organization admin's view of its OAuth clients. Plain arguments in, JSON-ready objects out.
-import { requireOrganizationAdmin as requireAdmin } from '../auth/members'
 import type { SessionUser } from '../auth/sessions'
 import { AppError, conflict, notFound } from '../shared/errors'
 import { generateSecret, hashSecret } from '../shared/security'
@@ -17,11 +16,6 @@ import type { ClientRepository, ManagedClient } from './clients.repository'
 import { OAuthError } from './errors'
 import type { GrantRepository } from './grants.repository'
 import type { OAuthModel } from './model'
-
-/** Organization admins manage clients: owners and admins. */
-export function requireOrganizationAdmin(user: SessionUser): void {
-  requireAdmin(user.role, 'manage OAuth clients')
-}
 
 /** The apps holding live tokens for this person, one entry per app however many times it was approved. */
 export async function listConnectedApps(

@@ -1,5 +1,4 @@
 // Token revocation (RFC 7009): a client takes back a token it was issued.
-
 import { accessTokenPrefix } from '../auth/access-tokens'
 import { hashSecret } from '../shared/security'
 import { refuseRepeatedParameters } from './checks/parameters'

@@ -2,7 +2,7 @@
 // src/settings/ and src/admin/, call the same services). Session-cookie authenticated; every write also
 // needs the session's CSRF token in `X-CSRF-Token` and a same-origin request (the `trustedForm: 'header'` guard).
 import { Elysia, t } from 'elysia'
-import { isOrganizationAdmin } from '../auth/members'
+import { isOrganizationAdmin, requireOrganizationAdmin } from '../auth/members'
 import { AuthModel } from '../auth/model'
 import { jsonBody } from '../shared/body'
 import { noContent, type Responses } from '../shared/responses'
@@ -17,7 +17,6 @@ import {
   listConnectedApps,
   listOrganizationClients,
   listOwnClients,
-  requireOrganizationAdmin,
   revokeConnectedApp,
   rotateClientSecret,
 } from './management'
@@ -161,7 +160,7 @@ export const oauthSettings = (deps: WebDeps & OAuthDeps & { responses: Responses
     .get(
       '/oauth-clients/:clientId',
       ({ account, params }) => {
-        requireOrganizationAdmin(account.user)
+        requireOrganizationAdmin(account.user.role, 'manage OAuth clients')
         return getOrganizationClient(deps.oauthClients, account.user.organizationId, params.clientId)
       },
       {
@@ -179,7 +178,7 @@ export const oauthSettings = (deps: WebDeps & OAuthDeps & { responses: Responses
     .post(
       '/oauth-clients/:clientId/secret',
       ({ account, params }) => {
-        requireOrganizationAdmin(account.user)
+        requireOrganizationAdmin(account.user.role, 'manage OAuth clients')
         return rotateClientSecret(deps.oauthClients, account.user.organizationId, params.clientId)
       },
       {
@@ -200,7 +199,7 @@ export const oauthSettings = (deps: WebDeps & OAuthDeps & { responses: Responses
     .delete(
       '/oauth-clients/:clientId',
       async ({ account, params, set }) => {
-        requireOrganizationAdmin(account.user)
+        requireOrganizationAdmin(account.user.role, 'manage OAuth clients')
         await deleteOrganizationClient(deps.oauthClients, account.user.organizationId, params.clientId)
         set.status = 204
       },

@@ -1,6 +1,5 @@
-// Access and refresh tokens: their lifetimes, making a pair for a grant, and turning an access token into the
-// same Caller a personal access token gives, so every API endpoint accepts both.
-
+// Access and refresh tokens: their lifetimes and making a pair for a grant. Resolving an access token to a caller is
+// auth's (auth/access-tokens.ts), so every API endpoint accepts both kinds of token.
 import { accessTokenPrefix } from '../auth/access-tokens'
 import type { Scope } from '../auth/model'
 import { generateSecret, hashSecret } from '../shared/security'

@@ -1,8 +1,6 @@
-// The storage seam: every feature's async repository, built once at boot for the database in use. Services
-// receive the repository they need from here and never see a driver, so the same behaviour runs on SQLite
-// (the default) and PostgreSQL (postgres.ts). Query-planner tricks and prepared statements stay inside the
-// SQLite implementations beside each feature.
-
+// The storage seam: every feature's async repository, built once at boot for the database in use, each from its
+// feature's dialect-neutral module (`*.common.ts`) and, where a method must differ, its SQLite twin; postgres.ts builds
+// the same from the PostgreSQL twins. app.ts hands each feature the repositories it names; none sees a driver.
 import { filesForModel } from '../attachments/keys'
 import type { AttachmentRepository } from '../attachments/repository'
 import { sqliteAttachmentRepository } from '../attachments/repository.sqlite'

@@ -1,7 +1,7 @@
 // Administration → Members: add someone with a one-time password (shown once), change roles, and remove
 // people after a confirmation step.
 import { escapeHtml } from '@kitajs/html'
-import type { Member } from '../../auth/members'
+import { type Member, mayGrant, mayManage } from '../../auth/members'
 import { type Role, roles } from '../../auth/model'
 import { CsrfField, ErrorAlert, Notice, OneTimeSecret, TableRegion, Time } from '../../web/components'
 import { AdminFrame } from '../../web/frame'
@@ -15,7 +15,7 @@ export const roleLabels: Record<Role, string> = { owner: 'Owner', admin: 'Admin'
 
 /** The roles this person may hand out: only owners make owners. */
 export function assignableRoles(actorRole: Role): Role[] {
-  return roles.filter((role) => role !== 'owner' || actorRole === 'owner')
+  return roles.filter((role) => mayGrant(actorRole, role))
 }
 
 export interface MemberFormValues {
@@ -81,11 +81,6 @@ function AddMemberForm({ viewer, actorRole, form }: { viewer: Viewer; actorRole:
   )
 }
 
-/** Whether the actor may change or remove this person at all (the service checks again, with the owner rule). */
-function mayManage(actor: { role: Role }, member: Member): boolean {
-  return member.role !== 'owner' || actor.role === 'owner'
-}
-
 function MemberRow({ viewer, actor, member }: { viewer: Viewer; actor: MembersPageProps['actor']; member: Member }) {
   const label = memberLabel(member)
   const selectId = `role-${member.sub}`
@@ -97,7 +92,7 @@ function MemberRow({ viewer, actor, member }: { viewer: Viewer; actor: MembersPa
       </th>
       <td safe>{member.email}</td>
       <td>
-        {mayManage(actor, member) ? (
+        {mayManage(actor.role, member.role) ? (
           <form method="post" action={escapeHtml(`${memberPath(member.sub)}/role`)} class="inline">
             <CsrfField token={viewer.csrf} />
             <label for={escapeHtml(selectId)} class="visually-hidden" safe>
@@ -119,7 +114,7 @@ function MemberRow({ viewer, actor, member }: { viewer: Viewer; actor: MembersPa
         <Time at={member.createdAt} />
       </td>
       <td>
-        {member.id !== actor.id && mayManage(actor, member) ? (
+        {member.id !== actor.id && mayManage(actor.role, member.role) ? (
           <a href={escapeHtml(`${memberPath(member.sub)}/remove`)} aria-label={escapeHtml(`Remove ${label}`)}>
             Remove…
           </a>

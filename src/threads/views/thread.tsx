@@ -1,6 +1,6 @@
 // The thread page at a thread's app_url: its messages (Markdown, images, documents, choices, ratings), the answer
 // being written, and what the reader may do next, beside the sidebar, with the composer at the bottom. Every form
-// works without JavaScript; the chat script (client/) sends, streams and updates the page without reloading it.
+// works without JavaScript; the chat script (src/web/client/) sends, streams and updates the page without reloading it.
 import { escapeHtml } from '@kitajs/html'
 import type { AttachmentKind } from '../../attachments/repository'
 import { CsrfField, Time } from '../../web/components'

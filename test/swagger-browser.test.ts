@@ -48,8 +48,11 @@ test('/swagger loads and Authorize opens, authorizes and runs operations with no
   const opened = context.waitForEvent('page')
   await oauth.locator('button.authorize').click()
   const popup = await opened
+  // Listening before the click: the popup may close before a click's own wait returns, and a close already past is
+  // never told again (a full run's loaded moment met exactly that).
+  const closed = popup.waitForEvent('close')
   await popup.getByRole('button', { name: 'Allow' }).click()
-  await popup.waitForEvent('close')
+  await closed
   await oauth.getByRole('button', { name: 'Remove authorization' }).or(oauth.getByText('Logout')).first().waitFor()
   await dialog.locator('.close-modal').click()
 

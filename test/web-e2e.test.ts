@@ -161,14 +161,17 @@ test.concurrent('sign in, start a thread with an image, watch it stream, rate it
     .png()
     .toBuffer()
   await markDocument(page)
-  await page.getByLabel('Message', { exact: true }).fill('Describe this picture, please')
+  // Long enough (about 4 s at 80 ms a word) that the page is reading the stream well before the answer ends, even
+  // on a loaded machine: a short one could end before the page joined, which then showed it whole.
+  const question = `Describe this picture, please: ${'its colours, its shapes and what it seems to show; '.repeat(4).trim()}`
+  await page.getByLabel('Message', { exact: true }).fill(question)
   await page.locator('#composer-files').setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: image })
   await page.locator('.chip img').waitFor()
   await page.getByRole('button', { name: 'Send' }).click()
   await page.waitForURL(/\/threads\/[0-9a-f-]{36}$/)
   const threadId = new URL(page.url()).pathname.split('/').at(-1) ?? ''
 
-  const full = 'You said, in turn 1:\n\nDescribe this picture, please\n\nAttached: photo.png (image/png).'
+  const full = `You said, in turn 1:\n\n${question}\n\nAttached: photo.png (image/png).`
   // The text of the Markdown rendered so far (a paragraph's trailing space and newline aside).
   const partial = (await answerStreamsIn(page, full)).trim()
   expect(partial.length).toBeLessThan(full.length)

@@ -103,3 +103,32 @@ test('0007 rebuilds the index without word positions from the threads as they ar
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('0015 puts existing messages on one path: answers under their question, each question under the message before it', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'threadhouse-migrations-'))
+  try {
+    const sqlite = migratedBefore(dir, '0015')
+    sqlite.run(
+      `insert into threads (id, organization_id, owner_id, name, created_at, updated_at) values ('t', 1, 1, 'T', 0, 0)`,
+    )
+    const message = sqlite.prepare(
+      `insert into messages (id, thread_id, role, contents, text, active, reply_to, created_at) values (?, 't', ?, '[]', '', 1, ?, ?)`,
+    )
+    message.run('s', 'summary', null, 1)
+    message.run('u1', 'user', null, 2)
+    message.run('a1', 'assistant', 'u1', 3)
+    message.run('u2b', 'user', null, 4)
+    message.run('u2a', 'user', null, 4)
+    migrate(drizzle({ client: sqlite }), { migrationsFolder: 'db/migrations/sqlite' })
+    expect(sqlite.query('select id, parent_id from messages order by created_at, id').all()).toEqual([
+      { id: 's', parent_id: null },
+      { id: 'u1', parent_id: 's' },
+      { id: 'a1', parent_id: 'u1' },
+      { id: 'u2a', parent_id: 'a1' },
+      { id: 'u2b', parent_id: 'u2a' },
+    ])
+    sqlite.close()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

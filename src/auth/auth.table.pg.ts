@@ -12,6 +12,8 @@ export const organizations = pgTable('organizations', {
   createdAt: epochMs().notNull(),
   retentionDays: integer(),
   sharingEnabled: boolean().notNull().default(true),
+  allowedModels: text(),
+  defaultModel: text(),
 })
 
 export const users = pgTable(

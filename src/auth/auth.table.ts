@@ -11,6 +11,10 @@ export const organizations = sqliteTable('organizations', {
   retentionDays: integer(),
   /** Whether members may share read-only links to threads (src/shares/); an owner or admin can turn it off. */
   sharingEnabled: integer({ mode: 'boolean' }).notNull().default(true),
+  /** The configured models' IDs its members may use, as a JSON array; null (the default) allows every one. */
+  allowedModels: text(),
+  /** The model a thread without one of its own uses; null: the configuration's default (src/models/). */
+  defaultModel: text(),
 })
 
 export const users = sqliteTable(

@@ -20,6 +20,8 @@ export const generations = sqliteTable(
     attempts: integer().notNull().default(0),
     createdAt: integer().notNull(),
     finishedAt: integer(),
+    /** The model this answer was asked of (a regenerate's choice); null: the thread's, else the organization's. */
+    model: text(),
   },
   (t) => [index('generations_status_idx').on(t.status)],
 )

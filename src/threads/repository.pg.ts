@@ -6,7 +6,7 @@
 // clock, and each writes `updated_at` last and once, keeping its turn short. Search is a filter on the documents
 // search.pg.ts keeps. The thread by ID and list pages are prepared once per database (src/db/prepared.ts): building
 // their Drizzle query cost more than running it. Searches are planned for their words instead (listThreads).
-import { and, eq, gte, lt, lte, max, sql } from 'drizzle-orm'
+import { and, desc, eq, gte, lt, lte, max, sql } from 'drizzle-orm'
 import { attachments } from '../attachments/attachments.table.pg'
 import { users } from '../auth/auth.table.pg'
 import { anyDb } from '../db/dialect'
@@ -14,7 +14,7 @@ import type { PgDb } from '../db/postgres'
 import { prepared } from '../db/prepared'
 import { generations } from '../generation/generations.table.pg'
 import { newId } from '../shared/ids'
-import type { ContentBlock, MessageRole, ThreadListQuery, ThreadRepository } from './repository'
+import type { ContentBlock, NewMessageRow, ThreadListQuery, ThreadRepository } from './repository'
 import {
   afterKey,
   type ChangeRow,
@@ -146,11 +146,7 @@ async function listThreads(db: PgDb, query: ThreadListQuery) {
  * newest message if the clock has stepped back, so that messages list in the order they were written. Exported for
  * the answer store (generation), handed to it by the store's composition: it writes its messages in its own unit.
  */
-export async function insertMessageRow(
-  tx: Tx,
-  input: { threadId: string; role: MessageRole; contents: ContentBlock[]; replyTo?: string; placedAt?: number },
-  now: number,
-): Promise<string> {
+export async function insertMessageRow(tx: Tx, input: NewMessageRow, now: number): Promise<string> {
   let createdAt = input.placedAt
   if (createdAt === undefined) {
     const [newest] = await tx
@@ -168,9 +164,24 @@ export async function insertMessageRow(
     contents: input.contents,
     text: searchableText(input.contents),
     replyTo: input.replyTo ?? null,
+    parentId: input.parentId !== undefined ? input.parentId : await parentOf(tx, input),
+    model: input.model ?? null,
     createdAt,
   })
   return id
+}
+
+/** A new message's parent when the caller names none (see NewMessageRow). */
+async function parentOf(tx: Tx, input: NewMessageRow): Promise<string | null> {
+  if (input.role === 'assistant') return input.replyTo ?? null
+  if (input.role === 'summary') return null
+  const [last] = await tx
+    .select({ id: messages.id })
+    .from(messages)
+    .where(and(eq(messages.threadId, input.threadId), eq(messages.active, true)))
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    .limit(1)
+  return last?.id ?? null
 }
 
 /**

@@ -3,7 +3,7 @@
 // synchronously inside one. The statements of the hot paths (a thread by ID, list pages, message sends) are prepared
 // once per database (src/db/prepared.ts), with their thread rows read from `.values()`, and list pages take the
 // query plans SQLite must be told. Search statements take their FTS5 pieces from search.fts5.ts.
-import { and, between, eq, gte, lt, max, sql } from 'drizzle-orm'
+import { and, between, desc, eq, gte, lt, max, sql } from 'drizzle-orm'
 import { attachments } from '../attachments/attachments.table'
 import { users } from '../auth/auth.table'
 import type { Db } from '../db/client'
@@ -11,7 +11,7 @@ import { anyDb, asTables } from '../db/dialect'
 import { prepared } from '../db/prepared'
 import { generations } from '../generation/generations.table'
 import { newId } from '../shared/ids'
-import type { ContentBlock, MessageRole, ThreadListQuery, ThreadRepository, ThreadRow } from './repository'
+import type { ContentBlock, NewMessageRow, ThreadListQuery, ThreadRepository, ThreadRow } from './repository'
 import {
   afterKey,
   type ChangeRow,
@@ -199,11 +199,7 @@ function appendedAt(db: Db, threadId: string, now: number): number {
  * replaces), and returns its ID. Exported for other features' SQLite units of work that write a message among
  * their own rows (an answer, a compaction): inside their transaction, pass the same `db` (see src/db/prepared.ts).
  */
-export function insertMessageRow(
-  db: Db,
-  input: { threadId: string; role: MessageRole; contents: ContentBlock[]; replyTo?: string; placedAt?: number },
-  now: number,
-): string {
+export function insertMessageRow(db: Db, input: NewMessageRow, now: number): string {
   const id = newId()
   prepared(db, 'message:insert', () =>
     db
@@ -215,6 +211,8 @@ export function insertMessageRow(
         contents: sql.placeholder('contents'),
         text: sql.placeholder('text'),
         replyTo: sql.placeholder('replyTo'),
+        parentId: sql.placeholder('parentId'),
+        model: sql.placeholder('model'),
         createdAt: sql.placeholder('createdAt'),
       })
       .prepare(),
@@ -225,9 +223,27 @@ export function insertMessageRow(
     contents: input.contents,
     text: searchableText(input.contents),
     replyTo: input.replyTo ?? null,
+    parentId: input.parentId !== undefined ? input.parentId : parentOf(db, input),
+    model: input.model ?? null,
     createdAt: input.placedAt ?? appendedAt(db, input.threadId, now),
   })
   return id
+}
+
+/** A new message's parent when the caller names none (see NewMessageRow). */
+function parentOf(db: Db, input: NewMessageRow): string | null {
+  if (input.role === 'assistant') return input.replyTo ?? null
+  if (input.role === 'summary') return null
+  const last = prepared(db, 'message:last-active', () =>
+    db
+      .select({ id: messages.id })
+      .from(messages)
+      .where(and(eq(messages.threadId, sql.placeholder('threadId')), eq(messages.active, true)))
+      .orderBy(desc(messages.createdAt), desc(messages.id))
+      .limit(1)
+      .prepare(),
+  ).get({ threadId: input.threadId })
+  return last?.id ?? null
 }
 
 /** Queues the answer to a user message just inserted, in the same transaction. */

@@ -32,6 +32,23 @@ export interface ThreadRow {
   updatedAt: number
 }
 
+/**
+ * A message as a unit of work inserts it (repository.sqlite.ts, repository.pg.ts: insertMessageRow). Without
+ * `parentId`, a user message follows the thread's last active message, an answer the message it replies to, and a
+ * summary stands alone.
+ */
+export interface NewMessageRow {
+  threadId: string
+  role: MessageRole
+  contents: ContentBlock[]
+  replyTo?: string
+  parentId?: string | null
+  /** For an answer: the configured model that wrote it. */
+  model?: string | null
+  /** Where it lists (a summary takes the place of what it replaces); at the thread's end when omitted. */
+  placedAt?: number
+}
+
 export interface MessageRow {
   id: string
   threadId: string

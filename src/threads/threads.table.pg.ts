@@ -128,13 +128,24 @@ export const messages = pgTable(
     text: text().notNull(),
     active: boolean().notNull().default(true),
     replyTo: text(),
+    parentId: text(),
+    model: text(),
     createdAt: epochMs().notNull(),
   },
   (t) => [
     index('messages_thread_idx').on(t.threadId, t.createdAt, t.id),
     index('messages_reply_to_idx').on(t.replyTo).where(sql`${t.replyTo} is not null`),
+    index('messages_parent_idx').on(t.threadId, t.parentId),
   ],
 )
+
+export const threadSettings = pgTable('thread_settings', {
+  threadId: text()
+    .primaryKey()
+    .references(() => threads.id, { onDelete: 'cascade' }),
+  model: text(),
+  instructions: text(),
+})
 
 export const feedback = pgTable(
   'feedback',

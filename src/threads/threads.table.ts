@@ -73,15 +73,38 @@ export const messages = sqliteTable(
     text: text().notNull(),
     /** Only active messages are listed; compaction deactivates the turns a summary replaces. */
     active: integer({ mode: 'boolean' }).notNull().default(true),
-    /** For assistant messages: the user message they answer. */
+    /**
+     * For the assistant message that is the current answer to a user message: that message. Earlier answers (the
+     * versions a regenerate left) keep only `parentId`, so a poll and a replay follow the current one.
+     */
     replyTo: text(),
+    /**
+     * The message this one follows in the thread's tree: a user message's is the message before it when it was sent
+     * (null for a thread's first), an answer's the user message it answers, a summary's null. Messages with the same
+     * parent and role are versions of each other (an edit, a regenerate); `active` marks the path the thread lists.
+     */
+    parentId: text(),
+    /** For assistant messages: the ID of the configured model that wrote it (src/models/); null before models. */
+    model: text(),
     createdAt: integer().notNull(),
   },
   (t) => [
     index('messages_thread_idx').on(t.threadId, t.createdAt, t.id),
     index('messages_reply_to_idx').on(t.replyTo).where(sql`${t.replyTo} is not null`),
+    index('messages_parent_idx').on(t.threadId, t.parentId),
   ],
 )
+
+/** A thread's own settings, when it has any: its model and instructions (GET/PATCH /threads/{id}/settings). */
+export const threadSettings = sqliteTable('thread_settings', {
+  threadId: text()
+    .primaryKey()
+    .references(() => threads.id, { onDelete: 'cascade' }),
+  /** A configured model's ID; null: the organization's default. */
+  model: text(),
+  /** Added to the system prompt for this thread's answers. */
+  instructions: text(),
+})
 
 export const feedback = sqliteTable(
   'feedback',

@@ -184,6 +184,10 @@ async function threadPageOnce(
       ratings={await threads.ratingsBy(session.user.id, answers)}
       pendingMessageId={pendingMessageId}
       failure={thread.state === 'error' ? await lastFailure(threads, threadId) : null}
+      versions={new Map()}
+      modelNames={new Map()}
+      picker={null}
+      instructions={null}
       {...extras}
     />
   )
@@ -282,6 +286,7 @@ async function newConversationPage(
       sidebar={await sidebarOf(deps, session, query)}
       assets={await clientAssets()}
       model={deps.model}
+      picker={null}
       {...extras}
     />
   )

@@ -447,7 +447,7 @@ function OwnerTools({ props }: { props: ThreadPageProps }): JSX.Element {
         <textarea
           id="thread-instructions"
           name="instructions"
-          rows="4"
+          rows="3"
           maxlength={String(instructionsMaxChars)}
           placeholder="Answer in French; be brief."
           aria-describedby={

@@ -13,6 +13,9 @@ import { answerRoutes } from './generation'
 import { createGenerationEngine } from './generation/service'
 import type { GenerationRunner } from './generation/types'
 import { mcpRoutes } from './mcp'
+import { modelRoutes } from './models'
+import { type Catalogue, loadCatalogue } from './models/catalogue'
+import { answerModels, modelChoice } from './models/service'
 import { oauthErrorSurface, oauthRoutes } from './oauth'
 import { settingsPages } from './settings/pages'
 import { errorPlugin } from './shared/error-plugin'
@@ -47,6 +50,11 @@ export interface AppDeps {
   /** Every feature's repository, over whichever database the configuration names. */
   store: Store
   config: Config
+  /**
+   * The models on offer (src/models/catalogue.ts), read once at start-up; by default from `config` (MODELS_FILE,
+   * LLM_MODELS or the LLM_* variables) with keys from process.env.
+   */
+  models?: Catalogue
   runner: GenerationRunner
   /** Checks uploaded files off the request thread; its owner closes it on shutdown, as with the runner. */
   inspector: FileInspector
@@ -82,6 +90,10 @@ export function createApp(deps: AppDeps) {
     ...deps.webhooks,
   })
   const store = deps.store
+  const catalogue = deps.models ?? loadCatalogue(deps.config)
+  const models = { catalogue, models: store.models }
+  // The conversation's ModelChoice port (threads/conversation.ts): whether a regenerate's `model` may be used.
+  const choice = modelChoice(models)
   // What follows a committed write (shared/events.ts): webhook deliveries are queued for the events they report.
   const events = new DomainEvents(deps.log)
   queueWebhookEvents(
@@ -104,6 +116,7 @@ export function createApp(deps: AppDeps) {
     log: deps.log,
     concurrency: deps.config.GENERATION_CONCURRENCY,
     leaseMs: deps.config.GENERATION_LEASE_MS,
+    models: answerModels(models),
   })
   const blobs = deps.blobs ?? openBlobStore(blobLocation(deps.config))
   const storageAnswers = storageHealth(blobs, deps.log)
@@ -134,6 +147,8 @@ export function createApp(deps: AppDeps) {
     engine,
     events,
     conversation,
+    catalogue,
+    modelChoice: choice,
     tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
     authLimiter,
     links,
@@ -192,6 +207,7 @@ export function createApp(deps: AppDeps) {
     .use(identity({ ...shared, ...bearer }))
     .use(threadFeedRoutes({ ...shared, ...bearer }))
     .use(threadRoutes({ ...shared, ...bearer, ...threadsAndFiles, idempotency: store.idempotency }))
+    .use(modelRoutes({ ...shared, ...bearer, threads: store.threads, models: store.models }))
     .use(attachmentRoutes({ ...shared, ...bearer, ...threadsAndFiles, idempotency: store.idempotency }))
     .use(shareRoutes({ ...shared, ...bearer, ...threadsAndFiles, shares: store.shares }))
     .use(answerRoutes({ ...shared, ...bearer, threads: store.threads, generations: store.generations }))
@@ -228,7 +244,9 @@ export function createApp(deps: AppDeps) {
       }),
     )
     .use(sharePages({ ...shared, ...pages, ...threadsAndFiles, shares: store.shares }))
-    .use(adminPages({ ...shared, ...pages, users: store.users, oauthClients: store.oauthClients }))
+    .use(
+      adminPages({ ...shared, ...pages, users: store.users, oauthClients: store.oauthClients, models: store.models }),
+    )
     .use(
       webhookPages({
         ...shared,

@@ -10,6 +10,8 @@ import { createPersonalAccessToken, parseScopes } from './auth/personal-access-t
 import { createUser, findUserByEmail } from './auth/users'
 import { type Config, ConfigError, isDatabaseUrl, loadConfig } from './config'
 import { type Db, MissingDatabaseError, migrateDatabase, openDatabase } from './db/client'
+import { loadCatalogue } from './models/catalogue'
+import { setChoice, viewChoice } from './models/service'
 import { createRegistrationToken } from './oauth/registration'
 import { backup, type Counts, restore } from './operations/backup'
 import { OperationError } from './operations/errors'
@@ -255,6 +257,82 @@ const commands: Record<string, Command> = {
         `Webhook endpoint ${created.endpoint.id} for ${slug}: ${created.endpoint.url} (${events?.join(', ') ?? 'all events'})`,
       )
       out(created.secret)
+    },
+  },
+  'models:list': {
+    usage: '[--org SLUG]',
+    summary: "Lists the configured models, tab-separated; with --org, the organization's choice among them.",
+    options: { org: { placeholder: 'SLUG', description: 'the organization whose allowed models and default to show' } },
+    details: [
+      'Columns: id, name, provider, context_tokens, default (yes for one model), and with --org allowed (yes/no).',
+      'The models come from MODELS_FILE, LLM_MODELS or the LLM_* variables (docs/configuration.md, Models).',
+    ],
+    async run({ values, config, out, store }) {
+      const catalogue = loadCatalogue(config)
+      const header = ['id', 'name', 'provider', 'context_tokens', 'default']
+      if (values.org === undefined) {
+        out(header.join('\t'))
+        for (const model of catalogue.models) {
+          const isDefault = model.id === catalogue.defaultId ? 'yes' : 'no'
+          out([model.id, field(model.name), model.provider, model.contextTokens, isDefault].join('\t'))
+        }
+        return
+      }
+      const { users, models } = await store()
+      const organizationId = await users.organizationIdBySlug(values.org)
+      if (organizationId === null) throw new UsageError(`No organization with slug ${values.org}`)
+      const view = await viewChoice({ catalogue, models }, organizationId)
+      out([...header, 'allowed'].join('\t'))
+      for (const model of view.models) {
+        const context = catalogue.byId.get(model.id)?.contextTokens
+        const isDefault = model.id === view.defaultId ? 'yes' : 'no'
+        const allowed = model.allowed ? 'yes' : 'no'
+        out([model.id, field(model.name), model.provider, context, isDefault, allowed].join('\t'))
+      }
+    },
+  },
+  'models:set': {
+    usage: '--org SLUG [--allow ID1,ID2|--allow all] [--default ID]',
+    summary: 'Chooses the models an organization may use and its default (what its owners and admins do on the web).',
+    options: {
+      org: { placeholder: 'SLUG', description: 'the organization' },
+      allow: {
+        placeholder: 'ID1,ID2',
+        description: 'comma-separated model IDs it may use, or all: every configured model, later ones too',
+      },
+      default: {
+        placeholder: 'ID',
+        description: 'the model its threads use unless they name one; "" follows the server\'s default',
+      },
+    },
+    details: [
+      'At least one of --allow and --default. What is not given keeps its value. The default must be among the',
+      'allowed models. A thread whose model is no longer allowed is answered by the default.',
+    ],
+    async run({ values, config, out, store }) {
+      const slug = required(values, 'org')
+      if (values.allow === undefined && values.default === undefined) {
+        throw new UsageError('Give --allow, --default or both')
+      }
+      const catalogue = loadCatalogue(config)
+      const { users, models } = await store()
+      const organizationId = await users.organizationIdBySlug(slug)
+      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      const stored = await models.choice(organizationId)
+      const allowed =
+        values.allow === undefined
+          ? stored.allowed
+          : values.allow.trim() === 'all'
+            ? null
+            : values.allow
+                .split(',')
+                .map((id) => id.trim())
+                .filter((id) => id !== '')
+      const defaultModel = values.default === undefined ? stored.defaultModel : values.default.trim() || null
+      await setChoice({ catalogue, models }, organizationId, { allowed, defaultModel })
+      const view = await viewChoice({ catalogue, models }, organizationId)
+      const usable = view.models.filter((model) => model.allowed).map((model) => model.id)
+      out(`${slug} may use ${view.allowAll ? 'every configured model' : usable.join(', ')}; default ${view.defaultId}`)
     },
   },
   backup: {

@@ -51,6 +51,13 @@ const variables = {
   },
   S3_ACCESS_KEY_ID: { schema: T.String({ minLength: 1 }), fallback: undefined },
   S3_SECRET_ACCESS_KEY: { schema: T.String({ minLength: 1 }), fallback: undefined },
+  /**
+   * The models on offer, as a JSON file (src/models/catalogue.ts checks it): several models at once. Unset with
+   * LLM_MODELS unset, the LLM_* variables below make a list of one.
+   */
+  MODELS_FILE: { schema: T.String({ minLength: 1 }), fallback: undefined },
+  /** The same list as MODELS_FILE, inline. */
+  LLM_MODELS: { schema: T.String({ minLength: 1 }), fallback: undefined },
   LLM_PROVIDER: { schema: T.Union([T.Literal('echo'), T.Literal('openai'), T.Literal('anthropic')]), fallback: 'echo' },
   ECHO_TOKEN_DELAY_MS: { schema: Millis, fallback: 15 },
   /** How long SIGTERM waits for running answers to finish before interrupting them. */
@@ -139,6 +146,8 @@ const secret = new Set<string>([
   'DATABASE_URL',
   'LLM_API_KEY',
   'LLM_EXTRA_HEADERS',
+  // No key sits in the list, but its extra_headers may hold credentials.
+  'LLM_MODELS',
   'ADMIN_PASSWORD',
   'OIDC_CLIENT_SECRET',
   'S3_ACCESS_KEY_ID',

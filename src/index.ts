@@ -7,7 +7,7 @@ import { firstRun } from './bootstrap'
 import { ConfigError, loadConfig } from './config'
 import { lockDatabase } from './db/instance-lock'
 import { createWorkerRunner } from './generation/runner'
-import { describeProvider, providerSettings } from './generation/settings'
+import { type Catalogue, describeCatalogue, loadCatalogue, workerModels } from './models/catalogue'
 import { createLogger } from './shared/log'
 import { StartupError } from './shared/startup-error'
 import { systemClock } from './shared/time'
@@ -18,8 +18,11 @@ import { startSearchIndexer } from './threads/search'
 import { startUpkeep } from './upkeep'
 
 let config: ReturnType<typeof loadConfig>
+let catalogue: Catalogue
 try {
   config = loadConfig()
+  // A bad entry of the models list stops the start here, named by its ID, as a bad variable does.
+  catalogue = loadCatalogue(config)
 } catch (error) {
   if (!(error instanceof ConfigError)) throw error
   console.error(`Configuration error: ${error.message}`)
@@ -56,8 +59,8 @@ reportSwept(await sweepStaging(config.UPLOADS_DIR))
 const storeIsLocal = blobs.description.kind === 'local'
 if (storeIsLocal) reportSwept(await sweepStore(store.attachments, blobs))
 
-const settings = providerSettings(config)
-const runner = createWorkerRunner(settings, blobs.location, log, undefined, {
+// The worker knows every model's settings (keys included); each answer names the model it is asked of.
+const runner = createWorkerRunner(workerModels(catalogue), blobs.location, log, undefined, {
   processes: config.PDF_TEXT_PROCESSES,
   fileTimeoutMs: config.PDF_TEXT_TIMEOUT_MS,
   messageTimeoutMs: config.PDF_TEXT_MESSAGE_TIMEOUT_MS,
@@ -69,6 +72,7 @@ const inspector = createFileInspector(log)
 const app = createApp({
   store,
   config,
+  models: catalogue,
   runner,
   inspector,
   blobs,
@@ -99,7 +103,7 @@ const upkeep = startUpkeep({ store, blobs, clock: systemClock, log })
 // Which stores and which model this process uses, so an operator reading the log knows what they are looking at.
 log.info('database', opened.description)
 log.info('storage', blobs.description)
-log.info('generator', describeProvider(settings))
+log.info('models', describeCatalogue(catalogue))
 log.info('listening', { port: app.server?.port, url: config.PUBLIC_URL })
 // Only once the server is up: credentials printed beside a failed start would never be printed again.
 await firstRun(store, config, systemClock)

@@ -50,6 +50,8 @@ const commandNames = [
   'token:create',
   'registration-token:create',
   'webhook:create',
+  'models:list',
+  'models:set',
   'backup',
   'restore',
   'db:copy',
@@ -272,6 +274,57 @@ test.concurrent('user:list shows every user; user:reset-password prints a one-ti
   expect(await signIn(store, 'ops@example.com', 'hunter2hunter2', Date.now())).toBeNull()
   expect(await signIn(store, 'ops@example.com', password, Date.now())).toMatchObject({ mustChangePassword: true })
   expect((await cli('user:list')).stdout).toContain('\tmust-change-password\n')
+})
+
+test.concurrent('models:list shows the configured models; models:set chooses an organization’s, its default among them', async () => {
+  const models = JSON.stringify([
+    { id: 'echo-a', name: 'Echo A', provider: 'echo' },
+    { id: 'echo-b', name: 'Echo B', provider: 'echo', default: true },
+  ])
+  const env = { ...shared, LLM_MODELS: models }
+  const models$ = (...args: string[]) => run(['bun', 'run', 'cli', ...args], env)
+  const listed = await models$('models:list')
+  expect(listed).toMatchObject({ code: 0, stderr: '' })
+  expect(listed.stdout.trimEnd().split('\n')).toEqual([
+    'id\tname\tprovider\tcontext_tokens\tdefault',
+    'echo-a\tEcho A\techo\t100000\tno',
+    'echo-b\tEcho B\techo\t100000\tyes',
+  ])
+  // The organization user:create made above.
+  const set = await models$('models:set', '--org', 'ops', '--allow', 'echo-a', '--default', 'echo-a')
+  expect(set).toMatchObject({ code: 0, stderr: '', stdout: 'ops may use echo-a; default echo-a\n' })
+  expect((await models$('models:list', '--org', 'ops')).stdout.trimEnd().split('\n')).toEqual([
+    'id\tname\tprovider\tcontext_tokens\tdefault\tallowed',
+    'echo-a\tEcho A\techo\t100000\tyes\tyes',
+    'echo-b\tEcho B\techo\t100000\tno\tno',
+  ])
+  // Refused, each in one line, the choice unchanged: a default not allowed, an unknown model or organization.
+  for (const [args, message] of [
+    [['--org', 'ops', '--default', 'echo-b'], 'The default model "echo-b" must be among the allowed models'],
+    [['--org', 'ops', '--allow', 'echo-a,gpt-9'], '"gpt-9" is not a configured model'],
+    [['--org', 'nowhere', '--allow', 'all'], 'No organization with slug nowhere'],
+    [['--org', 'ops'], 'Give --allow, --default or both'],
+  ] as [string[], string][]) {
+    const refused = await models$('models:set', ...args)
+    expect({ code: refused.code, stdout: refused.stdout, stderr: refused.stderr }).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `error: ${message}\n`,
+    })
+  }
+  const all = await models$('models:set', '--org', 'ops', '--allow', 'all', '--default', '')
+  expect(all.stdout).toBe('ops may use every configured model; default echo-b\n')
+})
+
+test.concurrent('the server refuses to start on a bad models entry, with one line naming it', async () => {
+  const list = JSON.stringify([
+    { id: 'broken', name: 'Broken', provider: 'openai', model: 'x', api_key_env: 'NO_SUCH_KEY' },
+  ])
+  const { stderr, code } = await run(['bun', 'src/index.ts'], { ...shared, LLM_MODELS: list })
+  expect(code).toBe(1)
+  expect(stderr.trim().split('\n')).toEqual([
+    'Configuration error: LLM_MODELS: model "broken" needs "context_tokens" and "max_output_tokens"',
+  ])
 })
 
 test.concurrent('with DATABASE_URL, backup and restore refuse in one line and point at pg_dump, connecting to nothing', async () => {

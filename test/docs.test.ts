@@ -12,6 +12,7 @@ test('OpenAPI describes every API endpoint with schemas, security and tags', asy
   expect(operations.map((o) => o.id).sort()).toEqual(
     [
       'GET /api/v1/me',
+      'GET /api/v1/models',
       'GET /api/v1/limits',
       'GET /.well-known/oauth-authorization-server',
       'GET /.well-known/oauth-protected-resource',
@@ -37,6 +38,7 @@ test('OpenAPI describes every API endpoint with schemas, security and tags', asy
       'GET /api/v1/threads/events',
       'GET /api/v1/threads/{threadId}',
       'PATCH /api/v1/threads/{threadId}',
+      'PATCH /api/v1/threads/{threadId}/settings',
       'DELETE /api/v1/threads/{threadId}',
       'GET /api/v1/threads/{threadId}/export',
       'POST /api/v1/threads/{threadId}/shares',
@@ -50,6 +52,7 @@ test('OpenAPI describes every API endpoint with schemas, security and tags', asy
       'POST /api/v1/threads/{threadId}/messages/{messageId}/feedback',
       'GET /api/v1/threads/{threadId}/messages/{messageId}/response',
       'GET /api/v1/threads/{threadId}/messages/{messageId}/response/stream',
+      'GET /api/v1/threads/{threadId}/settings',
     ].sort(),
   )
   for (const { op } of operations) expect(op.tags?.length).toBeGreaterThan(0)

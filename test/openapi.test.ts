@@ -211,6 +211,7 @@ test('request bodies: JSON only as application/json, the upload as multipart, fo
   expect(bodies).toEqual({
     [`POST ${threadsPath}`]: json,
     [`PATCH ${threadsPath}/{threadId}`]: json,
+    [`PATCH ${threadsPath}/{threadId}/settings`]: json,
     [`POST ${threadsPath}/{threadId}/messages`]: json,
     [`POST ${messagePath}/feedback`]: json,
     [`POST ${threadsPath}/{threadId}/attachments`]: ['multipart/form-data'],

@@ -78,6 +78,8 @@ test('thread and answer events arrive signed as Standard Webhooks specifies, wit
   expect(completed?.data).toEqual({
     thread_id,
     message_id,
+    // The model that wrote the answer: the echo responder, as the LLM_* variables configure it.
+    model: 'echo',
     state: 'ready',
     app_url: `${publicUrl}/threads/${thread_id}`,
     messages: messages.data?.slice(1),

@@ -1,7 +1,8 @@
 // The administration feature: its pages over HTTP, for the organization's owners and admins (members get a 403
 // page): OAuth clients (list, detail, secret rotation, deletion after confirmation), members (add with a one-time
-// password, change role, remove after confirmation), registration tokens and the threads' retention period. The
-// behaviour is auth's, oauth's and threads' (members.ts, management.ts, registration.ts, retention.ts). Same rules as
+// password, change role, remove after confirmation), registration tokens, the threads' retention period and the
+// models members may use. The behaviour is auth's, oauth's, threads' and models' (members.ts, management.ts,
+// registration.ts, retention.ts, models/service.ts). Same rules as
 // the settings pages: every post passes the `trustedForm` guard, secrets are shown once on the response page,
 // POST-redirect-GET for everything else, and what cannot be found is the shared error page.
 
@@ -9,6 +10,9 @@ import { Elysia } from 'elysia'
 import { type Actor, addMember, changeMemberRole, findMember, isRole, listMembers, removeMember } from '../auth/members'
 import type { Role } from '../auth/model'
 import type { UserRepository } from '../auth/users.repository'
+import type { Catalogue } from '../models/catalogue'
+import type { ModelRepository } from '../models/repository'
+import { setChoice, viewChoice } from '../models/service'
 import type { ClientRepository } from '../oauth/clients.repository'
 import {
   deleteOrganizationClient,
@@ -23,9 +27,10 @@ import { parseRetentionDays } from '../threads/retention'
 import { account, noticeFor, refusalOf } from '../web/account'
 import { type PageSession, pageHeaders, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
-import { field } from '../web/trusted-form'
+import { field, fieldValues } from '../web/trusted-form'
 import { AdminClientPage, AdminClientsPage, DeleteClientPage } from './views/clients'
 import { type MemberFormValues, MembersPage, RemoveMemberPage } from './views/members'
+import { type ModelsFormValues, ModelsPage } from './views/models'
 import { RetentionPage } from './views/retention'
 
 export const adminNotices: Record<string, string> = {
@@ -33,6 +38,7 @@ export const adminNotices: Record<string, string> = {
   'role-changed': 'The role was changed.',
   'member-removed': 'The member was removed: signed out, with every token and connected app revoked.',
   'retention-saved': 'The retention period was saved.',
+  'models-saved': "The organization's models were saved.",
 }
 
 function actorOf(admin: PageSession): Actor {
@@ -44,6 +50,9 @@ export interface AdminDeps extends WebDeps {
   users: UserRepository
   /** The organization's OAuth clients: the authorization server's storage. */
   oauthClients: ClientRepository
+  /** The server's models and the organization's choice among them (src/models/). */
+  catalogue: Catalogue
+  models: ModelRepository
 }
 
 export const adminPages = (deps: AdminDeps) => {
@@ -244,6 +253,41 @@ export const adminPages = (deps: AdminDeps) => {
           return html(<RetentionPage viewer={viewerOf(admin)} days={days} error={refusal.message} entered={entered} />)
         }
         return redirect('/admin/retention?notice=retention-saved', 303)
+      },
+      { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
+    )
+    .get(
+      '/admin/models',
+      async ({ admin, query, html }) =>
+        html(
+          <ModelsPage
+            viewer={viewerOf(admin)}
+            view={await viewChoice(deps, admin.user.organizationId)}
+            notice={noticeFor(adminNotices, query.notice)}
+          />,
+        ),
+      { organizationAdmin: true, detail: { hide: true } },
+    )
+    .post(
+      '/admin/models',
+      async ({ admin, form, html, redirect, set }) => {
+        const entered: ModelsFormValues = {
+          allowAll: field(form, 'scope') !== 'some',
+          allowed: fieldValues(form, 'allowed'),
+          defaultModel: field(form, 'default') ?? '',
+        }
+        try {
+          await setChoice(deps, admin.user.organizationId, {
+            allowed: entered.allowAll ? null : entered.allowed,
+            defaultModel: entered.defaultModel === '' ? null : entered.defaultModel,
+          })
+        } catch (error) {
+          const refusal = refusalOf(error)
+          set.status = refusal.status
+          const view = await viewChoice(deps, admin.user.organizationId)
+          return html(<ModelsPage viewer={viewerOf(admin)} view={view} error={refusal.message} entered={entered} />)
+        }
+        return redirect('/admin/models?notice=models-saved', 303)
       },
       { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )

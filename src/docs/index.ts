@@ -79,6 +79,7 @@ const documentation = (publicUrl: string) => ({
   tags: [
     { name: 'Threads', description: 'Conversations' },
     { name: 'Messages', description: 'Messages, AI responses and feedback' },
+    { name: 'Models', description: "The models an organization may use, and a thread's model and instructions" },
     { name: 'Attachments', description: 'Files uploaded to a thread, for messages to show and use' },
     { name: 'Share links', description: 'Read-only snapshots of a thread, for anyone holding the link' },
     { name: 'Identity', description: 'Who the token belongs to' },

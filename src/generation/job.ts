@@ -38,6 +38,8 @@ export class Job implements PendingAnswer {
   /** What the runner produced besides text (the text is the hub's), and the history's compaction if any. */
   readonly blocks: ThreadsModel.contentBlock[] = []
   compaction?: Compaction
+  /** The configured model asked for this answer, once it is prepared. */
+  model: string | null = null
   /** How much of the text has been handed to the relay, and the hand-over under way. */
   private published = 0
   private publishing?: Promise<void>
@@ -71,8 +73,8 @@ export class Job implements PendingAnswer {
   ended(outcome: Outcome, error: string | null, text: string): EndedAnswer & { lease: string | null } {
     const contents: ThreadsModel.contentBlock[] =
       text === '' ? [...this.blocks] : [{ type: 'text', text }, ...this.blocks]
-    const { messageId, threadId, compaction, lease } = this
-    return { messageId, threadId, outcome, error, contents, compaction, lease }
+    const { messageId, threadId, compaction, lease, model } = this
+    return { messageId, threadId, outcome, error, contents, compaction, lease, model }
   }
 
   /**

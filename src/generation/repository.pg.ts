@@ -165,7 +165,8 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
         if (ended.length === 0) return false
         if (answer.compaction) await storeSummary(parts, tx, threadId, answer.compaction, now)
         if (contents.length > 0) {
-          await parts.insertMessage(tx, { threadId, role: 'assistant', contents, replyTo: messageId }, now)
+          const model = answer.model ?? null
+          await parts.insertMessage(tx, { threadId, role: 'assistant', contents, replyTo: messageId, model }, now)
         }
         await tx.delete(answerChunks).where(eq(answerChunks.messageId, messageId))
         await tx.execute(notifyEvent({ kind: 'ended', messageId }))

@@ -140,7 +140,11 @@ export function sqliteGenerationRepository(db: Db, parts: SqliteAnswerParts): Ge
         if (!statement('finish').get({ messageId, status: outcome, error, now })) return false
         if (answer.compaction) storeSummary(threadId, answer.compaction, now)
         if (contents.length > 0)
-          parts.insertMessage(db, { threadId, role: 'assistant', contents, replyTo: messageId }, now)
+          parts.insertMessage(
+            db,
+            { threadId, role: 'assistant', contents, replyTo: messageId, model: answer.model ?? null },
+            now,
+          )
         statement('threadState').run({ threadId, state: outcome === 'error' ? 'error' : 'ready', now })
         return true
       })

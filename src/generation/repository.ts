@@ -39,6 +39,8 @@ export interface EndedAnswer extends PendingAnswer {
   error: string | null
   contents: ThreadsModel.contentBlock[]
   compaction?: Compaction
+  /** The configured model that wrote it (null when none was resolved: an answer stopped before it was prepared). */
+  model?: string | null
 }
 
 /** A claim's lease: its ID (the fencing token), who holds it, and until when unless renewed. */
@@ -92,6 +94,8 @@ export interface AnswerMessage {
   role: 'assistant' | 'summary'
   contents: ThreadsModel.contentBlock[]
   replyTo?: string
+  /** For an answer: the configured model that wrote it. */
+  model?: string | null
   /** Where it lists (a summary takes the place of what it replaces); at the thread's end when omitted. */
   placedAt?: number
 }

@@ -12,10 +12,24 @@ import {
 } from '../attachments/text-extractor'
 import type { Logger } from '../shared/log'
 import { type BlobLocation, openBlobStore } from '../storage/blobs'
-import type { FromWorker, GenerationRunner, HistoryMessage, JobHandlers, ProviderSettings, ToWorker } from './types'
+import {
+  anyModel,
+  type FromWorker,
+  type GenerationRunner,
+  type HistoryMessage,
+  type JobHandlers,
+  type JobModel,
+  type ProviderSettings,
+  type ToWorker,
+  type WorkerModels,
+} from './types'
 
 export function createWorkerRunner(
-  settings: ProviderSettings,
+  /**
+   * Every configured model's settings by ID (models/catalogue.ts workerModels), or one model's settings, run for
+   * every job whatever model it names.
+   */
+  settings: ProviderSettings | { models: WorkerModels },
   /** Where the worker reads attachments from: it opens a store of its own there. */
   blobs: BlobLocation,
   log: Logger,
@@ -26,9 +40,11 @@ export function createWorkerRunner(
 ): GenerationRunner {
   let worker: Worker | undefined
   const jobs = new Map<string, JobHandlers>()
-  // The echo responder reads no file.
-  const extractor =
-    settings.provider === 'echo' ? null : createPdfTextExtractor(openBlobStore(blobs), log, pdfText, pdfText)
+  const models: WorkerModels = 'models' in settings ? settings.models : { [anyModel]: settings }
+  // The echo responder reads no file: with only echo models, no extract process is ever started.
+  const extractor = Object.values(models).every((model) => model.provider === 'echo')
+    ? null
+    : createPdfTextExtractor(openBlobStore(blobs), log, pdfText, pdfText)
   /** Jobs whose PDFs are being read, not yet handed to the worker: a stop ends the wait. */
   const preparing = new Map<string, { stop: AbortController; handlers: JobHandlers }>()
 
@@ -76,23 +92,24 @@ export function createWorkerRunner(
       worker = undefined
       failAll('The generator stopped unexpectedly')
     })
-    created.postMessage({ type: 'init', settings, blobs } satisfies ToWorker)
+    created.postMessage({ type: 'init', models, blobs } satisfies ToWorker)
     // The worker must not keep the process alive on its own: the server and pending jobs do that.
     created.unref()
     return created
   }
 
-  function start(jobId: string, history: HistoryMessage[], handlers: JobHandlers): void {
+  function start(jobId: string, history: HistoryMessage[], handlers: JobHandlers, model?: JobModel): void {
     worker ??= spawn()
     jobs.set(jobId, handlers)
-    worker.postMessage({ type: 'start', jobId, history } satisfies ToWorker)
+    const asked = model ? { model: model.model, instructions: model.instructions ?? undefined } : {}
+    worker.postMessage({ type: 'start', jobId, history, ...asked } satisfies ToWorker)
   }
 
   return {
-    run(jobId: string, history: HistoryMessage[], handlers: JobHandlers): void {
+    run(jobId: string, history: HistoryMessage[], handlers: JobHandlers, model?: JobModel): void {
       const pdfs = pdfKeys(history)
       if (!extractor || pdfs.length === 0) {
-        start(jobId, history, handlers)
+        start(jobId, history, handlers, model)
         return
       }
       const stop = new AbortController()
@@ -101,7 +118,7 @@ export function createWorkerRunner(
         if (preparing.get(jobId)?.stop !== stop) return
         preparing.delete(jobId)
         if (stop.signal.aborted) handlers.cancelled()
-        else start(jobId, history, handlers)
+        else start(jobId, history, handlers, model)
       })
     },
     cancel(jobId: string): void {

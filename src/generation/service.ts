@@ -16,7 +16,7 @@ import { Job, type Outcome } from './job'
 import type { AnswerRelay, RelayEvent } from './relay'
 import { RemoteAnswers } from './remote'
 import type { GenerationRecord, GenerationRepository, PendingAnswer } from './repository'
-import type { GenerationRunner, JobHandlers } from './types'
+import type { AnswerModels, GenerationRunner, JobHandlers, JobModel } from './types'
 
 export interface EngineDeps {
   generations: GenerationRepository
@@ -30,6 +30,11 @@ export interface EngineDeps {
   leaseMs: number
   /** Told of every answer this engine stores, before its listeners hear the end (webhooks). */
   events?: Pick<DomainEvents, 'emit'>
+  /**
+   * Which configured model each answer is asked of, and the thread's instructions, resolved as it is prepared
+   * (src/models/). Without it every answer goes to the runner's only model.
+   */
+  models?: AnswerModels
 }
 
 export const restartMessage = 'The server is restarting; this answer will be generated again once it is back'
@@ -61,6 +66,7 @@ export function createGenerationEngine({
   concurrency,
   leaseMs,
   events,
+  models,
 }: EngineDeps) {
   const hub = new Hub()
   /** Who holds this engine's leases, as the operator reads it in the database and the logs. */
@@ -81,7 +87,7 @@ export function createGenerationEngine({
   async function finish(answer: Parameters<GenerationRepository['finish']>[0], now: number): Promise<boolean> {
     const stored = await generations.finish(answer, now)
     const { threadId, messageId, outcome } = answer
-    if (stored) await events?.emit({ type: 'answer.stored', threadId, messageId, outcome })
+    if (stored) await events?.emit({ type: 'answer.stored', threadId, messageId, outcome, model: answer.model ?? null })
     return stored
   }
 
@@ -147,6 +153,8 @@ export function createGenerationEngine({
     try {
       if (!(await claim(job))) return
       const history = await generations.history(job.threadId, job.messageId)
+      const asked: JobModel | undefined = models ? await models.prepare(job.threadId, job.messageId) : undefined
+      job.model = asked?.model ?? null
       // Shut down meanwhile: the claim is given back with the others (see close).
       if (phase === 'closed') {
         running.delete(job.messageId)
@@ -155,7 +163,7 @@ export function createGenerationEngine({
       // Stopped meanwhile, before the runner knew of it: it ends as a stopped answer that produced nothing.
       if (job.stopping) return settle(job, 'interrupted', stoppedMessage)
       job.state = 'generating'
-      runner.run(job.messageId, history, handlersOf(job))
+      runner.run(job.messageId, history, handlersOf(job), asked)
     } catch (failure) {
       // A database error ends this answer, and only this one: nothing else awaits its start.
       log.error('could not start an answer', { messageId: job.messageId, error: String(failure) })

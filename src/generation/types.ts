@@ -23,6 +23,8 @@ export interface HistoryMessage {
 export interface GenerationRequest {
   history: HistoryMessage[]
   signal: AbortSignal
+  /** The thread's own instructions, added to the system prompt (the echo responder ignores them). */
+  instructions?: string
 }
 
 /**
@@ -60,10 +62,30 @@ export interface ModelSettings {
 
 export type ProviderSettings = { provider: 'echo'; echoTokenDelayMs: number } | ModelSettings
 
+/**
+ * The models a worker runs, by configured ID (src/models/catalogue.ts). A worker given one model's settings alone
+ * runs them for every job, whatever model it names (tests, and the LLM_* list of one): that one is under `anyModel`.
+ */
+export type WorkerModels = Record<string, ProviderSettings>
+export const anyModel = '*'
+
+/** The model an answer is asked of and the thread's instructions, resolved when the answer is prepared. */
+export interface JobModel {
+  /** A configured model's ID. */
+  model: string
+  instructions: string | null
+}
+
+/** Resolves an answer's model as the engine prepares it (src/models/ implements it; see models/choice.ts). */
+export interface AnswerModels {
+  prepare(threadId: string, messageId: string): Promise<JobModel>
+}
+
 export type ToWorker =
-  /** Once, first: the generator to run, and where attachments' bytes are (a store the worker opens itself). */
-  | { type: 'init'; settings: ProviderSettings; blobs: BlobLocation }
-  | { type: 'start'; jobId: string; history: HistoryMessage[] }
+  /** Once, first: every model's settings by ID, and where attachments' bytes are (a store the worker opens itself). */
+  | { type: 'init'; models: WorkerModels; blobs: BlobLocation }
+  /** One answer; its generator is made for `model` on first use and kept. */
+  | { type: 'start'; jobId: string; history: HistoryMessage[]; model?: string; instructions?: string }
   | { type: 'cancel'; jobId: string }
 
 export type FromWorker =
@@ -89,7 +111,8 @@ export interface JobHandlers {
 
 /** Runs generation jobs somewhere (a Bun Worker in production) and reports back on the main thread. */
 export interface GenerationRunner {
-  run(jobId: string, history: HistoryMessage[], handlers: JobHandlers): void
+  /** `model` names the configured model to ask (and carries the thread's instructions); absent: the only one. */
+  run(jobId: string, history: HistoryMessage[], handlers: JobHandlers, model?: JobModel): void
   cancel(jobId: string): void
   close(): Promise<void>
 }

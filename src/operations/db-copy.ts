@@ -103,6 +103,7 @@ export const copiedTables: CopiedTable[] = [
   { from: lite.threads, to: pg.threads, order: ['updateSeq'], identity: 'seq' },
   { from: lite.messages, to: pg.messages, order: ['seq'], identity: 'seq' },
   { from: lite.feedback, to: pg.feedback, order: ['messageId', 'userId'] },
+  { from: lite.threadSettings, to: pg.threadSettings, order: ['threadId'] },
   // A copy is made of a stopped installation: no answer holds a lease.
   {
     from: lite.generations,

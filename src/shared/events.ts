@@ -15,7 +15,14 @@ export type DomainEvent =
   /** A thread and its rows were deleted by its owner. */
   | { type: 'thread.deleted'; threadId: string }
   /** An answer ended and was stored (by this instance: the one that holds it, or stopped it while queued). */
-  | { type: 'answer.stored'; threadId: string; messageId: string; outcome: 'complete' | 'error' | 'interrupted' }
+  | {
+      type: 'answer.stored'
+      threadId: string
+      messageId: string
+      outcome: 'complete' | 'error' | 'interrupted'
+      /** The configured model that wrote the answer; null when none was asked (stopped before it ran). */
+      model: string | null
+    }
 
 export type DomainEventType = DomainEvent['type']
 type EventOf<T extends DomainEventType> = Extract<DomainEvent, { type: T }>

@@ -16,12 +16,15 @@ import { sqliteUserRepository } from '../auth/users.repository.sqlite'
 import type { Db } from '../db/client'
 import { anyDb, asTables } from '../db/dialect'
 import type { LockName } from '../db/postgres'
+import { generations as generationsTable } from '../generation/generations.table'
 import type { AnswerRelay } from '../generation/relay'
 import type { GenerationRepository } from '../generation/repository'
 import { sqliteGenerationRepository } from '../generation/repository.sqlite'
 import * as idempotencyTables from '../idempotency/idempotency.table'
 import type { IdempotencyRepository } from '../idempotency/repository'
 import { idempotencyRepository } from '../idempotency/repository.common'
+import type { ModelRepository } from '../models/repository'
+import { modelRepository } from '../models/repository.common'
 import type { ClientRepository } from '../oauth/clients.repository'
 import { sqliteClientRepository } from '../oauth/clients.repository.sqlite'
 import type { GrantRepository } from '../oauth/grants.repository'
@@ -35,7 +38,7 @@ import type { ThreadRepository } from '../threads/repository'
 import { insertMessageRow, sqliteThreadRepository } from '../threads/repository.sqlite'
 import type { ThreadSearch } from '../threads/search'
 import { fts5ThreadSearch } from '../threads/search.fts5'
-import { threads } from '../threads/threads.table'
+import { threadSettings, threads } from '../threads/threads.table'
 import type { WebhookRepository } from '../webhooks/repository'
 import { sqliteWebhookRepository } from '../webhooks/repository.sqlite'
 
@@ -90,6 +93,8 @@ export interface Store {
   webhooks: WebhookRepository
   /** Share links and each organization's choice to allow them. */
   shares: ShareRepository
+  /** Organizations' choice of models, threads' own settings, and what an answer's model is resolved from. */
+  models: ModelRepository
   locks: InstanceLocks
 }
 
@@ -123,6 +128,10 @@ export function sqliteStore(db: Db): Store {
     shares: shareRepository(
       anyDb(db),
       asTables({ shares: sharesTable, organizations: authTables.organizations, users: authTables.users, threads }),
+    ),
+    models: modelRepository(
+      anyDb(db),
+      asTables({ organizations: authTables.organizations, threads, threadSettings, generations: generationsTable }),
     ),
     locks: processLocks,
   }

@@ -12,10 +12,12 @@ import { pgAccessTokenRepository } from '../auth/tokens.repository.pg'
 import { pgUserRepository } from '../auth/users.repository.pg'
 import { anyDb } from '../db/dialect'
 import { type PgDb, withAdvisoryLock } from '../db/postgres'
+import { generations } from '../generation/generations.table.pg'
 import { pgAnswerRelay } from '../generation/relay.pg'
 import { pgGenerationRepository } from '../generation/repository.pg'
 import * as idempotencyTables from '../idempotency/idempotency.table.pg'
 import { idempotencyRepository } from '../idempotency/repository.common'
+import { modelRepository } from '../models/repository.common'
 import { pgClientRepository } from '../oauth/clients.repository.pg'
 import { pgGrantRepository } from '../oauth/grants.repository.pg'
 import { pgRateLimitRepository } from '../shared/rate-limit.repository.pg'
@@ -24,7 +26,7 @@ import { shareRepository } from '../shares/repository.common'
 import { shares } from '../shares/shares.table.pg'
 import { insertMessageRow, pgThreadRepository } from '../threads/repository.pg'
 import { pgThreadSearch } from '../threads/search.pg'
-import { threads } from '../threads/threads.table.pg'
+import { threadSettings, threads } from '../threads/threads.table.pg'
 import { pgWebhookRepository } from '../webhooks/repository.pg'
 import type { Store } from '.'
 
@@ -60,6 +62,12 @@ export function pgStore(db: PgDb): Store {
       organizations: authTables.organizations,
       users: authTables.users,
       threads,
+    }),
+    models: modelRepository(anyDb(db), {
+      organizations: authTables.organizations,
+      threads,
+      threadSettings,
+      generations,
     }),
     locks: {
       async inTurn(name, task) {

@@ -18,6 +18,7 @@ export const adminSections: NavItem[] = [
   { href: '/admin/registration-token', label: 'Registration token' },
   { href: '/admin/webhooks', label: 'Webhooks' },
   { href: '/admin/retention', label: 'Retention' },
+  { href: '/admin/models', label: 'Models' },
   { href: '/admin/shares', label: 'Sharing' },
 ]
 

@@ -41,7 +41,12 @@ export interface EmitterDeps {
 export type WebhookEmitter = ReturnType<typeof createWebhookEmitter>
 
 export function createWebhookEmitter(deps: EmitterDeps) {
-  async function emit(type: WebhookEventType, threadId: string, messageId?: string): Promise<void> {
+  async function emit(
+    type: WebhookEventType,
+    threadId: string,
+    messageId?: string,
+    model?: string | null,
+  ): Promise<void> {
     const targets = await deps.webhooks.threadTargets(threadId)
     const endpoints = targets?.endpoints.filter((endpoint) => endpoint.events?.includes(type) ?? true) ?? []
     if (!targets || endpoints.length === 0) return
@@ -49,6 +54,8 @@ export function createWebhookEmitter(deps: EmitterDeps) {
     const data: WebhookPayload['data'] = {
       thread_id: threadId,
       ...(messageId === undefined ? {} : { message_id: messageId }),
+      // The model is named even for a private thread: it says which model answered, not what was said.
+      ...(type === 'answer.completed' && model !== undefined ? { model } : {}),
       state: targets.state,
       app_url: deps.links.threadUrl(threadId),
     }
@@ -65,9 +72,14 @@ export function createWebhookEmitter(deps: EmitterDeps) {
   }
 
   /** Queues the event; a failure is logged, never passed on: the change it reports has been made. */
-  async function safely(type: WebhookEventType, threadId: string, messageId?: string): Promise<void> {
+  async function safely(
+    type: WebhookEventType,
+    threadId: string,
+    messageId?: string,
+    model?: string | null,
+  ): Promise<void> {
     try {
-      await emit(type, threadId, messageId)
+      await emit(type, threadId, messageId, model)
     } catch (error) {
       deps.log.error('could not queue a webhook event', { type, threadId, error: String(error) })
     }
@@ -75,8 +87,12 @@ export function createWebhookEmitter(deps: EmitterDeps) {
 
   return {
     threadCreated: (threadId: string) => safely('thread.created', threadId),
-    answerEnded: (threadId: string, messageId: string, outcome: 'complete' | 'error' | 'interrupted') =>
-      safely(answerEvents[outcome], threadId, messageId),
+    answerEnded: (
+      threadId: string,
+      messageId: string,
+      outcome: 'complete' | 'error' | 'interrupted',
+      model: string | null = null,
+    ) => safely(answerEvents[outcome], threadId, messageId, model),
     /** A deleted thread's deliveries go, sent or not; a failure is logged (the thread is deleted either way). */
     async forgetThread(threadId: string): Promise<void> {
       try {
@@ -94,6 +110,8 @@ export function createWebhookEmitter(deps: EmitterDeps) {
  */
 export function queueWebhookEvents(events: DomainEvents, emitter: WebhookEmitter): void {
   events.on('thread.created', (event) => emitter.threadCreated(event.threadId))
-  events.on('answer.stored', (event) => emitter.answerEnded(event.threadId, event.messageId, event.outcome))
+  events.on('answer.stored', (event) =>
+    emitter.answerEnded(event.threadId, event.messageId, event.outcome, event.model),
+  )
   events.on('thread.deleted', (event) => emitter.forgetThread(event.threadId))
 }

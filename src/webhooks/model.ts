@@ -15,6 +15,13 @@ export namespace WebhooksModel {
       message_id: t.Optional(
         t.String({ format: 'uuid', description: 'Answer events: the user message the answer replies to.' }),
       ),
+      model: t.Optional(
+        t.Union([t.String(), t.Null()], {
+          description:
+            'answer.completed: the ID of the configured model that wrote the answer (GET /api/v1/models); sent for ' +
+            'private threads too.',
+        }),
+      ),
       state: t.Optional(t.String({ description: "The thread's state when the event was queued." })),
       app_url: t.Optional(t.String({ description: 'The thread in the web application.' })),
       messages: t.Optional(

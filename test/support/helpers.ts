@@ -146,17 +146,22 @@ function echoRunner(tokenDelayMs: number): GenerationRunner {
   const worker = shared
   const unfinished = new Set<string>()
   return {
-    run(jobId, history, handlers) {
+    run(jobId, history, handlers, model) {
       unfinished.add(jobId)
       const settled = () => unfinished.delete(jobId)
-      worker.run(jobId, history, {
-        token: (text) => handlers.token(text),
-        block: (block) => handlers.block(block),
-        summary: (text, replaces) => handlers.summary(text, replaces),
-        done: () => settled() && handlers.done(),
-        error: (message) => settled() && handlers.error(message),
-        cancelled: () => settled() && handlers.cancelled(),
-      })
+      worker.run(
+        jobId,
+        history,
+        {
+          token: (text) => handlers.token(text),
+          block: (block) => handlers.block(block),
+          summary: (text, replaces) => handlers.summary(text, replaces),
+          done: () => settled() && handlers.done(),
+          error: (message) => settled() && handlers.error(message),
+          cancelled: () => settled() && handlers.cancelled(),
+        },
+        model,
+      )
     },
     cancel: (jobId) => worker.cancel(jobId),
     async close() {

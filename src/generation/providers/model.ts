@@ -58,11 +58,17 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs:
   let choiceTool: ChoiceTool = 'offer'
   let images: ImageInput = 'inline'
 
-  async function* answer(initial: LoadedMessage[], signal: AbortSignal): AsyncIterable<ReplyEvent> {
+  async function* answer(
+    initial: LoadedMessage[],
+    signal: AbortSignal,
+    instructions: string | undefined,
+  ): AsyncIterable<ReplyEvent> {
     let messages = initial
+    // The thread's own instructions follow the server's system prompt: they add to it, never replace it.
+    const system = instructions ? `${settings.systemPrompt}\n\n${instructions}` : settings.systemPrompt
     while (true) {
       const request: ModelRequest = {
-        system: settings.systemPrompt,
+        system,
         turns: toTurns(messages, choiceTool),
         maxOutputTokens: settings.maxOutputTokens,
         choiceTool,
@@ -94,7 +100,7 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs:
   }
 
   return {
-    async *generate({ history, signal }: GenerationRequest): AsyncIterable<GeneratorEvent> {
+    async *generate({ history, signal, instructions }: GenerationRequest): AsyncIterable<GeneratorEvent> {
       try {
         let messages = await loadHistory(history, images, blobs)
         const plan = planCompaction(messages, settings)
@@ -105,7 +111,7 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs:
             messages = [summaryMessage(text), ...plan.kept]
           }
         }
-        yield* answer(messages, signal)
+        yield* answer(messages, signal, instructions)
       } catch (error) {
         if (signal.aborted || error instanceof ProviderFailure) throw error
         // The user reads a plain sentence; the original goes to the server log (see worker.ts).

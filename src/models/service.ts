@@ -1,0 +1,141 @@
+// What the models feature does, over the catalogue (fixed at start-up) and its repository: the models a caller's
+// organization may use, a thread's settings, an organization's choice, and an answer's model as it is prepared.
+import type { Caller } from '../auth/model'
+import type { AnswerModels } from '../generation/types'
+import { invalidRequest, notFound } from '../shared/errors'
+import type { ThreadRepository } from '../threads/repository'
+import { requireOwnedThread, requireVisibleThread } from '../threads/visibility'
+import type { Catalogue, CatalogueModel } from './catalogue'
+import {
+  answerModel,
+  choiceProblem,
+  mayUseModel,
+  type OrganizationChoice,
+  organizationDefault,
+  usableModels,
+} from './choice'
+import type { ModelsModel } from './model'
+import type { ModelRepository, ThreadSettings } from './repository'
+
+/** The port threads/conversation.ts declares: whether an organization may use a model (a regenerate's `model`). */
+export interface ModelChoice {
+  mayUse(organizationId: number, modelId: string): Promise<boolean>
+}
+
+export interface ModelsDeps {
+  catalogue: Catalogue
+  models: ModelRepository
+}
+
+/** Whether the organization may use the model: configured, and allowed by its choice. */
+export function modelChoice(deps: ModelsDeps): ModelChoice {
+  return {
+    async mayUse(organizationId, modelId) {
+      return mayUseModel(deps.catalogue, await deps.models.choice(organizationId), modelId)
+    },
+  }
+}
+
+/** The engine's port: the answer's model (models/choice.ts answerModel) and the thread's instructions. */
+export function answerModels(deps: ModelsDeps): AnswerModels {
+  return {
+    async prepare(threadId, messageId) {
+      const settings = await deps.models.answerSettings(threadId, messageId)
+      // The thread is gone (deleted meanwhile): nothing of it will be stored; the catalogue's default answers.
+      if (!settings) return { model: deps.catalogue.defaultId, instructions: null }
+      return { model: answerModel(deps.catalogue, settings), instructions: settings.instructions }
+    },
+  }
+}
+
+function toModel(model: CatalogueModel, defaultId: string): ModelsModel.model {
+  return {
+    id: model.id,
+    name: model.name,
+    provider: model.provider,
+    context_tokens: model.contextTokens,
+    default: model.id === defaultId,
+  }
+}
+
+/** GET /api/v1/models: what the caller's organization may use, its default marked. */
+export async function listModels(deps: ModelsDeps, organizationId: number): Promise<ModelsModel.modelList> {
+  const choice = await deps.models.choice(organizationId)
+  const defaultId = organizationDefault(deps.catalogue, choice)
+  return { data: usableModels(deps.catalogue, choice).map((model) => toModel(model, defaultId)) }
+}
+
+export async function getThreadSettings(
+  deps: ModelsDeps & { threads: ThreadRepository },
+  caller: Caller,
+  threadId: string,
+): Promise<ThreadSettings> {
+  await requireVisibleThread(deps.threads, caller, threadId)
+  return deps.models.threadSettings(threadId)
+}
+
+/**
+ * PATCH …/settings: the owner's. A model the organization may not use is refused (400); empty instructions are none.
+ * The thread's answers use the new model from the next one on (an answer already running keeps its own).
+ */
+export async function updateThreadSettings(
+  deps: ModelsDeps & { threads: ThreadRepository },
+  caller: Caller,
+  threadId: string,
+  body: ModelsModel.updateThreadSettingsBody,
+): Promise<ThreadSettings> {
+  await requireOwnedThread(deps.threads, caller, threadId, 'change its settings')
+  const patch: Partial<ThreadSettings> = {}
+  if (body.model !== undefined) {
+    if (
+      body.model !== null &&
+      !mayUseModel(deps.catalogue, await deps.models.choice(caller.organizationId), body.model)
+    ) {
+      throw invalidRequest(`The model "${body.model}" is not available to your organization (see GET /api/v1/models)`)
+    }
+    patch.model = body.model
+  }
+  if (body.instructions !== undefined) patch.instructions = body.instructions?.trim() ? body.instructions : null
+  const saved = await deps.models.saveThreadSettings(threadId, patch)
+  // Deleted between the check and the write: as for any thread that is not there.
+  if (!saved) throw notFound('Thread')
+  return saved
+}
+
+/** An organization's choice as the administration page and the CLI show it. */
+export interface ChoiceView {
+  /** Every configured model, with whether the organization may use it. */
+  models: { id: string; name: string; provider: string; allowed: boolean }[]
+  /** Whether every configured model is allowed (no list stored). */
+  allowAll: boolean
+  /** The default in effect. */
+  defaultId: string
+  /** The stored default, null when it follows the configuration's. */
+  storedDefault: string | null
+}
+
+export async function viewChoice(deps: ModelsDeps, organizationId: number): Promise<ChoiceView> {
+  const choice = await deps.models.choice(organizationId)
+  const usable = new Set(usableModels(deps.catalogue, choice).map((model) => model.id))
+  return {
+    models: deps.catalogue.models.map((model) => ({
+      id: model.id,
+      name: model.name,
+      provider: model.provider,
+      allowed: usable.has(model.id),
+    })),
+    allowAll: choice.allowed === null,
+    defaultId: organizationDefault(deps.catalogue, choice),
+    storedDefault: choice.defaultModel,
+  }
+}
+
+/**
+ * Stores an owner's or admin's choice (the caller checks the role): `allowed` null allows every configured model,
+ * and a default must be among the allowed. Throws a 400 AppError naming what is wrong.
+ */
+export async function setChoice(deps: ModelsDeps, organizationId: number, choice: OrganizationChoice): Promise<void> {
+  const problem = choiceProblem(deps.catalogue, choice)
+  if (problem) throw invalidRequest(problem)
+  await deps.models.setChoice(organizationId, choice)
+}

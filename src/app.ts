@@ -232,7 +232,7 @@ export function createApp(deps: AppDeps) {
         openRegistration: deps.config.OAUTH_OPEN_REGISTRATION,
       }),
     )
-    .use(mcpRoutes({ ...shared, ...bearer, ...threadsAndFiles, generations: store.generations }))
+    .use(mcpRoutes({ ...shared, ...bearer, ...threadsAndFiles, generations: store.generations, models: store.models }))
     .use(
       settingsPages({
         ...shared,

@@ -48,6 +48,24 @@ export function answerModels(deps: ModelsDeps): AnswerModels {
   }
 }
 
+/**
+ * The model a thread's next answer uses, as people are shown it: the thread's own while the organization may still
+ * use it, else the organization's default (`fellBack`: the thread chose a model that is no longer on offer).
+ */
+export async function threadModel(
+  deps: ModelsDeps,
+  organizationId: number,
+  threadId: string,
+): Promise<{ id: string; name: string; fellBack: boolean }> {
+  const [choice, settings] = await Promise.all([
+    deps.models.choice(organizationId),
+    deps.models.threadSettings(threadId),
+  ])
+  const id = answerModel(deps.catalogue, { requested: null, threadModel: settings.model, choice })
+  const name = deps.catalogue.byId.get(id)?.name ?? id
+  return { id, name, fellBack: settings.model !== null && settings.model !== id }
+}
+
 function toModel(model: CatalogueModel, defaultId: string): ModelsModel.model {
   return {
     id: model.id,

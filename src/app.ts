@@ -33,7 +33,7 @@ import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
 import { storageHealth } from './storage/health'
 import type { Store } from './store'
 import { threadFeedRoutes, threadRoutes } from './threads'
-import { createConversation } from './threads/conversation'
+import { createConversation, type ModelChoice } from './threads/conversation'
 import { ThreadFeed } from './threads/feed'
 import { linksFor } from './threads/links'
 import { threadPages } from './threads/pages'
@@ -68,6 +68,15 @@ export interface AppDeps {
   feedPollMs?: number | null
   /** Webhook delivery's retry schedule, DNS resolver and polling, for tests; the defaults otherwise. */
   webhooks?: Pick<DeliveryDeps, 'retry' | 'resolve' | 'pollMs'>
+}
+
+/**
+ * Until the models catalogue (src/models/) composes its own: the one model the server is configured with, by ID
+ * (`echo` for the echo responder, else LLM_MODEL), is the only one any organization may ask for.
+ */
+function oneConfiguredModel(config: Config): ModelChoice {
+  const id = config.LLM_PROVIDER === 'echo' ? 'echo' : config.LLM_MODEL
+  return { mayUse: async (_organizationId, modelId) => modelId === id }
 }
 
 export function createApp(deps: AppDeps) {
@@ -125,6 +134,7 @@ export function createApp(deps: AppDeps) {
     clock: deps.clock,
     links,
     fileNames: (ids) => attachmentNames(store.attachments, ids),
+    models: oneConfiguredModel(deps.config),
   })
   // What every plugin may have: time, logs, the engine, limits, streams. No repository is in it: each plugin is
   // handed below the repositories its deps interface names (its own, and the few of other features' it reads).

@@ -3,6 +3,7 @@
 import type { Caller } from '../auth/model'
 import type { AnswerModels } from '../generation/types'
 import { invalidRequest, notFound } from '../shared/errors'
+import type { ModelChoice } from '../threads/conversation'
 import type { ThreadRepository } from '../threads/repository'
 import { requireOwnedThread, requireVisibleThread } from '../threads/visibility'
 import type { Catalogue, CatalogueModel } from './catalogue'
@@ -16,11 +17,6 @@ import {
 } from './choice'
 import type { ModelsModel } from './model'
 import type { ModelRepository, ThreadSettings } from './repository'
-
-/** The port threads/conversation.ts declares: whether an organization may use a model (a regenerate's `model`). */
-export interface ModelChoice {
-  mayUse(organizationId: number, modelId: string): Promise<boolean>
-}
 
 export interface ModelsDeps {
   catalogue: Catalogue

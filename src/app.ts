@@ -138,6 +138,7 @@ export function createApp(deps: AppDeps) {
     clock: deps.clock,
     links,
     fileNames: (ids) => attachmentNames(store.attachments, ids),
+    models: choice,
   })
   // What every plugin may have: time, logs, the engine, limits, streams. No repository is in it: each plugin is
   // handed below the repositories its deps interface names (its own, and the few of other features' it reads).
@@ -148,7 +149,6 @@ export function createApp(deps: AppDeps) {
     events,
     conversation,
     catalogue,
-    modelChoice: choice,
     tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
     authLimiter,
     links,
@@ -232,7 +232,7 @@ export function createApp(deps: AppDeps) {
         openRegistration: deps.config.OAUTH_OPEN_REGISTRATION,
       }),
     )
-    .use(mcpRoutes({ ...shared, ...bearer, ...threadsAndFiles, generations: store.generations }))
+    .use(mcpRoutes({ ...shared, ...bearer, ...threadsAndFiles, generations: store.generations, models: store.models }))
     .use(
       settingsPages({
         ...shared,

@@ -165,6 +165,35 @@ describe.skipIf(!onPostgres)('several instances on one database', () => {
     expect(((await poll.json()) as { status: string }).status).toBe('interrupted')
   })
 
+  test('a regenerate on one instance streams from the other, and a regenerate there races a send to one 201', async () => {
+    const { a, b } = cluster
+    const sent = await send(a, words(60))
+    await answerText(a, sent.threadId, sent.messageId)
+    const regenerate = (server: ServerProcess) =>
+      fetch(`${server.url}/api/v1/threads/${sent.threadId}/messages/${sent.messageId}/regenerate`, {
+        method: 'POST',
+        headers: { authorization: cluster.headers.authorization as string },
+      })
+    expect((await regenerate(a)).status).toBe(201)
+    const live = await stream(b, sent.threadId, sent.messageId)
+    const first = (await live.next()).value as EventSourceMessage
+    expect(first.event).toBe('token')
+    // Generated on A while B streams it.
+    expect(await holderPid(sent.messageId)).toBe(a.process.pid)
+    const events = [first, ...(await collect(live))]
+    expect(events.at(-1)?.event).toBe('done')
+    expectContiguous(events)
+    const stored = await answerText(b, sent.threadId, sent.messageId)
+    expect(tokensOf(events)).toBe(stored)
+    expect(stored).toContain('w59')
+    const listed = await fetch(`${b.url}/api/v1/threads/${sent.threadId}/messages`, { headers: cluster.headers })
+    expect(((await listed.json()) as { data: unknown[] }).data).toHaveLength(2)
+    // Two instances, two writes to one ready thread: exactly one wins.
+    const statuses = (await Promise.all([regenerate(b), send(a, 'me too', sent.threadId)])).map((reply) => reply.status)
+    expect(statuses.sort()).toEqual([201, 409])
+    await answerText(a, sent.threadId, sent.messageId)
+  })
+
   test('a dropped LISTEN connection is survived: the stream catches up and completes', async () => {
     const { a, b, sql } = cluster
     const sent = await send(a, words(60))

@@ -8,7 +8,9 @@ import { and, eq } from 'drizzle-orm'
 import sharp from 'sharp'
 import { attachments } from '../src/attachments/attachments.table'
 import { personalAccessTokens } from '../src/auth/auth.table'
+import { loadConfig } from '../src/config'
 import { maxMcpBodyBytes } from '../src/mcp/model'
+import { loadCatalogue } from '../src/models/catalogue'
 import { feedback } from '../src/threads/threads.table'
 import { parseEvents, stalledClient, until } from './support/helpers'
 import { connect, postMcp, startServer } from './support/mcp-helpers'
@@ -37,7 +39,7 @@ async function refused(client: Client, name: string, args: Record<string, unknow
   return (result.content[0] as { text: string }).text
 }
 
-test('tools/list: the nine tools with input and output schemas, annotations, and the scopes each needs', async () => {
+test('tools/list: the ten tools with input and output schemas, annotations, and the scopes each needs', async () => {
   await using server = await startServer()
   const ada = await server.member()
   await using client = await connect(server.origin, ada.token)
@@ -60,6 +62,7 @@ test('tools/list: the nine tools with input and output schemas, annotations, and
   expect(summary).toEqual({
     search_threads: reader,
     list_threads: reader,
+    list_models: { ...reader, scopes: [] },
     get_thread: reader,
     get_response: reader,
     create_thread: writer,
@@ -576,7 +579,7 @@ test('a message’s cost is judged before the SDK reads it: its values, its byte
     },
   })
   // Every array element and object member counts, the message's own four included, however they nest.
-  expect((await answerOf(await postMcp(server.origin, list(keys(1996)), auth))).result.tools).toHaveLength(9)
+  expect((await answerOf(await postMcp(server.origin, list(keys(1996)), auth))).result.tools).toHaveLength(10)
   expect((await rpcError(await postMcp(server.origin, list(keys(1997)), auth))).status).toBe(400)
   const nested = list(`"a":[${'[0],'.repeat(998)}[0]]`)
   expect((await rpcError(await postMcp(server.origin, nested, auth))).status).toBe(400)
@@ -770,4 +773,65 @@ test('a reply whose client stops reading is cut off once its backlog passes the 
   job.handlers.done()
   const answer = await ok(client, 'get_response', { thread_id: created.thread_id, message_id: job.messageId })
   expect(answer.status).toBe('complete')
+})
+
+test('list_models, a thread’s model from create_thread and send_message, and get_thread naming it', async () => {
+  const models = loadCatalogue(
+    loadConfig({
+      LLM_MODELS: JSON.stringify([
+        { id: 'echo-a', name: 'Echo A', provider: 'echo' },
+        { id: 'echo-b', name: 'Echo B', provider: 'echo', default: true },
+      ]),
+    }),
+    {},
+  )
+  await using server = await startServer({ models })
+  const ada = await server.member({ scopes: [] })
+  await using reader = await connect(server.origin, ada.token)
+  // Any valid token lists them, as GET /api/v1/models.
+  expect((await ok(reader, 'list_models', {})).data).toEqual([
+    { id: 'echo-a', name: 'Echo A', provider: 'echo', context_tokens: 100_000, default: false },
+    { id: 'echo-b', name: 'Echo B', provider: 'echo', context_tokens: 100_000, default: true },
+  ])
+
+  const bea = await server.member()
+  await using client = await connect(server.origin, bea.token)
+  // A model the organization does not have is refused before anything is made.
+  expect(await refused(client, 'create_thread', { text: 'Hello', model: 'gpt-9' })).toContain('list_models')
+  expect(await ok(client, 'list_threads', {})).toMatchObject({ data: [] })
+
+  const creating = ok(client, 'create_thread', { text: 'Plan a weekend in Lyon', model: 'echo-a' })
+  const first = await server.runner.next()
+  expect(first.model).toBe('echo-a')
+  first.handlers.token('Two days.')
+  first.handlers.done()
+  const created = await creating
+  // Named after its first message, as a thread started with text is.
+  expect(created.thread).toMatchObject({ name: 'Plan a weekend in Lyon', state: 'ready' })
+  expect(created.answer).toMatchObject({ status: 'complete' })
+  expect((await ok(client, 'get_thread', { thread_id: created.thread_id })).model).toEqual({
+    id: 'echo-a',
+    name: 'Echo A',
+  })
+
+  // send_message's model is the thread's from that message on.
+  const sending = ok(client, 'send_message', { thread_id: created.thread_id, text: 'And Annecy?', model: 'echo-b' })
+  const second = await server.runner.next()
+  expect(second.model).toBe('echo-b')
+  second.handlers.done()
+  await sending
+  expect((await ok(client, 'get_thread', { thread_id: created.thread_id })).model).toEqual({
+    id: 'echo-b',
+    name: 'Echo B',
+  })
+  expect(
+    await refused(client, 'send_message', { thread_id: created.thread_id, text: 'And Dijon?', model: 'gpt-9' }),
+  ).toContain('list_models')
+
+  // A thread without a model of its own says the organization's default.
+  const plain = await ok(client, 'create_thread', { name: 'Plain' })
+  expect((await ok(client, 'get_thread', { thread_id: plain.thread_id })).model).toEqual({
+    id: 'echo-b',
+    name: 'Echo B',
+  })
 })

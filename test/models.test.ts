@@ -11,7 +11,7 @@ import { createWorkerRunner } from '../src/generation/runner'
 import { type Catalogue, describeCatalogue, loadCatalogue, workerModels } from '../src/models/catalogue'
 import { silentLogger } from '../src/shared/log'
 import { ask, FakeLlm, openaiText, sse } from './support/fake-llm'
-import { type Harness, harness } from './support/helpers'
+import { type Harness, harness, until } from './support/helpers'
 import { signedIn } from './support/oauth-helpers'
 import { submit } from './support/web-helpers'
 
@@ -383,14 +383,38 @@ test('the fake upstream is asked for the thread’s model, else the organization
   // The thread's model no longer allowed: the organization's default answers, and the answer says so.
   await h.store.models.setChoice(organization, { allowed: ['smart'], defaultModel: 'smart' })
   fake.reply(answer('quatre'))
-  await ask(h, user.token, 'Still there?', second.threadId)
+  const fourth = await ask(h, user.token, 'Still there?', second.threadId)
   expect(asked()?.model).toBe('vendor-smart')
   expect(await storedModel(second.threadId)).toBe('smart')
+
+  // A regenerate's model answers that once; the details of the new answer name it.
+  await h.store.models.setChoice(organization, { allowed: null, defaultModel: 'smart' })
+  fake.reply(answer('cinq'))
+  const regenerated = await h.call(
+    'POST',
+    `/api/v1/threads/${second.threadId}/messages/${fourth.messageId}/regenerate`,
+    {
+      token: user.token,
+      body: { model: 'fast' },
+    },
+  )
+  expect(regenerated.status).toBe(201)
+  const poll = `/api/v1/threads/${second.threadId}/messages/${fourth.messageId}/response`
+  const done = await until(async () => {
+    const reply = await h.call('GET', poll, { token: user.token })
+    return reply.body.status === 'complete' && reply.body
+  })
+  expect(asked()?.model).toBe('vendor-fast')
+  const details = await h.call('GET', `/api/v1/threads/${second.threadId}/messages/${done.messages[0].id}/details`, {
+    token: user.token,
+  })
+  expect(details.body).toMatchObject({ model: 'fast', version: 2, versions: 2, active: true })
   expect(fake.received.map((request) => request.body.model)).toEqual([
     'vendor-fast',
     'vendor-smart',
     'vendor-fast',
     'vendor-smart',
+    'vendor-fast',
   ])
 })
 

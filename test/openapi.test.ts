@@ -214,6 +214,8 @@ test('request bodies: JSON only as application/json, the upload as multipart, fo
     [`PATCH ${threadsPath}/{threadId}/settings`]: json,
     [`POST ${threadsPath}/{threadId}/messages`]: json,
     [`POST ${messagePath}/feedback`]: json,
+    [`POST ${messagePath}/regenerate`]: json,
+    [`POST ${messagePath}/edit`]: json,
     [`POST ${threadsPath}/{threadId}/attachments`]: ['multipart/form-data'],
     [`POST ${threadsPath}/{threadId}/shares`]: json,
     'POST /oauth/authorize': form,

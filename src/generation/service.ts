@@ -79,6 +79,11 @@ export function createGenerationEngine({
   const queue: PendingAnswer[] = []
   /** Answers being claimed, generated or stored: each holds one of the `concurrency` places. */
   const running = new Map<string, Job>()
+  /**
+   * Answers queued again (a regenerate) while their previous run was still being stored here: its hub entry is the
+   * previous run's until it has told its listeners the end, so the new run is queued only once it has left.
+   */
+  const again = new Map<string, string>()
   const waiters = { idle: [] as (() => void)[], drained: [] as (() => void)[] }
   let phase: Phase = 'serving'
   let upkeepTimer: ReturnType<typeof setInterval> | undefined
@@ -116,6 +121,12 @@ export function createGenerationEngine({
       hub.finish(messageId, { error: 'The response could not be saved' })
     }
     running.delete(messageId)
+    const threadId = again.get(messageId)
+    if (threadId !== undefined) {
+      again.delete(messageId)
+      engine.enqueue(messageId, threadId)
+      return
+    }
     pump()
   }
 
@@ -415,6 +426,11 @@ export function createGenerationEngine({
 
     /** Schedules the answer to a user message whose `generations` row was just committed. */
     enqueue(messageId: string, threadId: string): void {
+      // Its previous run committed (the thread took the regenerate) but is still telling its end: see `again`.
+      if (running.get(messageId)?.state === 'storing') {
+        again.set(messageId, threadId)
+        return
+      }
       hub.open(messageId)
       queue.push({ messageId, threadId })
       pump()

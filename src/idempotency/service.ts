@@ -16,7 +16,7 @@ export const idempotencyKeyLifetimeMs = dayMs
 
 /**
  * A key still running after this long lost its request to a crash and is free again. Far longer than any of the
- * three routes runs: an upload's checks are cut off after a minute, and its body is read before the key is reserved.
+ * routes runs: an upload's checks are cut off after a minute, and its body is read before the key is reserved.
  */
 export const abandonedKeyMs = 10 * 60_000
 
@@ -157,7 +157,7 @@ export function idempotencyDeps(deps: { idempotency: IdempotencyRepository; cloc
   return { idempotency: deps.idempotency, now: () => deps.clock.now(), log: deps.log } satisfies IdempotencyDeps
 }
 
-/** The OpenAPI header parameter of the three routes that take a key. */
+/** The OpenAPI header parameter of the routes that take a key. */
 export const idempotencyKeyParameter = {
   name: 'Idempotency-Key',
   in: 'header',
@@ -174,7 +174,7 @@ export const idempotencyKeyParameter = {
   schema: { type: 'string', minLength: 1, maxLength: 255 },
 } as const
 
-/** What the three routes' descriptions add. */
+/** What the descriptions of the routes that take a key add. */
 export const idempotencyNote =
   ' Send `Idempotency-Key` to make a retry safe: a repeat within 24 hours gets the first success again ' +
   '(`Idempotent-Replayed: true`) rather than doing it twice.'

@@ -143,10 +143,31 @@ export namespace McpModel {
     limit: limit(50),
     after: uuid('The previous page’s `messages.last_id`, for the next page of messages.').optional(),
   }
+  const modelRef = z
+    .object({ id: z.string(), name: z.string() })
+    .describe('The model that writes the thread’s next answer: its own, or the organization’s default.')
   export const threadWithMessages = z.object({
     thread,
     messages: page(message).describe('The thread’s messages, oldest first, one page.'),
+    model: modelRef,
   })
+  export const modelList = z.object({
+    data: z.array(
+      z.object({
+        id: z.string().describe('Give it as `model` to create_thread, send_message or regenerate_response.'),
+        name: z.string(),
+        provider: z.string(),
+        context_tokens: z.number().int(),
+        default: z.boolean().describe('The organization’s default: what a thread without a model of its own uses.'),
+      }),
+    ),
+  })
+  const modelInput = z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('A model’s `id` from list_models: the thread answers with it from this message on.')
 
   export const createThreadInput = {
     name: z
@@ -161,6 +182,7 @@ export namespace McpModel {
       .max(messageTextMaxLength)
       .optional()
       .describe('The first message. When given, the answer is waited for.'),
+    model: modelInput,
     wait_seconds: waitSeconds,
   }
   export const createdThread = z.object({
@@ -181,6 +203,7 @@ export namespace McpModel {
       .max(attachmentsPerMessage)
       .optional()
       .describe('Files uploaded to this thread with upload_attachment, in the order to show them.'),
+    model: modelInput,
     wait_seconds: waitSeconds,
   }
 

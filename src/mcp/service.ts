@@ -15,6 +15,7 @@ import type { Caller } from '../auth/model'
 import { pollAnswer } from '../generation'
 import type { GenerationRepository } from '../generation/repository'
 import type { AnswerEngine } from '../generation/service'
+import { listModels, type ModelsDeps, modelChoice, threadModel, updateThreadSettings } from '../models/service'
 import { AppError, conflict, invalidRequest } from '../shared/errors'
 import type { Listener, OpenStreams } from '../shared/streams/sse'
 import type { Conversation } from '../threads/conversation'
@@ -27,7 +28,7 @@ import { getThread } from '../threads/threads'
 import { requireMessage } from '../threads/visibility'
 import type { McpModel } from './model'
 
-export interface McpDeps extends UploadDeps, AuthDeps {
+export interface McpDeps extends UploadDeps, AuthDeps, ModelsDeps {
   /** Answers' status, read while a tool waits on one. */
   generations: GenerationRepository
   /** Answers' hub, to wait on them (sending goes through `conversation`). */
@@ -71,11 +72,17 @@ export async function readThread(
   deps: McpDeps,
   caller: Caller,
   input: { thread_id: string; limit?: number; after?: string },
-): Promise<{ thread: ThreadsModel.thread; messages: ThreadsModel.messageList }> {
+): Promise<{ thread: ThreadsModel.thread; messages: ThreadsModel.messageList; model: { id: string; name: string } }> {
   const thread = await getThread(deps.threads, caller, input.thread_id, deps.links)
   const query = { limit: input.limit ?? 50, after: input.after }
   const messages = await listMessages(deps.threads, caller, input.thread_id, query, deps.links)
-  return { thread, messages }
+  const { id, name } = await threadModel(deps, caller.organizationId, input.thread_id)
+  return { thread, messages, model: { id, name } }
+}
+
+/** The models the person's organization may use (the API's GET /models). */
+export async function modelsFor(deps: McpDeps, caller: Caller) {
+  return await listModels(deps, caller.organizationId)
 }
 
 export async function threadNow(deps: McpDeps, caller: Caller, threadId: string): Promise<ThreadsModel.thread> {
@@ -164,19 +171,48 @@ export async function awaitAnswer(
 export async function startThread(
   deps: McpDeps,
   caller: Caller,
-  input: { name?: string; is_private?: boolean; text?: string },
+  input: { name?: string; is_private?: boolean; text?: string; model?: string },
 ): Promise<{ thread_id: string; message_id: string | null; app_url: string }> {
-  const body = { name: input.name, is_private: input.is_private, text: input.text }
-  const created = await deps.conversation.start(caller, body)
-  return { ...created, app_url: deps.links.threadUrl(created.thread_id) }
+  if (input.model === undefined) {
+    const created = await deps.conversation.start(caller, {
+      name: input.name,
+      is_private: input.is_private,
+      text: input.text,
+    })
+    return { ...created, app_url: deps.links.threadUrl(created.thread_id) }
+  }
+  // The thread's model must be set before its first answer is queued: an unusable model is refused before anything
+  // is made, then the thread is made empty, given its model, and sent its first message (which names it, as a
+  // thread started with text is named).
+  await requireUsable(deps, caller, input.model)
+  const created = await deps.conversation.start(caller, { name: input.name, is_private: input.is_private })
+  await updateThreadSettings(deps, caller, created.thread_id, { model: input.model })
+  const message_id =
+    input.text === undefined
+      ? null
+      : (await deps.conversation.send(caller, created.thread_id, { text: input.text })).message_id
+  return { thread_id: created.thread_id, message_id, app_url: deps.links.threadUrl(created.thread_id) }
+}
+
+async function requireUsable(deps: McpDeps, caller: Caller, model: string): Promise<void> {
+  if (await modelChoice(deps).mayUse(caller.organizationId, model)) return
+  throw invalidRequest(`The model "${model}" is not available to your organization: list_models names those that are`)
 }
 
 export async function send(
   deps: McpDeps,
   caller: Caller,
-  input: { thread_id: string; text: string; attachment_ids?: string[] },
+  input: { thread_id: string; text: string; attachment_ids?: string[]; model?: string },
 ): Promise<{ message_id: string }> {
   const body = { text: input.text, attachment_ids: input.attachment_ids }
+  if (input.model !== undefined) {
+    // The model is the thread's from this message on; a thread that would refuse the message keeps its model.
+    const thread = await getThread(deps.threads, caller, input.thread_id, deps.links)
+    if (thread.state !== 'ready')
+      throw conflict(`The thread is ${thread.state}; a new message is accepted only in ready`)
+    await requireUsable(deps, caller, input.model)
+    await updateThreadSettings(deps, caller, input.thread_id, { model: input.model })
+  }
   return await deps.conversation.send(caller, input.thread_id, body)
 }
 

@@ -32,6 +32,7 @@ import {
   awaitAnswer,
   listThreadPage,
   type McpDeps,
+  modelsFor,
   rate,
   readThread,
   searchThreads,
@@ -216,13 +217,30 @@ export function serverFor(deps: McpDeps, caller: Caller): McpServer {
   )
 
   server.registerTool(
+    'list_models',
+    {
+      title: 'List models',
+      description:
+        'The AI models the person’s organization may use, with the default marked. Pass a model’s `id` as `model` ' +
+        'to create_thread or send_message to make it the thread’s model, or to regenerate_response for one answer. ' +
+        'Any valid token may list them.',
+      inputSchema: {},
+      outputSchema: McpModel.modelList,
+      annotations: readOnly,
+      _meta: meta([]),
+    },
+    guarded([], 'list_models', () => modelsFor(deps, caller)),
+  )
+
+  server.registerTool(
     'get_thread',
     {
       title: 'Read a thread',
       description:
         'A thread and its messages, oldest first, one page at a time (pass `messages.last_id` as `after` while ' +
         '`messages.has_more`). Messages hold text, files (`attachment_id`) and questions with choices ' +
-        `(\`user_get_choice\`). \`thread.state\` says whether it takes a new message (\`ready\`). ${readScopeNote}`,
+        `(\`user_get_choice\`). \`thread.state\` says whether it takes a new message (\`ready\`); \`model\` is the model ` +
+        `that writes its next answer. ${readScopeNote}`,
       inputSchema: McpModel.getThreadInput,
       outputSchema: McpModel.threadWithMessages,
       annotations: readOnly,
@@ -238,7 +256,8 @@ export function serverFor(deps: McpDeps, caller: Caller): McpServer {
       description:
         'Starts a new thread owned by the person, visible to their team unless `is_private`. With `text`, that ' +
         `is its first message and the assistant answers it: ${waitNote} Without \`text\` the thread is empty and ` +
-        'ready for send_message (upload files to it first with upload_attachment). Needs the threads:write scope ' +
+        'ready for send_message (upload files to it first with upload_attachment). `model` (see list_models) ' +
+        'answers it with that model; without it, the organization’s default. Needs the threads:write scope ' +
         '(and threads:read to get the answer back).',
       inputSchema: McpModel.createThreadInput,
       outputSchema: McpModel.createdThread,
@@ -266,6 +285,7 @@ export function serverFor(deps: McpDeps, caller: Caller): McpServer {
       description:
         'Sends a message in one of the person’s own threads and starts the assistant’s answer. The thread must ' +
         `be \`ready\`: a thread still answering refuses it (try again once that answer is done). ${waitNote} ` +
+        '`model` (see list_models) makes that model the thread’s from this message on. ' +
         'Needs the threads:write scope (and threads:read to get the answer back).',
       inputSchema: McpModel.sendMessageInput,
       outputSchema: McpModel.answer,

@@ -3,6 +3,7 @@
 import type { Caller } from '../auth/model'
 import type { AnswerModels } from '../generation/types'
 import { invalidRequest, notFound } from '../shared/errors'
+import type { ModelChoice } from '../threads/conversation'
 import type { ThreadRepository } from '../threads/repository'
 import { requireOwnedThread, requireVisibleThread } from '../threads/visibility'
 import type { Catalogue, CatalogueModel } from './catalogue'
@@ -16,11 +17,6 @@ import {
 } from './choice'
 import type { ModelsModel } from './model'
 import type { ModelRepository, ThreadSettings } from './repository'
-
-/** The port threads/conversation.ts declares: whether an organization may use a model (a regenerate's `model`). */
-export interface ModelChoice {
-  mayUse(organizationId: number, modelId: string): Promise<boolean>
-}
 
 export interface ModelsDeps {
   catalogue: Catalogue
@@ -46,6 +42,24 @@ export function answerModels(deps: ModelsDeps): AnswerModels {
       return { model: answerModel(deps.catalogue, settings), instructions: settings.instructions }
     },
   }
+}
+
+/**
+ * The model a thread's next answer uses, as people are shown it: the thread's own while the organization may still
+ * use it, else the organization's default (`fellBack`: the thread chose a model that is no longer on offer).
+ */
+export async function threadModel(
+  deps: ModelsDeps,
+  organizationId: number,
+  threadId: string,
+): Promise<{ id: string; name: string; fellBack: boolean }> {
+  const [choice, settings] = await Promise.all([
+    deps.models.choice(organizationId),
+    deps.models.threadSettings(threadId),
+  ])
+  const id = answerModel(deps.catalogue, { requested: null, threadModel: settings.model, choice })
+  const name = deps.catalogue.byId.get(id)?.name ?? id
+  return { id, name, fellBack: settings.model !== null && settings.model !== id }
 }
 
 function toModel(model: CatalogueModel, defaultId: string): ModelsModel.model {

@@ -198,7 +198,7 @@ export function rawJsonBody(request: Request): Uint8Array {
   return rawBodies.get(request) ?? new Uint8Array()
 }
 
-function parseJsonBody(schema: TSchema) {
+function parseJsonBody(schema: TSchema, optional = false) {
   const check = TypeCompiler.Compile(schema)
   return async function readJsonBody({ request }: { request: Request }): Promise<unknown> {
     // A guard's own parse hook must come first; a route that lists `json` before its guard is a bug, and
@@ -206,6 +206,9 @@ function parseJsonBody(schema: TSchema) {
     if (!checkedCallers.has(request)) {
       throw new AppError(500, 'internal_error', 'This route reads its body before checking its caller')
     }
+    // An optional body left out (no content type, nothing sent) is the empty object.
+    const absent = request.body === null || request.headers.get('content-length') === '0'
+    if (optional && absent && !request.headers.has('content-type')) return {}
     if (mediaTypeOf(request) !== 'application/json') {
       if (request.body !== null && request.headers.get('content-length') !== '0') {
         throw unsupportedMediaType('application/json', request.method)
@@ -241,14 +244,17 @@ export function jsonBody<Schema extends TSchema>(schema: Schema): { body: Schema
  * Left to itself, the document would offer every body as form data and plain text too. The route's own
  * `detail` keeps everything else; a fresh object per route, since Elysia merges it into the route's.
  */
-function jsonBodyDetail(schema: TSchema): {
+function jsonBodyDetail(
+  schema: TSchema,
+  optional = false,
+): {
   requestBody: { required: boolean; description: string; content: Record<string, { schema: object }> }
   responses: DocumentedResponses
 } {
   return {
     requestBody: {
-      required: true,
-      description: `A JSON object, sent as \`application/json\` with a Content-Length of at most ${maxJsonBodyBytes} bytes and nested at most ${maxJsonDepth} levels deep.`,
+      required: !optional,
+      description: `${optional ? 'Optional (none: `{}`). ' : ''}A JSON object, sent as \`application/json\` with a Content-Length of at most ${maxJsonBodyBytes} bytes and nested at most ${maxJsonDepth} levels deep.`,
       content: { 'application/json': { schema } },
     },
     responses: { 413: sharedResponse('PayloadTooLarge'), 415: sharedResponse('UnsupportedMediaType') },
@@ -258,4 +264,10 @@ function jsonBodyDetail(schema: TSchema): {
 /** The `json` macro behind jsonBody(), which routes use through that function. */
 export const jsonBodies = new Elysia({ name: 'json-bodies' }).macro({
   json: (schema: TSchema) => ({ parse: parseJsonBody(schema), detail: jsonBodyDetail(schema) }),
+  optionalJson: (schema: TSchema) => ({ parse: parseJsonBody(schema, true), detail: jsonBodyDetail(schema, true) }),
 })
+
+/** jsonBody() for a body that may be left out altogether (no content type, nothing sent): it reads as `{}`. */
+export function optionalJsonBody<Schema extends TSchema>(schema: Schema): { body: Schema; optionalJson: Schema } {
+  return { body: schema, optionalJson: schema }
+}

@@ -12,10 +12,19 @@ import { sendMessage } from './messages'
 import type { ThreadsModel } from './model'
 import type { ThreadRepository } from './repository'
 import { createThread } from './threads'
+import { activateVersion, editMessage, regenerateAnswer } from './versions'
 
 /** What starts answers: the generation engine, told of a user message whose queue entry has just committed. */
 export interface AnswerQueue {
   enqueue(messageId: string, threadId: string): void
+}
+
+/**
+ * Which models an organization may ask for: the models feature (src/models/) implements it; app.ts composes it. A
+ * regenerate's `model` is checked with it (400 when false).
+ */
+export interface ModelChoice {
+  mayUse(organizationId: number, modelId: string): Promise<boolean>
 }
 
 export interface ConversationDeps {
@@ -26,6 +35,7 @@ export interface ConversationDeps {
   links: Links
   /** The attachments' names, which a continuation's extract quotes. */
   fileNames: FileNames
+  models: ModelChoice
 }
 
 export type Conversation = ReturnType<typeof createConversation>
@@ -52,6 +62,39 @@ export function createConversation(deps: ConversationDeps) {
       const sent = await sendMessage(threads, caller, threadId, body, clock.now())
       answers.enqueue(sent.message_id, threadId)
       return sent
+    },
+
+    /**
+     * Regenerates the answer to a user message on the active path (versions.ts: regenerateAnswer) and starts it. The
+     * poll and stream of `message_id` follow the new answer. `ready` or `error` only: how a thread in error goes on.
+     */
+    async regenerate(
+      caller: Caller,
+      threadId: string,
+      messageId: string,
+      body: { model?: string },
+    ): Promise<{ message_id: string }> {
+      const mayUse = (organizationId: number, modelId: string) => deps.models.mayUse(organizationId, modelId)
+      const queued = await regenerateAnswer(threads, mayUse, caller, threadId, messageId, body, clock.now())
+      answers.enqueue(messageId, threadId)
+      return queued
+    },
+
+    /** Edits a user message on the active path (versions.ts: editMessage): its new version's answer starts. */
+    async edit(
+      caller: Caller,
+      threadId: string,
+      messageId: string,
+      body: ThreadsModel.sendMessageBody,
+    ): Promise<{ message_id: string }> {
+      const edited = await editMessage(threads, caller, threadId, messageId, body, clock.now())
+      answers.enqueue(edited.message_id, threadId)
+      return edited
+    },
+
+    /** Switches the thread's active path to a version and its latest descendants (versions.ts: activateVersion). */
+    async activate(caller: Caller, threadId: string, messageId: string): Promise<void> {
+      await activateVersion(threads, caller, threadId, messageId, clock.now())
     },
 
     /** Continues a thread in `error` in a new one (continuation.ts); no answer starts until a message is sent. */

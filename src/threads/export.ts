@@ -1,12 +1,13 @@
 // A thread as one document to keep or move elsewhere: JSON with everything needed to rebuild it (the thread, every
-// message the API lists, and each attachment's description and download path), or Markdown for people to read.
+// message the API lists, every other version in the thread's tree, each with its parent and model, and each
+// attachment's description and download path), or Markdown for people to read (the listed path only).
 import type { AttachmentRepository } from '../attachments/repository'
 import type { Caller } from '../auth/model'
 import { toIso } from '../shared/time'
-import { type Links, toThread } from './links'
-import { allMessages, attachmentIdsOf } from './messages'
+import { type Links, toMessage, toThread } from './links'
+import { attachmentIdsOf } from './messages'
 import type { ThreadsModel } from './model'
-import type { ThreadRepository } from './repository'
+import type { ThreadRepository, TreeMessageRow } from './repository'
 import { requireVisibleThread } from './visibility'
 
 type ThreadExport = ThreadsModel.threadExport
@@ -19,14 +20,23 @@ export async function exportThread(
   now: number,
 ): Promise<ThreadExport> {
   const thread = await requireVisibleThread(deps.threads, caller, threadId)
-  const messages = await allMessages(deps.threads, caller, threadId, deps.links)
-  const ids = [...new Set(messages.flatMap((message) => attachmentIdsOf(message.contents)))]
+  // One read of the whole tree, in list order: the active path is exactly what GET …/messages lists.
+  const tree = await deps.threads.threadTree(threadId)
+  const exported = (row: TreeMessageRow): ThreadsModel.exportedMessage => ({
+    ...toMessage(row, deps.links),
+    parent_id: row.parentId,
+    model: row.model,
+  })
+  const messages = tree.filter((row) => row.active).map(exported)
+  const others = tree.filter((row) => !row.active).map(exported)
+  const ids = [...new Set(tree.flatMap((row) => attachmentIdsOf(row.contents)))]
   const files = ids.length === 0 ? [] : await deps.attachments.listByIds(ids)
   return {
     format: 'threadhouse.thread.v1',
     exported_at: toIso(now),
     thread: toThread(thread, deps.links),
     messages,
+    other_messages: others,
     attachments: files
       .filter((file) => file.threadId === threadId)
       .map((file) => ({

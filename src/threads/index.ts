@@ -7,7 +7,7 @@ import { AuthModel } from '../auth/model'
 import type { AnswerEngine } from '../generation/service'
 import type { IdempotencyRepository } from '../idempotency/repository'
 import { idempotencyDeps, idempotencyKeyParameter, idempotencyNote, onceForJson } from '../idempotency/service'
-import { jsonBodies, jsonBody } from '../shared/body'
+import { jsonBodies, jsonBody, optionalJsonBody } from '../shared/body'
 import type { DomainEvents } from '../shared/events'
 import { noContent, type Responses } from '../shared/responses'
 import { type Heartbeats, type OpenStreams, sseResponse } from '../shared/streams/sse'
@@ -24,6 +24,7 @@ import { listMessages } from './messages'
 import { ThreadsModel } from './model'
 import type { ThreadRepository } from './repository'
 import { deleteThread, getThread, stopThread, updateThread } from './threads'
+import { listVersions, messageDetails } from './versions'
 
 export interface ThreadsDeps extends AuthDeps {
   threads: ThreadRepository
@@ -281,6 +282,145 @@ export const threadRoutes = (deps: ThreadsDeps) =>
             'unknown ID, another thread’s attachment or an ID listed twice gives 400 `invalid_request` naming the ' +
             'ID. A file may be attached to any number of messages.' +
             idempotencyNote,
+        },
+      },
+    )
+    .post(
+      '/:threadId/messages/:messageId/regenerate',
+      async ({ caller, params, body, request, status }) => {
+        const outcome = await onceForJson(idempotencyDeps(deps), caller, request, 201, async () => {
+          return await deps.conversation.regenerate(caller, params.threadId, params.messageId, body)
+        })
+        return 'replay' in outcome ? outcome.replay : status(201, outcome.value)
+      },
+      {
+        scope: 'threads:write',
+        params: ThreadsModel.messageParams,
+        ...optionalJsonBody(ThreadsModel.regenerateBody),
+        response: deps.responses({
+          201: ThreadsModel.regenerateResponse,
+          ...ownerErrors,
+          409: error,
+          422: error,
+        }),
+        detail: {
+          operationId: 'regenerateResponse',
+          summary: 'Generate the answer to a user message again',
+          parameters: [idempotencyKeyParameter],
+          tags: ['Messages'],
+          description:
+            'An addition to the specification. `message_id` must be a user message on the thread’s active path ' +
+            '(one `GET …/messages` lists; 400 otherwise, 404 for an unknown one). A new answer to it is generated ' +
+            'and becomes the active one: the earlier answer stays as a version (`GET …/versions` of it), and every ' +
+            'later message leaves the active path. The thread moves to `waiting`, then on as after a send; the poll ' +
+            'and the stream of `message_id` follow the new answer. Allowed when the thread is `ready` or `error`, ' +
+            'otherwise 409: regenerating the failed answer is how a thread in `error` goes on (an extension of the ' +
+            'state machine; sending a message to a thread in `error` stays 409). Of racing writes to the thread ' +
+            '(sends, edits, regenerations) exactly one wins; the others get 409. Owner only (403 `forbidden` for ' +
+            'other members). The optional body `{"model"}` names a model for this answer only (400 when the ' +
+            'organization may not use it). Moves `updated_at`, so change feeds get `thread.updated`.' +
+            idempotencyNote,
+        },
+      },
+    )
+    .post(
+      '/:threadId/messages/:messageId/edit',
+      async ({ caller, params, body, request, status }) => {
+        const outcome = await onceForJson(idempotencyDeps(deps), caller, request, 201, async () => {
+          return await deps.conversation.edit(caller, params.threadId, params.messageId, body)
+        })
+        return 'replay' in outcome ? outcome.replay : status(201, outcome.value)
+      },
+      {
+        scope: 'threads:write',
+        params: ThreadsModel.messageParams,
+        ...jsonBody(ThreadsModel.sendMessageBody),
+        response: deps.responses({
+          201: ThreadsModel.editResponse,
+          ...ownerErrors,
+          409: error,
+          422: error,
+        }),
+        detail: {
+          operationId: 'editMessage',
+          summary: 'Edit a user message: its new version is sent and answered',
+          parameters: [idempotencyKeyParameter],
+          tags: ['Messages'],
+          description:
+            'An addition to the specification. `message_id` must be a user message on the thread’s active path ' +
+            '(400 otherwise, 404 for an unknown one). The body follows the send’s rules (`text`, and ' +
+            '`attachment_ids` naming files of this thread). A new user message with the same parent becomes ' +
+            'active in its place (the edited one stays as a version), every later message leaves the active path, ' +
+            'and its answer starts: answers 201 with the new message’s ID, whose poll and stream give that answer. ' +
+            'Allowed when the thread is `ready` or `error`, otherwise 409; of racing writes to the thread exactly ' +
+            'one wins. Owner only. Moves `updated_at`.' +
+            idempotencyNote,
+        },
+      },
+    )
+    .get(
+      '/:threadId/messages/:messageId/versions',
+      ({ caller, params }) => listVersions(deps.threads, caller, params.threadId, params.messageId, deps.links),
+      {
+        scope: 'threads:read',
+        params: ThreadsModel.messageParams,
+        response: deps.responses({ 200: ThreadsModel.versionList, ...readErrors }),
+        detail: {
+          operationId: 'listMessageVersions',
+          summary: 'List the versions of a message',
+          tags: ['Messages'],
+          description:
+            'An addition to the specification. The messages that share the message’s parent and role (its ' +
+            'edits, or the answers to the same user message), oldest first, all on one page, as Message objects; ' +
+            '`active_id` is the one on the thread’s active path, or null when the message’s branch is not shown. ' +
+            'A summary has no versions but itself. For anyone who can read the thread.',
+        },
+      },
+    )
+    .post(
+      '/:threadId/messages/:messageId/activate',
+      async ({ caller, params, set }) => {
+        await deps.conversation.activate(caller, params.threadId, params.messageId)
+        set.status = 204
+      },
+      {
+        scope: 'threads:write',
+        parse: 'none', // no body: whatever is sent is left unread
+        params: ThreadsModel.messageParams,
+        response: deps.responses({ ...ownerErrors, 409: error }),
+        detail: {
+          operationId: 'activateMessageVersion',
+          summary: 'Show a version of a message: its branch becomes the active path (204, no content)',
+          tags: ['Messages'],
+          description:
+            'An addition to the specification. The version (a user or assistant message) and, after it, each ' +
+            'time the newest message that follows it become the thread’s active path in place of the version ' +
+            'shown before and what followed it; `GET …/messages` lists that path from then on, and the poll and ' +
+            'stream of a user message give its answer on it. The thread is then `error` when the path ends with ' +
+            'an answer that failed (or a user message whose answer failed), else `ready`. Activating the version ' +
+            'already shown changes nothing. 409 while an answer runs (the thread is not `ready` or `error`); 400 ' +
+            'for a summary, for a message none of whose versions is shown, and for a version older than the ' +
+            'summary that replaced the start of the thread. Owner only. Moves `updated_at`.',
+          responses: noContent('Activated; no content'),
+        },
+      },
+    )
+    .get(
+      '/:threadId/messages/:messageId/details',
+      ({ caller, params }) => messageDetails(deps.threads, caller, params.threadId, params.messageId),
+      {
+        scope: 'threads:read',
+        params: ThreadsModel.messageParams,
+        response: deps.responses({ 200: ThreadsModel.messageDetails, ...readErrors }),
+        detail: {
+          operationId: 'getMessageDetails',
+          summary: 'Where a message stands in the thread’s tree',
+          tags: ['Messages'],
+          description:
+            'An addition to the specification: the message’s `parent_id`, `role`, the `model` that wrote an ' +
+            'answer (null for other messages and for answers from before models were recorded), which `version` ' +
+            'it is of how many `versions` (oldest first, from 1), and whether it is `active` (on the listed path). ' +
+            'For anyone who can read the thread.',
         },
       },
     )

@@ -50,7 +50,7 @@ export function attachmentIdsOf(contents: ContentBlock[]): string[] {
  * The content blocks for the files a message references, in the order given. Each ID must name a file uploaded
  * to this same thread: an unknown ID and another thread's ID get the same 400, so IDs reveal nothing.
  */
-async function attachmentBlocks(
+export async function attachmentBlocks(
   threads: ThreadRepository,
   threadId: string,
   ids: string[] | undefined,

@@ -215,6 +215,69 @@ export namespace ThreadsModel {
     { additionalProperties: false },
   )
 
+  export const regenerateBody = t.Object(
+    {
+      model: t.Optional(
+        t.String({
+          minLength: 1,
+          description:
+            'A model ID for this answer only (one the organization may use; 400 otherwise). Omitted: the ' +
+            'thread’s model, else the organization’s default.',
+        }),
+      ),
+    },
+    { additionalProperties: false, examples: [{}] },
+  )
+  export type regenerateBody = Static<typeof regenerateBody>
+
+  export const regenerateResponse = t.Object(
+    { message_id: t.String({ description: 'The user message whose answer is generated again (the one named).' }) },
+    { additionalProperties: false },
+  )
+
+  export const editResponse = t.Object(
+    { message_id: t.String({ description: 'The new user message (a version of the one edited), now active.' }) },
+    { additionalProperties: false },
+  )
+
+  export const versionList = t.Object(
+    {
+      data: t.Array(message, {
+        description: 'The versions: the messages with the same parent and role, oldest first (all of them).',
+      }),
+      first_id: t.Nullable(t.String({ description: 'ID of the first (oldest) version.' })),
+      last_id: t.Nullable(t.String({ description: 'ID of the last (newest) version.' })),
+      has_more: t.Boolean({ description: 'Always false: every version is listed.' }),
+      active_id: t.Nullable(
+        t.String({ description: 'The version on the thread’s active path; null when none is (a branch left).' }),
+      ),
+    },
+    { additionalProperties: false },
+  )
+  export type versionList = Static<typeof versionList>
+
+  export const messageDetails = t.Object(
+    {
+      id: uuid('The message.'),
+      parent_id: t.Nullable(
+        t.String({
+          description:
+            'The message it follows in the thread’s tree: for an answer, the user message it answers; for a user ' +
+            'message, the message before it when it was sent; null for a thread’s first message and for summaries.',
+        }),
+      ),
+      role: t.Union([t.Literal('user'), t.Literal('assistant'), t.Literal('summary')]),
+      model: t.Nullable(
+        t.String({ description: 'The model that wrote an answer; null for other messages and when not recorded.' }),
+      ),
+      version: integer({ minimum: 1, description: 'Its place among its versions, oldest first, from 1.' }),
+      versions: integer({ minimum: 1, description: 'How many versions there are (1: none but itself).' }),
+      active: t.Boolean({ description: 'Whether it is on the thread’s active path (listed by GET …/messages).' }),
+    },
+    { additionalProperties: false },
+  )
+  export type messageDetails = Static<typeof messageDetails>
+
   export const threadParams = t.Object({ threadId: uuid() })
   export const messageParams = t.Object({ threadId: uuid(), messageId: uuid() })
 
@@ -238,12 +301,31 @@ export namespace ThreadsModel {
     { additionalProperties: false },
   )
 
+  /** A message as the JSON export holds it: the API's Message with its place in the tree. */
+  export const exportedMessage = t.Object(
+    {
+      ...message.properties,
+      parent_id: t.Nullable(t.String({ description: 'The message it follows in the thread’s tree (see details).' })),
+      model: t.Nullable(t.String({ description: 'The model that wrote an answer; null otherwise or unrecorded.' })),
+    },
+    { additionalProperties: false },
+  )
+  export type exportedMessage = Static<typeof exportedMessage>
+
   export const threadExport = t.Object(
     {
       format: t.Literal('threadhouse.thread.v1'),
       exported_at: t.String({ format: 'date-time' }),
       thread,
-      messages: t.Array(message, { description: 'Every message the thread lists, oldest first.' }),
+      messages: t.Array(exportedMessage, {
+        description: 'Every message the thread lists (its active path), oldest first, with parent and model.',
+      }),
+      other_messages: t.Array(exportedMessage, {
+        description:
+          'Every message of the thread not on its active path, oldest first: earlier versions (edits, ' +
+          'regenerated answers), the branches they lead, and messages a summary replaced. With `messages`, ' +
+          'the whole tree, through `parent_id`.',
+      }),
       attachments: t.Array(exportedAttachment, { description: 'The files its messages attach.' }),
     },
     { additionalProperties: false },

@@ -11,6 +11,7 @@ import {
   eq,
   gt,
   inArray,
+  isNull,
   lt,
   lte,
   ne,
@@ -35,6 +36,9 @@ import type {
   ThreadRepository,
   ThreadRow,
   ThreadState,
+  TreeMessageRow,
+  TreeRefusal,
+  TreeWrite,
   Viewer,
 } from './repository'
 import type * as threadTables from './threads.table.pg'
@@ -323,6 +327,88 @@ const messageColumns = ({ messages }: Pick<ThreadTables, 'messages'>) => ({
   createdAt: messages.createdAt,
 })
 
+/** A message's columns with its place in the tree (TreeMessageRow). */
+export const treeColumns = ({ messages }: Pick<ThreadTables, 'messages'>) => ({
+  ...messageColumns({ messages }),
+  parentId: messages.parentId,
+  model: messages.model,
+  active: messages.active,
+})
+
+/** Messages with this parent: null counts as equal (a thread's first messages and their edits). */
+export const childrenOf = ({ messages }: Pick<ThreadTables, 'messages'>, parentId: string | null): SQL =>
+  parentId === null ? (isNull(messages.parentId) as SQL) : eq(messages.parentId, parentId)
+
+/** Messages listed after `message` (or from it on, `inclusive`) in the thread's order, (created_at, id). */
+export const listedAfter = (
+  { messages }: Pick<ThreadTables, 'messages'>,
+  message: { createdAt: number; id: string },
+  inclusive = false,
+): SQL =>
+  inclusive
+    ? sql`(${messages.createdAt}, ${messages.id}) >= (${message.createdAt}, ${message.id})`
+    : sql`(${messages.createdAt}, ${messages.id}) > (${message.createdAt}, ${message.id})`
+
+/** The states a thread takes tree writes in: nothing queued or running. */
+export const idleStates = ['ready', 'error'] as const
+
+/** Thrown inside a tree write's transaction to roll it back; `refusedWrite` turns it into the method's answer. */
+export class TreeRefused extends Error {
+  constructor(readonly reason: TreeRefusal) {
+    super(`tree write refused: ${reason}`)
+  }
+}
+
+/** Runs a tree write, answering its refusal (TreeRefused, thrown to roll the unit back) as `{ refused }`. */
+export async function refusedWrite<T>(write: () => T | Promise<T>): Promise<TreeWrite<T>> {
+  try {
+    return { ok: await write() }
+  } catch (error) {
+    if (error instanceof TreeRefused) return { refused: error.reason }
+    throw error
+  }
+}
+
+/**
+ * What regenerate and edit require of their message (an active user message of the thread), read in their unit.
+ * Throws TreeRefused otherwise.
+ */
+export function requireActiveUser(node: { role: MessageRole; active: boolean } | undefined): void {
+  if (!node) throw new TreeRefused('missing')
+  if (node.role !== 'user') throw new TreeRefused('role')
+  if (!node.active) throw new TreeRefused('inactive')
+}
+
+/**
+ * A thread's state once activate has chosen its path, from the path's last message and the latest run of the user
+ * message it ends with (itself, or the one the answer at the end answers): `error` when that run failed and the path
+ * ends with its user message (the run stored nothing) or with what it stored (an answer dated from the run on), else
+ * `ready`.
+ */
+export function stateAfterActivate(
+  end: { role: MessageRole; createdAt: number },
+  run: { status: string; createdAt: number } | undefined,
+): 'ready' | 'error' {
+  if (run?.status !== 'error') return 'ready'
+  if (end.role === 'user') return 'error'
+  return end.role === 'assistant' && end.createdAt >= run.createdAt ? 'error' : 'ready'
+}
+
+/** The generation row a regenerate writes back to `queued` (generations belong to the engine; see regenerate). */
+export const requeuedGeneration = (model: string | null, now: number) => ({
+  status: 'queued' as const,
+  attempts: 0,
+  error: null,
+  finishedAt: null,
+  model,
+  createdAt: now,
+})
+
+/** Groups sibling rows (TreeMessageRow subsets) by (parent, role): the versions of each. */
+function versionKey(row: { parentId: string | null; role: MessageRole }): string {
+  return `${row.role}:${row.parentId ?? ''}`
+}
+
 /** The methods that are one statement on either dialect. */
 export type CommonThreadMethods = Pick<
   ThreadRepository,
@@ -340,6 +426,10 @@ export type CommonThreadMethods = Pick<
   | 'lastFailure'
   | 'rate'
   | 'ratingsBy'
+  | 'messageNode'
+  | 'versions'
+  | 'versionsOf'
+  | 'threadTree'
 >
 
 /**
@@ -351,6 +441,9 @@ export type CommonThreadMethods = Pick<
 export function commonThreadRepository(db: AnyDb, t: ThreadTables): CommonThreadMethods {
   const { threads, messages, feedback, attachments, generations } = t
   const messageRow = messageColumns(t)
+  const treeRow = treeColumns(t)
+  const asTree = (rows: unknown[]) =>
+    (rows as TreeMessageRow[]).map((row) => ({ ...row, active: Boolean(row.active) }) as TreeMessageRow)
   /** The placeholders of the prepared statements. */
   const bound = { threadId: sql.placeholder('threadId'), messageId: sql.placeholder('messageId') }
   /** Prepared on first use: the SQLite store may be built before its migrations have run. */
@@ -510,6 +603,77 @@ export function commonThreadRepository(db: AnyDb, t: ThreadTables): CommonThread
         .from(feedback)
         .where(and(eq(feedback.userId, userId), inArray(feedback.messageId, messageIds)))
       return new Map(rows.map((row) => [row.messageId, { positive: row.positive, text: row.text }]))
+    },
+
+    async messageNode(threadId, messageId) {
+      const rows = await db
+        .select(treeRow)
+        .from(messages)
+        .where(and(eq(messages.id, messageId), eq(messages.threadId, threadId)))
+      return asTree(rows)[0]
+    },
+
+    async versions(threadId, messageId) {
+      const [node] = asTree(
+        await db
+          .select(treeRow)
+          .from(messages)
+          .where(and(eq(messages.id, messageId), eq(messages.threadId, threadId))),
+      )
+      if (!node) return null
+      if (node.role === 'summary') return [node]
+      return asTree(
+        await db
+          .select(treeRow)
+          .from(messages)
+          .where(and(eq(messages.threadId, threadId), eq(messages.role, node.role), childrenOf(t, node.parentId)))
+          .orderBy(asc(messages.createdAt), asc(messages.id)),
+      )
+    },
+
+    async versionsOf(threadId, messageIds) {
+      const found = new Map<string, { versionIds: string[]; model: string | null }>()
+      if (messageIds.length === 0) return found
+      // The page's messages and every message that may be a version of one: the same parent, or none.
+      const parents = db
+        .select({ parentId: messages.parentId })
+        .from(messages)
+        .where(and(eq(messages.threadId, threadId), inArray(messages.id, messageIds)))
+      const rows = await db
+        .select({ id: messages.id, parentId: messages.parentId, role: messages.role, model: messages.model })
+        .from(messages)
+        .where(
+          and(
+            eq(messages.threadId, threadId),
+            or(inArray(messages.id, messageIds), inArray(messages.parentId, parents), isNull(messages.parentId)),
+          ),
+        )
+        .orderBy(asc(messages.createdAt), asc(messages.id))
+      const groups = new Map<string, string[]>()
+      for (const row of rows) {
+        if (row.role === 'summary') continue
+        const key = versionKey(row)
+        const group = groups.get(key) ?? []
+        group.push(row.id)
+        groups.set(key, group)
+      }
+      const wanted = new Set(messageIds)
+      for (const row of rows) {
+        if (!wanted.has(row.id)) continue
+        const versionIds = row.role === 'summary' ? [row.id] : (groups.get(versionKey(row)) ?? [row.id])
+        found.set(row.id, { versionIds, model: row.model })
+      }
+      return found
+    },
+
+    async threadTree(threadId) {
+      return asTree(
+        await db
+          .select(treeRow)
+          .from(messages)
+          .where(eq(messages.threadId, threadId))
+          .orderBy(asc(messages.createdAt), asc(messages.id)),
+      )
     },
   }
 }

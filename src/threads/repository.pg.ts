@@ -6,7 +6,7 @@
 // clock, and each writes `updated_at` last and once, keeping its turn short. Search is a filter on the documents
 // search.pg.ts keeps. The thread by ID and list pages are prepared once per database (src/db/prepared.ts): building
 // their Drizzle query cost more than running it. Searches are planned for their words instead (listThreads).
-import { and, desc, eq, gte, lt, lte, max, sql } from 'drizzle-orm'
+import { and, desc, eq, gte, inArray, lt, lte, max, ne, sql } from 'drizzle-orm'
 import { attachments } from '../attachments/attachments.table.pg'
 import { users } from '../auth/auth.table.pg'
 import { anyDb } from '../db/dialect'
@@ -20,19 +20,28 @@ import {
   type ChangeRow,
   changeOf,
   changeSides,
+  childrenOf,
   commonThreadRepository,
   idleSince,
+  idleStates,
   type ListFilters,
   listConditions,
+  listedAfter,
   listFiltersOf,
   listOrder,
   newThreadRow,
+  refusedWrite,
+  requeuedGeneration,
+  requireActiveUser,
+  stateAfterActivate,
   type ThreadTables,
   type TombstoneOf,
+  TreeRefused,
   threadColumns as threadColumnsOf,
   threadUpdate,
   tombstoneColumns,
   tombstoneRow,
+  treeColumns,
   viewerPlaceholders,
   viewerValues,
   visibleTo,
@@ -215,6 +224,43 @@ async function writeTombstone(tx: Tx, thread: TombstoneOf, kind: 'deleted' | 'hi
 }
 
 const subjectColumns = tombstoneColumns(tables)
+const treeRow = treeColumns(tables)
+
+/** The message with its tree columns, read on the caller's transaction. */
+async function nodeOf(tx: Tx, threadId: string, messageId: string) {
+  const [row] = await tx
+    .select(treeRow)
+    .from(messages)
+    .where(and(eq(messages.id, messageId), eq(messages.threadId, threadId)))
+  return row
+}
+
+/**
+ * Moves an idle thread (`ready` or `error`) to `waiting`, first in the caller's transaction: the tree writes' lock, as
+ * sendUserMessage's claim is sending's (racing writes wait on the row, then find it busy). Leaves `updated_at` to the
+ * unit's last statement, which takes the update clock. Throws TreeRefused('busy') otherwise.
+ */
+async function claimIdle(tx: Tx, threadId: string): Promise<void> {
+  const [moved] = await tx
+    .update(threads)
+    .set({ state: 'waiting' })
+    .where(and(eq(threads.id, threadId), inArray(threads.state, [...idleStates])))
+    .returning({ id: threads.id })
+  if (!moved) throw new TreeRefused('busy')
+}
+
+/** Takes every active message listed after `from` (or from it on) off the thread's path. */
+async function deactivateAfter(
+  tx: Tx,
+  threadId: string,
+  from: { createdAt: number; id: string },
+  inclusive: boolean,
+): Promise<void> {
+  await tx
+    .update(messages)
+    .set({ active: false })
+    .where(and(eq(messages.threadId, threadId), eq(messages.active, true), listedAfter(tables, from, inclusive)))
+}
 
 export function pgThreadRepository(db: PgDb): ThreadRepository {
   return {
@@ -331,6 +377,122 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
     // The list plans PostgreSQL must be told (see listThreads).
     listThreads(query) {
       return listThreads(db, query)
+    },
+
+    // Units of work: the thread's row first (the claim), the generation's after it, the update clock last, as the
+    // generation repository takes them; a refusal throws to roll back (refusedWrite).
+    regenerate(threadId, messageId, model, now) {
+      return refusedWrite(() =>
+        db.transaction(async (tx) => {
+          await claimIdle(tx, threadId)
+          const node = await nodeOf(tx, threadId, messageId)
+          requireActiveUser(node)
+          await deactivateAfter(tx, threadId, node as NonNullable<typeof node>, false)
+          await tx.update(messages).set({ replyTo: null }).where(eq(messages.replyTo, messageId))
+          // No lease: the answer is claimed afresh, by whichever instance runs it.
+          const queued = { ...requeuedGeneration(model, now), leaseId: null, leasedBy: null, leaseExpiresAt: null }
+          await tx
+            .insert(generations)
+            .values({ messageId, threadId, ...queued })
+            .onConflictDoUpdate({ target: generations.messageId, set: queued })
+          await tx.update(threads).set({ updatedAt: now }).where(eq(threads.id, threadId))
+          return true as const
+        }),
+      )
+    },
+
+    edit(threadId, messageId, contents, now) {
+      return refusedWrite(() =>
+        db.transaction(async (tx) => {
+          await claimIdle(tx, threadId)
+          const node = await nodeOf(tx, threadId, messageId)
+          requireActiveUser(node)
+          const edited = node as NonNullable<typeof node>
+          await deactivateAfter(tx, threadId, edited, true)
+          const id = await insertMessageRow(tx, { threadId, role: 'user', contents, parentId: edited.parentId }, now)
+          await tx.insert(generations).values({ messageId: id, threadId, status: 'queued', createdAt: now })
+          await tx.update(threads).set({ updatedAt: now }).where(eq(threads.id, threadId))
+          return id
+        }),
+      )
+    },
+
+    activate(threadId, messageId, now) {
+      return refusedWrite(() =>
+        db.transaction(async (tx) => {
+          // The thread's row, held to commit: a send, claim or other tree write waits for this unit, then re-reads.
+          const [thread] = await tx
+            .select({ state: threads.state })
+            .from(threads)
+            .where(eq(threads.id, threadId))
+            .for('no key update')
+          if (!thread || !(idleStates as readonly string[]).includes(thread.state)) throw new TreeRefused('busy')
+          const node = await nodeOf(tx, threadId, messageId)
+          if (!node) throw new TreeRefused('missing')
+          if (node.role === 'summary') throw new TreeRefused('role')
+          const [shown] = await tx
+            .select({ id: messages.id, createdAt: messages.createdAt })
+            .from(messages)
+            .where(
+              and(
+                eq(messages.threadId, threadId),
+                eq(messages.role, node.role),
+                childrenOf(tables, node.parentId),
+                eq(messages.active, true),
+              ),
+            )
+            .limit(1)
+          if (!shown) throw new TreeRefused('inactive')
+          if (shown.id === node.id) return true as const
+          const [summary] = await tx
+            .select({ id: messages.id })
+            .from(messages)
+            .where(
+              and(
+                eq(messages.threadId, threadId),
+                eq(messages.role, 'summary'),
+                eq(messages.active, true),
+                gte(messages.createdAt, node.createdAt),
+              ),
+            )
+            .limit(1)
+          if (summary) throw new TreeRefused('summarized')
+          await deactivateAfter(tx, threadId, shown, true)
+          let current: { id: string; role: string; parentId: string | null; createdAt: number } = node
+          for (;;) {
+            await tx.update(messages).set({ active: true }).where(eq(messages.id, current.id))
+            if (current.role === 'assistant' && current.parentId !== null) {
+              await tx.update(messages).set({ replyTo: null }).where(eq(messages.replyTo, current.parentId))
+              await tx.update(messages).set({ replyTo: current.parentId }).where(eq(messages.id, current.id))
+            }
+            const [child] = await tx
+              .select({
+                id: messages.id,
+                role: messages.role,
+                parentId: messages.parentId,
+                createdAt: messages.createdAt,
+              })
+              .from(messages)
+              .where(
+                and(eq(messages.threadId, threadId), eq(messages.parentId, current.id), ne(messages.role, 'summary')),
+              )
+              .orderBy(desc(messages.createdAt), desc(messages.id))
+              .limit(1)
+            if (!child) break
+            current = child
+          }
+          const asker = current.role === 'user' ? current.id : current.parentId
+          const [run] = asker
+            ? await tx
+                .select({ status: generations.status, createdAt: generations.createdAt })
+                .from(generations)
+                .where(eq(generations.messageId, asker))
+            : []
+          const state = stateAfterActivate(current as { role: 'user' | 'assistant'; createdAt: number }, run)
+          await tx.update(threads).set({ state, updatedAt: now }).where(eq(threads.id, threadId))
+          return true as const
+        }),
+      )
     },
 
     // A unit of work: the conditional update is the claim.

@@ -3,7 +3,7 @@
 // synchronously inside one. The statements of the hot paths (a thread by ID, list pages, message sends) are prepared
 // once per database (src/db/prepared.ts), with their thread rows read from `.values()`, and list pages take the
 // query plans SQLite must be told. Search statements take their FTS5 pieces from search.fts5.ts.
-import { and, between, desc, eq, gte, lt, max, sql } from 'drizzle-orm'
+import { and, between, desc, eq, gte, inArray, lt, max, ne, sql } from 'drizzle-orm'
 import { attachments } from '../attachments/attachments.table'
 import { users } from '../auth/auth.table'
 import type { Db } from '../db/client'
@@ -11,21 +11,29 @@ import { anyDb, asTables } from '../db/dialect'
 import { prepared } from '../db/prepared'
 import { generations } from '../generation/generations.table'
 import { newId } from '../shared/ids'
-import type { ContentBlock, NewMessageRow, ThreadListQuery, ThreadRepository, ThreadRow } from './repository'
+import type { NewMessageRow, ThreadListQuery, ThreadRepository, ThreadRow, TreeMessageRow } from './repository'
 import {
   afterKey,
   type ChangeRow,
   changeOf,
   changeSides,
+  childrenOf,
   commonThreadRepository,
   idleSince,
+  idleStates,
   type ListFilters,
   listConditions,
+  listedAfter,
   listFiltersOf,
   listOrder,
   newThreadRow,
+  refusedWrite,
+  requeuedGeneration,
+  requireActiveUser,
+  stateAfterActivate,
   type ThreadTables,
   type TombstoneOf,
+  TreeRefused,
   threadColumns as threadColumnsOf,
   threadUpdate,
   tombstoneColumns,
@@ -290,6 +298,39 @@ function tombstoneSubject(db: Db, threadId: string): TombstoneOf | undefined {
   return db.select(tombstoneColumns({ threads })).from(threads).where(eq(threads.id, threadId)).get()
 }
 
+/** The message with its tree columns, read inside the caller's transaction (SQLite's columns, the common names). */
+function nodeOf(db: Db, threadId: string, messageId: string): TreeMessageRow | undefined {
+  const { id, threadId: thread, role, contents, createdAt, parentId, model, active } = messages
+  const row = db
+    .select({ id, threadId: thread, role, contents, createdAt, parentId, model, active })
+    .from(messages)
+    .where(and(eq(messages.id, messageId), eq(messages.threadId, threadId)))
+    .get()
+  return row && ({ ...row, active: Boolean(row.active) } as TreeMessageRow)
+}
+
+/**
+ * Moves an idle thread (`ready` or `error`) to `waiting` with its `updated_at`, inside the caller's transaction:
+ * the tree writes' lock, as sendUserMessage's claim is sending's. Throws TreeRefused('busy') otherwise.
+ */
+function claimIdle(db: Db, threadId: string, now: number): void {
+  const moved = db
+    .update(threads)
+    .set({ state: 'waiting', updatedAt: now })
+    .where(and(eq(threads.id, threadId), inArray(threads.state, [...idleStates])))
+    .returning({ id: threads.id })
+    .get()
+  if (!moved) throw new TreeRefused('busy')
+}
+
+/** Takes every active message listed after `from` (or from it on) off the thread's path. */
+function deactivateAfter(db: Db, threadId: string, from: { createdAt: number; id: string }, inclusive: boolean): void {
+  db.update(messages)
+    .set({ active: false })
+    .where(and(eq(messages.threadId, threadId), eq(messages.active, true), listedAfter(tables, from, inclusive)))
+    .run()
+}
+
 export function sqliteThreadRepository(db: Db): ThreadRepository {
   return {
     ...commonThreadRepository(anyDb(db), tables),
@@ -400,6 +441,115 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
     // The list plans SQLite must be told (see listThreads).
     async listThreads(query) {
       return listThreads(db, query)
+    },
+
+    // Units of work, synchronous inside the transaction; a refusal throws to roll back (refusedWrite).
+    regenerate(threadId, messageId, model, now) {
+      return refusedWrite(() =>
+        db.transaction(() => {
+          claimIdle(db, threadId, now)
+          const node = nodeOf(db, threadId, messageId)
+          requireActiveUser(node)
+          deactivateAfter(db, threadId, node as NonNullable<typeof node>, false)
+          db.update(messages).set({ replyTo: null }).where(eq(messages.replyTo, messageId)).run()
+          const queued = requeuedGeneration(model, now)
+          db.insert(generations)
+            .values({ messageId, threadId, ...queued })
+            .onConflictDoUpdate({ target: generations.messageId, set: queued })
+            .run()
+          return true as const
+        }),
+      )
+    },
+
+    edit(threadId, messageId, contents, now) {
+      return refusedWrite(() =>
+        db.transaction(() => {
+          claimIdle(db, threadId, now)
+          const node = nodeOf(db, threadId, messageId)
+          requireActiveUser(node)
+          const edited = node as NonNullable<typeof node>
+          deactivateAfter(db, threadId, edited, true)
+          const id = insertMessageRow(db, { threadId, role: 'user', contents, parentId: edited.parentId }, now)
+          queueAnswer(db, id, threadId, now)
+          return id
+        }),
+      )
+    },
+
+    activate(threadId, messageId, now) {
+      return refusedWrite(() =>
+        db.transaction(() => {
+          const thread = db.select({ state: threads.state }).from(threads).where(eq(threads.id, threadId)).get()
+          if (!thread || !(idleStates as readonly string[]).includes(thread.state)) throw new TreeRefused('busy')
+          const node = nodeOf(db, threadId, messageId)
+          if (!node) throw new TreeRefused('missing')
+          if (node.role === 'summary') throw new TreeRefused('role')
+          const shown = db
+            .select({ id: messages.id, createdAt: messages.createdAt })
+            .from(messages)
+            .where(
+              and(
+                eq(messages.threadId, threadId),
+                eq(messages.role, node.role),
+                childrenOf(tables, node.parentId),
+                eq(messages.active, true),
+              ),
+            )
+            .get()
+          if (!shown) throw new TreeRefused('inactive')
+          if (shown.id === node.id) return true as const
+          const summary = db
+            .select({ id: messages.id })
+            .from(messages)
+            .where(
+              and(
+                eq(messages.threadId, threadId),
+                eq(messages.role, 'summary'),
+                eq(messages.active, true),
+                gte(messages.createdAt, node.createdAt),
+              ),
+            )
+            .get()
+          if (summary) throw new TreeRefused('summarized')
+          deactivateAfter(db, threadId, shown, true)
+          let current: { id: string; role: string; parentId: string | null; createdAt: number } = node
+          for (;;) {
+            db.update(messages).set({ active: true }).where(eq(messages.id, current.id)).run()
+            if (current.role === 'assistant' && current.parentId !== null) {
+              db.update(messages).set({ replyTo: null }).where(eq(messages.replyTo, current.parentId)).run()
+              db.update(messages).set({ replyTo: current.parentId }).where(eq(messages.id, current.id)).run()
+            }
+            const child = db
+              .select({
+                id: messages.id,
+                role: messages.role,
+                parentId: messages.parentId,
+                createdAt: messages.createdAt,
+              })
+              .from(messages)
+              .where(
+                and(eq(messages.threadId, threadId), eq(messages.parentId, current.id), ne(messages.role, 'summary')),
+              )
+              .orderBy(desc(messages.createdAt), desc(messages.id))
+              .limit(1)
+              .get()
+            if (!child) break
+            current = child
+          }
+          const asker = current.role === 'user' ? current.id : current.parentId
+          const run = asker
+            ? db
+                .select({ status: generations.status, createdAt: generations.createdAt })
+                .from(generations)
+                .where(eq(generations.messageId, asker))
+                .get()
+            : undefined
+          const state = stateAfterActivate(current as { role: 'user' | 'assistant'; createdAt: number }, run)
+          db.update(threads).set({ state, updatedAt: now }).where(eq(threads.id, threadId)).run()
+          return true as const
+        }),
+      )
     },
 
     // A unit of work with prepared statements: the conditional state update is the claim.

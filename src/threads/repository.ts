@@ -58,6 +58,25 @@ export interface MessageRow {
   createdAt: number
 }
 
+/** A message with its place in the thread's tree (see NewMessageRow), for versions, details and the JSON export. */
+export interface TreeMessageRow extends MessageRow {
+  parentId: string | null
+  /** For an answer: the configured model that wrote it; null when none was recorded. */
+  model: string | null
+  /** On the thread's active path (listed), or not: an earlier version, a branch left, or replaced by a summary. */
+  active: boolean
+}
+
+/**
+ * Why a write to the thread's tree (regenerate, edit, activate) wrote nothing: the thread is not `ready` or `error`
+ * (`busy`), the message is not one of the thread's (`missing`), not of a role the write takes (`role`: a user message
+ * for regenerate and edit, not a summary for activate), not on the active path (`inactive`; for activate: no version
+ * of it is), or older than the summary that now stands for the thread's beginning (`summarized`, activate only).
+ */
+export type TreeRefusal = 'busy' | 'missing' | 'role' | 'inactive' | 'summarized'
+
+export type TreeWrite<T> = { ok: T } | { refused: TreeRefusal }
+
 /**
  * A thread's place in a list. Every write to a thread moves it to the end of the update order: `updateSeq` is its
  * place there, unique and growing with each write, and `updatedAt` never decreases along it, so the `updated_at`
@@ -234,6 +253,57 @@ export interface ThreadRepository {
    * The caller hands the message ID to the generation engine once this resolves.
    */
   sendUserMessage(threadId: string, contents: ContentBlock[], now: number): Promise<string | null>
+
+  /**
+   * Regenerates the answer to user message `messageId`, in one unit: moves a `ready` or `error` thread to `waiting`
+   * (the conditional update is the lock: of racing writes to the thread, sends included, exactly one wins), checks that
+   * the message is an active user message of the thread, deactivates every active message listed after it (its answer
+   * and everything later), clears `reply_to` on its earlier answers (they stay versions through `parent_id`), and
+   * queues its answer again: its generation row back to `queued` with no attempts, error, end or lease, `model` as
+   * given (null: the thread's, else the organization's) and dated `now`. Moves `updated_at`. Nothing is written when
+   * it is refused. The caller hands the message ID to the generation engine once this resolves.
+   */
+  regenerate(threadId: string, messageId: string, model: string | null, now: number): Promise<TreeWrite<true>>
+
+  /**
+   * Edits user message `messageId`, in one unit, under the same lock and checks as regenerate: deactivates it and
+   * every active message listed after it, appends the new user message with the same parent (its version) at the end
+   * of the thread, queues its answer, moves the thread to `waiting` and `updated_at`. Returns the new message's ID.
+   */
+  edit(threadId: string, messageId: string, contents: ContentBlock[], now: number): Promise<TreeWrite<string>>
+
+  /**
+   * Makes `messageId` (a user or assistant message) the active version among its siblings, in one unit, only while
+   * the thread is `ready` or `error` (its row locked for the unit): the active sibling and every active message listed
+   * after it leave the path; the message, then repeatedly its newest child, join it; an answer that joins takes
+   * `reply_to` from its siblings. The thread is then `error` when the path ends with a user message whose latest
+   * answer failed (or with that failed answer itself), else `ready`, and `updated_at` moves. Activating the version
+   * already active writes nothing. `inactive` when no version of it is active; `summarized` when it is older than the
+   * thread's active summary (compaction replaced what it belongs to).
+   */
+  activate(threadId: string, messageId: string, now: number): Promise<TreeWrite<true>>
+
+  /** The message with its place in the tree, if it is a message of this thread (active or not). */
+  messageNode(threadId: string, messageId: string): Promise<TreeMessageRow | undefined>
+
+  /**
+   * The message's versions: the thread's messages with the same parent (null counts as equal) and role, oldest first
+   * by (created_at, id), the message among them; a summary has none but itself. Null when it is not a message of this
+   * thread. Two reads: a write committed between them may show in the second.
+   */
+  versions(threadId: string, messageId: string): Promise<TreeMessageRow[] | null>
+
+  /**
+   * For each of the thread's messages among `messageIds`, in one statement: its versions' IDs, oldest first (itself
+   * alone for a summary), and its own model. Messages not of this thread are left out.
+   */
+  versionsOf(
+    threadId: string,
+    messageIds: string[],
+  ): Promise<Map<string, { versionIds: string[]; model: string | null }>>
+
+  /** Every message of the thread, active or not, oldest first by (created_at, id): its whole tree, for the export. */
+  threadTree(threadId: string): Promise<TreeMessageRow[]>
 
   /** The user message whose answer is queued or running in this thread, newest first, if any. */
   pendingMessageId(threadId: string): Promise<string | null>

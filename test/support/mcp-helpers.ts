@@ -12,7 +12,8 @@ import { createPersonalAccessToken } from '../../src/auth/personal-access-tokens
 import { createUser } from '../../src/auth/users'
 import { type Config, loadConfig } from '../../src/config'
 import { type Db, migrateDatabase, openDatabase } from '../../src/db/client'
-import type { GenerationRunner, HistoryMessage, JobHandlers } from '../../src/generation/types'
+import type { GenerationRunner, HistoryMessage, JobHandlers, JobModel } from '../../src/generation/types'
+import type { Catalogue } from '../../src/models/catalogue'
 import { silentLogger } from '../../src/shared/log'
 import { sqliteStore } from '../../src/store'
 import { Browser, password } from './oauth-helpers'
@@ -21,6 +22,8 @@ export interface Job {
   messageId: string
   history: HistoryMessage[]
   handlers: JobHandlers
+  /** The model the engine resolved for it (src/models/), when the app has a catalogue. */
+  model?: string
 }
 
 /** A runner whose answers the test writes: each job waits in line until the test takes it with `next()`. */
@@ -28,8 +31,8 @@ export class HandRunner implements GenerationRunner {
   private readonly waiting: Job[] = []
   private readonly takers: ((job: Job) => void)[] = []
 
-  run(messageId: string, history: HistoryMessage[], handlers: JobHandlers): void {
-    const job = { messageId, history, handlers }
+  run(messageId: string, history: HistoryMessage[], handlers: JobHandlers, model?: JobModel): void {
+    const job = { messageId, history, handlers, model: model?.model }
     const taker = this.takers.shift()
     if (taker) taker(job)
     else this.waiting.push(job)
@@ -67,7 +70,9 @@ let members = 0
  * fetch from, and the port is known only once the socket listens, so the app is built right after, with that
  * origin as PUBLIC_URL.
  */
-export async function startServer(options: { config?: Partial<Config> } = {}): Promise<McpTestServer> {
+export async function startServer(
+  options: { config?: Partial<Config>; models?: Catalogue } = {},
+): Promise<McpTestServer> {
   const db = openDatabase(':memory:')
   migrateDatabase(db)
   const uploadsDir = mkdtempSync(join(tmpdir(), 'threadhouse-mcp-'))
@@ -90,6 +95,7 @@ export async function startServer(options: { config?: Partial<Config> } = {}): P
       ...options.config,
     },
     runner,
+    models: options.models,
     inspector,
     clock: { now: () => Date.now() },
     log: silentLogger,

@@ -25,8 +25,8 @@ export function EditMessagePage(props: EditMessagePageProps): JSX.Element {
       <section class="card edit-message" aria-labelledby="edit-title">
         <h1 id="edit-title">Edit your message</h1>
         <p>
-          In “<span safe>{name}</span>”. Saving sends it again as a new version and its answer starts; the old message,
-          its answer and everything after it stay as the earlier version, one click away.
+          Saving sends it as a new version in “<span safe>{name}</span>” and its answer starts; the old message, its
+          answer and everything after it stay as the earlier version, one click away.
         </p>
         <ErrorAlert text={props.error} />
         <form method="post" action={escapeHtml(`${back}/messages/${props.messageId}/edit`)}>

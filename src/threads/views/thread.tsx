@@ -372,10 +372,13 @@ function Message({
           <Regenerate questionId={question.id} index={index} props={props} />
         ) : null}
         {message.role === 'assistant' ? <Feedback message={message} props={props} /> : null}
-        {message.role === 'assistant' ? <AnswerModel message={message} props={props} /> : null}
-        <a class="message-link" href={`#message-${message.id}`} title="Link to this message">
-          <Time at={message.created_at} />
-        </a>
+        {/* The model and the time wrap together: a phone's narrow row never starts a line with "· 5 minutes ago". */}
+        <span class="message-meta">
+          {message.role === 'assistant' ? <AnswerModel message={message} props={props} /> : null}
+          <a class="message-link" href={`#message-${message.id}`} title="Link to this message">
+            <Time at={message.created_at} />
+          </a>
+        </span>
       </div>
     </li>
   )

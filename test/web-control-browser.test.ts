@@ -310,3 +310,37 @@ test.concurrent('a failed answer says what happened, and Retry streams a new one
   expect(await sameDocument(page)).toBe(true)
   expect(upstream.received.length).toBe(2)
 })
+
+test.concurrent('axe finds no accessibility problem with versions, the picker, the editor and the instructions, light or dark', async () => {
+  // axe runs as a page script: the test's context bypasses the page's CSP to inject it (the pages never load it).
+  await using session = await open(site, { bypassCSP: true })
+  const { page } = session
+  await page.getByLabel('Message', { exact: true }).fill('Check me')
+  await page.keyboard.press('Enter')
+  await settled(page, 1)
+  await page.getByRole('button', { name: 'Regenerate the answer' }).click()
+  await page.locator('.message-assistant .version-count', { hasText: '2/2' }).waitFor()
+  await page.locator('#live-answer').waitFor({ state: 'detached' })
+  const source = await Bun.file(require.resolve('axe-core/axe.min.js')).text()
+  const problems: string[] = []
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme })
+    await page.reload()
+    await page.getByRole('link', { name: 'Edit the message' }).click()
+    await page.locator('#edit-inline-text').waitFor()
+    await page.locator('.thread-tools summary').click()
+    await page.getByLabel('Instructions').waitFor()
+    await page.addScriptTag({ content: source })
+    const violations = await page.evaluate(async () => {
+      const { axe } = globalThis as unknown as {
+        axe: { run(): Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }> }
+      }
+      const result = await axe.run()
+      return result.violations.map(
+        (violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
+      )
+    })
+    problems.push(...violations.map((violation) => `${scheme} ${violation}`))
+  }
+  expect(problems).toEqual([])
+})

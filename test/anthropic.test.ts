@@ -136,9 +136,9 @@ test.concurrent('HTTP errors map to helpful messages', async () => {
   const messages: (string | undefined)[] = []
   for (const text of ['one', 'two', 'three', 'four']) messages.push(errorOf((await ask(h, token, text)).events))
   expect(messages).toEqual([
-    'The AI provider rejected the API key. An administrator should check LLM_API_KEY.',
-    'The AI provider does not offer the model "test-model". An administrator should check LLM_MODEL (with Ollama, pull the model first).',
-    'This conversation is too long for the model. An administrator can lower LLM_CONTEXT_TOKENS so that older turns get summarised.',
+    'The AI provider rejected the API key. An administrator should check the key configured for this model.',
+    'The AI provider does not offer the model "test-model". An administrator should check the model’s name in the configuration (with Ollama, pull the model first).',
+    'This conversation is too long for the model. An administrator can lower its context size so that older turns get summarised.',
     'The AI provider refused the request: the API key has no access to this model or feature.',
   ])
   expect(fake.received).toHaveLength(4)

@@ -39,7 +39,7 @@ async function refused(client: Client, name: string, args: Record<string, unknow
   return (result.content[0] as { text: string }).text
 }
 
-test('tools/list: the ten tools with input and output schemas, annotations, and the scopes each needs', async () => {
+test('tools/list: the eleven tools with input and output schemas, annotations, and the scopes each needs', async () => {
   await using server = await startServer()
   const ada = await server.member()
   await using client = await connect(server.origin, ada.token)
@@ -63,6 +63,7 @@ test('tools/list: the ten tools with input and output schemas, annotations, and 
     search_threads: reader,
     list_threads: reader,
     list_models: { ...reader, scopes: [] },
+    regenerate_response: writer,
     get_thread: reader,
     get_response: reader,
     create_thread: writer,
@@ -579,7 +580,7 @@ test('a message’s cost is judged before the SDK reads it: its values, its byte
     },
   })
   // Every array element and object member counts, the message's own four included, however they nest.
-  expect((await answerOf(await postMcp(server.origin, list(keys(1996)), auth))).result.tools).toHaveLength(10)
+  expect((await answerOf(await postMcp(server.origin, list(keys(1996)), auth))).result.tools).toHaveLength(11)
   expect((await rpcError(await postMcp(server.origin, list(keys(1997)), auth))).status).toBe(400)
   const nested = list(`"a":[${'[0],'.repeat(998)}[0]]`)
   expect((await rpcError(await postMcp(server.origin, nested, auth))).status).toBe(400)
@@ -834,4 +835,61 @@ test('list_models, a thread’s model from create_thread and send_message, and g
     id: 'echo-b',
     name: 'Echo B',
   })
+})
+
+test('regenerate_response writes a failed answer again, with another model once, and the thread goes on', async () => {
+  const models = loadCatalogue(
+    loadConfig({
+      LLM_MODELS: JSON.stringify([
+        { id: 'echo-a', name: 'Echo A', provider: 'echo', default: true },
+        { id: 'echo-b', name: 'Echo B', provider: 'echo' },
+      ]),
+    }),
+    {},
+  )
+  await using server = await startServer({ models })
+  const ada = await server.member()
+  await using client = await connect(server.origin, ada.token)
+  const creating = ok(client, 'create_thread', { text: 'Plan a weekend in Lyon' })
+  const failing = await server.runner.next()
+  failing.handlers.error('The AI provider is unavailable')
+  const created = await creating
+  expect(created.answer).toMatchObject({ status: 'error' })
+  expect(created.thread.state).toBe('error')
+  // A thread in error refuses a message, as the API does; regenerating is how it goes on.
+  expect(await refused(client, 'send_message', { thread_id: created.thread_id, text: 'Hello?' })).toContain('error')
+
+  const regenerating = ok(client, 'regenerate_response', {
+    thread_id: created.thread_id,
+    message_id: created.message_id,
+    model: 'echo-b',
+  })
+  const again = await server.runner.next()
+  expect(again.messageId).toBe(created.message_id)
+  expect(again.model).toBe('echo-b')
+  again.handlers.token('Two days by the Saône.')
+  again.handlers.done()
+  expect(await regenerating).toMatchObject({
+    message_id: created.message_id,
+    status: 'complete',
+    messages: [{ role: 'assistant', contents: [{ type: 'text', text: 'Two days by the Saône.' }] }],
+  })
+  const read = await ok(client, 'get_thread', { thread_id: created.thread_id })
+  expect(read.thread.state).toBe('ready')
+  expect(read.messages.data.map((message: Json) => message.role)).toEqual(['user', 'assistant'])
+  // The model was for that answer only: the thread's next one is the organization's default again.
+  expect(read.model).toEqual({ id: 'echo-a', name: 'Echo A' })
+
+  // An answer is not a message to regenerate; a model the organization lacks is refused.
+  const answerId = read.messages.data[1].id
+  expect(
+    await refused(client, 'regenerate_response', { thread_id: created.thread_id, message_id: answerId }),
+  ).toContain('user message')
+  expect(
+    await refused(client, 'regenerate_response', {
+      thread_id: created.thread_id,
+      message_id: created.message_id,
+      model: 'gpt-9',
+    }),
+  ).toContain('gpt-9')
 })

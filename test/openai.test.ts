@@ -139,7 +139,10 @@ test.concurrent('an invalid API key ends the stream with a helpful error and no 
   expect(eventsOf(answer.events)).toEqual([
     {
       event: 'error',
-      data: { message: 'The AI provider rejected the API key. An administrator should check LLM_API_KEY.' },
+      data: {
+        message:
+          'The AI provider rejected the API key. An administrator should check the key configured for this model.',
+      },
     },
   ])
   expect(fake.received).toHaveLength(1)
@@ -163,7 +166,7 @@ test.concurrent('an unknown model is named in the error', async () => {
   await using _ = h
   const answer = await ask(h, token, 'Hi')
   expect(errorOf(answer.events)).toBe(
-    'The AI provider does not offer the model "test-model". An administrator should check LLM_MODEL (with Ollama, pull the model first).',
+    'The AI provider does not offer the model "test-model". An administrator should check the model’s name in the configuration (with Ollama, pull the model first).',
   )
 })
 
@@ -173,7 +176,7 @@ test.concurrent('a 404 that is not about the model points at the base URL', asyn
   const { h, token } = await setup(fake)
   await using _ = h
   const answer = await ask(h, token, 'Hi')
-  expect(errorOf(answer.events)).toContain('check LLM_BASE_URL')
+  expect(errorOf(answer.events)).toContain('check the model’s base URL')
 })
 
 test.concurrent('a rate limit is retried after the wait the server asks for, then the answer streams', async () => {
@@ -223,7 +226,7 @@ test.concurrent('an unreachable provider is reported as such', async () => {
   const user = await h.user()
   const answer = await ask(h, user.token, 'Hi')
   expect(errorOf(answer.events)).toBe(
-    'Could not reach the AI provider. An administrator should check that it is running and that LLM_BASE_URL is right. (gave up after 2 attempts)',
+    'Could not reach the AI provider. An administrator should check that it is running and that the model’s base URL is right. (gave up after 2 attempts)',
   )
 })
 

@@ -384,7 +384,7 @@ describe('the thread page', () => {
       body: { name: 'Broken', text: 'Tell me' },
     })
     const failure =
-      'Could not reach the AI provider. An administrator should check that it is running and that LLM_BASE_URL is right.'
+      'Could not reach the AI provider. An administrator should check that it is running and that the model’s base URL is right.'
     ;(await runner.started(created.body.message_id)).error(failure)
     await h.app.decorator.engine.idle()
     const id = created.body.thread_id

@@ -207,6 +207,20 @@ export namespace McpModel {
     wait_seconds: waitSeconds,
   }
 
+  export const regenerateInput = {
+    thread_id: threadId,
+    message_id: messageId.describe(
+      'The user message whose answer to write again: one of the thread’s listed messages, with role `user`.',
+    ),
+    model: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('A model’s `id` from list_models, for this answer only; default: the thread’s model.'),
+    wait_seconds: waitSeconds,
+  }
+
   export const getResponseInput = { thread_id: threadId, message_id: messageId }
 
   export const answerChoiceInput = {

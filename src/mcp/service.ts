@@ -216,6 +216,15 @@ export async function send(
   return await deps.conversation.send(caller, input.thread_id, body)
 }
 
+/** A new answer to one of the person's messages (the API's regenerate); the earlier answer stays as a version. */
+export async function regenerate(
+  deps: McpDeps,
+  caller: Caller,
+  input: { thread_id: string; message_id: string; model?: string },
+): Promise<{ message_id: string }> {
+  return await deps.conversation.regenerate(caller, input.thread_id, input.message_id, { model: input.model })
+}
+
 type ChoiceBlock = Extract<ThreadsModel.contentBlock, { type: 'user_get_choice' }>
 
 /**

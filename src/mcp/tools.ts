@@ -35,6 +35,7 @@ import {
   modelsFor,
   rate,
   readThread,
+  regenerate,
   searchThreads,
   send,
   startThread,
@@ -48,7 +49,8 @@ const instructions =
   'Threadhouse is where a team keeps its conversations with an AI assistant, as threads of messages. Find ' +
   'threads with search_threads or list_threads, read one with get_thread, start one with create_thread and ' +
   'continue it with send_message, which waits for the assistant’s answer. An answer that takes longer is ' +
-  'fetched later with get_response. When an answer asks a question with choices (a `user_get_choice` block), ' +
+  'fetched later with get_response; regenerate_response writes an answer again (list_models names the models ' +
+  'a thread or an answer may use). When an answer asks a question with choices (a `user_get_choice` block), ' +
   'answer it with answer_choice. Every result carries `app_url` links: give them to the person so they can ' +
   'open the thread in Threadhouse.'
 
@@ -295,6 +297,27 @@ export function serverFor(deps: McpDeps, caller: Caller): McpServer {
     guarded(['threads:write'], 'send_message', async (args, extra) => {
       const sent = await send(deps, caller, args)
       return await answerTo(args.thread_id, sent.message_id, extra, args.wait_seconds)
+    }),
+  )
+
+  server.registerTool(
+    'regenerate_response',
+    {
+      title: 'Regenerate an answer',
+      description:
+        'Writes the assistant’s answer to one of the person’s messages again (`message_id`, a `user` message of the ' +
+        'thread as get_thread lists it), optionally with another model (`model`, see list_models) for this answer ' +
+        'only. The earlier answer stays as a version in Threadhouse, and any later messages leave the thread’s ' +
+        `list. The thread must be \`ready\`, or \`error\`: regenerating the failed answer is how it goes on. ${waitNote} ` +
+        'Only in the person’s own threads. Needs the threads:write scope (and threads:read to get the answer back).',
+      inputSchema: McpModel.regenerateInput,
+      outputSchema: McpModel.answer,
+      annotations: additive,
+      _meta: meta(['threads:write']),
+    },
+    guarded(['threads:write'], 'regenerate_response', async (args, extra) => {
+      const queued = await regenerate(deps, caller, args)
+      return await answerTo(args.thread_id, queued.message_id, extra, args.wait_seconds)
     }),
   )
 

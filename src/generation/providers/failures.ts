@@ -63,25 +63,26 @@ export interface ErrorReply {
 }
 
 const sentences: Record<FailureKind, (context: FailureContext, status?: number) => string> = {
-  auth: () => 'The AI provider rejected the API key. An administrator should check LLM_API_KEY.',
+  auth: () => 'The AI provider rejected the API key. An administrator should check the key configured for this model.',
   permission: () => 'The AI provider refused the request: the API key has no access to this model or feature.',
   quota: () => 'The AI provider account has run out of credit or quota.',
   model_not_found: ({ model }) =>
-    `The AI provider does not offer the model "${model}". An administrator should check LLM_MODEL ` +
+    `The AI provider does not offer the model "${model}". An administrator should check the model’s name in ` +
+    'the configuration ' +
     '(with Ollama, pull the model first).',
   endpoint_not_found: () =>
-    'The AI provider has no chat endpoint at the configured address. An administrator should check ' +
-    'LLM_BASE_URL (OpenAI-compatible servers usually end in /v1).',
+    'The AI provider has no chat endpoint at the configured address. An administrator should check the ' +
+    'model’s base URL (OpenAI-compatible servers usually end in /v1).',
   rate_limited: () => 'The AI provider is rate limiting requests. Please try again in a minute.',
   overloaded: () => 'The AI provider is overloaded right now. Please try again shortly.',
   server_error: (_, status) =>
     `The AI provider had an internal error${status ? ` (HTTP ${status})` : ''}. Please try again later.`,
   unreachable: () =>
-    'Could not reach the AI provider. An administrator should check that it is running and that LLM_BASE_URL is right.',
+    'Could not reach the AI provider. An administrator should check that it is running and that the model’s base URL is right.',
   timeout: () => 'The AI provider did not respond in time (see LLM_TIMEOUT_MS).',
   stream_broken: () => 'The connection to the AI provider broke off in the middle of the answer.',
   context_too_long: () =>
-    'This conversation is too long for the model. An administrator can lower LLM_CONTEXT_TOKENS so that ' +
+    'This conversation is too long for the model. An administrator can lower its context size so that ' +
     'older turns get summarised.',
   tools_unsupported: () => 'The model does not support tools.',
   images_unsupported: () => 'The model does not accept images.',

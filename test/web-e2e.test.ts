@@ -345,7 +345,7 @@ test.concurrent('a thread in error continues in a new thread that starts with an
   await page.getByRole('heading', { name: 'The answer failed' }).waitFor()
   // In a person's words (the operator's sentence below it is for the administrator, who this is).
   expect(await page.locator('.failure p').first().textContent()).toBe('Could not reach the AI provider.')
-  expect(await page.locator('.admin-hint').textContent()).toContain('LLM_BASE_URL')
+  expect(await page.locator('.admin-hint').textContent()).toContain('the model’s base URL is right')
   // A thread in error takes no more messages: the composer goes.
   await page.locator('#composer').waitFor({ state: 'detached' })
   await page.getByRole('button', { name: 'Continue in a new thread' }).click()

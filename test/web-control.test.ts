@@ -3,8 +3,12 @@
 // Retry on a failed answer, the thread's instructions in its menu, and the model named under each answer. The
 // browser's side (in place, by keyboard, streaming without a reload) is web-control-browser.test.ts.
 import { describe, expect, test } from 'bun:test'
-import { type Harness, harness, ScriptedRunner } from './support/helpers'
+import { type Harness, harness, ScriptedRunner, sharedInspector } from './support/helpers'
 import { type Browser, hiddenField, signedIn } from './support/oauth-helpers'
+import { form, upload } from './support/uploads'
+
+// The inspect processes that check an uploaded file, for the edit that keeps its message's files.
+const inspector = sharedInspector()
 
 async function csrfOf(browser: Browser): Promise<string> {
   return hiddenField(await (await browser.get('/threads')).text(), 'csrf')
@@ -161,6 +165,32 @@ describe('edit', () => {
     expect((await messages(thread)).map((message) => message.contents[0]?.text)).toEqual(['Name a colour', 'Blue.'])
   })
 
+  test("the new version keeps the edited message's files, named on the edit page", async () => {
+    const runner = new ScriptedRunner()
+    await using h = await harness({ runner, inspector })
+    const { browser, user } = await signedIn(h)
+    const created = await h.call('POST', '/api/v1/threads', { token: user.token, body: {} })
+    const id = created.body.thread_id
+    const uploaded = await upload(h, user.token, id, form({ name: 'notes.md', bytes: '# Notes' }))
+    expect(uploaded.status).toBe(201)
+    const fileId = uploaded.body[0].id
+    const sent = await h.call('POST', `/api/v1/threads/${id}/messages`, {
+      token: user.token,
+      body: { text: 'Read this', attachment_ids: [fileId] },
+    })
+    await answer(runner, h, sent.body.message_id, 'Read.')
+    const editHref = `/threads/${id}/messages/${sent.body.message_id}/edit`
+    expect(await (await browser.get(editHref)).text()).toContain('Its files go with it: <span>notes.md</span>.')
+    const saved = await browser.postForm(editHref, { csrf: await csrfOf(browser), text: 'Summarise this' })
+    expect(saved.status).toBe(303)
+    const [edited] = (await h.call('GET', `/api/v1/threads/${id}/messages`, { token: user.token })).body.data
+    expect(edited.contents).toEqual([
+      { type: 'text', text: 'Summarise this' },
+      { type: 'document', attachment_id: fileId },
+    ])
+    await answer(runner, h, edited.id, 'Summarised.')
+  })
+
   test('a refused edit is the edit page again with the reason and the text; other messages are not found', async () => {
     const runner = new ScriptedRunner()
     await using h = await harness({ runner })
@@ -289,6 +319,20 @@ describe('models', () => {
     const refusedStart = await browser.request('POST', '/threads', { body: other })
     expect(refusedStart.status).toBe(400)
     expect(await refusedStart.text()).toContain('Choose one of the models offered.')
+  })
+
+  test("a thread's model no longer offered is said beside the picker, the default chosen", async () => {
+    await using h = await harness({ config: { LLM_MODELS: twoModels } })
+    const { browser, user } = await signedIn(h)
+    const created = await h.call('POST', '/api/v1/threads', { token: user.token, body: { name: 'Old' } })
+    const id = created.body.thread_id
+    // As if the model had been configured when it was chosen, and removed since.
+    await h.store.models.saveThreadSettings(id, { model: 'retired' })
+    const page = await (await browser.get(`/threads/${id}`)).text()
+    expect(page).toContain('<option value="steady" selected>Steady Echo</option>')
+    expect(page).toContain(
+      '<span id="composer-model-note" class="model-note">retired is no longer available: Steady Echo answers instead.</span>',
+    )
   })
 
   test('with one model there is nothing to pick', async () => {

@@ -1,7 +1,8 @@
 // The chat in the browser, over pages that work without it: Enter sends (Shift+Enter adds a line, an IME's
 // composition is left alone, a touch screen's Enter adds a line), the sent message shows at once and its answer streams in place as Markdown
 // (the server's own configuration, markdown-setup.ts), files become removable chips (picker, drop, paste), and
-// every form of the conversation posts in the background, the page's parts swapped for the server's new rendering.
+// every form of the conversation posts in the background, the page's parts swapped for the server's new rendering:
+// an edit (made in place, edit.ts), a regenerated answer and a switch of versions stream and show without a reload.
 import { createMarkdown } from '../markdown-setup'
 import { claimDrafts, clearDraft, forgetDrafts, leaveForSignIn, restoreDraft, saveDraft } from './drafts'
 import {
@@ -417,7 +418,8 @@ async function stop(form: HTMLFormElement, button: HTMLButtonElement): Promise<v
   if (!source) await refresh()
 }
 
-// ---- Other forms of the conversation: rate, rename, archive, privacy, choose, continue ----
+// ---- Other forms of the conversation: rate, rename, archive, privacy, instructions, choose, continue, edit,
+// regenerate, retry, the version arrows ----
 
 async function postInBackground(form: HTMLFormElement, submitter: HTMLElement | null): Promise<void> {
   if (form.dataset.sending === 'true') return
@@ -430,7 +432,9 @@ async function postInBackground(form: HTMLFormElement, submitter: HTMLElement | 
   let page: Awaited<ReturnType<typeof fetchPage>>
   try {
     page = await fetchPage(form.action, { method: 'POST', body })
-  } catch {
+  } catch (error) {
+    // A lost connection: the editor says so below; other forms fail as they always have.
+    if (!editing) throw error
     page = null
   } finally {
     delete form.dataset.sending

@@ -577,9 +577,15 @@ async function postMessage(
     if (thread.state !== 'ready') {
       throw conflict('The previous answer is still being written: wait for it, or stop it.')
     }
-    await applyChosenModel(deps, caller, threadId, field(form, 'model'))
     checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
-    await sendWithFiles(deps, caller, threadId, text, checked)
+    // Set before the message, so that its answer uses it; put back when the message is refused after all.
+    const replaced = await applyChosenModel(deps, caller, threadId, field(form, 'model'))
+    try {
+      await sendWithFiles(deps, caller, threadId, text, checked)
+    } catch (error) {
+      if (replaced) await deps.models.updateSettings(caller, threadId, { model: replaced.model })
+      throw error
+    }
     return seeOther(`/threads/${threadId}#live-answer`)
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
@@ -748,20 +754,23 @@ async function saveSettings(
 
 /**
  * The composer's model, posted with a message: the thread's model from this answer on when it is another than the
- * one in use (with the script the picker has saved it already, and this changes nothing).
+ * one in use (with the script the picker has saved it already, and this changes nothing). Returns the setting it
+ * replaced, null when it changed nothing.
  */
 async function applyChosenModel(
   deps: ThreadPagesDeps,
   caller: Caller,
   threadId: string,
   chosen: string | undefined,
-): Promise<void> {
-  if (!chosen) return
+): Promise<{ model: string | null } | null> {
+  if (!chosen) return null
   const [settings, offered] = await Promise.all([deps.models.settings(caller, threadId), deps.models.offered(caller)])
   const inUse = offered.some((model) => model.id === settings.model)
     ? settings.model
     : offered.find((model) => model.default)?.id
-  if (chosen !== inUse) await deps.models.updateSettings(caller, threadId, { model: chosen })
+  if (chosen === inUse) return null
+  await deps.models.updateSettings(caller, threadId, { model: chosen })
+  return { model: settings.model }
 }
 
 /** The new-thread form: the list again, with the reason and what was typed, when the thread is refused. */

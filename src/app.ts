@@ -190,6 +190,8 @@ export function createApp(deps: AppDeps) {
   const allowed = new AllowedMethods()
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: 4 * maxRequestBytes } })
     .decorate('engine', engine)
+    // For tests that hold a reaction to a committed write (an answer's end) open.
+    .decorate('events', events)
     .decorate('webhooks', webhooks)
     .decorate('feed', feed)
     .use(

@@ -15,6 +15,7 @@ import {
   ScriptedRunner,
   type TestUser,
   tokensOf,
+  until,
 } from './support/helpers'
 
 type Message = { id: string; role: string; contents: { type: string; text?: string }[] }
@@ -328,6 +329,107 @@ describe.concurrent('the state machine', () => {
     expect((await send409(h, owner, threadId)).status).toBe(409)
     expect((await activate(h, owner.token, threadId, edited.body.message_id)).status).toBe(204)
     expect(await stateOf(h, owner.token, threadId)).toBe('ready')
+  })
+
+  test('a regenerate that fails writes nothing or half: the earlier answer can be brought back, complete', async () => {
+    const runner = new ScriptedRunner()
+    await using h = await harness({ runner })
+    const owner = await h.user()
+    const created = await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'q' } })
+    const { thread_id: threadId, message_id: question } = created.body
+    const first = await runner.started(question)
+    first.token('a1')
+    first.done()
+    await h.app.decorator.engine.idle()
+    const [, a1] = await listed(h, owner.token, threadId)
+    const poll = `${base(threadId)}/messages/${question}/response`
+
+    // The provider is down: the new answer writes nothing, and the path ends at the question.
+    runner.jobs.delete(question)
+    expect((await regenerate(h, owner.token, threadId, question)).status).toBe(201)
+    ;(await runner.started(question)).error('The model is unavailable')
+    await h.app.decorator.engine.idle()
+    expect(await stateOf(h, owner.token, threadId)).toBe('error')
+    expect(texts(await listed(h, owner.token, threadId))).toEqual(['q'])
+    // The good answer comes back, and the poll and the stream say it is complete.
+    expect((await activate(h, owner.token, threadId, a1?.id as string)).status).toBe(204)
+    expect(await stateOf(h, owner.token, threadId)).toBe('ready')
+    expect(texts(await listed(h, owner.token, threadId))).toEqual(['q', 'a1'])
+    expect((await h.call('GET', poll, { token: owner.token })).body).toMatchObject({
+      status: 'complete',
+      messages: [{ id: a1?.id }],
+    })
+
+    // It fails again, having written half an answer: that half is a version, and a1 comes back complete again.
+    runner.jobs.delete(question)
+    expect((await regenerate(h, owner.token, threadId, question)).status).toBe(201)
+    const half = await runner.started(question)
+    half.token('half')
+    half.error('The model is unavailable')
+    await h.app.decorator.engine.idle()
+    expect(texts(await listed(h, owner.token, threadId))).toEqual(['q', 'half'])
+    expect((await activate(h, owner.token, threadId, a1?.id as string)).status).toBe(204)
+    expect((await h.call('GET', poll, { token: owner.token })).body).toMatchObject({
+      status: 'complete',
+      messages: [{ id: a1?.id }],
+    })
+    const events = await collect((await openStream(h, `${poll}/stream`, owner.token)).events)
+    expect(tokensOf(events)).toBe('a1')
+    expect(events.at(-1)?.event).toBe('done')
+  })
+
+  test('a regenerate while the earlier answer is still being stored: streams hear the new one, and a stop stops it', async () => {
+    const runner = new ScriptedRunner()
+    await using h = await harness({ runner })
+    const owner = await h.user()
+    // Holds the reactions to an answer's end (webhooks) open: the answer is committed, its listeners not yet told.
+    let release: () => void = () => {}
+    let holding = false
+    h.app.decorator.events.on('answer.stored', () =>
+      holding ? new Promise<void>((resolve) => (release = resolve)) : undefined,
+    )
+    const created = await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'q' } })
+    const { thread_id: threadId, message_id: question } = created.body
+    const path = `${base(threadId)}/messages/${question}/response`
+    const first = await runner.started(question)
+    first.token('old answer')
+    holding = true
+    first.done()
+    await until(async () => (await stateOf(h, owner.token, threadId)) === 'ready')
+
+    runner.jobs.delete(question)
+    expect((await regenerate(h, owner.token, threadId, question)).status).toBe(201)
+    // A stream opened now follows the new answer, not the one still being told.
+    const stream = await openStream(h, `${path}/stream`, owner.token)
+    holding = false
+    release()
+    const second = await runner.started(question)
+    second.token('new answer')
+    second.done()
+    const events = await collect(stream.events)
+    expect(tokensOf(events)).toBe('new answer')
+    expect(events.at(-1)?.event).toBe('done')
+    await h.app.decorator.engine.idle()
+
+    // Again, and this time a stop comes while the earlier answer is still being told: 202, and the new one never runs.
+    runner.jobs.delete(question)
+    expect((await regenerate(h, owner.token, threadId, question)).status).toBe(201)
+    const third = await runner.started(question)
+    third.token('third answer')
+    holding = true
+    third.done()
+    await until(async () => (await stateOf(h, owner.token, threadId)) === 'ready')
+    runner.jobs.delete(question)
+    expect((await regenerate(h, owner.token, threadId, question)).status).toBe(201)
+    const stopped = h.call('POST', `${base(threadId)}/stop`, { token: owner.token })
+    holding = false
+    release()
+    expect((await stopped).status).toBe(202)
+    await h.app.decorator.engine.idle()
+    expect(runner.jobs.has(question)).toBe(false)
+    expect((await h.call('GET', path, { token: owner.token })).body.status).toBe('interrupted')
+    expect(await stateOf(h, owner.token, threadId)).toBe('ready')
+    expect(texts(await listed(h, owner.token, threadId))).toEqual(['q'])
   })
 
   test('409 while waiting or active for regenerate, edit and activate; from ready the answer runs again', async () => {

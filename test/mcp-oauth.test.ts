@@ -45,7 +45,7 @@ test('an unmodified MCP client connects on its own: 401, discovery, registration
   const client = new Client({ name: 'desktop', version: '1.0.0' })
   await client.connect(mcpTransport(server.origin, provider))
   await using _closed = { [Symbol.asyncDispose]: () => client.close() }
-  expect((await client.listTools()).tools).toHaveLength(9)
+  expect((await client.listTools()).tools).toHaveLength(11)
   const created = await client.callTool({ name: 'create_thread', arguments: { name: 'From my assistant' } })
   expect(created.structuredContent).toMatchObject({ thread: { name: 'From my assistant', state: 'ready' } })
   // Last use is audited on the connected app, as for the API: read before any other request uses the token.

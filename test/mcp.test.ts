@@ -828,6 +828,17 @@ test('list_models, a thread’s model from create_thread and send_message, and g
   expect(
     await refused(client, 'send_message', { thread_id: created.thread_id, text: 'And Dijon?', model: 'gpt-9' }),
   ).toContain('list_models')
+  // A message the thread refuses (a file that is not the thread's) leaves the thread's model as it was.
+  const unknownFile = '01a2b3c4-0000-7000-8000-000000000000'
+  expect(
+    await refused(client, 'send_message', {
+      thread_id: created.thread_id,
+      text: 'And Dijon?',
+      attachment_ids: [unknownFile],
+      model: 'echo-a',
+    }),
+  ).toContain('Unknown attachment')
+  expect((await ok(client, 'get_thread', { thread_id: created.thread_id })).model.id).toBe('echo-b')
 
   // A thread without a model of its own says the organization's default.
   const plain = await ok(client, 'create_thread', { name: 'Plain' })

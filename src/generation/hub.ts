@@ -2,7 +2,7 @@
 // so a listener joining mid-answer, or resuming from an offset, gets exactly what it missed.
 import type { Listener, Subscription } from '../shared/streams/sse'
 
-class LiveAnswer implements Subscription {
+export class LiveAnswer implements Subscription {
   text = ''
   readonly listeners = new Set<Listener>()
   /**
@@ -84,10 +84,26 @@ export class Hub {
     answer.text = ''
   }
 
+  /**
+   * A new answer to a message whose previous answer is still being stored (a regenerate that came in between): new
+   * listeners join the new one at once, and the previous one, returned, is ended by its own job (`end`), so nobody
+   * who asked after the regenerate hears the earlier answer.
+   */
+  replace(messageId: string): LiveAnswer | undefined {
+    const previous = this.live.get(messageId)
+    this.live.set(messageId, new LiveAnswer())
+    return previous
+  }
+
   finish(messageId: string, outcome: { error: string; resumable?: boolean } | null): void {
     const answer = this.live.get(messageId)
     if (!answer) return
     this.live.delete(messageId)
+    this.end(answer, outcome)
+  }
+
+  /** Tells an answer's listeners how it ended; for one `replace` took out of the hub, the only way it ends. */
+  end(answer: LiveAnswer, outcome: { error: string; resumable?: boolean } | null): void {
     for (const listener of answer.listeners) {
       if (outcome) listener.error(outcome.error, answer.text.length, outcome.resumable)
       else listener.done(answer.text.length)

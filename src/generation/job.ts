@@ -12,7 +12,7 @@
 // took a place is made a Job only to be stored as stopped.
 import type { Logger } from '../shared/log'
 import type { ThreadsModel } from '../threads/model'
-import type { Hub } from './hub'
+import type { Hub, LiveAnswer } from './hub'
 import type { AnswerRelay } from './relay'
 import type { Compaction, EndedAnswer, PendingAnswer } from './repository'
 
@@ -45,6 +45,8 @@ export class Job implements PendingAnswer {
   private publishing?: Promise<void>
   /** Set on entering `storing`: what a stop whose generator let go at once waits for. */
   stored?: Promise<void>
+  /** Its hub entry, when a regenerate replaced it while this answer was being stored (Hub.replace): ended here. */
+  replaced?: LiveAnswer
 
   constructor(
     readonly messageId: string,

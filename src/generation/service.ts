@@ -108,7 +108,9 @@ export function createGenerationEngine({
       const stored = await finish(job.ended(outcome, error, hub.text(messageId)), clock.now())
       if (stored) {
         // Listeners hear the end once it is stored: a stream's `done` promises that the thread takes messages again.
-        hub.finish(messageId, outcome === 'complete' ? null : { error: error ?? 'The response failed' })
+        endListeners(job, outcome === 'complete' ? null : { error: error ?? 'The response failed' })
+      } else if (job.replaced) {
+        hub.end(job.replaced, { error: 'The response is no longer pending' })
       } else {
         // Another instance holds the answer now (it took over a lease this one lost), or it ended elsewhere.
         followElsewhere(messageId)
@@ -118,7 +120,7 @@ export function createGenerationEngine({
       // The database refused the answer (disk full, I/O error): the job stays `running` in the table and
       // is run again at the next start; listeners are told now rather than left waiting.
       log.error('could not store an answer', { messageId, error: String(failure) })
-      hub.finish(messageId, { error: 'The response could not be saved' })
+      endListeners(job, { error: 'The response could not be saved' })
     }
     running.delete(messageId)
     const threadId = again.get(messageId)
@@ -128,6 +130,12 @@ export function createGenerationEngine({
       return
     }
     pump()
+  }
+
+  /** Tells the job's listeners how it ended: in the hub, or on the entry a regenerate replaced (Hub.replace). */
+  function endListeners(job: Job, outcome: { error: string } | null): void {
+    if (job.replaced) hub.end(job.replaced, outcome)
+    else hub.finish(job.messageId, outcome)
   }
 
   /**
@@ -320,6 +328,19 @@ export function createGenerationEngine({
     return true
   }
 
+  /**
+   * Stops a regenerated answer still waiting for its previous run to be stored (`again`): once that run has left,
+   * the new one is stored as stopped, having produced nothing.
+   */
+  async function stopAgain(messageId: string, threadId: string): Promise<boolean> {
+    again.delete(messageId)
+    await running.get(messageId)?.stored
+    const stopped = new Job(messageId, threadId)
+    stopped.stopping = true
+    await settle(stopped, 'interrupted', stoppedMessage)
+    return true
+  }
+
   /** Stops an answer that holds a place here: the thread is marked, and the runner let go. */
   async function stopRunning(job: Job): Promise<boolean> {
     // One already ending (its answer being stored) has nothing left to stop.
@@ -426,8 +447,11 @@ export function createGenerationEngine({
 
     /** Schedules the answer to a user message whose `generations` row was just committed. */
     enqueue(messageId: string, threadId: string): void {
-      // Its previous run committed (the thread took the regenerate) but is still telling its end: see `again`.
-      if (running.get(messageId)?.state === 'storing') {
+      // Its previous run committed (the thread took the regenerate) but is still telling its end: see `again`. Who
+      // listens from now on hears the new answer; the previous one's listeners hear it end.
+      const previous = running.get(messageId)
+      if (previous?.state === 'storing') {
+        previous.replaced ??= hub.replace(messageId)
         again.set(messageId, threadId)
         return
       }
@@ -474,6 +498,8 @@ export function createGenerationEngine({
       if (phase === 'closed') return false
       const queued = queue.findIndex((item) => item.threadId === threadId)
       if (queued >= 0) return stopQueued(queued)
+      const regenerated = [...again].find(([, thread]) => thread === threadId)?.[0]
+      if (regenerated !== undefined) return stopAgain(regenerated, threadId)
       const job = [...running.values()].find((candidate) => candidate.threadId === threadId)
       if (job) return stopRunning(job)
       return relay ? interruptElsewhere(threadId) : false

@@ -15,7 +15,14 @@ import type { Caller } from '../auth/model'
 import { pollAnswer } from '../generation'
 import type { GenerationRepository } from '../generation/repository'
 import type { AnswerEngine } from '../generation/service'
-import { listModels, type ModelsDeps, modelChoice, threadModel, updateThreadSettings } from '../models/service'
+import {
+  getThreadSettings,
+  listModels,
+  type ModelsDeps,
+  modelChoice,
+  threadModel,
+  updateThreadSettings,
+} from '../models/service'
 import { AppError, conflict, invalidRequest } from '../shared/errors'
 import type { Listener, OpenStreams } from '../shared/streams/sse'
 import type { Conversation } from '../threads/conversation'
@@ -205,15 +212,20 @@ export async function send(
   input: { thread_id: string; text: string; attachment_ids?: string[]; model?: string },
 ): Promise<{ message_id: string }> {
   const body = { text: input.text, attachment_ids: input.attachment_ids }
-  if (input.model !== undefined) {
-    // The model is the thread's from this message on; a thread that would refuse the message keeps its model.
-    const thread = await getThread(deps.threads, caller, input.thread_id, deps.links)
-    if (thread.state !== 'ready')
-      throw conflict(`The thread is ${thread.state}; a new message is accepted only in ready`)
-    await requireUsable(deps, caller, input.model)
-    await updateThreadSettings(deps, caller, input.thread_id, { model: input.model })
+  if (input.model === undefined) return await deps.conversation.send(caller, input.thread_id, body)
+  // The model is the thread's from this message on, set before the message so that its answer already uses it; a
+  // thread that refuses the message (busy, or another message won a race) keeps the model it had.
+  const thread = await getThread(deps.threads, caller, input.thread_id, deps.links)
+  if (thread.state !== 'ready') throw conflict(`The thread is ${thread.state}; a new message is accepted only in ready`)
+  await requireUsable(deps, caller, input.model)
+  const before = await getThreadSettings(deps, caller, input.thread_id)
+  await updateThreadSettings(deps, caller, input.thread_id, { model: input.model })
+  try {
+    return await deps.conversation.send(caller, input.thread_id, body)
+  } catch (error) {
+    await updateThreadSettings(deps, caller, input.thread_id, { model: before.model })
+    throw error
   }
-  return await deps.conversation.send(caller, input.thread_id, body)
 }
 
 /** A new answer to one of the person's messages (the API's regenerate); the earlier answer stays as a version. */

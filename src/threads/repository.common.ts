@@ -421,6 +421,7 @@ export type CommonThreadMethods = Pick<
   | 'latestMessage'
   | 'activeMessages'
   | 'replies'
+  | 'latestReply'
   | 'attachmentKinds'
   | 'pendingMessageId'
   | 'lastFailure'
@@ -557,6 +558,19 @@ export function commonThreadRepository(db: AnyDb, t: ThreadTables): CommonThread
           .prepare('replies'),
       )
       return (await statement.execute({ messageId })) as MessageRow[]
+    },
+
+    async latestReply(messageId) {
+      const statement = once('latest-reply', () =>
+        db
+          .select(messageRow)
+          .from(messages)
+          .where(and(eq(messages.parentId, bound.messageId), eq(messages.role, 'assistant')))
+          .orderBy(desc(messages.createdAt), desc(messages.id))
+          .limit(1)
+          .prepare('latest-reply'),
+      )
+      return ((await statement.execute({ messageId })) as MessageRow[])[0] ?? null
     },
 
     async attachmentKinds(threadId, attachmentIds) {

@@ -442,8 +442,15 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
               ),
             )
             .limit(1)
-          if (!shown) throw new TreeRefused('inactive')
-          if (shown.id === node.id) return true as const
+          if (shown?.id === node.id) return true as const
+          // No version shown (its last run stored nothing, or was stopped first): the message's parent must be on
+          // the path, and the message takes the place after it.
+          const parent = shown
+            ? undefined
+            : node.parentId === null
+              ? undefined
+              : await nodeOf(tx, threadId, node.parentId)
+          if (!shown && !parent?.active) throw new TreeRefused('inactive')
           const [summary] = await tx
             .select({ id: messages.id })
             .from(messages)
@@ -457,7 +464,8 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
             )
             .limit(1)
           if (summary) throw new TreeRefused('summarized')
-          await deactivateAfter(tx, threadId, shown, true)
+          if (shown) await deactivateAfter(tx, threadId, shown, true)
+          else await deactivateAfter(tx, threadId, parent as NonNullable<typeof parent>, false)
           let current: { id: string; role: string; parentId: string | null; createdAt: number } = node
           for (;;) {
             await tx.update(messages).set({ active: true }).where(eq(messages.id, current.id))
@@ -489,6 +497,14 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
                 .where(eq(generations.messageId, asker))
             : []
           const state = stateAfterActivate(current as { role: 'user' | 'assistant'; createdAt: number }, run)
+          // An answer from before its question's latest run is that question's answer again: the poll and the
+          // stream report it complete, not how the later run ended (one run's outcome is kept per question).
+          if (asker && run && current.role === 'assistant' && current.createdAt < run.createdAt) {
+            await tx
+              .update(generations)
+              .set({ status: 'complete', error: null })
+              .where(and(eq(generations.messageId, asker), inArray(generations.status, ['error', 'interrupted'])))
+          }
           await tx.update(threads).set({ state, updatedAt: now }).where(eq(threads.id, threadId))
           return true as const
         }),

@@ -497,8 +497,11 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
               ),
             )
             .get()
-          if (!shown) throw new TreeRefused('inactive')
-          if (shown.id === node.id) return true as const
+          if (shown?.id === node.id) return true as const
+          // No version shown (its last run stored nothing, or was stopped first): the message's parent must be on
+          // the path, and the message takes the place after it.
+          const parent = shown || node.parentId === null ? undefined : nodeOf(db, threadId, node.parentId)
+          if (!shown && !parent?.active) throw new TreeRefused('inactive')
           const summary = db
             .select({ id: messages.id })
             .from(messages)
@@ -512,7 +515,8 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
             )
             .get()
           if (summary) throw new TreeRefused('summarized')
-          deactivateAfter(db, threadId, shown, true)
+          if (shown) deactivateAfter(db, threadId, shown, true)
+          else deactivateAfter(db, threadId, parent as NonNullable<typeof parent>, false)
           let current: { id: string; role: string; parentId: string | null; createdAt: number } = node
           for (;;) {
             db.update(messages).set({ active: true }).where(eq(messages.id, current.id)).run()
@@ -546,6 +550,14 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
                 .get()
             : undefined
           const state = stateAfterActivate(current as { role: 'user' | 'assistant'; createdAt: number }, run)
+          // An answer from before its question's latest run is that question's answer again: the poll and the
+          // stream report it complete, not how the later run ended (one run's outcome is kept per question).
+          if (asker && run && current.role === 'assistant' && current.createdAt < run.createdAt) {
+            db.update(generations)
+              .set({ status: 'complete', error: null })
+              .where(and(eq(generations.messageId, asker), inArray(generations.status, ['error', 'interrupted'])))
+              .run()
+          }
           db.update(threads).set({ state, updatedAt: now }).where(eq(threads.id, threadId)).run()
           return true as const
         }),

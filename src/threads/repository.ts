@@ -242,6 +242,12 @@ export interface ThreadRepository {
    */
   replies(messageId: string): Promise<MessageRow[]>
 
+  /**
+   * The newest answer written to a user message, current or not: what its latest run stored, even once a regenerate
+   * that committed since has taken the current answer's place (its `answer.completed` webhook reads it).
+   */
+  latestReply(messageId: string): Promise<MessageRow | null>
+
   /** The kinds of the files among `attachmentIds` that were uploaded to this thread, by ID; others are left out. */
   attachmentKinds(threadId: string, attachmentIds: string[]): Promise<Map<string, 'image' | 'pdf' | 'text'>>
 

@@ -61,7 +61,9 @@ export function createWebhookEmitter(deps: EmitterDeps) {
     }
     // A private thread is its owner's alone, admins included: its events say what happened, never what was said.
     if (type === 'answer.completed' && messageId !== undefined && !targets.isPrivate) {
-      data.messages = (await deps.threads.replies(messageId)).map((row) => toMessage(row, deps.links))
+      // The answer just stored, even if a regenerate has since made way for a new one (its reply_to cleared).
+      const stored = await deps.threads.latestReply(messageId)
+      data.messages = stored ? [toMessage(stored, deps.links)] : []
     }
     const payload = JSON.stringify({ type, timestamp: toIso(now), data } satisfies WebhookPayload)
     await deps.webhooks.enqueue(

@@ -15,7 +15,7 @@ import type { GenerationRunner } from './generation/types'
 import { mcpRoutes } from './mcp'
 import { modelRoutes } from './models'
 import { type Catalogue, loadCatalogue } from './models/catalogue'
-import { answerModels, modelChoice } from './models/service'
+import { answerModels, getThreadSettings, listModels, modelChoice, updateThreadSettings } from './models/service'
 import { oauthErrorSurface, oauthRoutes } from './oauth'
 import { settingsPages } from './settings/pages'
 import { errorPlugin } from './shared/error-plugin'
@@ -39,7 +39,7 @@ import { threadFeedRoutes, threadRoutes } from './threads'
 import { createConversation } from './threads/conversation'
 import { ThreadFeed } from './threads/feed'
 import { linksFor } from './threads/links'
-import { threadPages } from './threads/pages'
+import { type PageModels, threadPages } from './threads/pages'
 import { pageErrors } from './web/errors'
 import { siteRoutes } from './web/site'
 import { createDeliveryWorker, type DeliveryDeps } from './webhooks/delivery'
@@ -94,6 +94,21 @@ export function createApp(deps: AppDeps) {
   const models = { catalogue, models: store.models }
   // The conversation's ModelChoice port (threads/conversation.ts): whether a regenerate's `model` may be used.
   const choice = modelChoice(models)
+  // What the chat pages show of the models (threads/pages.tsx PageModels): threads/ does not import models/, which
+  // imports it.
+  const threadModels = { ...models, threads: store.threads }
+  const pageModels: PageModels = {
+    offered: async (caller) => (await listModels(models, caller.organizationId)).data,
+    nameOf: (id) => catalogue.byId.get(id)?.name,
+    settings: (caller, threadId) => getThreadSettings(threadModels, caller, threadId),
+    updateSettings: (caller, threadId, changes) => updateThreadSettings(threadModels, caller, threadId, changes),
+  }
+  const defaultModel = catalogue.byId.get(catalogue.defaultId)
+  const pageModel = {
+    provider: defaultModel?.provider ?? deps.config.LLM_PROVIDER,
+    model: defaultModel?.name ?? deps.config.LLM_MODEL ?? null,
+    several: catalogue.models.length > 1,
+  }
   // What follows a committed write (shared/events.ts): webhook deliveries are queued for the events they report.
   const events = new DomainEvents(deps.log)
   queueWebhookEvents(
@@ -221,7 +236,8 @@ export function createApp(deps: AppDeps) {
         ...pages,
         ...threadsAndFiles,
         generations: store.generations,
-        model: { provider: deps.config.LLM_PROVIDER, model: deps.config.LLM_MODEL ?? null },
+        model: pageModel,
+        models: pageModels,
       }),
     )
     .use(

@@ -342,10 +342,10 @@ test.concurrent('a thread in error continues in a new thread that starts with an
   await page.getByText('Options', { exact: true }).click()
   await page.getByLabel(/^Name/).fill('Lyon')
   await page.getByRole('button', { name: 'Send' }).click()
-  await page.getByRole('heading', { name: 'This thread stopped with an error' }).waitFor()
+  await page.getByRole('heading', { name: 'The answer failed' }).waitFor()
   // In a person's words (the operator's sentence below it is for the administrator, who this is).
   expect(await page.locator('.failure p').first().textContent()).toBe('Could not reach the AI provider.')
-  expect(await page.locator('.admin-hint').textContent()).toContain('LLM_BASE_URL')
+  expect(await page.locator('.admin-hint').textContent()).toContain('the model’s base URL is right')
   // A thread in error takes no more messages: the composer goes.
   await page.locator('#composer').waitFor({ state: 'detached' })
   await page.getByRole('button', { name: 'Continue in a new thread' }).click()
@@ -358,7 +358,7 @@ test.concurrent('a thread in error continues in a new thread that starts with an
   // The unanswered question is asked again in the new thread; the provider is still unreachable, so it fails in
   // the same words, and the person sees it without reloading.
   expect(await page.locator('.message-user').textContent()).toContain('Plan a weekend in Lyon')
-  await page.getByRole('heading', { name: 'This thread stopped with an error' }).waitFor()
+  await page.getByRole('heading', { name: 'The answer failed' }).waitFor()
   expect(await page.locator('.failure p').first().textContent()).toBe('Could not reach the AI provider.')
 })
 

@@ -197,8 +197,10 @@ test('every address a form posts to answers a page on reload, never JSON', async
       type: 'text/html; charset=utf-8',
     })
     await last.text()
-    // The landing page is where the form was: the thread for a thread's forms, the confirmation for sharing one.
-    const formPage = route.path === '/threads/:threadId/share' ? path : `/threads/${params.threadId}`
+    // The landing page is where the form was: the thread for a thread's forms, the confirmation for sharing one,
+    // the edit page for an edit (the form without JavaScript).
+    const ownPage = ['/threads/:threadId/share', '/threads/:threadId/messages/:messageId/edit']
+    const formPage = ownPage.includes(route.path) ? path : `/threads/${params.threadId}`
     if (route.path.startsWith('/threads/')) expect(trail.at(-1)).toBe(formPage)
   }
 })

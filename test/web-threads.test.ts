@@ -389,7 +389,7 @@ describe('the thread page', () => {
     await h.app.decorator.engine.idle()
     const id = created.body.thread_id
     const html = await (await browser.get(`/threads/${id}`)).text()
-    expect(html).toContain('<h2 id="failure-title">This thread stopped with an error</h2>')
+    expect(html).toContain('<h2 id="failure-title">The answer failed</h2>')
     // In a person's words; the operator's sentence only for administrators.
     expect(html).toContain('<p>Could not reach the AI provider.</p>')
     expect(html).not.toContain('LLM_BASE_URL')

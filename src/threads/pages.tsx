@@ -43,11 +43,43 @@ import { allMessages, attachmentIdsOf, lastFailure } from './messages'
 import { feedbackTextMaxChars, type ThreadsModel, threadNameMaxLength } from './model'
 import type { ThreadRepository } from './repository'
 import { deleteThread, getThread, stopThread, updateThread } from './threads'
+import { versionsOf } from './versions'
 import { type ModelInfo, type SidebarProps, type ThreadFilters, ThreadList } from './views/chat-layout'
 import { DeleteThreadPage } from './views/delete-thread'
-import { ThreadPage, type ThreadPageProps } from './views/thread'
+import { EditMessagePage } from './views/edit-message'
+import { instructionsMaxChars, type ModelPicker, ThreadPage, type ThreadPageProps } from './views/thread'
 import { NewConversationPage, type NewThreadDraft } from './views/threads'
 import { requireOwnedThread } from './visibility'
+
+/** A model as the pages offer it: the organization's choice, one of them its default. */
+export interface OfferedModel {
+  id: string
+  name: string
+  default: boolean
+}
+
+/** A thread's settings, as `GET /api/v1/threads/{id}/settings` answers them. */
+export interface ThreadSettings {
+  model: string | null
+  instructions: string | null
+}
+
+/**
+ * What the pages need of the models feature (src/models/), composed in app.ts: the models the person's organization
+ * may use, their names, and a thread's settings read and changed with the API's rules (owner only; a model the
+ * organization may not use and instructions past 8,000 characters are refused).
+ */
+export interface PageModels {
+  offered(caller: Caller): Promise<OfferedModel[]>
+  /** A configured model's display name; undefined for one no longer configured. */
+  nameOf(id: string): string | undefined
+  settings(caller: Caller, threadId: string): Promise<ThreadSettings>
+  updateSettings(
+    caller: Caller,
+    threadId: string,
+    changes: { model?: string | null; instructions?: string | null },
+  ): Promise<ThreadSettings>
+}
 
 export interface ThreadPagesDeps extends WebDeps {
   threads: ThreadRepository
@@ -69,6 +101,8 @@ export interface ThreadPagesDeps extends WebDeps {
   blobs: BlobStore
   /** What answers, named in the pages. */
   model: ModelInfo
+  /** The models to choose from and thread settings (src/models/). */
+  models: PageModels
 }
 
 /** The pages' own policy: the shared one, plus this origin's script and its stream, and images only from here. */
@@ -141,7 +175,7 @@ function pageHref(filters: ThreadFilters, after: string | null): string {
   return query === '' ? '/threads' : `/threads?${query}`
 }
 
-type PageExtras = Pick<ThreadPageProps, 'error' | 'draft'>
+type PageExtras = Pick<ThreadPageProps, 'error' | 'draft' | 'instructionsError' | 'instructionsDraft'>
 
 async function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId: string, extras: PageExtras = {}) {
   const caller = callerFromSession(session.user)
@@ -169,6 +203,15 @@ async function threadPageOnce(
   const asked = messages.filter((message) => message.role === 'user').map((message) => message.id)
   const pendingMessageId = running ? await threads.pendingMessageId(threadId) : null
   const files = await attachmentNames(deps.attachments, fileIds)
+  const isOwner = thread.owner.id === session.user.sub
+  const versions = await versionsOf(
+    threads,
+    threadId,
+    messages.map((message) => message.id),
+  )
+  const modelNames = new Map<string, string>()
+  for (const { model } of versions.values()) if (model) modelNames.set(model, deps.models.nameOf(model) ?? model)
+  const settings = isOwner ? await deps.models.settings(caller, threadId) : null
   const page = (
     <ThreadPage
       viewer={viewerOf(session)}
@@ -178,16 +221,38 @@ async function threadPageOnce(
       stoppedAnswers={stoppedAnswers(messages, await deps.generations.interrupted(asked))}
       answerNotes={await answerNotes(deps.blobs, messages, files)}
       thread={thread}
-      isOwner={thread.owner.id === session.user.sub}
+      isOwner={isOwner}
       messages={messages}
       files={files}
       ratings={await threads.ratingsBy(session.user.id, answers)}
       pendingMessageId={pendingMessageId}
       failure={thread.state === 'error' ? await lastFailure(threads, threadId) : null}
+      versions={versions}
+      modelNames={modelNames}
+      picker={settings ? pickerOf(await deps.models.offered(caller), settings.model) : null}
+      instructions={settings?.instructions ?? null}
       {...extras}
     />
   )
   return { page, consistent: !running || pendingMessageId !== null }
+}
+
+/**
+ * The composer's model picker: the organization's models, the thread's own choice selected, else the default. A
+ * choice no longer offered (removed, or no longer allowed) is said beside it, the default answering instead. Nothing to
+ * pick with one model.
+ */
+function pickerOf(offered: OfferedModel[], chosen: string | null): ModelPicker | null {
+  if (offered.length < 2) return null
+  const fallback = offered.find((model) => model.default) ?? offered[0]
+  const kept = offered.find((model) => model.id === chosen)
+  const options = offered.map(({ id, name }) => ({ id, name }))
+  if (kept || chosen === null || !fallback) return { options, selected: kept?.id ?? fallback?.id ?? '' }
+  return {
+    options,
+    selected: fallback.id,
+    note: `${chosen} is no longer available: ${fallback.name} answers instead.`,
+  }
 }
 
 /** The sidebar's page of threads, filtered as the query says. */
@@ -274,15 +339,21 @@ async function newConversationPage(
   deps: ThreadPagesDeps,
   session: PageSession,
   query: Record<string, string | undefined>,
-  extras: { error?: string; draft?: NewThreadDraft } = {},
+  extras: { error?: string; draft?: NewThreadDraft; model?: string } = {},
 ) {
+  const offered = await deps.models.offered(callerFromSession(session.user))
+  const picker = pickerOf(offered, null)
+  // A refused start keeps the model that was chosen, as it keeps the text.
+  if (picker && extras.model && offered.some((model) => model.id === extras.model)) picker.selected = extras.model
   return (
     <NewConversationPage
       viewer={viewerOf(session)}
       sidebar={await sidebarOf(deps, session, query)}
       assets={await clientAssets()}
       model={deps.model}
-      {...extras}
+      picker={picker}
+      error={extras.error}
+      draft={extras.draft}
     />
   )
 }
@@ -362,6 +433,8 @@ export const threadPages = (deps: ThreadPagesDeps) =>
             case 'stop':
               await stopQuietly(deps, caller, threadId)
               return seeOther(back)
+            case 'settings':
+              return saveSettings(deps, signedIn, threadId, form)
             case 'delete': {
               // Reached from the confirmation page (GET of the same path); the API's deletion, owner only.
               const { threads, engine, events, blobs, log } = deps
@@ -410,28 +483,36 @@ export const threadPages = (deps: ThreadPagesDeps) =>
       },
       { account: true, detail: { hide: true } },
     )
-    .post(
-      '/threads/:threadId/messages/:messageId/feedback',
-      async ({ session, params, form, html, set }) => {
+    // Conversation control, at the API's own addresses under the thread: edit (a page of its own without script),
+    // regenerate (Retry on a failed answer too) and a version made the thread's path.
+    .get(
+      '/threads/:threadId/messages/:messageId/edit',
+      async ({ session, params, html }) => {
         const { threadId, messageId } = params
-        const back = `/threads/${encodeURIComponent(threadId)}`
-        const outcome = await runForm(session, form, back, async (form, signedIn) => {
-          if (!isUuid(threadId) || !isUuid(messageId)) throw notFound('Message')
-          const positive = flag(field(form, 'positive'))
-          if (positive === undefined) throw invalidRequest('Choose thumbs up or thumbs down.')
-          const text = field(form, 'feedback_text')?.trim() ?? ''
-          if ([...text].length > feedbackTextMaxChars) {
-            throw invalidRequest(`A comment may have at most ${feedbackTextMaxChars} characters.`)
-          }
-          const rating = { positive, feedback_text: text === '' ? undefined : text }
-          const caller = callerFromSession(signedIn.user)
-          await submitFeedback(deps.threads, caller, threadId, messageId, rating, deps.clock.now())
-          return seeOther(`/threads/${threadId}#message-${messageId}`)
-        })
-        return respond(outcome, { html, set })
+        if (!session) return seeOther(signInPath(`/threads/${encodeURIComponent(threadId)}`))
+        if (!isUuid(threadId) || !isUuid(messageId)) throw notFound('Message')
+        return html(await editPage(deps, session, threadId, messageId))
       },
-      { session: true, trustedForm: 'upload', parse: 'none', detail: { hide: true } },
+      { session: true, detail: { hide: true } },
     )
+    .post('/threads/:threadId/messages/:messageId/edit', messageForm(deps, editFromForm), messageFormOptions())
+    .post(
+      '/threads/:threadId/messages/:messageId/regenerate',
+      messageForm(deps, async (deps, session, threadId, messageId) => {
+        await deps.conversation.regenerate(callerFromSession(session.user), threadId, messageId, {})
+        return seeOther(`/threads/${threadId}#live-answer`)
+      }),
+      messageFormOptions(),
+    )
+    .post(
+      '/threads/:threadId/messages/:messageId/activate',
+      messageForm(deps, async (deps, session, threadId, messageId) => {
+        await deps.conversation.activate(callerFromSession(session.user), threadId, messageId)
+        return seeOther(`/threads/${threadId}#message-${messageId}`)
+      }),
+      messageFormOptions(),
+    )
+    .post('/threads/:threadId/messages/:messageId/feedback', messageForm(deps, rateFromForm), messageFormOptions())
     .get(
       '/threads/:threadId/attachments/:attachmentId',
       async ({ account, params, request }) => {
@@ -497,7 +578,14 @@ async function postMessage(
       throw conflict('The previous answer is still being written: wait for it, or stop it.')
     }
     checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
-    await sendWithFiles(deps, caller, threadId, text, checked)
+    // Set before the message, so that its answer uses it; put back when the message is refused after all.
+    const replaced = await applyChosenModel(deps, caller, threadId, field(form, 'model'))
+    try {
+      await sendWithFiles(deps, caller, threadId, text, checked)
+    } catch (error) {
+      if (replaced) await deps.models.updateSettings(caller, threadId, { model: replaced.model })
+      throw error
+    }
     return seeOther(`/threads/${threadId}#live-answer`)
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
@@ -507,27 +595,212 @@ async function postMessage(
   }
 }
 
+type MessageAction = (
+  deps: ThreadPagesDeps,
+  session: PageSession,
+  threadId: string,
+  messageId: string,
+  form: PostedForm,
+) => Promise<FormOutcome>
+
+/** A fresh object for each route: Elysia writes the macros' hooks into the options it is given. */
+const messageFormOptions = () =>
+  ({ session: true, trustedForm: 'upload', parse: 'none', detail: { hide: true } }) as const
+
+/** A form about one message of a thread (rate, edit, regenerate, activate): the shared steps, then the action. */
+function messageForm(deps: ThreadPagesDeps, action: MessageAction) {
+  return async (context: {
+    session: PageSession | null
+    params: { threadId: string; messageId: string }
+    form: PostedForm
+    html: (page: JSX.Element) => unknown
+    set: { status?: number | string }
+  }): Promise<unknown> => {
+    const { threadId, messageId } = context.params
+    const back = `/threads/${encodeURIComponent(threadId)}`
+    const outcome = await runForm(context.session, context.form, back, async (form, signedIn) => {
+      if (!isUuid(threadId) || !isUuid(messageId)) throw notFound('Message')
+      return action(deps, signedIn, threadId, messageId, form)
+    })
+    return respond(outcome, context)
+  }
+}
+
+/** A rating from an answer's thumbs, with its optional comment. */
+async function rateFromForm(
+  deps: ThreadPagesDeps,
+  session: PageSession,
+  threadId: string,
+  messageId: string,
+  form: PostedForm,
+): Promise<FormOutcome> {
+  const positive = flag(field(form, 'positive'))
+  if (positive === undefined) throw invalidRequest('Choose thumbs up or thumbs down.')
+  const text = field(form, 'feedback_text')?.trim() ?? ''
+  if ([...text].length > feedbackTextMaxChars) {
+    throw invalidRequest(`A comment may have at most ${feedbackTextMaxChars} characters.`)
+  }
+  const rating = { positive, feedback_text: text === '' ? undefined : text }
+  const caller = callerFromSession(session.user)
+  await submitFeedback(deps.threads, caller, threadId, messageId, rating, deps.clock.now())
+  return seeOther(`/threads/${threadId}#message-${messageId}`)
+}
+
+/** A user message of the thread's path, for its edit page and form: the owner's, else the shared error page. */
+async function editableMessage(
+  deps: ThreadPagesDeps,
+  caller: Caller,
+  threadId: string,
+  messageId: string,
+): Promise<{ thread: { id: string; name: string | null }; message: ThreadsModel.message }> {
+  const thread = await requireOwnedThread(deps.threads, caller, threadId, 'edit its messages')
+  const message = (await allMessages(deps.threads, caller, threadId, deps.links)).find(
+    (listed) => listed.id === messageId && listed.role === 'user',
+  )
+  if (!message) throw notFound('Message')
+  return { thread, message }
+}
+
+function messageText(message: ThreadsModel.message): string {
+  return message.contents.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('\n\n')
+}
+
+/** The edit page: the message's text in a form, or what was typed with the reason it was refused. */
+async function editPage(
+  deps: ThreadPagesDeps,
+  session: PageSession,
+  threadId: string,
+  messageId: string,
+  refused?: { text: string; error: string },
+): Promise<JSX.Element> {
+  const caller = callerFromSession(session.user)
+  const { thread, message } = await editableMessage(deps, caller, threadId, messageId)
+  const files = await attachmentNames(deps.attachments, attachmentIdsOf(message.contents))
+  return (
+    <EditMessagePage
+      viewer={viewerOf(session)}
+      thread={thread}
+      messageId={messageId}
+      text={refused?.text ?? messageText(message)}
+      files={[...files.values()].map((file) => file.filename)}
+      error={refused?.error}
+    />
+  )
+}
+
+/**
+ * An edit: the new text beside the old message, with the old message's files, and its answer starts. Refused (an
+ * empty text, a thread still answering), it is the edit page again with the reason and the text.
+ */
+async function editFromForm(
+  deps: ThreadPagesDeps,
+  session: PageSession,
+  threadId: string,
+  messageId: string,
+  form: PostedForm,
+): Promise<FormOutcome> {
+  const caller = callerFromSession(session.user)
+  const text = field(form, 'text') ?? ''
+  const { message } = await editableMessage(deps, caller, threadId, messageId)
+  try {
+    if (text.trim() === '') throw invalidRequest('Write a message first.')
+    const ids = attachmentIdsOf(message.contents)
+    await deps.conversation.edit(caller, threadId, messageId, {
+      text,
+      attachment_ids: ids.length > 0 ? ids : undefined,
+    })
+    return seeOther(`/threads/${threadId}#live-answer`)
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error
+    const page = await editPage(deps, session, threadId, messageId, { text, error: refusalInWords(error) })
+    return { status: error.status, page }
+  }
+}
+
+/**
+ * The thread's settings from its page: the composer's model picker (`model`) or the menu's instructions
+ * (`instructions`, emptied to none). Refused instructions come back in the open menu with the reason and the text.
+ */
+async function saveSettings(
+  deps: ThreadPagesDeps,
+  session: PageSession,
+  threadId: string,
+  form: PostedForm,
+): Promise<FormOutcome> {
+  const caller = callerFromSession(session.user)
+  const model = field(form, 'model')
+  const instructions = field(form, 'instructions')
+  if (model === undefined && instructions === undefined) throw invalidRequest('Nothing to change.')
+  const changes = {
+    ...(model !== undefined && { model: model === '' ? null : model }),
+    ...(instructions !== undefined && { instructions: instructions.trim() === '' ? null : instructions.trim() }),
+  }
+  try {
+    // The API's bound (UTF-16 units, as its schema counts), checked here since the page's route has no schema.
+    if ((instructions?.length ?? 0) > instructionsMaxChars) {
+      throw invalidRequest(`Instructions may have at most ${instructionsMaxChars.toLocaleString('en')} characters.`)
+    }
+    await deps.models.updateSettings(caller, threadId, changes)
+  } catch (error) {
+    if (!(error instanceof AppError) || instructions === undefined || error.status !== 400) throw error
+    const page = await threadPage(deps, session, threadId, {
+      instructionsError: refusalInWords(error),
+      instructionsDraft: instructions,
+    })
+    return { status: error.status, page }
+  }
+  return seeOther(`/threads/${threadId}`)
+}
+
+/**
+ * The composer's model, posted with a message: the thread's model from this answer on when it is another than the
+ * one in use (with the script the picker has saved it already, and this changes nothing). Returns the setting it
+ * replaced, null when it changed nothing.
+ */
+async function applyChosenModel(
+  deps: ThreadPagesDeps,
+  caller: Caller,
+  threadId: string,
+  chosen: string | undefined,
+): Promise<{ model: string | null } | null> {
+  if (!chosen) return null
+  const [settings, offered] = await Promise.all([deps.models.settings(caller, threadId), deps.models.offered(caller)])
+  const inUse = offered.some((model) => model.id === settings.model)
+    ? settings.model
+    : offered.find((model) => model.default)?.id
+  if (chosen === inUse) return null
+  await deps.models.updateSettings(caller, threadId, { model: chosen })
+  return { model: settings.model }
+}
+
 /** The new-thread form: the list again, with the reason and what was typed, when the thread is refused. */
 async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: PostedForm): Promise<FormOutcome> {
   const text = field(form, 'text') ?? ''
   const draft = { name: field(form, 'name') ?? '', text, isPrivate: field(form, 'is_private') === 'true' }
   const caller = callerFromSession(session.user)
+  const model = field(form, 'model')
   let checked: CheckedFiles | undefined
   try {
     if (text.trim() === '') throw invalidRequest('Write a message to start the thread.')
     if ([...draft.name].length > threadNameMaxLength) {
       throw invalidRequest(`A name may have at most ${threadNameMaxLength} characters.`)
     }
+    // Checked before the thread exists, like its files; the default needs no setting.
+    const offered = model ? await deps.models.offered(caller) : []
+    const chosen = offered.find((offer) => offer.id === model)
+    if (model && !chosen) throw invalidRequest('Choose one of the models offered.')
     // Files are checked before the thread exists, so a refused file leaves nothing behind.
     checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
     const name = draft.name.trim() === '' ? undefined : draft.name.trim()
     const created = await deps.conversation.start(caller, { name, is_private: draft.isPrivate })
+    // The new thread's model, set before its first message so that the first answer already uses it.
+    if (chosen && !chosen.default) await deps.models.updateSettings(caller, created.thread_id, { model: chosen.id })
     await sendWithFiles(deps, caller, created.thread_id, text, checked)
     return seeOther(`/threads/${created.thread_id}#live-answer`)
   } catch (error) {
     if (checked) await discardCheckedFiles(checked)
     if (!(error instanceof AppError)) throw error
-    const page = await newConversationPage(deps, session, {}, { error: refusalInWords(error), draft })
+    const page = await newConversationPage(deps, session, {}, { error: refusalInWords(error), draft, model })
     return { status: error.status, page }
   }
 }

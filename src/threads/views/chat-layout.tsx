@@ -32,6 +32,8 @@ export interface ModelInfo {
   /** `echo` is the development responder, which repeats messages back instead of answering. */
   provider: string
   model: string | null
+  /** Several models are configured: each thread names its own in the composer's picker, not the sidebar. */
+  several?: boolean
 }
 
 export interface ChatLayoutProps {
@@ -173,9 +175,11 @@ function Sidebar({ viewer, sidebar, model }: Pick<ChatLayoutProps, 'viewer' | 's
       <SearchForm filters={sidebar.filters} />
       <ThreadList sidebar={sidebar} />
       <div class="sidebar-foot">
-        <p class="model-name" title="The model that answers">
-          <span class="muted">Model</span> <span safe>{modelLabel(model)}</span>
-        </p>
+        {model.several ? null : (
+          <p class="model-name" title="The model that answers">
+            <span class="muted">Model</span> <span safe>{modelLabel(model)}</span>
+          </p>
+        )}
         <nav aria-label="Account" class="account-links">
           <a href="/settings">Settings</a>
           {viewer.isAdmin ? <a href="/admin">Administration</a> : null}

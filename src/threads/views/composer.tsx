@@ -6,6 +6,7 @@ import { filesPerRequest, imageLimits, pdfLimits, textLimits } from '../../attac
 import { CsrfField } from '../../web/components'
 import { PaperclipIcon, SendIcon, StopIcon } from './chat-layout'
 import { acceptedFiles, filesHint } from './parts'
+import type { ModelPicker } from './thread'
 
 export interface ComposerProps {
   action: string
@@ -18,6 +19,39 @@ export interface ComposerProps {
   stopAction?: string
   running?: boolean
   placeholder: string
+  /** The model the next answer uses, to choose among the organization's; absent with one model. */
+  picker?: ModelPicker | null
+  /** Where the script saves a new choice at once (the thread's settings); a new thread takes it with its first message. */
+  pickerAction?: string
+}
+
+/** A plain select inside the composer's form: without the script it goes with the message; with it, it saves at once. */
+function ModelSelect({ picker, action }: { picker: ModelPicker; action?: string }): JSX.Element {
+  return (
+    <span class="model-picker">
+      <label for="composer-model" class="visually-hidden">
+        Model
+      </label>
+      <select
+        id="composer-model"
+        name="model"
+        title="The model that answers"
+        data-action={action ? escapeHtml(action) : undefined}
+        aria-describedby={picker.note ? 'composer-model-note' : undefined}
+      >
+        {picker.options.map((option) => (
+          <option value={escapeHtml(option.id)} selected={option.id === picker.selected} safe>
+            {option.name}
+          </option>
+        ))}
+      </select>
+      {picker.note ? (
+        <span id="composer-model-note" class="model-note" safe>
+          {picker.note}
+        </span>
+      ) : null}
+    </span>
+  )
 }
 
 /** The upload rules the script checks before sending, so a refused file is named at once (the server decides). */
@@ -78,6 +112,7 @@ export function Composer(props: PropsWithChildren<ComposerProps>): JSX.Element {
               aria-describedby="composer-files-hint"
             />
             {props.children}
+            {props.picker ? <ModelSelect picker={props.picker} action={props.pickerAction} /> : null}
             <span class="composer-spacer" />
             {props.stopAction ? (
               <button

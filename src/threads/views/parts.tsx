@@ -1,4 +1,5 @@
 // Small pieces the thread pages share: state badges, icons and the file picker.
+import type { PropsWithChildren } from '@kitajs/html'
 import { filesPerRequest, imageLimits, mib, pdfLimits, textLimits } from '../../attachments/limits'
 import type { ThreadsModel } from '../model'
 
@@ -42,6 +43,42 @@ export function ThumbIcon({ direction }: { direction: 'up' | 'down' }): JSX.Elem
     >
       <path d={path} />
     </svg>
+  )
+}
+
+function SmallIcon({ children }: PropsWithChildren): JSX.Element {
+  return (
+    <svg
+      aria-hidden="true"
+      width="18"
+      height="18"
+      viewBox="0 0 24 24"
+      fill="none"
+      stroke="currentColor"
+      stroke-width="2"
+      stroke-linecap="round"
+      stroke-linejoin="round"
+    >
+      {children}
+    </svg>
+  )
+}
+
+// Feather's edit-2 and rotate-ccw (MIT).
+export function EditIcon(): JSX.Element {
+  return (
+    <SmallIcon>
+      <path d="M17 3a2.83 2.83 0 1 1 4 4L7.5 20.5 2 22l1.5-5.5L17 3z" />
+    </SmallIcon>
+  )
+}
+
+export function RegenerateIcon(): JSX.Element {
+  return (
+    <SmallIcon>
+      <path d="M1 4v6h6" />
+      <path d="M3.51 15a9 9 0 1 0 2.13-9.36L1 10" />
+    </SmallIcon>
   )
 }
 

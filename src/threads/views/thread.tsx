@@ -9,7 +9,28 @@ import type { ThreadsModel } from '../model'
 import type { Rating } from '../repository'
 import { ChatLayout, type ChatLayoutProps, CopyIcon, TopBar } from './chat-layout'
 import { Composer } from './composer'
-import { EchoNotice, StateBadge, ThumbIcon, threadTitle } from './parts'
+import { EchoNotice, EditIcon, RegenerateIcon, StateBadge, ThumbIcon, threadTitle } from './parts'
+
+/** Where a listed message stands among its versions (versions.ts `versionsOf`), and for an answer its model. */
+export interface MessageVersion {
+  version: number
+  versions: number
+  previousId: string | null
+  nextId: string | null
+  /** The configured model ID that wrote an answer; null for a user message or an answer from before models. */
+  model: string | null
+}
+
+/** The composer's model picker: the models the organization may use, and the one the next answer uses. */
+export interface ModelPicker {
+  options: { id: string; name: string }[]
+  selected: string
+  /** Said beside it when the thread's own choice is no longer available and the default answers instead. */
+  note?: string
+}
+
+/** The instructions textarea's bound, as the thread settings' API has it. */
+export const instructionsMaxChars = 8000
 
 export interface ThreadPageProps extends Omit<ChatLayoutProps, 'title'> {
   thread: ThreadsModel.thread
@@ -25,9 +46,20 @@ export interface ThreadPageProps extends Omit<ChatLayoutProps, 'title'> {
   stoppedAnswers: Set<string>
   /** Notes under answers, by answer: the attached PDFs the model could not read, and why. */
   answerNotes: Map<string, string[]>
+  /** Each listed message's place among its versions, and the model of each answer: one read for the page. */
+  versions: Map<string, MessageVersion>
+  /** Models' display names by ID, for the model named under each answer. */
+  modelNames: Map<string, string>
+  /** The composer's model picker; null when there is nothing to choose (one model). */
+  picker: ModelPicker | null
+  /** The thread's own instructions, for its owner's menu. */
+  instructions: string | null
   /** Why the composer's last message was refused, with what was typed. */
   error?: string
   draft?: string
+  /** Why the thread's instructions were refused, with what was typed (the menu opens to show it). */
+  instructionsError?: string
+  instructionsDraft?: string
 }
 
 function threadPath(thread: ThreadsModel.thread, rest = ''): string {
@@ -202,19 +234,117 @@ function CopyMessage({ message }: { message: ThreadsModel.message }): JSX.Elemen
   )
 }
 
-function Message({
+/** Whether the owner may change the conversation now: edit, regenerate, switch versions (not while an answer runs). */
+function canChange(props: ThreadPageProps): boolean {
+  const state = props.thread.state
+  return props.isOwner && props.pendingMessageId === null && (state === 'ready' || state === 'error')
+}
+
+/**
+ * `‹ 2/3 ›`: the message's versions, each arrow a form that makes the neighbouring version (and its latest replies)
+ * the thread's path. The arrows keep their IDs by place in the list, so the focus stays on them across the swap.
+ */
+function VersionNav({
   message,
-  isLast,
+  index,
   props,
 }: {
   message: ThreadsModel.message
-  isLast: boolean
+  index: number
+  props: ThreadPageProps
+}): JSX.Element {
+  const place = props.versions.get(message.id)
+  if (!place || place.versions < 2) return ''
+  const active = canChange(props)
+  const step = (target: string | null, direction: 'previous' | 'next') => {
+    const label = direction === 'previous' ? 'Previous version' : 'Next version'
+    const glyph = direction === 'previous' ? '‹' : '›'
+    const id = `versions-${index}-${direction}`
+    if (!target || !active) {
+      return (
+        <button type="button" class="icon version-step" id={id} aria-disabled="true" title={label}>
+          <span aria-hidden="true">{glyph}</span>
+          <span class="visually-hidden">{label}</span>
+        </button>
+      )
+    }
+    return (
+      <form method="post" action={threadPath(props.thread, `/messages/${target}/activate`)} class="version-form">
+        <CsrfField token={props.viewer.csrf} />
+        <button type="submit" class="icon version-step" id={id} title={label}>
+          <span aria-hidden="true">{glyph}</span>
+          <span class="visually-hidden">{label}</span>
+        </button>
+      </form>
+    )
+  }
+  return (
+    <fieldset class="versions">
+      <legend class="visually-hidden">{`Version ${place.version} of ${place.versions}`}</legend>
+      {props.isOwner ? step(place.previousId, 'previous') : null}
+      <span class="version-count" aria-hidden="true">
+        {`${place.version}/${place.versions}`}
+      </span>
+      {props.isOwner ? step(place.nextId, 'next') : null}
+    </fieldset>
+  )
+}
+
+/** Edit: a page of its own without the script (a form with the text), an editor in place with it (chat.ts). */
+function EditLink({ message, index, props }: { message: ThreadsModel.message; index: number; props: ThreadPageProps }) {
+  return (
+    <a
+      class="icon-link message-edit"
+      id={`edit-${index}`}
+      href={threadPath(props.thread, `/messages/${message.id}/edit`)}
+      title="Edit the message"
+    >
+      <EditIcon />
+      <span class="visually-hidden">Edit the message</span>
+    </a>
+  )
+}
+
+/** Regenerate: a new answer to the message before it; the one shown stays as a version. */
+function Regenerate({ questionId, index, props }: { questionId: string; index: number; props: ThreadPageProps }) {
+  return (
+    <form method="post" action={threadPath(props.thread, `/messages/${questionId}/regenerate`)} class="regenerate">
+      <CsrfField token={props.viewer.csrf} />
+      <button type="submit" class="icon" id={`regenerate-${index}`} title="Regenerate the answer">
+        <RegenerateIcon />
+        <span class="visually-hidden">Regenerate the answer</span>
+      </button>
+    </form>
+  )
+}
+
+/** The model that wrote an answer, by its display name (its ID when the catalogue no longer names it). */
+function AnswerModel({ message, props }: { message: ThreadsModel.message; props: ThreadPageProps }): JSX.Element {
+  const model = props.versions.get(message.id)?.model
+  if (!model) return ''
+  return (
+    <span class="answer-model" title="The model that wrote this answer" safe>
+      {props.modelNames.get(model) ?? model}
+    </span>
+  )
+}
+
+function Message({
+  message,
+  index,
+  props,
+}: {
+  message: ThreadsModel.message
+  index: number
   props: ThreadPageProps
 }): JSX.Element {
   const { thread } = props
+  const isLast = index === props.messages.length - 1
   const answerable = isLast && props.isOwner && thread.state === 'ready'
   const headingId = `message-${message.id}-by`
   const stopped = props.stoppedAnswers.has(message.id)
+  const changeable = canChange(props)
+  const question = props.messages[index - 1]
   return (
     <li id={`message-${message.id}`} class={`message message-${message.role}`} aria-labelledby={headingId}>
       <h3 id={headingId} class="message-author" safe>
@@ -235,11 +365,20 @@ function Message({
         </p>
       ))}
       <div class="message-actions">
+        <VersionNav message={message} index={index} props={props} />
         <CopyMessage message={message} />
+        {message.role === 'user' && changeable ? <EditLink message={message} index={index} props={props} /> : null}
+        {message.role === 'assistant' && changeable && question?.role === 'user' ? (
+          <Regenerate questionId={question.id} index={index} props={props} />
+        ) : null}
         {message.role === 'assistant' ? <Feedback message={message} props={props} /> : null}
-        <a class="message-link" href={`#message-${message.id}`} title="Link to this message">
-          <Time at={message.created_at} />
-        </a>
+        {/* The model and the time wrap together: a phone's narrow row never starts a line with "· 5 minutes ago". */}
+        <span class="message-meta">
+          {message.role === 'assistant' ? <AnswerModel message={message} props={props} /> : null}
+          <a class="message-link" href={`#message-${message.id}`} title="Link to this message">
+            <Time at={message.created_at} />
+          </a>
+        </span>
       </div>
     </li>
   )
@@ -249,7 +388,7 @@ function Message({
 function ThreadTools({ props }: { props: ThreadPageProps }): JSX.Element {
   const { thread } = props
   return (
-    <details class="thread-tools">
+    <details class="thread-tools" open={Boolean(props.instructionsError)}>
       <summary title="Thread options">
         <span aria-hidden="true">⋯</span>
         <span class="visually-hidden">Thread options</span>
@@ -296,6 +435,32 @@ function OwnerTools({ props }: { props: ThreadPageProps }): JSX.Element {
         <CsrfField token={props.viewer.csrf} />
         <input type="hidden" name="is_private" value={thread.is_private ? 'false' : 'true'} />
         <button type="submit">{thread.is_private ? 'Make public' : 'Make private'}</button>
+      </form>
+      <form method="post" action={threadPath(thread, '/settings')} class="instructions">
+        <CsrfField token={props.viewer.csrf} />
+        <label for="thread-instructions">Instructions</label>
+        <p id="thread-instructions-hint" class="hint">
+          Added to the system prompt for this thread's answers, from the next one on.
+        </p>
+        {props.instructionsError ? (
+          <p id="thread-instructions-error" class="alert" role="alert" safe>
+            {props.instructionsError}
+          </p>
+        ) : null}
+        <textarea
+          id="thread-instructions"
+          name="instructions"
+          rows="3"
+          maxlength={String(instructionsMaxChars)}
+          placeholder="Answer in French; be brief."
+          aria-describedby={
+            props.instructionsError ? 'thread-instructions-hint thread-instructions-error' : 'thread-instructions-hint'
+          }
+          safe
+        >
+          {props.instructionsDraft ?? props.instructions ?? ''}
+        </textarea>
+        <button type="submit">Save instructions</button>
       </form>
     </>
   )
@@ -349,11 +514,18 @@ export function failureForPeople(text: string | null): { said: string; forAdmins
   return { said, forAdmins: said === stored ? null : stored }
 }
 
+/** The user message the failure left unanswered, when the path ends in one: what Retry asks again. */
+function unanswered(props: ThreadPageProps): ThreadsModel.message | null {
+  const last = props.messages.at(-1)
+  return last?.role === 'user' ? last : null
+}
+
 function Failure({ props }: { props: ThreadPageProps }): JSX.Element {
   const { said, forAdmins } = failureForPeople(props.failure)
+  const question = unanswered(props)
   return (
     <section class="failure" aria-labelledby="failure-title">
-      <h2 id="failure-title">This thread stopped with an error</h2>
+      <h2 id="failure-title">The answer failed</h2>
       <p safe>{said}</p>
       {props.viewer.isAdmin && forAdmins ? (
         <p class="admin-hint">
@@ -363,15 +535,25 @@ function Failure({ props }: { props: ThreadPageProps }): JSX.Element {
       {props.isOwner ? (
         <>
           <p>
-            It cannot take new messages. You can go on in a new thread that starts with an extract of this one's last
-            messages.
+            {question
+              ? 'Retry asks for the answer again; you can also edit your message first. '
+              : 'Edit a message or regenerate an answer to go on here. '}
+            Or go on in a new thread that starts with an extract of this one's last messages.
           </p>
-          <form method="post" action={threadPath(props.thread, '/continue')}>
-            <CsrfField token={props.viewer.csrf} />
-            <button type="submit" class="primary">
-              Continue in a new thread
-            </button>
-          </form>
+          <div class="failure-actions">
+            {question ? (
+              <form method="post" action={threadPath(props.thread, `/messages/${question.id}/regenerate`)}>
+                <CsrfField token={props.viewer.csrf} />
+                <button type="submit" class="primary" id="retry">
+                  <RegenerateIcon /> Retry
+                </button>
+              </form>
+            ) : null}
+            <form method="post" action={threadPath(props.thread, '/continue')}>
+              <CsrfField token={props.viewer.csrf} />
+              <button type="submit">Continue in a new thread</button>
+            </form>
+          </div>
         </>
       ) : null}
     </section>
@@ -432,7 +614,7 @@ export function ThreadPage(props: ThreadPageProps): JSX.Element {
         {props.messages.length === 0 ? <p class="empty">No messages yet.</p> : null}
         <ol class="messages" aria-labelledby="messages-title">
           {props.messages.map((message, index) => (
-            <Message message={message} isLast={index === props.messages.length - 1} props={props} />
+            <Message message={message} index={index} props={props} />
           ))}
           {props.pendingMessageId ? <LiveAnswer props={props} messageId={props.pendingMessageId} /> : null}
         </ol>
@@ -448,6 +630,8 @@ export function ThreadPage(props: ThreadPageProps): JSX.Element {
           draft={props.draft}
           error={props.error}
           placeholder="Reply"
+          picker={props.picker}
+          pickerAction={`/threads/${thread.id}/settings`}
         />
       ) : null}
     </ChatLayout>

@@ -4,6 +4,7 @@ import { escapeHtml } from '@kitajs/html'
 import { ChatLayout, type ChatLayoutProps, TopBar } from './chat-layout'
 import { Composer } from './composer'
 import { EchoNotice } from './parts'
+import type { ModelPicker } from './thread'
 
 export interface NewThreadDraft {
   name: string
@@ -15,6 +16,8 @@ export interface NewConversationPageProps extends Omit<ChatLayoutProps, 'title'>
   /** Why the last start was refused, with what was typed. */
   error?: string
   draft?: NewThreadDraft
+  /** The new thread's model; null when there is nothing to choose (one model). */
+  picker: ModelPicker | null
 }
 
 export function NewConversationPage(props: NewConversationPageProps): JSX.Element {
@@ -43,6 +46,7 @@ export function NewConversationPage(props: NewConversationPageProps): JSX.Elemen
         draft={draft?.text}
         error={props.error}
         placeholder="Message Threadhouse"
+        picker={props.picker}
       >
         <details class="composer-options">
           <summary>Options</summary>

@@ -1,9 +1,18 @@
 // The chat in the browser, over pages that work without it: Enter sends (Shift+Enter adds a line, an IME's
 // composition is left alone, a touch screen's Enter adds a line), the sent message shows at once and its answer streams in place as Markdown
 // (the server's own configuration, markdown-setup.ts), files become removable chips (picker, drop, paste), and
-// every form of the conversation posts in the background, the page's parts swapped for the server's new rendering.
+// every form of the conversation posts in the background, the page's parts swapped for the server's new rendering:
+// an edit (made in place, edit.ts), a regenerated answer and a switch of versions stream and show without a reload.
 import { createMarkdown } from '../markdown-setup'
 import { claimDrafts, clearDraft, forgetDrafts, leaveForSignIn, restoreDraft, saveDraft } from './drafts'
+import {
+  autosize as autosizeEditor,
+  cancelEditing,
+  closeAfterSave,
+  editKeys,
+  showEditError,
+  startEditing,
+} from './edit'
 import { checkFiles, type Limits } from './files'
 import { highlight, highlightBlocks } from './highlight'
 import { live } from './live'
@@ -47,6 +56,12 @@ function enhance(root: ParentNode): void {
 }
 
 // ---- Swapping in the server's rendering ----
+
+/**
+ * A control to focus once a later swap brings it back: a message's Regenerate or Edit, replaced by the answer being
+ * written until it ends. Taken only while the focus has gone nowhere else.
+ */
+let pendingFocus: string | null = null
 
 // Back and forward between pages this script swapped in load them again; a change of the fragment alone (the
 // phone's sidebar link, a message's link) is no page change.
@@ -116,6 +131,12 @@ function swap(doc: Document, url: string): void {
   replaceFrom(doc, '.thread-nav')
   document.title = doc.title
   if (focused) document.getElementById(focused)?.focus({ preventScroll: true })
+  const wanted = pendingFocus ? document.getElementById(pendingFocus) : null
+  if (wanted) {
+    pendingFocus = null
+    if (document.activeElement === document.body || document.activeElement === null)
+      wanted.focus({ preventScroll: true })
+  }
   follow()
 }
 
@@ -397,14 +418,33 @@ async function stop(form: HTMLFormElement, button: HTMLButtonElement): Promise<v
   if (!source) await refresh()
 }
 
-// ---- Other forms of the conversation: rate, rename, archive, privacy, choose, continue ----
+// ---- Other forms of the conversation: rate, rename, archive, privacy, instructions, choose, continue, edit,
+// regenerate, retry, the version arrows ----
 
 async function postInBackground(form: HTMLFormElement, submitter: HTMLElement | null): Promise<void> {
+  if (form.dataset.sending === 'true') return
   const fields = new FormData(form, submitter)
   // In the form's own encoding, as the browser would post it: a route reading URL-encoded forms only refuses more.
   const body =
     form.enctype === 'multipart/form-data' ? fields : new URLSearchParams(fields as unknown as Record<string, string>)
-  const page = await fetchPage(form.action, { method: 'POST', body })
+  const editing = form.classList.contains('edit-inline')
+  form.dataset.sending = 'true'
+  let page: Awaited<ReturnType<typeof fetchPage>>
+  try {
+    page = await fetchPage(form.action, { method: 'POST', body })
+  } catch (error) {
+    // A lost connection: the editor says so below; other forms fail as they always have.
+    if (!editing) throw error
+    page = null
+  } finally {
+    delete form.dataset.sending
+  }
+  if (editing && !page?.response.ok) {
+    // The editor stays open with the text, and says why: the message was too long, or the thread is busy.
+    const reason = page?.doc.querySelector('.alert, .page-message')?.textContent?.trim()
+    showEditError(form, reason || 'The message could not be saved: check the connection and try again.')
+    return
+  }
   if (!page?.response.ok) {
     // A refusal: posted again the plain way, so the server's page says why, exactly as without the script.
     if (submitter instanceof HTMLButtonElement && submitter.name) {
@@ -417,8 +457,35 @@ async function postInBackground(form: HTMLFormElement, submitter: HTMLElement | 
     form.submit()
     return
   }
+  // The control that asked (Regenerate, Edit) comes back with the answer it started: the focus returns to it then.
+  pendingFocus = editing ? closeAfterSave() : submitter?.id || null
   swap(page.doc, page.response.url)
   if (page.response.url.includes('#live-answer') || byId('live-answer')) toBottom()
+}
+
+/**
+ * The composer's model picker: on a thread the choice is saved at once, as the thread's model from its next answer
+ * on; on a new conversation it goes with the first message. A refused choice goes back to the one saved.
+ */
+async function chooseModel(select: HTMLSelectElement): Promise<void> {
+  const action = select.dataset.action
+  if (!action) return
+  const saved = select.dataset.saved ?? [...select.options].find((option) => option.defaultSelected)?.value ?? ''
+  const csrf = byId('composer')?.querySelector<HTMLInputElement>('input[name="csrf"]')?.value ?? ''
+  const name = select.selectedOptions[0]?.textContent ?? select.value
+  let ok = false
+  try {
+    const page = await fetchPage(action, { method: 'POST', body: new URLSearchParams({ csrf, model: select.value }) })
+    ok = page?.response.ok === true
+  } catch {}
+  if (ok) {
+    select.dataset.saved = select.value
+    showComposerError(null)
+    announce(`The next answer comes from ${name}.`)
+  } else {
+    select.value = saved
+    showComposerError(`${name} could not be chosen: try again.`)
+  }
 }
 
 document.addEventListener('submit', (event) => {
@@ -446,6 +513,7 @@ document.addEventListener('submit', (event) => {
 })
 
 document.addEventListener('keydown', (event) => {
+  editKeys(event)
   const target = event.target as HTMLElement
   if (!(target instanceof HTMLTextAreaElement) || target.id !== 'composer-text') return
   // While an input method composes (Japanese, Chinese…), Enter confirms the composition, never sends. On a touch
@@ -459,6 +527,7 @@ document.addEventListener('keydown', (event) => {
 
 document.addEventListener('input', (event) => {
   const target = event.target as HTMLElement
+  if (target instanceof HTMLTextAreaElement && target.id === 'edit-inline-text') autosizeEditor(target)
   if (!(target instanceof HTMLTextAreaElement) || target.id !== 'composer-text') return
   autosize(target)
   if (target.form) saveDraft(target.form, target.value)
@@ -470,6 +539,8 @@ document.addEventListener('change', (event) => {
     // The picker replaces the input's files: they join the chips instead.
     const picked = [...(target.files ?? [])]
     addFiles(picked)
+  } else if (target instanceof HTMLSelectElement && target.id === 'composer-model') {
+    void chooseModel(target)
   }
 })
 
@@ -517,6 +588,13 @@ async function copy(button: HTMLButtonElement, text: string): Promise<void> {
 
 document.addEventListener('click', (event) => {
   const target = event.target as HTMLElement
+  const edit = target.closest?.<HTMLAnchorElement>('a.message-edit')
+  if (edit && !event.ctrlKey && !event.metaKey && !event.shiftKey) {
+    // Edited in place; the link's page is the way without the script (or in a new tab).
+    event.preventDefault()
+    startEditing(edit)
+    return
+  }
   const button = target.closest?.('button')
   if (!button) return
   if (button.classList.contains('copy-code')) {
@@ -530,6 +608,8 @@ document.addEventListener('click', (event) => {
     removeChip(Number(button.dataset.index))
   } else if (button.classList.contains('theme-switch')) {
     cycleTheme(button)
+  } else if (button.classList.contains('edit-cancel')) {
+    cancelEditing()
   }
 })
 

@@ -280,9 +280,11 @@ function VersionNav({
   }
   return (
     <fieldset class="versions">
-      <legend class="visually-hidden">{`Version ${place.version} of ${place.versions}`}</legend>
+      <legend class="visually-hidden" safe>
+        {`Version ${place.version} of ${place.versions}`}
+      </legend>
       {props.isOwner ? step(place.previousId, 'previous') : null}
-      <span class="version-count" aria-hidden="true">
+      <span class="version-count" aria-hidden="true" safe>
         {`${place.version}/${place.versions}`}
       </span>
       {props.isOwner ? step(place.nextId, 'next') : null}

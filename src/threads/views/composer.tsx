@@ -6,7 +6,14 @@ import { filesPerRequest, imageLimits, pdfLimits, textLimits } from '../../attac
 import { CsrfField } from '../../web/components'
 import { PaperclipIcon, SendIcon, StopIcon } from './chat-layout'
 import { acceptedFiles, filesHint } from './parts'
-import type { ModelPicker } from './thread'
+
+/** The composer's model picker: the models on offer, the one chosen, and a note when a removed one fell back. */
+export interface ModelPicker {
+  options: { id: string; name: string }[]
+  selected: string
+  /** Said beside it when the thread's own choice is no longer available and the default answers instead. */
+  note?: string
+}
 
 export interface ComposerProps {
   action: string

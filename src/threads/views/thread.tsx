@@ -8,7 +8,7 @@ import { renderMarkdown } from '../../web/markdown'
 import type { ThreadsModel } from '../model'
 import type { Rating } from '../repository'
 import { ChatLayout, type ChatLayoutProps, CopyIcon, TopBar } from './chat-layout'
-import { Composer } from './composer'
+import { Composer, type ModelPicker } from './composer'
 import { EchoNotice, EditIcon, RegenerateIcon, StateBadge, ThumbIcon, threadTitle } from './parts'
 
 /** Where a listed message stands among its versions (versions.ts `versionsOf`), and for an answer its model. */
@@ -22,13 +22,6 @@ export interface MessageVersion {
 }
 
 /** The composer's model picker: the models the organization may use, and the one the next answer uses. */
-export interface ModelPicker {
-  options: { id: string; name: string }[]
-  selected: string
-  /** Said beside it when the thread's own choice is no longer available and the default answers instead. */
-  note?: string
-}
-
 /** The instructions textarea's bound, as the thread settings' API has it. */
 export const instructionsMaxChars = 8000
 

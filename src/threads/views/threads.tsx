@@ -2,9 +2,9 @@
 // the composer, whose first message starts a thread (named after it unless a name is given).
 import { escapeHtml } from '@kitajs/html'
 import { ChatLayout, type ChatLayoutProps, TopBar } from './chat-layout'
+import type { ModelPicker } from './composer'
 import { Composer } from './composer'
 import { EchoNotice } from './parts'
-import type { ModelPicker } from './thread'
 
 export interface NewThreadDraft {
   name: string

@@ -14,6 +14,10 @@ export const organizations = pgTable('organizations', {
   sharingEnabled: boolean().notNull().default(true),
   allowedModels: text(),
   defaultModel: text(),
+  quotaTokens: bigint({ mode: 'number' }),
+  quotaCostMicros: bigint({ mode: 'number' }),
+  memberQuotaTokens: bigint({ mode: 'number' }),
+  memberQuotaCostMicros: bigint({ mode: 'number' }),
 })
 
 export const users = pgTable(

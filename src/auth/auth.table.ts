@@ -15,6 +15,12 @@ export const organizations = sqliteTable('organizations', {
   allowedModels: text(),
   /** The model a thread without one of its own uses; null: the configuration's default (src/models/). */
   defaultModel: text(),
+  /** Monthly budgets (src/quotas/): the organization's in all, and each member's unless overridden; null: none. */
+  quotaTokens: integer(),
+  /** In millionths of the models' currency. */
+  quotaCostMicros: integer(),
+  memberQuotaTokens: integer(),
+  memberQuotaCostMicros: integer(),
 })
 
 export const users = sqliteTable(

@@ -30,6 +30,8 @@ import * as liteIdempotency from '../idempotency/idempotency.table'
 import * as pgIdempotency from '../idempotency/idempotency.table.pg'
 import * as liteOauth from '../oauth/oauth.table'
 import * as pgOauth from '../oauth/oauth.table.pg'
+import * as liteQuotas from '../quotas/quotas.table'
+import * as pgQuotas from '../quotas/quotas.table.pg'
 import * as liteShares from '../shares/shares.table'
 import * as pgShares from '../shares/shares.table.pg'
 import type { BlobStore } from '../storage/blobs'
@@ -38,6 +40,8 @@ import { describePostgres } from '../store/open'
 import { flushPgSearchIndex } from '../threads/search.pg'
 import * as liteThreads from '../threads/threads.table'
 import * as pgThreads from '../threads/threads.table.pg'
+import * as liteUsage from '../usage/usage.table'
+import * as pgUsage from '../usage/usage.table.pg'
 import * as liteWebhooks from '../webhooks/webhooks.table'
 import * as pgWebhooks from '../webhooks/webhooks.table.pg'
 import { claimDatabase } from './claim'
@@ -53,8 +57,10 @@ const lite = {
   ...liteGenerations,
   ...liteIdempotency,
   ...liteOauth,
+  ...liteQuotas,
   ...liteShares,
   ...liteThreads,
+  ...liteUsage,
   ...liteWebhooks,
 }
 const pg = {
@@ -64,8 +70,10 @@ const pg = {
   ...pgGenerations,
   ...pgIdempotency,
   ...pgOauth,
+  ...pgQuotas,
   ...pgShares,
   ...pgThreads,
+  ...pgUsage,
   ...pgWebhooks,
 }
 
@@ -116,6 +124,10 @@ export const copiedTables: CopiedTable[] = [
   { from: lite.webhookDeliveries, to: pg.webhookDeliveries, order: ['id'] },
   { from: lite.webhookAttempts, to: pg.webhookAttempts, order: ['id'], identity: 'id' },
   { from: lite.shares, to: pg.shares, order: ['id'] },
+  { from: lite.memberQuotas, to: pg.memberQuotas, order: ['userId'] },
+  // Usage outlives threads: its rows name them but hang on nothing.
+  { from: lite.answerUsage, to: pg.answerUsage, order: ['id'], identity: 'id' },
+  { from: lite.usageTotals, to: pg.usageTotals, order: ['period', 'organizationId', 'userId'] },
   // Stored responses keep answering repeats after the move, for the rest of their day.
   { from: lite.idempotencyKeys, to: pg.idempotencyKeys, order: ['userId', 'key'] },
 ]

@@ -78,7 +78,10 @@ test.concurrent('a session that ends while typing: the draft waits through signi
   expect(await page.locator('#composer-text').inputValue()).toBe('Half a thought, then the session ended')
   // Signed in at the first try: no form refused on the way.
   expect(statuses.filter((status) => status.startsWith('403'))).toEqual([])
-  expect(session.errors).toEqual([])
+  // Whichever of the page's requests first finds the session over (the send, or the live feed reconnecting on a
+  // loaded machine) is answered 401, which the browser logs: that is the news the page acts on, not an error in it.
+  const sessionOver = 'Failed to load resource: the server responded with a status of 401 (Unauthorized)'
+  expect(session.errors.filter((error) => error !== sessionOver)).toEqual([])
 
   // Sent, the draft is gone: a reload shows an empty composer.
   await page.keyboard.press('Enter')

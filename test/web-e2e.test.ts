@@ -246,6 +246,9 @@ test.concurrent('rename, archive, make private, and stop a running answer', asyn
   await page.getByRole('button', { name: 'Make public' }).waitFor()
   expect(await page.locator('.thread-header .badge').allTextContents()).toEqual(['Ready', 'Private', 'Archived'])
   expect(await sameDocument(page)).toBe(true)
+  // The menu stays open over the composer until it is closed, as a person closes it: with Escape.
+  await page.keyboard.press('Escape')
+  expect(await page.locator('.thread-tools').getAttribute('open')).toBeNull()
 
   // A long message: its echo takes seconds, and Stop ends it part way, keeping what was written.
   const words = Array.from({ length: 60 }, (_, index) => `word${index}`).join(' ')

@@ -30,7 +30,8 @@ test('/swagger loads and Authorize opens, authorizes and runs operations with no
   await page.getByLabel('Email').fill(email)
   await page.getByLabel('Password').fill(password)
   await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.waitForURL((url) => url.pathname === '/')
+  // Signed in once the redirect is committed: the chat page behind it need not finish loading before /swagger.
+  await page.waitForURL((url) => url.pathname === '/', { waitUntil: 'commit' })
 
   await page.goto('/swagger')
   await page.locator('.opblock').first().waitFor()

@@ -115,7 +115,7 @@ export function sharedBrowser(): {
           const browser = await shared?.catch(() => undefined)
           shared = undefined
           await browser?.close()
-        })
+        }, 'Chromium')
       }
       const browser = await shared
       const opened = await session(

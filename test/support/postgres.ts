@@ -104,7 +104,7 @@ export function sharedPostgres(): Promise<PostgresCluster> {
     closeAfterRun(async () => {
       if (shared === started) shared = undefined
       await (await started).stop()
-    })
+    }, 'the PostgreSQL cluster')
   }
   return shared
 }

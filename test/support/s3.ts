@@ -88,7 +88,7 @@ export function runS3(): Promise<S3Server> {
     closeAfterRun(async () => {
       if (runServer === started) runServer = undefined
       await (await started)[Symbol.asyncDispose]()
-    })
+    }, 'the S3 server')
   }
   return runServer
 }

@@ -56,7 +56,7 @@ function readableCheckout(): string {
   closeAfterRun(async () => {
     rmSync(dir, { recursive: true, force: true })
     copy = undefined
-  })
+  }, 'the unprivileged copy')
   copy = dir
   return dir
 }

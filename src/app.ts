@@ -13,6 +13,8 @@ import { answerRoutes } from './generation'
 import { createGenerationEngine } from './generation/service'
 import type { GenerationRunner } from './generation/types'
 import { mcpRoutes } from './mcp'
+import { metricsRoutes } from './metrics'
+import { createMetrics } from './metrics/metrics'
 import { modelRoutes } from './models'
 import { type Catalogue, loadCatalogue } from './models/catalogue'
 import { answerModels, getThreadSettings, listModels, modelChoice, updateThreadSettings } from './models/service'
@@ -80,6 +82,9 @@ export interface AppDeps {
 
 export function createApp(deps: AppDeps) {
   const links = linksFor(deps.config.PUBLIC_URL)
+  // The operators' metrics, only with METRICS_TOKEN: without it nothing is counted and /metrics does not exist. The
+  // features are told through ports (callbacks below); one registry per app, never a global one.
+  const metrics = deps.config.METRICS_TOKEN === undefined ? null : createMetrics()
   // Created here, started by src/index.ts (or a test): the queue is in the database, sent by every instance.
   const webhooks = createDeliveryWorker({
     webhooks: deps.store.webhooks,
@@ -87,6 +92,7 @@ export function createApp(deps: AppDeps) {
     log: deps.log,
     allowPrivateNetworks: deps.config.WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
     timeoutMs: deps.config.WEBHOOKS_TIMEOUT_MS,
+    attempted: metrics?.delivery,
     ...deps.webhooks,
   })
   const store = deps.store
@@ -122,6 +128,7 @@ export function createApp(deps: AppDeps) {
       queued: () => webhooks.wake(),
     }),
   )
+  if (metrics) events.on('answer.stored', ({ outcome, model }) => metrics.answer(outcome, model))
   const engine = createGenerationEngine({
     events,
     generations: store.generations,
@@ -132,17 +139,25 @@ export function createApp(deps: AppDeps) {
     concurrency: deps.config.GENERATION_CONCURRENCY,
     leaseMs: deps.config.GENERATION_LEASE_MS,
     models: answerModels(models),
+    observer: metrics ? { failed: metrics.providerFailed, retried: metrics.providerRetried } : undefined,
   })
   const blobs = deps.blobs ?? openBlobStore(blobLocation(deps.config))
   const storageAnswers = storageHealth(blobs, deps.log)
   const oidc = oidcSettings(deps.config)
-  const perMinute = (max: number) => (max > 0 ? new RateLimiter({ max, windowMs: 60_000 }, deps.clock) : undefined)
+  const perMinute = (max: number, refused?: () => void) =>
+    max > 0 ? new RateLimiter({ max, windowMs: 60_000 }, deps.clock, refused) : undefined
   // Sign-in, password and token-endpoint attempts slow down guessing, so every instance on the database counts them
   // together; the per-address and per-token limits above stay in each process (shared/rate-limit.ts says why).
   const authPerMinute = deps.config.RATE_LIMIT_AUTH_PER_MINUTE
   const authLimiter =
     authPerMinute > 0
-      ? sharedLimiter(store.rateLimits, 'auth', { max: authPerMinute, windowMs: 60_000 }, deps.clock)
+      ? sharedLimiter(
+          store.rateLimits,
+          'auth',
+          { max: authPerMinute, windowMs: 60_000 },
+          deps.clock,
+          metrics?.refusals('auth'),
+        )
       : undefined
   const feed = new ThreadFeed({ threads: store.threads, links, log: deps.log, clock: deps.clock }, deps.feedPollMs)
   // The one way a message is sent and its answer started (the API, the pages and MCP all go through it).
@@ -155,6 +170,18 @@ export function createApp(deps: AppDeps) {
     fileNames: (ids) => attachmentNames(store.attachments, ids),
     models: choice,
   })
+  const streams = new OpenStreams({
+    perUser: deps.config.STREAM_LIMIT_PER_USER,
+    total: deps.config.STREAM_LIMIT_TOTAL,
+    backlogBytes: deps.config.STREAM_BACKLOG_BYTES,
+    refused: metrics?.refusals('streams'),
+  })
+  // The instance is the engine's lease holder, as the database and the logs name it.
+  metrics?.attach({
+    instanceId: engine.stats().holder,
+    answers: () => engine.stats(),
+    openStreams: () => streams.count(),
+  })
   // What every plugin may have: time, logs, the engine, limits, streams. No repository is in it: each plugin is
   // handed below the repositories its deps interface names (its own, and the few of other features' it reads).
   const shared = {
@@ -164,16 +191,12 @@ export function createApp(deps: AppDeps) {
     events,
     conversation,
     catalogue,
-    tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE),
+    tokenLimiter: perMinute(deps.config.RATE_LIMIT_API_PER_MINUTE, metrics?.refusals('token')),
     authLimiter,
     links,
     feed,
     heartbeats: deps.heartbeats ?? new Heartbeats(15_000),
-    streams: new OpenStreams({
-      perUser: deps.config.STREAM_LIMIT_PER_USER,
-      total: deps.config.STREAM_LIMIT_TOTAL,
-      backlogBytes: deps.config.STREAM_BACKLOG_BYTES,
-    }),
+    streams,
     uploadsDir: deps.config.UPLOADS_DIR,
     inspector: deps.inspector,
     blobs,
@@ -202,7 +225,14 @@ export function createApp(deps: AppDeps) {
         pageErrors({ sessions: store.sessions, clock: deps.clock, publicUrl: deps.config.PUBLIC_URL }, allowed),
       ),
     )
-    .use(httpBasics({ log: deps.log, config: deps.config, ipLimiter: perMinute(deps.config.RATE_LIMIT_IP_PER_MINUTE) }))
+    .use(
+      httpBasics({
+        log: deps.log,
+        config: deps.config,
+        ipLimiter: perMinute(deps.config.RATE_LIMIT_IP_PER_MINUTE, metrics?.refusals('ip')),
+        observe: metrics?.request,
+      }),
+    )
     .get(
       '/healthz',
       async ({ status }) => {
@@ -219,6 +249,8 @@ export function createApp(deps: AppDeps) {
       },
       { detail: { hide: true } },
     )
+    // Only with METRICS_TOKEN set; otherwise /metrics is the 404 of any unknown path.
+    .use(metrics ? metricsRoutes({ metrics, token: deps.config.METRICS_TOKEN as string }) : new Elysia())
     .use(docs(deps.config.PUBLIC_URL))
     .use(siteRoutes())
     .use(identity({ ...shared, ...bearer }))
@@ -248,6 +280,7 @@ export function createApp(deps: AppDeps) {
         oauthGrants: store.oauthGrants,
         rateLimits: store.rateLimits,
         openRegistration: deps.config.OAUTH_OPEN_REGISTRATION,
+        registrationRefused: metrics?.refusals('registration'),
       }),
     )
     .use(mcpRoutes({ ...shared, ...bearer, ...threadsAndFiles, generations: store.generations, models: store.models }))

@@ -130,6 +130,18 @@ const variables = {
     schema: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error')]),
     fallback: 'info',
   },
+  /**
+   * The bearer token Prometheus scrapes GET /metrics with; unset, the route does not exist (404) and nothing is
+   * counted. Long enough not to be guessed.
+   */
+  METRICS_TOKEN: {
+    schema: T.String({
+      minLength: 16,
+      pattern: '^[\\x21-\\x7e]+$',
+      description: 'must be at least 16 printable characters without spaces (such as `openssl rand -hex 32`)',
+    }),
+    fallback: undefined,
+  },
 } as const
 
 type Variables = typeof variables
@@ -152,6 +164,7 @@ const secret = new Set<string>([
   'OIDC_CLIENT_SECRET',
   'S3_ACCESS_KEY_ID',
   'S3_SECRET_ACCESS_KEY',
+  'METRICS_TOKEN',
 ])
 
 function decode(name: string, raw: string, type: unknown): unknown {

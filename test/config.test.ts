@@ -80,6 +80,15 @@ test('values that may hold secrets are never repeated in the error', () => {
   expect(badName).toStartWith('LLM_EXTRA_HEADERS is invalid')
   expect(badName).not.toContain(secret)
   expect(failure({ ADMIN_EMAIL: 'a@b.c', ADMIN_PASSWORD: 'short' })).not.toContain('short')
+  // A metrics token too short to be safe, or with a space, is refused without being repeated.
+  for (const token of ['short-token', 'a metrics token with spaces']) {
+    const refused = failure({ METRICS_TOKEN: token })
+    expect(refused).toBe(
+      'METRICS_TOKEN is invalid: must be at least 16 printable characters without spaces (such as `openssl rand -hex 32`)',
+    )
+  }
+  expect(loadConfig({ METRICS_TOKEN: secret }).METRICS_TOKEN).toBe(secret)
+  expect(loadConfig({}).METRICS_TOKEN).toBeUndefined()
 })
 
 test('what is logged about the provider leaves out the key, header values and URL credentials', () => {

@@ -51,7 +51,8 @@ export function createWorkerRunner(
   function failAll(message: string): void {
     const pending = [...jobs.values()]
     jobs.clear()
-    for (const handlers of pending) handlers.error(message)
+    // Not the provider's failure: the worker that talked to it is gone.
+    for (const handlers of pending) handlers.error(message, 'worker')
   }
 
   function spawn(): Worker {
@@ -71,9 +72,11 @@ export function createWorkerRunner(
         case 'done':
           jobs.delete(message.jobId)
           return handlers.done()
+        case 'retry':
+          return handlers.retried?.(message.kind)
         case 'error':
           jobs.delete(message.jobId)
-          return handlers.error(message.message)
+          return handlers.error(message.message, message.kind)
         case 'cancelled':
           jobs.delete(message.jobId)
           return handlers.cancelled()

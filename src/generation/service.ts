@@ -35,6 +35,16 @@ export interface EngineDeps {
    * (src/models/). Without it every answer goes to the runner's only model.
    */
   models?: AnswerModels
+  /** Told of what the runner reports of providers (the operators' metrics, src/metrics/). */
+  observer?: ProviderObserver
+}
+
+/** What an answer's generator met, by the configured model asked (null: the runner's only one). */
+export interface ProviderObserver {
+  /** The answer failed; `kind` as providers/failures.ts names it, `worker` when the worker died, or `unexpected`. */
+  failed(kind: string, model: string | null): void
+  /** A request to the provider was made again after a transient failure of this kind. */
+  retried(kind: string, model: string | null): void
 }
 
 export const restartMessage = 'The server is restarting; this answer will be generated again once it is back'
@@ -67,6 +77,7 @@ export function createGenerationEngine({
   leaseMs,
   events,
   models,
+  observer,
 }: EngineDeps) {
   const hub = new Hub()
   /** Who holds this engine's leases, as the operator reads it in the database and the logs. */
@@ -230,8 +241,14 @@ export function createGenerationEngine({
         if (phase !== 'closed') job.compaction = { text, replaces }
       },
       done: () => end('complete', null),
-      error: (message) => end('error', message),
+      error: (message, kind) => {
+        if (phase !== 'closed') observer?.failed(kind ?? 'unexpected', job.model)
+        end('error', message)
+      },
       cancelled: () => end('interrupted', stoppedMessage),
+      retried: (kind) => {
+        if (phase !== 'closed') observer?.retried(kind, job.model)
+      },
     }
   }
 

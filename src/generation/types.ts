@@ -25,6 +25,8 @@ export interface GenerationRequest {
   signal: AbortSignal
   /** The thread's own instructions, added to the system prompt (the echo responder ignores them). */
   instructions?: string
+  /** Told of every request to the provider made again after a transient failure, with the failure's kind. */
+  retried?: (kind: string) => void
 }
 
 /**
@@ -93,8 +95,11 @@ export type FromWorker =
   | { type: 'block'; jobId: string; block: ThreadsModel.contentBlock }
   | { type: 'summary'; jobId: string; text: string; replaces: string[] }
   | { type: 'done'; jobId: string }
-  | { type: 'error'; jobId: string; message: string }
+  /** `kind`: what failed (providers/failures.ts FailureKind, or `unexpected`), for the operators' metrics. */
+  | { type: 'error'; jobId: string; message: string; kind: string }
   | { type: 'cancelled'; jobId: string }
+  /** A request to the provider was made again after a transient failure of this kind. */
+  | { type: 'retry'; jobId: string; kind: string }
   /** What went wrong inside the generator, for the server log (the user gets a plain sentence). */
   | { type: 'log'; jobId: string; message: string }
 
@@ -105,8 +110,11 @@ export interface JobHandlers {
   /** The history was compacted: store `text` as a summary and deactivate `replaces`. */
   summary(text: string, replaces: string[]): void
   done(): void
-  error(message: string): void
+  /** `kind` says what failed, where the runner knows (providers/failures.ts FailureKind), for the metrics. */
+  error(message: string, kind?: string): void
   cancelled(): void
+  /** A request to the provider was made again after a transient failure of this kind (the metrics count these). */
+  retried?(kind: string): void
 }
 
 /** Runs generation jobs somewhere (a Bun Worker in production) and reports back on the main thread. */

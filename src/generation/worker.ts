@@ -52,7 +52,8 @@ async function run(jobId: string, history: HistoryMessage[], model?: string, ins
     if (!models) throw new Error('worker used before init')
     if (key === undefined) throw new ProviderFailure('unexpected', `The model "${model}" is not configured`)
     const generator = await generatorFor(key)
-    for await (const event of generator.generate({ history, signal: controller.signal, instructions })) {
+    const retried = (kind: string) => post({ type: 'retry', jobId, kind })
+    for await (const event of generator.generate({ history, signal: controller.signal, instructions, retried })) {
       if (event.type === 'text') post({ type: 'token', jobId, text: event.text })
       else if (event.type === 'block') post({ type: 'block', jobId, block: event.block })
       else post({ type: 'summary', jobId, text: event.text, replaces: event.replaces })
@@ -62,7 +63,8 @@ async function run(jobId: string, history: HistoryMessage[], model?: string, ins
     if (controller.signal.aborted) return post({ type: 'cancelled', jobId })
     const forLog = describeForLog(error, apiKey)
     if (forLog) post({ type: 'log', jobId, message: forLog })
-    post({ type: 'error', jobId, message: error instanceof ProviderFailure ? error.message : 'The generator failed' })
+    if (error instanceof ProviderFailure) post({ type: 'error', jobId, message: error.message, kind: error.kind })
+    else post({ type: 'error', jobId, message: 'The generator failed', kind: 'unexpected' })
   } finally {
     running.delete(jobId)
   }

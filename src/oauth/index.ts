@@ -10,7 +10,7 @@ import type { ErrorSurface } from '../shared/error-plugin'
 import { readForm } from '../shared/forms'
 import { clientIpOf } from '../shared/http'
 import { holdsNul } from '../shared/nul'
-import { type Limit, type Limiter, sharedLimiter } from '../shared/rate-limit'
+import { type Limit, type Limiter, type Refused, sharedLimiter } from '../shared/rate-limit'
 import type { RateLimitRepository } from '../shared/rate-limit.repository'
 import type { Responses } from '../shared/responses'
 import { dayMs } from '../shared/time'
@@ -51,6 +51,8 @@ export interface OAuthRoutesDeps extends WebDeps, OAuthDeps {
   openRegistration: boolean
   /** Token and revocation requests per client address (RATE_LIMIT_AUTH_PER_MINUTE); absent when turned off. */
   authLimiter?: Limiter
+  /** Told of every registration the per-address limit refuses (the operators' metrics). */
+  registrationRefused?: Refused
 }
 
 /** 30 registrations per client address per hour: far above what real clients need, far below a flood. */
@@ -164,7 +166,13 @@ const rateLimitedResponse = {
 
 export const oauthRoutes = (deps: OAuthRoutesDeps) => {
   // Counted by every instance together on PostgreSQL, like the other limits on guessing (app.ts).
-  const registrationLimiter = sharedLimiter(deps.rateLimits, 'registration', registrationRateLimit, deps.clock)
+  const registrationLimiter = sharedLimiter(
+    deps.rateLimits,
+    'registration',
+    registrationRateLimit,
+    deps.clock,
+    deps.registrationRefused,
+  )
 
   /** The signed-in answer to a valid authorization request: the consent page, or a refusal. */
   function answer(checked: AuthorizationCheckResult, session: PageSession | null, url: URL): JSX.Element | Response {

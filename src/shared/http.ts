@@ -16,10 +16,15 @@ import type { Logger } from './log'
 import { nulRefusal, urlHoldsNul } from './nul'
 import { type RateLimiter, rateLimited } from './rate-limit'
 
+/** Told of every response, once it is sent: its method, route pattern (null for an unknown path), status and time. */
+export type RequestObserver = (method: string, route: string | null, status: number, ms: number) => void
+
 export interface HttpDeps {
   log: Logger
   config: Pick<Config, 'PUBLIC_URL' | 'TRUST_PROXY' | 'CORS_ORIGINS'>
   ipLimiter?: RateLimiter
+  /** The operators' metrics (src/metrics/), when they are on. */
+  observe?: RequestObserver
 }
 
 type RequestIpServer = { requestIP(request: Request): { address: string } | null }
@@ -128,7 +133,7 @@ function checksCallerFirst(url: string): boolean {
   return isApiUrl(url) || url.startsWith('/settings/api/', url.indexOf('/', url.indexOf('//') + 2))
 }
 
-export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
+export const httpBasics = ({ log, config, ipLimiter, observe }: HttpDeps) => {
   const strictTransport = config.PUBLIC_URL.startsWith('https://')
   const origins = config.CORS_ORIGINS.split(',').filter(Boolean)
   const peers: Peers = { trustProxy: config.TRUST_PROXY, limiter: ipLimiter }
@@ -178,17 +183,22 @@ export const httpBasics = ({ log, config, ipLimiter }: HttpDeps) => {
     })
   // One line per request at `info`: the route's pattern rather than the path (IDs say nothing to an operator
   // and the count of distinct lines stays small), never the query string (an OAuth `code`, a search) or a body.
-  if (log.enabled('info')) {
+  // The metrics count by the same pattern, for the same reasons; one hook serves both.
+  const logged = log.enabled('info')
+  if (logged || observe) {
     app.onAfterResponse({ as: 'global' }, ({ request, set, route, responseValue }) => {
       const info = requests.get(request)
       if (!info) return
       const status = responseValue instanceof Response ? responseValue.status : Number(set.status ?? 200)
+      const ms = performance.now() - info.startedAt
+      observe?.(request.method, route ?? null, status, ms)
+      if (!logged) return
       log.info('request', {
         requestId: info.id,
         method: request.method,
         route: route ?? null,
         status,
-        ms: Math.round((performance.now() - info.startedAt) * 10) / 10,
+        ms: Math.round(ms * 10) / 10,
       })
     })
   }

@@ -25,6 +25,9 @@ export interface Limiter {
   hit(key: string): number | null | Promise<number | null>
 }
 
+/** Told of every request a limit refuses (the operators' metrics count them, src/metrics/). */
+export type Refused = () => void
+
 /** The API's 429. */
 export function rateLimited(retryAfter: number): AppError {
   const headers = { 'retry-after': String(retryAfter) }
@@ -44,6 +47,7 @@ export class RateLimiter implements Limiter {
   constructor(
     private readonly limit: Limit,
     private readonly clock: Clock,
+    private readonly refused?: Refused,
   ) {}
 
   /** Counts one request for `key`: null while allowed, else the whole seconds until its window ends. */
@@ -56,7 +60,9 @@ export class RateLimiter implements Limiter {
       this.windows.set(key, window)
     }
     window.count += 1
-    return this.retryAfter(window.start, window.count, now)
+    const retryAfter = this.retryAfter(window.start, window.count, now)
+    if (retryAfter !== null) this.refused?.()
+    return retryAfter
   }
 
   /** What `hit` would answer for `key`, without counting a request. */
@@ -94,12 +100,15 @@ export class StoredRateLimiter implements Limiter {
     private readonly name: string,
     private readonly limit: Limit,
     private readonly clock: Clock,
+    private readonly refused?: Refused,
   ) {}
 
   async hit(key: string): Promise<number | null> {
     const now = this.clock.now()
     const window = await this.windows.hit(`${this.name}:${key}`, this.limit.windowMs, now)
-    return secondsToWait(this.limit, window.count, window.endsAt, now)
+    const retryAfter = secondsToWait(this.limit, window.count, window.endsAt, now)
+    if (retryAfter !== null) this.refused?.()
+    return retryAfter
   }
 }
 
@@ -107,6 +116,14 @@ export class StoredRateLimiter implements Limiter {
  * A limit every instance counts together: in the database when the store keeps windows (PostgreSQL), else in this
  * process's memory (SQLite, where this process is the only one).
  */
-export function sharedLimiter(windows: RateLimitRepository | null, name: string, limit: Limit, clock: Clock): Limiter {
-  return windows === null ? new RateLimiter(limit, clock) : new StoredRateLimiter(windows, name, limit, clock)
+export function sharedLimiter(
+  windows: RateLimitRepository | null,
+  name: string,
+  limit: Limit,
+  clock: Clock,
+  refused?: Refused,
+): Limiter {
+  return windows === null
+    ? new RateLimiter(limit, clock, refused)
+    : new StoredRateLimiter(windows, name, limit, clock, refused)
 }

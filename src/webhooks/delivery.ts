@@ -41,7 +41,14 @@ export interface DeliveryDeps {
   pollMs?: number
   /** Deliveries sent at once. */
   concurrency?: number
+  /**
+   * Told of every attempt recorded (the operators' metrics): `delivered`, `retrying` (failed, tried again later) or
+   * `failed` (failed, and given up on).
+   */
+  attempted?: (result: AttemptResult) => void
 }
+
+export type AttemptResult = 'delivered' | 'retrying' | 'failed'
 
 export type DeliveryWorker = ReturnType<typeof createDeliveryWorker>
 
@@ -128,6 +135,7 @@ export function createDeliveryWorker(deps: DeliveryDeps) {
               reason: `Disabled automatically on ${toIso(at)}: every delivery attempt failed for ${Math.round(retry.disableAfterMs / dayMs)} days (last: ${error}).`,
             },
     })
+    if (recorded) deps.attempted?.(status === 'pending' ? 'retrying' : status)
     if (!recorded) deps.log.warn('a webhook delivery outlived its lease', { deliveryId: delivery.id })
     else if (error !== null) {
       deps.log.info('webhook delivery failed', { deliveryId: delivery.id, attempt: attempts, status, error })

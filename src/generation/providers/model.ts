@@ -44,10 +44,11 @@ async function summarise(
   replaced: LoadedMessage[],
   settings: ModelSettings,
   signal: AbortSignal,
+  retried: GenerationRequest['retried'],
 ): Promise<string> {
   const request = summaryRequest(replaced, settings)
   let text = ''
-  for await (const event of withRetries(() => model.reply(request, signal), retryPolicy(settings), signal)) {
+  for await (const event of withRetries(() => model.reply(request, signal), retryPolicy(settings), signal, retried)) {
     if (event.type === 'text') text += event.text
   }
   return text.trim()
@@ -60,8 +61,7 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs:
 
   async function* answer(
     initial: LoadedMessage[],
-    signal: AbortSignal,
-    instructions: string | undefined,
+    { signal, instructions, retried }: Omit<GenerationRequest, 'history'>,
   ): AsyncIterable<ReplyEvent> {
     let messages = initial
     // The thread's own instructions follow the server's system prompt: they add to it, never replace it.
@@ -75,7 +75,8 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs:
       }
       let streamed = false
       try {
-        for await (const event of withRetries(() => model.reply(request, signal), retryPolicy(settings), signal)) {
+        const attempts = withRetries(() => model.reply(request, signal), retryPolicy(settings), signal, retried)
+        for await (const event of attempts) {
           streamed = true
           yield event
         }
@@ -100,18 +101,19 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs:
   }
 
   return {
-    async *generate({ history, signal, instructions }: GenerationRequest): AsyncIterable<GeneratorEvent> {
+    async *generate(request: GenerationRequest): AsyncIterable<GeneratorEvent> {
+      const { history, signal, retried } = request
       try {
         let messages = await loadHistory(history, images, blobs)
         const plan = planCompaction(messages, settings)
         if (plan) {
-          const text = await summarise(model, plan.replaced, settings, signal)
+          const text = await summarise(model, plan.replaced, settings, signal, retried)
           if (text !== '') {
             yield { type: 'summary', text, replaces: plan.replaced.map((message) => message.id) }
             messages = [summaryMessage(text), ...plan.kept]
           }
         }
-        yield* answer(messages, signal, instructions)
+        yield* answer(messages, request)
       } catch (error) {
         if (signal.aborted || error instanceof ProviderFailure) throw error
         // The user reads a plain sentence; the original goes to the server log (see worker.ts).

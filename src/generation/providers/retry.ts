@@ -1,6 +1,6 @@
 // Retries a model request that failed transiently, with exponential backoff, but only while nothing
 // has reached the user: once a token is out, a second attempt would repeat or contradict it.
-import { ProviderFailure } from './failures'
+import { type FailureKind, ProviderFailure } from './failures'
 
 export interface RetryPolicy {
   maxAttempts: number
@@ -41,6 +41,8 @@ export async function* withRetries<T>(
   attempt: () => AsyncIterable<T>,
   policy: RetryPolicy,
   signal: AbortSignal,
+  /** Told of every attempt made again, with the kind of failure that called for it (the operators' metrics). */
+  retried?: (kind: FailureKind) => void,
 ): AsyncIterable<T> {
   for (let number = 1; ; number++) {
     let produced = false
@@ -57,6 +59,7 @@ export async function* withRetries<T>(
         throw new ProviderFailure(error.kind, `${error.message}${attemptsSuffix(number)}`)
       }
       await delay(retryDelayMs(number, error, policy), signal)
+      retried?.(error.kind)
     }
   }
 }

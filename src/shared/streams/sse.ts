@@ -118,7 +118,15 @@ export class OpenStreams {
   /** The most one stream may hold for a client that does not read (STREAM_BACKLOG_BYTES; see DirectBody). */
   readonly backlogBytes: number
 
-  constructor(private readonly limits: { perUser: number; total: number; backlogBytes?: number }) {
+  constructor(
+    private readonly limits: {
+      perUser: number
+      total: number
+      backlogBytes?: number
+      /** Told of every stream refused for a limit (the operators' metrics). */
+      refused?: () => void
+    },
+  ) {
     this.backlogBytes = limits.backlogBytes ?? defaultBacklogBytes
   }
 
@@ -126,9 +134,11 @@ export class OpenStreams {
   take(userId: number): void {
     const mine = this.perUser.get(userId) ?? 0
     if (this.limits.total > 0 && this.total >= this.limits.total) {
+      this.limits.refused?.()
       throw tooManyStreams('The server has as many answer streams open as it allows; try again shortly')
     }
     if (this.limits.perUser > 0 && mine >= this.limits.perUser) {
+      this.limits.refused?.()
       throw tooManyStreams(`You have ${mine} answer streams open, the most one person may; close one first`)
     }
     this.perUser.set(userId, mine + 1)

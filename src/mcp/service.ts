@@ -192,6 +192,8 @@ export async function startThread(
   // is made, then the thread is made empty, given its model, and sent its first message (which names it, as a
   // thread started with text is named).
   await requireUsable(deps, caller, input.model)
+  // With text an answer starts: refused over a budget before the thread is made.
+  if (input.text !== undefined) await deps.conversation.requireQuota(caller)
   const created = await deps.conversation.start(caller, { name: input.name, is_private: input.is_private })
   await updateThreadSettings(deps, caller, created.thread_id, { model: input.model })
   const message_id =
@@ -218,6 +220,8 @@ export async function send(
   const thread = await getThread(deps.threads, caller, input.thread_id, deps.links)
   if (thread.state !== 'ready') throw conflict(`The thread is ${thread.state}; a new message is accepted only in ready`)
   await requireUsable(deps, caller, input.model)
+  // Before the thread's model changes: refused over a budget, the thread keeps it as it was.
+  await deps.conversation.requireQuota(caller)
   const before = await getThreadSettings(deps, caller, input.thread_id)
   await updateThreadSettings(deps, caller, input.thread_id, { model: input.model })
   try {

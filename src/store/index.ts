@@ -29,6 +29,9 @@ import type { ClientRepository } from '../oauth/clients.repository'
 import { sqliteClientRepository } from '../oauth/clients.repository.sqlite'
 import type { GrantRepository } from '../oauth/grants.repository'
 import { sqliteGrantRepository } from '../oauth/grants.repository.sqlite'
+import { memberQuotas } from '../quotas/quotas.table'
+import type { QuotaRepository } from '../quotas/repository'
+import { quotaRepository } from '../quotas/repository.common'
 import type { RateLimitRepository } from '../shared/rate-limit.repository'
 import { processKeys, type ServerKeyRepository } from '../shared/server-keys.repository'
 import type { ShareRepository } from '../shares/repository'
@@ -39,6 +42,7 @@ import { insertMessageRow, sqliteThreadRepository } from '../threads/repository.
 import type { ThreadSearch } from '../threads/search'
 import { fts5ThreadSearch } from '../threads/search.fts5'
 import { threadSettings, threads } from '../threads/threads.table'
+import { usageTotals } from '../usage/usage.table'
 import type { WebhookRepository } from '../webhooks/repository'
 import { sqliteWebhookRepository } from '../webhooks/repository.sqlite'
 
@@ -95,6 +99,8 @@ export interface Store {
   shares: ShareRepository
   /** Organizations' choice of models, threads' own settings, and what an answer's model is resolved from. */
   models: ModelRepository
+  /** Monthly budgets and the month's totals they are checked against (src/quotas/). */
+  quotas: QuotaRepository
   locks: InstanceLocks
 }
 
@@ -132,6 +138,10 @@ export function sqliteStore(db: Db): Store {
     models: modelRepository(
       anyDb(db),
       asTables({ organizations: authTables.organizations, threads, threadSettings, generations: generationsTable }),
+    ),
+    quotas: quotaRepository(
+      anyDb(db),
+      asTables({ organizations: authTables.organizations, users: authTables.users, memberQuotas, usageTotals }),
     ),
     locks: processLocks,
   }

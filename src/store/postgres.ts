@@ -20,6 +20,8 @@ import { idempotencyRepository } from '../idempotency/repository.common'
 import { modelRepository } from '../models/repository.common'
 import { pgClientRepository } from '../oauth/clients.repository.pg'
 import { pgGrantRepository } from '../oauth/grants.repository.pg'
+import { memberQuotas } from '../quotas/quotas.table.pg'
+import { quotaRepository } from '../quotas/repository.common'
 import { pgRateLimitRepository } from '../shared/rate-limit.repository.pg'
 import { pgServerKeyRepository } from '../shared/server-keys.repository.pg'
 import { shareRepository } from '../shares/repository.common'
@@ -27,6 +29,7 @@ import { shares } from '../shares/shares.table.pg'
 import { insertMessageRow, pgThreadRepository } from '../threads/repository.pg'
 import { pgThreadSearch } from '../threads/search.pg'
 import { threadSettings, threads } from '../threads/threads.table.pg'
+import { usageTotals } from '../usage/usage.table.pg'
 import { pgWebhookRepository } from '../webhooks/repository.pg'
 import type { Store } from '.'
 
@@ -68,6 +71,12 @@ export function pgStore(db: PgDb): Store {
       threads,
       threadSettings,
       generations,
+    }),
+    quotas: quotaRepository(anyDb(db), {
+      organizations: authTables.organizations,
+      users: authTables.users,
+      memberQuotas,
+      usageTotals,
     }),
     locks: {
       async inTurn(name, task) {

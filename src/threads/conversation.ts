@@ -27,6 +27,16 @@ export interface ModelChoice {
   mayUse(organizationId: number, modelId: string): Promise<boolean>
 }
 
+/**
+ * Whether a person may start another answer this month: the quotas feature (src/quotas/) implements it; app.ts
+ * composes it. `require` throws the 429 `quota_exceeded` AppError (with Retry-After) when their organization's or
+ * their own monthly budget is used up. Called before anything is stored, so a refused request leaves the thread as
+ * it was (`ready`); an answer already running is never checked again, so it is never cut off.
+ */
+export interface QuotaCheck {
+  require(caller: Caller): Promise<void>
+}
+
 export interface ConversationDeps {
   threads: ThreadRepository
   answers: AnswerQueue
@@ -36,13 +46,23 @@ export interface ConversationDeps {
   /** The attachments' names, which a continuation's extract quotes. */
   fileNames: FileNames
   models: ModelChoice
+  quotas: QuotaCheck
 }
 
 export type Conversation = ReturnType<typeof createConversation>
 
 export function createConversation(deps: ConversationDeps) {
-  const { threads, answers, events, clock } = deps
+  const { threads, answers, events, clock, quotas } = deps
   return {
+    /**
+     * The quota check alone, for callers that store something of their own before they send (the pages store a new
+     * thread and its files first, MCP a thread's model): refused here, they store nothing. Every method below that
+     * starts an answer checks again.
+     */
+    async requireQuota(caller: Caller): Promise<void> {
+      await quotas.require(caller)
+    },
+
     /**
      * Creates a thread owned by the caller (threads.ts: createThread); with `text`, that is its first message and
      * its answer starts. `message_id` is null for a thread created empty.
@@ -51,6 +71,7 @@ export function createConversation(deps: ConversationDeps) {
       caller: Caller,
       body: ThreadsModel.createThreadBody,
     ): Promise<{ thread_id: string; message_id: string | null }> {
+      if (body.text !== undefined) await quotas.require(caller)
       const created = await createThread(threads, caller, body, clock.now())
       await events.emit({ type: 'thread.created', threadId: created.thread_id })
       if (created.message_id) answers.enqueue(created.message_id, created.thread_id)
@@ -59,6 +80,7 @@ export function createConversation(deps: ConversationDeps) {
 
     /** Sends a user message to a `ready` thread (messages.ts: sendMessage) and starts its answer. */
     async send(caller: Caller, threadId: string, body: ThreadsModel.sendMessageBody): Promise<{ message_id: string }> {
+      await quotas.require(caller)
       const sent = await sendMessage(threads, caller, threadId, body, clock.now())
       answers.enqueue(sent.message_id, threadId)
       return sent
@@ -74,6 +96,7 @@ export function createConversation(deps: ConversationDeps) {
       messageId: string,
       body: { model?: string },
     ): Promise<{ message_id: string }> {
+      await quotas.require(caller)
       const mayUse = (organizationId: number, modelId: string) => deps.models.mayUse(organizationId, modelId)
       const queued = await regenerateAnswer(threads, mayUse, caller, threadId, messageId, body, clock.now())
       answers.enqueue(messageId, threadId)
@@ -87,6 +110,7 @@ export function createConversation(deps: ConversationDeps) {
       messageId: string,
       body: ThreadsModel.sendMessageBody,
     ): Promise<{ message_id: string }> {
+      await quotas.require(caller)
       const edited = await editMessage(threads, caller, threadId, messageId, body, clock.now())
       answers.enqueue(edited.message_id, threadId)
       return edited

@@ -44,6 +44,25 @@ const error = AuthModel.error
 const readErrors = { 400: error, 401: error, 403: AuthModel.scopeError, 404: error }
 const ownerErrors = { ...readErrors, 403: t.Union([AuthModel.scopeError, error]) }
 
+/** The 429 of the requests that start an answer (`detail.responses`): a monthly budget (src/quotas/) or a rate limit. */
+const answerStartLimits = {
+  429: {
+    description:
+      'Over a monthly budget (`quota_exceeded`, an addition to the specification): the organization’s or the ' +
+      'person’s budget in tokens or cost for this calendar month (UTC) is used up. Nothing is stored and the ' +
+      'thread keeps its state; `message` names the budget and when answers can start again. `Retry-After` is ' +
+      'the seconds until the next month starts (00:00 UTC on its first day). Or over a rate limit ' +
+      '(`rate_limited`): retry after the seconds in `Retry-After`.',
+    headers: {
+      'Retry-After': {
+        description: 'Seconds to wait before retrying: for `quota_exceeded`, until the next month starts (UTC).',
+        schema: { type: 'integer' as const, minimum: 1 },
+      },
+    },
+    content: { 'application/json': { schema: AuthModel.error } },
+  },
+}
+
 export const threadRoutes = (deps: ThreadsDeps) =>
   new Elysia({ name: 'threads', prefix: '/api/v1/threads' })
     .use(auth(deps))
@@ -85,6 +104,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         }),
         detail: {
           operationId: 'createThread',
+          responses: answerStartLimits,
           summary: 'Create a thread',
           tags: ['Threads'],
           description:
@@ -271,6 +291,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         }),
         detail: {
           operationId: 'sendMessage',
+          responses: answerStartLimits,
           summary: 'Send a user message and start the AI response',
           parameters: [idempotencyKeyParameter],
           tags: ['Messages'],
@@ -305,6 +326,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         }),
         detail: {
           operationId: 'regenerateResponse',
+          responses: answerStartLimits,
           summary: 'Generate the answer to a user message again',
           parameters: [idempotencyKeyParameter],
           tags: ['Messages'],
@@ -343,6 +365,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         }),
         detail: {
           operationId: 'editMessage',
+          responses: answerStartLimits,
           summary: 'Edit a user message: its new version is sent and answered',
           parameters: [idempotencyKeyParameter],
           tags: ['Messages'],

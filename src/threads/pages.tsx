@@ -45,7 +45,7 @@ import type { ThreadRepository } from './repository'
 import { deleteThread, getThread, stopThread, updateThread } from './threads'
 import { versionsOf } from './versions'
 import { type ModelInfo, type SidebarProps, type ThreadFilters, ThreadList } from './views/chat-layout'
-import type { ModelPicker } from './views/composer'
+import type { ModelPicker, QuotaNotice } from './views/composer'
 import { DeleteThreadPage } from './views/delete-thread'
 import { EditMessagePage } from './views/edit-message'
 import { instructionsMaxChars, ThreadPage, type ThreadPageProps } from './views/thread'
@@ -82,6 +82,14 @@ export interface PageModels {
   ): Promise<ThreadSettings>
 }
 
+/**
+ * What the pages show of the person's monthly budgets (src/quotas/), composed in app.ts: in the composer, a notice
+ * from 80% of a budget and the refusal once one is used up, each with the date it resets.
+ */
+export interface PageQuotas {
+  notice(caller: Caller): Promise<QuotaNotice | null>
+}
+
 export interface ThreadPagesDeps extends WebDeps {
   threads: ThreadRepository
   attachments: AttachmentRepository
@@ -104,6 +112,8 @@ export interface ThreadPagesDeps extends WebDeps {
   model: ModelInfo
   /** The models to choose from and thread settings (src/models/). */
   models: PageModels
+  /** The composer's word on monthly budgets (src/quotas/). */
+  quotas: PageQuotas
 }
 
 /** The pages' own policy: the shared one, plus this origin's script and its stream, and images only from here. */
@@ -232,6 +242,7 @@ async function threadPageOnce(
       modelNames={modelNames}
       picker={settings ? pickerOf(await deps.models.offered(caller), settings.model) : null}
       instructions={settings?.instructions ?? null}
+      quota={isOwner ? await deps.quotas.notice(caller) : null}
       {...extras}
     />
   )
@@ -342,7 +353,8 @@ async function newConversationPage(
   query: Record<string, string | undefined>,
   extras: { error?: string; draft?: NewThreadDraft; model?: string } = {},
 ) {
-  const offered = await deps.models.offered(callerFromSession(session.user))
+  const caller = callerFromSession(session.user)
+  const offered = await deps.models.offered(caller)
   const picker = pickerOf(offered, null)
   // A refused start keeps the model that was chosen, as it keeps the text.
   if (picker && extras.model && offered.some((model) => model.id === extras.model)) picker.selected = extras.model
@@ -355,6 +367,7 @@ async function newConversationPage(
       picker={picker}
       error={extras.error}
       draft={extras.draft}
+      quota={await deps.quotas.notice(caller)}
     />
   )
 }
@@ -444,6 +457,8 @@ export const threadPages = (deps: ThreadPagesDeps) =>
             }
             case 'continue': {
               const question = await unansweredQuestion(deps, caller, threadId)
+              // The question is asked again in the new thread: refused, no new thread is made for it.
+              if (question !== null) await deps.conversation.requireQuota(caller)
               const continued = await deps.conversation.continueThread(caller, threadId)
               if (question === null) return seeOther(`/threads/${continued.thread_id}`)
               // The question the failure left unanswered is asked again in the new thread, after the extract.
@@ -578,6 +593,8 @@ async function postMessage(
     if (thread.state !== 'ready') {
       throw conflict('The previous answer is still being written: wait for it, or stop it.')
     }
+    // Before the files are checked and stored: a refused message keeps none.
+    await deps.conversation.requireQuota(caller)
     checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
     // Set before the message, so that its answer uses it; put back when the message is refused after all.
     const replaced = await applyChosenModel(deps, caller, threadId, field(form, 'model'))
@@ -790,6 +807,8 @@ async function startFromForm(deps: ThreadPagesDeps, session: PageSession, form: 
     const offered = model ? await deps.models.offered(caller) : []
     const chosen = offered.find((offer) => offer.id === model)
     if (model && !chosen) throw invalidRequest('Choose one of the models offered.')
+    // Before the thread is made (the send below checks again): a refused start leaves nothing behind.
+    await deps.conversation.requireQuota(caller)
     // Files are checked before the thread exists, so a refused file leaves nothing behind.
     checked = await checkFormFiles(deps, formFiles(form, 'attachments'))
     const name = draft.name.trim() === '' ? undefined : draft.name.trim()

@@ -19,6 +19,7 @@ export const adminSections: NavItem[] = [
   { href: '/admin/webhooks', label: 'Webhooks' },
   { href: '/admin/retention', label: 'Retention' },
   { href: '/admin/models', label: 'Models' },
+  { href: '/admin/quotas', label: 'Usage limits' },
   { href: '/admin/shares', label: 'Sharing' },
 ]
 

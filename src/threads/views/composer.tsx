@@ -15,6 +15,12 @@ export interface ModelPicker {
   note?: string
 }
 
+/** What the composer says of the person's monthly budgets (src/quotas/): a refusal once one is used up, else a notice. */
+export interface QuotaNotice {
+  refused: boolean
+  text: string
+}
+
 export interface ComposerProps {
   action: string
   csrf: string
@@ -22,6 +28,8 @@ export interface ComposerProps {
   draft?: string
   /** Why the last send was refused. */
   error?: string
+  /** From 80% of a monthly budget: which one, and when it resets; once used up, the refusal with the date. */
+  quota?: QuotaNotice | null
   /** Where Stop posts; present while an answer is being written. */
   stopAction?: string
   running?: boolean
@@ -85,6 +93,11 @@ export function Composer(props: PropsWithChildren<ComposerProps>): JSX.Element {
         data-running={props.running ? 'true' : 'false'}
       >
         <CsrfField token={props.csrf} />
+        {props.quota && !(props.quota.refused && props.error) ? (
+          <p id="composer-quota" class={props.quota.refused ? 'alert composer-quota' : 'notice composer-quota'} safe>
+            {props.quota.text}
+          </p>
+        ) : null}
         <p id="composer-error" class="alert composer-error" role="alert" hidden={!props.error} safe>
           {props.error ?? ''}
         </p>

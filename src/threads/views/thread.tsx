@@ -8,7 +8,7 @@ import { renderMarkdown } from '../../web/markdown'
 import type { ThreadsModel } from '../model'
 import type { Rating } from '../repository'
 import { ChatLayout, type ChatLayoutProps, CopyIcon, TopBar } from './chat-layout'
-import { Composer, type ModelPicker } from './composer'
+import { Composer, type ModelPicker, type QuotaNotice } from './composer'
 import { EchoNotice, EditIcon, RegenerateIcon, StateBadge, ThumbIcon, threadTitle } from './parts'
 
 /** Where a listed message stands among its versions (versions.ts `versionsOf`), and for an answer its model. */
@@ -49,6 +49,8 @@ export interface ThreadPageProps extends Omit<ChatLayoutProps, 'title'> {
   instructions: string | null
   /** Why the composer's last message was refused, with what was typed. */
   error?: string
+  /** What the composer says of the owner's monthly budgets. */
+  quota?: QuotaNotice | null
   draft?: string
   /** Why the thread's instructions were refused, with what was typed (the menu opens to show it). */
   instructionsError?: string
@@ -624,6 +626,7 @@ export function ThreadPage(props: ThreadPageProps): JSX.Element {
           csrf={props.viewer.csrf}
           draft={props.draft}
           error={props.error}
+          quota={props.quota}
           placeholder="Reply"
           picker={props.picker}
           pickerAction={`/threads/${thread.id}/settings`}

@@ -2,8 +2,7 @@
 // the composer, whose first message starts a thread (named after it unless a name is given).
 import { escapeHtml } from '@kitajs/html'
 import { ChatLayout, type ChatLayoutProps, TopBar } from './chat-layout'
-import type { ModelPicker } from './composer'
-import { Composer } from './composer'
+import { Composer, type ModelPicker, type QuotaNotice } from './composer'
 import { EchoNotice } from './parts'
 
 export interface NewThreadDraft {
@@ -18,6 +17,8 @@ export interface NewConversationPageProps extends Omit<ChatLayoutProps, 'title'>
   draft?: NewThreadDraft
   /** The new thread's model; null when there is nothing to choose (one model). */
   picker: ModelPicker | null
+  /** What the composer says of the person's monthly budgets. */
+  quota?: QuotaNotice | null
 }
 
 export function NewConversationPage(props: NewConversationPageProps): JSX.Element {
@@ -45,6 +46,7 @@ export function NewConversationPage(props: NewConversationPageProps): JSX.Elemen
         csrf={props.viewer.csrf}
         draft={draft?.text}
         error={props.error}
+        quota={props.quota}
         placeholder="Message Threadhouse"
         picker={props.picker}
       >

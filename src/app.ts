@@ -132,6 +132,7 @@ export function createApp(deps: AppDeps) {
     concurrency: deps.config.GENERATION_CONCURRENCY,
     leaseMs: deps.config.GENERATION_LEASE_MS,
     models: answerModels(models),
+    prices: (id) => catalogue.byId.get(id)?.price,
   })
   const blobs = deps.blobs ?? openBlobStore(blobLocation(deps.config))
   const storageAnswers = storageHealth(blobs, deps.log)

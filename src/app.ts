@@ -40,6 +40,7 @@ import { createConversation } from './threads/conversation'
 import { ThreadFeed } from './threads/feed'
 import { linksFor } from './threads/links'
 import { type PageModels, threadPages } from './threads/pages'
+import { usageRoutes } from './usage'
 import { pageErrors } from './web/errors'
 import { siteRoutes } from './web/site'
 import { createDeliveryWorker, type DeliveryDeps } from './webhooks/delivery'
@@ -224,7 +225,16 @@ export function createApp(deps: AppDeps) {
     .use(siteRoutes())
     .use(identity({ ...shared, ...bearer }))
     .use(threadFeedRoutes({ ...shared, ...bearer }))
-    .use(threadRoutes({ ...shared, ...bearer, ...threadsAndFiles, idempotency: store.idempotency }))
+    .use(
+      threadRoutes({
+        ...shared,
+        ...bearer,
+        ...threadsAndFiles,
+        idempotency: store.idempotency,
+        usage: store.usage,
+      }),
+    )
+    .use(usageRoutes({ ...shared, ...bearer, usage: store.usage, currency: catalogue.currency }))
     .use(modelRoutes({ ...shared, ...bearer, threads: store.threads, models: store.models }))
     .use(attachmentRoutes({ ...shared, ...bearer, ...threadsAndFiles, idempotency: store.idempotency }))
     .use(shareRoutes({ ...shared, ...bearer, ...threadsAndFiles, shares: store.shares }))
@@ -236,6 +246,7 @@ export function createApp(deps: AppDeps) {
         ...shared,
         ...pages,
         ...threadsAndFiles,
+        usage: store.usage,
         generations: store.generations,
         model: pageModel,
         models: pageModels,

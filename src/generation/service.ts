@@ -96,7 +96,17 @@ export function createGenerationEngine({
   async function finish(answer: Parameters<GenerationRepository['finish']>[0], now: number): Promise<boolean> {
     const stored = await generations.finish(answer, now)
     const { threadId, messageId, outcome } = answer
-    if (stored) await events?.emit({ type: 'answer.stored', threadId, messageId, outcome, model: answer.model ?? null })
+    if (stored) {
+      const { usage } = answer
+      await events?.emit({
+        type: 'answer.stored',
+        threadId,
+        messageId,
+        outcome,
+        model: answer.model ?? null,
+        ...(usage ? { usage } : {}),
+      })
+    }
     return stored
   }
 

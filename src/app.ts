@@ -43,6 +43,7 @@ import { createConversation } from './threads/conversation'
 import { ThreadFeed } from './threads/feed'
 import { linksFor } from './threads/links'
 import { type PageModels, type PageQuotas, threadPages } from './threads/pages'
+import { usageRoutes } from './usage'
 import { pageErrors } from './web/errors'
 import { siteRoutes } from './web/site'
 import { createDeliveryWorker, type DeliveryDeps } from './webhooks/delivery'
@@ -132,7 +133,7 @@ export function createApp(deps: AppDeps) {
       queued: () => webhooks.wake(),
     }),
   )
-  if (metrics) events.on('answer.stored', ({ outcome, model }) => metrics.answer(outcome, model))
+  if (metrics) events.on('answer.stored', ({ outcome, model, usage }) => metrics.answer(outcome, model, usage))
   const engine = createGenerationEngine({
     events,
     generations: store.generations,
@@ -144,6 +145,7 @@ export function createApp(deps: AppDeps) {
     leaseMs: deps.config.GENERATION_LEASE_MS,
     models: answerModels(models),
     observer: metrics ? { failed: metrics.providerFailed, retried: metrics.providerRetried } : undefined,
+    prices: (id) => catalogue.byId.get(id)?.price,
   })
   const blobs = deps.blobs ?? openBlobStore(blobLocation(deps.config))
   const storageAnswers = storageHealth(blobs, deps.log)
@@ -260,7 +262,16 @@ export function createApp(deps: AppDeps) {
     .use(siteRoutes())
     .use(identity({ ...shared, ...bearer }))
     .use(threadFeedRoutes({ ...shared, ...bearer }))
-    .use(threadRoutes({ ...shared, ...bearer, ...threadsAndFiles, idempotency: store.idempotency }))
+    .use(
+      threadRoutes({
+        ...shared,
+        ...bearer,
+        ...threadsAndFiles,
+        idempotency: store.idempotency,
+        usage: store.usage,
+      }),
+    )
+    .use(usageRoutes({ ...shared, ...bearer, usage: store.usage, currency: catalogue.currency }))
     .use(modelRoutes({ ...shared, ...bearer, threads: store.threads, models: store.models }))
     .use(attachmentRoutes({ ...shared, ...bearer, ...threadsAndFiles, idempotency: store.idempotency }))
     .use(shareRoutes({ ...shared, ...bearer, ...threadsAndFiles, shares: store.shares }))
@@ -272,6 +283,7 @@ export function createApp(deps: AppDeps) {
         ...shared,
         ...pages,
         ...threadsAndFiles,
+        usage: store.usage,
         generations: store.generations,
         model: pageModel,
         models: pageModels,

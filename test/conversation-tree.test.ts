@@ -93,6 +93,8 @@ describe.concurrent('the tree', () => {
       version: 1,
       versions: 2,
       active: false,
+      // What it used (issue 37): the echo responder's counts are estimated; no price, no cost.
+      usage: expect.objectContaining({ estimated: true, cost: null, currency: null }),
     })
     expect((await details(h, owner.token, threadId, messageId)).body).toEqual({
       id: messageId,
@@ -218,9 +220,11 @@ describe.concurrent('the tree', () => {
     expect(json.status).toBe(200)
     expect(json.body.messages).toEqual([
       { ...active[0], parent_id: null, model: null },
-      { ...active[1], parent_id: messageId, model: 'echo' },
+      { ...active[1], parent_id: messageId, model: 'echo', usage: expect.objectContaining({ estimated: true }) },
     ])
-    expect(json.body.other_messages).toEqual([{ ...first, parent_id: messageId, model: 'echo' }])
+    expect(json.body.other_messages).toEqual([
+      { ...first, parent_id: messageId, model: 'echo', usage: expect.objectContaining({ estimated: true }) },
+    ])
     const markdown = await h.call('GET', `${base(threadId)}/export?format=markdown`, { token: owner.token })
     expect((markdown.body as string).match(/## Assistant/g)).toHaveLength(1)
   })

@@ -43,6 +43,7 @@ test('OpenAPI describes every API endpoint with schemas, security and tags', asy
       'GET /api/v1/threads/{threadId}/export',
       'POST /api/v1/threads/{threadId}/shares',
       'GET /api/v1/threads/{threadId}/shares',
+      'GET /api/v1/usage',
       'DELETE /api/v1/threads/{threadId}/shares/{shareId}',
       'POST /api/v1/threads/{threadId}/stop',
       'POST /api/v1/threads/{threadId}/continue',

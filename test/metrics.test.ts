@@ -156,6 +156,10 @@ test('requests by route pattern and status, latency, answers by outcome and mode
     }
   }
   expect(sampleOf(families, 'threadhouse_answers_total', { outcome: 'complete', model: 'echo' })).toBe(1)
+  // The echo responder reports no usage: its answer's tokens are the server's estimate, and said to be.
+  const echoTokens = { model: 'echo', estimated: 'true' }
+  expect(sampleOf(families, 'threadhouse_tokens_total', { ...echoTokens, kind: 'input' })).toBeGreaterThan(0)
+  expect(sampleOf(families, 'threadhouse_tokens_total', { ...echoTokens, kind: 'output' })).toBeGreaterThan(0)
   expect(sampleOf(families, 'threadhouse_answers_queued')).toBe(0)
   expect(sampleOf(families, 'threadhouse_answers_running')).toBe(0)
   expect(sampleOf(families, 'threadhouse_open_streams')).toBe(0)

@@ -82,6 +82,7 @@ const documentation = (publicUrl: string) => ({
     { name: 'Models', description: "The models an organization may use, and a thread's model and instructions" },
     { name: 'Attachments', description: 'Files uploaded to a thread, for messages to show and use' },
     { name: 'Share links', description: 'Read-only snapshots of a thread, for anyone holding the link' },
+    { name: 'Usage', description: 'Tokens and cost of answers, by day, member, model or thread' },
     { name: 'Identity', description: 'Who the token belongs to' },
     { name: 'OAuth', description: 'OAuth 2.0 authorization server (outside /api/v1)' },
     {

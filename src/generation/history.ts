@@ -6,7 +6,7 @@ import type { HistoryMessage } from './types'
 /** Each message with the files behind its attachment blocks, looked up once for the whole history. */
 export async function withFiles(
   rows: Omit<HistoryMessage, 'attachments'>[],
-  filesForModel: AnswerStoreParts<unknown, unknown>['filesForModel'],
+  filesForModel: AnswerStoreParts<unknown, unknown, unknown>['filesForModel'],
 ): Promise<HistoryMessage[]> {
   const files = await filesForModel([...new Set(rows.flatMap((row) => attachmentIdsOf(row.contents)))])
   return rows.map((row) => {

@@ -15,6 +15,7 @@ import type { ThreadsModel } from '../threads/model'
 import type { Hub, LiveAnswer } from './hub'
 import type { AnswerRelay } from './relay'
 import type { Compaction, EndedAnswer, PendingAnswer } from './repository'
+import type { Prices, UsageMeter } from './usage'
 
 export type JobState =
   /** Its claim under a proposed lease is under way. */
@@ -40,6 +41,8 @@ export class Job implements PendingAnswer {
   compaction?: Compaction
   /** The configured model asked for this answer, once it is prepared. */
   model: string | null = null
+  /** Set when the generator is handed the answer: only an answer that ran has usage. */
+  meter?: UsageMeter
   /** How much of the text has been handed to the relay, and the hand-over under way. */
   private published = 0
   private publishing?: Promise<void>
@@ -72,11 +75,13 @@ export class Job implements PendingAnswer {
   }
 
   /** The answer as it ended, with `text` (the hub's) as its first block when there is any. */
-  ended(outcome: Outcome, error: string | null, text: string): EndedAnswer & { lease: string | null } {
+  ended(outcome: Outcome, error: string | null, text: string, prices?: Prices): EndedAnswer & { lease: string | null } {
     const contents: ThreadsModel.contentBlock[] =
       text === '' ? [...this.blocks] : [{ type: 'text', text }, ...this.blocks]
     const { messageId, threadId, compaction, lease, model } = this
-    return { messageId, threadId, outcome, error, contents, compaction, lease, model }
+    // A job made by the engine without a models port runs its runner's only model: it is named as the row's model.
+    const usage = this.meter?.read({ outcome, contents, compaction }, model ?? 'default', prices)
+    return { messageId, threadId, outcome, error, contents, compaction, lease, model, usage }
   }
 
   /**

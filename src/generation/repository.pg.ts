@@ -38,8 +38,13 @@ function chunks<T>(items: T[]): T[][] {
  * Takes the thread's row for the rest of the unit (before the generation's: see the lock order above). `no key
  * update` is what the final update of the thread takes anyway; it leaves other tables' foreign-key checks free.
  */
-async function lockThread(tx: Tx, threadId: string): Promise<void> {
-  await tx.select({ id: threads.id }).from(threads).where(eq(threads.id, threadId)).for('no key update')
+async function lockThread(tx: Tx, threadId: string): Promise<{ organizationId: number; ownerId: number } | undefined> {
+  const [row] = await tx
+    .select({ organizationId: threads.organizationId, ownerId: threads.ownerId })
+    .from(threads)
+    .where(eq(threads.id, threadId))
+    .for('no key update')
+  return row
 }
 
 /**
@@ -69,7 +74,7 @@ async function storeSummary(
 }
 
 /** Threads' message insert runs on the answer's transaction. */
-export type PgAnswerParts = AnswerStoreParts<Tx, Promise<unknown>>
+export type PgAnswerParts = AnswerStoreParts<Tx, Promise<string>, Promise<void>>
 
 export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): GenerationRepository {
   return {
@@ -150,7 +155,7 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
     finish(answer, now) {
       return db.transaction(async (tx) => {
         const { messageId, threadId, outcome, error, contents, lease } = answer
-        await lockThread(tx, threadId)
+        const owner = await lockThread(tx, threadId)
         // A queued answer is ended by a stop (no lease); a running one only by its lease's holder. A holder that lost
         // its lease may find the answer queued again for another instance: it must not end it then either.
         const held =
@@ -164,9 +169,19 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
           .returning({ messageId: generations.messageId })
         if (ended.length === 0) return false
         if (answer.compaction) await storeSummary(parts, tx, threadId, answer.compaction, now)
+        let answerId: string | null = null
         if (contents.length > 0) {
           const model = answer.model ?? null
-          await parts.insertMessage(tx, { threadId, role: 'assistant', contents, replyTo: messageId, model }, now)
+          answerId = await parts.insertMessage(
+            tx,
+            { threadId, role: 'assistant', contents, replyTo: messageId, model },
+            now,
+          )
+        }
+        if (answer.usage && owner) {
+          const { organizationId, ownerId: userId } = owner
+          const row = { ...answer.usage, organizationId, userId, threadId, questionId: messageId, answerId }
+          await parts.recordUsage(tx, { ...row, createdAt: now })
         }
         await tx.delete(answerChunks).where(eq(answerChunks.messageId, messageId))
         await tx.execute(notifyEvent({ kind: 'ended', messageId }))

@@ -11,7 +11,7 @@ import type { AnswerStoreParts, Compaction, GenerationRepository, PendingAnswer 
 import type { HistoryMessage } from './types'
 
 /** Threads' message insert runs inside the answer's transaction: on SQLite, on the same `db` (src/db/prepared.ts). */
-export type SqliteAnswerParts = AnswerStoreParts<Db, string>
+export type SqliteAnswerParts = AnswerStoreParts<Db, string, void>
 
 export function sqliteGenerationRepository(db: Db, parts: SqliteAnswerParts): GenerationRepository {
   const now = () => sql`${sql.placeholder('now')}`
@@ -59,6 +59,12 @@ export function sqliteGenerationRepository(db: Db, parts: SqliteAnswerParts): Ge
           ),
         )
         .returning({ messageId: generations.messageId })
+        .prepare(),
+    owner: () =>
+      db
+        .select({ organizationId: threads.organizationId, ownerId: threads.ownerId })
+        .from(threads)
+        .where(eq(threads.id, sql.placeholder('threadId')))
         .prepare(),
     threadState: () =>
       db
@@ -139,12 +145,20 @@ export function sqliteGenerationRepository(db: Db, parts: SqliteAnswerParts): Ge
         const { messageId, threadId, outcome, error, contents } = answer
         if (!statement('finish').get({ messageId, status: outcome, error, now })) return false
         if (answer.compaction) storeSummary(threadId, answer.compaction, now)
-        if (contents.length > 0)
-          parts.insertMessage(
-            db,
-            { threadId, role: 'assistant', contents, replyTo: messageId, model: answer.model ?? null },
-            now,
-          )
+        const answerId =
+          contents.length > 0
+            ? parts.insertMessage(
+                db,
+                { threadId, role: 'assistant', contents, replyTo: messageId, model: answer.model ?? null },
+                now,
+              )
+            : null
+        const owner = answer.usage ? statement('owner').get({ threadId }) : undefined
+        if (answer.usage && owner) {
+          const { organizationId, ownerId: userId } = owner
+          const row = { ...answer.usage, organizationId, userId, threadId, questionId: messageId, answerId }
+          parts.recordUsage(db, { ...row, createdAt: now })
+        }
         statement('threadState').run({ threadId, state: outcome === 'error' ? 'error' : 'ready', now })
         return true
       })

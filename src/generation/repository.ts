@@ -8,6 +8,7 @@
 // expired (its instance died) is taken over by `recover` on another. On SQLite one process holds the database: the
 // lease is not stored, never expires, and `recover` runs once, at start-up.
 import type { ThreadsModel } from '../threads/model'
+import type { AnswerUsage, UsageRow } from '../usage/repository'
 import type { AttachmentFile, HistoryMessage } from './types'
 
 export type GenerationStatus = 'queued' | 'running' | 'complete' | 'error' | 'interrupted'
@@ -41,6 +42,8 @@ export interface EndedAnswer extends PendingAnswer {
   compaction?: Compaction
   /** The configured model that wrote it (null when none was resolved: an answer stopped before it was prepared). */
   model?: string | null
+  /** What it used, when it ran (generation/usage.ts); absent for one that ended before the generator had it. */
+  usage?: AnswerUsage
 }
 
 /** A claim's lease: its ID (the fencing token), who holds it, and until when unless renewed. */
@@ -106,9 +109,11 @@ export interface AnswerMessage {
  * threads' own message insert (its place in the thread's order, its searchable text), run on `Unit`, the dialect's
  * handle of the answer's transaction; and the files generators read behind attachment IDs.
  */
-export interface AnswerStoreParts<Unit, Inserted> {
+export interface AnswerStoreParts<Unit, Inserted, Done> {
   insertMessage(unit: Unit, message: AnswerMessage, now: number): Inserted
   filesForModel(ids: string[]): Promise<Map<string, AttachmentFile>>
+  /** Usage's own writes (its row and the month's totals), in the same unit: see usage/repository.common.ts. */
+  recordUsage(unit: Unit, row: UsageRow): Done
 }
 
 export interface GenerationRepository {
@@ -141,6 +146,9 @@ export interface GenerationRepository {
    * once). Only an answer still `queued`, or `running` under `lease`, is ended: otherwise nothing is written, so an
    * answer is stored at most once whoever else ends it, and never by an instance that lost its lease. True when it
    * was stored. Throws when the database refuses the write; nothing is stored then.
+   *
+   * With `usage`, the answer's usage row and the month's totals of its thread's owner and organization are written in
+   * the same unit (never when nothing is stored), so an answer's usage is recorded exactly once, with its end.
    *
    * A summary is placed, in the list order, just before the first active message it does not replace: one
    * millisecond before its created_at (or `now` when it replaces them all), and the replaced ones stop being active.

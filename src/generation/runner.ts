@@ -69,6 +69,8 @@ export function createWorkerRunner(
           return handlers.block(message.block)
         case 'summary':
           return handlers.summary(message.text, message.replaces)
+        case 'usage':
+          return handlers.usage?.(message.usage, message.of)
         case 'done':
           jobs.delete(message.jobId)
           return handlers.done()

@@ -17,6 +17,7 @@ import type { AnswerRelay, RelayEvent } from './relay'
 import { RemoteAnswers } from './remote'
 import type { GenerationRecord, GenerationRepository, PendingAnswer } from './repository'
 import type { AnswerModels, GenerationRunner, JobHandlers, JobModel } from './types'
+import { type Prices, UsageMeter } from './usage'
 
 export interface EngineDeps {
   generations: GenerationRepository
@@ -37,6 +38,8 @@ export interface EngineDeps {
   models?: AnswerModels
   /** Told of what the runner reports of providers (the operators' metrics, src/metrics/). */
   observer?: ProviderObserver
+  /** Each model's price (the models list), for an answer's cost; none: no answer has a cost. */
+  prices?: Prices
 }
 
 /** What an answer's generator met, by the configured model asked (null: the runner's only one). */
@@ -78,6 +81,7 @@ export function createGenerationEngine({
   events,
   models,
   observer,
+  prices,
 }: EngineDeps) {
   const hub = new Hub()
   /** Who holds this engine's leases, as the operator reads it in the database and the logs. */
@@ -103,7 +107,17 @@ export function createGenerationEngine({
   async function finish(answer: Parameters<GenerationRepository['finish']>[0], now: number): Promise<boolean> {
     const stored = await generations.finish(answer, now)
     const { threadId, messageId, outcome } = answer
-    if (stored) await events?.emit({ type: 'answer.stored', threadId, messageId, outcome, model: answer.model ?? null })
+    if (stored) {
+      const { usage } = answer
+      await events?.emit({
+        type: 'answer.stored',
+        threadId,
+        messageId,
+        outcome,
+        model: answer.model ?? null,
+        ...(usage ? { usage } : {}),
+      })
+    }
     return stored
   }
 
@@ -116,7 +130,7 @@ export function createGenerationEngine({
     const { messageId } = job
     try {
       // Not waiting for the last chunk to be published: other instances' streams complete from the stored answer.
-      const stored = await finish(job.ended(outcome, error, hub.text(messageId)), clock.now())
+      const stored = await finish(job.ended(outcome, error, hub.text(messageId), prices), clock.now())
       if (stored) {
         // Listeners hear the end once it is stored: a stream's `done` promises that the thread takes messages again.
         endListeners(job, outcome === 'complete' ? null : { error: error ?? 'The response failed' })
@@ -193,6 +207,7 @@ export function createGenerationEngine({
       // Stopped meanwhile, before the runner knew of it: it ends as a stopped answer that produced nothing.
       if (job.stopping) return settle(job, 'interrupted', stoppedMessage)
       job.state = 'generating'
+      job.meter = new UsageMeter(history)
       runner.run(job.messageId, history, handlersOf(job), asked)
     } catch (failure) {
       // A database error ends this answer, and only this one: nothing else awaits its start.
@@ -231,11 +246,17 @@ export function createGenerationEngine({
     return {
       token: (text) => {
         if (phase === 'closed') return
+        job.meter?.produced()
         hub.push(job.messageId, text)
         if (relay) job.publish(relay, hub, log)
       },
       block: (block) => {
-        if (phase !== 'closed') job.blocks.push(block)
+        if (phase === 'closed') return
+        job.meter?.produced()
+        job.blocks.push(block)
+      },
+      usage: (usage, of) => {
+        if (phase !== 'closed') job.meter?.report(usage, of)
       },
       summary: (text, replaces) => {
         if (phase !== 'closed') job.compaction = { text, replaces }

@@ -29,14 +29,29 @@ export interface GenerationRequest {
   retried?: (kind: string) => void
 }
 
+/** Tokens one request to a provider used, as the provider reported them. */
+export interface TokenUsage {
+  /** Every token of the prompt, cached ones included. */
+  inputTokens: number
+  outputTokens: number
+  /** The part of `inputTokens` read from the provider's prompt cache. */
+  cachedInputTokens: number
+}
+
+/** Which request a provider's usage report is for: the answer itself, or the summary written before it. */
+export type UsageOf = 'answer' | 'summary'
+
 /**
  * Text arrives token by token; other content blocks (such as `user_get_choice`) arrive whole. A
- * `summary` replaces the named older messages of the history with one `summary` message.
+ * `summary` replaces the named older messages of the history with one `summary` message. `usage` is what the
+ * provider reported for one request (the echo responder and providers that report nothing send none: the engine
+ * estimates then, see generation/usage.ts).
  */
 export type GeneratorEvent =
   | { type: 'text'; text: string }
   | { type: 'block'; block: ThreadsModel.contentBlock }
   | { type: 'summary'; text: string; replaces: string[] }
+  | { type: 'usage'; usage: TokenUsage; of: UsageOf }
 
 export interface Generator {
   generate(request: GenerationRequest): AsyncIterable<GeneratorEvent>
@@ -94,6 +109,7 @@ export type FromWorker =
   | { type: 'token'; jobId: string; text: string }
   | { type: 'block'; jobId: string; block: ThreadsModel.contentBlock }
   | { type: 'summary'; jobId: string; text: string; replaces: string[] }
+  | { type: 'usage'; jobId: string; usage: TokenUsage; of: UsageOf }
   | { type: 'done'; jobId: string }
   /** `kind`: what failed (providers/failures.ts FailureKind, or `unexpected`), for the operators' metrics. */
   | { type: 'error'; jobId: string; message: string; kind: string }
@@ -109,6 +125,8 @@ export interface JobHandlers {
   block(block: ThreadsModel.contentBlock): void
   /** The history was compacted: store `text` as a summary and deactivate `replaces`. */
   summary(text: string, replaces: string[]): void
+  /** A provider reported what one request used (the answer's, or the summary's before it); added up by the engine. */
+  usage?(usage: TokenUsage, of: UsageOf): void
   done(): void
   /** `kind` says what failed, where the runner knows (providers/failures.ts FailureKind), for the metrics. */
   error(message: string, kind?: string): void

@@ -56,6 +56,7 @@ async function run(jobId: string, history: HistoryMessage[], model?: string, ins
     for await (const event of generator.generate({ history, signal: controller.signal, instructions, retried })) {
       if (event.type === 'text') post({ type: 'token', jobId, text: event.text })
       else if (event.type === 'block') post({ type: 'block', jobId, block: event.block })
+      else if (event.type === 'usage') post({ type: 'usage', jobId, usage: event.usage, of: event.of })
       else post({ type: 'summary', jobId, text: event.text, replaces: event.replaces })
     }
     post({ type: 'done', jobId })

@@ -3,6 +3,7 @@
 // scrape time. One registry per app, never prom-client's global one: two apps in one process (tests, or several
 // instances side by side) keep their counts apart, and building an app registers nothing anywhere else.
 import { Counter, Gauge, type Metric, type MetricValueWithName, Registry } from 'prom-client'
+import type { RecordedUsage } from '../shared/events'
 
 /** Who this instance is, and what the gauges read when Prometheus scrapes. */
 export interface MetricsSources {
@@ -122,6 +123,12 @@ export function createMetrics() {
     labelNames: ['outcome', 'model'] as const,
     registers,
   })
+  const tokens = new Counter({
+    name: 'threadhouse_tokens_total',
+    help: 'Tokens the answers this instance stored used, by configured model and kind (input, output, cached_input; cached input is part of input), estimated or reported.',
+    labelNames: ['model', 'kind', 'estimated'] as const,
+    registers,
+  })
   const providerErrors = new Counter({
     name: 'threadhouse_provider_errors_total',
     help: 'Answers that failed in their generator, by kind of failure and configured model.',
@@ -199,8 +206,13 @@ export function createMetrics() {
       ;(series.buckets[bucket] as number)++
     },
 
-    answer(outcome: keyof typeof outcomeNames, model: string | null): void {
+    answer(outcome: keyof typeof outcomeNames, model: string | null, usage?: RecordedUsage): void {
       answers.inc({ outcome: outcomeNames[outcome], model: model ?? 'none' })
+      if (!usage) return
+      const labels = { model: model ?? 'none', estimated: String(usage.estimated) }
+      tokens.inc({ ...labels, kind: 'input' }, usage.inputTokens)
+      tokens.inc({ ...labels, kind: 'output' }, usage.outputTokens)
+      tokens.inc({ ...labels, kind: 'cached_input' }, usage.cachedInputTokens)
     },
 
     providerFailed(kind: string, model: string | null): void {

@@ -9,12 +9,26 @@ import { Value } from '@sinclair/typebox/value'
 import { type Config, ConfigError } from '../config'
 import { describeProvider, providerSettings } from '../generation/settings'
 import type { ProviderSettings } from '../generation/types'
+import type { ModelPrice } from '../usage/price'
 
 /** The first retry waits this long, as for the LLM_* model (generation/settings.ts). */
 const retryBaseDelayMs = 500
 
 const HttpUrl = T.String({ pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$', description: 'must be an http(s) URL' })
 const Tokens = (minimum: number, maximum: number) => T.Integer({ minimum, maximum })
+const PerMillion = T.Number({ minimum: 0, maximum: 1_000_000, description: 'must be a number from 0 to 1000000' })
+
+/** What a model costs, per million tokens (usage/price.ts): no price, no cost (never a guessed one). */
+export const ModelPriceEntry = T.Object(
+  {
+    input_per_million: PerMillion,
+    output_per_million: PerMillion,
+    /** Prompt tokens read from the provider's cache; the input price when absent. */
+    cached_input_per_million: T.Optional(PerMillion),
+    currency: T.String({ pattern: '^[A-Z]{3}$', description: 'must be a three-letter currency code such as USD' }),
+  },
+  { additionalProperties: false },
+)
 
 /** One entry of the list, as an operator writes it. */
 export const ModelEntry = T.Object(
@@ -39,6 +53,7 @@ export const ModelEntry = T.Object(
     ),
     context_tokens: T.Optional(Tokens(512, 100_000_000)),
     max_output_tokens: T.Optional(Tokens(1, 1_000_000)),
+    price: T.Optional(ModelPriceEntry),
     default: T.Optional(T.Boolean()),
   },
   { additionalProperties: false },
@@ -54,6 +69,8 @@ export interface CatalogueModel {
   provider: ProviderName
   contextTokens: number
   maxOutputTokens: number
+  /** Per million tokens; absent: its answers have no cost. */
+  price?: ModelPrice
   /** What the generation worker is started with for this model (its key included: never log it). */
   settings: ProviderSettings
 }
@@ -66,6 +83,8 @@ export interface Catalogue {
   defaultId: string
   /** Where the list came from, for the log and errors. */
   source: 'MODELS_FILE' | 'LLM_MODELS' | 'LLM_*'
+  /** The one currency every priced model is in (checked at start-up); null when no model has a price. */
+  currency: string | null
 }
 
 /** The worker's init: every model's settings by ID. */
@@ -83,7 +102,8 @@ export function describeCatalogue(catalogue: Catalogue): Record<string, unknown>
 }
 
 function catalogueOf(models: CatalogueModel[], defaultId: string, source: Catalogue['source']): Catalogue {
-  return { models, byId: new Map(models.map((model) => [model.id, model])), defaultId, source }
+  const currency = models.find((model) => model.price)?.price?.currency ?? null
+  return { models, byId: new Map(models.map((model) => [model.id, model])), defaultId, source, currency }
 }
 
 /** The LLM_* variables as a list of one: `echo` for the echo responder, else the model's own name. */
@@ -131,7 +151,22 @@ function checkEntry(
   const entry = raw
   const contextTokens = entry.context_tokens ?? config.LLM_CONTEXT_TOKENS
   const maxOutputTokens = entry.max_output_tokens ?? config.LLM_MAX_OUTPUT_TOKENS
-  const base = { id: entry.id, name: entry.name, provider: entry.provider, contextTokens, maxOutputTokens }
+  const price: ModelPrice | undefined = entry.price && {
+    inputPerMillion: entry.price.input_per_million,
+    outputPerMillion: entry.price.output_per_million,
+    ...(entry.price.cached_input_per_million === undefined
+      ? {}
+      : { cachedInputPerMillion: entry.price.cached_input_per_million }),
+    currency: entry.price.currency,
+  }
+  const base = {
+    id: entry.id,
+    name: entry.name,
+    provider: entry.provider,
+    contextTokens,
+    maxOutputTokens,
+    ...(price ? { price } : {}),
+  }
   if (entry.provider === 'echo') {
     return { ...base, settings: { provider: 'echo', echoTokenDelayMs: config.ECHO_TOKEN_DELAY_MS } }
   }
@@ -187,9 +222,17 @@ export function parseCatalogue(
   const models: CatalogueModel[] = []
   const seen = new Set<string>()
   let defaultId: string | undefined
+  let priced: CatalogueModel | undefined
   raw.forEach((entry: unknown, index) => {
     const model = checkEntry(where, entry, index, config, env)
     if (seen.has(model.id)) throw new ConfigError(`${where}: model "${model.id}" is listed twice`)
+    // Costs are summed across models (usage, budgets): one currency for the whole list.
+    if (model.price && priced?.price && model.price.currency !== priced.price.currency) {
+      throw new ConfigError(
+        `${where}: model "${model.id}" is priced in ${model.price.currency}, but "${priced.id}" in ${priced.price.currency}: use one currency`,
+      )
+    }
+    priced ??= model.price ? model : undefined
     seen.add(model.id)
     if ((entry as ModelEntry).default === true) {
       if (defaultId !== undefined) {

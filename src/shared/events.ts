@@ -22,7 +22,21 @@ export type DomainEvent =
       outcome: 'complete' | 'error' | 'interrupted'
       /** The configured model that wrote the answer; null when none was asked (stopped before it ran). */
       model: string | null
+      /** What it used, as recorded with it (usage/repository.ts AnswerUsage); absent when it never ran. */
+      usage?: RecordedUsage
     }
+
+/** An answer's usage as the generation engine recorded it (the shape of usage/repository.ts AnswerUsage). */
+export interface RecordedUsage {
+  inputTokens: number
+  outputTokens: number
+  cachedInputTokens: number
+  estimated: boolean
+  costMicros: number | null
+  currency: string | null
+  firstTokenMs: number | null
+  totalMs: number | null
+}
 
 export type DomainEventType = DomainEvent['type']
 type EventOf<T extends DomainEventType> = Extract<DomainEvent, { type: T }>

@@ -14,7 +14,7 @@ import { sqliteAccessTokenRepository } from '../auth/tokens.repository.sqlite'
 import type { UserRepository } from '../auth/users.repository'
 import { sqliteUserRepository } from '../auth/users.repository.sqlite'
 import type { Db } from '../db/client'
-import { anyDb, asTables } from '../db/dialect'
+import { anyDb, asTables, runInTransaction } from '../db/dialect'
 import type { LockName } from '../db/postgres'
 import { generations as generationsTable } from '../generation/generations.table'
 import type { AnswerRelay } from '../generation/relay'
@@ -42,7 +42,9 @@ import { insertMessageRow, sqliteThreadRepository } from '../threads/repository.
 import type { ThreadSearch } from '../threads/search'
 import { fts5ThreadSearch } from '../threads/search.fts5'
 import { threadSettings, threads } from '../threads/threads.table'
-import { usageTotals } from '../usage/usage.table'
+import type { UsageRepository } from '../usage/repository'
+import { type UsageTables, usageRepository, usageWrites } from '../usage/repository.common'
+import * as usageTables from '../usage/usage.table'
 import type { WebhookRepository } from '../webhooks/repository'
 import { sqliteWebhookRepository } from '../webhooks/repository.sqlite'
 
@@ -101,12 +103,15 @@ export interface Store {
   models: ModelRepository
   /** Monthly budgets and the month's totals they are checked against (src/quotas/). */
   quotas: QuotaRepository
+  /** What answers used: the rows the generation repository's `finish` writes, their sums and monthly totals. */
+  usage: UsageRepository
   locks: InstanceLocks
 }
 
 /** Every repository over one open SQLite database. */
 export function sqliteStore(db: Db): Store {
   const attachments = sqliteAttachmentRepository(db)
+  const usage = asTables<UsageTables>(usageTables)
   return {
     dialect: 'sqlite',
     async ping() {
@@ -119,6 +124,7 @@ export function sqliteStore(db: Db): Store {
     generations: sqliteGenerationRepository(db, {
       insertMessage: insertMessageRow,
       filesForModel: (ids) => filesForModel(attachments, ids),
+      recordUsage: (unit, row) => runInTransaction(usageWrites(anyDb(unit), usage, row)),
     }),
     idempotency: idempotencyRepository(anyDb(db), asTables(idempotencyTables)),
     relay: null,
@@ -141,8 +147,14 @@ export function sqliteStore(db: Db): Store {
     ),
     quotas: quotaRepository(
       anyDb(db),
-      asTables({ organizations: authTables.organizations, users: authTables.users, memberQuotas, usageTotals }),
+      asTables({
+        organizations: authTables.organizations,
+        users: authTables.users,
+        memberQuotas,
+        usageTotals: usageTables.usageTotals,
+      }),
     ),
+    usage: usageRepository(anyDb(db), usage),
     locks: processLocks,
   }
 }

@@ -29,7 +29,8 @@ import { shares } from '../shares/shares.table.pg'
 import { insertMessageRow, pgThreadRepository } from '../threads/repository.pg'
 import { pgThreadSearch } from '../threads/search.pg'
 import { threadSettings, threads } from '../threads/threads.table.pg'
-import { usageTotals } from '../usage/usage.table.pg'
+import { usageRepository, usageWrites } from '../usage/repository.common'
+import * as usageTables from '../usage/usage.table.pg'
 import { pgWebhookRepository } from '../webhooks/repository.pg'
 import type { Store } from '.'
 
@@ -47,6 +48,10 @@ export function pgStore(db: PgDb): Store {
     generations: pgGenerationRepository(db, {
       insertMessage: insertMessageRow,
       filesForModel: (ids) => filesForModel(attachments, ids),
+      // In the answer's transaction, in order: the row, then the totals.
+      async recordUsage(tx, row) {
+        for (const statement of usageWrites(anyDb(tx as unknown as PgDb), usageTables, row)) await statement
+      },
     }),
     idempotency: idempotencyRepository(anyDb(db), idempotencyTables),
     relay: pgAnswerRelay(db),
@@ -76,8 +81,9 @@ export function pgStore(db: PgDb): Store {
       organizations: authTables.organizations,
       users: authTables.users,
       memberQuotas,
-      usageTotals,
+      usageTotals: usageTables.usageTotals,
     }),
+    usage: usageRepository(anyDb(db), usageTables),
     locks: {
       async inTurn(name, task) {
         const held = await withAdvisoryLock(db, name, 'wait', task)

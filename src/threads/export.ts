@@ -4,6 +4,8 @@
 import type { AttachmentRepository } from '../attachments/repository'
 import type { Caller } from '../auth/model'
 import { toIso } from '../shared/time'
+import type { UsageRepository } from '../usage/repository'
+import { answerUsages } from '../usage/service'
 import { type Links, toMessage, toThread } from './links'
 import { attachmentIdsOf } from './messages'
 import type { ThreadsModel } from './model'
@@ -14,7 +16,7 @@ type ThreadExport = ThreadsModel.threadExport
 
 /** The thread as the caller may read it: 404 when it does not exist for them, as for reading it. */
 export async function exportThread(
-  deps: { threads: ThreadRepository; attachments: AttachmentRepository; links: Links },
+  deps: { threads: ThreadRepository; attachments: AttachmentRepository; usage: UsageRepository; links: Links },
   caller: Caller,
   threadId: string,
   now: number,
@@ -22,10 +24,16 @@ export async function exportThread(
   const thread = await requireVisibleThread(deps.threads, caller, threadId)
   // One read of the whole tree, in list order: the active path is exactly what GET …/messages lists.
   const tree = await deps.threads.threadTree(threadId)
+  // Each answer's usage, in one read: kept by answer ID, so a deleted thread's rows are never shown here.
+  const usage = await answerUsages(
+    deps.usage,
+    tree.filter((row) => row.role === 'assistant').map((row) => row.id),
+  )
   const exported = (row: TreeMessageRow): ThreadsModel.exportedMessage => ({
     ...toMessage(row, deps.links),
     parent_id: row.parentId,
     model: row.model,
+    ...(row.role === 'assistant' ? { usage: usage.get(row.id) ?? null } : {}),
   })
   const messages = tree.filter((row) => row.active).map(exported)
   const others = tree.filter((row) => !row.active).map(exported)

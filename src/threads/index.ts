@@ -13,6 +13,7 @@ import { noContent, type Responses } from '../shared/responses'
 import { type Heartbeats, type OpenStreams, sseResponse } from '../shared/streams/sse'
 import { dayMs } from '../shared/time'
 import type { BlobStore } from '../storage/blobs'
+import type { UsageRepository } from '../usage/repository'
 import { quotedCharacters, quotedMessages } from './continuation'
 import type { Conversation } from './conversation'
 import { exportHeaders, exportMarkdown, exportThread } from './export'
@@ -31,6 +32,8 @@ export interface ThreadsDeps extends AuthDeps {
   /** A deleted thread's files go with it. */
   attachments: AttachmentRepository
   idempotency: IdempotencyRepository
+  /** What answers used, shown in a message's details and the export (usage/). */
+  usage: UsageRepository
   /** Stops answers (sending goes through `conversation`). */
   engine: AnswerEngine
   conversation: Conversation
@@ -152,8 +155,13 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     .get(
       '/:threadId/export',
       async ({ caller, params, query, set }) => {
-        const { threads, attachments, links } = deps
-        const exported = await exportThread({ threads, attachments, links }, caller, params.threadId, deps.clock.now())
+        const { threads, attachments, usage, links } = deps
+        const exported = await exportThread(
+          { threads, attachments, usage, links },
+          caller,
+          params.threadId,
+          deps.clock.now(),
+        )
         const format = query.format ?? 'json'
         Object.assign(set.headers, exportHeaders(format, params.threadId))
         return format === 'markdown' ? exportMarkdown(exported) : exported
@@ -172,7 +180,8 @@ export const threadRoutes = (deps: ThreadsDeps) =>
             'every message it lists (oldest first, as `GET …/messages` gives them) and each attached file’s ' +
             'name, type, size and download path: what a program needs to rebuild it. `format=markdown` answers ' +
             '`text/markdown` for people: a heading per message with its role and time, its text as written, ' +
-            'files and choices named. Both come with `Content-Disposition: attachment`. An addition to the ' +
+            'files and choices named. In JSON each assistant message carries its `usage` (as in its details; null ' +
+            'when none was recorded). Both come with `Content-Disposition: attachment`. An addition to the ' +
             'specification.',
         },
       },
@@ -430,7 +439,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     )
     .get(
       '/:threadId/messages/:messageId/details',
-      ({ caller, params }) => messageDetails(deps.threads, caller, params.threadId, params.messageId),
+      ({ caller, params }) => messageDetails(deps.threads, deps.usage, caller, params.threadId, params.messageId),
       {
         scope: 'threads:read',
         params: ThreadsModel.messageParams,
@@ -442,8 +451,10 @@ export const threadRoutes = (deps: ThreadsDeps) =>
           description:
             'An addition to the specification: the message’s `parent_id`, `role`, the `model` that wrote an ' +
             'answer (null for other messages and for answers from before models were recorded), which `version` ' +
-            'it is of how many `versions` (oldest first, from 1), and whether it is `active` (on the listed path). ' +
-            'For anyone who can read the thread.',
+            'it is of how many `versions` (oldest first, from 1), and whether it is `active` (on the listed path); ' +
+            'for an assistant message, `usage`: its input, output and cached input tokens (`estimated` when the ' +
+            'provider reported none), its `cost` in `currency` from the model’s price (null without one), and ' +
+            '`first_token_ms` and `total_ms`; null when none was recorded. For anyone who can read the thread.',
         },
       },
     )

@@ -3,6 +3,7 @@ import { type Static, type TSchema, t } from 'elysia'
 import { attachmentsPerMessage } from '../attachments/limits'
 import { maxJsonBodyBytes } from '../shared/body'
 import { integer } from '../shared/responses'
+import { UsageModel } from '../usage/model'
 
 const uuid = (description?: string) => t.String({ format: 'uuid', description })
 const timestamp = (description: string) => t.String({ format: 'date-time', description })
@@ -273,6 +274,13 @@ export namespace ThreadsModel {
       version: integer({ minimum: 1, description: 'Its place among its versions, oldest first, from 1.' }),
       versions: integer({ minimum: 1, description: 'How many versions there are (1: none but itself).' }),
       active: t.Boolean({ description: 'Whether it is on the thread’s active path (listed by GET …/messages).' }),
+      usage: t.Optional(
+        t.Nullable(UsageModel.answerUsage, {
+          description:
+            'Assistant messages only: what the answer used (tokens, cost, timings); null when none was recorded ' +
+            '(answers from before usage was recorded). Absent for other messages.',
+        }),
+      ),
     },
     { additionalProperties: false },
   )
@@ -307,6 +315,11 @@ export namespace ThreadsModel {
       ...message.properties,
       parent_id: t.Nullable(t.String({ description: 'The message it follows in the thread’s tree (see details).' })),
       model: t.Nullable(t.String({ description: 'The model that wrote an answer; null otherwise or unrecorded.' })),
+      usage: t.Optional(
+        t.Nullable(UsageModel.answerUsage, {
+          description: 'Assistant messages only: what the answer used; null when none was recorded.',
+        }),
+      ),
     },
     { additionalProperties: false },
   )

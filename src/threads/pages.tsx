@@ -29,6 +29,7 @@ import { isUuid } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import { type Heartbeats, type OpenStreams, sseResponse } from '../shared/streams/sse'
 import type { BlobStore } from '../storage/blobs'
+import type { UsageRepository } from '../usage/repository'
 import { clientAssets } from '../web/client-assets'
 import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
@@ -93,6 +94,8 @@ export interface PageQuotas {
 export interface ThreadPagesDeps extends WebDeps {
   threads: ThreadRepository
   attachments: AttachmentRepository
+  /** What answers used, for the export. */
+  usage: UsageRepository
   /** Answers' status, for their streams and to offer a stopped one's retry. */
   generations: GenerationRepository
   log: Logger
@@ -493,8 +496,13 @@ export const threadPages = (deps: ThreadPagesDeps) =>
         const format = query.format ?? 'json'
         if (format !== 'json' && format !== 'markdown') throw invalidRequest('Choose format=json or format=markdown.')
         const caller = callerFromSession(account.user)
-        const { threads, attachments, links } = deps
-        const exported = await exportThread({ threads, attachments, links }, caller, params.threadId, deps.clock.now())
+        const { threads, attachments, usage, links } = deps
+        const exported = await exportThread(
+          { threads, attachments, usage, links },
+          caller,
+          params.threadId,
+          deps.clock.now(),
+        )
         return exportResponse(exported, format, params.threadId)
       },
       { account: true, detail: { hide: true } },

@@ -5,6 +5,8 @@
 // repository's units of work, conditional on the thread's state as sending is.
 import type { Caller } from '../auth/model'
 import { conflict, invalidRequest, notFound } from '../shared/errors'
+import type { UsageRepository } from '../usage/repository'
+import { answerUsages } from '../usage/service'
 import { type Links, toMessage } from './links'
 import { attachmentBlocks } from './messages'
 import type { ThreadsModel } from './model'
@@ -159,9 +161,13 @@ export async function listVersions(
   }
 }
 
-/** A message's place in the tree: its parent, the model that wrote it, which version it is, and whether it is listed. */
+/**
+ * A message's place in the tree: its parent, the model that wrote it, which version it is, and whether it is listed;
+ * for an answer, what it used (null when none was recorded).
+ */
 export async function messageDetails(
   threads: ThreadRepository,
+  usage: UsageRepository,
   caller: Caller,
   threadId: string,
   messageId: string,
@@ -179,6 +185,7 @@ export async function messageDetails(
     version: at + 1,
     versions: rows.length,
     active: row.active,
+    ...(row.role === 'assistant' ? { usage: (await answerUsages(usage, [row.id])).get(row.id) ?? null } : {}),
   }
 }
 

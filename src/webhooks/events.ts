@@ -4,13 +4,14 @@
 // of the thread's own organization that asked for the type. The change and the queueing are two units, not one: a
 // process dying between them loses that event (never a thread or an answer), the price of keeping the generation
 // engine's and the threads' repositories unaware of webhooks.
-import type { DomainEvents } from '../shared/events'
+import type { DomainEvents, RecordedUsage } from '../shared/events'
 import { newId } from '../shared/ids'
 import type { Logger } from '../shared/log'
 import type { Clock } from '../shared/time'
 import { toIso } from '../shared/time'
 import { type Links, toMessage } from '../threads/links'
 import type { ThreadRepository } from '../threads/repository'
+import { toAnswerUsage } from '../usage/service'
 import { type WebhookEventType, type WebhooksModel, webhookEventTypes } from './model'
 import type { WebhookRepository } from './repository'
 
@@ -46,6 +47,7 @@ export function createWebhookEmitter(deps: EmitterDeps) {
     threadId: string,
     messageId?: string,
     model?: string | null,
+    usage?: RecordedUsage | null,
   ): Promise<void> {
     const targets = await deps.webhooks.threadTargets(threadId)
     const endpoints = targets?.endpoints.filter((endpoint) => endpoint.events?.includes(type) ?? true) ?? []
@@ -56,6 +58,7 @@ export function createWebhookEmitter(deps: EmitterDeps) {
       ...(messageId === undefined ? {} : { message_id: messageId }),
       // The model is named even for a private thread: it says which model answered, not what was said.
       ...(type === 'answer.completed' && model !== undefined ? { model } : {}),
+      ...(type === 'answer.completed' && usage !== undefined ? { usage: usage && toAnswerUsage(usage) } : {}),
       state: targets.state,
       app_url: deps.links.threadUrl(threadId),
     }
@@ -79,9 +82,10 @@ export function createWebhookEmitter(deps: EmitterDeps) {
     threadId: string,
     messageId?: string,
     model?: string | null,
+    usage?: RecordedUsage | null,
   ): Promise<void> {
     try {
-      await emit(type, threadId, messageId, model)
+      await emit(type, threadId, messageId, model, usage)
     } catch (error) {
       deps.log.error('could not queue a webhook event', { type, threadId, error: String(error) })
     }
@@ -94,7 +98,8 @@ export function createWebhookEmitter(deps: EmitterDeps) {
       messageId: string,
       outcome: 'complete' | 'error' | 'interrupted',
       model: string | null = null,
-    ) => safely(answerEvents[outcome], threadId, messageId, model),
+      usage: RecordedUsage | null = null,
+    ) => safely(answerEvents[outcome], threadId, messageId, model, usage),
     /** A deleted thread's deliveries go, sent or not; a failure is logged (the thread is deleted either way). */
     async forgetThread(threadId: string): Promise<void> {
       try {
@@ -113,7 +118,7 @@ export function createWebhookEmitter(deps: EmitterDeps) {
 export function queueWebhookEvents(events: DomainEvents, emitter: WebhookEmitter): void {
   events.on('thread.created', (event) => emitter.threadCreated(event.threadId))
   events.on('answer.stored', (event) =>
-    emitter.answerEnded(event.threadId, event.messageId, event.outcome, event.model),
+    emitter.answerEnded(event.threadId, event.messageId, event.outcome, event.model, event.usage ?? null),
   )
   events.on('thread.deleted', (event) => emitter.forgetThread(event.threadId))
 }

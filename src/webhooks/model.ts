@@ -2,6 +2,7 @@
 // schemas, the OpenAPI document's `webhooks` section, so a receiver's author reads the payloads beside the API.
 import { type Static, t } from 'elysia'
 import { ThreadsModel } from '../threads/model'
+import { orNull, UsageModel } from '../usage/model'
 
 export const webhookEventTypes = ['thread.created', 'answer.completed', 'answer.failed', 'answer.interrupted'] as const
 export type WebhookEventType = (typeof webhookEventTypes)[number]
@@ -20,6 +21,13 @@ export namespace WebhooksModel {
           description:
             'answer.completed: the ID of the configured model that wrote the answer (GET /api/v1/models); sent for ' +
             'private threads too.',
+        }),
+      ),
+      usage: t.Optional(
+        orNull(UsageModel.answerUsage, {
+          description:
+            'answer.completed: what the answer used (tokens, cost, timings), as its message details show it; sent ' +
+            'for private threads too (it says nothing of what was said).',
         }),
       ),
       state: t.Optional(t.String({ description: "The thread's state when the event was queued." })),

@@ -7,7 +7,7 @@ import type {
   RawMessageStreamEvent,
   Tool,
 } from '@anthropic-ai/sdk/resources/messages'
-import type { ModelSettings } from '../types'
+import type { ModelSettings, TokenUsage } from '../types'
 import {
   choiceToolDescription,
   choiceToolName,
@@ -99,6 +99,8 @@ export function anthropicModel(settings: ModelSettings): ChatModel {
         ...(request.choiceTool === 'offer' ? { tools: [choiceTool] } : {}),
       }
       const toolUses = new Map<number, PendingCall>()
+      const usage: TokenUsage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0 }
+      let reported = false
       let finished = false
       let phase: 'connecting' | 'streaming' = 'connecting'
       try {
@@ -108,6 +110,7 @@ export function anthropicModel(settings: ModelSettings): ChatModel {
           deadline.touch()
           const text = readEvent(event, toolUses)
           if (text) yield { type: 'text', text }
+          if (readUsage(event, usage)) reported = true
           if (event.type === 'message_stop') finished = true
         }
       } catch (error) {
@@ -122,8 +125,31 @@ export function anthropicModel(settings: ModelSettings): ChatModel {
       if (!finished) throw failure('stream_broken', context)
       const choice = firstChoice(toolUses)
       if (choice) yield choice
+      if (reported) yield { type: 'usage', usage }
     },
   }
+}
+
+/**
+ * Anthropic counts the prompt in three parts (`input_tokens` excludes what was read from or written to the cache):
+ * `message_start` has them, `message_delta` the output so far (cumulative). Input here is their sum, of which the
+ * cache reads are `cachedInputTokens`. True when the event reported usage.
+ */
+function readUsage(event: RawMessageStreamEvent, usage: TokenUsage): boolean {
+  if (event.type === 'message_start') {
+    const reported = event.message.usage
+    if (!reported) return false
+    const cached = reported.cache_read_input_tokens ?? 0
+    usage.inputTokens = (reported.input_tokens ?? 0) + cached + (reported.cache_creation_input_tokens ?? 0)
+    usage.cachedInputTokens = cached
+    usage.outputTokens = reported.output_tokens ?? 0
+    return true
+  }
+  if (event.type === 'message_delta' && event.usage) {
+    usage.outputTokens = event.usage.output_tokens ?? usage.outputTokens
+    return true
+  }
+  return false
 }
 
 /** Returns the text an event adds; tool input JSON is gathered per content block. Thinking is dropped. */

@@ -3,7 +3,7 @@
 // history, compacting it when it outgrows the context budget, retrying transient failures, falling
 // back when a model has no tool support, and turning every failure into a sentence for the user.
 import type { BlobStore } from '../../storage/blobs'
-import type { GenerationRequest, Generator, GeneratorEvent, ModelSettings } from '../types'
+import type { GenerationRequest, Generator, GeneratorEvent, ModelSettings, TokenUsage } from '../types'
 import { planCompaction, summaryMessage, summaryRequest } from './compaction'
 import {
   type ChoiceTool,
@@ -24,8 +24,13 @@ export interface ModelRequest {
   choiceTool: ChoiceTool
 }
 
-/** Text and content blocks of one reply, as they arrive. */
-export type ReplyEvent = Extract<GeneratorEvent, { type: 'text' } | { type: 'block' }>
+/**
+ * Text and content blocks of one reply, as they arrive, and at its end what the provider reported it used (when it
+ * reports anything).
+ */
+export type ReplyEvent =
+  | Extract<GeneratorEvent, { type: 'text' } | { type: 'block' }>
+  | { type: 'usage'; usage: TokenUsage }
 
 export interface ChatModel {
   /**
@@ -45,13 +50,15 @@ async function summarise(
   settings: ModelSettings,
   signal: AbortSignal,
   retried: GenerationRequest['retried'],
-): Promise<string> {
+): Promise<{ text: string; usage?: TokenUsage }> {
   const request = summaryRequest(replaced, settings)
   let text = ''
+  let usage: TokenUsage | undefined
   for await (const event of withRetries(() => model.reply(request, signal), retryPolicy(settings), signal, retried)) {
     if (event.type === 'text') text += event.text
+    else if (event.type === 'usage') usage = event.usage
   }
-  return text.trim()
+  return { text: text.trim(), usage }
 }
 
 export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs: BlobStore): Generator {
@@ -62,7 +69,7 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs:
   async function* answer(
     initial: LoadedMessage[],
     { signal, instructions, retried }: Omit<GenerationRequest, 'history'>,
-  ): AsyncIterable<ReplyEvent> {
+  ): AsyncIterable<GeneratorEvent> {
     let messages = initial
     // The thread's own instructions follow the server's system prompt: they add to it, never replace it.
     const system = instructions ? `${settings.systemPrompt}\n\n${instructions}` : settings.systemPrompt
@@ -78,7 +85,7 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs:
         const attempts = withRetries(() => model.reply(request, signal), retryPolicy(settings), signal, retried)
         for await (const event of attempts) {
           streamed = true
-          yield event
+          yield event.type === 'usage' ? { type: 'usage', usage: event.usage, of: 'answer' } : event
         }
         return
       } catch (error) {
@@ -107,7 +114,9 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs:
         let messages = await loadHistory(history, images, blobs)
         const plan = planCompaction(messages, settings)
         if (plan) {
-          const text = await summarise(model, plan.replaced, settings, signal, retried)
+          const { text, usage } = await summarise(model, plan.replaced, settings, signal, retried)
+          // The summary's request is paid for whether or not it said anything: it counts with the answer.
+          if (usage) yield { type: 'usage', usage, of: 'summary' }
           if (text !== '') {
             yield { type: 'summary', text, replaces: plan.replaced.map((message) => message.id) }
             messages = [summaryMessage(text), ...plan.kept]

@@ -8,7 +8,7 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions'
-import type { ModelSettings } from '../types'
+import type { ModelSettings, TokenUsage } from '../types'
 import { choiceToolDescription, choiceToolName, choiceToolSchema, firstChoice, type PendingCall } from './choice-tool'
 import type { Part, Turn } from './conversation'
 import { IdleDeadline } from './deadline'
@@ -128,10 +128,13 @@ export function openaiModel(settings: ModelSettings): ChatModel {
         model: settings.model,
         messages: openaiMessages(request),
         stream: true,
+        // The usage chunk (no choices) ends the stream; servers that do not know the option ignore it.
+        stream_options: { include_usage: true },
         ...outputLimit(settings, request.maxOutputTokens),
         ...(request.choiceTool === 'offer' ? { tools: [choiceTool] } : {}),
       }
       const calls = new Map<number, PendingCall>()
+      let usage: TokenUsage | undefined
       let finished = false
       let phase: 'connecting' | 'streaming' = 'connecting'
       try {
@@ -139,6 +142,7 @@ export function openaiModel(settings: ModelSettings): ChatModel {
         phase = 'streaming'
         for await (const chunk of stream) {
           deadline.touch()
+          if (chunk.usage) usage = openaiUsage(chunk.usage)
           // Chunks with no choice carry only usage; reasoning deltas are not part of the answer.
           const choice = chunk.choices?.[0]
           if (!choice) continue
@@ -159,6 +163,16 @@ export function openaiModel(settings: ModelSettings): ChatModel {
       if (!finished) throw failure('stream_broken', context)
       const choice = firstChoice(calls)
       if (choice) yield choice
+      if (usage) yield { type: 'usage', usage }
     },
+  }
+}
+
+/** `prompt_tokens` counts the cached part too; some compatible servers send only the totals. */
+function openaiUsage(usage: NonNullable<ChatCompletionChunk['usage']>): TokenUsage {
+  return {
+    inputTokens: usage.prompt_tokens ?? 0,
+    outputTokens: usage.completion_tokens ?? 0,
+    cachedInputTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
   }
 }

@@ -1,0 +1,124 @@
+// What the API says about usage: an answer's usage as shown in details, exports and webhooks, and GET /usage (the
+// range's rules, grouping and CSV). Other features read usage through UsageRepository (repository.ts): `aggregate`
+// for sums and `monthTotals` for a month's running totals (quotas).
+import type { Caller } from '../auth/model'
+import { forbidden, invalidRequest } from '../shared/errors'
+import { dayMs } from '../shared/time'
+import { maxRangeDays, type UsageModel } from './model'
+import { fromMicros } from './price'
+import type { AnswerUsage, UsageGroup, UsageRepository } from './repository'
+
+/** An answer's usage as the API shows it. */
+export function toAnswerUsage(usage: Omit<AnswerUsage, 'model' | 'outcome'>): UsageModel.answerUsage {
+  return {
+    input_tokens: usage.inputTokens,
+    output_tokens: usage.outputTokens,
+    cached_input_tokens: usage.cachedInputTokens,
+    estimated: usage.estimated,
+    cost: fromMicros(usage.costMicros),
+    currency: usage.currency,
+    first_token_ms: usage.firstTokenMs,
+    total_ms: usage.totalMs,
+  }
+}
+
+/** The usage of these answers as the API shows it, by answer ID (absent: none recorded). */
+export async function answerUsages(
+  usage: UsageRepository,
+  answerIds: string[],
+): Promise<Map<string, UsageModel.answerUsage>> {
+  const rows = await usage.forAnswers(answerIds)
+  return new Map([...rows].map(([id, row]) => [id, toAnswerUsage(row)]))
+}
+
+const dateOnly = /^\d{4}-\d{2}-\d{2}$/
+
+/** Epoch ms of an ISO 8601 date (midnight UTC) or date-time; 400 for one that names no real day. */
+function instant(value: string, name: string): number {
+  const ms = Date.parse(dateOnly.test(value) ? `${value}T00:00:00Z` : value)
+  const day = value.slice(0, 10)
+  if (Number.isNaN(ms) || new Date(`${day}T00:00:00Z`).toISOString().slice(0, 10) !== day) {
+    throw invalidRequest(`${name} is not a valid ISO 8601 date`)
+  }
+  return ms
+}
+
+export interface UsageRange {
+  from: string
+  to: string
+  /** Epoch ms, inclusive. */
+  fromMs: number
+  /** Epoch ms, exclusive. */
+  toMs: number
+}
+
+/**
+ * The range asked for: by default from the first day of the current month (UTC) through today. A date `to` includes
+ * its whole day. 400 when `from` is after `to` or the range is longer than 400 days.
+ */
+export function usageRange(query: Pick<UsageModel.usageQuery, 'from' | 'to'>, now: number): UsageRange {
+  const today = new Date(now).toISOString().slice(0, 10)
+  const from = query.from ?? `${today.slice(0, 7)}-01`
+  const to = query.to ?? today
+  const fromMs = instant(from, 'from')
+  const toMs = instant(to, 'to') + (dateOnly.test(to) ? dayMs : 0)
+  if (fromMs > toMs || (fromMs === toMs && !dateOnly.test(to))) throw invalidRequest('from must not be after to')
+  if (toMs - fromMs > maxRangeDays * dayMs) {
+    throw invalidRequest(`The range is longer than ${maxRangeDays} days`)
+  }
+  return { from, to, fromMs, toMs }
+}
+
+export interface UsageReportDeps {
+  usage: UsageRepository
+  /** The currency of the models' prices (models list); null when none has one. */
+  currency: string | null
+  now: number
+}
+
+/** GET /usage: the caller's own usage, or (owners and admins) the organization's, in rows of one grouping. */
+export async function usageReport(
+  deps: UsageReportDeps,
+  caller: Caller,
+  query: UsageModel.usageQuery,
+): Promise<UsageModel.usageList> {
+  const range = usageRange(query, deps.now)
+  const organization = query.scope === 'organization'
+  if (organization && caller.role === 'member') {
+    throw forbidden('Only owners and admins may read the organization’s usage (scope=organization)')
+  }
+  const group: UsageGroup = query.group_by ?? 'day'
+  const rows = await deps.usage.aggregate({
+    organizationId: caller.organizationId,
+    ...(organization ? {} : { userId: caller.userId }),
+    from: range.fromMs,
+    to: range.toMs,
+    by: [group],
+  })
+  return {
+    data: rows.map((row) => ({
+      key: row.keys[group] ?? '',
+      answers: row.answers,
+      input_tokens: row.input_tokens,
+      output_tokens: row.output_tokens,
+      cost: fromMicros(row.cost_micros),
+    })),
+    from: range.from,
+    to: range.to,
+    currency: deps.currency,
+  }
+}
+
+const csvColumns = ['key', 'answers', 'input_tokens', 'output_tokens', 'cost'] as const
+
+/** RFC 4180: a field holding a comma, quote or line break is quoted, its quotes doubled. */
+function csvField(value: string | number | null): string {
+  const text = value === null ? '' : String(value)
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
+}
+
+/** The report as CSV (RFC 4180, CRLF line ends): a header row, then one line per row; an unpriced cost is empty. */
+export function usageCsv(report: UsageModel.usageList): string {
+  const lines = [csvColumns.join(','), ...report.data.map((row) => csvColumns.map((c) => csvField(row[c])).join(','))]
+  return `${lines.join('\r\n')}\r\n`
+}

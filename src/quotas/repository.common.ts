@@ -1,10 +1,10 @@
 // The quotas feature's storage on either database (repository.ts): every method is one statement, the same on both
-// dialects (db/dialect.ts). The budgets' columns on `organizations` are auth's and the totals are usage's; the
-// composition hands the tables in.
+// dialects (db/dialect.ts). The budgets' columns on `organizations` are auth's, handed in by the composition; the
+// month's totals are the usage feature's read (usage/repository.ts monthTotals), handed in the same way.
 import { and, asc, eq, inArray } from 'drizzle-orm'
 import type { organizations, users } from '../auth/auth.table.pg'
 import type { AnyDb } from '../db/dialect'
-import type { usageTotals } from '../usage/usage.table.pg'
+import type { UsageRepository } from '../usage/repository'
 import type { memberQuotas } from './quotas.table.pg'
 import type { Budget, QuotaRepository } from './repository'
 
@@ -13,14 +13,14 @@ export interface QuotaTables {
   organizations: typeof organizations
   users: typeof users
   memberQuotas: typeof memberQuotas
-  usageTotals: typeof usageTotals
 }
 
 const none: Budget = { tokens: null, costMicros: null }
 
 export function quotaRepository(
   db: AnyDb,
-  { organizations, users, memberQuotas, usageTotals }: QuotaTables,
+  { organizations, users, memberQuotas }: QuotaTables,
+  usage: Pick<UsageRepository, 'monthTotals'>,
 ): QuotaRepository {
   return {
     async budgets(organizationId) {
@@ -120,23 +120,7 @@ export function quotaRepository(
         .onConflictDoUpdate({ target: memberQuotas.userId, set: values })
     },
 
-    async monthTotals(organizationId, userId, period) {
-      // Both keys share the primary key's prefix (period, organization_id): one index range, two rows at most.
-      const rows = await db
-        .select({ userId: usageTotals.userId, tokens: usageTotals.tokens, costMicros: usageTotals.costMicros })
-        .from(usageTotals)
-        .where(
-          and(
-            eq(usageTotals.period, period),
-            eq(usageTotals.organizationId, organizationId),
-            inArray(usageTotals.userId, [0, userId]),
-          ),
-        )
-      const spent = (id: number) => {
-        const row = rows.find((found) => found.userId === id)
-        return { tokens: Number(row?.tokens ?? 0), costMicros: Number(row?.costMicros ?? 0) }
-      }
-      return { organization: spent(0), member: spent(userId) }
-    },
+    // One indexed read of both rows, the usage feature's.
+    monthTotals: (organizationId, userId, period) => usage.monthTotals(organizationId, userId, period),
   }
 }

@@ -112,6 +112,7 @@ export interface Store {
 export function sqliteStore(db: Db): Store {
   const attachments = sqliteAttachmentRepository(db)
   const usage = asTables<UsageTables>(usageTables)
+  const usageStore = usageRepository(anyDb(db), usage)
   return {
     dialect: 'sqlite',
     async ping() {
@@ -147,14 +148,10 @@ export function sqliteStore(db: Db): Store {
     ),
     quotas: quotaRepository(
       anyDb(db),
-      asTables({
-        organizations: authTables.organizations,
-        users: authTables.users,
-        memberQuotas,
-        usageTotals: usageTables.usageTotals,
-      }),
+      asTables({ organizations: authTables.organizations, users: authTables.users, memberQuotas }),
+      usageStore,
     ),
-    usage: usageRepository(anyDb(db), usage),
+    usage: usageStore,
     locks: processLocks,
   }
 }

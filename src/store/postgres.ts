@@ -36,6 +36,7 @@ import type { Store } from '.'
 
 export function pgStore(db: PgDb): Store {
   const attachments = pgAttachmentRepository(db)
+  const usageStore = usageRepository(anyDb(db), usageTables)
   return {
     dialect: 'postgres',
     async ping() {
@@ -77,13 +78,12 @@ export function pgStore(db: PgDb): Store {
       threadSettings,
       generations,
     }),
-    quotas: quotaRepository(anyDb(db), {
-      organizations: authTables.organizations,
-      users: authTables.users,
-      memberQuotas,
-      usageTotals: usageTables.usageTotals,
-    }),
-    usage: usageRepository(anyDb(db), usageTables),
+    quotas: quotaRepository(
+      anyDb(db),
+      { organizations: authTables.organizations, users: authTables.users, memberQuotas },
+      usageStore,
+    ),
+    usage: usageStore,
     locks: {
       async inTurn(name, task) {
         const held = await withAdvisoryLock(db, name, 'wait', task)

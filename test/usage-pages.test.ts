@@ -3,129 +3,10 @@
 // Settings → Usage with one's own, and ranges refused in words. A month of answers is put in answer_usage by hand, as
 // the usage feature writes it when answers end.
 import { expect, test } from 'bun:test'
-import { formatCost, formatTokens } from '../src/usage/price'
-import { type Harness, harness, ManualClock } from './support/helpers'
-import { signedIn } from './support/oauth-helpers'
+import { formatTokens } from '../src/usage/price'
+import { formatMoney } from '../src/usage/views/usage'
+import { type Seeded, seededHarness, sum } from './support/usage-seed'
 import { expectErrorPageHeaders, expectPageHeaders, hostile } from './support/web-helpers'
-
-const price = (input: number, output: number) => ({
-  input_per_million: input,
-  output_per_million: output,
-  currency: 'USD',
-})
-const upstream = (id: string, extra: Record<string, unknown> = {}) => ({
-  id,
-  name: id,
-  provider: 'openai',
-  model: `vendor-${id}`,
-  base_url: 'http://127.0.0.1:9/v1',
-  context_tokens: 8192,
-  max_output_tokens: 256,
-  ...extra,
-})
-const prices: Record<string, { input: number; output: number } | null> = {
-  'gpt-large': { input: 2.5, output: 10 },
-  'claude-mid': { input: 3, output: 15 },
-  'local-small': null,
-}
-const config = {
-  LLM_MODELS: JSON.stringify(
-    Object.entries(prices).map(([id, p], index) =>
-      upstream(id, { ...(p ? { price: price(p.input, p.output) } : {}), ...(index === 0 ? { default: true } : {}) }),
-    ),
-  ),
-}
-
-/** 20 March 2026, noon UTC: the default range is 1–20 March. */
-const now = Date.parse('2026-03-20T12:00:00.000Z')
-
-interface Seeded {
-  userId: number
-  model: string
-  day: string
-  input: number
-  output: number
-  costMicros: number | null
-}
-
-/** A repeatable spread of numbers, so the month looks lived in. */
-function* spread(seed: number): Generator<number> {
-  let state = seed
-  for (;;) {
-    state = (state * 1103515245 + 12345) % 2147483648
-    yield state / 2147483648
-  }
-}
-
-/**
- * March 2026 and the last days of February: each member on most weekdays, fewer at weekends, each with their own mix
- * of models; a few answers in another organization that must never show.
- */
-async function seedMonth(h: Harness, members: { id: number; weight: number }[], organizationId: number) {
-  const random = spread(37)
-  const next = () => random.next().value as number
-  const rows: Seeded[] = []
-  const table = h.tables.answerUsage
-  const values: (typeof table.$inferInsert)[] = []
-  for (let ms = Date.parse('2026-02-26T00:00:00Z'); ms < Date.parse('2026-04-01T00:00:00Z'); ms += 86_400_000) {
-    const date = new Date(ms)
-    const weekend = date.getUTCDay() === 0 || date.getUTCDay() === 6
-    for (const member of members) {
-      for (const model of Object.keys(prices)) {
-        if (next() < (weekend ? 0.75 : 0.25)) continue
-        const answers = 1 + Math.floor(next() * 4 * member.weight)
-        for (let n = 0; n < answers; n++) {
-          const input = 200 + Math.floor(next() * 3000 * member.weight)
-          const output = 50 + Math.floor(next() * 900)
-          const p = prices[model]
-          const costMicros = p ? Math.round(input * p.input + output * p.output) : null
-          const createdAt = ms + Math.floor(next() * 86_000_000)
-          rows.push({ userId: member.id, model, day: date.toISOString().slice(0, 10), input, output, costMicros })
-          values.push({
-            organizationId,
-            userId: member.id,
-            threadId: `t-${member.id}-${values.length}`,
-            questionId: `q-${values.length}`,
-            answerId: `a-${values.length}`,
-            model,
-            inputTokens: input,
-            outputTokens: output,
-            cachedInputTokens: 0,
-            estimated: false,
-            costMicros,
-            currency: p ? 'USD' : null,
-            firstTokenMs: 300 + Math.floor(next() * 900),
-            totalMs: 2000 + Math.floor(next() * 9000),
-            outcome: next() < 0.05 ? 'stopped' : 'complete',
-            createdAt,
-          })
-        }
-      }
-    }
-  }
-  // Another organization's answers, on the same days.
-  values.push({
-    ...(values[0] as typeof table.$inferInsert),
-    organizationId: organizationId + 1000,
-    inputTokens: 9_999_999,
-    outputTokens: 1,
-  })
-  for (let start = 0; start < values.length; start += 200) {
-    await h.orm.insert(table).values(values.slice(start, start + 200))
-  }
-  return rows
-}
-
-function sum(rows: Seeded[], keep: (row: Seeded) => boolean) {
-  const kept = rows.filter(keep)
-  return {
-    tokens: kept.reduce((total, row) => total + row.input + row.output, 0),
-    input: kept.reduce((total, row) => total + row.input, 0),
-    output: kept.reduce((total, row) => total + row.output, 0),
-    cost: kept.reduce((total, row) => total + (row.costMicros ?? 0), 0),
-    answers: kept.length,
-  }
-}
 
 const inMarch = (row: Seeded) => row.day >= '2026-03-01' && row.day <= '2026-03-31'
 const march = 'from=2026-03-01&to=2026-03-31'
@@ -136,26 +17,6 @@ function rowCells(html: string, name: string): string[] {
   if (start < 0) return []
   const row = html.slice(start, html.indexOf('</tr>', start))
   return [...row.matchAll(/<td class="number">([^<]*)<\/td>/g)].map((match) => match[1] as string)
-}
-
-async function seededHarness() {
-  const h = await harness({ config, clock: new ManualClock(now) })
-  const owner = await signedIn(h, { role: 'owner', name: 'Olga Owner' })
-  const admin = await signedIn(h, { role: 'admin', name: 'Adam Admin' })
-  const max = await signedIn(h, { name: `Max ${hostile}` })
-  const mia = await signedIn(h, { name: 'Mia Member' })
-  const organizationId = (await h.store.users.organizationIdBySlug('default')) as number
-  const rows = await seedMonth(
-    h,
-    [
-      { id: owner.user.id, weight: 0.6 },
-      { id: admin.user.id, weight: 1 },
-      { id: max.user.id, weight: 1.6 },
-      { id: mia.user.id, weight: 0.3 },
-    ],
-    organizationId,
-  )
-  return { h, owner, admin, max, mia, rows }
 }
 
 test('administration → usage: owners and admins see the month charted and tabled; members get a 403', async () => {
@@ -203,7 +64,7 @@ test('administration → usage: owners and admins see the month charted and tabl
   for (const model of ['gpt-large', 'claude-mid']) {
     const cost = sum(rows, (row) => inMarch(row) && row.model === model).cost
     expect(cost).toBeGreaterThan(0)
-    expect(rowCells(html, model)).toContain(formatCost(cost))
+    expect(rowCells(html, model)).toContain(formatMoney(cost))
   }
   // Top members: by name (escaped), input and output tokens and the total.
   const heaviest = sum(rows, (row) => inMarch(row) && row.userId === max.user.id)
@@ -270,7 +131,7 @@ test('settings → usage: a member sees their own answers only, charted, tabled 
     expect(rowCells(html, day).at(-1)).toBe(formatTokens(sum(rows, (row) => own(row) && row.day === day).tokens))
   }
   const cost = sum(rows, (row) => own(row) && row.model === 'gpt-large').cost
-  expect(rowCells(html, 'gpt-large')).toEqual([formatCost(cost)])
+  expect(rowCells(html, 'gpt-large')).toEqual([formatMoney(cost)])
   // Nobody else's numbers.
   const everyone = sum(rows, (row) => inMarch(row) && row.day === '2026-03-03').tokens
   expect(rowCells(html, '2026-03-03').at(-1)).not.toBe(formatTokens(everyone))

@@ -15,13 +15,18 @@ export const settingsUsagePath = '/settings/usage'
 /** Series colours: the stylesheet's --chart-1 … --chart-6, reused in turn. */
 const seriesClass = (index: number): string => `series-${index % 6}`
 
-const compact = new Intl.NumberFormat('en', { notation: 'compact', maximumFractionDigits: 1 })
+/** Costs as the pages show them: to the cent, or (under a cent) as precisely as the price makes them. */
+export function formatMoney(micros: number): string {
+  return formatCost(micros >= 10_000 ? Math.round(micros / 10_000) * 10_000 : micros)
+}
 
-/** The smallest 1, 2 or 5 × 10ⁿ at or above `value`: the top of an axis. */
+const compact = new Intl.NumberFormat('en', { notation: 'compact', maximumFractionDigits: 2 })
+
+/** The smallest of 1, 1.2, 1.6, 2, 2.4, 3, 4, 5, 6, 8 × 10ⁿ at or above `value`: an axis top whose quarters read well. */
 function niceMax(value: number): number {
   if (value <= 0) return 1
   const power = 10 ** Math.floor(Math.log10(value))
-  return ([1, 2, 5, 10].find((step) => step * power >= value) ?? 10) * power
+  return ([1, 1.2, 1.6, 2, 2.4, 3, 4, 5, 6, 8, 10].find((step) => step * power >= value) ?? 10) * power
 }
 
 export interface ChartBar {
@@ -73,7 +78,7 @@ export function StackedBars(props: StackedBarsProps): JSX.Element {
         <title safe>{props.label}</title>
         {bars.map((bar, row) => {
           const y = row * rowHeight
-          const name = bar.label.length > 28 ? `${bar.label.slice(0, 27)}…` : bar.label
+          const name = bar.label.length > 24 ? `${bar.label.slice(0, 23)}…` : bar.label
           return (
             <g>
               <text x={labelWidth - 8} y={y + rowHeight / 2 + 4} text-anchor="end" safe>
@@ -275,7 +280,7 @@ function chartsOf(overview: UsageOverview, memberName: (userId: string) => strin
         label: `Cost per model in ${currency}`,
         layout: 'rows',
         series: [`Cost (${currency})`],
-        format: formatCost,
+        format: formatMoney,
         bars: overview.byModel
           .filter((row) => row.cost_micros !== null)
           .sort((a, b) => (b.cost_micros ?? 0) - (a.cost_micros ?? 0))
@@ -342,7 +347,7 @@ function UsageReport(props: UsagePageProps & { path: string; groups: [string, st
       {overview && charts && totals ? (
         <>
           <p safe>
-            {`From ${overview.range.from} to ${overview.range.to} (UTC): ${formatTokens(totals.answers)} answers, ${formatTokens(totals.tokens)} tokens${overview.currency ? `, ${formatCost(totals.cost)} ${overview.currency}` : ''}. Tokens count what answers read and write (input and output); answers whose model has no price cost nothing here.`}
+            {`From ${overview.range.from} to ${overview.range.to} (UTC): ${formatTokens(totals.answers)} answers, ${formatTokens(totals.tokens)} tokens${overview.currency ? `, ${formatMoney(totals.cost)} ${overview.currency}` : ''}. Tokens count what answers read and write (input and output); answers whose model has no price cost nothing here.`}
           </p>
           <p>
             Download as CSV:{' '}

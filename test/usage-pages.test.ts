@@ -135,6 +135,10 @@ test('settings → usage: a member sees their own answers only, charted, tabled 
   // Nobody else's numbers.
   const everyone = sum(rows, (row) => inMarch(row) && row.day === '2026-03-03').tokens
   expect(rowCells(html, '2026-03-03').at(-1)).not.toBe(formatTokens(everyone))
+  // A range without answers says so instead of drawing empty charts.
+  const empty = await (await max.browser.get('/settings/usage?from=2026-04-01&to=2026-04-10')).text()
+  expect(empty).toContain('No answers in this range.')
+  expect(empty).not.toContain('role="img"')
   // Another member's page is their own.
   const miaPage = await (await mia.browser.get(`/settings/usage?${march}`)).text()
   expect(miaPage).toContain(

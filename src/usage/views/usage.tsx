@@ -219,7 +219,15 @@ function ChartTable(props: { caption: string; first: string; chart: StackedBarsP
   )
 }
 
-function Chart(props: { id: string; title: string; intro?: string; chart: StackedBarsProps; first: string }) {
+function Chart(props: {
+  id: string
+  title: string
+  intro?: string
+  chart: StackedBarsProps
+  first: string
+  /** What an empty chart says instead. */
+  none?: string
+}) {
   const empty = props.chart.bars.every((bar) => bar.values.every((value) => value <= 0))
   return (
     <section aria-labelledby={props.id} class="card stack chart-card">
@@ -234,7 +242,9 @@ function Chart(props: { id: string; title: string; intro?: string; chart: Stacke
         ''
       )}
       {empty ? (
-        <p class="muted">No answers in this range.</p>
+        <p class="muted" safe>
+          {props.none ?? 'No answers in this range.'}
+        </p>
       ) : (
         <>
           {props.chart.series.length > 1 ? <Legend series={props.chart.series} /> : ''}
@@ -363,7 +373,13 @@ function UsageReport(props: UsagePageProps & { path: string; groups: [string, st
           </p>
           <Chart id="usage-tokens" title="Tokens per day" chart={charts.tokens} first="Day" />
           {charts.cost ? (
-            <Chart id="usage-cost" title="Cost per model" chart={charts.cost} first="Model" />
+            <Chart
+              id="usage-cost"
+              title="Cost per model"
+              chart={charts.cost}
+              first="Model"
+              none="No answer in this range used a model with a price."
+            />
           ) : (
             <p class="muted">No model has a price in the models list, so there is no cost to show.</p>
           )}

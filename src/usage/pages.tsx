@@ -5,7 +5,7 @@ import type { UserRepository } from '../auth/users.repository'
 import { account, refusalOf } from '../web/account'
 import { type PageSession, pageHeaders, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
-import type { UsageRepository } from './repository'
+import type { UsageGroup, UsageRepository } from './repository'
 import { type UsageScope, usageCsv, usageList, usageOverview, usageRange } from './service'
 import {
   AdminUsagePage,
@@ -29,7 +29,10 @@ function rangeQuery(query: Query): { from?: string; to?: string } {
   return { ...(query.from ? { from: query.from } : {}), ...(query.to ? { to: query.to } : {}) }
 }
 
-const groups = { admin: ['day', 'model', 'user'], settings: ['day', 'model', 'thread'] } as const
+const groups: Record<'admin' | 'settings', UsageGroup[]> = {
+  admin: ['day', 'model', 'user'],
+  settings: ['day', 'model', 'thread'],
+}
 
 export const usagePages = (deps: UsagePagesDeps) => {
   const report = { usage: deps.usage, currency: deps.currency }
@@ -56,10 +59,10 @@ export const usagePages = (deps: UsagePagesDeps) => {
   }
 
   /** The CSV of GET /usage for the scope, range and grouping asked for; a refusal is the error page. */
-  async function csv(scope: UsageScope, query: Query, allowed: readonly string[], set: { headers: object }) {
+  async function csv(scope: UsageScope, query: Query, allowed: UsageGroup[], set: { headers: object }) {
     const now = deps.clock.now()
     const group = allowed.find((name) => name === query.group_by) ?? 'day'
-    const list = await usageList({ ...report, now }, scope, usageRange(rangeQuery(query), now), group as 'day')
+    const list = await usageList({ ...report, now }, scope, usageRange(rangeQuery(query), now), group)
     Object.assign(set.headers, {
       'content-type': 'text/csv; charset=utf-8',
       'content-disposition': `attachment; filename="usage-${list.from.slice(0, 10)}-${list.to.slice(0, 10)}.csv"`,

@@ -44,6 +44,7 @@ import { ThreadFeed } from './threads/feed'
 import { linksFor } from './threads/links'
 import { type PageModels, type PageQuotas, threadPages } from './threads/pages'
 import { usageRoutes } from './usage'
+import { usagePages } from './usage/pages'
 import { pageErrors } from './web/errors'
 import { siteRoutes } from './web/site'
 import { createDeliveryWorker, type DeliveryDeps } from './webhooks/delivery'
@@ -323,6 +324,7 @@ export function createApp(deps: AppDeps) {
         quotas: store.quotas,
       }),
     )
+    .use(usagePages({ ...shared, ...pages, usage: store.usage, users: store.users, currency: catalogue.currency }))
     .use(
       webhookPages({
         ...shared,

@@ -21,7 +21,6 @@ import type { Budget } from './quotas/repository'
 import {
   type BudgetChange,
   describeBudget,
-  formatCost,
   parseCost,
   parseTokens,
   periodOf,
@@ -37,6 +36,7 @@ import { checkBlobStore } from './startup'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
 import { type Store, sqliteStore } from './store'
 import { type OpenedStore, openStore } from './store/open'
+import { formatCost } from './usage/price'
 import { webhookEventTypes } from './webhooks/events'
 import { createEndpoint, parseEventFilter } from './webhooks/service'
 

@@ -16,7 +16,7 @@ import {
 
 // Tests sign in and create users, hashing passwords with argon2 on purpose: slow on a busy machine.
 
-const adminPages = ['/admin/clients', '/admin/members', '/admin/registration-token', '/admin/retention']
+const adminPages = ['/admin/clients', '/admin/members', '/admin/registration-token', '/admin/retention', '/admin/usage']
 
 test('administration is for owners and admins: visitors sign in first, members get a 403 page', async () => {
   await using h = await harness()

@@ -5,6 +5,7 @@
 import type { Caller } from '../auth/model'
 import { AppError, invalidRequest } from '../shared/errors'
 import type { QuotaCheck } from '../threads/conversation'
+import { formatCost, formatTokens } from '../usage/price'
 import type { Budget, CallerBudgets, MonthTotals, OrganizationBudgets, QuotaRepository, Spent } from './repository'
 
 export interface QuotasDeps {
@@ -38,17 +39,6 @@ export function resetDay(ms: number): string {
     month: 'long',
     year: 'numeric',
   })
-}
-
-export function formatTokens(tokens: number): string {
-  return tokens.toLocaleString('en')
-}
-
-/** Millionths as an amount: at least two decimals, more only when they say something (`0.125`, `12.50`). */
-export function formatCost(micros: number): string {
-  const fixed = (micros / 1_000_000).toFixed(6).replace(/0+$/, '')
-  const [whole = '0', fraction = ''] = fixed.split('.')
-  return `${Number(whole).toLocaleString('en')}.${fraction.padEnd(2, '0')}`
 }
 
 /** `none` (or nothing) clears a limit; otherwise a whole number of tokens. */

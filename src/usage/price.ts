@@ -30,3 +30,15 @@ export function costMicros(tokens: TokenCounts, price: ModelPrice): number {
 export function fromMicros(micros: number | null): number | null {
   return micros === null ? null : micros / 1_000_000
 }
+
+/** Tokens as people read them: `1,234,567`. */
+export function formatTokens(tokens: number): string {
+  return tokens.toLocaleString('en')
+}
+
+/** Millionths as an amount: at least two decimals, more only when they say something (`0.125`, `12.50`). */
+export function formatCost(micros: number): string {
+  const fixed = (micros / 1_000_000).toFixed(6).replace(/0+$/, '')
+  const [whole = '0', fraction = ''] = fixed.split('.')
+  return `${Number(whole).toLocaleString('en')}.${fraction.padEnd(2, '0')}`
+}

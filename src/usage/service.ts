@@ -6,7 +6,7 @@ import { forbidden, invalidRequest } from '../shared/errors'
 import { dayMs } from '../shared/time'
 import { maxRangeDays, type UsageModel } from './model'
 import { fromMicros } from './price'
-import type { AnswerUsage, UsageGroup, UsageRepository } from './repository'
+import type { AnswerUsage, UsageAggregate, UsageGroup, UsageRepository } from './repository'
 
 /** An answer's usage as the API shows it. */
 export function toAnswerUsage(usage: Omit<AnswerUsage, 'model' | 'outcome'>): UsageModel.answerUsage {
@@ -76,25 +76,20 @@ export interface UsageReportDeps {
   now: number
 }
 
-/** GET /usage: the caller's own usage, or (owners and admins) the organization's, in rows of one grouping. */
-export async function usageReport(
+/** Whose usage: one member's, or (no userId) the whole organization's. */
+export interface UsageScope {
+  organizationId: number
+  userId?: number
+}
+
+/** The scope's usage in the range, in rows of one grouping: what GET /usage answers, and its CSV. */
+export async function usageList(
   deps: UsageReportDeps,
-  caller: Caller,
-  query: UsageModel.usageQuery,
+  scope: UsageScope,
+  range: UsageRange,
+  group: UsageGroup,
 ): Promise<UsageModel.usageList> {
-  const range = usageRange(query, deps.now)
-  const organization = query.scope === 'organization'
-  if (organization && caller.role === 'member') {
-    throw forbidden('Only owners and admins may read the organization’s usage (scope=organization)')
-  }
-  const group: UsageGroup = query.group_by ?? 'day'
-  const rows = await deps.usage.aggregate({
-    organizationId: caller.organizationId,
-    ...(organization ? {} : { userId: caller.userId }),
-    from: range.fromMs,
-    to: range.toMs,
-    by: [group],
-  })
+  const rows = await deps.usage.aggregate({ ...scope, from: range.fromMs, to: range.toMs, by: [group] })
   return {
     data: rows.map((row) => ({
       key: row.keys[group] ?? '',
@@ -106,6 +101,66 @@ export async function usageReport(
     from: range.from,
     to: range.to,
     currency: deps.currency,
+  }
+}
+
+/** GET /usage: the caller's own usage, or (owners and admins) the organization's, in rows of one grouping. */
+export async function usageReport(
+  deps: UsageReportDeps,
+  caller: Caller,
+  query: UsageModel.usageQuery,
+): Promise<UsageModel.usageList> {
+  const range = usageRange(query, deps.now)
+  const organization = query.scope === 'organization'
+  if (organization && caller.role === 'member') {
+    throw forbidden('Only owners and admins may read the organization’s usage (scope=organization)')
+  }
+  const scope = { organizationId: caller.organizationId, ...(organization ? {} : { userId: caller.userId }) }
+  return usageList(deps, scope, range, query.group_by ?? 'day')
+}
+
+/** What the usage pages chart: sums by day and model, by model, and (the organization's) by member. */
+export interface UsageOverview {
+  range: UsageRange
+  currency: string | null
+  /** Every day of the range (`YYYY-MM-DD`, UTC), answers or not. */
+  days: string[]
+  /** Models by tokens, most first. */
+  models: string[]
+  byDayAndModel: UsageAggregate[]
+  byModel: UsageAggregate[]
+  /** Members by tokens, most first; absent for one member's own usage. */
+  byMember?: UsageAggregate[]
+}
+
+export const tokensOf = (row: UsageAggregate): number => row.input_tokens + row.output_tokens
+
+/** The scope's usage in the range, for the charts: two or three grouped reads, run together. */
+export async function usageOverview(
+  deps: UsageReportDeps,
+  scope: UsageScope,
+  range: UsageRange,
+): Promise<UsageOverview> {
+  const read = (by: UsageGroup[]) => deps.usage.aggregate({ ...scope, from: range.fromMs, to: range.toMs, by })
+  const [byDayAndModel, byModel, byMember] = await Promise.all([
+    read(['day', 'model']),
+    read(['model']),
+    scope.userId === undefined ? read(['user']) : undefined,
+  ])
+  const mostFirst = (a: UsageAggregate, b: UsageAggregate) => tokensOf(b) - tokensOf(a)
+  byModel.sort(mostFirst)
+  const days: string[] = []
+  for (let day = Math.floor(range.fromMs / dayMs) * dayMs; day < range.toMs; day += dayMs) {
+    days.push(new Date(day).toISOString().slice(0, 10))
+  }
+  return {
+    range,
+    currency: deps.currency,
+    days,
+    models: byModel.map((row) => row.keys.model ?? ''),
+    byDayAndModel,
+    byModel,
+    ...(byMember ? { byMember: byMember.sort(mostFirst) } : {}),
   }
 }
 

@@ -10,6 +10,7 @@ export const settingsSections: NavItem[] = [
   { href: '/settings/registration-token', label: 'Registration token' },
   { href: '/settings/shares', label: 'Share links' },
   { href: '/settings/password', label: 'Password' },
+  { href: '/settings/usage', label: 'Usage' },
 ]
 
 export const adminSections: NavItem[] = [
@@ -19,6 +20,7 @@ export const adminSections: NavItem[] = [
   { href: '/admin/webhooks', label: 'Webhooks' },
   { href: '/admin/retention', label: 'Retention' },
   { href: '/admin/models', label: 'Models' },
+  { href: '/admin/usage', label: 'Usage' },
   { href: '/admin/quotas', label: 'Usage limits' },
   { href: '/admin/shares', label: 'Sharing' },
 ]

@@ -3,9 +3,9 @@
 // The chat's pictures are taken here: a new conversation and a thread answered by a model, desktop and phone, light
 // and dark, in headless Chromium against a real server whose model is a scripted OpenAI-compatible upstream on
 // loopback (fake-llm.ts), so the pictures show what the product does with a real model: an answer with a heading, a
-// list, highlighted code and a table. Then the settings, administration and share-link pictures are retaken by their
-// own tests (`UPDATE_SCREENSHOTS=1 bun test test/settings-browser.test.ts test/shares-browser.test.ts`);
-// `--chat-only` skips them. Each PNG is then
+// list, highlighted code and a table. Then the settings, administration, share-link and usage pictures are retaken
+// by their own tests (`UPDATE_SCREENSHOTS=1 bun test test/settings-browser.test.ts test/shares-browser.test.ts
+// test/usage-browser.test.ts`); `--chat-only` skips them. Each PNG is then
 // quantised to 256 colours, which halves it.
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -155,7 +155,7 @@ try {
 }
 
 // `--chat-only` leaves the settings, administration and share-link pictures as they are.
-const pictureTests = ['test/settings-browser.test.ts', 'test/shares-browser.test.ts']
+const pictureTests = ['test/settings-browser.test.ts', 'test/shares-browser.test.ts', 'test/usage-browser.test.ts']
 const settings = process.argv.includes('--chat-only')
   ? undefined
   : Bun.spawn(['bun', 'test', '--timeout=120000', ...pictureTests], {

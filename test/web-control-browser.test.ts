@@ -146,7 +146,8 @@ test.concurrent('edit in place: Escape gives the message back, Enter saves and i
   await page.keyboard.press('Shift+Enter')
   await page.keyboard.type('and a colour')
   await page.keyboard.press('Enter')
-  await page.locator('#live-answer').waitFor()
+  // In place (the same document, below), whether or not the page caught the short answer while it streamed.
+  await page.locator('.message-user .version-count', { hasText: '2/2' }).waitFor()
   const answer = await settled(page, 1)
   expect(answer).toContain('Name a fruit')
   expect(answer).toContain('and a colour')
@@ -181,7 +182,7 @@ test.concurrent('regenerate streams a new answer in place; the model is named un
   await page.getByLabel('Model', { exact: true }).selectOption('steady')
   await page.locator('#thread-status', { hasText: 'The next answer comes from Steady Echo.' }).waitFor()
   await page.getByRole('button', { name: 'Regenerate the answer' }).click()
-  await page.locator('#live-answer').waitFor()
+  await page.locator('.message-assistant .version-count', { hasText: '2/2' }).waitFor()
   await settled(page, 1)
   expect(await page.locator('.message-assistant .answer-model').textContent()).toBe('Steady Echo')
   expect(await page.locator('.message-assistant .version-count').textContent()).toBe('2/2')
@@ -212,7 +213,8 @@ test.concurrent('keyboard only: Edit, Escape, Enter to save; Regenerate and the 
   await page.keyboard.press('Control+A')
   await page.keyboard.type('Keys and more')
   await page.keyboard.press('Enter')
-  await page.locator('#live-answer').waitFor()
+  // The edit is in once the message shows its second version (its answer may have streamed before the page looked).
+  await page.locator('.message-user .version-count', { hasText: '2/2' }).waitFor()
   expect(await settled(page, 1)).toContain('Keys and more')
   // The focus comes back to the Edit of the message once its answer is in.
   await page.waitForFunction(() => (globalThis as unknown as PageWindow).document.activeElement?.id === 'edit-0')
@@ -229,7 +231,7 @@ test.concurrent('keyboard only: Edit, Escape, Enter to save; Regenerate and the 
 
   await tabTo(page, 'regenerate-1')
   await page.keyboard.press('Enter')
-  await page.locator('#live-answer').waitFor()
+  await page.locator('.message-assistant .version-count', { hasText: '2/2' }).waitFor()
   await settled(page, 1)
   await page.waitForFunction(() => (globalThis as unknown as PageWindow).document.activeElement?.id === 'regenerate-1')
   expect(await page.locator('.message-assistant .version-count').textContent()).toBe('2/2')

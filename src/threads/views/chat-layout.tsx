@@ -6,7 +6,7 @@ import { type ClientAssets, themeScript } from '../../web/client-assets'
 import { CsrfField } from '../../web/components'
 import { stylesheetPath, type Viewer } from '../../web/layout'
 import type { ThreadsModel } from '../model'
-import { StateBadge, threadTitle } from './parts'
+import { Icon, StateBadge, threadTitle } from './parts'
 
 /** The list's filters, named and valued as the API's query parameters so a page URL reads like an API call. */
 export interface ThreadFilters {
@@ -240,25 +240,6 @@ export function ChatLayout(props: PropsWithChildren<ChatLayoutProps>): JSX.Eleme
         <p id="thread-status" class="visually-hidden" role="status" />
       </body>
     </html>
-  )
-}
-
-// Feather's icons (MIT), inline so that the page loads nothing else and they follow the text colour.
-function Icon({ children }: PropsWithChildren): JSX.Element {
-  return (
-    <svg
-      aria-hidden="true"
-      width="20"
-      height="20"
-      viewBox="0 0 24 24"
-      fill="none"
-      stroke="currentColor"
-      stroke-width="2"
-      stroke-linecap="round"
-      stroke-linejoin="round"
-    >
-      {children}
-    </svg>
   )
 }
 

@@ -30,28 +30,19 @@ export function ThumbIcon({ direction }: { direction: 'up' | 'down' }): JSX.Elem
       ? 'M14 9V5a3 3 0 0 0-3-3l-4 9v11h11.28a2 2 0 0 0 2-1.7l1.38-9a2 2 0 0 0-2-2.3zM7 22H4a2 2 0 0 1-2-2v-7a2 2 0 0 1 2-2h3'
       : 'M10 15v4a3 3 0 0 0 3 3l4-9V2H5.72a2 2 0 0 0-2 1.7l-1.38 9a2 2 0 0 0 2 2.3zm7-13h2.67A2.31 2.31 0 0 1 22 4v7a2.31 2.31 0 0 1-2.33 2H17'
   return (
-    <svg
-      aria-hidden="true"
-      width="18"
-      height="18"
-      viewBox="0 0 24 24"
-      fill="none"
-      stroke="currentColor"
-      stroke-width="2"
-      stroke-linecap="round"
-      stroke-linejoin="round"
-    >
+    <Icon size={18}>
       <path d={path} />
-    </svg>
+    </Icon>
   )
 }
 
-function SmallIcon({ children }: PropsWithChildren): JSX.Element {
+/** Feather's icons (MIT), inline so that the page loads nothing else and they follow the text colour. */
+export function Icon({ children, size = 20 }: PropsWithChildren<{ size?: number }>): JSX.Element {
   return (
     <svg
       aria-hidden="true"
-      width="18"
-      height="18"
+      width={String(size)}
+      height={String(size)}
       viewBox="0 0 24 24"
       fill="none"
       stroke="currentColor"
@@ -67,18 +58,18 @@ function SmallIcon({ children }: PropsWithChildren): JSX.Element {
 // Feather's edit-2 and rotate-ccw (MIT).
 export function EditIcon(): JSX.Element {
   return (
-    <SmallIcon>
+    <Icon size={18}>
       <path d="M17 3a2.83 2.83 0 1 1 4 4L7.5 20.5 2 22l1.5-5.5L17 3z" />
-    </SmallIcon>
+    </Icon>
   )
 }
 
 export function RegenerateIcon(): JSX.Element {
   return (
-    <SmallIcon>
+    <Icon size={18}>
       <path d="M1 4v6h6" />
       <path d="M3.51 15a9 9 0 1 0 2.13-9.36L1 10" />
-    </SmallIcon>
+    </Icon>
   )
 }
 

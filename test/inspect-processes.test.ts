@@ -2,7 +2,7 @@
 // environment, nice 19 where chrt fails, a crash or a stuck inspection failing only its own uploads, a start that
 // never finishes, and no process outliving a killed server. Each test has an inspector of its own.
 import { describe, expect, test } from 'bun:test'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createFileInspector } from '../src/attachments/inspector'
@@ -47,10 +47,13 @@ function threadsOf(pid: number): { name: string; nice: number; policy: number }[
   })
 }
 
-/** The one inspect process an upload left running under this test process. */
-const onlyInspectProcess = (): Promise<number> =>
+/**
+ * The one inspect process an upload left running under this test process that was not running before it: an
+ * earlier test's process may still be ending, and it must not be taken for this test's.
+ */
+const newInspectProcess = (before: number[]): Promise<number> =>
   until(() => {
-    const found = inspectProcesses(process.pid)
+    const found = inspectProcesses(process.pid).filter((pid) => !before.includes(pid))
     return found.length === 1 && found[0]
   })
 
@@ -72,11 +75,12 @@ describe('the inspect processes', () => {
       const lines: string[] = []
       const inspector = createFileInspector(createLogger('info', (line) => lines.push(line)))
       await using s = await setup({ inspector })
+      const before = inspectProcesses(process.pid)
       expect((await upload(s.h, s.owner.token, s.threadId, form({ name: 'a.txt', bytes: 'x' }))).status).toBe(201)
       expect(lines.map((line) => JSON.parse(line))).toContainEqual(
         expect.objectContaining({ msg: 'file inspectors start', priority: 'nice 19' }),
       )
-      const threads = threadsOf(await onlyInspectProcess())
+      const threads = threadsOf(await newInspectProcess(before))
       // Every thread at nice 19, in the normal class (0).
       expect(new Set(threads.map(({ nice, policy }) => `${nice} ${policy}`))).toEqual(new Set(['19 0']))
     } finally {
@@ -93,8 +97,9 @@ describe.concurrent('the inspect processes', () => {
       await using s = await setup({ inspector: createFileInspector(silentLogger) })
       // Decoding a large image starts libvips's threads, which must inherit the class too.
       const wide = form({ name: 'wide.jpg', bytes: await jpeg(3000, 1000) })
+      const before = inspectProcesses(process.pid)
       expect((await upload(s.h, s.owner.token, s.threadId, wide)).status).toBe(201)
-      const child = await onlyInspectProcess()
+      const child = await newInspectProcess(before)
       expect(threadsOf(child).some((thread) => thread.name.startsWith('libvips'))).toBe(true)
       expect(new Set(threadsOf(child).map((thread) => thread.policy))).toEqual(new Set([SCHED_IDLE]))
       expect(threadsOf(process.pid).map((thread) => thread.policy)).not.toContain(SCHED_IDLE)
@@ -106,6 +111,18 @@ describe.concurrent('the inspect processes', () => {
       expect(Object.keys(process.env).length).toBeGreaterThan(ours.length)
     },
   )
+
+  test('have exited by the time their inspector is closed', async () => {
+    const inspector = createFileInspector(silentLogger, { idle: false })
+    await using s = await setup({ inspector })
+    const before = inspectProcesses(process.pid)
+    expect((await upload(s.h, s.owner.token, s.threadId, form({ name: 'a.txt', bytes: 'x' }))).status).toBe(201)
+    const child = await newInspectProcess(before)
+    await inspector.close()
+    // No waiting here: a server that closed its inspector may exit, and nothing it started may outlive it, not
+    // even as a zombie that has not been reaped yet.
+    expect(existsSync(`/proc/${child}`)).toBe(false)
+  })
 
   test('load no .env file, though the server did', async () => {
     // A server started in a folder with a .env file, as `bun src/index.ts` loads one, and a secret in it.

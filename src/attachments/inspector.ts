@@ -70,7 +70,7 @@ export type FromInspector = { ready: true } | { id: number; outcome: Outcome } |
 export interface FileInspector {
   /** Inspects an upload in an inspect process. */
   inspect(upload: Upload, uploadsDir: string): Promise<Outcome>
-  /** Ends every inspect process; uploads still being inspected fail. */
+  /** Ends every inspect process and waits until each has exited; uploads still being inspected fail. */
   close(): Promise<void>
 }
 
@@ -315,7 +315,10 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
     },
     async close(): Promise<void> {
       closed = true
-      for (const slot of [...slots]) retire(slot, 'The server is shutting down')
+      const running = [...slots]
+      for (const slot of running) retire(slot, 'The server is shutting down')
+      // SIGKILL cannot be caught, so each exits promptly; waiting means no inspect process outlives its inspector.
+      await Promise.all(running.map((slot) => slot.process.exited))
     },
   }
 }

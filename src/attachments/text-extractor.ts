@@ -54,7 +54,7 @@ export interface PdfTextExtractor {
    * the answer's deadline passes, or `signal` aborts: whichever comes first. Never rejects.
    */
   prepare(keys: string[], signal?: AbortSignal): Promise<void>
-  /** Ends every extract process; files being read are read again by a later answer. */
+  /** Ends every extract process and waits until each has exited; files being read are read again by a later answer. */
   close(): Promise<void>
 }
 
@@ -327,7 +327,10 @@ export function createPdfTextExtractor(
       closed = true
       waiters.length = 0
       for (const waiter of watching) waiter.wake()
-      for (const slot of [...slots]) retire(slot)
+      const running = [...slots]
+      for (const slot of running) retire(slot)
+      // As the inspector's close: no extract process outlives its extractor.
+      await Promise.all(running.map((slot) => slot.process.exited))
     },
   }
 }

@@ -9,6 +9,7 @@ import {
   collect,
   firstRunToken,
   parseEvents,
+  runToEnd,
   type ServerProcess,
   startServer,
   tokensOf,
@@ -227,6 +228,49 @@ describe.skipIf(!onPostgres)('several instances on one database', () => {
     expect(b.stderr()).toContain('took over unfinished answers')
     // The next instance replaces the one killed, for the tests after this one.
     cluster.a = await startServer(cluster.env)
+  })
+
+  test("a budget used up by answers on one instance refuses sends on the other, and each instance counts the other's", async () => {
+    const { a, b, sql } = cluster
+    const [org] = await sql`select id, slug from organizations`
+    const period = new Date().toISOString().slice(0, 7)
+    const used = async (): Promise<number> => {
+      const [row] = await sql`select tokens from usage_totals
+        where period = ${period} and organization_id = ${org?.id} and user_id = 0`
+      return Number(row?.tokens ?? 0)
+    }
+    const quota = async (tokens: string) => {
+      const set = await runToEnd(
+        ['bun', 'run', 'cli', 'quota:set', '--org', org?.slug, '--tokens', tokens],
+        cluster.env,
+      )
+      expect({ code: set.code, stderr: set.stderr }).toEqual({ code: 0, stderr: '' })
+    }
+    // Room for one more answer, whichever instance runs it: what the earlier tests used, plus one token.
+    await quota(String((await used()) + 1))
+    try {
+      const onA = await send(a, words(5))
+      expect(onA.status).toBe(201)
+      await answerText(b, onA.threadId, onA.messageId)
+      // A's answer is counted on B (no counter of A's own decides), and on A.
+      for (const server of [b, a]) {
+        const refused = await fetch(`${server.url}/api/v1/threads/${onA.threadId}/messages`, {
+          method: 'POST',
+          headers: cluster.headers,
+          body: JSON.stringify({ text: 'one more' }),
+        })
+        expect(refused.status).toBe(429)
+        expect(((await refused.json()) as { error: string }).error).toBe('quota_exceeded')
+      }
+      // And the other way round: a larger budget, used up on B, refuses on A.
+      await quota(String((await used()) + 1))
+      const onB = await send(b, words(5), onA.threadId)
+      expect(onB.status).toBe(201)
+      await answerText(a, onA.threadId, onB.messageId)
+      expect((await send(a, 'one more', onA.threadId)).status).toBe(429)
+    } finally {
+      await quota('none')
+    }
   })
 
   test('answers queued on a busy instance are taken by one with free places', async () => {

@@ -19,7 +19,7 @@ import { modelRoutes } from './models'
 import { type Catalogue, loadCatalogue } from './models/catalogue'
 import { answerModels, getThreadSettings, listModels, modelChoice, updateThreadSettings } from './models/service'
 import { oauthErrorSurface, oauthRoutes } from './oauth'
-import { composerNotice, quotaCheck } from './quotas/service'
+import { budgetStandings, composerNotice, quotaCheck } from './quotas/service'
 import { settingsPages } from './settings/pages'
 import { errorPlugin } from './shared/error-plugin'
 import { DomainEvents } from './shared/events'
@@ -324,7 +324,16 @@ export function createApp(deps: AppDeps) {
         quotas: store.quotas,
       }),
     )
-    .use(usagePages({ ...shared, ...pages, usage: store.usage, users: store.users, currency: catalogue.currency }))
+    .use(
+      usagePages({
+        ...shared,
+        ...pages,
+        usage: store.usage,
+        users: store.users,
+        currency: catalogue.currency,
+        budgets: (caller) => budgetStandings(quotas, caller, deps.clock.now()),
+      }),
+    )
     .use(
       webhookPages({
         ...shared,

@@ -245,6 +245,28 @@ test('the composer: a notice from 80% of a budget naming it and the reset date, 
   expect(runner.jobs.size).toBe(0)
 })
 
+test('settings → usage: a member sees each budget that applies to them, how much of it this month used, and the reset', async () => {
+  await using h = await harness({ clock: new ManualClock(midJanuary) })
+  const { browser, user } = await signedIn(h)
+  const organization = await organizationOf(h)
+  const page = async () => {
+    const response = await browser.get('/settings/usage')
+    expect(response.status).toBe(200)
+    return response.text()
+  }
+  expect(await page()).toContain('No monthly budget limits your answers.')
+  await h.store.quotas.setMemberDefault(organization, { tokens: 1000, costMicros: null })
+  await h.store.quotas.setOrganizationBudget(organization, { tokens: null, costMicros: 10_000_000 })
+  await spent(h, organization, user.id, { tokens: 250 })
+  await spent(h, organization, 0, { tokens: 900, costMicros: 9_990_000 })
+  const html = await page()
+  expect(html).not.toContain('No monthly budget limits your answers.')
+  expect(html).toContain('Your organization&#x27;s monthly cost budget: 9.99 of 10.00 used (99%)')
+  expect(html).toContain('Your monthly token budget: 250 tokens of 1,000 tokens used (25%)')
+  expect(html).toContain('value="25"')
+  expect(html).toContain('Budgets start again on 1 February 2026 at 00:00 UTC.')
+})
+
 test('MCP send_message over a budget is a tool error with the same sentence; nothing is stored', async () => {
   const clock = new ManualClock(midJanuary)
   const runner = new ScriptedRunner()

@@ -168,6 +168,30 @@ export async function composerNotice(deps: QuotasDeps, caller: Caller, now: numb
   }
 }
 
+/** One budget a person's answers count against, in words, with how much of it this month has used. */
+export interface BudgetStanding {
+  name: string
+  used: string
+  limit: string
+  /** Whole percent used, capped at 100. */
+  percent: number
+}
+
+/** What Settings → Usage says of a person's budgets this month; none when no budget applies to them. */
+export async function budgetStandings(
+  deps: QuotasDeps,
+  caller: Caller,
+  now: number,
+): Promise<{ budgets: BudgetStanding[]; resets: string }> {
+  const budgets = (await limitsFor(deps, caller, now)).map((limit) => ({
+    name: budgetName(limit),
+    used: amount(limit, limit.used),
+    limit: amount(limit, limit.limit),
+    percent: Math.min(100, Math.floor(share(limit) * 100)),
+  }))
+  return { budgets, resets: resetDay(now) }
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Setting budgets (the caller checks the role: the administration pages and the operator's CLI)
 

@@ -1,6 +1,8 @@
 // The usage pages over HTTP: Administration → Usage (owners and admins: the organization's) and Settings → Usage
 // (anyone signed in: their own), each with its CSV under the session. Ranges and rows are GET /usage's (service.ts).
 import { Elysia } from 'elysia'
+import type { Caller } from '../auth/model'
+import { callerFromSession } from '../auth/sessions'
 import type { UserRepository } from '../auth/users.repository'
 import { account, refusalOf } from '../web/account'
 import { type PageSession, pageHeaders, type WebDeps } from '../web/index'
@@ -10,6 +12,7 @@ import { type UsageScope, usageCsv, usageList, usageOverview, usageRange } from 
 import {
   AdminUsagePage,
   adminUsagePath,
+  type BudgetLine,
   SettingsUsagePage,
   settingsUsagePath,
   type UsagePageProps,
@@ -20,6 +23,8 @@ export interface UsagePagesDeps extends WebDeps {
   users: UserRepository
   /** The currency of the models' prices; null when no model has one. */
   currency: string | null
+  /** A person's monthly budgets and what this month used of each (the quotas feature, which imports this one). */
+  budgets(caller: Caller): Promise<{ budgets: BudgetLine[]; resets: string }>
 }
 
 type Query = Record<string, string | undefined>
@@ -97,7 +102,11 @@ export const usagePages = (deps: UsagePagesDeps) => {
       settingsUsagePath,
       async ({ member, query, html, set }) => {
         const scope = { organizationId: member.user.organizationId, userId: member.user.id }
-        return html(<SettingsUsagePage {...(await pageProps(member, scope, query, set))} />)
+        const [props, budgets] = await Promise.all([
+          pageProps(member, scope, query, set),
+          deps.budgets(callerFromSession(member.user)),
+        ])
+        return html(<SettingsUsagePage {...props} budgets={budgets} />)
       },
       { member: true, detail: { hide: true } },
     )

@@ -324,6 +324,48 @@ export interface UsagePageProps {
   memberName?: (userId: string) => string
 }
 
+/** One monthly budget a person's answers count against, in words (quotas/service.ts budgetStandings). */
+export interface BudgetLine {
+  name: string
+  used: string
+  limit: string
+  percent: number
+}
+
+/** Settings → Usage's first card: how much of each budget this month has used, and when they reset. */
+function BudgetCard(props: { budgets: BudgetLine[]; resets: string }): JSX.Element {
+  return (
+    <section aria-labelledby="budgets-title" class="card stack">
+      <h2 id="budgets-title">Budgets this month</h2>
+      {props.budgets.length === 0 ? (
+        <p class="muted">No monthly budget limits your answers.</p>
+      ) : (
+        <>
+          <ul class="budgets">
+            {props.budgets.map((budget) => (
+              <li>
+                <span safe>{`${budget.name}: ${budget.used} of ${budget.limit} used (${budget.percent}%)`}</span>
+                <meter
+                  aria-label={escapeHtml(budget.name)}
+                  min="0"
+                  max="100"
+                  low="80"
+                  high="99"
+                  optimum="0"
+                  value={String(budget.percent)}
+                />
+              </li>
+            ))}
+          </ul>
+          <p class="muted" safe>
+            {`Budgets start again on ${props.resets} at 00:00 UTC. Once one is used up, new answers wait until then; an answer already running is never cut off.`}
+          </p>
+        </>
+      )}
+    </section>
+  )
+}
+
 function UsageReport(props: UsagePageProps & { path: string; groups: [string, string][] }): JSX.Element {
   const { overview } = props
   const charts = overview ? chartsOf(overview, props.memberName ?? String) : null
@@ -418,9 +460,12 @@ export function AdminUsagePage(props: UsagePageProps): JSX.Element {
   )
 }
 
-export function SettingsUsagePage(props: UsagePageProps): JSX.Element {
+export function SettingsUsagePage(
+  props: UsagePageProps & { budgets: { budgets: BudgetLine[]; resets: string } },
+): JSX.Element {
   return (
     <SettingsFrame viewer={props.viewer} current={settingsUsagePath} title="Usage">
+      <BudgetCard {...props.budgets} />
       <UsageReport
         {...props}
         path={settingsUsagePath}

@@ -160,10 +160,13 @@ test('a member’s own budget replaces the default for them, in tokens or cost, 
   expect(await send(exempt)).toBe(429)
   // Removed, the override gives way to the default again.
   await h.store.quotas.setMemberOverride(exempt.id, null)
-  expect(await h.store.quotas.budgetsFor(organization, exempt.id)).toEqual({
-    organization: { tokens: null, costMicros: null },
-    member: { tokens: 100, costMicros: null },
-    overridden: false,
+  expect(await h.store.quotas.standing(organization, exempt.id, '2026-01')).toEqual({
+    budgets: {
+      organization: { tokens: null, costMicros: null },
+      member: { tokens: 100, costMicros: null },
+      overridden: false,
+    },
+    totals: { organization: { tokens: 0, costMicros: 0 }, member: { tokens: 150, costMicros: 2_000_000 } },
   })
 })
 

@@ -1,27 +1,73 @@
 // The quotas feature's storage on either database (repository.ts): every method is one statement, the same on both
 // dialects (db/dialect.ts). The budgets' columns on `organizations` are auth's, handed in by the composition; the
 // month's totals are the usage feature's read (usage/repository.ts monthTotals), handed in the same way.
-import { and, asc, eq, inArray } from 'drizzle-orm'
+import { and, asc, eq, inArray, sql } from 'drizzle-orm'
+import { alias } from 'drizzle-orm/pg-core'
 import type { organizations, users } from '../auth/auth.table.pg'
 import type { AnyDb } from '../db/dialect'
+import type { PgDb } from '../db/postgres'
+import { prepared } from '../db/prepared'
 import type { UsageRepository } from '../usage/repository'
+import type { usageTotals } from '../usage/usage.table.pg'
 import type { memberQuotas } from './quotas.table.pg'
-import type { Budget, QuotaRepository } from './repository'
+import type { Budget, QuotaRepository, Spent } from './repository'
 
 /** The tables the quotas feature reads and writes: either dialect's (db/dialect.ts). */
 export interface QuotaTables {
   organizations: typeof organizations
   users: typeof users
   memberQuotas: typeof memberQuotas
+  /** The usage feature's running totals, read by the check before an answer starts. */
+  usageTotals: typeof usageTotals
 }
 
 const none: Budget = { tokens: null, costMicros: null }
 
 export function quotaRepository(
   db: AnyDb,
-  { organizations, users, memberQuotas }: QuotaTables,
+  { organizations, users, memberQuotas, usageTotals }: QuotaTables,
   usage: Pick<UsageRepository, 'monthTotals'>,
 ): QuotaRepository {
+  // Every send runs the standing read: built and prepared once (on first use: the SQLite store may be built before
+  // its migrations have run), then only bound, as the hot reads of threads/repository.common.ts are.
+  const organizationTotal = alias(usageTotals, 'organization_total')
+  const memberTotal = alias(usageTotals, 'member_total')
+  const bound = {
+    organizationId: sql.placeholder('organizationId'),
+    userId: sql.placeholder('userId'),
+    period: sql.placeholder('period'),
+  }
+  const totalOf = (total: typeof organizationTotal | typeof memberTotal, userId: typeof bound.userId | number) =>
+    and(eq(total.period, bound.period), eq(total.organizationId, organizations.id), eq(total.userId, userId))
+  const standing = () =>
+    prepared(db as unknown as PgDb, 'quotas:standing', () =>
+      db
+        .select({
+          tokens: organizations.quotaTokens,
+          costMicros: organizations.quotaCostMicros,
+          memberTokens: organizations.memberQuotaTokens,
+          memberCostMicros: organizations.memberQuotaCostMicros,
+          overridden: memberQuotas.userId,
+          overrideTokens: memberQuotas.tokens,
+          overrideCostMicros: memberQuotas.costMicros,
+          organizationUsedTokens: organizationTotal.tokens,
+          organizationUsedCost: organizationTotal.costMicros,
+          memberUsedTokens: memberTotal.tokens,
+          memberUsedCost: memberTotal.costMicros,
+        })
+        .from(organizations)
+        .leftJoin(memberQuotas, eq(memberQuotas.userId, bound.userId))
+        .leftJoin(organizationTotal, totalOf(organizationTotal, 0))
+        .leftJoin(memberTotal, totalOf(memberTotal, bound.userId))
+        .where(eq(organizations.id, bound.organizationId))
+        .prepare('quota_standing'),
+    )
+  /** Sums come back as numbers on SQLite and as strings (bigint) on PostgreSQL; no row is nothing spent. */
+  const spent = (tokens: unknown, costMicros: unknown): Spent => ({
+    tokens: Number(tokens ?? 0),
+    costMicros: Number(costMicros ?? 0),
+  })
+
   return {
     async budgets(organizationId) {
       // The organization's row beside each member with an override (none: one row, its member columns null).
@@ -69,28 +115,28 @@ export function quotaRepository(
       }
     },
 
-    async budgetsFor(organizationId, userId) {
-      const [row] = await db
-        .select({
-          tokens: organizations.quotaTokens,
-          costMicros: organizations.quotaCostMicros,
-          memberTokens: organizations.memberQuotaTokens,
-          memberCostMicros: organizations.memberQuotaCostMicros,
-          overridden: memberQuotas.userId,
-          overrideTokens: memberQuotas.tokens,
-          overrideCostMicros: memberQuotas.costMicros,
-        })
-        .from(organizations)
-        .leftJoin(memberQuotas, eq(memberQuotas.userId, userId))
-        .where(eq(organizations.id, organizationId))
-      if (!row) return { organization: none, member: none, overridden: false }
+    async standing(organizationId, userId, period) {
+      const [row] = await standing().execute({ organizationId, userId, period })
+      if (!row) {
+        const nothing = spent(0, 0)
+        return {
+          budgets: { organization: none, member: none, overridden: false },
+          totals: { organization: nothing, member: nothing },
+        }
+      }
       const overridden = row.overridden !== null
       return {
-        organization: { tokens: row.tokens, costMicros: row.costMicros },
-        member: overridden
-          ? { tokens: row.overrideTokens, costMicros: row.overrideCostMicros }
-          : { tokens: row.memberTokens, costMicros: row.memberCostMicros },
-        overridden,
+        budgets: {
+          organization: { tokens: row.tokens, costMicros: row.costMicros },
+          member: overridden
+            ? { tokens: row.overrideTokens, costMicros: row.overrideCostMicros }
+            : { tokens: row.memberTokens, costMicros: row.memberCostMicros },
+          overridden,
+        },
+        totals: {
+          organization: spent(row.organizationUsedTokens, row.organizationUsedCost),
+          member: spent(row.memberUsedTokens, row.memberUsedCost),
+        },
       }
     },
 

@@ -45,8 +45,16 @@ export interface QuotaRepository {
   /** The organization's budgets with every override, by the members' e-mail addresses. */
   budgets(organizationId: number): Promise<OrganizationBudgets>
 
-  /** The budgets that apply to this member of the organization, in one read (the organization's row and theirs). */
-  budgetsFor(organizationId: number, userId: number): Promise<CallerBudgets>
+  /**
+   * The budgets that apply to this member of the organization and what the month (`period` YYYY-MM, UTC) has used of
+   * them: the check before every answer, so one prepared statement reading the organization's row, the member's
+   * override and the month's two totals, each by its key.
+   */
+  standing(
+    organizationId: number,
+    userId: number,
+    period: string,
+  ): Promise<{ budgets: CallerBudgets; totals: MonthTotals }>
 
   setOrganizationBudget(organizationId: number, budget: Budget): Promise<void>
 

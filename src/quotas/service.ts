@@ -81,16 +81,9 @@ function limitsOf(budgets: CallerBudgets, totals: MonthTotals): Limit[] {
   ]
 }
 
-const hasLimit = (budget: Budget): boolean => budget.tokens !== null || budget.costMicros !== null
-
-/**
- * The person's budgets and what this month used of each: one read of the budgets, and only when one is set, one
- * indexed read of the month's two totals.
- */
+/** The person's budgets and what this month used of each, in one read (repository.ts standing). */
 export async function limitsFor(deps: QuotasDeps, caller: Caller, now: number): Promise<Limit[]> {
-  const budgets = await deps.quotas.budgetsFor(caller.organizationId, caller.userId)
-  if (!hasLimit(budgets.organization) && !hasLimit(budgets.member)) return []
-  const totals = await deps.quotas.monthTotals(caller.organizationId, caller.userId, periodOf(now))
+  const { budgets, totals } = await deps.quotas.standing(caller.organizationId, caller.userId, periodOf(now))
   return limitsOf(budgets, totals)
 }
 

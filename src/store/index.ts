@@ -14,8 +14,9 @@ import { sqliteAccessTokenRepository } from '../auth/tokens.repository.sqlite'
 import type { UserRepository } from '../auth/users.repository'
 import { sqliteUserRepository } from '../auth/users.repository.sqlite'
 import type { Db } from '../db/client'
-import { anyDb, asTables, runInTransaction } from '../db/dialect'
+import { anyDb, asTables } from '../db/dialect'
 import type { LockName } from '../db/postgres'
+import { prepared } from '../db/prepared'
 import { generations as generationsTable } from '../generation/generations.table'
 import type { AnswerRelay } from '../generation/relay'
 import type { GenerationRepository } from '../generation/repository'
@@ -43,7 +44,7 @@ import type { ThreadSearch } from '../threads/search'
 import { fts5ThreadSearch } from '../threads/search.fts5'
 import { threadSettings, threads } from '../threads/threads.table'
 import type { UsageRepository } from '../usage/repository'
-import { type UsageTables, usageRepository, usageWrites } from '../usage/repository.common'
+import { type UsageTables, usageRepository, usageValues, usageWrites } from '../usage/repository.common'
 import * as usageTables from '../usage/usage.table'
 import type { WebhookRepository } from '../webhooks/repository'
 import { sqliteWebhookRepository } from '../webhooks/repository.sqlite'
@@ -125,7 +126,14 @@ export function sqliteStore(db: Db): Store {
     generations: sqliteGenerationRepository(db, {
       insertMessage: insertMessageRow,
       filesForModel: (ids) => filesForModel(attachments, ids),
-      recordUsage: (unit, row) => runInTransaction(usageWrites(anyDb(unit), usage, row)),
+      // Prepared on `db` once: inside the answer's transaction they run on its connection (db/prepared.ts).
+      recordUsage: (_unit, row) => {
+        const values = usageValues(row)
+        const writes = prepared(db, 'usage:writes', () =>
+          usageWrites(anyDb(db), usage).map((write, index) => write.prepare(`usage_write_${index}`)),
+        )
+        for (const write of writes) (write as unknown as { run(values: object): void }).run(values)
+      },
     }),
     idempotency: idempotencyRepository(anyDb(db), asTables(idempotencyTables)),
     relay: null,
@@ -148,7 +156,12 @@ export function sqliteStore(db: Db): Store {
     ),
     quotas: quotaRepository(
       anyDb(db),
-      asTables({ organizations: authTables.organizations, users: authTables.users, memberQuotas }),
+      asTables({
+        organizations: authTables.organizations,
+        users: authTables.users,
+        memberQuotas,
+        usageTotals: usageTables.usageTotals,
+      }),
       usageStore,
     ),
     usage: usageStore,

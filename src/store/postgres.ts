@@ -29,7 +29,7 @@ import { shares } from '../shares/shares.table.pg'
 import { insertMessageRow, pgThreadRepository } from '../threads/repository.pg'
 import { pgThreadSearch } from '../threads/search.pg'
 import { threadSettings, threads } from '../threads/threads.table.pg'
-import { usageRepository, usageWrites } from '../usage/repository.common'
+import { addedToTotals, recordedUsage, usageRepository, usageValues } from '../usage/repository.common'
 import * as usageTables from '../usage/usage.table.pg'
 import { pgWebhookRepository } from '../webhooks/repository.pg'
 import type { Store } from '.'
@@ -49,9 +49,12 @@ export function pgStore(db: PgDb): Store {
     generations: pgGenerationRepository(db, {
       insertMessage: insertMessageRow,
       filesForModel: (ids) => filesForModel(attachments, ids),
-      // In the answer's transaction, in order: the row, then the totals.
+      // In the answer's transaction, one statement: the row as a data-modifying WITH (which PostgreSQL runs whether or
+      // not it is read), then the totals.
       async recordUsage(tx, row) {
-        for (const statement of usageWrites(anyDb(tx as unknown as PgDb), usageTables, row)) await statement
+        const unit = anyDb(tx as unknown as PgDb)
+        const recorded = unit.$with('recorded').as(recordedUsage(unit, usageTables))
+        await addedToTotals((table) => unit.with(recorded).insert(table), usageTables).execute(usageValues(row))
       },
     }),
     idempotency: idempotencyRepository(anyDb(db), idempotencyTables),
@@ -80,7 +83,12 @@ export function pgStore(db: PgDb): Store {
     }),
     quotas: quotaRepository(
       anyDb(db),
-      { organizations: authTables.organizations, users: authTables.users, memberQuotas },
+      {
+        organizations: authTables.organizations,
+        users: authTables.users,
+        memberQuotas,
+        usageTotals: usageTables.usageTotals,
+      },
       usageStore,
     ),
     usage: usageStore,

@@ -12,29 +12,74 @@ export type UsageTables = typeof tables
 
 const dayMs = 86_400_000
 
+/** What an answer's usage writes bind (usageWrites' placeholders): the row, its month and what it adds to the totals. */
+export function usageValues(row: UsageRow): Record<string, unknown> {
+  return {
+    ...row,
+    period: periodOf(row.createdAt),
+    tokens: row.inputTokens + row.outputTokens,
+    cost: row.costMicros ?? 0,
+  }
+}
+
+const usageColumns = [
+  'organizationId',
+  'userId',
+  'threadId',
+  'questionId',
+  'answerId',
+  'model',
+  'inputTokens',
+  'outputTokens',
+  'cachedInputTokens',
+  'estimated',
+  'costMicros',
+  'currency',
+  'firstTokenMs',
+  'totalMs',
+  'outcome',
+  'createdAt',
+] as const satisfies readonly (keyof UsageRow)[]
+
+const bound = (name: string) => sql.placeholder(name)
+
+/** The answer's row, every value a placeholder bound with usageValues. */
+export function recordedUsage(db: AnyDb, { answerUsage }: UsageTables) {
+  const row = Object.fromEntries(usageColumns.map((column) => [column, bound(column)])) as unknown as UsageRow
+  return db.insert(answerUsage).values(row)
+}
+
 /**
- * The answer's row and the month's totals of its member and of its organization (`user_id` 0), in one multi-row
- * upsert: what quotas read in one indexed lookup. Statements to await (PostgreSQL) or run in order inside the
- * transaction (SQLite, db/dialect.ts runInTransaction).
+ * What the answer adds to the month's totals of its member and of its organization (`user_id` 0), in one multi-row
+ * upsert: what quotas read in one indexed lookup. `insert` is the database's, or on PostgreSQL one that carries the
+ * answer's row along as a data-modifying WITH (store/postgres.ts), so both writes are one round trip.
  */
-export function usageWrites(db: AnyDb, { answerUsage, usageTotals }: UsageTables, row: UsageRow): unknown[] {
-  const tokens = row.inputTokens + row.outputTokens
-  const cost = row.costMicros ?? 0
-  const period = periodOf(row.createdAt)
-  const total = (userId: number) => ({ period, organizationId: row.organizationId, userId, tokens, costMicros: cost })
-  return [
-    db.insert(answerUsage).values(row),
-    db
-      .insert(usageTotals)
-      .values([total(row.userId), total(0)])
-      .onConflictDoUpdate({
-        target: [usageTotals.period, usageTotals.organizationId, usageTotals.userId],
-        set: {
-          tokens: sql`${usageTotals.tokens} + excluded.tokens`,
-          costMicros: sql`${usageTotals.costMicros} + excluded.cost_micros`,
-        },
-      }),
-  ]
+export function addedToTotals(insert: AnyDb['insert'], { usageTotals }: UsageTables) {
+  const total = (userId: ReturnType<typeof bound> | number) => ({
+    period: bound('period'),
+    organizationId: bound('organizationId'),
+    userId,
+    tokens: bound('tokens'),
+    costMicros: bound('cost'),
+  })
+  return insert(usageTotals)
+    .values([total(bound('userId')), total(0)] as unknown as (typeof usageTotals.$inferInsert)[])
+    .onConflictDoUpdate({
+      target: [usageTotals.period, usageTotals.organizationId, usageTotals.userId],
+      set: {
+        tokens: sql`${usageTotals.tokens} + excluded.tokens`,
+        costMicros: sql`${usageTotals.costMicros} + excluded.cost_micros`,
+      },
+    })
+}
+
+/**
+ * An answer's usage writes, in order, every value a placeholder bound with usageValues: the SQLite store prepares
+ * them once and runs them inside each answer's transaction. They run with every answer, and building and preparing an
+ * insert cost several times what running it does.
+ */
+export function usageWrites(db: AnyDb, t: UsageTables) {
+  return [recordedUsage(db, t), addedToTotals((table) => db.insert(table), t)] as const
 }
 
 /** Sums come back as numbers on SQLite and as strings (numeric) on PostgreSQL. */

@@ -1,0 +1,102 @@
+// The two things issue 37 adds to every answer, each timed alone in process on the run's backend
+// (THREADHOUSE_TEST_BACKEND, as the tests choose it; bench/quotas.ts runs this for each):
+//   - the budget check before a send: quotas' one prepared read of the budgets and the month's totals;
+//   - the usage writes in an answer's finishing transaction: `finish` with usage against `finish` without, in
+//     alternating turns over answers queued alike (the answer's message, its generation and its thread's state are
+//     written either way);
+//   - the meter that estimates an answer's tokens when its provider reports none (a 20-message history).
+// Prints one JSON line: medians in µs. `BENCH_ITERATIONS` (default 3000) per measure.
+import { UsageMeter } from '../src/generation/usage'
+import { testDatabase } from '../test/support/backend'
+import { benchOwner, percentile } from './micro'
+
+const iterations = Number(process.env.BENCH_ITERATIONS ?? 3000)
+await using database = await testDatabase()
+const { store } = database
+const owner = await benchOwner(store, 'team')
+// Budgets set (far from used up), so that the check reads and weighs all four rows.
+await store.quotas.setOrganizationBudget(owner.organizationId, { tokens: 1e12, costMicros: 1e12 })
+await store.quotas.setMemberDefault(owner.organizationId, { tokens: 1e12, costMicros: null })
+
+async function timed(call: () => Promise<unknown>): Promise<number> {
+  const started = Bun.nanoseconds()
+  await call()
+  return (Bun.nanoseconds() - started) / 1000
+}
+
+const median = (values: number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  )
+
+const period = new Date().toISOString().slice(0, 7)
+const check: number[] = []
+for (let i = 0; i < iterations + 200; i++) {
+  const spent = await timed(() => store.quotas.standing(owner.organizationId, owner.userId, period))
+  if (i >= 200) check.push(spent)
+}
+
+const lease = { id: 'bench', holder: 'bench', expiresAt: Date.now() + 3_600_000 }
+const contents = [
+  { type: 'text' as const, text: 'Here is the budget for the weekend trip, and what is still missing.' },
+]
+const usage = {
+  model: 'echo',
+  inputTokens: 420,
+  outputTokens: 37,
+  cachedInputTokens: 0,
+  estimated: true,
+  costMicros: null,
+  currency: null,
+  firstTokenMs: 3,
+  totalMs: 12,
+  outcome: 'complete' as const,
+}
+/** A thread whose first message's answer is claimed and ready to end. */
+async function runningAnswer() {
+  const now = Date.now()
+  const created = await store.threads.createThread({
+    organizationId: owner.organizationId,
+    ownerId: owner.userId,
+    name: 'Weekend trip',
+    isPrivate: false,
+    first: { role: 'user', contents: [{ type: 'text', text: 'What is missing from the plan?' }] },
+    now,
+  })
+  const answer = { messageId: created.messageId as string, threadId: created.threadId }
+  if (!(await store.generations.claim(answer, now, lease))) throw new Error('the answer was not claimed')
+  return answer
+}
+const finish = { with: [] as number[], without: [] as number[] }
+for (let i = 0; i < 2 * iterations + 200; i++) {
+  const answer = await runningAnswer()
+  const withUsage = i % 2 === 0
+  const ended = { ...answer, lease: lease.id, outcome: 'complete' as const, error: null, contents, model: 'echo' }
+  const spent = await timed(() => store.generations.finish(withUsage ? { ...ended, usage } : ended, Date.now()))
+  if (i >= 200) finish[withUsage ? 'with' : 'without'].push(spent)
+}
+
+const history = Array.from({ length: 20 }, (_, i) => ({
+  id: `m${i}`,
+  role: i % 2 === 0 ? ('user' as const) : ('assistant' as const),
+  contents: [{ type: 'text' as const, text: 'A sentence or two of an ordinary conversation about a trip. '.repeat(4) }],
+  attachments: {},
+}))
+const meter: number[] = []
+for (let i = 0; i < iterations + 200; i++) {
+  const started = Bun.nanoseconds()
+  const running = new UsageMeter(history)
+  running.produced()
+  running.read({ outcome: 'complete', contents }, 'echo', undefined)
+  if (i >= 200) meter.push((Bun.nanoseconds() - started) / 1000)
+}
+
+console.log(
+  JSON.stringify({
+    checkUs: median(check),
+    finishWithUs: median(finish.with),
+    finishWithoutUs: median(finish.without),
+    meterUs: median(meter),
+  }),
+)

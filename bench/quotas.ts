@@ -5,7 +5,12 @@
 // its own, driven in alternating turns so that the machine's other work falls on both alike. Per backend:
 //   - send + stream, 1 client: answers/s and POST → first token (the latency a person feels);
 //   - send + stream, 16 clients: answers/s;
-//   - send only (wrk POST, 32 connections over 2,000 threads): sends/s.
+//   - send only (wrk POST, 32 connections over 2,000 threads): sends/s;
+// each with the CPU per answer (server and database). Two servers of the same code differ by up to 10% here
+// (bench/results/quotas.md), more than the 3% asked about, so each backend also times the added parts alone in
+// process (bench/quota-parts.ts) and states them as a share of a whole answer's CPU.
+// BENCH_WITH (a commit, or a folder holding a changed copy with node_modules) replaces this checkout; BENCH_BUDGETS=0
+// sets no budget; BENCH_ONLY=2,3 runs only those scenarios.
 // Not part of `bun run bench`; needs wrk, git, and Debian's postgresql for the PostgreSQL half:
 //   bun run bench:quotas     (BENCH_BACKENDS, default "sqlite postgres"; BENCH_DURATION seconds per turn, default 5;
 //                             BENCH_ROUNDS turns each, default 5)
@@ -164,6 +169,26 @@ const scenarios: Scenario[] = [
 
 const median = (values: number[]) => percentile(values, 50)
 const lines: string[] = []
+/** The CPU one answer costs with 16 clients sending (this checkout's server), by backend: the parts' denominator. */
+const perAnswerCpuMs: Record<string, number> = {}
+
+/** The parts timed alone in process (bench/quota-parts.ts), as a share of what a whole answer costs. */
+async function partsLine(backend: string): Promise<string> {
+  const child = Bun.spawn(['bun', join(import.meta.dir, 'quota-parts.ts')], {
+    env: { ...process.env, THREADHOUSE_TEST_BACKEND: backend },
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
+  const parts = JSON.parse((await child.stdout.text()).trim().split('\n').at(-1) as string) as Record<string, number>
+  const added = (parts.checkUs ?? 0) + (parts.finishWithUs ?? 0) - (parts.finishWithoutUs ?? 0) + (parts.meterUs ?? 0)
+  const whole = (perAnswerCpuMs[backend] ?? Number.NaN) * 1000
+  return (
+    `  in process: check ${parts.checkUs?.toFixed(1)} µs, usage writes ` +
+    `${((parts.finishWithUs ?? 0) - (parts.finishWithoutUs ?? 0)).toFixed(1)} µs (finish ${parts.finishWithoutUs?.toFixed(1)} → ` +
+    `${parts.finishWithUs?.toFixed(1)} µs), meter ${parts.meterUs?.toFixed(1)} µs: ${added.toFixed(1)} µs an answer, ` +
+    `${((100 * added) / whole).toFixed(1)}% of the ${whole.toFixed(0)} µs of CPU a whole answer took (16 clients)`
+  )
+}
 
 const checkout = checkoutOf(without, 'without')
 // Another commit in place of this checkout (BENCH_WITH), to find which change costs what.
@@ -211,6 +236,7 @@ try {
           without: median(turns.without.map((m) => m.extra?.cpuMs ?? Number.NaN)),
         }
         const failures = [...turns.with, ...turns.without].reduce((sum, m) => sum + m.failures, 0)
+        if (scenario.label.includes('16 clients')) perAnswerCpuMs[backend] = cpu.with
         lines.push(
           `  ${scenario.label.padEnd(38)} with ${rps.with.toFixed(0).padStart(6)}/s p50 ${p50.with.toFixed(2)} ms` +
             ` CPU ${cpu.with.toFixed(3)} ms  without ${rps.without.toFixed(0).padStart(6)}/s p50 ` +
@@ -222,6 +248,7 @@ try {
     } finally {
       for (const side of sides) await side.server.stop()
     }
+    lines.push(await partsLine(backend))
   }
 } finally {
   await cluster?.stop()

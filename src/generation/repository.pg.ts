@@ -8,6 +8,7 @@
 //
 // Ending an answer writes messages too, through threads' own insert (handed in as `parts`, see AnswerStoreParts).
 
+import type { WithSubquery } from 'drizzle-orm'
 import { and, asc, eq, inArray, isNull, lt, lte, min, not, or, type SQL, sql } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
 import type { PgDb } from '../db/postgres'
@@ -74,7 +75,16 @@ async function storeSummary(
 }
 
 /** Threads' message insert runs on the answer's transaction. */
-export type PgAnswerParts = AnswerStoreParts<Tx, Promise<string>, Promise<void>>
+/**
+ * Usage's writes as data-modifying WITH clauses for the unit's last statement (the thread's new state), with the
+ * values of their placeholders: PostgreSQL runs every such clause, so the answer's end costs no round trip more.
+ */
+export interface CarriedWrites {
+  clauses: WithSubquery[]
+  values: Record<string, unknown>
+}
+
+export type PgAnswerParts = AnswerStoreParts<Tx, Promise<string>, CarriedWrites>
 
 export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): GenerationRepository {
   return {
@@ -178,17 +188,20 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
             now,
           )
         }
+        let usage: CarriedWrites = { clauses: [], values: {} }
         if (answer.usage && owner) {
           const { organizationId, ownerId: userId } = owner
           const row = { ...answer.usage, organizationId, userId, threadId, questionId: messageId, answerId }
-          await parts.recordUsage(tx, { ...row, createdAt: now })
+          usage = parts.recordUsage(tx, { ...row, createdAt: now })
         }
         await tx.delete(answerChunks).where(eq(answerChunks.messageId, messageId))
         await tx.execute(notifyEvent({ kind: 'ended', messageId }))
         await tx
+          .with(...usage.clauses)
           .update(threads)
           .set({ state: outcome === 'error' ? 'error' : 'ready', updatedAt: now })
           .where(eq(threads.id, threadId))
+          .execute(usage.values)
         return true
       })
     },

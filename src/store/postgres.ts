@@ -49,12 +49,12 @@ export function pgStore(db: PgDb): Store {
     generations: pgGenerationRepository(db, {
       insertMessage: insertMessageRow,
       filesForModel: (ids) => filesForModel(attachments, ids),
-      // In the answer's transaction, one statement: the row as a data-modifying WITH (which PostgreSQL runs whether or
-      // not it is read), then the totals.
-      async recordUsage(tx, row) {
+      // Carried by the answer's last statement (generation/repository.pg.ts CarriedWrites): the row, then the totals.
+      recordUsage(tx, row) {
         const unit = anyDb(tx as unknown as PgDb)
-        const recorded = unit.$with('recorded').as(recordedUsage(unit, usageTables))
-        await addedToTotals((table) => unit.with(recorded).insert(table), usageTables).execute(usageValues(row))
+        const recorded = unit.$with('recorded_usage').as(recordedUsage(unit, usageTables))
+        const totals = unit.$with('usage_added').as(addedToTotals((table) => unit.insert(table), usageTables))
+        return { clauses: [recorded, totals], values: usageValues(row) }
       },
     }),
     idempotency: idempotencyRepository(anyDb(db), idempotencyTables),

@@ -1,4 +1,4 @@
-// The two things issue 37 adds to every answer, each timed alone in process on the run's backend
+// What issue 37 adds to every answer, each part timed alone in process on the run's backend
 // (THREADHOUSE_TEST_BACKEND, as the tests choose it; bench/quotas.ts runs this for each):
 //   - the budget check before a send: quotas' one prepared read of the budgets and the month's totals;
 //   - the usage writes in an answer's finishing transaction: `finish` with usage against `finish` without, in
@@ -14,7 +14,7 @@ const iterations = Number(process.env.BENCH_ITERATIONS ?? 3000)
 await using database = await testDatabase()
 const { store } = database
 const owner = await benchOwner(store, 'team')
-// Budgets set (far from used up), so that the check reads and weighs all four rows.
+// Budgets set (far from used up), so that the check weighs both: the organization's and the members' default.
 await store.quotas.setOrganizationBudget(owner.organizationId, { tokens: 1e12, costMicros: 1e12 })
 await store.quotas.setMemberDefault(owner.organizationId, { tokens: 1e12, costMicros: null })
 

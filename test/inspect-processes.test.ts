@@ -63,7 +63,8 @@ const SCHED_IDLE = 5
 const idleClassAllowed =
   process.platform === 'linux' && Bun.which('chrt') !== null && Bun.spawnSync(['chrt', '-i', '0', 'true']).success
 
-// Alone, first: it changes PATH, which every process started meanwhile would inherit.
+// Alone, first: the first changes PATH, which every process started meanwhile would inherit, and the second needs to
+// find the one new inspect process, which another test's could make two.
 describe('the inspect processes', () => {
   test.skipIf(process.platform !== 'linux')('start at nice 19 where chrt fails', async () => {
     // A chrt that refuses, as a sandbox that forbids the idle class would, first on the PATH.
@@ -88,6 +89,18 @@ describe('the inspect processes', () => {
       rmSync(bin, { recursive: true, force: true })
     }
   })
+
+  test('have exited by the time their inspector is closed', async () => {
+    const inspector = createFileInspector(silentLogger, { idle: false })
+    await using s = await setup({ inspector })
+    const before = inspectProcesses(process.pid)
+    expect((await upload(s.h, s.owner.token, s.threadId, form({ name: 'a.txt', bytes: 'x' }))).status).toBe(201)
+    const child = await newInspectProcess(before)
+    await inspector.close()
+    // No waiting here: a server that closed its inspector may exit, and nothing it started may outlive it, not
+    // even as a zombie that has not been reaped yet.
+    expect(existsSync(`/proc/${child}`)).toBe(false)
+  })
 })
 
 describe.concurrent('the inspect processes', () => {
@@ -111,18 +124,6 @@ describe.concurrent('the inspect processes', () => {
       expect(Object.keys(process.env).length).toBeGreaterThan(ours.length)
     },
   )
-
-  test('have exited by the time their inspector is closed', async () => {
-    const inspector = createFileInspector(silentLogger, { idle: false })
-    await using s = await setup({ inspector })
-    const before = inspectProcesses(process.pid)
-    expect((await upload(s.h, s.owner.token, s.threadId, form({ name: 'a.txt', bytes: 'x' }))).status).toBe(201)
-    const child = await newInspectProcess(before)
-    await inspector.close()
-    // No waiting here: a server that closed its inspector may exit, and nothing it started may outlive it, not
-    // even as a zombie that has not been reaped yet.
-    expect(existsSync(`/proc/${child}`)).toBe(false)
-  })
 
   test('load no .env file, though the server did', async () => {
     // A server started in a folder with a .env file, as `bun src/index.ts` loads one, and a secret in it.

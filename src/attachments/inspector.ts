@@ -170,6 +170,24 @@ export function spawnHelper<Message>(
   })
 }
 
+/**
+ * The helper processes a pool has killed and that have not exited yet: closing the pool waits for them, so that none
+ * outlives it, whether it was retired at close or earlier (a crash, a deadline, a memory bound).
+ */
+export class Exits {
+  private readonly pending = new Set<Promise<unknown>>()
+
+  /** Called once the process has been sent SIGKILL, which it cannot catch: it ends promptly. */
+  track(process: Subprocess): void {
+    const exited: Promise<unknown> = process.exited.then(() => this.pending.delete(exited))
+    this.pending.add(exited)
+  }
+
+  async all(): Promise<void> {
+    await Promise.all(this.pending)
+  }
+}
+
 function childEnvironment(): Record<string, string> {
   return Object.fromEntries(
     Object.entries(process.env).filter(
@@ -187,6 +205,7 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
   // Settled on the first upload: making an inspector (the server's start, every test) runs nothing.
   let priority: string[] | undefined
   const slots = new Set<Slot>()
+  const exits = new Exits()
   let nextId = 0
   let closed = false
 
@@ -205,6 +224,7 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
     } catch (error) {
       log.error('file inspector could not be killed', { error: String(error) })
     }
+    exits.track(slot.process)
   }
 
   /** Starts an inspect process; throws when the system cannot (no processes or file descriptors left). */
@@ -315,10 +335,8 @@ export function createFileInspector(log: Logger, options: InspectorOptions = {})
     },
     async close(): Promise<void> {
       closed = true
-      const running = [...slots]
-      for (const slot of running) retire(slot, 'The server is shutting down')
-      // SIGKILL cannot be caught, so each exits promptly; waiting means no inspect process outlives its inspector.
-      await Promise.all(running.map((slot) => slot.process.exited))
+      for (const slot of [...slots]) retire(slot, 'The server is shutting down')
+      await exits.all()
     },
   }
 }

@@ -12,7 +12,7 @@ import type { Subprocess } from 'bun'
 import type { Logger } from '../shared/log'
 import type { BlobStore } from '../storage/blobs'
 import type { FromExtractor, ToExtractor } from './extract-process'
-import { lowPriority, spawnHelper } from './inspector'
+import { Exits, lowPriority, spawnHelper } from './inspector'
 import { type PdfText, storedPdfText, storePdfText, unreadableReasons } from './pdf-text'
 
 export interface PdfTextLimits {
@@ -114,6 +114,7 @@ export function createPdfTextExtractor(
   const minimumCpuShare = options.minimumCpuShare ?? 0.25
   let priority: string[] | undefined
   const slots = new Set<Slot>()
+  const exits = new Exits()
   /** Files being read, by key: an answer that needs one of them waits for the same reading. */
   const reading = new Set<string>()
   /** Answers with files not started yet, served in turn. */
@@ -140,6 +141,7 @@ export function createPdfTextExtractor(
     } catch (error) {
       log.error('text extractor could not be killed', { error: String(error) })
     }
+    exits.track(slot.process)
     job?.finish(null)
     schedule()
   }
@@ -327,10 +329,8 @@ export function createPdfTextExtractor(
       closed = true
       waiters.length = 0
       for (const waiter of watching) waiter.wake()
-      const running = [...slots]
-      for (const slot of running) retire(slot)
-      // As the inspector's close: no extract process outlives its extractor.
-      await Promise.all(running.map((slot) => slot.process.exited))
+      for (const slot of [...slots]) retire(slot)
+      await exits.all()
     },
   }
 }

@@ -74,7 +74,6 @@ async function storeSummary(
   await parts.insertMessage(tx, { threadId, role: 'summary', contents, placedAt: createdAt }, now)
 }
 
-/** Threads' message insert runs on the answer's transaction. */
 /**
  * Usage's writes as data-modifying WITH clauses for the unit's last statement (the thread's new state), with the
  * values of their placeholders: PostgreSQL runs every such clause, so the answer's end costs no round trip more.
@@ -84,6 +83,7 @@ export interface CarriedWrites {
   values: Record<string, unknown>
 }
 
+/** Threads' message insert runs on the answer's transaction; usage's writes ride on its last statement. */
 export type PgAnswerParts = AnswerStoreParts<Tx, Promise<string>, CarriedWrites>
 
 export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): GenerationRepository {

@@ -1,6 +1,7 @@
 // The quotas feature's storage on either database (repository.ts): every method is one statement, the same on both
-// dialects (db/dialect.ts). The budgets' columns on `organizations` are auth's, handed in by the composition; the
-// month's totals are the usage feature's read (usage/repository.ts monthTotals), handed in the same way.
+// dialects (db/dialect.ts). The budgets' columns on `organizations` are auth's and `usage_totals` is the usage
+// feature's, handed in by the composition: the check before every answer joins them into one prepared read, and the
+// pages' and CLI's month totals are the usage feature's own read (usage/repository.ts monthTotals), handed in too.
 import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
 import type { organizations, users } from '../auth/auth.table.pg'
@@ -62,7 +63,7 @@ export function quotaRepository(
         .where(eq(organizations.id, bound.organizationId))
         .prepare('quota_standing'),
     )
-  /** Sums come back as numbers on SQLite and as strings (bigint) on PostgreSQL; no row is nothing spent. */
+  /** A month with no answer yet has no totals row: nothing spent. */
   const spent = (tokens: unknown, costMicros: unknown): Spent => ({
     tokens: Number(tokens ?? 0),
     costMicros: Number(costMicros ?? 0),

@@ -65,7 +65,8 @@ export interface QuotaRepository {
 
   /**
    * The month's totals (`period` YYYY-MM, UTC) of the organization (usage_totals' user 0) and of the member: one
-   * indexed read of both rows in one statement. The usage feature's `monthTotals` is the same read.
+   * indexed read of both rows in one statement (the usage feature's `monthTotals`); `standing` reads the same rows
+   * within its one statement.
    */
   monthTotals(organizationId: number, userId: number, period: string): Promise<MonthTotals>
 }

@@ -49,11 +49,11 @@ export function pgStore(db: PgDb): Store {
     generations: pgGenerationRepository(db, {
       insertMessage: insertMessageRow,
       filesForModel: (ids) => filesForModel(attachments, ids),
-      // Carried by the answer's last statement (generation/repository.pg.ts CarriedWrites): the row, then the totals.
+      // Carried by the answer's last statement (generation/repository.pg.ts CarriedWrites): the row and the totals.
       recordUsage(tx, row) {
         const unit = anyDb(tx as unknown as PgDb)
         const recorded = unit.$with('recorded_usage').as(recordedUsage(unit, usageTables))
-        const totals = unit.$with('usage_added').as(addedToTotals((table) => unit.insert(table), usageTables))
+        const totals = unit.$with('usage_added').as(addedToTotals(unit, usageTables))
         return { clauses: [recorded, totals], values: usageValues(row) }
       },
     }),

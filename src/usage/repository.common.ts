@@ -1,7 +1,8 @@
-// Usage on either database (repository.ts): every read is one statement, and the write is two statements that run in
-// the answer's own unit of work (the generation repository's `finish`, through the store's AnswerStoreParts), so an
-// answer's usage is written exactly once, with its end.
-import { and, asc, eq, gte, inArray, lt, type SQL, sql } from 'drizzle-orm'
+// Usage on either database (repository.ts): every read is one statement, and the writes (the answer's row and the
+// month's totals) run in the answer's own unit of work (the generation repository's `finish`, through the store's
+// AnswerStoreParts): on SQLite as two prepared statements, on PostgreSQL as WITH clauses of the unit's last statement.
+// An answer's usage is written exactly once, with its end.
+import { and, asc, eq, getTableColumns, gte, inArray, lt, type SQL, sql } from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
 import type { AnyDb } from '../db/dialect'
 import { periodOf } from './period'
@@ -22,39 +23,20 @@ export function usageValues(row: UsageRow): Record<string, unknown> {
   }
 }
 
-const usageColumns = [
-  'organizationId',
-  'userId',
-  'threadId',
-  'questionId',
-  'answerId',
-  'model',
-  'inputTokens',
-  'outputTokens',
-  'cachedInputTokens',
-  'estimated',
-  'costMicros',
-  'currency',
-  'firstTokenMs',
-  'totalMs',
-  'outcome',
-  'createdAt',
-] as const satisfies readonly (keyof UsageRow)[]
-
 const bound = (name: string) => sql.placeholder(name)
 
-/** The answer's row, every value a placeholder bound with usageValues. */
+/** The answer's row, every column but the generated ID a placeholder of the same name, bound with usageValues. */
 export function recordedUsage(db: AnyDb, { answerUsage }: UsageTables) {
-  const row = Object.fromEntries(usageColumns.map((column) => [column, bound(column)])) as unknown as UsageRow
+  const { id: _, ...columns } = getTableColumns(answerUsage)
+  const row = Object.fromEntries(Object.keys(columns).map((column) => [column, bound(column)])) as unknown as UsageRow
   return db.insert(answerUsage).values(row)
 }
 
 /**
  * What the answer adds to the month's totals of its member and of its organization (`user_id` 0), in one multi-row
- * upsert: what quotas read in one indexed lookup. `insert` is the database's, or on PostgreSQL one that carries the
- * answer's row along as a data-modifying WITH (store/postgres.ts), so both writes are one round trip.
+ * upsert: what quotas read in one indexed lookup.
  */
-export function addedToTotals(insert: AnyDb['insert'], { usageTotals }: UsageTables) {
+export function addedToTotals(db: AnyDb, { usageTotals }: UsageTables) {
   const total = (userId: ReturnType<typeof bound> | number) => ({
     period: bound('period'),
     organizationId: bound('organizationId'),
@@ -62,7 +44,8 @@ export function addedToTotals(insert: AnyDb['insert'], { usageTotals }: UsageTab
     tokens: bound('tokens'),
     costMicros: bound('cost'),
   })
-  return insert(usageTotals)
+  return db
+    .insert(usageTotals)
     .values([total(bound('userId')), total(0)] as unknown as (typeof usageTotals.$inferInsert)[])
     .onConflictDoUpdate({
       target: [usageTotals.period, usageTotals.organizationId, usageTotals.userId],
@@ -79,7 +62,7 @@ export function addedToTotals(insert: AnyDb['insert'], { usageTotals }: UsageTab
  * insert cost several times what running it does.
  */
 export function usageWrites(db: AnyDb, t: UsageTables) {
-  return [recordedUsage(db, t), addedToTotals((table) => db.insert(table), t)] as const
+  return [recordedUsage(db, t), addedToTotals(db, t)] as const
 }
 
 /** Sums come back as numbers on SQLite and as strings (numeric) on PostgreSQL. */

@@ -324,7 +324,10 @@ export interface UsagePageProps {
   memberName?: (userId: string) => string
 }
 
-/** One monthly budget a person's answers count against, in words (quotas/service.ts budgetStandings). */
+/**
+ * One monthly budget a person's answers count against, in words: the shape of quotas/service.ts BudgetStanding, declared
+ * here because usage may not import quotas (quotas imports usage; docs/architecture.md, dependency rules).
+ */
 export interface BudgetLine {
   name: string
   used: string

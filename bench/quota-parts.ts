@@ -6,6 +6,7 @@
 //     written either way);
 //   - the meter that estimates an answer's tokens when its provider reports none (a 20-message history).
 // Prints one JSON line: medians in µs. `BENCH_ITERATIONS` (default 3000) per measure.
+import { readdirSync, readFileSync } from 'node:fs'
 import { UsageMeter } from '../src/generation/usage'
 import { testDatabase } from '../test/support/backend'
 import { benchOwner, percentile } from './micro'
@@ -30,12 +31,31 @@ const median = (values: number[]) =>
     50,
   )
 
+/** CPU ms used so far by this process and by every PostgreSQL process (none on SQLite runs). */
+function cpuMs(): number {
+  const own = process.cpuUsage()
+  let postgres = 0
+  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+      postgres += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+    } catch {
+      // ended between the listing and the read
+    }
+  }
+  return (own.user + own.system) / 1000 + postgres
+}
+
 const period = new Date().toISOString().slice(0, 7)
 const check: number[] = []
+let checkCpu = 0
 for (let i = 0; i < iterations + 200; i++) {
+  if (i === 200) checkCpu = cpuMs()
   const spent = await timed(() => store.quotas.standing(owner.organizationId, owner.userId, period))
   if (i >= 200) check.push(spent)
 }
+checkCpu = cpuMs() - checkCpu
 
 const lease = { id: 'bench', holder: 'bench', expiresAt: Date.now() + 3_600_000 }
 const contents = [
@@ -68,13 +88,21 @@ async function runningAnswer() {
   if (!(await store.generations.claim(answer, now, lease))) throw new Error('the answer was not claimed')
   return answer
 }
+// Timed per call, and in blocks of one kind at a time, whose CPU (this process's and the database's) is counted.
 const finish = { with: [] as number[], without: [] as number[] }
-for (let i = 0; i < 2 * iterations + 200; i++) {
-  const answer = await runningAnswer()
-  const withUsage = i % 2 === 0
-  const ended = { ...answer, lease: lease.id, outcome: 'complete' as const, error: null, contents, model: 'echo' }
-  const spent = await timed(() => store.generations.finish(withUsage ? { ...ended, usage } : ended, Date.now()))
-  if (i >= 200) finish[withUsage ? 'with' : 'without'].push(spent)
+const finishCpu = { with: 0, without: 0 }
+const block = 250
+for (let i = 0; i < 2 * iterations + 2 * block; i += block) {
+  const withUsage = (i / block) % 2 === 0
+  const answers = []
+  for (let j = 0; j < block; j++) answers.push(await runningAnswer())
+  const before = cpuMs()
+  for (const answer of answers) {
+    const ended = { ...answer, lease: lease.id, outcome: 'complete' as const, error: null, contents, model: 'echo' }
+    const spent = await timed(() => store.generations.finish(withUsage ? { ...ended, usage } : ended, Date.now()))
+    if (i >= 2 * block) finish[withUsage ? 'with' : 'without'].push(spent)
+  }
+  if (i >= 2 * block) finishCpu[withUsage ? 'with' : 'without'] += cpuMs() - before
 }
 
 const history = Array.from({ length: 20 }, (_, i) => ({
@@ -95,8 +123,11 @@ for (let i = 0; i < iterations + 200; i++) {
 console.log(
   JSON.stringify({
     checkUs: median(check),
+    checkCpuUs: (1000 * checkCpu) / check.length,
     finishWithUs: median(finish.with),
     finishWithoutUs: median(finish.without),
+    finishCpuWithUs: (1000 * finishCpu.with) / finish.with.length,
+    finishCpuWithoutUs: (1000 * finishCpu.without) / finish.without.length,
     meterUs: median(meter),
   }),
 )

@@ -180,13 +180,17 @@ async function partsLine(backend: string): Promise<string> {
     stderr: 'inherit',
   })
   const parts = JSON.parse((await child.stdout.text()).trim().split('\n').at(-1) as string) as Record<string, number>
-  const added = (parts.checkUs ?? 0) + (parts.finishWithUs ?? 0) - (parts.finishWithoutUs ?? 0) + (parts.meterUs ?? 0)
+  const writes = (parts.finishWithUs ?? 0) - (parts.finishWithoutUs ?? 0)
+  const writesCpu = (parts.finishCpuWithUs ?? 0) - (parts.finishCpuWithoutUs ?? 0)
+  const addedCpu = (parts.checkCpuUs ?? 0) + writesCpu + (parts.meterUs ?? 0)
   const whole = (perAnswerCpuMs[backend] ?? Number.NaN) * 1000
+  const us = (value: number | undefined) => `${(value ?? Number.NaN).toFixed(1)} µs`
   return (
-    `  in process: check ${parts.checkUs?.toFixed(1)} µs, usage writes ` +
-    `${((parts.finishWithUs ?? 0) - (parts.finishWithoutUs ?? 0)).toFixed(1)} µs (finish ${parts.finishWithoutUs?.toFixed(1)} → ` +
-    `${parts.finishWithUs?.toFixed(1)} µs), meter ${parts.meterUs?.toFixed(1)} µs: ${added.toFixed(1)} µs an answer, ` +
-    `${((100 * added) / whole).toFixed(1)}% of the ${whole.toFixed(0)} µs of CPU a whole answer took (16 clients)`
+    `  in process, wall: check ${us(parts.checkUs)}, usage writes ${us(writes)} (finish ${us(parts.finishWithoutUs)} → ` +
+    `${us(parts.finishWithUs)}), meter ${us(parts.meterUs)}\n` +
+    `  in process, CPU (Threadhouse's and the database's): check ${us(parts.checkCpuUs)}, usage writes ${us(writesCpu)}, ` +
+    `meter ${us(parts.meterUs)}: ${us(addedCpu)} an answer, ${((100 * addedCpu) / whole).toFixed(1)}% of the ` +
+    `${whole.toFixed(0)} µs of CPU a whole answer took (16 clients)`
   )
 }
 

@@ -30,8 +30,20 @@ test('/swagger loads and Authorize opens, authorizes and runs operations with no
   await page.getByLabel('Email').fill(email)
   await page.getByLabel('Password').fill(password)
   await page.getByRole('button', { name: 'Sign in' }).click()
-  // Signed in once the redirect is committed: the chat page behind it need not finish loading before /swagger.
-  await page.waitForURL((url) => url.pathname === '/', { waitUntil: 'commit' })
+  // Signed in once the redirect is committed: the chat page behind it need not finish loading before /swagger. Twice in
+  // loaded PostgreSQL runs no navigation came within 30 s, with nothing to say why: a failure now says where the page
+  // is and what it shows (a refusal would be in its alert).
+  await page
+    .waitForURL((url) => url.pathname === '/', { waitUntil: 'commit' })
+    .catch(async (error: Error) => {
+      const shown = await page
+        .locator('main')
+        .textContent({ timeout: 1_000 })
+        .catch(() => '(no main element)')
+      throw new Error(`sign-in did not reach /: the page is at ${page.url()} and shows ${JSON.stringify(shown)}`, {
+        cause: error,
+      })
+    })
 
   await page.goto('/swagger')
   await page.locator('.opblock').first().waitFor()

@@ -98,7 +98,11 @@ async function api(token: string, method: string, path: string, body?: unknown):
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   })
-  if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${await response.text()}`)
+  if (!response.ok) {
+    // A 500 is the server's own failure: its log says which (one DELETE answered 500 in a loaded PostgreSQL run).
+    const log = response.status >= 500 ? `\nserver log:\n${server.stderr().slice(-4000)}` : ''
+    throw new Error(`${method} ${path} answered ${response.status}: ${await response.text()}${log}`)
+  }
   return response.status === 204 ? { thread_id: '' } : ((await response.json()) as { thread_id: string })
 }
 

@@ -8,10 +8,13 @@
 // Prints one JSON line: medians in µs. `BENCH_ITERATIONS` (default 3000) per measure.
 import { readdirSync, readFileSync } from 'node:fs'
 import { UsageMeter } from '../src/generation/usage'
+import { closeShared } from '../test/support/after-run'
 import { testDatabase } from '../test/support/backend'
 import { benchOwner, percentile } from './micro'
 
 const iterations = Number(process.env.BENCH_ITERATIONS ?? 3000)
+// The tests' shared PostgreSQL cluster, stopped after a test run by its preload, is stopped here when this ends.
+await using _shared = { [Symbol.asyncDispose]: closeShared }
 await using database = await testDatabase()
 const { store } = database
 const owner = await benchOwner(store, 'team')

@@ -89,6 +89,22 @@ async function prepare(
     RATE_LIMIT_AUTH_PER_MINUTE: '1000000000',
   }
   const server = await startServer(name, ['bun', join(checkout, 'src/index.ts')], env)
+  try {
+    return await populate(name, checkout, env, server, budgets)
+  } catch (error) {
+    await server.stop()
+    throw error
+  }
+}
+
+/** The member, their token, budgets when asked, and their threads, on a started server. */
+async function populate(
+  name: Side['name'],
+  checkout: string,
+  env: Record<string, string>,
+  server: Server,
+  budgets: boolean,
+): Promise<Side> {
   await cli(
     checkout,
     env,

@@ -93,6 +93,23 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond
 }
 
+/**
+ * CPU seconds used so far by every PostgreSQL process on the machine: on a quiet machine, the benchmark's own cluster
+ * (its servers, one per connection, and its background workers).
+ */
+export function postgresCpuSeconds(): number {
+  const fs = require('node:fs') as typeof import('node:fs')
+  let total = 0
+  for (const pid of fs.readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuSeconds(Number(pid))
+    } catch {
+      // ended between the listing and the read
+    }
+  }
+  return total
+}
+
 /** Samples RSS every 200 ms until stopped; returns the peak. */
 export function sampleRss(pid: number): () => number {
   let peak = rssBytes(pid)

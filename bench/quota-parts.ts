@@ -6,10 +6,10 @@
 //     written either way);
 //   - the meter that estimates an answer's tokens when its provider reports none (a 20-message history).
 // Prints one JSON line: medians in µs. `BENCH_ITERATIONS` (default 3000) per measure.
-import { readdirSync, readFileSync } from 'node:fs'
 import { UsageMeter } from '../src/generation/usage'
 import { closeShared } from '../test/support/after-run'
 import { testDatabase } from '../test/support/backend'
+import { postgresCpuSeconds } from './load'
 import { benchOwner, percentile } from './micro'
 
 const iterations = Number(process.env.BENCH_ITERATIONS ?? 3000)
@@ -37,17 +37,7 @@ const median = (values: number[]) =>
 /** CPU ms used so far by this process and by every PostgreSQL process (none on SQLite runs). */
 function cpuMs(): number {
   const own = process.cpuUsage()
-  let postgres = 0
-  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-      postgres += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
-    } catch {
-      // ended between the listing and the read
-    }
-  }
-  return (own.user + own.system) / 1000 + postgres
+  return (own.user + own.system) / 1000 + postgresCpuSeconds() * 1000
 }
 
 const period = new Date().toISOString().slice(0, 7)

@@ -14,11 +14,20 @@
 // Not part of `bun run bench`; needs wrk, git, and Debian's postgresql for the PostgreSQL half:
 //   bun run bench:quotas     (BENCH_BACKENDS, default "sqlite postgres"; BENCH_DURATION seconds per turn, default 5;
 //                             BENCH_ROUNDS turns each, default 5)
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type PostgresCluster, startPostgres } from '../test/support/postgres'
-import { cpuSeconds, type Measure, percentile, type Server, sendAndStream, startServer, wrk } from './load'
+import {
+  cpuSeconds,
+  type Measure,
+  percentile,
+  postgresCpuSeconds,
+  type Server,
+  sendAndStream,
+  startServer,
+  wrk,
+} from './load'
 
 const backends = (process.env.BENCH_BACKENDS ?? 'sqlite postgres').split(/\s+/).filter(Boolean)
 const seconds = Number(process.env.BENCH_DURATION ?? 5)
@@ -145,19 +154,6 @@ async function populate(
       .join('\n')}\n`,
   )
   return { name, server, loops, sendFile }
-}
-
-/** CPU seconds used so far by every PostgreSQL process on the machine (the run's cluster: nothing else runs one). */
-function postgresCpuSeconds(): number {
-  let total = 0
-  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuSeconds(Number(pid))
-    } catch {
-      // ended between the listing and the read
-    }
-  }
-  return total
 }
 
 /**

@@ -5,7 +5,7 @@
 // one organization's owners take turns and each counts the owners the one before it left.
 import { and, count, eq, ne, sql, TransactionRollbackError } from 'drizzle-orm'
 import { anyDb } from '../db/dialect'
-import type { PgDb } from '../db/postgres'
+import type { PgDb, PgTx as Tx } from '../db/postgres'
 import * as oauthTables from '../oauth/oauth.table.pg'
 import * as tables from './auth.table.pg'
 import type { Role } from './model'
@@ -16,8 +16,6 @@ import { activeOwnersOf, currentMember, removalStatements, userRepository } from
 const { organizations, users } = tables
 const { sessions } = sessionTables
 const removalTables = { ...tables, ...sessionTables, ...oauthTables }
-
-type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
 
 /**
  * Locks the organization's row until the transaction ends, so whatever may take away an owner (a demotion, a

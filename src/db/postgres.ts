@@ -7,6 +7,9 @@ import { migrate } from 'drizzle-orm/bun-sql/migrator'
 
 export type PgDb = BunSQLDatabase & { $client: Bun.SQL }
 
+/** The transaction handle drizzle passes to `db.transaction`: every statement of a unit runs on it. */
+export type PgTx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
+
 export const postgresMigrationsFolder = join(import.meta.dir, '../../db/migrations/postgres')
 
 /** Any constant shared by every instance: the key of the advisory lock taken while migrating. */

@@ -4,9 +4,10 @@
 // connection, so it reads and writes within that transaction.
 // On PostgreSQL, building a Drizzle query costs several times what Bun.SQL takes to run a simple one (a thread by
 // ID: about 60 µs of CPU to build, 10 µs to run), so the read paths keep theirs here too. There a statement
-// prepared on `db` runs on the pool, never inside a transaction: prepare only what runs outside one.
+// prepared on `db` runs on the pool, never inside a transaction: what runs inside one is prepared with
+// `inTransaction`, which runs the same statement on the transaction's own connection.
 import type { Db } from './client'
-import type { PgDb } from './postgres'
+import type { PgDb, PgTx } from './postgres'
 
 const cache = new WeakMap<Db | PgDb, Map<string, unknown>>()
 
@@ -43,4 +44,29 @@ export function sqliteLookup<T>(db: Db, key: string, fields: object, query: () =
     for (let i = 0; i < names.length; i++) row[names[i] as string] = values[i]
     return row as T
   }
+}
+
+/** Drizzle's Bun.SQL internals `inTransaction` relies on: a session's client, and the client a statement runs on. */
+interface OnClient {
+  client: unknown
+}
+
+const inTransactions = new Map<string, object>()
+
+/**
+ * The statement cached under `key`, built by `build` the first time on whichever transaction came first, and run on
+ * `tx`'s connection: Drizzle builds a statement inside a PostgreSQL transaction again on every call (most of an
+ * answer's finishing transaction's CPU went there). A statement's text depends only on the schema and the dialect,
+ * the same for every database this process opens, so one cache serves them all. Drizzle's prepared query keeps the
+ * client it runs on in `client`; the statement returned inherits everything else from the cached one.
+ */
+export function inTransaction<S extends object>(tx: PgTx, key: string, build: (tx: PgTx) => S): S {
+  let statement = inTransactions.get(key) as S | undefined
+  if (statement === undefined) {
+    statement = build(tx)
+    if (!('client' in statement)) throw new Error(`inTransaction: ${key} is not a Bun.SQL prepared query`)
+    inTransactions.set(key, statement)
+  }
+  const client = (tx as unknown as { session: OnClient }).session.client
+  return Object.create(statement, { client: { value: client } }) as S
 }

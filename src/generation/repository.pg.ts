@@ -11,22 +11,23 @@
 import type { WithSubquery } from 'drizzle-orm'
 import { and, asc, eq, inArray, isNull, lt, lte, min, not, or, type SQL, sql } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
-import type { PgDb } from '../db/postgres'
+import type { PgDb, PgTx as Tx } from '../db/postgres'
+import { inTransaction } from '../db/prepared'
 import type { ThreadsModel } from '../threads/model'
 import { messages, threads } from '../threads/threads.table.pg'
 import { answerChunks, generations } from './generations.table.pg'
 import { withFiles } from './history'
+import { encodeEvent, relayChannel } from './relay'
 import { notifyEvent } from './relay.pg'
 import type { AnswerStoreParts, Compaction, GenerationRepository } from './repository'
 import type { HistoryMessage } from './types'
-
-/** The transaction handle drizzle passes to `db.transaction`: every statement of a unit runs on it. */
-type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
 
 /** IDs bound per statement: far below PostgreSQL's 65535 parameters, however many a caller passes. */
 const idsPerStatement = 1000
 
 const unfinished = ['queued', 'running'] as const
+
+const bound = sql.placeholder
 
 function chunks<T>(items: T[]): T[][] {
   const out: T[][] = []
@@ -40,13 +41,32 @@ function chunks<T>(items: T[]): T[][] {
  * update` is what the final update of the thread takes anyway; it leaves other tables' foreign-key checks free.
  */
 async function lockThread(tx: Tx, threadId: string): Promise<{ organizationId: number; ownerId: number } | undefined> {
-  const [row] = await tx
-    .select({ organizationId: threads.organizationId, ownerId: threads.ownerId })
-    .from(threads)
-    .where(eq(threads.id, threadId))
-    .for('no key update')
+  const [row] = await inTransaction(tx, 'generation:lock-thread', (on) =>
+    on
+      .select({ organizationId: threads.organizationId, ownerId: threads.ownerId })
+      .from(threads)
+      .where(eq(threads.id, bound('threadId')))
+      .for('no key update')
+      .prepare('lock_thread'),
+  ).execute({ threadId })
   return row
 }
+
+/** Drops the text an answer's holders published: it is stored with the answer, or generated again from its start. */
+function dropChunks(tx: Tx, messageId: string) {
+  return inTransaction(tx, 'generation:drop-chunks', (on) =>
+    on
+      .delete(answerChunks)
+      .where(eq(answerChunks.messageId, bound('messageId')))
+      .prepare('drop_chunks'),
+  ).execute({ messageId })
+}
+
+/**
+ * The notification of a move, sent from the RETURNING of the guarded update that makes it: exactly when a row moved,
+ * with no statement of its own. PostgreSQL delivers it when the unit commits.
+ */
+const notifying = sql`pg_notify(${relayChannel}, ${bound('event')})`
 
 /**
  * Messages are listed by (created_at, id), so the summary is dated one millisecond before the first message it
@@ -75,16 +95,13 @@ async function storeSummary(
 }
 
 /**
- * Usage's writes as data-modifying WITH clauses for the unit's last statement (the thread's new state), with the
- * values of their placeholders: PostgreSQL runs every such clause, so the answer's end costs no round trip more.
+ * Threads' message insert runs on the answer's transaction. Usage's writes ride on its last statement (the thread's
+ * new state) as data-modifying WITH clauses, built once: PostgreSQL runs every such clause, so the answer's end costs
+ * no round trip more. `recordUsage` gives the values of their placeholders.
  */
-export interface CarriedWrites {
-  clauses: WithSubquery[]
-  values: Record<string, unknown>
+export interface PgAnswerParts extends AnswerStoreParts<Tx, Promise<string>, Record<string, unknown>> {
+  usageClauses(on: Tx): WithSubquery[]
 }
-
-/** Threads' message insert runs on the answer's transaction; usage's writes ride on its last statement. */
-export type PgAnswerParts = AnswerStoreParts<Tx, Promise<string>, CarriedWrites>
 
 export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): GenerationRepository {
   return {
@@ -139,25 +156,40 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
         await lockThread(tx, threadId)
         // The guard: of racing claims, the first to update the row wins; the others wait on its lock, then see
         // `running` when PostgreSQL re-reads the row, and update nothing.
-        const claimed = await tx
-          .update(generations)
-          .set({
-            status: 'running',
-            attempts: sql`${generations.attempts} + 1`,
-            leaseId: lease.id,
-            leasedBy: lease.holder,
-            leaseExpiresAt: lease.expiresAt,
-          })
-          .where(and(eq(generations.messageId, messageId), eq(generations.status, 'queued')))
-          .returning({ messageId: generations.messageId })
+        const claimed = await inTransaction(tx, 'generation:claim', (on) =>
+          on
+            .update(generations)
+            .set({
+              status: 'running',
+              attempts: sql`${generations.attempts} + 1`,
+              leaseId: sql`${bound('lease')}`,
+              leasedBy: sql`${bound('holder')}`,
+              leaseExpiresAt: sql`${bound('expiresAt')}`,
+            })
+            .where(and(eq(generations.messageId, bound('messageId')), eq(generations.status, 'queued')))
+            .returning({ notified: notifying })
+            .prepare('claim_answer'),
+        ).execute({
+          messageId,
+          lease: lease.id,
+          holder: lease.holder,
+          expiresAt: lease.expiresAt,
+          event: encodeEvent({ kind: 'claimed', messageId, lease: lease.id }),
+        })
         if (claimed.length === 0) return false
         // A lease taken over leaves the text its holder published: the answer is generated again from its start.
-        await tx.delete(answerChunks).where(eq(answerChunks.messageId, messageId))
-        await tx.execute(notifyEvent({ kind: 'claimed', messageId, lease: lease.id }))
+        await dropChunks(tx, messageId)
         // A stop marked while the claim waited stays marked: the new holder sees it at its first renewal and stops.
-        const state: SQL<ThreadsModel.thread['state']> =
-          sql`case when ${threads.state} = 'interrupted' then 'interrupted' else 'active' end`
-        await tx.update(threads).set({ state, updatedAt: now }).where(eq(threads.id, threadId))
+        await inTransaction(tx, 'generation:thread-active', (on) =>
+          on
+            .update(threads)
+            .set({
+              state: sql`case when ${threads.state} = 'interrupted' then 'interrupted' else 'active' end`,
+              updatedAt: sql`${bound('now')}`,
+            })
+            .where(eq(threads.id, bound('threadId')))
+            .prepare('thread_active'),
+        ).execute({ threadId, now })
         return true
       })
     },
@@ -168,15 +200,28 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
         const owner = await lockThread(tx, threadId)
         // A queued answer is ended by a stop (no lease); a running one only by its lease's holder. A holder that lost
         // its lease may find the answer queued again for another instance: it must not end it then either.
-        const held =
-          lease === null
-            ? eq(generations.status, 'queued')
-            : and(eq(generations.status, 'running'), eq(generations.leaseId, lease))
-        const ended = await tx
-          .update(generations)
-          .set({ status: outcome, error, finishedAt: now, leaseId: null, leaseExpiresAt: null })
-          .where(and(eq(generations.messageId, messageId), held))
-          .returning({ messageId: generations.messageId })
+        const from = lease === null ? 'queued' : 'leased'
+        const ended = await inTransaction(tx, `generation:end:${from}`, (on) =>
+          on
+            .update(generations)
+            .set({
+              status: sql`${bound('outcome')}`,
+              error: sql`${bound('error')}`,
+              finishedAt: sql`${bound('now')}`,
+              leaseId: null,
+              leaseExpiresAt: null,
+            })
+            .where(
+              and(
+                eq(generations.messageId, bound('messageId')),
+                from === 'queued'
+                  ? eq(generations.status, 'queued')
+                  : and(eq(generations.status, 'running'), eq(generations.leaseId, bound('lease'))),
+              ),
+            )
+            .returning({ notified: notifying })
+            .prepare('end_answer'),
+        ).execute({ messageId, lease, outcome, error, now, event: encodeEvent({ kind: 'ended', messageId }) })
         if (ended.length === 0) return false
         if (answer.compaction) await storeSummary(parts, tx, threadId, answer.compaction, now)
         let answerId: string | null = null
@@ -188,20 +233,28 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
             now,
           )
         }
-        let usage: CarriedWrites = { clauses: [], values: {} }
-        if (answer.usage && owner) {
-          const { organizationId, ownerId: userId } = owner
-          const row = { ...answer.usage, organizationId, userId, threadId, questionId: messageId, answerId }
-          usage = parts.recordUsage(tx, { ...row, createdAt: now })
-        }
-        await tx.delete(answerChunks).where(eq(answerChunks.messageId, messageId))
-        await tx.execute(notifyEvent({ kind: 'ended', messageId }))
-        await tx
-          .with(...usage.clauses)
-          .update(threads)
-          .set({ state: outcome === 'error' ? 'error' : 'ready', updatedAt: now })
-          .where(eq(threads.id, threadId))
-          .execute(usage.values)
+        await dropChunks(tx, messageId)
+        const recorded = answer.usage !== undefined && owner !== undefined
+        const usage =
+          answer.usage && owner
+            ? parts.recordUsage(tx, {
+                ...answer.usage,
+                organizationId: owner.organizationId,
+                userId: owner.ownerId,
+                threadId,
+                questionId: messageId,
+                answerId,
+                createdAt: now,
+              })
+            : undefined
+        await inTransaction(tx, `generation:thread-ended:${recorded ? 'usage' : 'plain'}`, (on) =>
+          on
+            .with(...(recorded ? parts.usageClauses(on) : []))
+            .update(threads)
+            .set({ state: sql`${bound('state')}`, updatedAt: sql`${bound('now')}` })
+            .where(eq(threads.id, bound('threadId')))
+            .prepare('thread_ended'),
+        ).execute({ ...usage, threadId, now, state: outcome === 'error' ? 'error' : 'ready' })
         return true
       })
     },

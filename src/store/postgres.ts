@@ -49,13 +49,15 @@ export function pgStore(db: PgDb): Store {
     generations: pgGenerationRepository(db, {
       insertMessage: insertMessageRow,
       filesForModel: (ids) => filesForModel(attachments, ids),
-      // Carried by the answer's last statement (generation/repository.pg.ts CarriedWrites): the row and the totals.
-      recordUsage(tx, row) {
-        const unit = anyDb(tx as unknown as PgDb)
-        const recorded = unit.$with('recorded_usage').as(recordedUsage(unit, usageTables))
-        const totals = unit.$with('usage_added').as(addedToTotals(unit, usageTables))
-        return { clauses: [recorded, totals], values: usageValues(row) }
+      // Carried by the answer's last statement (generation/repository.pg.ts PgAnswerParts): the row and the totals.
+      usageClauses(on) {
+        const unit = anyDb(on as unknown as PgDb)
+        return [
+          unit.$with('recorded_usage').as(recordedUsage(unit, usageTables)),
+          unit.$with('usage_added').as(addedToTotals(unit, usageTables)),
+        ]
       },
+      recordUsage: (_tx, row) => usageValues(row),
     }),
     idempotency: idempotencyRepository(anyDb(db), idempotencyTables),
     relay: pgAnswerRelay(db),

@@ -10,8 +10,8 @@ import { and, desc, eq, gte, inArray, lt, lte, max, ne, sql } from 'drizzle-orm'
 import { attachments } from '../attachments/attachments.table.pg'
 import { users } from '../auth/auth.table.pg'
 import { anyDb } from '../db/dialect'
-import type { PgDb } from '../db/postgres'
-import { prepared } from '../db/prepared'
+import type { PgDb, PgTx as Tx } from '../db/postgres'
+import { inTransaction, prepared } from '../db/prepared'
 import { generations } from '../generation/generations.table.pg'
 import { newId } from '../shared/ids'
 import type { ContentBlock, NewMessageRow, ThreadListQuery, ThreadRepository } from './repository'
@@ -60,8 +60,6 @@ import {
 
 const tables: ThreadTables = { ...threadTables, users, attachments, generations }
 const threadColumns = threadColumnsOf(tables)
-
-type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
 
 /** Which statement a list request needs; every value that varies within a shape is a placeholder. */
 interface ListShape extends ListFilters {
@@ -158,15 +156,33 @@ async function listThreads(db: PgDb, query: ThreadListQuery) {
 export async function insertMessageRow(tx: Tx, input: NewMessageRow, now: number): Promise<string> {
   let createdAt = input.placedAt
   if (createdAt === undefined) {
-    const [newest] = await tx
-      .select({ createdAt: max(messages.createdAt) })
-      .from(messages)
-      .where(eq(messages.threadId, input.threadId))
+    const [newest] = await inTransaction(tx, 'messages:newest', (on) =>
+      on
+        .select({ createdAt: max(messages.createdAt) })
+        .from(messages)
+        .where(eq(messages.threadId, sql.placeholder('threadId')))
+        .prepare('newest_message'),
+    ).execute({ threadId: input.threadId })
     const last = newest?.createdAt
     createdAt = last == null || now >= last ? now : last + 1
   }
   const id = newId()
-  await tx.insert(messages).values({
+  await inTransaction(tx, 'messages:insert', (on) =>
+    on
+      .insert(messages)
+      .values({
+        id: sql.placeholder('id'),
+        threadId: sql.placeholder('threadId'),
+        role: sql.placeholder('role'),
+        contents: sql.placeholder('contents'),
+        text: sql.placeholder('text'),
+        replyTo: sql.placeholder('replyTo'),
+        parentId: sql.placeholder('parentId'),
+        model: sql.placeholder('model'),
+        createdAt: sql.placeholder('createdAt'),
+      })
+      .prepare('insert_message'),
+  ).execute({
     id,
     threadId: input.threadId,
     role: input.role,
@@ -184,12 +200,15 @@ export async function insertMessageRow(tx: Tx, input: NewMessageRow, now: number
 async function parentOf(tx: Tx, input: NewMessageRow): Promise<string | null> {
   if (input.role === 'assistant') return input.replyTo ?? null
   if (input.role === 'summary') return null
-  const [last] = await tx
-    .select({ id: messages.id })
-    .from(messages)
-    .where(and(eq(messages.threadId, input.threadId), eq(messages.active, true)))
-    .orderBy(desc(messages.createdAt), desc(messages.id))
-    .limit(1)
+  const [last] = await inTransaction(tx, 'messages:last-active', (on) =>
+    on
+      .select({ id: messages.id })
+      .from(messages)
+      .where(and(eq(messages.threadId, sql.placeholder('threadId')), eq(messages.active, true)))
+      .orderBy(desc(messages.createdAt), desc(messages.id))
+      .limit(1)
+      .prepare('last_active_message'),
+  ).execute({ threadId: input.threadId })
   return last?.id ?? null
 }
 
@@ -205,7 +224,17 @@ async function appendUserMessage(
   placedAt?: number,
 ): Promise<string> {
   const id = await insertMessageRow(tx, { threadId, role: 'user', contents, placedAt }, now)
-  await tx.insert(generations).values({ messageId: id, threadId, status: 'queued', createdAt: now })
+  await inTransaction(tx, 'generations:queue', (on) =>
+    on
+      .insert(generations)
+      .values({
+        messageId: sql.placeholder('messageId'),
+        threadId: sql.placeholder('threadId'),
+        status: 'queued',
+        createdAt: sql.placeholder('now'),
+      })
+      .prepare('queue_answer'),
+  ).execute({ messageId: id, threadId, now })
   return id
 }
 
@@ -517,14 +546,23 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
         // The conditional update is the lock: of any number of concurrent sends, one moves the thread and holds its
         // row to commit; the others wait for it, then find the thread no longer ready and write nothing. It leaves
         // updated_at alone, so the clock is taken only by the last statement.
-        const [claimed] = await tx
-          .update(threads)
-          .set({ state: 'waiting' })
-          .where(and(eq(threads.id, threadId), eq(threads.state, 'ready')))
-          .returning({ id: threads.id })
+        const [claimed] = await inTransaction(tx, 'threads:claim-ready', (on) =>
+          on
+            .update(threads)
+            .set({ state: 'waiting' })
+            .where(and(eq(threads.id, sql.placeholder('threadId')), eq(threads.state, 'ready')))
+            .returning({ id: threads.id })
+            .prepare('claim_ready'),
+        ).execute({ threadId })
         if (!claimed) return null
         const messageId = await appendUserMessage(tx, threadId, contents, now)
-        await tx.update(threads).set({ updatedAt: now }).where(eq(threads.id, threadId))
+        await inTransaction(tx, 'threads:touch', (on) =>
+          on
+            .update(threads)
+            .set({ updatedAt: sql`${sql.placeholder('now')}` })
+            .where(eq(threads.id, sql.placeholder('threadId')))
+            .prepare('touch_thread'),
+        ).execute({ threadId, now })
         return messageId
       })
     },

@@ -13,7 +13,7 @@
 // So a document not queued is current, and a search that first rewrites every queued document (waiting for any
 // batch another flush holds) sees every write committed before it started.
 import { and, asc, eq, gt, inArray, lte, max, type Placeholder, type SQL, sql } from 'drizzle-orm'
-import type { PgDb } from '../db/postgres'
+import type { PgDb, PgTx as Tx } from '../db/postgres'
 import { prepared } from '../db/prepared'
 import { type ThreadSearch, textWords } from './search'
 import { messages, searchPending, threadSearch, threadSearchOverflow, threads } from './threads.table.pg'
@@ -160,8 +160,6 @@ export function documentHolding(terms: { [K in keyof SearchTerms]: string | Plac
 export function documentHolds(words: string[]): SQL {
   return documentHolding(searchTerms(words))
 }
-
-type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
 
 /**
  * Rewrites the documents of the queued threads `claim` selects and locks, in one transaction; answers how many were

@@ -4,7 +4,7 @@
 // work and the prepared target lookup live here; the rest is repository.common.ts.
 import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { anyDb } from '../db/dialect'
-import type { PgDb } from '../db/postgres'
+import type { PgDb, PgTx as Tx } from '../db/postgres'
 import { prepared } from '../db/prepared'
 import { threads } from '../threads/threads.table.pg'
 import type { AttemptOutcome, WebhookRepository } from './repository'
@@ -12,7 +12,6 @@ import { targetsOf, webhookClauses, webhookRepository } from './repository.commo
 import * as tables from './webhooks.table.pg'
 
 const { webhookAttempts, webhookDeliveries, webhookEndpoints } = tables
-type Tx = Parameters<Parameters<PgDb['transaction']>[0]>[0]
 const clauses = webhookClauses(tables)
 
 async function cancelPending(tx: Tx, endpointId: string, now: number): Promise<void> {

@@ -9,7 +9,9 @@
 // each with the CPU per answer (server and database). Two servers of the same code differ by up to 10% here
 // (bench/results/quotas.md), more than the 3% asked about, so each backend also times the added parts alone in
 // process (bench/quota-parts.ts) and states them as a share of a whole answer's CPU.
-// BENCH_WITH (a commit, or a folder holding a changed copy with node_modules) replaces this checkout; BENCH_BUDGETS=0
+// BENCH_WITH (a commit, or a folder holding a changed copy with node_modules) replaces this checkout, and
+// BENCH_WITHOUT (the same) the commit before usage and quotas; BENCH_WITHOUT=accounting compares with this checkout's
+// HEAD with accounting taken out (bench/without-accounting.patch), the measure of accounting alone; BENCH_BUDGETS=0
 // sets no budget; BENCH_ONLY=2,3 runs only those scenarios.
 // Not part of `bun run bench`; needs wrk, git, and Debian's postgresql for the PostgreSQL half:
 //   bun run bench:quotas     (BENCH_BACKENDS, default "sqlite postgres"; BENCH_DURATION seconds per turn, default 5;
@@ -206,7 +208,19 @@ async function partsLine(backend: string): Promise<string> {
   )
 }
 
-const checkout = checkoutOf(without, 'without')
+/**
+ * This checkout with accounting taken out (bench/without-accounting.patch: no budget read before a send, no usage
+ * written with an answer): the two sides then differ in nothing else.
+ */
+function withoutAccounting(): string {
+  const target = checkoutOf('HEAD', 'without')
+  const applied = Bun.spawnSync(['git', 'apply', join(repo, 'bench/without-accounting.patch')], { cwd: target })
+  if (!applied.success) throw new Error(`the patch did not apply: ${applied.stderr.toString()}`)
+  return target
+}
+
+const checkout =
+  without === 'accounting' ? withoutAccounting() : existsSync(without) ? without : checkoutOf(without, 'without')
 // Another commit in place of this checkout (BENCH_WITH), to find which change costs what.
 // A folder (a changed copy of this checkout, with node_modules) is taken as it is.
 const withCheckout = process.env.BENCH_WITH

@@ -23,6 +23,7 @@ const password = 'correct horse battery'
 interface PageWindow {
   document: {
     documentElement: { dataset: Record<string, string | undefined> }
+    activeElement: { tagName: string; parentElement: { className: string } | null } | null
     dispatchEvent(event: unknown): boolean
   }
   Event: new (type: string) => unknown
@@ -182,6 +183,36 @@ test.concurrent('a message sent elsewhere into the open thread shows at once, an
   await reader.page.locator('#live-answer').waitFor({ state: 'detached' })
   expect(await sameDocument(reader.page)).toBe(true)
   expect(reader.feeds.length).toBe(1)
+})
+
+test.concurrent('an answer that ends while someone types in the thread’s menu waits for them, then keeps their text and their focus', async () => {
+  const { thread_id: id } = await api(graceToken, 'POST', '/api/v1/threads', { name: 'Weekend plans' })
+  await using typing = await tab(grace, `/threads/${id}`)
+  await typing.page.locator('.thread-tools summary').click()
+  const name = typing.page.getByLabel('Name', { exact: true })
+  await name.fill('Weekend in Ly')
+  // An API client sends meanwhile, and its answer ends: the page is not read again while the field has the focus.
+  const sent = (await api(graceToken, 'POST', `/api/v1/threads/${id}/messages`, { text: 'What should we pack?' })) as {
+    thread_id: string
+    message_id?: string
+  }
+  const stream = await fetch(new URL(`/api/v1/threads/${id}/messages/${sent.message_id}/response/stream`, server.url), {
+    headers: { authorization: `Bearer ${graceToken}` },
+  })
+  for await (const _ of parseEvents(stream)) {
+    // Read to its end: the answer is stored.
+  }
+  expect(await typing.page.locator('.message-assistant').count()).toBe(0)
+  // Escape closes the menu and puts the focus on its button: the page is read now, and the focus stays there.
+  await typing.page.keyboard.press('Escape')
+  await typing.page.locator('.message-assistant:not(.live)', { hasText: 'What should we pack?' }).waitFor()
+  const focused = await typing.page.evaluate(() => {
+    const active = (globalThis as unknown as PageWindow).document.activeElement
+    return `${active?.tagName} in ${active?.parentElement?.className}`
+  })
+  expect(focused).toBe('SUMMARY in thread-tools')
+  expect(await name.inputValue()).toBe('Weekend in Ly')
+  expect(await sameDocument(typing.page)).toBe(true)
 })
 
 test.concurrent('a page makes no request while nothing it can see changes, and reads only its list when one does', async () => {

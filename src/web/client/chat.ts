@@ -103,12 +103,37 @@ function keepTyped(current: Element, fresh: Element): void {
 }
 
 /**
+ * Finds, after a swap, what had the focus before it: by ID; a named field by its name and its form's action (as
+ * keepTyped matches it); a menu's button by its menu's class. A rendering that ends mid-typing in the thread's menu,
+ * or with the menu's button focused, must not drop the person's focus on the page.
+ */
+function focusFinder(): (() => HTMLElement | null) | null {
+  const active = document.activeElement as HTMLElement | null
+  if (!active || active === document.body) return null
+  if (active.id) return () => document.getElementById(active.id)
+  if (active instanceof HTMLInputElement || active instanceof HTMLTextAreaElement) {
+    const { name, selectionStart, selectionEnd } = active
+    const action = active.form?.getAttribute('action')
+    if (!name) return null
+    return () => {
+      const twin = [
+        ...document.querySelectorAll<HTMLInputElement | HTMLTextAreaElement>(`[name="${CSS.escape(name)}"]`),
+      ].find((candidate) => candidate.form?.getAttribute('action') === action)
+      if (twin && selectionStart !== null && selectionEnd !== null) twin.setSelectionRange(selectionStart, selectionEnd)
+      return twin ?? null
+    }
+  }
+  const menu = active.tagName === 'SUMMARY' ? active.parentElement?.classList[0] : undefined
+  return menu ? () => document.querySelector<HTMLElement>(`details.${CSS.escape(menu)} > summary`) : null
+}
+
+/**
  * Puts the server's new rendering of this page in place: the bar, the conversation and the sidebar's list, keeping
  * the composer (its text and chips) unless the page itself changed (a new thread, a continued one).
  */
 function swap(doc: Document, url: string): void {
   const samePage = new URL(url).pathname === location.pathname
-  const focused = document.activeElement?.id
+  const focused = focusFinder()
   if (samePage && document.getElementById('composer') && doc.getElementById('composer')) {
     // The thread's menu stays open over its own change (archive, privacy), so the person sees it take effect.
     const menuOpen = document.querySelector<HTMLDetailsElement>('.thread-tools')?.open === true
@@ -130,7 +155,8 @@ function swap(doc: Document, url: string): void {
   }
   replaceFrom(doc, '.thread-nav')
   document.title = doc.title
-  if (focused) document.getElementById(focused)?.focus({ preventScroll: true })
+  const refocus = focused?.()
+  if (refocus && refocus !== document.activeElement) refocus.focus({ preventScroll: true })
   const wanted = pendingFocus ? document.getElementById(pendingFocus) : null
   if (wanted) {
     pendingFocus = null

@@ -169,6 +169,16 @@ async function rewrite(db: PgDb, claim: (tx: Tx) => Promise<{ seq: number }[]>) 
   return db.transaction(async (tx) => {
     const claimed = (await claim(tx)).map((row) => row.seq)
     if (claimed.length === 0) return { count: 0, last: null }
+    // A thread being deleted holds its row for update and then removes its place in the queue, which this unit
+    // holds; writing its document checks the thread's key and would wait on the deletion: a deadlock. Such threads
+    // are left to their deletion, and the rest are held against one until this unit ends.
+    const alive = (
+      await tx
+        .select({ seq: threads.seq })
+        .from(threads)
+        .where(inArray(threads.seq, claimed))
+        .for('key share', { skipLocked: true })
+    ).map((row) => row.seq)
     // Threads a writer holds are skipped: their write queues them again when it commits.
     const settled = await tx
       .select({ seq: threads.seq })
@@ -191,7 +201,7 @@ async function rewrite(db: PgDb, claim: (tx: Tx) => Promise<{ seq: number }[]>) 
         text: sql<string | null>`(${text})`,
       })
       .from(threads)
-      .where(inArray(threads.seq, claimed))
+      .where(inArray(threads.seq, alive))
     const partsOf = new Map<number, string[][]>()
     for (const source of sources) {
       partsOf.set(source.seq, documentParts(documentLexemes(`${source.name ?? ''}\n${source.text ?? ''}`)))

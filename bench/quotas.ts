@@ -12,7 +12,7 @@
 // BENCH_WITH (a commit, or a folder holding a changed copy with node_modules) replaces this checkout, and
 // BENCH_WITHOUT (the same) the commit before usage and quotas; BENCH_WITHOUT=accounting compares with this checkout's
 // HEAD with accounting taken out (bench/without-accounting.patch), the measure of accounting alone; BENCH_BUDGETS=0
-// sets no budget; BENCH_ONLY=2,3 runs only those scenarios.
+// sets no budget; BENCH_ONLY=2,3 runs only those scenarios; BENCH_PROFILE=DIR profiles both servers.
 // Not part of `bun run bench`; needs wrk, git, and Debian's postgresql for the PostgreSQL half:
 //   bun run bench:quotas     (BENCH_BACKENDS, default "sqlite postgres"; BENCH_DURATION seconds per turn, default 5;
 //                             BENCH_ROUNDS turns each, default 5)
@@ -99,7 +99,11 @@ async function prepare(
     RATE_LIMIT_IP_PER_MINUTE: '1000000000',
     RATE_LIMIT_AUTH_PER_MINUTE: '1000000000',
   }
-  const server = await startServer(name, ['bun', join(checkout, 'src/index.ts')], env)
+  // BENCH_PROFILE=DIR writes each server's CPU profile (Markdown) under DIR/<side> when it stops.
+  const profile = process.env.BENCH_PROFILE
+    ? ['--cpu-prof-md', `--cpu-prof-dir=${join(process.env.BENCH_PROFILE, name)}`]
+    : []
+  const server = await startServer(name, ['bun', ...profile, join(checkout, 'src/index.ts')], env)
   try {
     return await populate(name, checkout, env, server, budgets)
   } catch (error) {

@@ -5,8 +5,15 @@
 import { performance } from 'node:perf_hooks'
 import { newId } from '../shared/ids'
 import type { Logger } from '../shared/log'
+import {
+  literalAddress,
+  pinnedUrl,
+  RefusedAddress,
+  type Resolver,
+  resolveTarget,
+  systemResolver,
+} from '../shared/outbound/addresses'
 import { type Clock, dayMs, toIso } from '../shared/time'
-import { literalAddress, pinnedUrl, RefusedAddress, type Resolver, resolveTarget, systemResolver } from './addresses'
 import type { ClaimedDelivery, WebhookRepository } from './repository'
 import { signatureHeaders } from './signing'
 

@@ -60,7 +60,8 @@ export function checkEndpointUrl(text: string, allowPrivate: boolean): URL {
   return url
 }
 
-export class RefusedAddress extends Error {}
+/** A request the outbound rule refuses: a non-public address. */
+export class OutboundRefused extends Error {}
 
 export type Resolver = (hostname: string) => Promise<string[]>
 
@@ -72,11 +73,11 @@ export async function resolveTarget(url: URL, allowPrivate: boolean, resolve: Re
   const literal = literalAddress(url)
   const addresses = literal === null ? await resolve(url.hostname) : [literal]
   const [first] = addresses
-  if (first === undefined) throw new RefusedAddress(`${url.hostname} has no address`)
+  if (first === undefined) throw new OutboundRefused(`${url.hostname} has no address`)
   if (!allowPrivate) {
     const refused = addresses.find((address) => !isPublicAddress(address))
     if (refused !== undefined) {
-      throw new RefusedAddress(`${url.hostname} resolves to ${refused}, a non-public address`)
+      throw new OutboundRefused(`${url.hostname} resolves to ${refused}, a non-public address`)
     }
   }
   return first

@@ -60,7 +60,10 @@ export function checkEndpointUrl(text: string, allowPrivate: boolean): URL {
   return url
 }
 
-/** A request the outbound rule refuses: a non-public address. */
+/**
+ * A request the outbound rule refuses: a non-public address; from guardedFetch also a URL it may not fetch, a redirect
+ * or a body past its bound.
+ */
 export class OutboundRefused extends Error {}
 
 export type Resolver = (hostname: string) => Promise<string[]>

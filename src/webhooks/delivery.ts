@@ -5,8 +5,9 @@
 import { performance } from 'node:perf_hooks'
 import { newId } from '../shared/ids'
 import type { Logger } from '../shared/log'
+import { OutboundRefused, type Resolver } from '../shared/outbound/addresses'
+import { pinnedFetch } from '../shared/outbound/guarded-fetch'
 import { type Clock, dayMs, toIso } from '../shared/time'
-import { literalAddress, pinnedUrl, RefusedAddress, type Resolver, resolveTarget, systemResolver } from './addresses'
 import type { ClaimedDelivery, WebhookRepository } from './repository'
 import { signatureHeaders } from './signing'
 
@@ -61,7 +62,6 @@ const userAgent = 'Threadhouse-Webhooks/1'
 
 export function createDeliveryWorker(deps: DeliveryDeps) {
   const retry = deps.retry ?? defaultRetryPolicy
-  const resolve = deps.resolve ?? systemResolver
   const concurrency = deps.concurrency ?? 8
   // A claim outlives one attempt, however slow: another instance takes the delivery only once this one surely gave up.
   const leaseMs = 2 * deps.timeoutMs + 5000
@@ -78,26 +78,18 @@ export function createDeliveryWorker(deps: DeliveryDeps) {
     let error: string | null = null
     const signal = AbortSignal.timeout(deps.timeoutMs)
     try {
-      const address = await Promise.race([
-        resolveTarget(url, deps.allowPrivateNetworks, resolve),
-        new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
-      ])
       // The receiver compares the timestamp with its own clock: it is the wall clock's, whatever clock schedules.
       const headers = {
         'content-type': 'application/json',
         'user-agent': userAgent,
-        host: url.host,
         ...signatureHeaders(delivery.secret, delivery.id, Math.floor(Date.now() / 1000), delivery.payload),
       }
-      const response = await fetch(pinnedUrl(url, address), {
-        method: 'POST',
-        headers,
-        body: delivery.payload,
-        redirect: 'manual',
-        signal,
-        // Connected by address, the certificate is still checked against the endpoint's name.
-        ...(url.protocol === 'https:' && literalAddress(url) === null ? { tls: { serverName: url.hostname } } : {}),
-      })
+      // A redirect comes back as it is, to be recorded with its status.
+      const response = await pinnedFetch(
+        url,
+        { method: 'POST', headers, body: delivery.payload, signal },
+        { allowPrivateNetworks: deps.allowPrivateNetworks, resolve: deps.resolve },
+      )
       responseStatus = response.status
       // Only the status matters: the body is never read, so a receiver cannot make the worker hold a large one.
       await response.body?.cancel().catch(() => {})
@@ -108,7 +100,7 @@ export function createDeliveryWorker(deps: DeliveryDeps) {
             : `HTTP ${response.status}`
       }
     } catch (failure) {
-      if (failure instanceof RefusedAddress) error = `Refused: ${failure.message}`
+      if (failure instanceof OutboundRefused) error = `Refused: ${failure.message}`
       else if (signal.aborted) error = `No answer within ${deps.timeoutMs / 1000} s`
       else error = failure instanceof Error ? failure.message : String(failure)
     }

@@ -3,8 +3,8 @@
 // their business (owners and admins of the organization).
 import { AppError, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
+import { checkEndpointUrl } from '../shared/outbound/addresses'
 import { toIso } from '../shared/time'
-import { checkEndpointUrl } from './addresses'
 import { isWebhookEventType, testEventType, type WebhookEventType, type WebhookPayload } from './events'
 import type { EndpointRow, WebhookRepository } from './repository'
 import { generateWebhookSecret } from './signing'

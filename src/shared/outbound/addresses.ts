@@ -1,10 +1,11 @@
-// The SSRF rule: webhooks go to public addresses only, unless WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true. A URL naming an
-// address is judged when the endpoint is made; at every attempt the host name is resolved, every address in the answer
-// is judged (one private address refuses the lot: a name may answer differently from one lookup to the next), and the
-// request goes to the address that was judged, never to a second lookup's answer (DNS rebinding).
+// The outbound rule against SSRF, for the requests the server makes to addresses an organization chose: public unicast
+// addresses only, unless WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true. A URL naming an address is judged when it is saved; at
+// every connection the host name is resolved, every address in the answer is judged (one private address refuses the
+// lot: a name may answer differently from one lookup to the next), and the request goes to the address that was
+// judged, never to a second lookup's answer (DNS rebinding).
 import { lookup } from 'node:dns/promises'
 import ipaddr from 'ipaddr.js'
-import { AppError } from '../shared/errors'
+import { AppError } from '../errors'
 
 /**
  * Ranges ipaddr.js still calls `unicast` that are no public internet: benchmarking (also the fake addresses of proxy
@@ -59,7 +60,11 @@ export function checkEndpointUrl(text: string, allowPrivate: boolean): URL {
   return url
 }
 
-export class RefusedAddress extends Error {}
+/**
+ * A request the outbound rule refuses: a non-public address; from guardedFetch also a URL it may not fetch, a redirect
+ * or a body past its bound.
+ */
+export class OutboundRefused extends Error {}
 
 export type Resolver = (hostname: string) => Promise<string[]>
 
@@ -71,11 +76,11 @@ export async function resolveTarget(url: URL, allowPrivate: boolean, resolve: Re
   const literal = literalAddress(url)
   const addresses = literal === null ? await resolve(url.hostname) : [literal]
   const [first] = addresses
-  if (first === undefined) throw new RefusedAddress(`${url.hostname} has no address`)
+  if (first === undefined) throw new OutboundRefused(`${url.hostname} has no address`)
   if (!allowPrivate) {
     const refused = addresses.find((address) => !isPublicAddress(address))
     if (refused !== undefined) {
-      throw new RefusedAddress(`${url.hostname} resolves to ${refused}, a non-public address`)
+      throw new OutboundRefused(`${url.hostname} resolves to ${refused}, a non-public address`)
     }
   }
   return first

@@ -13,8 +13,11 @@ import type { AccessTokenRepository } from '../auth/tokens.repository'
 import { sqliteAccessTokenRepository } from '../auth/tokens.repository.sqlite'
 import type { UserRepository } from '../auth/users.repository'
 import { sqliteUserRepository } from '../auth/users.repository.sqlite'
+import * as connectorTables from '../connectors/connectors.table'
+import type { McpServerRepository } from '../connectors/repository'
+import { mcpServerRepository } from '../connectors/repository.common'
 import type { Db } from '../db/client'
-import { anyDb, asTables } from '../db/dialect'
+import { anyDb, asTables, sqliteUnit } from '../db/dialect'
 import type { LockName } from '../db/postgres'
 import { prepared } from '../db/prepared'
 import { generations as generationsTable } from '../generation/generations.table'
@@ -106,6 +109,8 @@ export interface Store {
   quotas: QuotaRepository
   /** What answers used: the rows the generation repository's `finish` writes, their sums and monthly totals. */
   usage: UsageRepository
+  /** The MCP servers organizations connect, their tools and OAuth state (src/connectors/). */
+  mcpServers: McpServerRepository
   locks: InstanceLocks
 }
 
@@ -165,6 +170,7 @@ export function sqliteStore(db: Db): Store {
       usageStore,
     ),
     usage: usageStore,
+    mcpServers: mcpServerRepository(anyDb(db), asTables(connectorTables), sqliteUnit(db)),
     locks: processLocks,
   }
 }

@@ -10,7 +10,9 @@ import { sessionRepository } from '../auth/sessions.repository.common'
 import * as sessionTables from '../auth/sessions.table.pg'
 import { pgAccessTokenRepository } from '../auth/tokens.repository.pg'
 import { pgUserRepository } from '../auth/users.repository.pg'
-import { anyDb } from '../db/dialect'
+import * as connectorTables from '../connectors/connectors.table.pg'
+import { mcpServerRepository } from '../connectors/repository.common'
+import { anyDb, pgUnit } from '../db/dialect'
 import { type PgDb, withAdvisoryLock } from '../db/postgres'
 import { generations } from '../generation/generations.table.pg'
 import { pgAnswerRelay } from '../generation/relay.pg'
@@ -94,6 +96,7 @@ export function pgStore(db: PgDb): Store {
       usageStore,
     ),
     usage: usageStore,
+    mcpServers: mcpServerRepository(anyDb(db), connectorTables, pgUnit(db)),
     locks: {
       async inTurn(name, task) {
         const held = await withAdvisoryLock(db, name, 'wait', task)

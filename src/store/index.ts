@@ -24,6 +24,8 @@ import { generations as generationsTable } from '../generation/generations.table
 import type { AnswerRelay } from '../generation/relay'
 import type { GenerationRepository } from '../generation/repository'
 import { sqliteGenerationRepository } from '../generation/repository.sqlite'
+import type { ToolCallRepository } from '../generation/tool-calls.repository'
+import { sqliteToolCallRepository } from '../generation/tool-calls.repository.sqlite'
 import * as idempotencyTables from '../idempotency/idempotency.table'
 import type { IdempotencyRepository } from '../idempotency/repository'
 import { idempotencyRepository } from '../idempotency/repository.common'
@@ -111,6 +113,8 @@ export interface Store {
   usage: UsageRepository
   /** The MCP servers organizations connect, their tools and OAuth state (src/connectors/). */
   mcpServers: McpServerRepository
+  /** What the tools did in answers: rounds of calls and each call (generation/tool-calls.repository.ts). */
+  toolCalls: ToolCallRepository
   locks: InstanceLocks
 }
 
@@ -171,6 +175,7 @@ export function sqliteStore(db: Db): Store {
     ),
     usage: usageStore,
     mcpServers: mcpServerRepository(anyDb(db), asTables(connectorTables), sqliteUnit(db)),
+    toolCalls: sqliteToolCallRepository(db),
     locks: processLocks,
   }
 }

@@ -17,6 +17,7 @@ import { type PgDb, withAdvisoryLock } from '../db/postgres'
 import { generations } from '../generation/generations.table.pg'
 import { pgAnswerRelay } from '../generation/relay.pg'
 import { pgGenerationRepository } from '../generation/repository.pg'
+import { pgToolCallRepository } from '../generation/tool-calls.repository.pg'
 import * as idempotencyTables from '../idempotency/idempotency.table.pg'
 import { idempotencyRepository } from '../idempotency/repository.common'
 import { modelRepository } from '../models/repository.common'
@@ -97,6 +98,7 @@ export function pgStore(db: PgDb): Store {
     ),
     usage: usageStore,
     mcpServers: mcpServerRepository(anyDb(db), connectorTables, pgUnit(db)),
+    toolCalls: pgToolCallRepository(db),
     locks: {
       async inTurn(name, task) {
         const held = await withAdvisoryLock(db, name, 'wait', task)

@@ -109,10 +109,9 @@ test('an answer’s run lasts from its first claim to its end: a release keeps i
   const ended = { ...s.answer, lease: 'lease-2', contents: [{ type: 'text' as const, text: 'Hello' }] }
   await s.generations.finish({ ...ended, outcome: 'complete', error: null }, 7)
   expect(await runOf()).toBeNull()
-  // Queued again, as a regenerate queues it: the next claim starts a new run.
-  const { generations } = s.h.tables
-  await s.h.orm.update(generations).set({ status: 'queued' }).where(eq(generations.messageId, s.answer.messageId))
-  await s.generations.claim(s.answer, 8, { ...lease, id: 'lease-3' })
+  // A regenerate: the next claim starts a new run.
+  expect(await s.h.store.threads.regenerate(s.answer.threadId, s.answer.messageId, null, 8)).toEqual({ ok: true })
+  await s.generations.claim(s.answer, 9, { ...lease, id: 'lease-3' })
   expect(await runOf()).toBe('lease-3')
 })
 

@@ -13,6 +13,15 @@ const ExtraHeaders = T.Record(
   { additionalProperties: false },
 )
 
+// 32 bytes as base64 (`openssl rand -base64 32`): 43 characters and one `=`.
+const keyPattern = '[A-Za-z0-9+/]{43}='
+const keyDescription = 'must be 32 random bytes as base64, 44 characters such as `openssl rand -base64 32` prints'
+const SecretsKey = T.String({ pattern: `^${keyPattern}$`, description: keyDescription })
+const SecretsKeys = T.String({
+  pattern: `^${keyPattern}(,${keyPattern})*$`,
+  description: `must be keys separated by commas; each ${keyDescription.replace('must be ', '')}`,
+})
+
 const variables = {
   PORT: { schema: Port, fallback: 3000 },
   HOST: { schema: T.String({ minLength: 1 }), fallback: '0.0.0.0' },
@@ -126,6 +135,23 @@ const variables = {
   WEBHOOKS_ALLOW_PRIVATE_NETWORKS: { schema: T.Boolean(), fallback: false },
   /** How long one webhook delivery attempt may take, the name's lookup included. */
   WEBHOOKS_TIMEOUT_MS: { schema: T.Integer({ minimum: 1000, maximum: 60_000 }), fallback: 10_000 },
+  /**
+   * The key secrets stored in the database are sealed with (MCP servers' header values and OAuth tokens): 32 random
+   * bytes as base64. Unset, servers that need a secret cannot be added or used.
+   */
+  SECRETS_KEY: { schema: SecretsKey, fallback: undefined },
+  /** Keys SECRETS_KEY replaced, comma-separated: what they sealed still opens. */
+  SECRETS_KEY_PREVIOUS: { schema: SecretsKeys, fallback: undefined },
+  /** How long one request to an MCP server (a tool call included) or its OAuth server may take. */
+  MCP_TIMEOUT_MS: { schema: T.Integer({ minimum: 1000, maximum: 600_000 }), fallback: 30_000 },
+  /** The largest response body an MCP or OAuth server may send; a larger one fails as an error. */
+  MCP_RESPONSE_MAX_BYTES: { schema: T.Integer({ minimum: 65_536, maximum: 268_435_456 }), fallback: 4_194_304 },
+  /** Rounds of tool calls one answer may make before the model must answer without tools; 0 offers no tools. */
+  TOOLS_MAX_ROUNDS: { schema: T.Integer({ minimum: 0, maximum: 64 }), fallback: 8 },
+  /** How long one answer's rounds of tool calls may take in all (a person's time to decide not counted). */
+  TOOLS_ANSWER_DEADLINE_MS: { schema: T.Integer({ minimum: 1000, maximum: 3_600_000 }), fallback: 300_000 },
+  /** The longest tool result the model sees and the answer keeps, in characters; longer ones are cut with a note. */
+  TOOLS_RESULT_MAX_CHARS: { schema: T.Integer({ minimum: 1000, maximum: 1_000_000 }), fallback: 20_000 },
   LOG_LEVEL: {
     schema: T.Union([T.Literal('debug'), T.Literal('info'), T.Literal('warn'), T.Literal('error')]),
     fallback: 'info',
@@ -165,6 +191,8 @@ const secret = new Set<string>([
   'S3_ACCESS_KEY_ID',
   'S3_SECRET_ACCESS_KEY',
   'METRICS_TOKEN',
+  'SECRETS_KEY',
+  'SECRETS_KEY_PREVIOUS',
 ])
 
 function decode(name: string, raw: string, type: unknown): unknown {
@@ -255,6 +283,13 @@ function checkS3(config: Config): void {
   }
 }
 
+/** Keys that sealed secrets, without the key that seals them now: new secrets could not be stored. */
+function checkSecrets(config: Config): void {
+  if (config.SECRETS_KEY_PREVIOUS !== undefined && config.SECRETS_KEY === undefined) {
+    throw new ConfigError('SECRETS_KEY_PREVIOUS is set but SECRETS_KEY is not')
+  }
+}
+
 /** Whether `value` is a URL DATABASE_URL would accept: for the CLI's `db:copy --to`, which names a database too. */
 export function isDatabaseUrl(value: string): boolean {
   return Value.Check(variables.DATABASE_URL.schema, value)
@@ -274,5 +309,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   checkProvider(config as Config)
   checkOidc(config as Config)
   checkS3(config as Config)
+  checkSecrets(config as Config)
   return config as Config
 }

@@ -1,6 +1,6 @@
 // Deletes, every hour, what can no longer be used: expired sessions and idempotency keys; expired OAuth codes and
 // tokens, dead grants with everything issued under them, spent registration tokens, the change feed's week-old
-// tombstones, and on PostgreSQL ended rate-limit windows. Without it every hourly refresh of every connected app
+// tombstones, MCP servers' expired OAuth authorizations, and on PostgreSQL ended rate-limit windows. Without it every hourly refresh of every connected app
 // would add rows for good. It also removes stored files whose rows were never committed (an upload that failed between storing its files and inserting its rows, a crash on another
 // server sharing the bucket), which would otherwise stay until the next start, and on a long-running server never go.
 // And it deletes threads past their organization's retention period (threads/retention.ts), if it has one.
@@ -30,6 +30,8 @@ export async function sweepExpired(store: Store, now: number): Promise<void> {
     // The change feed's record of deletions: a feed resuming from before what is swept is told to reload.
     store.threads.sweepTombstones(now - tombstoneKeepMs),
     store.idempotency.deleteExpired(now - idempotencyKeyLifetimeMs),
+    // MCP servers' OAuth authorizations an admin started and never finished (ten minutes).
+    store.mcpServers.sweepFlows(now),
   ])
 }
 

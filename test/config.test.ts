@@ -162,3 +162,43 @@ test('bad S3 settings are named in one line, and the keys are never repeated', (
   )
   expect(failure({ S3_BUCKET: 'files' })).toBe('S3_ACCESS_KEY_ID is required when S3_BUCKET is set')
 })
+
+test('the secrets key and the tool limits: keys checked for their form and never repeated, limits within bounds', () => {
+  const key = Buffer.alloc(32, 7).toString('base64')
+  const other = Buffer.alloc(32, 9).toString('base64')
+  const defaults = loadConfig({})
+  expect({
+    key: defaults.SECRETS_KEY,
+    previous: defaults.SECRETS_KEY_PREVIOUS,
+    timeout: defaults.MCP_TIMEOUT_MS,
+    bytes: defaults.MCP_RESPONSE_MAX_BYTES,
+    rounds: defaults.TOOLS_MAX_ROUNDS,
+    deadline: defaults.TOOLS_ANSWER_DEADLINE_MS,
+    chars: defaults.TOOLS_RESULT_MAX_CHARS,
+  }).toEqual({
+    key: undefined,
+    previous: undefined,
+    timeout: 30_000,
+    bytes: 4 * 1024 * 1024,
+    rounds: 8,
+    deadline: 300_000,
+    chars: 20_000,
+  })
+  const rotated = loadConfig({ SECRETS_KEY: key, SECRETS_KEY_PREVIOUS: `${other},${key}` })
+  expect([rotated.SECRETS_KEY, rotated.SECRETS_KEY_PREVIOUS]).toEqual([key, `${other},${key}`])
+  // A key of 16 bytes, a hex key, a list with an empty entry: refused, and the value is not in the line.
+  for (const [name, value] of [
+    ['SECRETS_KEY', Buffer.alloc(16, 7).toString('base64')],
+    ['SECRETS_KEY', Buffer.alloc(32, 7).toString('hex')],
+    ['SECRETS_KEY_PREVIOUS', `${other},`],
+  ] as const) {
+    const refused = failure({ SECRETS_KEY: key, [name]: value })
+    expect(refused).toStartWith(`${name} is invalid: must be`)
+    expect(refused).toContain('openssl rand -base64 32')
+    expect(refused).not.toContain(value)
+  }
+  expect(failure({ SECRETS_KEY_PREVIOUS: other })).toBe('SECRETS_KEY_PREVIOUS is set but SECRETS_KEY is not')
+  expect(loadConfig({ TOOLS_MAX_ROUNDS: '0' }).TOOLS_MAX_ROUNDS).toBe(0)
+  expect(failure({ TOOLS_MAX_ROUNDS: '65' })).toStartWith('TOOLS_MAX_ROUNDS is invalid ("65")')
+  expect(failure({ MCP_TIMEOUT_MS: '10' })).toStartWith('MCP_TIMEOUT_MS is invalid ("10")')
+})

@@ -138,8 +138,9 @@ test('db:copy copies every table that holds data, with the same columns on both 
     .map((table) => getTableName(table as SQLiteTable))
   // search_pending is the SQLite index's queue; PostgreSQL's is filled by its own trigger as threads arrive. The
   // change feed's tombstones hold places in SQLite's update order, which the copy renumbers: the copy moves the
-  // feed's horizon instead, so every feed reloads.
-  const notCopied = ['search_pending', 'thread_tombstones', 'thread_feed_horizon']
+  // feed's horizon instead, so every feed reloads. An MCP server's authorization under way in an admin's browser
+  // lasts ten minutes: the admin starts it again.
+  const notCopied = ['search_pending', 'thread_tombstones', 'thread_feed_horizon', 'mcp_oauth_flows']
   expect(copiedTables.map(({ from }) => getTableName(from)).sort()).toEqual(
     sqliteTables.filter((name) => !notCopied.includes(name)).sort(),
   )
@@ -294,6 +295,121 @@ test.concurrent('a SQLite installation moves to PostgreSQL: passwords, tokens, s
 
   await server[Symbol.asyncDispose]()
 
+  // A connected MCP server and what its tools did in the first answer, written as the app writes them (no route
+  // makes them yet). Sealed values go as they are: the server on PostgreSQL opens them with the same SECRETS_KEY.
+  // Only `run` and finalized statements: bun:sqlite keeps a connection open while a statement lives, and db:copy
+  // would find the file in use.
+  const tooled = new Database(sqlite.DATABASE_PATH)
+  const insert = (table: string, row: Record<string, string | number | null>) => {
+    const columns = Object.keys(row)
+    tooled.run(
+      `insert into ${table} (${columns.join(', ')}) values (${columns.map(() => '?').join(', ')})`,
+      Object.values(row),
+    )
+  }
+  const ownerRow = tooled.prepare(`select id, organization_id from users where email = 'owner@example.com'`)
+  const { id: ownerId, organization_id: organizationId } = ownerRow.get() as { id: number; organization_id: number }
+  ownerRow.finalize()
+  const serverId = Bun.randomUUIDv7()
+  insert('mcp_servers', {
+    id: serverId,
+    organization_id: organizationId,
+    name: 'docs',
+    url: 'https://docs.example.com/mcp',
+    auth: 'headers',
+    headers_sealed: 'v1.0123abcd.iv.sealed',
+    header_names: '["Authorization"]',
+    trusted: 1,
+    status: 'ok',
+    tools_refreshed_at: 5,
+    created_by: ownerId,
+    created_at: 1,
+    updated_at: 5,
+  })
+  const tool = { server_id: serverId, description: 'Searches', input_schema: '{"type":"object"}' }
+  const seen = { first_seen_at: 2, updated_at: 3 }
+  insert('mcp_server_tools', {
+    ...tool,
+    ...seen,
+    name: 'search_docs',
+    annotations: '{"readOnlyHint":true}',
+    read_only: 1,
+    enabled: 1,
+  })
+  insert('mcp_server_tools', {
+    ...tool,
+    ...seen,
+    name: 'odd',
+    enabled: 0,
+    problem: 'its input schema is not an object',
+  })
+  insert('mcp_server_oauth', {
+    server_id: serverId,
+    client_information_sealed: 'v1.0123abcd.a.b',
+    tokens_sealed: 'v1.0123abcd.c.d',
+    discovery_state: '{"resource":"https://docs.example.com/mcp"}',
+    authorized_by: ownerId,
+    authorized_at: 4,
+  })
+  insert('mcp_oauth_flows', {
+    state_hash: 'hash',
+    server_id: serverId,
+    user_id: ownerId,
+    code_verifier_sealed: 'v1.0123abcd.e.f',
+    created_at: 1,
+    expires_at: 600_001,
+  })
+  const inThread = { thread_id: plans.body.thread_id, chain_id: 'run-1', round: 1, run_id: 'run-1' }
+  insert('tool_rounds', {
+    ...inThread,
+    question_id: plans.body.message_id,
+    text: 'Let me look.',
+    input_tokens: 120,
+    output_tokens: 9,
+    cached_input_tokens: 0,
+    created_at: 6,
+  })
+  const called = {
+    ...inThread,
+    answer_id: firstAnswer.messages[0].id,
+    server_name: 'docs',
+    arguments: '{"q":"plan"}',
+    started_at: 6,
+  }
+  insert('tool_calls', {
+    ...called,
+    id: Bun.randomUUIDv7(),
+    position: 0,
+    tool_use_id: 'call_0',
+    model_name: 'docs__search_docs',
+    server_id: serverId,
+    tool_name: 'search_docs',
+    status: 'ok',
+    result: 'Step one is…',
+    result_chars: 12,
+    finished_at: 7,
+    duration_ms: 1,
+  })
+  insert('tool_calls', {
+    ...called,
+    id: Bun.randomUUIDv7(),
+    position: 1,
+    tool_use_id: 'call_1',
+    model_name: 'docs__delete_page',
+    tool_name: 'delete_page',
+    status: 'denied',
+    error: 'denied',
+    approval_id: 'approve_1',
+    decided_by: second.body.message_id,
+    decided_at: 8,
+  })
+  tooled.run(
+    `insert into thread_settings (thread_id, tools) values (?, '["docs/search_docs"]')
+     on conflict (thread_id) do update set tools = excluded.tools`,
+    [plans.body.thread_id],
+  )
+  tooled.close()
+
   // A database that does not answer: one line naming it, never the password.
   const nowhere = await cli(copyEnv, 'db:copy', '--to', `postgres://postgres:${dbPassword}@127.0.0.1:1/nowhere`)
   expect(nowhere).toMatchObject({ code: 1, stdout: '' })
@@ -348,6 +464,12 @@ test.concurrent('a SQLite installation moves to PostgreSQL: passwords, tokens, s
     messages: 8,
     feedback: 1,
     attachments: 1,
+    thread_settings: 1,
+    mcp_servers: 1,
+    mcp_server_tools: 2,
+    mcp_server_oauth: 1,
+    tool_rounds: 1,
+    tool_calls: 2,
   })
   expect(lines.at(-1)).toBe(
     'Counts checked: every table holds as many rows as in SQLite and every file is in place; search index built for 3 threads',

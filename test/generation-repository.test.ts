@@ -93,6 +93,48 @@ test('released claims are queued again with their attempt given back', async () 
 // Leases: where several instances share the database (PostgreSQL). SQLite stores none (one process holds it).
 const policy = { maxAttempts: 3, stoppedError: 'stopped', failedError: 'failed', limit: 10, graceMs: 0 }
 
+// An answer's run (generations.run_id) names the tool calls it records: it must survive what resumes the answer (a
+// release, a takeover) and end with it, so that a regenerate starts afresh.
+test('an answer’s run lasts from its first claim to its end: a release keeps it, the end clears it', async () => {
+  await using s = await queuedAnswer()
+  const runOf = () => s.h.store.toolCalls.runOf(s.answer.messageId)
+  expect(await runOf()).toBeNull()
+  await s.generations.claim(s.answer, 5, { ...lease, id: 'lease-1' })
+  expect(await runOf()).toBe('lease-1')
+  await s.generations.release([{ messageId: s.answer.messageId, lease: 'lease-1' }])
+  expect(await runOf()).toBe('lease-1')
+  // Claimed again (a restart): the run goes on under the new claim.
+  await s.generations.claim(s.answer, 6, { ...lease, id: 'lease-2' })
+  expect(await runOf()).toBe('lease-1')
+  const ended = { ...s.answer, lease: 'lease-2', contents: [{ type: 'text' as const, text: 'Hello' }] }
+  await s.generations.finish({ ...ended, outcome: 'complete', error: null }, 7)
+  expect(await runOf()).toBeNull()
+  // A regenerate: the next claim starts a new run.
+  expect(await s.h.store.threads.regenerate(s.answer.threadId, s.answer.messageId, null, 8)).toEqual({ ok: true })
+  await s.generations.claim(s.answer, 9, { ...lease, id: 'lease-3' })
+  expect(await runOf()).toBe('lease-3')
+})
+
+test('recovery that ends an answer ends its run; one it queues again keeps it', async () => {
+  const outcomes: Record<string, unknown> = {}
+  for (const [name, maxAttempts, stopping] of [
+    ['requeued', 3, false],
+    ['failed', 1, false],
+    ['stopped', 3, true],
+  ] as const) {
+    await using s = await queuedAnswer()
+    await s.generations.claim(s.answer, 5, { id: `lease-${name}`, holder: 'a', expiresAt: 100 })
+    if (stopping) await s.generations.markStopping(s.answer.threadId, 6)
+    await s.generations.recover({ ...policy, maxAttempts }, 200)
+    outcomes[name] = [(await s.generation())?.status, await s.h.store.toolCalls.runOf(s.answer.messageId)]
+  }
+  expect(outcomes).toEqual({
+    requeued: ['queued', 'lease-requeued'],
+    failed: ['error', null],
+    stopped: ['interrupted', null],
+  })
+})
+
 test.skipIf(!onPostgres)(
   'an expired lease is taken over, and its old holder can then neither publish text nor store the answer',
   async () => {

@@ -318,6 +318,37 @@ test('thread settings: GET for who sees the thread, PATCH for its owner, 400 for
   expect((await h.call('PATCH', unknown, { token: owner.token, body: { model: 'echo-a' } })).status).toBe(404)
 })
 
+test('a thread’s tools are stored beside its model: null for every tool on, [] for none, each field kept until written', async () => {
+  await using h = await echoModels()
+  const owner = await h.user()
+  const created = await h.call('POST', '/api/v1/threads', { token: owner.token, body: {} })
+  const threadId = created.body.thread_id as string
+  expect(await h.store.models.threadSettings(threadId)).toEqual({ model: null, instructions: null, tools: null })
+  expect(
+    await h.store.models.saveThreadSettings(threadId, { tools: ['docs/search_docs', 'jira/create_issue'] }),
+  ).toEqual({
+    model: null,
+    instructions: null,
+    tools: ['docs/search_docs', 'jira/create_issue'],
+  })
+  expect(await h.store.models.saveThreadSettings(threadId, { model: 'echo-a' })).toEqual({
+    model: 'echo-a',
+    instructions: null,
+    tools: ['docs/search_docs', 'jira/create_issue'],
+  })
+  expect(await h.store.models.saveThreadSettings(threadId, { tools: [] })).toMatchObject({ model: 'echo-a', tools: [] })
+  expect(await h.store.models.threadSettings(threadId)).toEqual({ model: 'echo-a', instructions: null, tools: [] })
+  expect(await h.store.models.saveThreadSettings(threadId, { tools: null })).toMatchObject({ tools: null })
+  expect(await h.store.models.saveThreadSettings(Bun.randomUUIDv7(), { tools: [] })).toBeNull()
+  // The API's settings keep their shape.
+  const path = `/api/v1/threads/${threadId}/settings`
+  expect((await h.call('GET', path, { token: owner.token })).body).toEqual({ model: 'echo-a', instructions: null })
+  expect((await h.call('PATCH', path, { token: owner.token, body: { instructions: 'Be brief.' } })).body).toEqual({
+    model: 'echo-a',
+    instructions: 'Be brief.',
+  })
+})
+
 test('the fake upstream is asked for the thread’s model, else the organization’s default, with the thread’s instructions', async () => {
   await using fake = new FakeLlm()
   const upstream = (id: string, vendor: string) => ({

@@ -107,3 +107,37 @@ test('thirty days on, only the people, their personal access tokens and the clie
   await until(async () => Bun.deepEquals(await rowCounts(h), left)).catch(() => undefined)
   expect(await rowCounts(h)).toEqual(left)
 })
+
+test('an MCP server’s OAuth authorization left half-way in the browser goes once its ten minutes are over', async () => {
+  const clock = new ManualClock()
+  await using h = await harness({ clock })
+  const admin = await h.user({ role: 'admin' })
+  const [row] = await h.orm.select({ organizationId: h.tables.users.organizationId }).from(h.tables.users)
+  const server = {
+    id: Bun.randomUUIDv7(),
+    organizationId: row?.organizationId as number,
+    name: 'docs',
+    url: 'https://docs.example.com/mcp',
+    auth: 'oauth' as const,
+    headersSealed: null,
+    headerNames: [],
+    trusted: false,
+    createdBy: admin.id,
+    now: clock.now(),
+  }
+  await h.store.mcpServers.add(server)
+  const flow = (stateHash: string, startedAt: number) => ({
+    stateHash,
+    serverId: server.id,
+    userId: admin.id,
+    codeVerifierSealed: 'v1.sealed',
+    createdAt: startedAt,
+    expiresAt: startedAt + 10 * minute,
+  })
+  await h.store.mcpServers.startFlow(flow('left', clock.now()))
+  await h.store.mcpServers.startFlow(flow('recent', clock.now() + 5 * minute))
+  clock.advance(11 * minute)
+  await sweepExpired(h.store, clock.now())
+  const flows = await h.orm.select({ stateHash: h.tables.mcpOauthFlows.stateHash }).from(h.tables.mcpOauthFlows)
+  expect(flows).toEqual([{ stateHash: 'recent' }])
+})

@@ -33,3 +33,24 @@ export function asTables<T>(tables: unknown): T {
 export function runInTransaction(statements: readonly unknown[]): void {
   for (const statement of statements) (statement as { run(): void }).run()
 }
+
+/**
+ * Runs the statements `build` makes on a transaction, in order, as one unit: how a neutral module writes several
+ * statements at once without a twin per dialect. The store hands it the dialect's (sqliteUnit, pgUnit).
+ */
+export type Unit = (build: (tx: AnyDb) => readonly unknown[]) => Promise<void>
+
+/** SQLite's unit: the statements run synchronously inside one `db.transaction`. */
+export function sqliteUnit(db: Db): Unit {
+  return async (build) => {
+    db.transaction((tx) => runInTransaction(build(anyDb(tx as unknown as Db))))
+  }
+}
+
+/** PostgreSQL's unit: the statements awaited one after another inside one transaction. */
+export function pgUnit(db: PgDb): Unit {
+  return (build) =>
+    db.transaction(async (tx) => {
+      for (const statement of build(anyDb(tx as unknown as PgDb))) await statement
+    })
+}

@@ -19,6 +19,7 @@ export const generations = pgTable(
     createdAt: bigint({ mode: 'number' }).notNull(),
     finishedAt: bigint({ mode: 'number' }),
     model: text(),
+    runId: text(),
     /** The claim's own ID while `running`: only its holder may store the answer or publish its text (fencing). */
     leaseId: text(),
     /** The instance holding the lease, for logs and the operator. */

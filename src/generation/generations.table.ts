@@ -22,6 +22,11 @@ export const generations = sqliteTable(
     finishedAt: integer(),
     /** The model this answer was asked of (a regenerate's choice); null: the thread's, else the organization's. */
     model: text(),
+    /**
+     * The run this answer's tool calls are recorded under: set by the first claim and kept by a takeover or a
+     * release (the run goes on where it was), cleared when the answer ends (a regenerate starts a new run).
+     */
+    runId: text(),
   },
   (t) => [index('generations_status_idx').on(t.status)],
 )

@@ -11,15 +11,18 @@
 import type { WithSubquery } from 'drizzle-orm'
 import { and, asc, eq, inArray, isNull, lt, lte, min, not, or, type SQL, sql } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
+import { anyDb } from '../db/dialect'
 import type { PgDb, PgTx as Tx } from '../db/postgres'
 import { inTransaction } from '../db/prepared'
 import type { ThreadsModel } from '../threads/model'
 import { messages, threads } from '../threads/threads.table.pg'
 import { answerChunks, generations } from './generations.table.pg'
-import { withFiles } from './history'
+import { withFiles, withToolCalls } from './history'
 import { encodeEvent, relayChannel } from './relay'
 import { notifyEvent } from './relay.pg'
 import type { AnswerStoreParts, Compaction, GenerationRepository } from './repository'
+import { toolHistoryReader } from './tool-calls.repository.common'
+import { toolCalls, toolRounds } from './tool-calls.table.pg'
 import type { HistoryMessage } from './types'
 
 /** IDs bound per statement: far below PostgreSQL's 65535 parameters, however many a caller passes. */
@@ -52,6 +55,28 @@ async function lockThread(tx: Tx, threadId: string): Promise<{ organizationId: n
   return row
 }
 
+/**
+ * Takes the thread's row as lockThread does, for an answer's end, and reads the answer's run with it: the run changes
+ * only with a claim or an end, which take the same lock first (and recovery skips a locked thread), so it stays as
+ * read until this unit commits.
+ */
+async function lockThreadForEnd(
+  tx: Tx,
+  threadId: string,
+  messageId: string,
+): Promise<{ organizationId: number; ownerId: number; runId: string | null } | undefined> {
+  const [row] = await inTransaction(tx, 'generation:lock-thread-for-end', (on) =>
+    on
+      .select({ organizationId: threads.organizationId, ownerId: threads.ownerId, runId: generations.runId })
+      .from(threads)
+      .leftJoin(generations, eq(generations.messageId, bound('messageId')))
+      .where(eq(threads.id, bound('threadId')))
+      .for('no key update', { of: threads })
+      .prepare('lock_thread_for_end'),
+  ).execute({ threadId, messageId })
+  return row
+}
+
 /** Drops the text an answer's holders published: it is stored with the answer, or generated again from its start. */
 function dropChunks(tx: Tx, messageId: string) {
   return inTransaction(tx, 'generation:drop-chunks', (on) =>
@@ -60,6 +85,16 @@ function dropChunks(tx: Tx, messageId: string) {
       .where(eq(answerChunks.messageId, bound('messageId')))
       .prepare('drop_chunks'),
   ).execute({ messageId })
+}
+
+/** Sets the answer's message on the calls its run recorded (placeholders `runId` and `answerId`). */
+function attachedCalls(on: Tx) {
+  return on.$with('attached_calls').as(
+    on
+      .update(toolCalls)
+      .set({ answerId: sql`${bound('answerId')}` })
+      .where(eq(toolCalls.runId, bound('runId'))),
+  )
 }
 
 /**
@@ -104,6 +139,7 @@ export interface PgAnswerParts extends AnswerStoreParts<Tx, Promise<string>, Rec
 }
 
 export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): GenerationRepository {
+  const toolHistory = toolHistoryReader(anyDb(db), { toolRounds, toolCalls, generations })
   return {
     async interrupted(messageIds) {
       if (messageIds.length === 0) return new Set()
@@ -148,7 +184,7 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
           ),
         )
         .orderBy(asc(messages.createdAt), asc(messages.id))) as Omit<HistoryMessage, 'attachments'>[]
-      return withFiles(rows, parts.filesForModel)
+      return withToolCalls(await withFiles(rows, parts.filesForModel), (answerIds) => toolHistory(threadId, answerIds))
     },
 
     claim({ messageId, threadId }, now, lease) {
@@ -162,6 +198,8 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
             .set({
               status: 'running',
               attempts: sql`${generations.attempts} + 1`,
+              // The run begins with the first claim and goes on through a takeover or a release (generations.runId).
+              runId: sql`coalesce(${generations.runId}, ${bound('lease')})`,
               leaseId: sql`${bound('lease')}`,
               leasedBy: sql`${bound('holder')}`,
               leaseExpiresAt: sql`${bound('expiresAt')}`,
@@ -197,7 +235,9 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
     finish(answer, now) {
       return db.transaction(async (tx) => {
         const { messageId, threadId, outcome, error, contents, lease } = answer
-        const owner = await lockThread(tx, threadId)
+        const locked = await lockThreadForEnd(tx, threadId, messageId)
+        const owner = locked && { organizationId: locked.organizationId, ownerId: locked.ownerId }
+        const runId = locked?.runId ?? null
         // A queued answer is ended by a stop (no lease); a running one only by its lease's holder. A holder that lost
         // its lease may find the answer queued again for another instance: it must not end it then either.
         const from = lease === null ? 'queued' : 'leased'
@@ -210,6 +250,7 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
               finishedAt: sql`${bound('now')}`,
               leaseId: null,
               leaseExpiresAt: null,
+              runId: null,
             })
             .where(
               and(
@@ -224,8 +265,24 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
         ).execute({ messageId, lease, outcome, error, now, event: encodeEvent({ kind: 'ended', messageId }) })
         if (ended.length === 0) return false
         if (answer.compaction) await storeSummary(parts, tx, threadId, answer.compaction, now)
+        // What the run's tools did always has a message to sit under, even an answer stopped before any text. The
+        // fenced tool writes hold the generation's row FOR SHARE (tool-calls.repository.pg.ts): the end above waited
+        // for any under way, so this read, and the attaching below, see every call the run recorded.
+        const called =
+          contents.length === 0 &&
+          runId !== null &&
+          (
+            await inTransaction(tx, 'generation:run-called', (on) =>
+              on
+                .select({ one: sql`1` })
+                .from(toolCalls)
+                .where(eq(toolCalls.runId, bound('runId')))
+                .limit(1)
+                .prepare('run_called'),
+            ).execute({ runId })
+          ).length > 0
         let answerId: string | null = null
-        if (contents.length > 0) {
+        if (contents.length > 0 || called) {
           const model = answer.model ?? null
           answerId = await parts.insertMessage(
             tx,
@@ -247,14 +304,17 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
                 createdAt: now,
               })
             : undefined
-        await inTransaction(tx, `generation:thread-ended:${recorded ? 'usage' : 'plain'}`, (on) =>
+        // The run's calls are attached to the stored message by a clause of the same statement: no round trip more.
+        const attach = runId !== null && answerId !== null
+        const variant = `${recorded ? 'usage' : 'plain'}${attach ? ':calls' : ''}`
+        await inTransaction(tx, `generation:thread-ended:${variant}`, (on) =>
           on
-            .with(...(recorded ? parts.usageClauses(on) : []))
+            .with(...(recorded ? parts.usageClauses(on) : []), ...(attach ? [attachedCalls(on)] : []))
             .update(threads)
             .set({ state: sql`${bound('state')}`, updatedAt: sql`${bound('now')}` })
             .where(eq(threads.id, bound('threadId')))
             .prepare('thread_ended'),
-        ).execute({ ...usage, threadId, now, state: outcome === 'error' ? 'error' : 'ready' })
+        ).execute({ ...usage, threadId, now, state: outcome === 'error' ? 'error' : 'ready', runId, answerId })
         return true
       })
     },
@@ -338,13 +398,13 @@ export function pgGenerationRepository(db: PgDb, parts: PgAnswerParts): Generati
         if (stopped.length > 0) {
           await tx
             .update(generations)
-            .set({ status: 'interrupted', error: stoppedError, finishedAt: now, ...released })
+            .set({ status: 'interrupted', error: stoppedError, finishedAt: now, runId: null, ...released })
             .where(inArray(generations.messageId, ids(stopped)))
         }
         if (poisoned.length > 0) {
           await tx
             .update(generations)
-            .set({ status: 'error', error: failedError, finishedAt: now, ...released })
+            .set({ status: 'error', error: failedError, finishedAt: now, runId: null, ...released })
             .where(inArray(generations.messageId, ids(poisoned)))
         }
         if (requeued.length > 0) {

@@ -3,11 +3,14 @@
 // connection when called inside db.transaction. Ending an answer writes threads' messages too: it is one unit.
 import { and, asc, eq, inArray, lte, min, not, sql } from 'drizzle-orm'
 import type { Db } from '../db/client'
+import { anyDb, asTables } from '../db/dialect'
 import { prepared } from '../db/prepared'
 import { messages, threads } from '../threads/threads.table'
 import { generations } from './generations.table'
-import { withFiles } from './history'
+import { withFiles, withToolCalls } from './history'
 import type { AnswerStoreParts, Compaction, GenerationRepository, PendingAnswer } from './repository'
+import { type ToolCallTables, toolHistoryReader } from './tool-calls.repository.common'
+import { toolCalls, toolRounds } from './tool-calls.table'
 import type { HistoryMessage } from './types'
 
 /** Threads' message insert runs inside the answer's transaction: on SQLite, on the same `db` (src/db/prepared.ts). */
@@ -41,17 +44,33 @@ export function sqliteGenerationRepository(db: Db, parts: SqliteAnswerParts): Ge
         )
         .orderBy(asc(messages.createdAt), asc(messages.id))
         .prepare(),
+    // The run begins with the first claim and goes on through a takeover or a release (see generations.runId).
     claim: () =>
       db
         .update(generations)
-        .set({ status: 'running', attempts: sql`${generations.attempts} + 1` })
+        .set({
+          status: 'running',
+          attempts: sql`${generations.attempts} + 1`,
+          runId: sql`coalesce(${generations.runId}, ${sql.placeholder('lease')})`,
+        })
         .where(and(eq(generations.messageId, sql.placeholder('messageId')), eq(generations.status, 'queued')))
         .returning({ messageId: generations.messageId })
+        .prepare(),
+    run: () =>
+      db
+        .select({ runId: generations.runId })
+        .from(generations)
+        .where(eq(generations.messageId, sql.placeholder('messageId')))
         .prepare(),
     finish: () =>
       db
         .update(generations)
-        .set({ status: sql`${sql.placeholder('status')}`, error: sql`${sql.placeholder('error')}`, finishedAt: now() })
+        .set({
+          status: sql`${sql.placeholder('status')}`,
+          error: sql`${sql.placeholder('error')}`,
+          finishedAt: now(),
+          runId: null,
+        })
         .where(
           and(
             eq(generations.messageId, sql.placeholder('messageId')),
@@ -59,6 +78,19 @@ export function sqliteGenerationRepository(db: Db, parts: SqliteAnswerParts): Ge
           ),
         )
         .returning({ messageId: generations.messageId })
+        .prepare(),
+    runCalled: () =>
+      db
+        .select({ one: sql`1` })
+        .from(toolCalls)
+        .where(eq(toolCalls.runId, sql.placeholder('runId')))
+        .limit(1)
+        .prepare(),
+    attachCalls: () =>
+      db
+        .update(toolCalls)
+        .set({ answerId: sql`${sql.placeholder('answerId')}` })
+        .where(eq(toolCalls.runId, sql.placeholder('runId')))
         .prepare(),
     owner: () =>
       db
@@ -75,6 +107,7 @@ export function sqliteGenerationRepository(db: Db, parts: SqliteAnswerParts): Ge
   }
   const statement = <K extends keyof typeof statements>(name: K) =>
     prepared(db, `generation:${name}`, statements[name] as () => unknown) as ReturnType<(typeof statements)[K]>
+  const toolHistory = toolHistoryReader(anyDb(db), asTables<ToolCallTables>({ toolRounds, toolCalls, generations }))
 
   /**
    * Messages are listed by (created_at, id), so the summary is dated one millisecond before the first message it
@@ -128,13 +161,13 @@ export function sqliteGenerationRepository(db: Db, parts: SqliteAnswerParts): Ge
         HistoryMessage,
         'attachments'
       >[]
-      return withFiles(rows, parts.filesForModel)
+      return withToolCalls(await withFiles(rows, parts.filesForModel), (answerIds) => toolHistory(threadId, answerIds))
     },
 
     // One process holds a SQLite database: leases are neither stored nor checked (see repository.ts).
-    async claim({ messageId, threadId }, now) {
+    async claim({ messageId, threadId }, now, lease) {
       return db.transaction(() => {
-        if (!statement('claim').get({ messageId })) return false
+        if (!statement('claim').get({ messageId, lease: lease.id })) return false
         statement('threadState').run({ threadId, state: 'active', now })
         return true
       })
@@ -143,16 +176,20 @@ export function sqliteGenerationRepository(db: Db, parts: SqliteAnswerParts): Ge
     async finish(answer, now) {
       return db.transaction(() => {
         const { messageId, threadId, outcome, error, contents } = answer
+        const runId = statement('run').get({ messageId })?.runId ?? null
         if (!statement('finish').get({ messageId, status: outcome, error, now })) return false
         if (answer.compaction) storeSummary(threadId, answer.compaction, now)
+        // What the run's tools did always has a message to sit under, even an answer stopped before any text.
+        const called = contents.length === 0 && runId !== null && statement('runCalled').get({ runId }) !== undefined
         const answerId =
-          contents.length > 0
+          contents.length > 0 || called
             ? parts.insertMessage(
                 db,
                 { threadId, role: 'assistant', contents, replyTo: messageId, model: answer.model ?? null },
                 now,
               )
             : null
+        if (runId !== null && answerId !== null) statement('attachCalls').run({ runId, answerId })
         const owner = answer.usage ? statement('owner').get({ threadId }) : undefined
         if (answer.usage && owner) {
           const { organizationId, ownerId: userId } = owner
@@ -206,7 +243,7 @@ export function sqliteGenerationRepository(db: Db, parts: SqliteAnswerParts): Ge
           .map(({ messageId, threadId }) => ({ messageId, threadId }))
         for (const job of stopped) {
           tx.update(generations)
-            .set({ status: 'interrupted', error: stoppedError, finishedAt: now })
+            .set({ status: 'interrupted', error: stoppedError, finishedAt: now, runId: null })
             .where(eq(generations.messageId, job.messageId))
             .run()
         }
@@ -215,7 +252,7 @@ export function sqliteGenerationRepository(db: Db, parts: SqliteAnswerParts): Ge
         tx.update(threads).set({ state: 'ready', updatedAt: now }).where(eq(threads.state, 'interrupted')).run()
         for (const job of poisoned) {
           tx.update(generations)
-            .set({ status: 'error', error: failedError, finishedAt: now })
+            .set({ status: 'error', error: failedError, finishedAt: now, runId: null })
             .where(eq(generations.messageId, job.messageId))
             .run()
           tx.update(threads).set({ state: 'error', updatedAt: now }).where(eq(threads.id, job.threadId)).run()

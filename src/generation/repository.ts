@@ -33,7 +33,10 @@ export interface Compaction {
   replaces: string[]
 }
 
-/** How an answer ended, with what it produced (blocks may be empty: then no assistant message is stored). */
+/**
+ * How an answer ended, with what it produced (blocks may be empty: then no assistant message is stored, unless its run
+ * called tools).
+ */
 export interface EndedAnswer extends PendingAnswer {
   outcome: 'complete' | 'error' | 'interrupted'
   /** Null when complete. */
@@ -128,14 +131,17 @@ export interface GenerationRepository {
 
   /**
    * What the generator is given for the answer to `messageId`: the thread's active messages up to and including
-   * it, in list order (created_at, id), each with the files behind its attachment blocks. Empty when the message
-   * is gone.
+   * it, in list order (created_at, id), each with the files behind its attachment blocks; an earlier answer that
+   * called tools with its calls and its rounds' texts, and a user message that decided an approval with exactly
+   * "Allow" or "Deny" marked `decision` (history.ts withToolCalls). Empty when the message is gone.
    */
   history(threadId: string, messageId: string): Promise<HistoryMessage[]>
 
   /**
    * Claims a queued answer: `queued` → `running` with one more attempt under `lease`, and the thread `active`, in
-   * one unit. Exactly one caller wins; false (and nothing written) when the answer is not `queued` any more.
+   * one unit. Exactly one caller wins; false (and nothing written) when the answer is not `queued` any more. The
+   * answer's run (generations.run_id, under which its tool calls are recorded) becomes the lease's ID unless it has
+   * one: an answer released or taken over goes on with its run.
    */
   claim(answer: PendingAnswer, now: number, lease: Lease): Promise<boolean>
 
@@ -149,6 +155,10 @@ export interface GenerationRepository {
    *
    * With `usage`, the answer's usage row and the month's totals of its thread's owner and organization are written in
    * the same unit (never when nothing is stored), so an answer's usage is recorded exactly once, with its end.
+   *
+   * The run's tool calls are attached to the assistant message in the same unit, and the run ends (a regenerate starts
+   * a new one). A run that called tools stores its message even with no `contents`: what was done always has a
+   * message to sit under.
    *
    * A summary is placed, in the list order, just before the first active message it does not replace: one
    * millisecond before its created_at (or `now` when it replaces them all), and the replaced ones stop being active.
@@ -177,7 +187,8 @@ export interface GenerationRepository {
    * answer (the previous process is gone); on PostgreSQL, at start-up and periodically, the answers `running` under
    * a lease that expired. Of those, answers whose thread was being stopped end `interrupted` (with `stoppedError`);
    * the others are `queued` again, unless they were already claimed `maxAttempts` times (likely what brought the
-   * process down): those end in `error` (with `failedError`) and so do their threads. Their threads `active` go back
+   * process down): those end in `error` (with `failedError`) and so do their threads. The answers it ends end their
+   * runs; those queued again keep theirs. Their threads `active` go back
    * to `waiting`, `interrupted` to `ready`, with updated_at set to `now`. Returns the queued answers to run, oldest
    * first: on PostgreSQL at most `limit` of those older than `graceMs`; on SQLite all of them, as nothing else will.
    */

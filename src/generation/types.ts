@@ -12,12 +12,99 @@ export interface AttachmentFile {
   key: string
 }
 
+/** Where a tool call stands (tool-calls.table.ts stores these). */
+export type ToolCallStatus =
+  | 'running'
+  | 'ok'
+  | 'error'
+  | 'timeout'
+  | 'refused'
+  | 'awaiting_approval'
+  | 'allowed'
+  | 'denied'
+  | 'unknown'
+
+/** A tool call of an earlier answer, as later prompts describe it. */
+export interface HistoryToolCall {
+  round: number
+  /** Its place among its round's calls. */
+  position: number
+  toolUseId: string
+  /** The name the model called it by. */
+  modelName: string
+  serverName: string
+  toolName: string
+  /** The arguments as the model wrote them (JSON text). */
+  arguments: string
+  status: ToolCallStatus
+  /** What the model was told. */
+  result: string | null
+  /** The `tool_use_id` of the choice block that asked the thread's owner about it. */
+  approvalId: string | null
+}
+
 export interface HistoryMessage {
   id: string
   role: 'user' | 'assistant' | 'summary'
   contents: ThreadsModel.contentBlock[]
   /** The files behind this message's `image` and `document` blocks, by attachment_id. */
   attachments?: Record<string, AttachmentFile>
+  /** An assistant message's tool calls, by round and position. */
+  toolCalls?: HistoryToolCall[]
+  /** An assistant message with tool calls: what it wrote before each of its rounds' calls, in round order. */
+  roundTexts?: string[]
+  /** A user message that decided an approval with exactly "Allow" or "Deny": left out of prompts. */
+  decision?: true
+}
+
+/** A tool an answer's model is offered, under the name the model calls it by. */
+export interface OfferedTool {
+  name: string
+  description: string
+  inputSchema: Record<string, unknown>
+}
+
+/** A tool call the model asked for: `id` cleaned by toolUseId, `arguments` the raw JSON text it wrote. */
+export interface ToolCallRequest {
+  id: string
+  name: string
+  arguments: string
+}
+
+export interface ToolCallResult {
+  id: string
+  content: string
+  isError: boolean
+}
+
+/** One reply that asked for tools: its text, its calls and what they answered. */
+export interface ToolRound {
+  text: string
+  calls: ToolCallRequest[]
+  results: ToolCallResult[]
+}
+
+/** What the model is told after a round of calls, and what the generator does next. */
+export type ToolRoundReply =
+  | { next: 'continue'; results: ToolCallResult[] }
+  /** Rounds or the deadline are spent: one more request, with `tool_choice` none. */
+  | { next: 'final'; results: ToolCallResult[] }
+  /** A call waits for a person: the generator ends now (done). */
+  | { next: 'pause' }
+
+/**
+ * The tools of one answer: those offered, the rounds already done (a continuation, or a takeover), and whether the
+ * next request is the last.
+ */
+export interface JobTools {
+  offered: OfferedTool[]
+  rounds: ToolRound[]
+  final?: boolean
+}
+
+/** How the generator asks the main thread to run a round of calls (worker.ts posts `tool_calls`). */
+export interface ToolPort {
+  round(round: number, calls: ToolCallRequest[], signal: AbortSignal): Promise<ToolRoundReply>
 }
 
 export interface GenerationRequest {
@@ -27,6 +114,8 @@ export interface GenerationRequest {
   instructions?: string
   /** Told of every request to the provider made again after a transient failure, with the failure's kind. */
   retried?: (kind: string) => void
+  /** The answer's tools and the way to call them; absent: no tool but the choice tool. */
+  tools?: JobTools & { port: ToolPort }
 }
 
 /** Tokens one request to a provider used, as the provider reported them. */
@@ -91,6 +180,8 @@ export interface JobModel {
   /** A configured model's ID. */
   model: string
   instructions: string | null
+  /** The tools the answer may call; absent: none. */
+  tools?: JobTools
 }
 
 /** Resolves an answer's model as the engine prepares it (src/models/ implements it; see models/choice.ts). */
@@ -104,6 +195,8 @@ export type ToWorker =
   /** One answer; its generator is made for `model` on first use and kept. */
   | { type: 'start'; jobId: string; history: HistoryMessage[]; model?: string; instructions?: string }
   | { type: 'cancel'; jobId: string }
+  /** What the main thread answered a job's `tool_calls` with. */
+  | { type: 'tool_results'; jobId: string; round: number; reply: ToolRoundReply }
 
 export type FromWorker =
   | { type: 'token'; jobId: string; text: string }
@@ -118,6 +211,8 @@ export type FromWorker =
   | { type: 'retry'; jobId: string; kind: string }
   /** What went wrong inside the generator, for the server log (the user gets a plain sentence). */
   | { type: 'log'; jobId: string; message: string }
+  /** The model asked for tool calls: the generator waits for `tool_results`. */
+  | { type: 'tool_calls'; jobId: string; round: number; calls: ToolCallRequest[] }
 
 /** Receives one job's output, in order. Exactly one of done, error or cancelled ends it. */
 export interface JobHandlers {
@@ -133,6 +228,8 @@ export interface JobHandlers {
   cancelled(): void
   /** A request to the provider was made again after a transient failure of this kind (the metrics count these). */
   retried?(kind: string): void
+  /** Resolves what the model is told; a rejection is answered `final` with every call an error. */
+  toolCalls?(round: number, calls: ToolCallRequest[]): Promise<ToolRoundReply>
 }
 
 /** Runs generation jobs somewhere (a Bun Worker in production) and reports back on the main thread. */

@@ -20,6 +20,15 @@ export function modelRepository(
   db: AnyDb,
   { organizations, threads, threadSettings, generations }: ModelTables,
 ): ModelRepository {
+  const settingsColumns = {
+    model: threadSettings.model,
+    instructions: threadSettings.instructions,
+    tools: threadSettings.tools,
+  }
+  const settingsOf = (row: { model: string | null; instructions: string | null; tools: string | null }) => ({
+    ...row,
+    tools: allowedFromColumn(row.tools),
+  })
   return {
     async choice(organizationId) {
       const [row] = await db
@@ -37,28 +46,31 @@ export function modelRepository(
     },
 
     async threadSettings(threadId) {
-      const [row] = await db
-        .select({ model: threadSettings.model, instructions: threadSettings.instructions })
-        .from(threadSettings)
-        .where(eq(threadSettings.threadId, threadId))
-      return row ?? { model: null, instructions: null }
+      const [row] = await db.select(settingsColumns).from(threadSettings).where(eq(threadSettings.threadId, threadId))
+      return row ? settingsOf(row) : { model: null, instructions: null, tools: null }
     },
 
     async saveThreadSettings(threadId, patch) {
-      const set: Partial<{ model: string | null; instructions: string | null }> = {}
+      const set: Partial<{ model: string | null; instructions: string | null; tools: string | null }> = {}
       if (patch.model !== undefined) set.model = patch.model
       if (patch.instructions !== undefined) set.instructions = patch.instructions
+      if (patch.tools !== undefined) set.tools = allowedToColumn(patch.tools)
       try {
         const [row] = await db
           .insert(threadSettings)
-          .values({ threadId, model: patch.model ?? null, instructions: patch.instructions ?? null })
+          .values({
+            threadId,
+            model: patch.model ?? null,
+            instructions: patch.instructions ?? null,
+            tools: allowedToColumn(patch.tools ?? null),
+          })
           .onConflictDoUpdate({
             target: threadSettings.threadId,
             // An empty patch still rewrites the row with itself, so the statement returns it.
             set: Object.keys(set).length > 0 ? set : { threadId: sql`${threadSettings.threadId}` },
           })
-          .returning({ model: threadSettings.model, instructions: threadSettings.instructions })
-        return row ?? null
+          .returning(settingsColumns)
+        return row ? settingsOf(row) : null
       } catch (error) {
         // The thread's foreign key: deleted since the caller read it. Anything else is a failure.
         const [thread] = await db.select({ id: threads.id }).from(threads).where(eq(threads.id, threadId))

@@ -2,10 +2,12 @@
 // answer's model is resolved from. Every method is one statement (repository.common.ts, both dialects).
 import type { OrganizationChoice } from './choice'
 
-/** A thread's settings: absent row = both null. */
+/** A thread's settings: absent row = all null. */
 export interface ThreadSettings {
   model: string | null
   instructions: string | null
+  /** The tools its answers are offered, as `server/tool`; null: every tool the organization has on; []: none. */
+  tools: string[] | null
 }
 
 /** What an answer about to run is resolved from (see choice.ts answerModel), with the thread's instructions. */
@@ -24,7 +26,7 @@ export interface ModelRepository {
   /** Replaces the organization's choice (checked by the caller against the catalogue). */
   setChoice(organizationId: number, choice: OrganizationChoice): Promise<void>
 
-  /** The thread's settings (both null when it has none). */
+  /** The thread's settings (all null when it has none). */
   threadSettings(threadId: string): Promise<ThreadSettings>
 
   /**
@@ -40,7 +42,7 @@ export interface ModelRepository {
   answerSettings(threadId: string, messageId: string): Promise<AnswerSettings | null>
 }
 
-/** The stored allow-list: a JSON array of IDs as text, null for every model. */
+/** A stored allow-list (of models, of a thread's tools): a JSON array of IDs as text, null for every one. */
 export function allowedToColumn(allowed: string[] | null): string | null {
   return allowed === null ? null : JSON.stringify(allowed)
 }

@@ -79,13 +79,18 @@ export async function listModels(deps: ModelsDeps, organizationId: number): Prom
   return { data: usableModels(deps.catalogue, choice).map((model) => toModel(model, defaultId)) }
 }
 
+/** The settings the API answers with (ModelsModel.threadSettings); the stored `tools` list is not among them. */
+function settingsView({ model, instructions }: ThreadSettings): ModelsModel.threadSettings {
+  return { model, instructions }
+}
+
 export async function getThreadSettings(
   deps: ModelsDeps & { threads: ThreadRepository },
   caller: Caller,
   threadId: string,
-): Promise<ThreadSettings> {
+): Promise<ModelsModel.threadSettings> {
   await requireVisibleThread(deps.threads, caller, threadId)
-  return deps.models.threadSettings(threadId)
+  return settingsView(await deps.models.threadSettings(threadId))
 }
 
 /**
@@ -97,7 +102,7 @@ export async function updateThreadSettings(
   caller: Caller,
   threadId: string,
   body: ModelsModel.updateThreadSettingsBody,
-): Promise<ThreadSettings> {
+): Promise<ModelsModel.threadSettings> {
   await requireOwnedThread(deps.threads, caller, threadId, 'change its settings')
   const patch: Partial<ThreadSettings> = {}
   if (body.model !== undefined) {
@@ -113,7 +118,7 @@ export async function updateThreadSettings(
   const saved = await deps.models.saveThreadSettings(threadId, patch)
   // Deleted between the check and the write: as for any thread that is not there.
   if (!saved) throw notFound('Thread')
-  return saved
+  return settingsView(saved)
 }
 
 /** An organization's choice as the administration page and the CLI show it. */

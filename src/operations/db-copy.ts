@@ -22,10 +22,14 @@ import * as liteAuth from '../auth/auth.table'
 import * as pgAuth from '../auth/auth.table.pg'
 import * as liteSessions from '../auth/sessions.table'
 import * as pgSessions from '../auth/sessions.table.pg'
+import * as liteConnectors from '../connectors/connectors.table'
+import * as pgConnectors from '../connectors/connectors.table.pg'
 import { type Db, migrateDatabase, openDatabase } from '../db/client'
 import { migratePostgres, openPostgres, type PgDb } from '../db/postgres'
 import * as liteGenerations from '../generation/generations.table'
 import * as pgGenerations from '../generation/generations.table.pg'
+import * as liteToolCalls from '../generation/tool-calls.table'
+import * as pgToolCalls from '../generation/tool-calls.table.pg'
 import * as liteIdempotency from '../idempotency/idempotency.table'
 import * as pgIdempotency from '../idempotency/idempotency.table.pg'
 import * as liteOauth from '../oauth/oauth.table'
@@ -54,7 +58,9 @@ const lite = {
   ...liteAttachments,
   ...liteAuth,
   ...liteSessions,
+  ...liteConnectors,
   ...liteGenerations,
+  ...liteToolCalls,
   ...liteIdempotency,
   ...liteOauth,
   ...liteQuotas,
@@ -67,7 +73,9 @@ const pg = {
   ...pgAttachments,
   ...pgAuth,
   ...pgSessions,
+  ...pgConnectors,
   ...pgGenerations,
+  ...pgToolCalls,
   ...pgIdempotency,
   ...pgOauth,
   ...pgQuotas,
@@ -130,12 +138,19 @@ export const copiedTables: CopiedTable[] = [
   { from: lite.usageTotals, to: pg.usageTotals, order: ['period', 'organizationId', 'userId'] },
   // Stored responses keep answering repeats after the move, for the rest of their day.
   { from: lite.idempotencyKeys, to: pg.idempotencyKeys, order: ['userId', 'key'] },
+  // Sealed secrets go as they are: the server on PostgreSQL opens them with the same SECRETS_KEY. Authorizations
+  // under way in a browser (mcp_oauth_flows) last ten minutes and are not copied: the admin starts again.
+  { from: lite.mcpServers, to: pg.mcpServers, order: ['id'] },
+  { from: lite.mcpServerTools, to: pg.mcpServerTools, order: ['serverId', 'name'] },
+  { from: lite.mcpServerOauth, to: pg.mcpServerOauth, order: ['serverId'] },
+  { from: lite.toolRounds, to: pg.toolRounds, order: ['chainId', 'round'] },
+  { from: lite.toolCalls, to: pg.toolCalls, order: ['id'] },
 ]
 
 /**
- * Rows per INSERT: few enough to stay below PostgreSQL's 65,535 parameters (the widest table has 19 columns) and to
- * keep a batch of long messages small in memory, many enough that round trips do not dominate (500 took a quarter
- * longer at 100k messages; see bench/db-copy.ts).
+ * Rows per INSERT: few enough to stay below PostgreSQL's 65,535 parameters (the widest table, tool_calls, has 23
+ * columns) and to keep a batch of long messages small in memory, many enough that round trips do not dominate (500
+ * took a quarter longer at 100k messages; see bench/db-copy.ts).
  */
 const rowsPerBatch = 1000
 /**

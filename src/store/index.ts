@@ -13,14 +13,19 @@ import type { AccessTokenRepository } from '../auth/tokens.repository'
 import { sqliteAccessTokenRepository } from '../auth/tokens.repository.sqlite'
 import type { UserRepository } from '../auth/users.repository'
 import { sqliteUserRepository } from '../auth/users.repository.sqlite'
+import * as connectorTables from '../connectors/connectors.table'
+import type { McpServerRepository } from '../connectors/repository'
+import { mcpServerRepository } from '../connectors/repository.common'
 import type { Db } from '../db/client'
-import { anyDb, asTables } from '../db/dialect'
+import { anyDb, asTables, sqliteUnit } from '../db/dialect'
 import type { LockName } from '../db/postgres'
 import { prepared } from '../db/prepared'
 import { generations as generationsTable } from '../generation/generations.table'
 import type { AnswerRelay } from '../generation/relay'
 import type { GenerationRepository } from '../generation/repository'
 import { sqliteGenerationRepository } from '../generation/repository.sqlite'
+import type { ToolCallRepository } from '../generation/tool-calls.repository'
+import { sqliteToolCallRepository } from '../generation/tool-calls.repository.sqlite'
 import * as idempotencyTables from '../idempotency/idempotency.table'
 import type { IdempotencyRepository } from '../idempotency/repository'
 import { idempotencyRepository } from '../idempotency/repository.common'
@@ -106,6 +111,10 @@ export interface Store {
   quotas: QuotaRepository
   /** What answers used: the rows the generation repository's `finish` writes, their sums and monthly totals. */
   usage: UsageRepository
+  /** The MCP servers organizations connect, their tools and OAuth state (src/connectors/). */
+  mcpServers: McpServerRepository
+  /** What the tools did in answers: rounds of calls and each call (generation/tool-calls.repository.ts). */
+  toolCalls: ToolCallRepository
   locks: InstanceLocks
 }
 
@@ -165,6 +174,8 @@ export function sqliteStore(db: Db): Store {
       usageStore,
     ),
     usage: usageStore,
+    mcpServers: mcpServerRepository(anyDb(db), asTables(connectorTables), sqliteUnit(db)),
+    toolCalls: sqliteToolCallRepository(db),
     locks: processLocks,
   }
 }

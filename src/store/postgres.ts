@@ -10,11 +10,14 @@ import { sessionRepository } from '../auth/sessions.repository.common'
 import * as sessionTables from '../auth/sessions.table.pg'
 import { pgAccessTokenRepository } from '../auth/tokens.repository.pg'
 import { pgUserRepository } from '../auth/users.repository.pg'
-import { anyDb } from '../db/dialect'
+import * as connectorTables from '../connectors/connectors.table.pg'
+import { mcpServerRepository } from '../connectors/repository.common'
+import { anyDb, pgUnit } from '../db/dialect'
 import { type PgDb, withAdvisoryLock } from '../db/postgres'
 import { generations } from '../generation/generations.table.pg'
 import { pgAnswerRelay } from '../generation/relay.pg'
 import { pgGenerationRepository } from '../generation/repository.pg'
+import { pgToolCallRepository } from '../generation/tool-calls.repository.pg'
 import * as idempotencyTables from '../idempotency/idempotency.table.pg'
 import { idempotencyRepository } from '../idempotency/repository.common'
 import { modelRepository } from '../models/repository.common'
@@ -94,6 +97,8 @@ export function pgStore(db: PgDb): Store {
       usageStore,
     ),
     usage: usageStore,
+    mcpServers: mcpServerRepository(anyDb(db), connectorTables, pgUnit(db)),
+    toolCalls: pgToolCallRepository(db),
     locks: {
       async inTurn(name, task) {
         const held = await withAdvisoryLock(db, name, 'wait', task)

@@ -402,6 +402,8 @@ export const requeuedGeneration = (model: string | null, now: number) => ({
   finishedAt: null,
   model,
   createdAt: now,
+  // A new answer: its tool calls go under a new run, whatever an earlier one left.
+  runId: null,
 })
 
 /** Groups sibling rows (TreeMessageRow subsets) by (parent, role): the versions of each. */

@@ -145,6 +145,7 @@ export const threadSettings = pgTable('thread_settings', {
     .references(() => threads.id, { onDelete: 'cascade' }),
   model: text(),
   instructions: text(),
+  tools: text(),
 })
 
 export const feedback = pgTable(

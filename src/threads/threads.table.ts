@@ -95,7 +95,7 @@ export const messages = sqliteTable(
   ],
 )
 
-/** A thread's own settings, when it has any: its model and instructions (GET/PATCH /threads/{id}/settings). */
+/** A thread's own settings, when it has any: its model, instructions and tools (GET/PATCH /threads/{id}/settings). */
 export const threadSettings = sqliteTable('thread_settings', {
   threadId: text()
     .primaryKey()
@@ -104,6 +104,8 @@ export const threadSettings = sqliteTable('thread_settings', {
   model: text(),
   /** Added to the system prompt for this thread's answers. */
   instructions: text(),
+  /** The tools its answers are offered, a JSON list of `server/tool`; null: every tool the organization has on. */
+  tools: text(),
 })
 
 export const feedback = sqliteTable(

@@ -103,6 +103,8 @@ export function summaryRequest(replaced: LoadedMessage[], settings: Budgeted): M
     turns: [{ role: 'user', parts: [{ type: 'text', text }] }],
     maxOutputTokens,
     choiceTool: 'withhold',
+    tools: [],
+    toolChoice: 'auto',
   }
 }
 

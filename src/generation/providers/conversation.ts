@@ -103,7 +103,9 @@ function cut(text: string): string {
 
 /** An earlier answer's tool call written as text: what was called, with what, and what came back. */
 export function describeCall(call: HistoryToolCall): string {
-  const outcome = call.status === 'ok' ? cut(call.result ?? '') : `${call.status}: ${cut(call.result ?? '')}`.trim()
+  const result = cut(call.result ?? '')
+  const status = call.status.replace('_', ' ')
+  const outcome = call.status === 'ok' ? result : result === '' ? status : `${status}: ${result}`
   return `[Called ${call.toolName} on ${call.serverName} with ${cut(call.arguments)} → ${outcome}]`
 }
 

@@ -362,3 +362,36 @@ test('without tools, calls in a reply are not run and nothing waits', async () =
   expect(model.requests[0]?.tools).toEqual([])
   expect(textOf(events)).toBe('Hi.')
 })
+
+test('results that outgrow the context give way oldest first, and an answer that cannot fit ends', async () => {
+  const small = { ...settings, contextTokens: 1200, maxOutputTokens: 100 }
+  const big = (id: string) => ({ id, content: 'r'.repeat(2400), isError: false })
+  const model = scripted(
+    [{ type: 'tool_calls', calls: [call('c1', 'a')] }],
+    [{ type: 'tool_calls', calls: [call('c2', 'b')] }],
+    [{ type: 'text', text: 'Done.' }],
+  )
+  const toolPort = port([], { next: 'continue', results: [big('c1')] }, { next: 'continue', results: [big('c2')] })
+  const tools = { offered: [search], rounds: [], port: toolPort }
+  const generator = modelGenerator(model, small, noFiles)
+  for await (const _ of generator.generate({ history: [question], signal: new AbortController().signal, tools })) {
+  }
+  const results = (request: ModelRequest | undefined) =>
+    request?.turns.flatMap((turn) =>
+      turn.role === 'user' ? (turn.results ?? []).map((result) => result.content.slice(0, 20)) : [],
+    )
+  expect(results(model.requests[1])).toEqual(['rrrrrrrrrrrrrrrrrrrr'])
+  expect(results(model.requests[2])).toEqual(['[result left out to ', 'rrrrrrrrrrrrrrrrrrrr'])
+  expect(model.requests.map((request) => request.toolChoice)).toEqual(['auto', 'auto', 'auto'])
+
+  const tight = scripted([{ type: 'text', text: 'Sorry.' }])
+  const rounds = [{ text: '', calls: [call('c1', 'a'.repeat(8000))], results: [big('c1')] }]
+  const cramped = { offered: [search], rounds, port: port([]) }
+  for await (const _ of modelGenerator(tight, small, noFiles).generate({
+    history: [question],
+    signal: new AbortController().signal,
+    tools: cramped,
+  })) {
+  }
+  expect(tight.requests[0]?.toolChoice).toBe('none')
+})

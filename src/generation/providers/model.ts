@@ -13,7 +13,15 @@ import type {
   ToolCallRequest,
 } from '../types'
 import { type ChoiceBlock, choiceInput, choiceToolName } from './choice-tool'
-import { planCompaction, summaryMessage, summaryRequest } from './compaction'
+import {
+  budgetRounds,
+  inputBudget,
+  offeredTokens,
+  planCompaction,
+  promptTokens,
+  summaryMessage,
+  summaryRequest,
+} from './compaction'
 import {
   type ChoiceTool,
   type ImageInput,
@@ -112,12 +120,19 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs:
       let bare = false
       while (true) {
         const offer = choiceTool === 'offer' && !bare
+        const offered = offer ? (tools?.offered ?? []) : []
+        // Results grow the prompt round by round: the oldest give way first, and when nothing more can, this
+        // request is the answer's last.
+        const room = inputBudget(settings) - promptTokens(messages, system, offeredTokens(offered))
+        const fitted = budgetRounds(rounds, room)
+        if (rounds.length > 0 && !fitted.fits) toolChoice = 'none'
+        const form = offer ? 'native' : 'text'
         const request: ModelRequest = {
           system,
-          turns: withRounds(messages, offer ? 'offer' : 'withhold', rounds, offer ? 'native' : 'text', tools?.question),
+          turns: withRounds(messages, offer ? 'offer' : 'withhold', fitted.rounds, form, tools?.question),
           maxOutputTokens: settings.maxOutputTokens,
           choiceTool: offer ? 'offer' : 'withhold',
-          tools: offer ? (tools?.offered ?? []) : [],
+          tools: offered,
           toolChoice,
         }
         const result: Reply = { text: '', calls: [], offered: offer }
@@ -196,7 +211,7 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs:
       const { history, signal, retried } = request
       try {
         let messages = await loadHistory(history, images, blobs)
-        const plan = planCompaction(messages, settings)
+        const plan = planCompaction(messages, settings, offeredTokens(request.tools?.offered ?? []))
         if (plan) {
           const { text, usage } = await summarise(model, plan.replaced, settings, signal, retried)
           // The summary's request is paid for whether or not it said anything: it counts with the answer.

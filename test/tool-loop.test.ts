@@ -2,6 +2,7 @@
 // request offers and carries, what the generator yields, and when it asks the port.
 import { expect, test } from 'bun:test'
 import { tmpdir } from 'node:os'
+import { type LoadedMessage, loadHistory, transcriptEntry } from '../src/generation/providers/conversation'
 import { ProviderFailure } from '../src/generation/providers/failures'
 import {
   type ChatModel,
@@ -394,4 +395,37 @@ test('results that outgrow the context give way oldest first, and an answer that
   })) {
   }
   expect(tight.requests[0]?.toolChoice).toBe('none')
+})
+
+test("older answers' calls become notes that summaries keep, and only approval questions are dropped", async () => {
+  const called = {
+    round: 1,
+    position: 0,
+    toolUseId: 'c1',
+    modelName: 'docs__search',
+    serverName: 'docs',
+    toolName: 'search',
+    arguments: '{"q":"a"}',
+    status: 'ok' as const,
+    result: 'page a',
+    approvalId: null,
+  }
+  const asked = { type: 'user_get_choice' as const, tool_use_id: 'ch1', question: 'Which?', choices: ['A', 'B'] }
+  // Its stored text does not start with its rounds' texts (a round whose text was not kept): the notes go first.
+  const answer: HistoryMessage = {
+    id: 'a1',
+    role: 'assistant',
+    contents: [{ type: 'text', text: 'All done.' }, asked],
+    toolCalls: [called],
+    roundTexts: ['Searching.'],
+  }
+  const [loaded] = await loadHistory([answer], 'inline', noFiles)
+  expect(loaded?.parts).toEqual([
+    { type: 'text', text: '[Called search on docs with {"q":"a"} → page a]' },
+    { type: 'text', text: 'All done.' },
+  ])
+  expect(loaded?.choice).toEqual(asked)
+  expect(transcriptEntry(loaded as LoadedMessage)).toBe(
+    'Assistant: [Called search on docs with {"q":"a"} → page a]\nAll done.\n[I asked the user: Which? Options: A | B]',
+  )
 })

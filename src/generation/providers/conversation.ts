@@ -105,7 +105,7 @@ function cut(text: string): string {
 export function describeCall(call: HistoryToolCall): string {
   const result = cut(call.result ?? '')
   const status = call.status.replace('_', ' ')
-  const outcome = call.status === 'ok' ? result : result === '' ? status : `${status}: ${result}`
+  const outcome = result === '' ? status : call.status === 'ok' ? result : `${status}: ${result}`
   return `[Called ${call.toolName} on ${call.serverName} with ${cut(call.arguments)} → ${outcome}]`
 }
 

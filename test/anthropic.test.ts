@@ -1,14 +1,16 @@
 // The `anthropic` provider against a loopback server speaking the Messages streaming protocol, through
 // the real worker: what the server is sent, what reaches the API client, what is stored, the state.
 import { expect, test } from 'bun:test'
-import type { ModelSettings } from '../src/generation/types'
+import type { HistoryMessage, ModelSettings } from '../src/generation/types'
 import {
+  answerWithTools,
   anthropicChoice,
   anthropicError,
   anthropicStreamError,
   anthropicText,
   anthropicTextDelta,
   anthropicTextStart,
+  anthropicToolUse,
   ask,
   errorOf,
   eventsOf,
@@ -209,4 +211,146 @@ test.concurrent('stopping the answer aborts the upstream request at once', async
     { event: 'error', data: { message: 'The response was stopped' } },
   ])
   await until(async () => (await stateOf(h, token, threadId)) === 'ready')
+})
+
+// Tool rounds, through the provider's generator with a scripted port (the engine that runs calls is elsewhere).
+
+const search = {
+  name: 'docs__search_docs',
+  description: 'Search the docs',
+  inputSchema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+}
+const asks: HistoryMessage = { id: 'u1', role: 'user', contents: [{ type: 'text', text: 'Find pages' }] }
+
+test.concurrent("round 2 carries round 1's tool_use blocks, in order, and a user turn of their tool_results", async () => {
+  await using fake = new FakeLlm()
+  fake.reply(
+    () =>
+      sse(
+        anthropicToolUse(
+          ['Searching.'],
+          [
+            { id: 'toolu_A', name: 'docs__search_docs', arguments: '{"q":"alpha"}' },
+            { id: 'toolu_B', name: 'docs__search_docs', arguments: '{"q":"beta"}' },
+          ],
+        ),
+      ),
+    () => sse(anthropicText(['Both found.'])),
+  )
+  const { asked } = await answerWithTools('anthropic', fake, [asks], { offered: [search], rounds: [] }, [
+    {
+      next: 'continue',
+      results: [
+        { id: 'toolu_A', content: 'alpha page', isError: false },
+        { id: 'toolu_B', content: 'no such page', isError: true },
+      ],
+    },
+  ])
+  expect(asked).toEqual([
+    {
+      round: 1,
+      calls: [
+        { id: 'toolu_A', name: 'docs__search_docs', arguments: '{"q":"alpha"}' },
+        { id: 'toolu_B', name: 'docs__search_docs', arguments: '{"q":"beta"}' },
+      ],
+    },
+  ])
+  const [first, second] = fake.received
+  expect(first?.body.tools).toEqual([
+    expect.objectContaining({ name: 'user_get_choice' }),
+    { name: 'docs__search_docs', description: 'Search the docs', input_schema: search.inputSchema },
+  ])
+  expect(first?.body.tool_choice).toBeUndefined()
+  expect(second?.body.messages).toEqual([
+    { role: 'user', content: [{ type: 'text', text: 'Find pages' }] },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'Searching.' },
+        { type: 'tool_use', id: 'toolu_A', name: 'docs__search_docs', input: { q: 'alpha' } },
+        { type: 'tool_use', id: 'toolu_B', name: 'docs__search_docs', input: { q: 'beta' } },
+      ],
+    },
+    {
+      role: 'user',
+      content: [
+        { type: 'tool_result', tool_use_id: 'toolu_A', content: 'alpha page' },
+        { type: 'tool_result', tool_use_id: 'toolu_B', content: 'no such page', is_error: true },
+      ],
+    },
+  ])
+})
+
+test.concurrent('the request after a final round says tool_choice none and still defines the tools', async () => {
+  await using fake = new FakeLlm()
+  fake.reply(
+    () => sse(anthropicToolUse([], [{ id: 'toolu_A', name: 'docs__search_docs', arguments: '{"q":"a"}' }])),
+    () => sse(anthropicText(['Out of rounds.'])),
+  )
+  await answerWithTools('anthropic', fake, [asks], { offered: [search], rounds: [] }, [
+    { next: 'final', results: [{ id: 'toolu_A', content: 'deadline or round limit reached', isError: true }] },
+  ])
+  const second = fake.received[1]?.body
+  expect(second?.tool_choice).toEqual({ type: 'none' })
+  expect(second?.tools).toHaveLength(2)
+  expect(second?.messages.at(-1)).toEqual({
+    role: 'user',
+    content: [
+      { type: 'tool_result', tool_use_id: 'toolu_A', content: 'deadline or round limit reached', is_error: true },
+    ],
+  })
+})
+
+test.concurrent('a later answer describes earlier calls as text, without the approval or the decision', async () => {
+  await using fake = new FakeLlm()
+  fake.reply(() => sse(anthropicText(['Sure.'])))
+  const earlier: HistoryMessage = {
+    id: 'a1',
+    role: 'assistant',
+    contents: [
+      { type: 'text', text: 'Deleting.' },
+      {
+        type: 'user_get_choice',
+        tool_use_id: 'approve_x',
+        question: 'Allow delete_page on docs?',
+        choices: ['Allow', 'Deny'],
+      },
+    ],
+    roundTexts: ['Deleting.'],
+    toolCalls: [
+      {
+        round: 1,
+        position: 0,
+        toolUseId: 'toolu_B',
+        modelName: 'docs__delete_page',
+        serverName: 'docs',
+        toolName: 'delete_page',
+        arguments: '{"id":"7"}',
+        status: 'awaiting_approval',
+        result: null,
+        approvalId: 'approve_x',
+      },
+    ],
+  }
+  const decision: HistoryMessage = {
+    id: 'u2',
+    role: 'user',
+    contents: [{ type: 'text', text: 'Allow' }],
+    decision: true,
+  }
+  const next: HistoryMessage = { id: 'u3', role: 'user', contents: [{ type: 'text', text: 'And now?' }] }
+  await answerWithTools('anthropic', fake, [asks, earlier, decision, next], { offered: [search], rounds: [] }, [])
+  expect(fake.received[0]?.body.messages).toEqual([
+    { role: 'user', content: [{ type: 'text', text: 'Find pages' }] },
+    {
+      role: 'assistant',
+      content: [
+        {
+          type: 'text',
+          text: 'Deleting.\n\n[Called delete_page on docs with {"id":"7"} → awaiting approval]',
+        },
+      ],
+    },
+    { role: 'user', content: [{ type: 'text', text: 'And now?' }] },
+  ])
 })

@@ -1,7 +1,13 @@
 // Context budget: older turns are summarised by the model and replaced by a `summary` message.
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
-import { planCompaction, summaryPrompt, summaryRequest } from '../src/generation/providers/compaction'
+import {
+  budgetRounds,
+  offeredTokens,
+  planCompaction,
+  summaryPrompt,
+  summaryRequest,
+} from '../src/generation/providers/compaction'
 import type { LoadedMessage } from '../src/generation/providers/conversation'
 import { summaryHeading } from '../src/generation/providers/conversation'
 import { createWorkerRunner } from '../src/generation/runner'
@@ -112,4 +118,36 @@ test('a transcript too long for one request loses its oldest turns, never the ea
   expect(text).toContain(`User: ${'x'.repeat(200)}`)
   expect(text).not.toContain('x'.repeat(201 + 200))
   expect(request).toMatchObject({ system: summaryPrompt, maxOutputTokens: 100, choiceTool: 'withhold' })
+})
+
+test("the answer's tool definitions count towards the budget", () => {
+  const history = [message('u1', 'user', 2000), message('a1', 'assistant', 2000), message('u2', 'user', 400)]
+  const tools = [{ name: 'docs__search', description: 'd'.repeat(400), inputSchema: { type: 'object' } }]
+  expect(offeredTokens(tools)).toBeGreaterThan(100)
+  expect(planCompaction(history, { ...budget, contextTokens: 1450 })).toBeNull()
+  expect(
+    planCompaction(history, { ...budget, contextTokens: 1450 }, offeredTokens(tools))?.kept.map((m) => m.id),
+  ).toEqual(['u2'])
+})
+
+test("an answer's oldest tool results give way first when its rounds outgrow the room", () => {
+  const result = (id: string, chars: number) => ({ id, content: 'r'.repeat(chars), isError: false })
+  const call = (id: string) => ({ id, name: 'docs__search', arguments: '{}' })
+  const rounds = [
+    { text: '', calls: [call('c1'), call('c2')], results: [result('c1', 800), result('c2', 800)] },
+    { text: '', calls: [call('c3')], results: [result('c3', 800)] },
+  ]
+  const contents = (fitted: { rounds: typeof rounds }) =>
+    fitted.rounds.flatMap((round) => round.results.map((each) => each.content.slice(0, 12)))
+  expect(contents(budgetRounds(rounds, 700))).toEqual(['rrrrrrrrrrrr', 'rrrrrrrrrrrr', 'rrrrrrrrrrrr'])
+  const trimmed = budgetRounds(rounds, 500)
+  expect(trimmed.fits).toBe(true)
+  expect(trimmed.rounds[0]?.results[0]?.content).toBe('[result left out to fit the context: 800 characters]')
+  expect(contents(trimmed).slice(1)).toEqual(['rrrrrrrrrrrr', 'rrrrrrrrrrrr'])
+  const all = budgetRounds(rounds, 100)
+  expect(all.fits).toBe(true)
+  expect(contents(all)).toEqual(['[result left', '[result left', '[result left'])
+  expect(budgetRounds(rounds, 10).fits).toBe(false)
+  // The rounds given are left as they were: the next request fits them again from the start.
+  expect(rounds[0]?.results[0]?.content).toHaveLength(800)
 })

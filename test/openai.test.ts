@@ -3,9 +3,10 @@
 import { expect, test } from 'bun:test'
 import sharp from 'sharp'
 import { createWorkerRunner } from '../src/generation/runner'
-import type { ModelSettings } from '../src/generation/types'
+import type { HistoryMessage, ModelSettings } from '../src/generation/types'
 import { silentLogger } from '../src/shared/log'
 import {
+  answerWithTools,
   ask,
   errorOf,
   eventsOf,
@@ -16,6 +17,7 @@ import {
   openaiChunk,
   openaiError,
   openaiText,
+  openaiToolCalls,
   providerHarness,
   settingsFor,
   sse,
@@ -405,4 +407,162 @@ test.concurrent('a text-only model gets a stand-in for an uploaded image instead
   expect(retried).not.toContain('image_url')
   expect(retried).toContain('this model cannot see images')
   expect(retried).toContain('chart.png')
+})
+
+// Tool rounds, through the provider's generator with a scripted port (the engine that runs calls is elsewhere).
+
+const search = {
+  name: 'docs__search_docs',
+  description: 'Search the docs',
+  inputSchema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+}
+const asks: HistoryMessage = { id: 'u1', role: 'user', contents: [{ type: 'text', text: 'Find pages' }] }
+
+test.concurrent("round 2 carries round 1's parallel calls, in order, and their results", async () => {
+  await using fake = new FakeLlm()
+  fake.reply(
+    () =>
+      sse(
+        openaiToolCalls(
+          ['Searching.'],
+          [
+            { id: 'call_A', name: 'docs__search_docs', arguments: '{"q":"alpha"}' },
+            { id: 'call_B', name: 'docs__search_docs', arguments: '{"q":"beta"}' },
+          ],
+        ),
+      ),
+    () => sse(openaiText(['Both found.'])),
+  )
+  const { events, asked } = await answerWithTools('openai', fake, [asks], { offered: [search], rounds: [] }, [
+    {
+      next: 'continue',
+      results: [
+        { id: 'call_A', content: 'alpha page', isError: false },
+        { id: 'call_B', content: 'no such page', isError: true },
+      ],
+    },
+  ])
+  expect(asked).toEqual([
+    {
+      round: 1,
+      calls: [
+        { id: 'call_A', name: 'docs__search_docs', arguments: '{"q":"alpha"}' },
+        { id: 'call_B', name: 'docs__search_docs', arguments: '{"q":"beta"}' },
+      ],
+    },
+  ])
+  const [first, second] = fake.received
+  expect(first?.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual([
+    'user_get_choice',
+    'docs__search_docs',
+  ])
+  expect(first?.body.tools[1]).toEqual({
+    type: 'function',
+    function: { name: 'docs__search_docs', description: 'Search the docs', parameters: search.inputSchema },
+  })
+  expect(first?.body.tool_choice).toBeUndefined()
+  expect(second?.body.messages).toEqual([
+    { role: 'system', content: 'You are a test assistant.' },
+    { role: 'user', content: 'Find pages' },
+    {
+      role: 'assistant',
+      content: 'Searching.',
+      tool_calls: [
+        { id: 'call_A', type: 'function', function: { name: 'docs__search_docs', arguments: '{"q":"alpha"}' } },
+        { id: 'call_B', type: 'function', function: { name: 'docs__search_docs', arguments: '{"q":"beta"}' } },
+      ],
+    },
+    { role: 'tool', tool_call_id: 'call_A', content: 'alpha page' },
+    { role: 'tool', tool_call_id: 'call_B', content: 'Error: no such page' },
+  ])
+  const text = events.flatMap((event) => (event.type === 'text' ? [event.text] : [])).join('')
+  expect(text).toBe('Searching.\n\nBoth found.')
+})
+
+test.concurrent('the request after a final round says tool_choice none and still defines the tools', async () => {
+  await using fake = new FakeLlm()
+  fake.reply(
+    () => sse(openaiToolCalls([], [{ id: 'call_A', name: 'docs__search_docs', arguments: '{"q":"a"}' }])),
+    () => sse(openaiText(['Out of rounds.'])),
+  )
+  await answerWithTools('openai', fake, [asks], { offered: [search], rounds: [] }, [
+    { next: 'final', results: [{ id: 'call_A', content: 'deadline or round limit reached', isError: true }] },
+  ])
+  const second = fake.received[1]?.body
+  expect(second?.tool_choice).toBe('none')
+  expect(second?.tools).toHaveLength(2)
+  expect(second?.messages.at(-2)).toEqual({
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: 'call_A', type: 'function', function: { name: 'docs__search_docs', arguments: '{"q":"a"}' } }],
+  })
+})
+
+test.concurrent('a later answer describes earlier calls as text, without the approval or the decision', async () => {
+  await using fake = new FakeLlm()
+  fake.reply(() => sse(openaiText(['Sure.'])))
+  const earlier: HistoryMessage = {
+    id: 'a1',
+    role: 'assistant',
+    contents: [
+      { type: 'text', text: 'Looking.Deleting.Done.' },
+      {
+        type: 'user_get_choice',
+        tool_use_id: 'approve_x',
+        question: 'Allow delete_page on docs?',
+        choices: ['Allow', 'Deny'],
+      },
+    ],
+    roundTexts: ['Looking.', 'Deleting.'],
+    toolCalls: [
+      {
+        round: 1,
+        position: 0,
+        toolUseId: 'call_A',
+        modelName: 'docs__search_docs',
+        serverName: 'docs',
+        toolName: 'search_docs',
+        arguments: '{"q":"7"}',
+        status: 'ok',
+        result: `Page 7 ${'x'.repeat(3000)}`,
+        approvalId: null,
+      },
+      {
+        round: 2,
+        position: 0,
+        toolUseId: 'call_B',
+        modelName: 'docs__delete_page',
+        serverName: 'docs',
+        toolName: 'delete_page',
+        arguments: '{"id":"7"}',
+        status: 'denied',
+        result: 'The thread’s owner denied this call',
+        approvalId: 'approve_x',
+      },
+    ],
+  }
+  const decision: HistoryMessage = {
+    id: 'u2',
+    role: 'user',
+    contents: [{ type: 'text', text: 'Deny' }],
+    decision: true,
+  }
+  const next: HistoryMessage = { id: 'u3', role: 'user', contents: [{ type: 'text', text: 'What happened?' }] }
+  await answerWithTools('openai', fake, [asks, earlier, decision, next], { offered: [search], rounds: [] }, [])
+  const cut = `Page 7 ${'x'.repeat(2000 - 'Page 7 '.length)}…`
+  expect(fake.received[0]?.body.messages).toEqual([
+    { role: 'system', content: 'You are a test assistant.' },
+    { role: 'user', content: 'Find pages' },
+    {
+      role: 'assistant',
+      content: [
+        'Looking.',
+        `[Called search_docs on docs with {"q":"7"} → ${cut}]`,
+        'Deleting.',
+        '[Called delete_page on docs with {"id":"7"} → denied: The thread’s owner denied this call]',
+        'Done.',
+      ].join('\n\n'),
+    },
+    { role: 'user', content: 'What happened?' },
+  ])
 })

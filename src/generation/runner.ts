@@ -20,6 +20,8 @@ import {
   type JobHandlers,
   type JobModel,
   type ProviderSettings,
+  type ToolCallRequest,
+  type ToolRoundReply,
   type ToWorker,
   type WorkerModels,
 } from './types'
@@ -55,6 +57,29 @@ export function createWorkerRunner(
     for (const handlers of pending) handlers.error(message, 'worker')
   }
 
+  /**
+   * Runs a round of a job's tool calls through its handlers and posts what the model is told. Without a way to run
+   * them, or when running them failed, the model is told so and asked for its last reply. A reply for a job that has
+   * ended (or a worker that has gone) is dropped.
+   */
+  async function answerCalls(
+    to: Worker,
+    jobId: string,
+    round: number,
+    calls: ToolCallRequest[],
+    handlers: JobHandlers,
+  ): Promise<void> {
+    let reply: ToolRoundReply
+    try {
+      reply = handlers.toolCalls ? await handlers.toolCalls(round, calls) : failed(calls, 'Tools are not available.')
+    } catch (error) {
+      log.error('tool calls failed', { jobId, error: String(error) })
+      reply = failed(calls, 'The tool could not be run.')
+    }
+    if (jobs.get(jobId) !== handlers || worker !== to) return
+    to.postMessage({ type: 'tool_results', jobId, round, reply } satisfies ToWorker)
+  }
+
   function spawn(): Worker {
     const created = new Worker(entry)
     created.onmessage = (event: MessageEvent<FromWorker>) => {
@@ -82,6 +107,8 @@ export function createWorkerRunner(
         case 'cancelled':
           jobs.delete(message.jobId)
           return handlers.cancelled()
+        case 'tool_calls':
+          return void answerCalls(created, message.jobId, message.round, message.calls, handlers)
       }
     }
     created.onerror = (event) => {
@@ -106,7 +133,7 @@ export function createWorkerRunner(
   function start(jobId: string, history: HistoryMessage[], handlers: JobHandlers, model?: JobModel): void {
     worker ??= spawn()
     jobs.set(jobId, handlers)
-    const asked = model ? { model: model.model, instructions: model.instructions ?? undefined } : {}
+    const asked = model ? { model: model.model, instructions: model.instructions ?? undefined, tools: model.tools } : {}
     worker.postMessage({ type: 'start', jobId, history, ...asked } satisfies ToWorker)
   }
 
@@ -142,6 +169,11 @@ export function createWorkerRunner(
       failAll('The server is shutting down')
     },
   }
+}
+
+/** Every call answered with the same error, and the model asked for its last reply. */
+function failed(calls: ToolCallRequest[], content: string): ToolRoundReply {
+  return { next: 'final', results: calls.map((call) => ({ id: call.id, content, isError: true })) }
 }
 
 /** The keys of the PDFs a history's messages are given. */

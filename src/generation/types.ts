@@ -100,6 +100,11 @@ export interface JobTools {
   offered: OfferedTool[]
   rounds: ToolRound[]
   final?: boolean
+  /**
+   * The user message the rounds answer: they follow it in the prompt, and what the person wrote after it (words other
+   * than Allow or Deny) follows them. Absent: the rounds follow the whole history.
+   */
+  question?: string
 }
 
 /** How the generator asks the main thread to run a round of calls (worker.ts posts `tool_calls`). */
@@ -193,7 +198,14 @@ export type ToWorker =
   /** Once, first: every model's settings by ID, and where attachments' bytes are (a store the worker opens itself). */
   | { type: 'init'; models: WorkerModels; blobs: BlobLocation }
   /** One answer; its generator is made for `model` on first use and kept. */
-  | { type: 'start'; jobId: string; history: HistoryMessage[]; model?: string; instructions?: string }
+  | {
+      type: 'start'
+      jobId: string
+      history: HistoryMessage[]
+      model?: string
+      instructions?: string
+      tools?: JobTools
+    }
   | { type: 'cancel'; jobId: string }
   /** What the main thread answered a job's `tool_calls` with. */
   | { type: 'tool_results'; jobId: string; round: number; reply: ToolRoundReply }

@@ -9,6 +9,9 @@ import {
   type FromWorker,
   type Generator,
   type HistoryMessage,
+  type JobTools,
+  type ToolPort,
+  type ToolRoundReply,
   type ToWorker,
   type WorkerModels,
 } from './types'
@@ -19,6 +22,8 @@ let models: WorkerModels | undefined
 let blobs: BlobStore | undefined
 const generators = new Map<string, Promise<Generator>>()
 const running = new Map<string, AbortController>()
+/** Each job's round of tool calls waiting for the main thread's `tool_results`: a job waits for one at a time. */
+const waiting = new Map<string, { round: number; resolve: (reply: ToolRoundReply) => void }>()
 
 function post(message: FromWorker): void {
   self.postMessage(message)
@@ -42,7 +47,41 @@ function generatorFor(key: string): Promise<Generator> {
   return generator
 }
 
-async function run(jobId: string, history: HistoryMessage[], model?: string, instructions?: string): Promise<void> {
+/**
+ * How a job's generator has its tool calls run: the worker has no database, so the main thread runs them (runner.ts)
+ * and posts back what the model is told. A stop rejects the wait, and a late reply then finds nothing waiting.
+ */
+function toolPort(jobId: string): ToolPort {
+  return {
+    round(round, calls, signal) {
+      return new Promise<ToolRoundReply>((resolve, reject) => {
+        signal.throwIfAborted()
+        const stop = () => {
+          waiting.delete(jobId)
+          reject(signal.reason)
+        }
+        signal.addEventListener('abort', stop, { once: true })
+        waiting.set(jobId, {
+          round,
+          resolve: (reply) => {
+            signal.removeEventListener('abort', stop)
+            waiting.delete(jobId)
+            resolve(reply)
+          },
+        })
+        post({ type: 'tool_calls', jobId, round, calls })
+      })
+    },
+  }
+}
+
+async function run(
+  jobId: string,
+  history: HistoryMessage[],
+  model?: string,
+  instructions?: string,
+  tools?: JobTools,
+): Promise<void> {
   const controller = new AbortController()
   running.set(jobId, controller)
   const key = keyOf(model)
@@ -53,7 +92,14 @@ async function run(jobId: string, history: HistoryMessage[], model?: string, ins
     if (key === undefined) throw new ProviderFailure('unexpected', `The model "${model}" is not configured`)
     const generator = await generatorFor(key)
     const retried = (kind: string) => post({ type: 'retry', jobId, kind })
-    for await (const event of generator.generate({ history, signal: controller.signal, instructions, retried })) {
+    const request = {
+      history,
+      signal: controller.signal,
+      instructions,
+      retried,
+      ...(tools ? { tools: { ...tools, port: toolPort(jobId) } } : {}),
+    }
+    for await (const event of generator.generate(request)) {
       if (event.type === 'text') post({ type: 'token', jobId, text: event.text })
       else if (event.type === 'block') post({ type: 'block', jobId, block: event.block })
       else if (event.type === 'usage') post({ type: 'usage', jobId, usage: event.usage, of: event.of })
@@ -79,8 +125,13 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
       blobs = openBlobStore(message.blobs)
       break
     case 'start':
-      void run(message.jobId, message.history, message.model, message.instructions)
+      void run(message.jobId, message.history, message.model, message.instructions, message.tools)
       break
+    case 'tool_results': {
+      const round = waiting.get(message.jobId)
+      if (round?.round === message.round) round.resolve(message.reply)
+      break
+    }
     case 'cancel':
       running.get(message.jobId)?.abort()
       break

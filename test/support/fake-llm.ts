@@ -1,10 +1,21 @@
 // Loopback HTTP servers that speak the OpenAI Chat Completions and Anthropic Messages streaming
 // protocols byte for byte as their documentation shows them. Each request gets the next scripted
 // reply; every request is recorded, with a promise that settles when the client hangs up early.
+
+import { tmpdir } from 'node:os'
 import type { EventSourceMessage } from 'eventsource-parser'
+import { createGenerator } from '../../src/generation/providers'
 import { createWorkerRunner } from '../../src/generation/runner'
-import type { ModelSettings } from '../../src/generation/types'
+import type {
+  GeneratorEvent,
+  HistoryMessage,
+  JobTools,
+  ModelSettings,
+  ToolCallRequest,
+  ToolRoundReply,
+} from '../../src/generation/types'
 import { silentLogger } from '../../src/shared/log'
+import { LocalBlobStore } from '../../src/storage/blobs'
 import type { ThreadsModel } from '../../src/threads/model'
 import { collect, type Harness, harness, openStream } from './helpers'
 
@@ -177,6 +188,36 @@ export function openaiChoice(tokens: string[], id: string, input: { question: st
   ]
 }
 
+/** A scripted tool call: its vendor ID, the tool's name and its arguments as JSON text. */
+export interface ScriptedCall {
+  id: string
+  name: string
+  arguments: string
+}
+
+/** Text, then tool calls in parallel, each call's arguments in two pieces and the calls' pieces interleaved. */
+export function openaiToolCalls(tokens: string[], calls: ScriptedCall[]): string[] {
+  const halves = calls.map((call) => {
+    const half = Math.ceil(call.arguments.length / 2)
+    return [call.arguments.slice(0, half), call.arguments.slice(half)]
+  })
+  return [
+    openaiChunk({ role: 'assistant', content: null, refusal: null }),
+    ...tokens.map((content) => openaiChunk({ content })),
+    ...calls.map((call, index) =>
+      openaiChunk({
+        tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }],
+      }),
+    ),
+    ...[0, 1].flatMap((piece) =>
+      halves.map((parts, index) => openaiChunk({ tool_calls: [{ index, function: { arguments: parts[piece] } }] })),
+    ),
+    openaiChunk({}, 'tool_calls'),
+    openaiUsage(),
+    openaiDone,
+  ]
+}
+
 export function openaiError(
   status: number,
   error: { message: string; type: string; code: string | null },
@@ -267,6 +308,39 @@ export function anthropicChoice(
   ]
 }
 
+/** Text in block 0 (when there is any), then one `tool_use` block per call, each input in two pieces. */
+export function anthropicToolUse(tokens: string[], calls: ScriptedCall[]): string[] {
+  const first = tokens.length > 0 ? 1 : 0
+  const text =
+    tokens.length > 0
+      ? [...tokens.map((token) => anthropicTextDelta(token)), anthropicEvent('content_block_stop', { index: 0 })]
+      : []
+  return [
+    ...(tokens.length > 0 ? anthropicTextStart() : [messageStart()]),
+    ...text,
+    ...calls.flatMap((call, offset) => {
+      const index = first + offset
+      const half = Math.ceil(call.arguments.length / 2)
+      return [
+        anthropicEvent('content_block_start', {
+          index,
+          content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
+        }),
+        anthropicEvent('content_block_delta', {
+          index,
+          delta: { type: 'input_json_delta', partial_json: call.arguments.slice(0, half) },
+        }),
+        anthropicEvent('content_block_delta', {
+          index,
+          delta: { type: 'input_json_delta', partial_json: call.arguments.slice(half) },
+        }),
+        anthropicEvent('content_block_stop', { index }),
+      ]
+    }),
+    ...messageEnd('tool_use'),
+  ]
+}
+
 export function anthropicStreamError(type: string, message: string): string {
   return anthropicEvent('error', { error: { type, message } })
 }
@@ -302,6 +376,33 @@ export function settingsFor(
     retryBaseDelayMs: 1,
     ...overrides,
   }
+}
+
+/**
+ * One answer of a provider against the fake server, in this thread, with tools: the port answers each round with the
+ * next reply given. The engine that runs the calls is not needed to see what the provider is sent.
+ */
+export async function answerWithTools(
+  provider: 'openai' | 'anthropic',
+  fake: FakeLlm,
+  history: HistoryMessage[],
+  tools: JobTools,
+  replies: ToolRoundReply[],
+): Promise<{ events: GeneratorEvent[]; asked: { round: number; calls: ToolCallRequest[] }[] }> {
+  const generator = await createGenerator(settingsFor(provider, fake), new LocalBlobStore(tmpdir()))
+  const asked: { round: number; calls: ToolCallRequest[] }[] = []
+  const port = {
+    async round(round: number, calls: ToolCallRequest[]): Promise<ToolRoundReply> {
+      asked.push({ round, calls })
+      const reply = replies.shift()
+      if (!reply) throw new Error('the test scripted no round')
+      return reply
+    },
+  }
+  const events: GeneratorEvent[] = []
+  const request = { history, signal: new AbortController().signal, tools: { ...tools, port } }
+  for await (const event of generator.generate(request)) events.push(event)
+  return { events, asked }
 }
 
 // Driving a thread through the API, the way a client would.

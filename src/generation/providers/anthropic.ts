@@ -7,12 +7,13 @@ import type {
   RawMessageStreamEvent,
   Tool,
 } from '@anthropic-ai/sdk/resources/messages'
-import type { ModelSettings, TokenUsage } from '../types'
+import type { ModelSettings, OfferedTool, TokenUsage } from '../types'
 import {
   choiceToolDescription,
   choiceToolName,
   choiceToolSchema,
   firstChoice,
+  otherCalls,
   type PendingCall,
   toolUseId,
 } from './choice-tool'
@@ -36,20 +37,49 @@ function partBlock(part: Part): ContentBlockParam {
   return { type: 'image', source: { type: 'base64', media_type: part.mediaType as ImageMediaType, data: part.data } }
 }
 
+/** A call's arguments as the object Anthropic wants; text that is not a JSON object is passed under `input`. */
+function inputOf(text: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(text === '' ? '{}' : text)
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>
+  } catch {}
+  return { input: text }
+}
+
 function turnMessage(turn: Turn): MessageParam {
   if (turn.role === 'assistant') {
     const content: ContentBlockParam[] = turn.text === '' ? [] : [{ type: 'text', text: turn.text }]
+    for (const call of turn.calls ?? []) {
+      content.push({ type: 'tool_use', id: toolUseId(call.id), name: call.name, input: inputOf(call.arguments) })
+    }
     if (turn.choice) {
       const { tool_use_id, question, choices } = turn.choice
       content.push({ type: 'tool_use', id: toolUseId(tool_use_id), name: choiceToolName, input: { question, choices } })
     }
     return { role: 'assistant', content }
   }
-  // A tool result has to come first in the user turn that follows the tool call.
-  const result: ContentBlockParam[] = turn.answers
-    ? [{ type: 'tool_result', tool_use_id: toolUseId(turn.answers.toolUseId), content: turn.answers.text }]
-    : []
-  return { role: 'user', content: [...result, ...turn.parts.map(partBlock)] }
+  // Tool results have to come first in the user turn that follows the tool calls.
+  const results: ContentBlockParam[] = (turn.results ?? []).map((result) => ({
+    type: 'tool_result',
+    tool_use_id: toolUseId(result.id),
+    content: result.content,
+    ...(result.isError ? { is_error: true } : {}),
+  }))
+  if (turn.answers) {
+    results.push({ type: 'tool_result', tool_use_id: toolUseId(turn.answers.toolUseId), content: turn.answers.text })
+  }
+  return { role: 'user', content: [...results, ...turn.parts.map(partBlock)] }
+}
+
+function offeredTool(tool: OfferedTool): Tool {
+  return { name: tool.name, description: tool.description, input_schema: tool.inputSchema as Tool.InputSchema }
+}
+
+/** The choice tool first, then the answer's tools; `none` keeps them defined (earlier tool_use blocks need them). */
+function toolParams(request: ModelRequest): Partial<MessageCreateParamsStreaming> {
+  if (request.choiceTool === 'withhold') return {}
+  const tools = [choiceTool, ...request.tools.map(offeredTool)]
+  return request.toolChoice === 'none' ? { tools, tool_choice: { type: 'none' } } : { tools }
 }
 
 export function anthropicMessages(turns: Turn[]): MessageParam[] {
@@ -96,7 +126,7 @@ export function anthropicModel(settings: ModelSettings): ChatModel {
         messages: anthropicMessages(request.turns),
         stream: true,
         ...(request.system === '' ? {} : { system: request.system }),
-        ...(request.choiceTool === 'offer' ? { tools: [choiceTool] } : {}),
+        ...toolParams(request),
       }
       const toolUses = new Map<number, PendingCall>()
       const usage: TokenUsage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0 }
@@ -123,6 +153,8 @@ export function anthropicModel(settings: ModelSettings): ChatModel {
       signal.throwIfAborted()
       if (deadline.timedOut) throw failure('timeout', context)
       if (!finished) throw failure('stream_broken', context)
+      const others = otherCalls(toolUses)
+      if (others) yield others
       const choice = firstChoice(toolUses)
       if (choice) yield choice
       if (reported) yield { type: 'usage', usage }

@@ -56,11 +56,26 @@ export function choiceBlock(id: string | undefined, input: unknown): ChoiceBlock
   return { type: 'user_get_choice', tool_use_id: toolUseId(id), question, choices: options }
 }
 
+/** The arguments a choice block was asked with, as the model wrote them. */
+export function choiceInput(block: ChoiceBlock): { question: string; choices: string[] } {
+  return { question: block.question, choices: block.choices }
+}
+
 /** A tool call as it streams in: its input arrives as pieces of JSON text. */
 export interface PendingCall {
   id?: string
   name: string
   input: string
+}
+
+/** Every call of a reply but the choice tool's, in the reply's order: the tools the answer's loop runs. */
+export function otherCalls(calls: Map<number, PendingCall>): ReplyEvent | null {
+  const others = [...calls.entries()]
+    .sort(([a], [b]) => a - b)
+    .flatMap(([, call]) =>
+      call.name === choiceToolName ? [] : [{ id: toolUseId(call.id), name: call.name, arguments: call.input }],
+    )
+  return others.length === 0 ? null : { type: 'tool_calls', calls: others }
 }
 
 /** The first usable choice among a reply's tool calls, keyed by their position in the reply. */

@@ -2,13 +2,13 @@
 // (close for English with the common BPE tokenizers, and on the safe side for code), plus a fixed
 // charge per message and per image. No tokenizer is needed, and it is the same for every vendor.
 //
-// Policy (README, "Context budget"): when the system prompt, the tool and the history would take more
+// Policy (README, "Context budget"): when the system prompt, the tools and the history would take more
 // than the context window minus the room kept for the answer (LLM_CONTEXT_TOKENS − LLM_MAX_OUTPUT_TOKENS),
 // the oldest messages are summarised by the model itself. The newest messages that fit in half of that
 // room are kept word for word, starting at a user message; everything older, an earlier summary
 // included, is replaced by one new summary. Half, so that compaction happens once every several turns
 // rather than on every message.
-import type { ModelSettings } from '../types'
+import type { ModelSettings, OfferedTool, ToolRound } from '../types'
 import { choiceToolDescription, choiceToolName, choiceToolSchema } from './choice-tool'
 import { type LoadedMessage, transcriptEntry } from './conversation'
 import type { ModelRequest } from './model'
@@ -32,6 +32,47 @@ export function messageTokens(message: LoadedMessage): number {
 
 const toolTokens = estimateTokens(choiceToolName + choiceToolDescription + JSON.stringify(choiceToolSchema))
 
+/** What the definitions of an answer's tools add to every one of its requests. */
+export function offeredTokens(tools: OfferedTool[]): number {
+  return tools.reduce(
+    (sum, tool) => sum + estimateTokens(tool.name + tool.description + JSON.stringify(tool.inputSchema)),
+    0,
+  )
+}
+
+/** A request's system prompt, tools and history: all of it but the rounds of tool calls. */
+export function promptTokens(messages: LoadedMessage[], system: string, extraFixedTokens = 0): number {
+  const fixed = estimateTokens(system) + toolTokens + extraFixedTokens
+  return messages.reduce((sum, message) => sum + messageTokens(message), fixed)
+}
+
+/** A round as sent: its text and calls in one message, its results in another. */
+function roundTokens(round: ToolRound): number {
+  const calls = round.calls.reduce((sum, call) => sum + estimateTokens(call.id + call.name + call.arguments), 0)
+  const results = round.results.reduce((sum, result) => sum + estimateTokens(result.id + result.content), 0)
+  return 2 * tokensPerMessage + estimateTokens(round.text) + calls + results
+}
+
+/**
+ * The rounds of an answer fitted into `room` tokens: the oldest results are replaced by a note of their size until
+ * they fit, so the latest results, which the model is working from, are the last to go. `fits` is false when even
+ * every result left out is too much: the answer then has to end.
+ */
+export function budgetRounds(rounds: ToolRound[], room: number): { rounds: ToolRound[]; fits: boolean } {
+  const fitted = rounds.map((round) => ({ ...round, results: [...round.results] }))
+  let used = fitted.reduce((sum, round) => sum + roundTokens(round), 0)
+  for (const round of fitted) {
+    for (const [index, result] of round.results.entries()) {
+      if (used <= room) return { rounds: fitted, fits: true }
+      const note = `[result left out to fit the context: ${result.content.length} characters]`
+      if (note.length >= result.content.length) continue
+      used -= estimateTokens(result.content) - estimateTokens(note)
+      round.results[index] = { ...result, content: note }
+    }
+  }
+  return { rounds: fitted, fits: used <= room }
+}
+
 type Budgeted = Pick<ModelSettings, 'contextTokens' | 'maxOutputTokens' | 'systemPrompt'>
 
 /** Room for the prompt: the context window less what is kept free for the answer. */
@@ -45,8 +86,13 @@ export interface CompactionPlan {
 }
 
 /** Returns null when the history fits, or when nothing but an earlier summary could be replaced. */
-export function planCompaction(messages: LoadedMessage[], settings: Budgeted): CompactionPlan | null {
-  const fixed = estimateTokens(settings.systemPrompt) + toolTokens
+/** `extraFixedTokens`: what every request of the answer adds besides the system prompt and the choice tool. */
+export function planCompaction(
+  messages: LoadedMessage[],
+  settings: Budgeted,
+  extraFixedTokens = 0,
+): CompactionPlan | null {
+  const fixed = estimateTokens(settings.systemPrompt) + toolTokens + extraFixedTokens
   const sizes = messages.map(messageTokens)
   const total = fixed + sizes.reduce((sum, size) => sum + size, 0)
   const budget = inputBudget(settings)
@@ -103,6 +149,8 @@ export function summaryRequest(replaced: LoadedMessage[], settings: Budgeted): M
     turns: [{ role: 'user', parts: [{ type: 'text', text }] }],
     maxOutputTokens,
     choiceTool: 'withhold',
+    tools: [],
+    toolChoice: 'auto',
   }
 }
 

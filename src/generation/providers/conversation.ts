@@ -5,7 +5,7 @@
 
 import { storedPdfText } from '../../attachments/pdf-text'
 import type { BlobStore } from '../../storage/blobs'
-import type { HistoryMessage } from '../types'
+import type { HistoryMessage, HistoryToolCall, ToolCallRequest, ToolCallResult, ToolRound } from '../types'
 import type { ChoiceBlock } from './choice-tool'
 
 export type Part =
@@ -19,6 +19,8 @@ export interface LoadedMessage {
   parts: Part[]
   /** The question an assistant message asked with the choice tool. */
   choice?: ChoiceBlock
+  /** A user message that only said Allow or Deny to an approval: its tool result says it, so no turn is sent. */
+  decision?: true
 }
 
 /** `inline` sends images as image input; `describe` sends a textual stand-in, for models without vision. */
@@ -33,8 +35,10 @@ export type Turn =
       parts: Part[]
       /** This message answers the choice the previous turn asked: its text is the tool's result. */
       answers?: { toolUseId: string; text: string }
+      /** What the tools the previous turn called answered, in the order of its calls. */
+      results?: ToolCallResult[]
     }
-  | { role: 'assistant'; text: string; choice?: ChoiceBlock }
+  | { role: 'assistant'; text: string; choice?: ChoiceBlock; calls?: ToolCallRequest[] }
 
 const textPart = (text: string): Part => ({ type: 'text', text })
 
@@ -90,19 +94,65 @@ async function attachmentParts(
   return [textPart(`[File ${name} (${file.mediaType}) attached; it cannot be shown to the model]`)]
 }
 
+/** How much of a call's arguments and result an older answer's note keeps: the gist, not the whole payload. */
+export const noteChars = 2000
+
+function cut(text: string): string {
+  return text.length > noteChars ? `${text.slice(0, noteChars)}…` : text
+}
+
+/** An earlier answer's tool call written as text: what was called, with what, and what came back. */
+export function describeCall(call: HistoryToolCall): string {
+  const result = cut(call.result ?? '')
+  const status = call.status.replace('_', ' ')
+  const outcome = result === '' ? status : call.status === 'ok' ? result : `${status}: ${result}`
+  return `[Called ${call.toolName} on ${call.serverName} with ${cut(call.arguments)} → ${outcome}]`
+}
+
+/**
+ * An answer that called tools, as text: each round's text followed by notes of its calls, then what the answer wrote
+ * after its last round. Older answers are never sent as native tool calls, so a changed tool set or a model that
+ * refuses tools reads them alike. The stored text is the rounds' texts run together and then the rest; when it is
+ * not (an answer whose rounds were not all its own), the notes come first and the text is kept whole.
+ */
+function textWithCalls(text: string, calls: HistoryToolCall[], roundTexts: string[]): string[] {
+  const rounds = [...new Set(calls.map((call) => call.round))].sort((a, b) => a - b)
+  const notes = rounds.map((round) =>
+    calls
+      .filter((call) => call.round === round)
+      .sort((a, b) => a.position - b.position)
+      .map(describeCall)
+      .join('\n'),
+  )
+  const before = roundTexts.join('')
+  if (roundTexts.length !== rounds.length || !text.startsWith(before)) return [...notes, text]
+  return [...rounds.flatMap((_, index) => [roundTexts[index] ?? '', notes[index] ?? '']), text.slice(before.length)]
+}
+
 async function loadMessage(message: HistoryMessage, images: ImageInput, blobs: BlobStore): Promise<LoadedMessage> {
   const parts: Part[] = []
   let choice: ChoiceBlock | undefined
+  const calls = message.toolCalls ?? []
+  // An approval asked the thread's owner, not the model: the call's note says how it went.
+  const approvals = new Set(calls.flatMap((call) => (call.approvalId ? [call.approvalId] : [])))
   for (const block of message.contents) {
     if (block.type === 'text') {
       if (block.text !== '') parts.push(textPart(block.text))
     } else if (block.type === 'user_get_choice') {
-      choice ??= block
+      if (!approvals.has(block.tool_use_id)) choice ??= block
     } else {
       parts.push(...(await attachmentParts(block, message, images, blobs)))
     }
   }
-  return { id: message.id, role: message.role, parts, choice }
+  if (calls.length > 0) {
+    const text = textOf(parts.filter((part) => part.type === 'text'))
+    const others = parts.filter((part) => part.type !== 'text')
+    const written = textWithCalls(text, calls, message.roundTexts ?? [])
+      .map((piece) => piece.trim())
+      .filter((piece) => piece !== '')
+    parts.splice(0, parts.length, ...written.map(textPart), ...others)
+  }
+  return { id: message.id, role: message.role, parts, choice, ...(message.decision ? { decision: true } : {}) }
 }
 
 /** The same messages with every image replaced by a stand-in, for a model that turned out to be text-only. */
@@ -158,6 +208,7 @@ function isEmpty(turn: Turn): boolean {
 export function toTurns(messages: LoadedMessage[], tool: ChoiceTool): Turn[] {
   const turns: Turn[] = []
   messages.forEach((message, index) => {
+    if (message.decision) return
     const previous = turns.at(-1)
     const turn =
       message.role === 'summary'
@@ -173,6 +224,63 @@ export function toTurns(messages: LoadedMessage[], tool: ChoiceTool): Turn[] {
     turns.push(turn.role === 'user' ? { ...turn, parts: [...turn.parts] } : turn)
   })
   return turns
+}
+
+/**
+ * The rounds of tool calls an answer has made so far, after the question they answer. `native` sends them as the
+ * vendor's tool calls and results; `text` writes them out, for a request that offers no tools (a vendor rejects tool
+ * calls it was not offered tools for).
+ */
+export function roundTurns(rounds: ToolRound[], form: 'native' | 'text'): Turn[] {
+  if (form === 'native') {
+    return rounds.flatMap((round): Turn[] => [
+      { role: 'assistant', text: round.text.trim(), calls: round.calls },
+      { role: 'user', parts: [], results: round.results },
+    ])
+  }
+  return rounds.map((round) => {
+    const notes = round.calls.map((call) => {
+      const result = round.results.find((each) => each.id === call.id)
+      const outcome = !result ? 'no result' : result.isError ? `error: ${cut(result.content)}` : cut(result.content)
+      return `[Called ${call.name} with ${cut(call.arguments)} → ${outcome}]`
+    })
+    return { role: 'assistant', text: [round.text.trim(), ...notes].filter(Boolean).join('\n\n') }
+  })
+}
+
+/**
+ * The turns of an answer with tool rounds: the rounds follow the question they answer (`after`, else the end of the
+ * history). Messages after that question (the person's own words instead of Allow or Deny) follow the rounds.
+ */
+export function withRounds(
+  messages: LoadedMessage[],
+  tool: ChoiceTool,
+  rounds: ToolRound[],
+  form: 'native' | 'text',
+  after?: string,
+): Turn[] {
+  if (rounds.length === 0) return toTurns(messages, tool)
+  const at = after === undefined ? -1 : messages.findIndex((message) => message.id === after)
+  const split = at === -1 ? messages.length : at + 1
+  const later = toTurns(messages.slice(split), tool)
+  const turns = [...toTurns(messages.slice(0, split), tool), ...roundTurns(rounds, form), ...later]
+  return mergeUsers(turns)
+}
+
+/** Written rounds are assistant turns, and words after them user turns: merged as toTurns merges its own. */
+function mergeUsers(turns: Turn[]): Turn[] {
+  const merged: Turn[] = []
+  for (const turn of turns) {
+    const previous = merged.at(-1)
+    if (turn.role === 'user' && previous?.role === 'user' && !turn.answers && !turn.results) {
+      merged[merged.length - 1] = { ...previous, parts: [...previous.parts, ...turn.parts] }
+    } else if (turn.role === 'assistant' && previous?.role === 'assistant' && !previous.calls && !previous.choice) {
+      merged[merged.length - 1] = { ...turn, text: [previous.text, turn.text].filter(Boolean).join('\n\n') }
+    } else {
+      merged.push(turn)
+    }
+  }
+  return merged
 }
 
 /** The history as plain text, for the model that writes a summary of it. */

@@ -129,10 +129,11 @@ export function retryAfterMs(headers: Headers | undefined, now: number = Date.no
 
 /**
  * How servers say that the model cannot use tools at all (Ollama, llama.cpp without --jinja, vLLM
- * without a tool parser). Narrow on purpose: the fallback drops the tool for the rest of the process.
+ * without a tool parser), and those that refuse `tool_choice` (model.ts then writes the rounds out, for that request
+ * only). Narrow on purpose: the fallback drops the tool for the rest of the process.
  */
 const toolsRefused =
-  /does not support tools|tools? (is |are )?not supported|not support (tools|function calling)|requires --jinja|tool.?choice requires/i
+  /does not support tools|tools? (is |are )?not supported|not support (tools|function calling)|requires --jinja|tool.?choice requires|tool.?choice[^.]{0,40}not supported/i
 
 /** How servers say that the model takes no image input (text-only models behind vision-capable APIs). */
 const imagesRefused =

@@ -8,8 +8,15 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions'
-import type { ModelSettings, TokenUsage } from '../types'
-import { choiceToolDescription, choiceToolName, choiceToolSchema, firstChoice, type PendingCall } from './choice-tool'
+import type { ModelSettings, OfferedTool, TokenUsage } from '../types'
+import {
+  choiceToolDescription,
+  choiceToolName,
+  choiceToolSchema,
+  firstChoice,
+  otherCalls,
+  type PendingCall,
+} from './choice-tool'
 import type { Part, Turn } from './conversation'
 import { IdleDeadline } from './deadline'
 import { type FailureContext, failure, ProviderFailure, replyFailure } from './failures'
@@ -33,28 +40,47 @@ function userContent(parts: Part[]): string | ChatCompletionContentPart[] {
   )
 }
 
+function functionTool(tool: OfferedTool): ChatCompletionTool {
+  return {
+    type: 'function',
+    function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
+  }
+}
+
 function turnMessages(turn: Turn): ChatCompletionMessageParam[] {
   if (turn.role === 'assistant') {
-    if (!turn.choice) return [{ role: 'assistant', content: turn.text }]
-    const { tool_use_id, question, choices } = turn.choice
-    return [
-      {
-        role: 'assistant',
-        content: turn.text === '' ? null : turn.text,
-        tool_calls: [
-          {
-            id: tool_use_id,
-            type: 'function',
-            function: { name: choiceToolName, arguments: JSON.stringify({ question, choices }) },
-          },
-        ],
-      },
-    ]
+    const calls = (turn.calls ?? []).map((call) => ({
+      id: call.id,
+      type: 'function' as const,
+      function: { name: call.name, arguments: call.arguments },
+    }))
+    if (turn.choice) {
+      const { tool_use_id, question, choices } = turn.choice
+      calls.push({
+        id: tool_use_id,
+        type: 'function',
+        function: { name: choiceToolName, arguments: JSON.stringify({ question, choices }) },
+      })
+    }
+    if (calls.length === 0) return [{ role: 'assistant', content: turn.text }]
+    return [{ role: 'assistant', content: turn.text === '' ? null : turn.text, tool_calls: calls }]
   }
-  const messages: ChatCompletionMessageParam[] = []
+  // Each result is a message of its own, right after the assistant message that called the tools.
+  const messages: ChatCompletionMessageParam[] = (turn.results ?? []).map((result) => ({
+    role: 'tool',
+    tool_call_id: result.id,
+    content: result.isError ? `Error: ${result.content}` : result.content,
+  }))
   if (turn.answers) messages.push({ role: 'tool', tool_call_id: turn.answers.toolUseId, content: turn.answers.text })
   if (turn.parts.length > 0) messages.push({ role: 'user', content: userContent(turn.parts) })
   return messages
+}
+
+/** The choice tool first, then the answer's tools; `none` keeps them defined but lets the model call none. */
+function toolParams(request: ModelRequest): Partial<ChatCompletionCreateParamsStreaming> {
+  if (request.choiceTool === 'withhold') return {}
+  const tools = [choiceTool, ...request.tools.map(functionTool)]
+  return request.toolChoice === 'none' ? { tools, tool_choice: 'none' } : { tools }
 }
 
 export function openaiMessages(request: Pick<ModelRequest, 'system' | 'turns'>): ChatCompletionMessageParam[] {
@@ -131,7 +157,7 @@ export function openaiModel(settings: ModelSettings): ChatModel {
         // The usage chunk (no choices) ends the stream; servers that do not know the option ignore it.
         stream_options: { include_usage: true },
         ...outputLimit(settings, request.maxOutputTokens),
-        ...(request.choiceTool === 'offer' ? { tools: [choiceTool] } : {}),
+        ...toolParams(request),
       }
       const calls = new Map<number, PendingCall>()
       let usage: TokenUsage | undefined
@@ -161,6 +187,8 @@ export function openaiModel(settings: ModelSettings): ChatModel {
       signal.throwIfAborted()
       if (deadline.timedOut) throw failure('timeout', context)
       if (!finished) throw failure('stream_broken', context)
+      const others = otherCalls(calls)
+      if (others) yield others
       const choice = firstChoice(calls)
       if (choice) yield choice
       if (usage) yield { type: 'usage', usage }

@@ -140,7 +140,7 @@ test('a tool whose input schema is not an object gets a problem; structured cont
   expect(lied.error).toContain("does not match the tool's output schema")
 })
 
-test('a result past MCP_RESPONSE_MAX_BYTES is an error naming the bound, at once rather than at the timeout', async () => {
+test('a result or tool list past MCP_RESPONSE_MAX_BYTES is an error naming the bound, at once rather than at the timeout', async () => {
   await using s = await setup({ maxResponseBytes: 1_000_000, timeoutMs: 60_000 })
   const server = await s.addServer()
   await s.pool.refresh(server)
@@ -150,7 +150,16 @@ test('a result past MCP_RESPONSE_MAX_BYTES is an error naming the bound, at once
   expect(huge.status).toBe('error')
   expect(huge.error).toContain('more than 1000000 bytes')
   expect(performance.now() - started).toBeLessThan(30_000)
-  // The client is still good for the next call.
+  // A tool list as large fails the same way, whether refreshed or read as a client opens.
+  const refreshed = await s.pool.refresh(server)
+  expect(refreshed.status).toBe('error')
+  expect(refreshed.error).toContain('more than 1000000 bytes')
+  expect((await s.reread(server)).lastError).toBe(refreshed.error)
+  s.pool.forget(server.id)
+  const opening = await s.pool.call(server, 'search_docs', { query: 'x' }, never())
+  expect(opening.error).toContain('more than 1000000 bytes')
+  expect(performance.now() - started).toBeLessThan(30_000)
+  // The pool recovers once the server behaves.
   s.up.mode = 'normal'
   expect((await s.pool.call(server, 'search_docs', { query: 'y' }, never())).status).toBe('ok')
 })

@@ -57,22 +57,40 @@ interface Entry {
 }
 
 /**
- * The call a request is made for. The SDK reads an answer's SSE stream apart from the request that awaits it and only
- * reports the stream's failure to `onerror`, so a body cut by the size bound would otherwise leave the call waiting
- * for its timeout; requests made inside a call tell it instead, and end when it is given up.
+ * The work (a call, a tool list, opening a client) a request is made for. The SDK reads an answer's SSE stream apart
+ * from the request that awaits it and only reports the stream's failure to `onerror`, so a body cut by the size bound
+ * would otherwise leave the work waiting for its timeout; requests made inside a scope tell it instead, and end when
+ * it is given up.
  */
-interface CallScope {
+interface Scope {
   signal: AbortSignal
   fail(error: unknown): void
 }
 
-const scope = new AsyncLocalStorage<CallScope>()
+const scope = new AsyncLocalStorage<Scope>()
+
+/**
+ * `work` in a scope of its own, handed a signal that ends it once `signal` aborts or one of its requests fails; it
+ * then rejects with that request's error (such as OutboundRefused) rather than the SDK's cancellation.
+ */
+async function scoped<T>(signal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const failed = new AbortController()
+  const bound = signal ? AbortSignal.any([signal, failed.signal]) : failed.signal
+  const fail = (error: unknown) => {
+    if (!bound.aborted) failed.abort(error)
+  }
+  try {
+    return await scope.run({ signal: bound, fail }, () => work(bound))
+  } catch (error) {
+    throw failed.signal.aborted ? failed.signal.reason : error
+  }
+}
 
 export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
   const now = deps.now ?? Date.now
   const idleMs = deps.idleMs ?? defaultIdleMs
   const timeoutMs = deps.outbound.timeoutMs
-  const fetcher = scoped(guardedFetch({ ...deps.outbound, userAgent }))
+  const fetcher = reporting(guardedFetch({ ...deps.outbound, userAgent }))
   const entries = new Map<string, Entry>()
   const sweeper = setInterval(() => void closeIdle(now()), Math.min(idleMs, 60_000))
   sweeper.unref?.()
@@ -108,9 +126,11 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
       if (entries.get(server.id) === entry) entries.delete(server.id)
     }
     try {
-      await client.connect(transport, { timeout: timeoutMs })
       // Results are checked against the tools' output schemas, which only a tool list gives.
-      const list = await discoverTools(client, { timeout: timeoutMs })
+      const list = await scoped(undefined, async (signal) => {
+        await client.connect(transport, { timeout: timeoutMs, signal })
+        return discoverTools(client, { timeout: timeoutMs, signal })
+      })
       const connection = { client, transport, outputs: list.outputs, busy: 0, lastUsed: now() }
       entry.connection = connection
       return connection
@@ -124,7 +144,7 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
     const connection = entry.connection
     if (!connection || entries.get(serverId) !== entry) return
     try {
-      const list = await discoverTools(connection.client, { timeout: timeoutMs })
+      const list = await scoped(undefined, (signal) => discoverTools(connection.client, { timeout: timeoutMs, signal }))
       connection.outputs = list.outputs
       // Tools that appear after the first fetch start off: nothing reaches a model before an admin turns it on.
       await deps.servers.replaceTools(serverId, list.tools, false, now())
@@ -193,21 +213,12 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
 
   return {
     async call(server, tool, args, signal) {
-      // Set when a request of this call fails in a way the SDK does not hand back to it (see CallScope).
-      const failed = new AbortController()
-      const callSignal = AbortSignal.any([signal, failed.signal])
-      const call: CallScope = {
-        signal: callSignal,
-        fail: (error) => {
-          if (!callSignal.aborted) failed.abort(error)
-        },
-      }
       try {
         return await withClient(server, async (connection) => {
-          const result = await scope.run(call, () =>
+          const result = await scoped(signal, (bound) =>
             connection.client.callTool({ name: tool, arguments: args }, undefined, {
               timeout: timeoutMs,
-              signal: callSignal,
+              signal: bound,
             }),
           )
           const output = connection.outputs.get(tool)
@@ -222,14 +233,16 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
         })
       } catch (error) {
         if (signal.aborted) return failure('the call was cancelled')
-        return outcomeOf(failed.signal.aborted ? failed.signal.reason : error, timeoutMs)
+        return outcomeOf(error, timeoutMs)
       }
     },
 
     async refresh(server) {
       try {
         const tools = await withClient(server, async (connection) => {
-          const list = await discoverTools(connection.client, { timeout: timeoutMs })
+          const list = await scoped(undefined, (signal) =>
+            discoverTools(connection.client, { timeout: timeoutMs, signal }),
+          )
           connection.outputs = list.outputs
           // The first fetch turns every tool on; later ones leave new tools off, as list_changed does.
           await deps.servers.replaceTools(server.id, list.tools, server.toolsRefreshedAt === null, now())
@@ -271,20 +284,19 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
 }
 
 /**
- * `fetch`, with each request made inside a call (CallScope) ended when the call is given up and reporting its
- * failure, the body's included, to the call. A request made once the call was given up (its cancellation notice)
- * is left alone.
+ * `fetch`, with each request made inside a Scope ended when the scope's work is given up and reporting its failure,
+ * the body's included, to it. A request made once the work was given up (its cancellation notice) is left alone.
  */
-function scoped(fetch: ReturnType<typeof guardedFetch>): ReturnType<typeof guardedFetch> {
+function reporting(fetch: ReturnType<typeof guardedFetch>): ReturnType<typeof guardedFetch> {
   return async (url, init = {}) => {
-    const call = scope.getStore()
-    if (!call || call.signal.aborted) return fetch(url, init)
-    const signal = init.signal ? AbortSignal.any([init.signal, call.signal]) : call.signal
+    const work = scope.getStore()
+    if (!work || work.signal.aborted) return fetch(url, init)
+    const signal = init.signal ? AbortSignal.any([init.signal, work.signal]) : work.signal
     let response: Response
     try {
       response = await fetch(url, { ...init, signal })
     } catch (error) {
-      call.fail(error)
+      work.fail(error)
       throw error
     }
     if (response.body === null) return response
@@ -296,7 +308,7 @@ function scoped(fetch: ReturnType<typeof guardedFetch>): ReturnType<typeof guard
           if (done) controller.close()
           else controller.enqueue(value)
         } catch (error) {
-          call.fail(error)
+          work.fail(error)
           controller.error(error)
         }
       },

@@ -17,7 +17,7 @@ import {
 
 /**
  * How `search_docs` and `delete_page` answer: `hang` never (until cancelled), `fail` with `isError`, `throw` with a
- * JSON-RPC error, `huge` with 10 MB of text, `lie` with structured content its output schema forbids (and the list
+ * JSON-RPC error, `huge` with 10 MB of text (and a tool list as large), `lie` with structured content its output schema forbids (and the list
  * then also holds `odd_args`, whose input schema is of type 'string').
  */
 export type UpstreamMode = 'normal' | 'hang' | 'fail' | 'throw' | 'huge' | 'lie'
@@ -63,6 +63,7 @@ export function mcpUpstream(): McpUpstream {
   const added: Tool[] = []
 
   const listed = (): Tool[] => {
+    if (up.mode === 'huge') return [{ ...(baseTools[0] as Tool), description: 'x'.repeat(10_000_000) }]
     if (up.mode !== 'lie') return [...baseTools, ...added]
     const [search, ...rest] = baseTools as [Tool, ...Tool[]]
     const lying: Tool = {

@@ -61,6 +61,7 @@ async function setup(outbound: Partial<Omit<OutboundRules, 'userAgent'>> = {}) {
     up,
     pool,
     servers,
+    box,
     addServer,
     reread,
     async [Symbol.asyncDispose]() {
@@ -289,4 +290,51 @@ test('a tool’s name, schema and description are checked; a nameless entry is s
     'is not a valid JSON Schema',
   )
   expect(checkTool({ inputSchema: { type: 'object' } })).toBeNull()
+})
+
+test('a redirect is not followed, even to the same origin', async () => {
+  await using s = await setup()
+  const server = await s.addServer(s.up.url.replace('/mcp', '/moved'))
+  const refreshed = await s.pool.refresh(server)
+  expect(refreshed.status).toBe('error')
+  expect(refreshed.error).toContain('redirects are not followed')
+  expect(s.up.requests.map((request) => request.path)).toEqual(['/moved'])
+})
+
+test('calls at once share one client; a server whose headers changed gets a new one, sending the new headers', async () => {
+  await using s = await setup()
+  const server = await s.addServer()
+  const outcomes = await Promise.all(
+    ['a', 'b', 'c'].map((query) => s.pool.call(server, 'search_docs', { query }, never())),
+  )
+  expect(outcomes.map((outcome) => outcome.text)).toEqual([
+    'Found 2 pages for a',
+    'Found 2 pages for b',
+    'Found 2 pages for c',
+  ])
+  const initializes = () => s.up.requests.filter((request) => request.headers['mcp-session-id'] === undefined)
+  expect(initializes()).toHaveLength(1)
+
+  const changed: McpServerRow = {
+    ...server,
+    headersSealed: s.box.seal(JSON.stringify({ Authorization: 'Bearer rotated' }), sealedFor.headers(server.id)),
+  }
+  expect((await s.pool.call(changed, 'search_docs', { query: 'd' }, never())).status).toBe('ok')
+  expect(initializes()).toHaveLength(2)
+  expect(initializes()[1]?.headers.authorization).toBe('Bearer rotated')
+  expect(initializes()[1]?.headers['x-team']).toBeUndefined()
+  expect(s.pool.size).toBe(1)
+})
+
+test('headers that cannot be opened are the call’s error, and nothing is sent', async () => {
+  await using s = await setup()
+  const server = await s.addServer()
+  const foreign: McpServerRow = {
+    ...server,
+    headersSealed: secretBox({ current: randomBytes(32).toString('base64') }).seal('{}', sealedFor.headers(server.id)),
+  }
+  const called = await s.pool.call(foreign, 'search_docs', { query: 'x' }, never())
+  expect(called.status).toBe('error')
+  expect(called.error).toContain('A stored secret cannot be read')
+  expect(s.up.requests).toHaveLength(0)
 })

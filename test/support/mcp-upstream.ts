@@ -24,10 +24,12 @@ export type UpstreamMode = 'normal' | 'hang' | 'fail' | 'throw' | 'huge' | 'lie'
 
 export interface UpstreamRequest {
   method: string
+  path: string
   headers: Record<string, string>
 }
 
 export interface McpUpstream extends AsyncDisposable {
+  /** The MCP endpoint; `/moved` on the same origin redirects (307) to it. */
   url: string
   port: number
   mode: UpstreamMode
@@ -127,7 +129,10 @@ export function mcpUpstream(): McpUpstream {
     // Ten megabytes of SSE to a client that stops reading must not be cut by Bun's idle timeout first.
     idleTimeout: 0,
     async fetch(request) {
-      up.requests.push({ method: request.method, headers: Object.fromEntries(request.headers) })
+      const path = new URL(request.url).pathname
+      up.requests.push({ method: request.method, path, headers: Object.fromEntries(request.headers) })
+      // A same-origin redirect, which the SDK's transport would follow by itself.
+      if (path === '/moved') return new Response(null, { status: 307, headers: { location: '/mcp' } })
       const id = request.headers.get('mcp-session-id')
       if (id === null) {
         if (request.method !== 'POST') return new Response('A session is needed', { status: 400 })

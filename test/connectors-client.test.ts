@@ -204,6 +204,15 @@ test('the caller’s signal ends a call under way, and the server hears of it', 
   stop.abort(new Error('the answer was cancelled'))
   expect(await call).toMatchObject({ status: 'error', error: 'the call was cancelled' })
   await until(() => s.up.cancelled === 1)
+  expect(s.up.requests.filter((request) => request.rpc === 'notifications/cancelled')).toHaveLength(1)
+
+  // A signal aborted after its call was answered cancels nothing more.
+  s.up.mode = 'normal'
+  const later = new AbortController()
+  expect((await s.pool.call(server, 'search_docs', { query: 'x' }, later.signal)).status).toBe('ok')
+  later.abort()
+  expect((await s.pool.call(server, 'search_docs', { query: 'y' }, never())).status).toBe('ok')
+  expect(s.up.requests.filter((request) => request.rpc === 'notifications/cancelled')).toHaveLength(1)
 })
 
 test('a private address is refused with the switch off, and nothing reaches it', async () => {

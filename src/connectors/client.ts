@@ -65,24 +65,42 @@ interface Entry {
 interface Scope {
   signal: AbortSignal
   fail(error: unknown): void
+  /** Whether the work ended: requests still made in its context (the SDK's GET stream, reopened) are no longer its. */
+  ended: boolean
 }
 
 const scope = new AsyncLocalStorage<Scope>()
 
 /**
  * `work` in a scope of its own, handed a signal that ends it once `signal` aborts or one of its requests fails; it
- * then rejects with that request's error (such as OutboundRefused) rather than the SDK's cancellation.
+ * then rejects with that request's error (such as OutboundRefused) rather than the SDK's cancellation. The signal is
+ * only aborted while the work runs: the SDK never removes its listener from it, and would send a cancellation for a
+ * request long answered.
  */
 async function scoped<T>(signal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const failed = new AbortController()
-  const bound = signal ? AbortSignal.any([signal, failed.signal]) : failed.signal
-  const fail = (error: unknown) => {
-    if (!bound.aborted) failed.abort(error)
+  const controller = new AbortController()
+  let failure = null as { error: unknown } | null
+  const current: Scope = {
+    signal: controller.signal,
+    ended: false,
+    fail(error) {
+      if (current.ended || controller.signal.aborted) return
+      failure = { error }
+      controller.abort(error)
+    },
   }
+  const forward = () => {
+    if (!current.ended) controller.abort(signal?.reason)
+  }
+  if (signal?.aborted) forward()
+  else signal?.addEventListener('abort', forward, { once: true })
   try {
-    return await scope.run({ signal: bound, fail }, () => work(bound))
+    return await scope.run(current, () => work(controller.signal))
   } catch (error) {
-    throw failed.signal.aborted ? failed.signal.reason : error
+    throw failure ? failure.error : error
+  } finally {
+    current.ended = true
+    signal?.removeEventListener('abort', forward)
   }
 }
 
@@ -290,7 +308,7 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
 function reporting(fetch: ReturnType<typeof guardedFetch>): ReturnType<typeof guardedFetch> {
   return async (url, init = {}) => {
     const work = scope.getStore()
-    if (!work || work.signal.aborted) return fetch(url, init)
+    if (!work || work.ended || work.signal.aborted) return fetch(url, init)
     const signal = init.signal ? AbortSignal.any([init.signal, work.signal]) : work.signal
     let response: Response
     try {

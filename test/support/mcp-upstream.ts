@@ -26,6 +26,8 @@ export interface UpstreamRequest {
   method: string
   path: string
   headers: Record<string, string>
+  /** The JSON-RPC method a POST carried (`response` for a client's answer), null for other requests. */
+  rpc: string | null
 }
 
 export interface McpUpstream extends AsyncDisposable {
@@ -130,7 +132,15 @@ export function mcpUpstream(): McpUpstream {
     idleTimeout: 0,
     async fetch(request) {
       const path = new URL(request.url).pathname
-      up.requests.push({ method: request.method, path, headers: Object.fromEntries(request.headers) })
+      const rpc =
+        request.method === 'POST'
+          ? await request
+              .clone()
+              .json()
+              .then((message) => (message as { method?: string }).method ?? 'response')
+              .catch(() => 'unreadable')
+          : null
+      up.requests.push({ method: request.method, path, headers: Object.fromEntries(request.headers), rpc })
       // A same-origin redirect, which the SDK's transport would follow by itself.
       if (path === '/moved') return new Response(null, { status: 307, headers: { location: '/mcp' } })
       const id = request.headers.get('mcp-session-id')

@@ -227,14 +227,18 @@ export async function serverWithTools(
 }
 
 /** Removes the server with its tools and secrets; its pooled connection, if any, is dropped. */
-export async function removeServer(deps: ConnectorsDeps, organizationId: number, serverId: string): Promise<void> {
+export async function removeServer(
+  deps: Pick<ConnectorsDeps, 'servers' | 'caller'>,
+  organizationId: number,
+  serverId: string,
+): Promise<void> {
   if (!(await deps.servers.remove(organizationId, serverId))) throw notFound('MCP server')
   deps.caller?.forget(serverId)
 }
 
 /** Trusted: its tools that may change something run without asking the thread's owner. */
 export async function setTrusted(
-  deps: ConnectorsDeps,
+  deps: Pick<ConnectorsDeps, 'servers'>,
   organizationId: number,
   serverId: string,
   trusted: boolean,
@@ -246,7 +250,7 @@ export async function setTrusted(
 }
 
 export async function setToolEnabled(
-  deps: ConnectorsDeps,
+  deps: Pick<ConnectorsDeps, 'servers'>,
   organizationId: number,
   serverId: string,
   toolName: string,
@@ -256,7 +260,7 @@ export async function setToolEnabled(
   if (!(await deps.servers.setToolEnabled(organizationId, serverId, toolName, enabled))) throw notFound('Tool')
 }
 
-/** Fetches the server's tool list again (new tools start on, as on the first fetch: an admin asked for it). */
+/** Fetches the server's tool list again through the ToolCaller, which stores it and the server's status. */
 export async function refreshServer(
   deps: ConnectorsDeps,
   organizationId: number,

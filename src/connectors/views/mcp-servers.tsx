@@ -40,7 +40,7 @@ function StatusView({ server }: { server: McpServerRow }): JSX.Element {
       </span>
       {server.lastError ? (
         <>
-          {' '}
+          <br />
           <span class="muted" safe>
             {server.lastError}
           </span>
@@ -118,10 +118,13 @@ function AddServerForm({ viewer, form }: { viewer: Viewer; form: ServerFormValue
           stored encrypted and never shown again.
         </span>
       </div>
-      <label>
-        <input type="checkbox" name="trusted" value="true" checked={form.trusted} /> Trusted: its tools that may change
-        something run without asking the thread's owner first
-      </label>
+      <div class="check">
+        <input id="server-trusted" name="trusted" type="checkbox" value="true" checked={form.trusted} />
+        <label for="server-trusted">
+          Trusted{' '}
+          <span class="muted">its tools that may change something run without asking the thread’s owner first</span>
+        </label>
+      </div>
       <div class="actions">
         <button type="submit" class="primary">
           Connect server
@@ -325,7 +328,7 @@ export function McpServerPage({ viewer, server, tools, notice, error }: McpServe
             ariaLabel={server.trusted ? `Stop trusting ${server.name}` : `Trust ${server.name}`}
             fields={{ trusted: server.trusted ? 'false' : 'true' }}
           />{' '}
-          <a href={escapeHtml(`${path}/delete`)} aria-label={escapeHtml(`Delete ${server.name}`)}>
+          <a class="button danger" href={escapeHtml(`${path}/delete`)} aria-label={escapeHtml(`Delete ${server.name}`)}>
             Delete…
           </a>
         </div>

@@ -137,10 +137,11 @@ export const connectorPages = (deps: ConnectorPagesDeps) => {
     .post(
       serversPath,
       async ({ admin, form, html, redirect, set }) => {
+        const headerLines = field(form, 'headers') ?? ''
         const values: ServerFormValues = {
           name: (field(form, 'name') ?? '').trim(),
           url: (field(form, 'url') ?? '').trim(),
-          headers: field(form, 'headers') ?? '',
+          retypeHeaders: headerLines.trim() !== '',
           trusted: flag(form, 'trusted'),
         }
         try {
@@ -151,7 +152,7 @@ export const connectorPages = (deps: ConnectorPagesDeps) => {
               createdBy: admin.user.id,
               name: values.name,
               url: values.url,
-              headers: parseHeaderLines(values.headers.split('\n')),
+              headers: parseHeaderLines(headerLines.split('\n')),
               trusted: values.trusted,
             },
             deps.clock.now(),
@@ -161,7 +162,7 @@ export const connectorPages = (deps: ConnectorPagesDeps) => {
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
-          // The header lines go back into the form only on this response, so that a typo is not typed again.
+          // The name, URL and trust go back into the form; header values never do, not even to who typed them.
           return html(await listPage(admin, { error: refusal.message, form: values }))
         }
       },

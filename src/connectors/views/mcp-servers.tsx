@@ -18,12 +18,12 @@ export function serverPath(serverId: string): string {
 export interface ServerFormValues {
   name: string
   url: string
-  /** The header lines as typed; shown again only after a refusal, on the same response. */
-  headers: string
+  /** Header lines were typed: their values are never written back, so a refused form asks for them again. */
+  retypeHeaders: boolean
   trusted: boolean
 }
 
-export const emptyServerForm: ServerFormValues = { name: '', url: '', headers: '', trusted: false }
+export const emptyServerForm: ServerFormValues = { name: '', url: '', retypeHeaders: false, trusted: false }
 
 const statusLabels: Record<McpServerStatus, string> = {
   pending: 'Tools not fetched yet',
@@ -109,11 +109,9 @@ function AddServerForm({ viewer, form }: { viewer: Viewer; form: ServerFormValue
           rows="3"
           spellcheck="false"
           aria-describedby="server-headers-help"
-          safe
-        >
-          {form.headers}
-        </textarea>
+        ></textarea>
         <span id="server-headers-help" class="muted">
+          {form.retypeHeaders ? <strong>Type the headers again: their values are never shown back. </strong> : ''}
           One "Name: value" a line, such as Authorization: Bearer followed by an API key the server gave you. Values are
           stored encrypted and never shown again.
         </span>

@@ -91,7 +91,9 @@ export const connectorPages = (deps: ConnectorPagesDeps) => {
    * page.
    */
   const action =
-    (run: (admin: PageSession, params: Record<string, string>, form: PostedForm) => Promise<string>) =>
+    <Params extends { serverId: string }>(
+      run: (admin: PageSession, params: Params, form: PostedForm) => Promise<string>,
+    ) =>
     async ({
       admin,
       params,
@@ -101,13 +103,13 @@ export const connectorPages = (deps: ConnectorPagesDeps) => {
       set,
     }: {
       admin: PageSession
-      params: Record<string, string>
+      params: Params
       form: PostedForm
       html: (value: JSX.Element) => unknown
       redirect: (url: string, status: 303) => unknown
       set: { status?: number | string }
     }) => {
-      const serverId = params.serverId as string
+      const { serverId } = params
       let notice: string
       try {
         notice = await run(admin, params, form)
@@ -177,7 +179,7 @@ export const connectorPages = (deps: ConnectorPagesDeps) => {
     .post(
       `${serversPath}/:serverId/refresh`,
       action(async (admin, { serverId }) => {
-        const outcome = await refreshServer(service, orgOf(admin), serverId as string)
+        const outcome = await refreshServer(service, orgOf(admin), serverId)
         return outcome.error === null ? 'refreshed' : 'refresh-failed'
       }),
       options,
@@ -186,7 +188,7 @@ export const connectorPages = (deps: ConnectorPagesDeps) => {
       `${serversPath}/:serverId/trust`,
       action(async (admin, { serverId }, form) => {
         const trusted = flag(form, 'trusted')
-        await setTrusted(service, orgOf(admin), serverId as string, trusted, deps.clock.now())
+        await setTrusted(service, orgOf(admin), serverId, { trusted }, deps.clock.now())
         deps.log.info('mcp server trust changed', { serverId, trusted, by: admin.user.id })
         return trusted ? 'trusted' : 'untrusted'
       }),
@@ -194,9 +196,9 @@ export const connectorPages = (deps: ConnectorPagesDeps) => {
     )
     .post(
       `${serversPath}/:serverId/tools/:toolName`,
-      action(async (admin, { serverId, toolName }, form) => {
+      action(async (admin, { serverId, toolName }: { serverId: string; toolName: string }, form) => {
         const enabled = flag(form, 'enabled')
-        await setToolEnabled(service, orgOf(admin), serverId as string, toolName as string, enabled)
+        await setToolEnabled(service, orgOf(admin), serverId, toolName, { enabled })
         return enabled ? 'tool-on' : 'tool-off'
       }),
       options,

@@ -241,7 +241,7 @@ export async function setTrusted(
   deps: Pick<ConnectorsDeps, 'servers'>,
   organizationId: number,
   serverId: string,
-  trusted: boolean,
+  { trusted }: { trusted: boolean },
   now: number,
 ): Promise<void> {
   if (!(await deps.servers.update(organizationId, serverId, { trusted, updatedAt: now }))) {
@@ -254,7 +254,7 @@ export async function setToolEnabled(
   organizationId: number,
   serverId: string,
   toolName: string,
-  enabled: boolean,
+  { enabled }: { enabled: boolean },
 ): Promise<void> {
   await requireServer(deps.servers, organizationId, serverId)
   if (!(await deps.servers.setToolEnabled(organizationId, serverId, toolName, enabled))) throw notFound('Tool')

@@ -340,8 +340,12 @@ test('names, header lines and Threadhouse tokens are checked; a name is its orga
   // What a server lists is shown escaped.
   const organizationId = await organizationOf(h, admin.user.email)
   const [server] = await h.store.mcpServers.list(organizationId)
-  await h.store.mcpServers.replaceTools(server?.id ?? '', [{ ...tool('x', true), description: hostile }], true, 1)
-  expectEscaped(await (await admin.browser.get(`/admin/mcp-servers/${server?.id}`)).text())
+  const listed = { ...tool('x', true), description: hostile, annotations: { readOnlyHint: true, title: hostile } }
+  await h.store.mcpServers.replaceTools(server?.id ?? '', [listed], true, 1)
+  const page = await (await admin.browser.get(`/admin/mcp-servers/${server?.id}`)).text()
+  expectEscaped(page)
+  // Its schema and annotations are there to read, folded, with the schema's size.
+  expect(page).toContain('<summary>Schema and annotations · 33 characters</summary>')
 })
 
 test('without a ToolCaller servers are added pending, and Refresh says the tool lists cannot be fetched', async () => {

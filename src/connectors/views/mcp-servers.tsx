@@ -218,6 +218,21 @@ function PostButton(props: {
   )
 }
 
+/**
+ * What the model would be given (the argument schema) and what the server claims of the tool (its annotations): for
+ * admins to judge before turning it on, and its size, since every answer offered it carries the schema.
+ */
+function ToolDefinition({ tool }: { tool: McpToolRow }): JSX.Element {
+  const definition = JSON.stringify({ inputSchema: tool.inputSchema, annotations: tool.annotations }, null, 2)
+  const size = JSON.stringify(tool.inputSchema ?? null).length
+  return (
+    <details class="tool-definition">
+      <summary safe>{`Schema and annotations · ${size.toLocaleString('en-US')} characters`}</summary>
+      <pre safe>{definition}</pre>
+    </details>
+  )
+}
+
 function ToolRowView({ viewer, server, tool }: { viewer: Viewer; server: McpServerRow; tool: McpToolRow }) {
   const action = `${serverPath(server.id)}/tools/${encodeURIComponent(tool.name)}`
   return (
@@ -233,7 +248,10 @@ function ToolRowView({ viewer, server, tool }: { viewer: Viewer; server: McpServ
           </>
         ) : null}
       </th>
-      <td safe>{tool.description}</td>
+      <td>
+        <span safe>{tool.description}</span>
+        <ToolDefinition tool={tool} />
+      </td>
       <td>
         {tool.readOnly ? (
           <span class="badge subtle">Read-only</span>

@@ -8,6 +8,8 @@ import { maxRequestBytes } from './attachments/limits'
 import { attachmentNames } from './attachments/service'
 import { identity } from './auth'
 import type { Config } from './config'
+import { connectorPages } from './connectors/pages'
+import type { ToolCaller } from './connectors/ports'
 import { docs } from './docs'
 import { answerRoutes } from './generation'
 import { createGenerationEngine } from './generation/service'
@@ -28,6 +30,7 @@ import type { Logger } from './shared/log'
 import { AllowedMethods } from './shared/methods'
 import { RateLimiter, sharedLimiter } from './shared/rate-limit'
 import { responseSchemas } from './shared/responses'
+import { type SecretBox, secretBox } from './shared/secret-box'
 import { Heartbeats, OpenStreams } from './shared/streams/sse'
 import type { Clock } from './shared/time'
 import { shareRoutes } from './shares'
@@ -81,6 +84,13 @@ export interface AppDeps {
   feedPollMs?: number | null
   /** Webhook delivery's retry schedule, DNS resolver and polling, for tests; the defaults otherwise. */
   webhooks?: Pick<DeliveryDeps, 'retry' | 'resolve' | 'pollMs'>
+  /**
+   * Connects to the organizations' MCP servers (connectors/ports.ts): fetches their tool lists and calls their tools.
+   * Without one, servers can be added and administered, and their tools wait to be fetched.
+   */
+  toolCaller?: ToolCaller
+  /** Seals and opens stored secrets; by default a box over SECRETS_KEY and SECRETS_KEY_PREVIOUS. */
+  secrets?: SecretBox
 }
 
 export function createApp(deps: AppDeps) {
@@ -99,6 +109,9 @@ export function createApp(deps: AppDeps) {
     ...deps.webhooks,
   })
   const store = deps.store
+  const secrets =
+    deps.secrets ??
+    secretBox({ current: deps.config.SECRETS_KEY, previous: deps.config.SECRETS_KEY_PREVIOUS?.split(',') })
   const catalogue = deps.models ?? loadCatalogue(deps.config)
   const models = { catalogue, models: store.models }
   // The conversation's ModelChoice port (threads/conversation.ts): whether a regenerate's `model` may be used.
@@ -341,6 +354,16 @@ export function createApp(deps: AppDeps) {
         webhooks: store.webhooks,
         allowPrivateNetworks: deps.config.WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
         wake: () => webhooks.wake(),
+      }),
+    )
+    .use(
+      connectorPages({
+        ...shared,
+        ...pages,
+        mcpServers: store.mcpServers,
+        secrets,
+        toolCaller: deps.toolCaller,
+        allowPrivateNetworks: deps.config.WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
       }),
     )
   allowed.learn(app.routes)

@@ -9,6 +9,7 @@ import { roles } from './auth/model'
 import { createPersonalAccessToken, parseScopes } from './auth/personal-access-tokens'
 import { createUser, findUserByEmail } from './auth/users'
 import { type Config, ConfigError, isDatabaseUrl, loadConfig } from './config'
+import { addServer, describeRefresh, listServers, parseHeaderLines, removeServer } from './connectors/service'
 import { type Db, MissingDatabaseError, migrateDatabase, openDatabase } from './db/client'
 import { loadCatalogue } from './models/catalogue'
 import { setChoice, viewChoice } from './models/service'
@@ -30,6 +31,7 @@ import {
   viewBudgets,
 } from './quotas/service'
 import { AppError } from './shared/errors'
+import { secretBox } from './shared/secret-box'
 import { StartupError } from './shared/startup-error'
 import { systemClock, toIso } from './shared/time'
 import { checkBlobStore } from './startup'
@@ -51,6 +53,8 @@ function sqliteFileOnly(command: string): UsageError {
 
 interface Context {
   values: Record<string, string | undefined>
+  /** The values of the options that may be given more than once (`multiple`), in order; empty when not given. */
+  lists: Record<string, string[]>
   config: Config
   out: (line: string) => void
   now: number
@@ -70,9 +74,9 @@ interface Command {
   summary: string
   /**
    * Its placeholder (as in the usage line) and what it means; a string unless `flag` (a switch that takes no value,
-   * read as `true`).
+   * read as `true`); `multiple`: a string that may be given more than once, read from `lists`.
    */
-  options: Record<string, { placeholder: string; description: string; flag?: true }>
+  options: Record<string, { placeholder: string; description: string; flag?: true; multiple?: true }>
   /** More for `<command> --help`, one line each. */
   details?: string[]
   run(context: Context): Promise<void> | void
@@ -280,6 +284,112 @@ const commands: Record<string, Command> = {
         `Webhook endpoint ${created.endpoint.id} for ${slug}: ${created.endpoint.url} (${events?.join(', ') ?? 'all events'})`,
       )
       out(created.secret)
+    },
+  },
+  'mcp-server:add': {
+    usage: '--org SLUG --name NAME --url URL [--header "Name: value"]... [--trusted]',
+    summary: 'Connects a remote MCP server to the organization and prints its id last; headers are stored encrypted.',
+    options: {
+      org: { placeholder: 'SLUG', description: 'the organization whose answers may call its tools' },
+      name: {
+        placeholder: 'NAME',
+        description: 'lower-case letters, digits and dashes, at most 32; thread settings name its tools by it',
+      },
+      url: { placeholder: 'URL', description: 'its Streamable HTTP endpoint (https:// or http://)' },
+      header: {
+        placeholder: '"Name: value"',
+        description: 'a header sent with every request to it, such as an API key; may be repeated',
+        multiple: true,
+      },
+      trusted: {
+        placeholder: '',
+        description: "its tools that may change something run without asking the thread's owner first",
+        flag: true,
+      },
+    },
+    details: [
+      'Header values are sealed with SECRETS_KEY, which must be set, and are never shown again. A value holding a',
+      'Threadhouse token is refused. Private and loopback addresses are refused unless',
+      'WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true. Servers that sign in with OAuth are added on the administration page.',
+      "The first line says how fetching its tool list went; the last line is the server's id alone.",
+    ],
+    async run({ values, lists, config, out, now, store }) {
+      const slug = required(values, 'org')
+      const name = required(values, 'name')
+      const url = required(values, 'url')
+      const headers = parseHeaderLines(lists.header ?? [])
+      const { users, mcpServers } = await store()
+      const organizationId = await users.organizationIdBySlug(slug)
+      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      const added = await addServer(
+        {
+          servers: mcpServers,
+          box: secretBox({ current: config.SECRETS_KEY, previous: config.SECRETS_KEY_PREVIOUS?.split(',') }),
+          // The CLI opens no MCP connection: the tool list is fetched from the administration page's Refresh.
+          caller: null,
+          allowPrivateNetworks: config.WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
+        },
+        { organizationId, createdBy: null, name, url, headers, trusted: values.trusted === 'true' },
+        now,
+      )
+      const { server } = added
+      const auth = server.headerNames.length > 0 ? `headers ${server.headerNames.join(', ')}` : 'no authentication'
+      out(
+        `MCP server ${server.name} added to ${slug} at ${server.url} (${auth}${server.trusted ? ', trusted' : ''}); ` +
+          describeRefresh(added.refresh),
+      )
+      out(server.id)
+    },
+  },
+  'mcp-server:list': {
+    usage: '--org SLUG',
+    summary: "Lists the organization's MCP servers, tab-separated: id, name, url, auth, trusted, tools, status.",
+    options: { org: { placeholder: 'SLUG', description: 'the organization' } },
+    details: [
+      'One header line, then one line per server by name. auth is none, headers or oauth (header values are never',
+      'shown); trusted is yes or no; tools is on/listed; status is pending, ok, needs_authorization or error.',
+    ],
+    async run({ values, out, store }) {
+      const slug = required(values, 'org')
+      const { users, mcpServers } = await store()
+      const organizationId = await users.organizationIdBySlug(slug)
+      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      out(['id', 'name', 'url', 'auth', 'trusted', 'tools', 'status'].join('\t'))
+      for (const { server, tools } of await listServers(mcpServers, organizationId)) {
+        const on = tools.filter((tool) => tool.enabled && tool.problem === null).length
+        const trusted = server.trusted ? 'yes' : 'no'
+        out(
+          [
+            server.id,
+            server.name,
+            field(server.url),
+            server.auth,
+            trusted,
+            `${on}/${tools.length}`,
+            server.status,
+          ].join('\t'),
+        )
+      }
+    },
+  },
+  'mcp-server:remove': {
+    usage: '--org SLUG --name NAME',
+    summary: 'Removes an MCP server from the organization, with its tools and stored secrets.',
+    options: {
+      org: { placeholder: 'SLUG', description: 'the organization' },
+      name: { placeholder: 'NAME', description: 'the server to remove' },
+    },
+    details: ['Answers can no longer call its tools; tool calls already made stay in their threads.'],
+    async run({ values, out, store }) {
+      const slug = required(values, 'org')
+      const name = required(values, 'name')
+      const { users, mcpServers } = await store()
+      const organizationId = await users.organizationIdBySlug(slug)
+      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      const server = await mcpServers.byName(organizationId, name)
+      if (!server) throw new UsageError(`No MCP server named ${name} in ${slug}`)
+      await removeServer({ servers: mcpServers }, organizationId, server.id)
+      out(`Removed MCP server ${name} (${server.id}) from ${slug}`)
     },
   },
   'models:list': {
@@ -630,18 +740,24 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
   if (name === undefined) throw new UsageError('No command; see `bun run cli help`')
   const command = find(name)
   let values: Record<string, string | undefined>
+  const lists: Record<string, string[]> = {}
   try {
     const options = Object.fromEntries(
-      Object.entries(command.options).map(([option, { flag }]) => [option, { type: flag ? 'boolean' : 'string' }]),
+      Object.entries(command.options).map(([option, { flag, multiple }]) => [
+        option,
+        { type: flag ? 'boolean' : 'string', ...(multiple && { multiple: true }) },
+      ]),
     )
     const parsed = parseArgs({
       args: rest,
-      options: options as Record<string, { type: 'string' | 'boolean' }>,
+      options: options as Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>,
       strict: true,
     }).values
-    values = Object.fromEntries(
-      Object.entries(parsed).map(([option, value]) => [option, value === true ? 'true' : (value as string)]),
-    )
+    values = {}
+    for (const [option, value] of Object.entries(parsed)) {
+      if (Array.isArray(value)) lists[option] = value.map(String)
+      else values[option] = value === true ? 'true' : (value as string)
+    }
   } catch (error) {
     throw new UsageError(`${(error as Error).message}; see \`bun run cli ${name} --help\``)
   }
@@ -668,7 +784,7 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
     return opened.store
   }
   try {
-    await command.run({ values, config, out, now: systemClock.now(), database, store })
+    await command.run({ values, lists, config, out, now: systemClock.now(), database, store })
   } finally {
     db?.$client.close()
     await opened?.close()

@@ -11,7 +11,9 @@ import { resolvePersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { signIn, validateSession } from '../src/auth/sessions'
 import { runCli } from '../src/cli'
 import { loadConfig } from '../src/config'
+import { sealedFor } from '../src/connectors/repository'
 import { backup, restore } from '../src/operations/backup'
+import { secretBox } from '../src/shared/secret-box'
 import { hashSecret } from '../src/shared/security'
 import { LocalBlobStore } from '../src/storage/blobs'
 import { databaseOf, onPostgres, unmigratedEnv } from './support/backend'
@@ -50,6 +52,9 @@ const commandNames = [
   'token:create',
   'registration-token:create',
   'webhook:create',
+  'mcp-server:add',
+  'mcp-server:list',
+  'mcp-server:remove',
   'models:list',
   'models:set',
   'quota:set',
@@ -276,6 +281,106 @@ test.concurrent('user:list shows every user; user:reset-password prints a one-ti
   expect(await signIn(store, 'ops@example.com', 'hunter2hunter2', Date.now())).toBeNull()
   expect(await signIn(store, 'ops@example.com', password, Date.now())).toMatchObject({ mustChangePassword: true })
   expect((await cli('user:list')).stdout).toContain('\tmust-change-password\n')
+})
+
+test.concurrent('mcp-server:add prints the id last and seals --header values; mcp-server:list and mcp-server:remove', async () => {
+  const key = 'q1VHqkR1Y9Gx2o8CSzX8Vn1mVzQy0V0mZ9Ykz6b7r0A='
+  const env = { ...shared, SECRETS_KEY: key }
+  const mcp = (...args: string[]) => run(['bun', 'run', 'cli', ...args], env)
+  const secret = 'sk-cli-7d1e0c9b8a'
+  // The organization user:create made above.
+  const added = await mcp(
+    'mcp-server:add',
+    '--org',
+    'ops',
+    '--name',
+    'docs',
+    '--url',
+    'https://mcp.example.com/mcp',
+    '--header',
+    `Authorization: Bearer ${secret}`,
+    '--header',
+    'X-Team: blue',
+    '--trusted',
+  )
+  expect({ code: added.code, stderr: added.stderr }).toEqual({ code: 0, stderr: '' })
+  const lines = added.stdout.trimEnd().split('\n')
+  expect(lines).toEqual([
+    'MCP server docs added to ops at https://mcp.example.com/mcp (headers Authorization, X-Team, trusted); ' +
+      'its tool list is not fetched yet (press Refresh on its administration page)',
+    expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+  ])
+  const id = lines.at(-1) ?? ''
+  expect(added.stdout).not.toContain(secret)
+  {
+    await using db = await databaseOf(shared)
+    const organizationId = (await db.store.users.organizationIdBySlug('ops')) ?? -1
+    const server = await db.store.mcpServers.get(organizationId, id)
+    expect(server).toMatchObject({ name: 'docs', auth: 'headers', trusted: true, status: 'pending' })
+    expect(server?.headersSealed).toStartWith('v1.')
+    expect(server?.headersSealed).not.toContain(secret)
+    expect(JSON.parse(secretBox({ current: key }).open(server?.headersSealed ?? '', sealedFor.headers(id)))).toEqual({
+      Authorization: `Bearer ${secret}`,
+      'X-Team': 'blue',
+    })
+  }
+  const plain = await mcp('mcp-server:add', '--org', 'ops', '--name', 'wiki', '--url', 'https://wiki.example.com/mcp')
+  expect(plain.code).toBe(0)
+  const wikiId = plain.stdout.trimEnd().split('\n').at(-1) ?? ''
+  expect(plain.stdout).toContain('(no authentication)')
+
+  // Refused, each in one line, nothing stored: no key for headers, a private address, a taken name, a user's token.
+  for (const [args, extra, message] of [
+    [['--name', 'x', '--url', 'https://x.example.com/', '--header', 'A: b'], { SECRETS_KEY: '' }, 'SECRETS_KEY'],
+    [['--name', 'x', '--url', 'http://127.0.0.1:9/mcp'], {}, 'WEBHOOKS_ALLOW_PRIVATE_NETWORKS'],
+    [['--name', 'docs', '--url', 'https://x.example.com/'], {}, 'already has a server named docs'],
+    [['--name', 'x', '--url', 'https://x.example.com/', '--header', 'Authorization: thp_x'], {}, 'Threadhouse token'],
+    [['--name', 'X Y', '--url', 'https://x.example.com/'], {}, 'lower-case letters'],
+    [['--name', 'x', '--url', 'https://x.example.com/', '--org', 'nowhere'], {}, 'No organization with slug nowhere'],
+  ] as [string[], Record<string, string>, string][]) {
+    const withOrg = args.includes('--org') ? args : ['--org', 'ops', ...args]
+    const refused = await run(['bun', 'run', 'cli', 'mcp-server:add', ...withOrg], { ...env, ...extra })
+    expect({ args, code: refused.code, stdout: refused.stdout, says: refused.stderr.includes(message) }).toEqual({
+      args,
+      code: 1,
+      stdout: '',
+      says: true,
+    })
+    expect(refused.stderr.trimEnd().split('\n')).toHaveLength(1)
+  }
+  // With the switch, a private address is the operator's choice.
+  const local = await run(
+    ['bun', 'run', 'cli', 'mcp-server:add', '--org', 'ops', '--name', 'local', '--url', 'http://127.0.0.1:9/mcp'],
+    { ...env, WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true' },
+  )
+  expect(local.code).toBe(0)
+  const localId = local.stdout.trimEnd().split('\n').at(-1) ?? ''
+
+  const listed = await mcp('mcp-server:list', '--org', 'ops')
+  expect({ code: listed.code, lines: listed.stdout.trimEnd().split('\n') }).toEqual({
+    code: 0,
+    lines: [
+      'id\tname\turl\tauth\ttrusted\ttools\tstatus',
+      `${id}\tdocs\thttps://mcp.example.com/mcp\theaders\tyes\t0/0\tpending`,
+      `${localId}\tlocal\thttp://127.0.0.1:9/mcp\tnone\tno\t0/0\tpending`,
+      `${wikiId}\twiki\thttps://wiki.example.com/mcp\tnone\tno\t0/0\tpending`,
+    ],
+  })
+  expect(listed.stdout).not.toContain(secret)
+  for (const name of ['docs', 'local']) {
+    const removed = await mcp('mcp-server:remove', '--org', 'ops', '--name', name)
+    expect(removed).toMatchObject({ code: 0, stderr: '' })
+    expect(removed.stdout).toStartWith(`Removed MCP server ${name} (`)
+  }
+  expect((await mcp('mcp-server:remove', '--org', 'ops', '--name', 'docs')).stderr).toBe(
+    'error: No MCP server named docs in ops\n',
+  )
+  expect((await mcp('mcp-server:list', '--org', 'ops')).stdout.trimEnd().split('\n').slice(1)).toEqual([
+    `${wikiId}\twiki\thttps://wiki.example.com/mcp\tnone\tno\t0/0\tpending`,
+  ])
+  expect((await mcp('mcp-server:add', '--help')).stdout).toContain(
+    'mcp-server:add --org SLUG --name NAME --url URL [--header "Name: value"]... [--trusted]',
+  )
 })
 
 test.concurrent('models:list shows the configured models; models:set chooses an organization’s, its default among them', async () => {

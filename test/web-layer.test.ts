@@ -56,10 +56,42 @@ async function world(h: Harness): Promise<World> {
     { allowPrivateNetworks: false },
     h.clock.now(),
   )
+  // An MCP server with a tool, for Administration → MCP servers' routes.
+  const server = await h.store.mcpServers.add({
+    id: crypto.randomUUID(),
+    organizationId: organization?.organizationId ?? 0,
+    name: 'docs',
+    url: 'https://mcp.example/mcp',
+    auth: 'none',
+    headersSealed: null,
+    headerNames: [],
+    trusted: false,
+    createdBy: null,
+    now: h.clock.now(),
+  })
+  if (!server) throw new Error('no MCP server')
+  await h.store.mcpServers.replaceTools(
+    server.id,
+    [
+      {
+        name: 'search',
+        title: null,
+        description: 'Searches',
+        inputSchema: { type: 'object' },
+        outputSchema: null,
+        annotations: null,
+        problem: null,
+      },
+    ],
+    true,
+    h.clock.now(),
+  )
   return {
     h,
     owner,
     params: {
+      serverId: server.id,
+      toolName: 'search',
       threadId: started.body.thread_id,
       messageId: started.body.message_id,
       action: 'update',
@@ -131,6 +163,8 @@ test('every route a session cookie can change something through refuses a reques
       'POST /oauth/authorize',
       'POST /settings/tokens',
       'POST /admin/members',
+      'POST /admin/mcp-servers',
+      'POST /admin/mcp-servers/:serverId/tools/:toolName',
       'DELETE /settings/api/oauth-clients/:clientId',
     ]),
   )

@@ -18,6 +18,7 @@ export const adminSections: NavItem[] = [
   { href: '/admin/members', label: 'Members' },
   { href: '/admin/registration-token', label: 'Registration token' },
   { href: '/admin/webhooks', label: 'Webhooks' },
+  { href: '/admin/mcp-servers', label: 'MCP servers' },
   { href: '/admin/retention', label: 'Retention' },
   { href: '/admin/models', label: 'Models' },
   { href: '/admin/usage', label: 'Usage' },

@@ -268,6 +268,8 @@ export async function harness(
     feedPollMs?: number | null
     /** AppDeps.validateResponses: tests check answers against their schemas unless told, as production does not. */
     validateResponses?: boolean
+    /** AppDeps.toolCaller: what fetches MCP servers' tool lists and calls their tools (a fake, in most tests). */
+    toolCaller?: AppDeps['toolCaller']
   } = {},
 ): Promise<Harness> {
   const database = await testDatabase()
@@ -298,6 +300,7 @@ export async function harness(
     webhooks: options.webhooks,
     feedPollMs: options.feedPollMs,
     validateResponses: options.validateResponses,
+    toolCaller: options.toolCaller,
   })
 
   async function call(

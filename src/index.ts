@@ -5,10 +5,12 @@ import { createFileInspector } from './attachments/inspector'
 import { sweepStaging, sweepStore } from './attachments/sweep'
 import { firstRun } from './bootstrap'
 import { ConfigError, loadConfig } from './config'
+import { createMcpConnections } from './connectors/client'
 import { lockDatabase } from './db/instance-lock'
 import { createWorkerRunner } from './generation/runner'
 import { type Catalogue, describeCatalogue, loadCatalogue, workerModels } from './models/catalogue'
 import { createLogger } from './shared/log'
+import { secretBox } from './shared/secret-box'
 import { StartupError } from './shared/startup-error'
 import { systemClock } from './shared/time'
 import { checkBlobStore, listenFailure, prepareStorage } from './startup'
@@ -67,6 +69,19 @@ const runner = createWorkerRunner(workerModels(catalogue), blobs.location, log, 
   memoryBytes: config.PDF_TEXT_MEMORY_MB * 1024 * 1024,
 })
 const inspector = createFileInspector(log)
+// Connected MCP servers' headers and tokens are sealed under SECRETS_KEY; their requests follow the webhooks' rule.
+const secrets = secretBox({ current: config.SECRETS_KEY, previous: config.SECRETS_KEY_PREVIOUS?.split(',') })
+const toolCaller = createMcpConnections({
+  servers: store.mcpServers,
+  box: secrets,
+  outbound: {
+    allowPrivateNetworks: config.WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
+    timeoutMs: config.MCP_TIMEOUT_MS,
+    maxResponseBytes: config.MCP_RESPONSE_MAX_BYTES,
+  },
+  resultMaxChars: config.TOOLS_RESULT_MAX_CHARS,
+  log,
+})
 // Response bodies are checked against their schemas in tests, not on every production request: see
 // AppDeps.validateResponses.
 const app = createApp({
@@ -78,6 +93,8 @@ const app = createApp({
   blobs,
   clock: systemClock,
   log,
+  secrets,
+  toolCaller,
   validateResponses: false,
 })
 try {
@@ -119,6 +136,7 @@ async function shutdown(signal: string): Promise<void> {
   await app.decorator.engine.close(config.SHUTDOWN_GRACE_MS)
   await app.decorator.webhooks.stop()
   await inspector.close()
+  await toolCaller.close()
   await app.stop(true)
   await closing
   indexer.stop()

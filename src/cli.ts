@@ -287,7 +287,7 @@ const commands: Record<string, Command> = {
     },
   },
   'mcp-server:add': {
-    usage: '--org SLUG --name NAME --url URL [--header "Name: value"]... [--trusted]',
+    usage: '--org SLUG --name NAME --url URL [--header "Name: value"]... [--headers-stdin] [--trusted]',
     summary: 'Connects a remote MCP server to the organization and prints its id last; headers are stored encrypted.',
     options: {
       org: { placeholder: 'SLUG', description: 'the organization whose answers may call its tools' },
@@ -300,6 +300,12 @@ const commands: Record<string, Command> = {
         placeholder: '"Name: value"',
         description: 'a header sent with every request to it, such as an API key; may be repeated',
         multiple: true,
+      },
+      'headers-stdin': {
+        placeholder: '',
+        description:
+          'reads more such header lines from standard input, one per line, so no value is in the process list',
+        flag: true,
       },
       trusted: {
         placeholder: '',
@@ -317,7 +323,10 @@ const commands: Record<string, Command> = {
       const slug = required(values, 'org')
       const name = required(values, 'name')
       const url = required(values, 'url')
-      const headers = parseHeaderLines(lists.header ?? [])
+      // A value given with --header is visible to anyone who can list processes, and stays in shell history.
+      const piped =
+        values['headers-stdin'] === 'true' ? (await Bun.stdin.text()).split('\n').filter((line) => line.trim()) : []
+      const headers = parseHeaderLines([...(lists.header ?? []), ...piped])
       const { users, mcpServers } = await store()
       const organizationId = await users.organizationIdBySlug(slug)
       if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)

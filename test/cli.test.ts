@@ -324,6 +324,33 @@ test.concurrent('mcp-server:add prints the id last and seals --header values; mc
       'X-Team': 'blue',
     })
   }
+  // Headers piped in, so that no value is in the process list.
+  const piped = Bun.spawn(
+    [
+      'bun',
+      'run',
+      'cli',
+      'mcp-server:add',
+      '--org',
+      'ops',
+      '--name',
+      'piped',
+      '--url',
+      'https://p.example.com/mcp',
+      '--headers-stdin',
+    ],
+    {
+      cwd: `${import.meta.dir}/..`,
+      env: { ...process.env, ...env },
+      stdin: new Blob([`Authorization: Bearer ${secret}\n\nX-Team: red\n`]),
+      stdout: 'pipe',
+      stderr: 'pipe',
+    },
+  )
+  const pipedOut = await new Response(piped.stdout).text()
+  expect(await piped.exited).toBe(0)
+  expect(pipedOut).toContain('(headers Authorization, X-Team)')
+  expect((await mcp('mcp-server:remove', '--org', 'ops', '--name', 'piped')).code).toBe(0)
   const plain = await mcp('mcp-server:add', '--org', 'ops', '--name', 'wiki', '--url', 'https://wiki.example.com/mcp')
   expect(plain.code).toBe(0)
   const wikiId = plain.stdout.trimEnd().split('\n').at(-1) ?? ''
@@ -379,7 +406,7 @@ test.concurrent('mcp-server:add prints the id last and seals --header values; mc
     `${wikiId}\twiki\thttps://wiki.example.com/mcp\tnone\tno\t0/0\tpending`,
   ])
   expect((await mcp('mcp-server:add', '--help')).stdout).toContain(
-    'mcp-server:add --org SLUG --name NAME --url URL [--header "Name: value"]... [--trusted]',
+    'mcp-server:add --org SLUG --name NAME --url URL [--header "Name: value"]... [--headers-stdin] [--trusted]',
   )
 })
 

@@ -151,7 +151,8 @@ describe('operator CLI (docs/operations.md)', () => {
     const found = new Set<string>()
     const patterns = [
       /\bcase\s+(['"`])([^'"`\n]+)\1\s*:/g,
-      /^\s*(['"])([^'"\n]+)\1\s*:\s*[{(]/gm,
+      // The command table's own keys, not its commands' options (indented deeper).
+      /^ {2}(['"])([^'"\n]+)\1\s*:\s*[{(]/gm,
       /\b(?:name|command)\s*:\s*(['"`])([^'"`\n]+)\1/g,
     ]
     for (const pattern of patterns) {

@@ -88,6 +88,13 @@ function required(values: Record<string, string | undefined>, name: string): str
   return value
 }
 
+/** The ID of the organization `--org` names; a usage error when there is none. */
+async function organizationOf(users: Store['users'], slug: string): Promise<number> {
+  const organizationId = await users.organizationIdBySlug(slug)
+  if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+  return organizationId
+}
+
 function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`
 }
@@ -272,8 +279,7 @@ const commands: Record<string, Command> = {
       const url = required(values, 'url')
       const events = parseEventFilter(values.events ?? '')
       const { users, webhooks } = await store()
-      const organizationId = await users.organizationIdBySlug(slug)
-      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      const organizationId = await organizationOf(users, slug)
       const created = await createEndpoint(
         webhooks,
         { organizationId, createdBy: null, url, events },
@@ -328,8 +334,7 @@ const commands: Record<string, Command> = {
         values['headers-stdin'] === 'true' ? (await Bun.stdin.text()).split('\n').filter((line) => line.trim()) : []
       const headers = parseHeaderLines([...(lists.header ?? []), ...piped])
       const { users, mcpServers } = await store()
-      const organizationId = await users.organizationIdBySlug(slug)
-      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      const organizationId = await organizationOf(users, slug)
       const added = await addServer(
         {
           servers: mcpServers,
@@ -361,8 +366,7 @@ const commands: Record<string, Command> = {
     async run({ values, out, store }) {
       const slug = required(values, 'org')
       const { users, mcpServers } = await store()
-      const organizationId = await users.organizationIdBySlug(slug)
-      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      const organizationId = await organizationOf(users, slug)
       out(['id', 'name', 'url', 'auth', 'trusted', 'tools', 'status'].join('\t'))
       for (const { server, tools } of await listServers(mcpServers, organizationId)) {
         const on = tools.filter((tool) => tool.enabled && tool.problem === null).length
@@ -393,8 +397,7 @@ const commands: Record<string, Command> = {
       const slug = required(values, 'org')
       const name = required(values, 'name')
       const { users, mcpServers } = await store()
-      const organizationId = await users.organizationIdBySlug(slug)
-      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      const organizationId = await organizationOf(users, slug)
       const server = await mcpServers.byName(organizationId, name)
       if (!server) throw new UsageError(`No MCP server named ${name} in ${slug}`)
       await removeServer({ servers: mcpServers }, organizationId, server.id)
@@ -421,8 +424,7 @@ const commands: Record<string, Command> = {
         return
       }
       const { users, models } = await store()
-      const organizationId = await users.organizationIdBySlug(values.org)
-      if (organizationId === null) throw new UsageError(`No organization with slug ${values.org}`)
+      const organizationId = await organizationOf(users, values.org)
       const view = await viewChoice({ catalogue, models }, organizationId)
       out([...header, 'allowed'].join('\t'))
       for (const model of view.models) {
@@ -458,8 +460,7 @@ const commands: Record<string, Command> = {
       }
       const catalogue = loadCatalogue(config)
       const { users, models } = await store()
-      const organizationId = await users.organizationIdBySlug(slug)
-      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      const organizationId = await organizationOf(users, slug)
       const stored = await models.choice(organizationId)
       const allowed =
         values.allow === undefined
@@ -515,8 +516,7 @@ const commands: Record<string, Command> = {
         ...(values.cost !== undefined && { costMicros: parseCost(values.cost) }),
       }
       const { users, quotas } = await store()
-      const organizationId = await users.organizationIdBySlug(slug)
-      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      const organizationId = await organizationOf(users, slug)
       if (values.email !== undefined) {
         const user = await findUserByEmail(users, values.email)
         if (!user || user.organizationId !== organizationId) {
@@ -550,8 +550,7 @@ const commands: Record<string, Command> = {
     async run({ values, out, now, store }) {
       const slug = required(values, 'org')
       const { users, quotas } = await store()
-      const organizationId = await users.organizationIdBySlug(slug)
-      if (organizationId === null) throw new UsageError(`No organization with slug ${slug}`)
+      const organizationId = await organizationOf(users, slug)
       const budgets = await viewBudgets({ quotas }, organizationId)
       const period = periodOf(now)
       const limits = (budget: Budget) => [

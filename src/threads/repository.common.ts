@@ -30,6 +30,7 @@ import type {
   ContentBlock,
   MessageRole,
   MessageRow,
+  NewMessageRow,
   ThreadChange,
   ThreadChanges,
   ThreadListQuery,
@@ -41,6 +42,7 @@ import type {
   TreeWrite,
   Viewer,
 } from './repository'
+import { searchableText } from './search'
 import type * as threadTables from './threads.table.pg'
 
 /** The tables the threads repository reads, its own and three other features': either dialect's (db/dialect.ts). */
@@ -87,6 +89,31 @@ export const viewerPlaceholders = {
   userId: sql.placeholder('userId'),
 }
 export const viewerValues = (viewer: Viewer) => ({ organizationId: viewer.organizationId, userId: viewer.userId })
+
+/** A message's insert, every column a placeholder bound by messageValues: both dialects prepare it once. */
+export const messagePlaceholders = {
+  id: sql.placeholder('id'),
+  threadId: sql.placeholder('threadId'),
+  role: sql.placeholder('role'),
+  contents: sql.placeholder('contents'),
+  text: sql.placeholder('text'),
+  replyTo: sql.placeholder('replyTo'),
+  parentId: sql.placeholder('parentId'),
+  model: sql.placeholder('model'),
+  createdAt: sql.placeholder('createdAt'),
+}
+
+export const messageValues = (id: string, input: NewMessageRow, parentId: string | null, createdAt: number) => ({
+  id,
+  threadId: input.threadId,
+  role: input.role,
+  contents: input.contents,
+  text: searchableText(input.contents),
+  replyTo: input.replyTo ?? null,
+  parentId,
+  model: input.model ?? null,
+  createdAt,
+})
 
 type ThreadField = 'id' | 'name' | 'state' | 'isPrivate' | 'archived' | 'ownerId' | 'createdAt' | 'updatedAt'
 

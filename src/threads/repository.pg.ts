@@ -29,6 +29,8 @@ import {
   listedAfter,
   listFiltersOf,
   listOrder,
+  messagePlaceholders,
+  messageValues,
   newThreadRow,
   refusedWrite,
   requeuedGeneration,
@@ -46,7 +48,6 @@ import {
   viewerValues,
   visibleTo,
 } from './repository.common'
-import { searchableText } from './search'
 import { documentHolding, flushPgSearchIndex, searchTerms } from './search.pg'
 import * as threadTables from './threads.table.pg'
 import {
@@ -168,31 +169,10 @@ export async function insertMessageRow(tx: Tx, input: NewMessageRow, now: number
   }
   const id = newId()
   await inTransaction(tx, 'messages:insert', (on) =>
-    on
-      .insert(messages)
-      .values({
-        id: sql.placeholder('id'),
-        threadId: sql.placeholder('threadId'),
-        role: sql.placeholder('role'),
-        contents: sql.placeholder('contents'),
-        text: sql.placeholder('text'),
-        replyTo: sql.placeholder('replyTo'),
-        parentId: sql.placeholder('parentId'),
-        model: sql.placeholder('model'),
-        createdAt: sql.placeholder('createdAt'),
-      })
-      .prepare('insert_message'),
-  ).execute({
-    id,
-    threadId: input.threadId,
-    role: input.role,
-    contents: input.contents,
-    text: searchableText(input.contents),
-    replyTo: input.replyTo ?? null,
-    parentId: input.parentId !== undefined ? input.parentId : await parentOf(tx, input),
-    model: input.model ?? null,
-    createdAt,
-  })
+    on.insert(messages).values(messagePlaceholders).prepare('insert_message'),
+  ).execute(
+    messageValues(id, input, input.parentId !== undefined ? input.parentId : await parentOf(tx, input), createdAt),
+  )
   return id
 }
 

@@ -26,6 +26,8 @@ import {
   listedAfter,
   listFiltersOf,
   listOrder,
+  messagePlaceholders,
+  messageValues,
   newThreadRow,
   refusedWrite,
   requeuedGeneration,
@@ -42,7 +44,6 @@ import {
   viewerValues,
   visibleTo,
 } from './repository.common'
-import { searchableText } from './search'
 import {
   documentOrder,
   documentsMatching,
@@ -209,32 +210,14 @@ function appendedAt(db: Db, threadId: string, now: number): number {
  */
 export function insertMessageRow(db: Db, input: NewMessageRow, now: number): string {
   const id = newId()
-  prepared(db, 'message:insert', () =>
-    db
-      .insert(messages)
-      .values({
-        id: sql.placeholder('id'),
-        threadId: sql.placeholder('threadId'),
-        role: sql.placeholder('role'),
-        contents: sql.placeholder('contents'),
-        text: sql.placeholder('text'),
-        replyTo: sql.placeholder('replyTo'),
-        parentId: sql.placeholder('parentId'),
-        model: sql.placeholder('model'),
-        createdAt: sql.placeholder('createdAt'),
-      })
-      .prepare(),
-  ).run({
-    id,
-    threadId: input.threadId,
-    role: input.role,
-    contents: input.contents,
-    text: searchableText(input.contents),
-    replyTo: input.replyTo ?? null,
-    parentId: input.parentId !== undefined ? input.parentId : parentOf(db, input),
-    model: input.model ?? null,
-    createdAt: input.placedAt ?? appendedAt(db, input.threadId, now),
-  })
+  prepared(db, 'message:insert', () => db.insert(messages).values(messagePlaceholders).prepare()).run(
+    messageValues(
+      id,
+      input,
+      input.parentId !== undefined ? input.parentId : parentOf(db, input),
+      input.placedAt ?? appendedAt(db, input.threadId, now),
+    ),
+  )
   return id
 }
 

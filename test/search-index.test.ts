@@ -155,10 +155,12 @@ test.skipIf(!onPostgres)(
     const client = (h.orm as unknown as PgDb).$client
     const deleted = await client.begin(async (tx) => {
       await tx`select 1 from threads where id = ${id} for update`
-      const flushed = h.store.search.flush(10)
+      let done = false
+      const flushed = h.store.search.flush(10).finally(() => {
+        done = true
+      })
       // Done, or waiting on a lock the deletion holds (the deadlock's first half): either way, now delete.
       await until(async () => {
-        const done = await Promise.race([flushed.then(() => true), Bun.sleep(0).then(() => false)])
         if (done) return true
         const [waiting] = await client`select count(*)::int as n from pg_stat_activity
         where wait_event_type = 'Lock' and datname = current_database()`

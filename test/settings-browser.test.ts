@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
-import { type BrowserSession, sharedBrowser } from './support/browser'
+import { type BrowserSession, clipboardHolds, sharedBrowser } from './support/browser'
 import { firstRunToken, type ServerProcess, startServerAtOwnUrl } from './support/helpers'
 import { basic, pkce } from './support/oauth-helpers'
 
@@ -122,8 +122,7 @@ describe('settings and administration in Chromium', () => {
     expect(token).toStartWith('thp_')
     // The local script reveals the copy button, which puts exactly the token on the clipboard.
     await page.getByRole('button', { name: 'Copy' }).click()
-    await page.getByRole('button', { name: 'Copied' }).waitFor()
-    expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(token)
+    await clipboardHolds(page, token)
     await page.getByRole('rowheader', { name: `Laptop ${xss}` }).waitFor()
     expect(await me(token)).toBe(200)
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { BrowserContextOptions, Page } from 'playwright-core'
 import sharp from 'sharp'
-import { type BrowserSession, type SignedIn, sharedBrowser } from './support/browser'
+import { type BrowserSession, clipboardHolds, type SignedIn, sharedBrowser } from './support/browser'
 import { firstRunToken, type ServerProcess, startServerAtOwnUrl } from './support/helpers'
 
 const email = 'grace@example.com'
@@ -176,24 +176,18 @@ test.concurrent('Markdown streams as Markdown; code is highlighted; the copy but
   expect(await block.locator('code').textContent()).toStartWith(code)
 
   await block.getByRole('button', { name: 'Copy' }).click()
-  await block.getByRole('button', { name: 'Copied' }).waitFor()
-  expect(await page.evaluate(() => (globalThis as unknown as PageWindow).navigator.clipboard.readText())).toStartWith(
-    code,
-  )
+  await clipboardHolds(page, `${code}\n`)
 
   // "Copy the message" copies its Markdown as written, not the page's text with the code block's labels: the
   // answer just streamed, and the question it answers.
-  const clipboard = () => page.evaluate(() => (globalThis as unknown as PageWindow).navigator.clipboard.readText())
   await reply.getByRole('button', { name: 'Copy the message' }).click()
-  await reply.locator('.copy-message.copied').waitFor()
   const quoted = written
     .split('\n')
     .map((line) => (line === '' ? '>' : `> ${line}`))
     .join('\n')
-  expect(await clipboard()).toBe(`You said, in turn 1:\n\n${quoted}`)
+  await clipboardHolds(page, `You said, in turn 1:\n\n${quoted}`)
   await page.locator('.message-user').getByRole('button', { name: 'Copy the message' }).click()
-  await page.locator('.message-user .copy-message.copied').waitFor()
-  expect(await clipboard()).toBe(written)
+  await clipboardHolds(page, written)
   expect(session.errors).toEqual([])
 })
 

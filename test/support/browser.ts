@@ -130,3 +130,16 @@ export function sharedBrowser(): {
     },
   }
 }
+
+/**
+ * Waits until the page's clipboard holds `text`: what a copy button did, rather than its "Copied" label, which goes
+ * back after 1.5 s and can come and go between two polls of a busy machine (a CI run missed it at load 11).
+ */
+export async function clipboardHolds(page: Page, text: string): Promise<void> {
+  type Clipboard = { navigator: { clipboard: { readText(): Promise<string> } } }
+  await page.waitForFunction(
+    async (expected) => (await (globalThis as unknown as Clipboard).navigator.clipboard.readText()) === expected,
+    text,
+    { polling: 50 },
+  )
+}

@@ -31,7 +31,7 @@ import type {
 } from '@modelcontextprotocol/sdk/shared/auth.js'
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { SecretBox } from '../shared/secret-box'
-import { type McpOAuthRow, type McpServerRepository, type McpServerRow, sealedFor } from './repository'
+import { type McpServerRepository, type McpServerRow, sealedFor } from './repository'
 
 /** Where authorization servers send the admin back: one address for every server (the flow's state tells which). */
 export const oauthCallbackPath = '/admin/mcp-servers/oauth/callback'
@@ -160,9 +160,18 @@ export function storedOAuthProvider(
     return row?.tokensSealed ? openTokens(row.tokensSealed) : null
   }
 
-  /** Refreshes the expired pair of `row`, or takes the pair another instance stored meanwhile. */
-  const refresh = async (row: McpOAuthRow & { tokensSealed: string }, stored: StoredTokens) => {
+  /**
+   * Refreshes the expired pair sealed as `seen`, or takes the pair stored since (by a refresh here that just ended,
+   * or by another instance).
+   */
+  const refresh = async (seen: string): Promise<StoredTokens> => {
+    const row = await servers.oauth(server.id)
+    if (!row?.tokensSealed) throw await needsAuthorization('its tokens were removed')
+    lastSealed = row.tokensSealed
+    const stored = openTokens(row.tokensSealed)
+    if (row.tokensSealed !== seen && !expired(stored)) return stored
     const discovery = row.discoveryState as OAuthDiscoveryState | null
+    if (!stored.refresh_token) throw await needsAuthorization('its access token expired, with no refresh token')
     if (!discovery?.authorizationServerUrl || row.clientInformationSealed === null) {
       throw await needsAuthorization('its authorization server or registration is not known')
     }
@@ -171,7 +180,7 @@ export function storedOAuthProvider(
       next = await refreshAuthorization(discovery.authorizationServerUrl, {
         metadata: discovery.authorizationServerMetadata,
         clientInformation: openClient(row.clientInformationSealed),
-        refreshToken: stored.refresh_token ?? '',
+        refreshToken: stored.refresh_token,
         // The same resource indicator (RFC 8707) auth() asked for: the metadata's, as written.
         resource: discovery.resourceMetadata?.resource,
         fetchFn: deps.fetch,
@@ -202,10 +211,10 @@ export function storedOAuthProvider(
   }
 
   /** One refresh per server at a time in this process: concurrent requests share it. */
-  const refreshOnce = (row: McpOAuthRow & { tokensSealed: string }, stored: StoredTokens) => {
+  const refreshOnce = (seen: string): Promise<StoredTokens> => {
     const running = refreshing.get(server.id)
     if (running) return running
-    const started = refresh(row, stored).finally(() => refreshing.delete(server.id))
+    const started = refresh(seen).finally(() => refreshing.delete(server.id))
     refreshing.set(server.id, started)
     return started
   }
@@ -260,9 +269,7 @@ export function storedOAuthProvider(
       if (!row?.tokensSealed) throw await needsAuthorization('it has not been authorized')
       lastSealed = row.tokensSealed
       const stored = openTokens(row.tokensSealed)
-      if (!expired(stored)) return sent(stored)
-      if (!stored.refresh_token) throw await needsAuthorization('its access token expired, with no refresh token')
-      return sent(await refreshOnce({ ...row, tokensSealed: row.tokensSealed }, stored))
+      return sent(expired(stored) ? await refreshOnce(row.tokensSealed) : stored)
     },
 
     async saveTokens(tokens) {

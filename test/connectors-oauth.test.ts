@@ -210,3 +210,24 @@ test('tokens found wanting are cleared only if no other instance has stored a pa
   await one.invalidateCredentials?.('tokens')
   expect(await stored()).toBeNull()
 })
+
+test('after a 401, a refresh that fails for a passing reason fails the request only; a refused one needs an admin', async () => {
+  await using as = authorizationServer()
+  const { h, servers, server, seal, stored, expiredPair, provider, status } = await setUp(as)
+  await using _ = h
+  const live = { ...expiredPair('access-1', 'refresh-1'), expires_at: Date.now() + 3_600_000 }
+  await servers.swapTokens(server.id, null, seal(live))
+  // What the SDK's transport does when the server answers 401: auth(), which refreshes.
+  const down = auth(provider(), { serverUrl: server.url, fetchFn })
+  ;(await until(() => as.requests[0])).answer(new Response('unavailable', { status: 503 }))
+  await expect(down).rejects.toThrow('refreshing it failed')
+  expect(await status()).toMatchObject({ status: 'pending' })
+  expect((await stored())?.refresh_token).toBe('refresh-1')
+
+  const revoked = auth(provider(), { serverUrl: server.url, fetchFn })
+  ;(await until(() => as.requests[1])).answer(Response.json({ error: 'invalid_grant' }, { status: 400 }))
+  await expect(revoked).rejects.toBeInstanceOf(NeedsAuthorization)
+  expect(await status()).toMatchObject({ status: 'needs_authorization' })
+  expect(await stored()).toBeNull()
+  expect(as.paths.filter((path) => path !== '/token')).toEqual([])
+})

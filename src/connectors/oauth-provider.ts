@@ -266,7 +266,7 @@ export function storedOAuthProvider(
       // The browser flow always ends at the consent page: an admin pressing Authorize means to authorize again.
       if (mode.kind !== 'background') return undefined
       const row = await servers.oauth(server.id)
-      if (!row?.tokensSealed) throw await needsAuthorization('it has not been authorized')
+      if (!row?.tokensSealed) throw await needsAuthorization('it holds no tokens (never authorized, or refused since)')
       lastSealed = row.tokensSealed
       const stored = openTokens(row.tokensSealed)
       return sent(expired(stored) ? await refreshOnce(row.tokensSealed) : stored)
@@ -293,7 +293,12 @@ export function storedOAuthProvider(
         mode.capture(authorizationUrl)
         return
       }
-      throw await needsAuthorization('its authorization server asks for a person to sign in')
+      // The SDK gets here after a 401 whose refresh it could not make. A refusal of the refresh token has cleared
+      // the tokens already (invalidateCredentials); one still stored failed for a passing reason (the authorization
+      // server down), and the next request tries again rather than waiting for an admin.
+      const stored = await reread()
+      if (stored?.refresh_token) throw new Error('the access token was refused, and refreshing it failed')
+      throw await needsAuthorization('its access token was refused')
     },
 
     async saveCodeVerifier(verifier) {

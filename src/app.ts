@@ -364,6 +364,7 @@ export function createApp(deps: AppDeps) {
         secrets,
         toolCaller: deps.toolCaller,
         allowPrivateNetworks: deps.config.WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
+        outbound: { timeoutMs: deps.config.MCP_TIMEOUT_MS, maxResponseBytes: deps.config.MCP_RESPONSE_MAX_BYTES },
       }),
     )
   allowed.learn(app.routes)

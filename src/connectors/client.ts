@@ -3,6 +3,7 @@
 // redirects, bounded time and body) and carries only the server's own configured headers, opened from the secret box:
 // nothing of the person the answer is for, no Threadhouse token, ever reaches a server.
 import { AsyncLocalStorage } from 'node:async_hooks'
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { type CallToolResult, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
@@ -10,6 +11,7 @@ import type { Logger } from '../shared/log'
 import { OutboundRefused } from '../shared/outbound/addresses'
 import { guardedFetch, type OutboundRules } from '../shared/outbound/guarded-fetch'
 import type { SecretBox } from '../shared/secret-box'
+import { type StoredTokens, storedOAuthProvider } from './oauth-provider'
 import type { CallOutcome, RefreshOutcome, ToolCaller } from './ports'
 import { type McpServerRepository, type McpServerRow, sealedFor } from './repository'
 import { resultText } from './result'
@@ -37,7 +39,8 @@ export interface McpConnections extends ToolCaller {
   close(): Promise<void>
 }
 
-const userAgent = 'Threadhouse-MCP/1'
+/** What requests to MCP servers and their authorization servers say they come from. */
+export const mcpUserAgent = 'Threadhouse-MCP/1'
 const defaultIdleMs = 5 * 60_000
 
 interface Connection {
@@ -108,8 +111,10 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
   const now = deps.now ?? Date.now
   const idleMs = deps.idleMs ?? defaultIdleMs
   const timeoutMs = deps.outbound.timeoutMs
-  const fetcher = reporting(guardedFetch({ ...deps.outbound, userAgent }))
+  const fetcher = reporting(guardedFetch({ ...deps.outbound, userAgent: mcpUserAgent }))
   const entries = new Map<string, Entry>()
+  /** Token refreshes under way, by server: the calls that find a token expired at once wait for one refresh. */
+  const refreshing = new Map<string, Promise<StoredTokens>>()
   const sweeper = setInterval(() => void closeIdle(now()), Math.min(idleMs, 60_000))
   sweeper.unref?.()
 
@@ -125,6 +130,15 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
     const transport = new StreamableHTTPClientTransport(new URL(server.url), {
       fetch: fetcher,
       requestInit: { headers: headersOf(server) },
+      // Each request reads the stored tokens (another instance may have refreshed them) and refreshes an expired one.
+      authProvider:
+        server.auth === 'oauth'
+          ? storedOAuthProvider(
+              server,
+              { servers: deps.servers, box: deps.box, fetch: fetcher, now, refreshing },
+              { kind: 'background' },
+            )
+          : undefined,
     })
     const client = new Client(
       { name: 'Threadhouse', version: '1' },
@@ -274,12 +288,14 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
         return { status: 'ok', tools, error: null } satisfies RefreshOutcome
       } catch (error) {
         const reason = reasonOf(error, timeoutMs)
+        // A server whose authorization ran out waits for an admin to authorize it again, not for a repair.
+        const status = error instanceof UnauthorizedError ? 'needs_authorization' : 'error'
         await deps.servers.update(server.organizationId, server.id, {
-          status: 'error',
+          status,
           lastError: reason,
           updatedAt: now(),
         })
-        return { status: 'error', tools: 0, error: reason } satisfies RefreshOutcome
+        return { status, tools: 0, error: reason } satisfies RefreshOutcome
       }
     },
 
@@ -319,18 +335,28 @@ function reporting(fetch: ReturnType<typeof guardedFetch>): ReturnType<typeof gu
     }
     if (response.body === null) return response
     const reader = response.body.getReader()
+    // The SDK cancels an SSE body once it has its answer, which may be while a read is pending: the stream is closed
+    // then, and closing it again throws (Threadhouse's own /mcp answers that way).
+    let cancelled = false
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
+        let chunk: Awaited<ReturnType<typeof reader.read>>
         try {
-          const { done, value } = await reader.read()
-          if (done) controller.close()
-          else controller.enqueue(value)
+          chunk = await reader.read()
         } catch (error) {
+          if (cancelled) return
           work.fail(error)
           controller.error(error)
+          return
         }
+        if (cancelled) return
+        if (chunk.done) controller.close()
+        else controller.enqueue(chunk.value)
       },
-      cancel: (reason) => reader.cancel(reason),
+      cancel: (reason) => {
+        cancelled = true
+        return reader.cancel(reason)
+      },
     })
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
   }

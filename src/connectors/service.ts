@@ -1,8 +1,8 @@
 // Administering an organization's MCP servers: adding one (name, URL, static headers sealed at once and never shown
 // again), listing them with their tools, fetching a server's tool list again, trusting it, turning its tools on and
 // off, and removing it. The administration pages and the CLI call these; who may is their business (owners and admins
-// of the organization, or the operator). A server that needs OAuth is not added here yet: its authorization needs a
-// browser and is the administration page's.
+// of the organization, or the operator). A server that signs in with OAuth is added here waiting for its authorization,
+// which needs a browser (authorization.ts): only the administration page adds one.
 import { accessTokenPrefix } from '../auth/access-tokens'
 import { personalAccessTokenPrefix } from '../auth/personal-access-tokens'
 import { sessionTokenPrefix } from '../auth/sessions'
@@ -136,8 +136,10 @@ export interface NewServerInput {
   createdBy: number | null
   name: string
   url: string
-  /** Static headers (parseHeaderLines); none: the server takes no authentication. */
+  /** Static headers (parseHeaderLines); none: the server takes no authentication, or OAuth. */
   headers: Record<string, string>
+  /** `oauth`: the server signs in with OAuth, authorized in an admin's browser once added (no headers then). */
+  auth?: 'oauth'
   trusted: boolean
 }
 
@@ -154,12 +156,24 @@ function failedRefresh(error: unknown): RefreshOutcome {
 
 /**
  * Adds a server with `none` or static-header authentication, its headers sealed for its row, then fetches its tool
- * list (a failure there is reported, not fatal: the server is kept, and its page says why).
+ * list (a failure there is reported, not fatal: the server is kept, and its page says why). A server with `oauth`
+ * waits for its authorization (`needs_authorization`): its tools are fetched once an admin has authorized it.
  */
 export async function addServer(deps: ConnectorsDeps, input: NewServerInput, now: number): Promise<AddedServer> {
   const name = checkServerName(input.name)
   const url = checkEndpointUrl(input.url.trim(), deps.allowPrivateNetworks)
   const headerNames = Object.keys(input.headers)
+  const oauth = input.auth === 'oauth'
+  if (oauth && headerNames.length > 0) {
+    throw invalidRequest('A server that signs in with OAuth takes no headers: its tokens come from its authorization.')
+  }
+  if (oauth && !deps.box.available) {
+    throw new AppError(
+      400,
+      'invalid_request',
+      'OAuth tokens are stored encrypted, and this server has no SECRETS_KEY to encrypt them with: ask the operator to set it (see docs/configuration.md).',
+    )
+  }
   if (headerNames.length > 0 && !deps.box.available) {
     throw new AppError(
       400,
@@ -178,7 +192,7 @@ export async function addServer(deps: ConnectorsDeps, input: NewServerInput, now
     organizationId: input.organizationId,
     name,
     url: url.href,
-    auth: headerNames.length > 0 ? 'headers' : 'none',
+    auth: oauth ? 'oauth' : headerNames.length > 0 ? 'headers' : 'none',
     headersSealed: headerNames.length > 0 ? deps.box.seal(JSON.stringify(input.headers), sealedFor.headers(id)) : null,
     headerNames,
     trusted: input.trusted,
@@ -187,6 +201,10 @@ export async function addServer(deps: ConnectorsDeps, input: NewServerInput, now
   })
   // Another admin added the same name in between.
   if (!server) throw taken(name)
+  if (oauth) {
+    await deps.servers.update(input.organizationId, id, { status: 'needs_authorization', updatedAt: now })
+    return { server: { ...server, status: 'needs_authorization' }, refresh: null }
+  }
   if (!deps.caller) return { server, refresh: null }
   const refresh = await deps.caller.refresh(server).catch(failedRefresh)
   return { server: (await deps.servers.get(input.organizationId, id)) ?? server, refresh }

@@ -1,12 +1,12 @@
 // Administration → MCP servers: the organization's connected servers with their state, a form to add one (name, URL,
 // static headers, trust), and a page per server with its tools (each one's on/off switch, whether it is read-only,
-// why it can never be offered), a Refresh button, trust and delete. Header values are secrets: never rendered, only
-// their names followed by •••.
+// why it can never be offered), a Refresh button, trust and delete, and Authorize for a server that signs in with
+// OAuth. Header values and tokens are secrets: never rendered; header names are, followed by •••.
 import { escapeHtml } from '@kitajs/html'
 import { CsrfField, ErrorAlert, Notice, TableRegion, Time } from '../../web/components'
 import { AdminFrame } from '../../web/frame'
 import type { Viewer } from '../../web/layout'
-import type { McpServerRow, McpServerStatus, McpToolRow } from '../repository'
+import type { McpOAuthRow, McpServerRow, McpServerStatus, McpToolRow } from '../repository'
 import type { ServerWithTools } from '../service'
 
 export const serversPath = '/admin/mcp-servers'
@@ -21,9 +21,17 @@ export interface ServerFormValues {
   /** Header lines were typed: their values are never written back, so a refused form asks for them again. */
   retypeHeaders: boolean
   trusted: boolean
+  /** It signs in with OAuth: authorized in the browser once added. */
+  oauth: boolean
 }
 
-export const emptyServerForm: ServerFormValues = { name: '', url: '', retypeHeaders: false, trusted: false }
+export const emptyServerForm: ServerFormValues = {
+  name: '',
+  url: '',
+  retypeHeaders: false,
+  trusted: false,
+  oauth: false,
+}
 
 const statusLabels: Record<McpServerStatus, string> = {
   pending: 'Tools not fetched yet',
@@ -77,8 +85,8 @@ function AddServerForm({ viewer, form }: { viewer: Viewer; form: ServerFormValue
       <CsrfField token={viewer.csrf} />
       <h2>Connect a server</h2>
       <p class="muted">
-        A remote MCP server over Streamable HTTP. Its tools are listed once it is added, and answers in your
-        organization may call the ones that are on. Servers that sign in with OAuth cannot be added yet.
+        A remote MCP server over Streamable HTTP. Its tools are listed once it is added (or, for a server that signs in
+        with OAuth, once you have authorized it), and answers in your organization may call the ones that are on.
       </p>
       <div class="field">
         <label for="server-name">Name</label>
@@ -115,6 +123,15 @@ function AddServerForm({ viewer, form }: { viewer: Viewer; form: ServerFormValue
           One "Name: value" a line, such as Authorization: Bearer followed by an API key the server gave you. Values are
           stored encrypted and never shown again.
         </span>
+      </div>
+      <div class="check">
+        <input id="server-oauth" name="oauth" type="checkbox" value="true" checked={form.oauth} />
+        <label for="server-oauth">
+          Signs in with OAuth{' '}
+          <span class="muted">
+            no headers: after adding it, Authorize on its page takes you to its sign-in and consent
+          </span>
+        </label>
       </div>
       <div class="check">
         <input id="server-trusted" name="trusted" type="checkbox" value="true" checked={form.trusted} />
@@ -294,11 +311,14 @@ export interface McpServerPageProps {
   viewer: Viewer
   server: McpServerRow
   tools: McpToolRow[]
+  /** The OAuth state of a server that signs in with OAuth (when it was authorized). */
+  oauth?: McpOAuthRow | null
   notice?: string | null
   error?: string | null
 }
 
-export function McpServerPage({ viewer, server, tools, notice, error }: McpServerPageProps): JSX.Element {
+export function McpServerPage({ viewer, server, tools, oauth, notice, error }: McpServerPageProps): JSX.Element {
+  const authorized = oauth?.tokensSealed ? (oauth.authorizedAt ?? null) : null
   const path = serverPath(server.id)
   return (
     <AdminFrame viewer={viewer} current={serversPath} title={`MCP server ${server.name}`}>
@@ -324,6 +344,14 @@ export function McpServerPage({ viewer, server, tools, notice, error }: McpServe
           <dd>
             <StatusView server={server} />
           </dd>
+          {server.auth === 'oauth' ? (
+            <>
+              <dt>Authorized</dt>
+              <dd>
+                <Time at={authorized} never="Not yet" />
+              </dd>
+            </>
+          ) : null}
           <dt>Tools fetched</dt>
           <dd>
             <Time at={server.toolsRefreshedAt} never="Never" />
@@ -336,6 +364,16 @@ export function McpServerPage({ viewer, server, tools, notice, error }: McpServe
           </dd>
         </dl>
         <div class="actions">
+          {server.auth === 'oauth' ? (
+            <>
+              <PostButton
+                viewer={viewer}
+                action={`${path}/authorize`}
+                label={authorized === null ? 'Authorize' : 'Authorize again'}
+                ariaLabel={`Authorize ${server.name}`}
+              />{' '}
+            </>
+          ) : null}
           <PostButton viewer={viewer} action={`${path}/refresh`} label="Refresh tools" ariaLabel="Refresh tools" />{' '}
           <PostButton
             viewer={viewer}
@@ -386,8 +424,8 @@ export function DeleteServerPage({ viewer, server }: { viewer: Viewer; server: M
         <CsrfField token={viewer.csrf} />
         <h2 safe>{`Delete ${server.name}?`}</h2>
         <p>
-          Answers in your organization can no longer call its tools, and its stored headers are erased. Tool calls
-          already made stay in their threads.
+          Answers in your organization can no longer call its tools, and its stored headers or tokens are erased. Tool
+          calls already made stay in their threads.
         </p>
         <div class="actions">
           <button type="submit" class="danger-solid">

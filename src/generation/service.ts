@@ -380,8 +380,9 @@ export function createGenerationEngine({
       counts.lostLeases++
       log.warn('lost the lease on an answer; another instance generates it', { messageId: job.messageId })
       job.stopping = true
-      job.toolAbort.abort()
       runner.cancel(job.messageId)
+      // After the cancel: the worker hears it before the cut-short calls' results, and asks the model nothing more.
+      job.toolAbort.abort()
     }
     for (const lease of stopping) {
       const job = byLease.get(lease)
@@ -477,9 +478,10 @@ export function createGenerationEngine({
     // One already ending (its answer being stored) has nothing left to stop.
     if (job.stopping || job.state === 'storing') return false
     job.stopping = true
-    job.toolAbort.abort()
     await generations.markStopping(job.threadId, clock.now())
     runner.cancel(job.messageId)
+    // After the cancel: the worker hears it before the cut-short calls' results, and asks the model nothing more.
+    job.toolAbort.abort()
     // A generator that let go at once (during cancel) has its answer being stored: the stop ends with it.
     await job.stored
     return true

@@ -6,65 +6,13 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
-import type { McpServerRow } from '../src/connectors/repository'
 import { backendEnv, databaseOf } from './support/backend'
-import { FakeLlm, openaiText, openaiToolCalls, sse, testApiKey } from './support/fake-llm'
+import { FakeLlm, openaiText, openaiToolCalls, sse } from './support/fake-llm'
 import { collect, firstRunToken, parseEvents, startServer, tokensOf, until } from './support/helpers'
-import { type McpUpstream, mcpUpstream } from './support/mcp-upstream'
+import { mcpUpstream } from './support/mcp-upstream'
+import { connectUpstream, toolsEnv } from './support/tools'
 
 const deletePage = { id: 'call_d1', name: 'docs__delete_page', arguments: '{"page":"7"}' }
-
-/** A server's environment asking the fake provider, allowed to reach loopback, in a folder of its own. */
-async function environment(dir: string, fake: FakeLlm): Promise<Record<string, string>> {
-  return backendEnv({
-    DATABASE_PATH: join(dir, 'db.sqlite'),
-    UPLOADS_DIR: join(dir, 'uploads'),
-    ADMIN_EMAIL: 'owner@example.com',
-    ADMIN_PASSWORD: 'a long enough password',
-    LLM_PROVIDER: 'openai',
-    LLM_MODEL: 'test-model',
-    LLM_BASE_URL: `${fake.url}/v1`,
-    LLM_API_KEY: testApiKey,
-    WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
-  })
-}
-
-/** The upstream connected as `docs` by the owner's organization, with its two tools on, as a refresh leaves them. */
-async function connectUpstream(env: Record<string, string>, up: McpUpstream, trusted: boolean): Promise<void> {
-  await using db = await databaseOf(env)
-  const [owner] = await db.orm
-    .select({ id: db.tables.users.id, organizationId: db.tables.users.organizationId })
-    .from(db.tables.users)
-    .where(eq(db.tables.users.email, 'owner@example.com'))
-  if (!owner) throw new Error('no owner')
-  const server = (await db.store.mcpServers.add({
-    id: Bun.randomUUIDv7(),
-    organizationId: owner.organizationId,
-    name: 'docs',
-    url: up.url,
-    auth: 'none',
-    headersSealed: null,
-    headerNames: [],
-    trusted,
-    createdBy: owner.id,
-    now: Date.now(),
-  })) as McpServerRow
-  const tool = (name: string, readOnlyHint: boolean) => ({
-    name,
-    title: null,
-    description: `${name} of the docs`,
-    inputSchema: { type: 'object', properties: { page: { type: 'string' }, query: { type: 'string' } } },
-    outputSchema: null,
-    annotations: { readOnlyHint },
-    problem: null,
-  })
-  await db.store.mcpServers.replaceTools(
-    server.id,
-    [tool('search_docs', true), tool('delete_page', false)],
-    true,
-    Date.now(),
-  )
-}
 
 /** Sends a message (a new thread without `threadId`) and reads its answer's stream to the end. */
 async function send(url: string, token: string, text: string, threadId?: string) {
@@ -92,7 +40,11 @@ test.concurrent('a server killed while an approval waits goes on from it after t
   await using fake = new FakeLlm()
   await using up = mcpUpstream()
   try {
-    const env = await environment(dir, fake)
+    const env = await backendEnv({
+      ...toolsEnv(fake),
+      DATABASE_PATH: join(dir, 'db.sqlite'),
+      UPLOADS_DIR: join(dir, 'uploads'),
+    })
     let token: string
     let threadId: string
     {
@@ -127,7 +79,11 @@ test.concurrent('a call cut short by a kill is recorded unknown, never sent agai
   await using fake = new FakeLlm()
   await using up = mcpUpstream()
   try {
-    const env = await environment(dir, fake)
+    const env = await backendEnv({
+      ...toolsEnv(fake),
+      DATABASE_PATH: join(dir, 'db.sqlite'),
+      UPLOADS_DIR: join(dir, 'uploads'),
+    })
     let token: string
     let threadId: string
     let messageId: string

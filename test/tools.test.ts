@@ -6,6 +6,7 @@ import { expect, test } from 'bun:test'
 import { asc, eq } from 'drizzle-orm'
 import type { Config } from '../src/config'
 import { createMcpConnections, type McpConnections } from '../src/connectors/client'
+import { approvalBlock } from '../src/connectors/executor'
 import type { ToolCaller } from '../src/connectors/ports'
 import type { McpServerRow } from '../src/connectors/repository'
 import { silentLogger } from '../src/shared/log'
@@ -342,6 +343,33 @@ for (const provider of providers) {
     expect(calls[2]?.error).toContain('output schema')
   })
 
+  test(`${provider}: unknown tools are refused and unusable arguments are not sent; the answer goes on`, async () => {
+    await using s = await setup(provider)
+    const huge = JSON.stringify({ query: 'x'.repeat(70_000) })
+    s.fake.reply(
+      s.vendor.calls(
+        [],
+        [
+          { id: 'call_1', name: 'docs__drop_tables', arguments: '{}' },
+          { id: 'call_2', name: 'docs__search_docs', arguments: '["not", "an", "object"]' },
+          { id: 'call_3', name: 'docs__search_docs', arguments: huge },
+        ],
+      ),
+      s.vendor.text(['None of that worked.']),
+    )
+    const { events, threadId } = await ask(s.h, s.token, 'Try some calls')
+    expect(tokensOf(events)).toBe('None of that worked.')
+    const calls = await callsOf(s.h, threadId)
+    expect(calls.map((call) => [call.status, call.error])).toEqual([
+      ['refused', 'not offered'],
+      ['error', 'the arguments are not a JSON object'],
+      ['error', 'the arguments are larger than 64 KiB'],
+    ])
+    expect(calls[2]?.arguments.length).toBeLessThan(2000)
+    expect(s.up.requests.filter((request) => request.rpc === 'tools/call')).toEqual([])
+    expect(told(s.fake.received[1])).toContain('not available to this answer')
+  })
+
   test(`${provider}: a thread of another organization is not offered the tools`, async () => {
     await using s = await setup(provider)
     const outsider = await s.h.user({ org: 'other' })
@@ -384,4 +412,19 @@ test('an approval answered through MCP answer_choice runs the call and the answe
   expect(JSON.stringify(result.structuredContent)).toContain('Page 9 is gone.')
   expect(s.up.deletes).toBe(1)
   expect((await callsOf(s.h, first.threadId))[0]).toMatchObject({ status: 'ok', result: 'Deleted 9' })
+})
+
+test('the approval question shows compact arguments, cut at 300 characters, and none when there are none', () => {
+  const call = { id: '0190a0b0-0000-7000-8000-000000000001', toolName: 'delete_page', serverName: 'docs' }
+  expect(approvalBlock({ ...call, arguments: '{ "page" : "7" }' }).question).toBe(
+    'Allow delete_page on docs with {"page":"7"}?',
+  )
+  expect(approvalBlock({ ...call, arguments: '{}' })).toEqual({
+    type: 'user_get_choice',
+    tool_use_id: 'approve_0190a0b0000070008000000000000001',
+    question: 'Allow delete_page on docs?',
+    choices: ['Allow', 'Deny'],
+  })
+  const long = approvalBlock({ ...call, arguments: JSON.stringify({ page: 'p'.repeat(500) }) }).question
+  expect(long).toBe(`Allow delete_page on docs with ${`{"page":"${'p'.repeat(500)}"}`.slice(0, 299)}…?`)
 })

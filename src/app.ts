@@ -8,6 +8,7 @@ import { maxRequestBytes } from './attachments/limits'
 import { attachmentNames } from './attachments/service'
 import { identity } from './auth'
 import type { Config } from './config'
+import { toolExecutor } from './connectors/executor'
 import { connectorPages } from './connectors/pages'
 import type { ToolCaller } from './connectors/ports'
 import { docs } from './docs'
@@ -160,6 +161,26 @@ export function createApp(deps: AppDeps) {
     models: answerModels(models),
     observer: metrics ? { failed: metrics.providerFailed, retried: metrics.providerRetried } : undefined,
     prices: (id) => catalogue.byId.get(id)?.price,
+    // Without an MCP client (tests that need none) answers are offered no tools.
+    tools: deps.toolCaller
+      ? toolExecutor({
+          servers: store.mcpServers,
+          toolCalls: store.toolCalls,
+          settings: store.models,
+          caller: deps.toolCaller,
+          clock: deps.clock,
+          log: deps.log,
+          limits: {
+            maxRounds: deps.config.TOOLS_MAX_ROUNDS,
+            deadlineMs: deps.config.TOOLS_ANSWER_DEADLINE_MS,
+            callTimeoutMs: deps.config.MCP_TIMEOUT_MS,
+          },
+          supportsTools: (id) => {
+            const provider = catalogue.byId.get(id)?.provider
+            return provider !== undefined && provider !== 'echo'
+          },
+        })
+      : undefined,
   })
   const blobs = deps.blobs ?? openBlobStore(blobLocation(deps.config))
   const storageAnswers = storageHealth(blobs, deps.log)

@@ -15,6 +15,8 @@ import type { ThreadsModel } from '../threads/model'
 import type { Hub, LiveAnswer } from './hub'
 import type { AnswerRelay } from './relay'
 import type { Compaction, EndedAnswer, PendingAnswer } from './repository'
+import type { ToolAnswer } from './tools'
+import type { TokenUsage } from './types'
 import type { Prices, UsageMeter } from './usage'
 
 export type JobState =
@@ -43,6 +45,18 @@ export class Job implements PendingAnswer {
   model: string | null = null
   /** Set when the generator is handed the answer: only an answer that ran has usage. */
   meter?: UsageMeter
+  /** The answer as its tools know it (generation/tools.ts), once prepared with tools: the same object every round. */
+  tools?: ToolAnswer
+  /** Aborts the tool calls under way: a stop, a lost lease or a shutdown. */
+  readonly toolAbort = new AbortController()
+  /** Where the text of the round under way starts in the hub's text: what came before is earlier rounds'. */
+  roundOffset = 0
+  /** The provider's last report for the answer's own request, handed to the next round of calls. */
+  lastUsage?: TokenUsage
+  /** Text resumed after a takeover: the model's next text is a new round's, set apart as the loop sets rounds. */
+  separate = false
+  /** The rounds of calls under way: the answer's end is stored once they have recorded how they ended. */
+  readonly toolRounds = new Set<Promise<unknown>>()
   /** How much of the text has been handed to the relay, and the hand-over under way. */
   private published = 0
   private publishing?: Promise<void>

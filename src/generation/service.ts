@@ -13,11 +13,13 @@ import type { Logger } from '../shared/log'
 import type { Clock } from '../shared/time'
 import { Hub } from './hub'
 import { Job, type Outcome } from './job'
+import { roundSeparator } from './providers/model'
 import type { AnswerRelay, RelayEvent } from './relay'
 import { RemoteAnswers } from './remote'
 import type { GenerationRecord, GenerationRepository, PendingAnswer } from './repository'
-import type { AnswerModels, GenerationRunner, JobHandlers, JobModel } from './types'
-import { type Prices, UsageMeter } from './usage'
+import type { AnswerTools, ToolPlan } from './tools'
+import type { AnswerModels, GenerationRunner, HistoryMessage, JobHandlers, JobModel } from './types'
+import { type Prices, roundTokens, UsageMeter } from './usage'
 
 export interface EngineDeps {
   generations: GenerationRepository
@@ -40,6 +42,11 @@ export interface EngineDeps {
   observer?: ProviderObserver
   /** Each model's price (the models list), for an answer's cost; none: no answer has a cost. */
   prices?: Prices
+  /**
+   * The tools of the organizations' MCP servers an answer may call (src/connectors/ implements it); without it, or
+   * without `models`, answers are offered none.
+   */
+  tools?: AnswerTools
 }
 
 /** What an answer's generator met, by the configured model asked (null: the runner's only one). */
@@ -82,6 +89,7 @@ export function createGenerationEngine({
   models,
   observer,
   prices,
+  tools,
 }: EngineDeps) {
   const hub = new Hub()
   /** Who holds this engine's leases, as the operator reads it in the database and the logs. */
@@ -128,6 +136,9 @@ export function createGenerationEngine({
   /** Stores the answer, then frees its place: until then it is running (idle and a graceful close wait for it). */
   async function persist(job: Job, outcome: Outcome, error: string | null): Promise<void> {
     const { messageId } = job
+    // A stopped answer's calls are being cut short: how each ended is recorded before the answer is stored with them.
+    job.toolAbort.abort()
+    await Promise.allSettled(job.toolRounds)
     try {
       // Not waiting for the last chunk to be published: other instances' streams complete from the stored answer.
       const stored = await finish(job.ended(outcome, error, hub.text(messageId), prices), clock.now())
@@ -199,6 +210,10 @@ export function createGenerationEngine({
       const history = await generations.history(job.threadId, job.messageId)
       const asked: JobModel | undefined = models ? await models.prepare(job.threadId, job.messageId) : undefined
       job.model = asked?.model ?? null
+      if (tools && asked && job.lease !== null) {
+        job.tools = { threadId: job.threadId, messageId: job.messageId, lease: job.lease, model: asked.model }
+      }
+      const plan = job.tools ? await tools?.prepare(job.tools, history, clock.now(), job.toolAbort.signal) : null
       // Shut down meanwhile: the claim is given back with the others (see close).
       if (phase === 'closed') {
         running.delete(job.messageId)
@@ -207,13 +222,50 @@ export function createGenerationEngine({
       // Stopped meanwhile, before the runner knew of it: it ends as a stopped answer that produced nothing.
       if (job.stopping) return settle(job, 'interrupted', stoppedMessage)
       job.state = 'generating'
-      job.meter = new UsageMeter(history)
-      runner.run(job.messageId, history, handlersOf(job), asked)
+      if (!plan) {
+        job.meter = new UsageMeter(history)
+        runner.run(job.messageId, history, handlersOf(job), asked)
+        return
+      }
+      const hidden = new Set(plan.hide)
+      const shown = history.filter((message) => !hidden.has(message.id))
+      resume(job, shown, plan)
+      // The chain's next call waits for a person: the answer is the question, and no model is asked.
+      if (plan.ask) {
+        job.blocks.push(plan.ask)
+        return settle(job, 'complete', null)
+      }
+      const { offered, rounds, final, question } = plan
+      runner.run(job.messageId, shown, handlersOf(job), {
+        ...(asked as JobModel),
+        tools: { offered, rounds, final, question },
+      })
     } catch (failure) {
       // A database error ends this answer, and only this one: nothing else awaits its start.
       log.error('could not start an answer', { messageId: job.messageId, error: String(failure) })
       await settle(job, 'error', 'The response could not be started')
     }
+  }
+
+  /**
+   * Picks up the rounds this run recorded before a takeover: their text is the answer's start again (the hub's
+   * listeners hear only what they lack), and what they used is metered. An answer that only asks a person about a
+   * call asked no model: without resumed rounds it has no usage.
+   */
+  function resume(job: Job, history: HistoryMessage[], plan: ToolPlan): void {
+    if (!plan.ask || plan.resumed.length > 0) {
+      job.meter = new UsageMeter(history)
+      for (const usage of plan.resumedUsage) job.meter.report(usage, 'answer')
+      for (const round of plan.resumed) job.meter.round(roundTokens(round))
+    }
+    // Each round's text is what the hub got since the round before, separators included: joined, they are the start.
+    const text = plan.resumed.map((round) => round.text).join('')
+    if (text !== '') {
+      hub.push(job.messageId, text)
+      if (relay) job.publish(relay, hub, log)
+      job.separate = true
+    }
+    job.roundOffset = hub.text(job.messageId).length
   }
 
   /** Claims the answer under a new lease; one claimed elsewhere (or ended) frees its place and is followed. */
@@ -247,6 +299,11 @@ export function createGenerationEngine({
       token: (text) => {
         if (phase === 'closed') return
         job.meter?.produced()
+        // The first text after resumed rounds is a new round's, set apart as the model's loop sets its rounds.
+        if (job.separate) {
+          job.separate = false
+          hub.push(job.messageId, roundSeparator)
+        }
         hub.push(job.messageId, text)
         if (relay) job.publish(relay, hub, log)
       },
@@ -256,7 +313,9 @@ export function createGenerationEngine({
         job.blocks.push(block)
       },
       usage: (usage, of) => {
-        if (phase !== 'closed') job.meter?.report(usage, of)
+        if (phase === 'closed') return
+        job.meter?.report(usage, of)
+        if (of === 'answer') job.lastUsage = usage
       },
       summary: (text, replaces) => {
         if (phase !== 'closed') job.compaction = { text, replaces }
@@ -270,6 +329,39 @@ export function createGenerationEngine({
       retried: (kind) => {
         if (phase !== 'closed') observer?.retried(kind, job.model)
       },
+      ...(tools && job.tools ? { toolCalls: (round, calls) => toolRound(job, tools, round, calls) } : {}),
+    }
+  }
+
+  /**
+   * A round of the model's tool calls: its text is what the hub got since the round before. A call that needs a
+   * person's approval ends the answer with the question (`pause`).
+   */
+  async function toolRound(
+    job: Job,
+    tools: AnswerTools,
+    round: number,
+    calls: Parameters<NonNullable<JobHandlers['toolCalls']>>[1],
+  ): Promise<Awaited<ReturnType<NonNullable<JobHandlers['toolCalls']>>>> {
+    const all = hub.text(job.messageId)
+    const text = all.slice(job.roundOffset)
+    job.roundOffset = all.length
+    const usage = job.lastUsage
+    job.lastUsage = undefined
+    const work = tools.round(
+      job.tools as NonNullable<Job['tools']>,
+      { round, text, calls, usage },
+      job.toolAbort.signal,
+    )
+    job.toolRounds.add(work)
+    try {
+      const out = await work
+      if (phase === 'closed') return out.reply
+      if (out.ask) job.blocks.push(out.ask)
+      if (out.reply.next !== 'pause') job.meter?.round(roundTokens({ text, calls, results: out.reply.results }))
+      return out.reply
+    } finally {
+      job.toolRounds.delete(work)
     }
   }
 
@@ -289,6 +381,8 @@ export function createGenerationEngine({
       log.warn('lost the lease on an answer; another instance generates it', { messageId: job.messageId })
       job.stopping = true
       runner.cancel(job.messageId)
+      // After the cancel: the worker hears it before the cut-short calls' results, and asks the model nothing more.
+      job.toolAbort.abort()
     }
     for (const lease of stopping) {
       const job = byLease.get(lease)
@@ -386,6 +480,8 @@ export function createGenerationEngine({
     job.stopping = true
     await generations.markStopping(job.threadId, clock.now())
     runner.cancel(job.messageId)
+    // After the cancel: the worker hears it before the cut-short calls' results, and asks the model nothing more.
+    job.toolAbort.abort()
     // A generator that let go at once (during cancel) has its answer being stored: the stop ends with it.
     await job.stored
     return true
@@ -568,6 +664,8 @@ export function createGenerationEngine({
       phase = 'closed'
       // Answers being stored are finished, not given back.
       const unfinished = [...running.values()].filter((job) => job.state !== 'storing')
+      // Their tool calls are cancelled (and recorded so, when there is time): none is ever sent again.
+      for (const job of unfinished) job.toolAbort.abort()
       for (const messageId of [...unfinished.map((job) => job.messageId), ...queue.map((item) => item.messageId)]) {
         hub.finish(messageId, { error: restartMessage, resumable: true })
       }

@@ -28,7 +28,11 @@ export interface ToolPlan extends JobTools {
 }
 
 export interface AnswerTools {
-  prepare(answer: ToolAnswer, history: HistoryMessage[], now: number): Promise<ToolPlan | null>
+  /**
+   * Null: the answer has no tools. Decided calls the chain still owes are made here, before the model is asked;
+   * `signal` aborts them when the answer is stopped.
+   */
+  prepare(answer: ToolAnswer, history: HistoryMessage[], now: number, signal?: AbortSignal): Promise<ToolPlan | null>
   round(
     answer: ToolAnswer,
     input: { round: number; text: string; calls: ToolCallRequest[]; usage?: TokenUsage },

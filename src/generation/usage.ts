@@ -9,7 +9,7 @@ import { estimatePromptTokens } from '../usage/estimate'
 import { costMicros, type ModelPrice } from '../usage/price'
 import type { AnswerUsage, UsageOutcome } from '../usage/repository'
 import type { Compaction, EndedAnswer } from './repository'
-import type { HistoryMessage, TokenUsage, UsageOf } from './types'
+import type { HistoryMessage, TokenUsage, ToolRound, UsageOf } from './types'
 
 /** A model's price by configured ID (the models list); undefined for a model without one. */
 export type Prices = (model: string) => ModelPrice | undefined
@@ -36,6 +36,11 @@ export class UsageMeter {
   private answerReported = false
   /** Each history message's estimated prompt tokens, by ID (kept instead of the history itself). */
   private readonly prompt: Map<string, number>
+  /**
+   * Each later request of a tool loop, by what its prompt holds beyond the history: every round before it (their
+   * text, calls and results), estimated.
+   */
+  private readonly later: number[] = []
 
   constructor(history: HistoryMessage[]) {
     this.prompt = new Map(history.map((message) => [message.id, estimatePromptTokens([message])]))
@@ -44,6 +49,11 @@ export class UsageMeter {
   /** A token or block arrived. */
   produced(): void {
     this.firstAt ??= performance.now()
+  }
+
+  /** A round of tool calls ended and the model is asked again, with the round's `promptTokens` added. */
+  round(promptTokens: number): void {
+    this.later.push((this.later.at(-1) ?? 0) + promptTokens)
   }
 
   report(usage: TokenUsage, of: UsageOf): void {
@@ -61,7 +71,12 @@ export class UsageMeter {
     const tokens = { ...this.reported }
     if (!this.answerReported) {
       const output = answer.contents.length === 0 ? 0 : estimatePromptTokens([{ contents: answer.contents }])
-      const input = answer.outcome === 'error' && output === 0 ? 0 : this.promptTokens(answer.compaction)
+      // Every request of a tool loop sends the history again, with the rounds before it.
+      const requests = 1 + this.later.length
+      const input =
+        answer.outcome === 'error' && output === 0
+          ? 0
+          : this.promptTokens(answer.compaction) * requests + this.later.reduce((sum, tokens) => sum + tokens, 0)
       add(tokens, { inputTokens: input, outputTokens: output, cachedInputTokens: 0 })
     }
     const price = prices?.(model)
@@ -85,4 +100,10 @@ export class UsageMeter {
     if (compaction) tokens += estimatePromptTokens([{ contents: [{ type: 'text', text: compaction.text }] }])
     return tokens
   }
+}
+
+/** What a round of tool calls adds to the prompt of the requests after it: its text, the calls and their results. */
+export function roundTokens(round: ToolRound): number {
+  const pieces = [round.text, ...round.calls.map((call) => call.arguments), ...round.results.map((r) => r.content)]
+  return estimatePromptTokens([{ contents: pieces.map((text) => ({ type: 'text', text })) }])
 }

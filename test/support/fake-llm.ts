@@ -439,13 +439,18 @@ export async function stateOf(h: Harness, token: string, threadId: string): Prom
   return (await h.call('GET', `/api/v1/threads/${threadId}`, { token })).body.state
 }
 
-/** A fresh app whose generator is the real worker running this provider against the fake server, and a user. */
+/**
+ * A fresh app whose generator is the real worker running this provider against the fake server, and a user. Other
+ * harness options (a tool caller, configuration) are passed on.
+ */
 export async function providerHarness(
   provider: 'openai' | 'anthropic',
   fake: FakeLlm,
   overrides: Partial<ModelSettings> = {},
+  options: Omit<NonNullable<Parameters<typeof harness>[0]>, 'runner'> = {},
 ): Promise<{ h: Harness; token: string }> {
   const h = await harness({
+    ...options,
     runner: (blobs) => createWorkerRunner(settingsFor(provider, fake, overrides), blobs, silentLogger),
   })
   const user = await h.user()

@@ -1,0 +1,430 @@
+// Answers that call the tools of an organization's MCP server, end to end: the real worker asks a fake provider
+// (OpenAI and Anthropic alike), the engine hands each round of calls to the executor, and the real MCP client calls a
+// real SDK server on loopback (support/mcp-upstream.ts), which counts what it ran. What the tools did is read from the
+// tool-call record.
+import { expect, test } from 'bun:test'
+import { asc, eq } from 'drizzle-orm'
+import type { Config } from '../src/config'
+import { createMcpConnections, type McpConnections } from '../src/connectors/client'
+import { approvalBlock } from '../src/connectors/executor'
+import type { ToolCaller } from '../src/connectors/ports'
+import type { McpServerRow } from '../src/connectors/repository'
+import { silentLogger } from '../src/shared/log'
+import { secretBox } from '../src/shared/secret-box'
+import {
+  anthropicText,
+  anthropicToolUse,
+  ask,
+  FakeLlm,
+  messagesOf,
+  openaiText,
+  openaiToolCalls,
+  providerHarness,
+  type Received,
+  type Script,
+  type ScriptedCall,
+  sse,
+  stateOf,
+} from './support/fake-llm'
+import { type Harness, listening, tokensOf, until } from './support/helpers'
+import { connect } from './support/mcp-helpers'
+import { type McpUpstream, mcpUpstream } from './support/mcp-upstream'
+
+type Provider = 'openai' | 'anthropic'
+const providers: Provider[] = ['openai', 'anthropic']
+
+/** What each vendor's fake streams, what it reports used per request, and how a request forbids tool calls. */
+const vendors = {
+  openai: {
+    calls:
+      (tokens: string[], calls: ScriptedCall[]): Script =>
+      () =>
+        sse(openaiToolCalls(tokens, calls)),
+    text:
+      (tokens: string[]): Script =>
+      () =>
+        sse(openaiText(tokens)),
+    usage: { input: 42, output: 7 },
+    toolsOff: (request: Received) => request.body.tool_choice === 'none',
+    toolNames: (request: Received): string[] =>
+      (request.body.tools ?? []).map((tool: { function: { name: string } }) => tool.function.name),
+  },
+  anthropic: {
+    calls:
+      (tokens: string[], calls: ScriptedCall[]): Script =>
+      () =>
+        sse(anthropicToolUse(tokens, calls)),
+    text:
+      (tokens: string[]): Script =>
+      () =>
+        sse(anthropicText(tokens)),
+    usage: { input: 25, output: 15 },
+    toolsOff: (request: Received) => request.body.tool_choice?.type === 'none',
+    toolNames: (request: Received): string[] => (request.body.tools ?? []).map((tool: { name: string }) => tool.name),
+  },
+}
+
+const search = (id: string, query: string): ScriptedCall => ({
+  id,
+  name: 'docs__search_docs',
+  arguments: JSON.stringify({ query }),
+})
+const deletePage = (id: string, page: string): ScriptedCall => ({
+  id,
+  name: 'docs__delete_page',
+  arguments: JSON.stringify({ page }),
+})
+
+interface Setup extends AsyncDisposable {
+  h: Harness
+  token: string
+  fake: FakeLlm
+  up: McpUpstream
+  server: McpServerRow
+  /** The app's MCP client. */
+  pool: McpConnections
+  vendor: (typeof vendors)[Provider]
+}
+
+/**
+ * An app whose answers are written by the real worker against a fake provider, with the real MCP client, and an
+ * organization that connected the upstream as `docs` (its tools fetched, so turned on).
+ */
+async function setup(provider: Provider, config: Partial<Config> = {}): Promise<Setup> {
+  const fake = new FakeLlm()
+  const up = mcpUpstream()
+  // The client stores what it learns in the app's database, which exists once the app does.
+  let pool: McpConnections | undefined
+  const caller: ToolCaller = {
+    call: (...args) => (pool as McpConnections).call(...args),
+    refresh: (server) => (pool as McpConnections).refresh(server),
+    forget: (serverId) => pool?.forget(serverId),
+  }
+  // The catalogue names the provider the worker runs, so its model is one that is offered tools.
+  const { h } = await providerHarness(
+    provider,
+    fake,
+    {},
+    { toolCaller: caller, config: { LLM_PROVIDER: provider, LLM_MODEL: 'test-model', ...config } },
+  )
+  pool = createMcpConnections({
+    servers: h.store.mcpServers,
+    box: secretBox({}),
+    // Loopback is only reached with the private-network switch on.
+    outbound: { allowPrivateNetworks: true, timeoutMs: 10_000, maxResponseBytes: 1_000_000 },
+    resultMaxChars: 2000,
+    log: silentLogger,
+  })
+  const user = await h.user({ org: 'acme' })
+  const server = await connectUpstream(h, user.id, up)
+  // The first fetch of a server's tools turns them all on.
+  expect(await pool.refresh(server)).toEqual({ status: 'ok', tools: 2, error: null })
+  return {
+    h,
+    token: user.token,
+    fake,
+    up,
+    server,
+    pool,
+    vendor: vendors[provider],
+    async [Symbol.asyncDispose]() {
+      await h[Symbol.asyncDispose]()
+      await pool?.close()
+      await up[Symbol.asyncDispose]()
+      await fake[Symbol.asyncDispose]()
+    },
+  }
+}
+
+/** The upstream connected as `docs` by the user's organization, and its tools fetched. */
+async function connectUpstream(h: Harness, userId: number, up: McpUpstream, trusted = false): Promise<McpServerRow> {
+  const [row] = await h.orm
+    .select({ organizationId: h.tables.users.organizationId })
+    .from(h.tables.users)
+    .where(eq(h.tables.users.id, userId))
+  const server = await h.store.mcpServers.add({
+    id: Bun.randomUUIDv7(),
+    organizationId: (row as { organizationId: number }).organizationId,
+    name: 'docs',
+    url: up.url,
+    auth: 'none',
+    headersSealed: null,
+    headerNames: [],
+    trusted,
+    createdBy: userId,
+    now: Date.now(),
+  })
+  if (!server) throw new Error('server not added')
+  return server
+}
+
+/** The thread's tool calls as recorded, in the order they were asked for (their IDs are UUIDv7). */
+async function callsOf(h: Harness, threadId: string) {
+  return h.orm
+    .select()
+    .from(h.tables.toolCalls)
+    .where(eq(h.tables.toolCalls.threadId, threadId))
+    .orderBy(asc(h.tables.toolCalls.id))
+}
+
+async function lastAnswer(h: Harness, token: string, threadId: string) {
+  const messages = await messagesOf(h, token, threadId)
+  return messages.at(-1) as (typeof messages)[number]
+}
+
+/** The approval question the executor asks about a call. */
+const approval = (callId: string, question: string) => ({
+  type: 'user_get_choice' as const,
+  tool_use_id: `approve_${callId.replaceAll('-', '')}`,
+  question,
+  choices: ['Allow', 'Deny'],
+})
+
+/** The request body as text, to find what the model was told. */
+const told = (request: Received | undefined) => JSON.stringify(request?.body)
+
+for (const provider of providers) {
+  test(`${provider}: a read-only tool runs at once; the answer goes on, and its usage is both requests'`, async () => {
+    await using s = await setup(provider)
+    s.fake.reply(s.vendor.calls(['Searching.'], [search('call_s1', 'tokens')]), s.vendor.text(['Found 2 pages.']))
+    const { threadId, events } = await ask(s.h, s.token, 'How do tokens work?')
+    expect(tokensOf(events)).toBe('Searching.\n\nFound 2 pages.')
+    expect(await stateOf(s.h, s.token, threadId)).toBe('ready')
+    const answer = await lastAnswer(s.h, s.token, threadId)
+    expect(answer.contents).toEqual([{ type: 'text', text: 'Searching.\n\nFound 2 pages.' }])
+    const [call, ...others] = await callsOf(s.h, threadId)
+    expect(others).toEqual([])
+    expect(call).toMatchObject({
+      answerId: answer.id,
+      serverId: s.server.id,
+      serverName: 'docs',
+      toolName: 'search_docs',
+      modelName: 'docs__search_docs',
+      arguments: '{"query":"tokens"}',
+      status: 'ok',
+      result: 'Found 2 pages for tokens',
+      approvalId: null,
+    })
+    expect(call?.durationMs).toBeGreaterThanOrEqual(0)
+    // The model got the result of its call, and the tool under the name it called.
+    expect(s.vendor.toolNames(s.fake.received[0] as Received)).toContain('docs__search_docs')
+    expect(told(s.fake.received[1])).toContain('Found 2 pages for tokens')
+    const [usage] = await s.h.orm.select().from(s.h.tables.answerUsage)
+    expect(usage).toMatchObject({
+      inputTokens: 2 * s.vendor.usage.input,
+      outputTokens: 2 * s.vendor.usage.output,
+      estimated: false,
+    })
+    // Nothing of the person the answer is for reaches the server: no token, no authorization at all.
+    expect(s.up.requests.some((request) => request.rpc === 'tools/call')).toBe(true)
+    expect(JSON.stringify(s.up.requests)).not.toContain(s.token)
+    expect(s.up.requests.every((request) => request.headers.authorization === undefined)).toBe(true)
+  })
+
+  test(`${provider}: a tool that changes something asks first; Allow runs it once, and a regenerate does not again`, async () => {
+    await using s = await setup(provider)
+    s.fake.reply(s.vendor.calls(['I will delete it.'], [deletePage('call_d1', '7')]))
+    const first = await ask(s.h, s.token, 'Delete page 7')
+    const [asked] = await callsOf(s.h, first.threadId)
+    const question = await lastAnswer(s.h, s.token, first.threadId)
+    expect(question.contents).toEqual([
+      { type: 'text', text: 'I will delete it.' },
+      approval(asked?.id as string, 'Allow delete_page on docs with {"page":"7"}?'),
+    ])
+    expect(asked).toMatchObject({ status: 'awaiting_approval', answerId: question.id })
+    expect(await stateOf(s.h, s.token, first.threadId)).toBe('ready')
+    expect(s.up.deletes).toBe(0)
+    expect(s.fake.received).toHaveLength(1)
+
+    s.fake.reply(s.vendor.text(['Page 7 is gone.']))
+    const allowed = await ask(s.h, s.token, 'Allow', first.threadId)
+    expect(tokensOf(allowed.events)).toBe('Page 7 is gone.')
+    expect(s.up.deletes).toBe(1)
+    const [ran] = await callsOf(s.h, first.threadId)
+    expect(ran).toMatchObject({ status: 'ok', result: 'Deleted 7', decidedBy: allowed.messageId })
+    // The model's prompt goes on from its call: the result answers it, and the approval itself is left out.
+    const request = s.fake.received[1] as Received
+    expect(told(request)).toContain('Deleted 7')
+    expect(told(request)).not.toContain('Allow delete_page')
+    expect(s.vendor.toolsOff(request)).toBe(false)
+
+    // Writing the answer again reuses the decision and the result: the page is not deleted twice.
+    s.fake.reply(s.vendor.text(['Done: page 7 was deleted.']))
+    const again = await s.h.call('POST', `/api/v1/threads/${first.threadId}/messages/${allowed.messageId}/regenerate`, {
+      token: s.token,
+    })
+    expect(again.status).toBe(201)
+    await s.h.app.decorator.engine.idle()
+    expect((await lastAnswer(s.h, s.token, first.threadId)).contents).toEqual([
+      { type: 'text', text: 'Done: page 7 was deleted.' },
+    ])
+    expect(s.up.deletes).toBe(1)
+    expect(told(s.fake.received[2])).toContain('Deleted 7')
+    expect(await callsOf(s.h, first.threadId)).toHaveLength(1)
+  })
+
+  test(`${provider}: Deny does not run the call, and the model is told it was denied`, async () => {
+    await using s = await setup(provider)
+    s.fake.reply(s.vendor.calls([], [deletePage('call_d1', '7')]))
+    const first = await ask(s.h, s.token, 'Delete page 7')
+    s.fake.reply(s.vendor.text(['Understood, I left it.']))
+    const denied = await ask(s.h, s.token, 'Deny', first.threadId)
+    expect(tokensOf(denied.events)).toBe('Understood, I left it.')
+    expect(s.up.deletes).toBe(0)
+    const [call] = await callsOf(s.h, first.threadId)
+    expect(call).toMatchObject({ status: 'denied', decidedBy: denied.messageId })
+    expect(told(s.fake.received[1])).toContain('denied')
+    // "Deny" was the decision, not a message to the model.
+    expect(told(s.fake.received[1])).not.toContain('"Deny"')
+  })
+
+  test(`${provider}: other words deny the call and reach the model as the person's turn`, async () => {
+    await using s = await setup(provider)
+    s.fake.reply(s.vendor.calls(['Deleting.'], [deletePage('call_d1', '7')]))
+    const first = await ask(s.h, s.token, 'Delete page 7')
+    s.fake.reply(s.vendor.text(['I will archive it instead.']))
+    await ask(s.h, s.token, 'No, archive it instead', first.threadId)
+    expect(s.up.deletes).toBe(0)
+    expect((await callsOf(s.h, first.threadId))[0]).toMatchObject({ status: 'denied' })
+    const body = (s.fake.received[1] as Received).body
+    const last = body.messages.at(-1)
+    expect(last.role).toBe('user')
+    expect(JSON.stringify(last)).toContain('No, archive it instead')
+    expect(told(s.fake.received[1])).toContain('denied')
+  })
+
+  test(`${provider}: TOOLS_MAX_ROUNDS=2 makes the third request the last, with tool_choice none`, async () => {
+    await using s = await setup(provider, { TOOLS_MAX_ROUNDS: 2 })
+    s.fake.reply(
+      s.vendor.calls(['One.'], [search('call_1', 'a')]),
+      s.vendor.calls(['Two.'], [search('call_2', 'b')]),
+      s.vendor.text(['Three.']),
+    )
+    const { events, threadId } = await ask(s.h, s.token, 'Search twice')
+    expect(tokensOf(events)).toBe('One.\n\nTwo.\n\nThree.')
+    expect(s.fake.received.map(s.vendor.toolsOff)).toEqual([false, false, true])
+    expect((await callsOf(s.h, threadId)).map((call) => [call.round, call.status])).toEqual([
+      [1, 'ok'],
+      [2, 'ok'],
+    ])
+  })
+
+  test(`${provider}: a tool that hangs past the answer's deadline is a timeout the model is told of`, async () => {
+    await using s = await setup(provider, { TOOLS_ANSWER_DEADLINE_MS: 1000 })
+    s.up.mode = 'hang'
+    s.fake.reply(s.vendor.calls([], [search('call_1', 'slow')]), s.vendor.text(['The search timed out.']))
+    const { events, threadId } = await ask(s.h, s.token, 'Search slowly')
+    expect(tokensOf(events)).toBe('The search timed out.')
+    expect((await lastAnswer(s.h, s.token, threadId)).role).toBe('assistant')
+    expect((await callsOf(s.h, threadId))[0]).toMatchObject({ status: 'timeout' })
+    expect(told(s.fake.received[1])).toContain('did not answer before the deadline')
+    // The deadline is spent: the model's next request is its last.
+    expect(s.vendor.toolsOff(s.fake.received[1] as Received)).toBe(true)
+    await until(() => s.up.cancelled === 1)
+  })
+
+  test(`${provider}: a server failing, flooding or breaking its own schema gives tool errors, never a failed answer`, async () => {
+    await using s = await setup(provider)
+    let threadId: string | undefined
+    for (const mode of ['fail', 'huge', 'lie'] as const) {
+      s.up.mode = mode
+      // A client reads the output schemas a server claims when it opens: the lying one is met by a new client.
+      if (mode === 'lie') s.pool.forget(s.server.id)
+      s.fake.reply(s.vendor.calls([], [search(`call_${mode}`, mode)]), s.vendor.text([`After ${mode}.`]))
+      const answered = await ask(s.h, s.token, `Search in ${mode} mode`, threadId)
+      threadId = answered.threadId
+      expect(tokensOf(answered.events)).toBe(`After ${mode}.`)
+      expect(await stateOf(s.h, s.token, threadId)).toBe('ready')
+    }
+    const calls = await callsOf(s.h, threadId as string)
+    expect(calls.map((call) => call.status)).toEqual(['error', 'error', 'error'])
+    expect(calls[0]?.result).toContain('No page matches')
+    expect(calls[1]?.error).toContain('bytes')
+    expect(calls[2]?.error).toContain('output schema')
+  })
+
+  test(`${provider}: unknown tools are refused and unusable arguments are not sent; the answer goes on`, async () => {
+    await using s = await setup(provider)
+    const huge = JSON.stringify({ query: 'x'.repeat(70_000) })
+    s.fake.reply(
+      s.vendor.calls(
+        [],
+        [
+          { id: 'call_1', name: 'docs__drop_tables', arguments: '{}' },
+          { id: 'call_2', name: 'docs__search_docs', arguments: '["not", "an", "object"]' },
+          { id: 'call_3', name: 'docs__search_docs', arguments: huge },
+        ],
+      ),
+      s.vendor.text(['None of that worked.']),
+    )
+    const { events, threadId } = await ask(s.h, s.token, 'Try some calls')
+    expect(tokensOf(events)).toBe('None of that worked.')
+    const calls = await callsOf(s.h, threadId)
+    expect(calls.map((call) => [call.status, call.error])).toEqual([
+      ['refused', 'not offered'],
+      ['error', 'the arguments are not a JSON object'],
+      ['error', 'the arguments are larger than 64 KiB'],
+    ])
+    expect(calls[2]?.arguments.length).toBeLessThan(2000)
+    expect(s.up.requests.filter((request) => request.rpc === 'tools/call')).toEqual([])
+    expect(told(s.fake.received[1])).toContain('not available to this answer')
+  })
+
+  test(`${provider}: a thread of another organization is not offered the tools`, async () => {
+    await using s = await setup(provider)
+    const outsider = await s.h.user({ org: 'other' })
+    s.fake.reply(s.vendor.text(['No tools here.']))
+    await ask(s.h, outsider.token, 'Search the docs')
+    expect(s.vendor.toolNames(s.fake.received[0] as Received)).not.toContain('docs__search_docs')
+    expect(s.up.requests.filter((request) => request.rpc === 'tools/call')).toEqual([])
+  })
+
+  test(`${provider}: a stop during a hanging call cancels it at the server, and the thread is ready`, async () => {
+    await using s = await setup(provider)
+    s.up.mode = 'hang'
+    s.fake.reply(s.vendor.calls(['Searching.'], [search('call_1', 'forever')]))
+    const sent = await s.h.call('POST', '/api/v1/threads', { token: s.token, body: { text: 'Search forever' } })
+    const threadId: string = sent.body.thread_id
+    await until(() => s.up.requests.some((request) => request.rpc === 'tools/call'))
+    expect((await s.h.call('POST', `/api/v1/threads/${threadId}/stop`, { token: s.token })).status).toBe(202)
+    await until(() => s.up.cancelled === 1)
+    await until(async () => (await stateOf(s.h, s.token, threadId)) === 'ready')
+    const [call] = await callsOf(s.h, threadId)
+    expect(call?.status).toBe('error')
+    expect(call?.answerId).not.toBeNull()
+    expect(s.fake.received).toHaveLength(1)
+  })
+}
+
+test('an approval answered through MCP answer_choice runs the call and the answer goes on', async () => {
+  await using s = await setup('openai')
+  s.fake.reply(s.vendor.calls(['I will delete it.'], [deletePage('call_d1', '9')]))
+  const first = await ask(s.h, s.token, 'Delete page 9')
+  const question = await lastAnswer(s.h, s.token, first.threadId)
+  await using served = listening(s.h)
+  await using client = await connect(served.url.origin, s.token)
+  s.fake.reply(s.vendor.text(['Page 9 is gone.']))
+  const result = await client.callTool({
+    name: 'answer_choice',
+    arguments: { thread_id: first.threadId, message_id: question.id, choice: 'Allow', wait_seconds: 30 },
+  })
+  expect(result.isError).toBeFalsy()
+  expect(JSON.stringify(result.structuredContent)).toContain('Page 9 is gone.')
+  expect(s.up.deletes).toBe(1)
+  expect((await callsOf(s.h, first.threadId))[0]).toMatchObject({ status: 'ok', result: 'Deleted 9' })
+})
+
+test('the approval question shows compact arguments, cut at 300 characters, and none when there are none', () => {
+  const call = { id: '0190a0b0-0000-7000-8000-000000000001', toolName: 'delete_page', serverName: 'docs' }
+  expect(approvalBlock({ ...call, arguments: '{ "page" : "7" }' }).question).toBe(
+    'Allow delete_page on docs with {"page":"7"}?',
+  )
+  expect(approvalBlock({ ...call, arguments: '{}' })).toEqual({
+    type: 'user_get_choice',
+    tool_use_id: 'approve_0190a0b0000070008000000000000001',
+    question: 'Allow delete_page on docs?',
+    choices: ['Allow', 'Deny'],
+  })
+  const long = approvalBlock({ ...call, arguments: JSON.stringify({ page: 'p'.repeat(500) }) }).question
+  expect(long).toBe(`Allow delete_page on docs with ${`{"page":"${'p'.repeat(500)}"}`.slice(0, 299)}…?`)
+})

@@ -274,12 +274,21 @@ test.concurrent('a phone: Enter adds a line, tables scroll sideways, nothing els
   await page.getByRole('button', { name: 'Send' }).tap()
   await answer(page, 0)
   // A wide table keeps its words whole, each on one line, and scrolls sideways in its own box.
-  const cells = await page.locator('.message-assistant table').evaluate((table) => {
+  // Read from the document as it is now, not through a handle found a moment before: a change the feed reports just
+  // after the answer's end swaps the conversation in again, and a measured node already replaced has no layout.
+  const cells = await page.evaluate(() => {
     // Typed loosely: the project's TypeScript has no DOM library.
     const { document } = globalThis as unknown as {
-      document: { createRange(): { selectNodeContents(node: unknown): void; getClientRects(): { length: number } } }
+      document: {
+        createRange(): { selectNodeContents(node: unknown): void; getClientRects(): { length: number } }
+        querySelector(s: string): unknown
+      }
     }
-    const element = table as { scrollWidth: number; clientWidth: number; querySelectorAll(s: string): unknown[] }
+    const element = document.querySelector('.message-assistant table') as {
+      scrollWidth: number
+      clientWidth: number
+      querySelectorAll(s: string): unknown[]
+    }
     const lines = [...element.querySelectorAll('th, td')].map((cell) => {
       const range = document.createRange()
       range.selectNodeContents(cell)

@@ -325,6 +325,9 @@ function argumentsText(call: ThreadsModel.toolCall): string {
   return typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments, null, 2)
 }
 
+/** The outcomes whose line already says the call's error. */
+const saysError = new Set<ThreadsModel.toolCall['outcome']>(['error', 'timeout', 'refused'])
+
 /** The outcomes a call's line shows as a problem. */
 const troubled = new Set<ThreadsModel.toolCall['outcome']>(['error', 'timeout', 'refused', 'unknown', 'denied'])
 
@@ -347,7 +350,7 @@ function ToolCalls({ message, props }: { message: ThreadsModel.message; props: T
               </span>
             </summary>
             <div class="tool-call-body">
-              {call.error && call.outcome !== 'error' && call.outcome !== 'refused' ? (
+              {call.error && !saysError.has(call.outcome) ? (
                 <p class="tool-call-note" safe>
                   {call.error}
                 </p>

@@ -136,9 +136,9 @@ function ToolsChoice({ menu }: { menu: ToolsMenu }): JSX.Element {
         aria-describedby={hint ? `tools-${value}-hint` : undefined}
       />
       <label for={`tools-${value}`}>
-        {label}
+        <span safe>{label}</span>
         {hint ? (
-          <span id={`tools-${value}-hint`} class="hint">
+          <span id={`tools-${value}-hint`} class="hint" safe>
             {hint}
           </span>
         ) : null}
@@ -153,7 +153,7 @@ function ToolsChoice({ menu }: { menu: ToolsMenu }): JSX.Element {
           {toolsSummary(menu)}
         </span>
       </summary>
-      <div class="options-panel tools-panel">
+      <div class="options-panel tools-choice-panel">
         <fieldset class="tools-fieldset">
           <legend>Tools this thread's answers may use</legend>
           {choice('all', 'All tools the organization has on', 'Tools turned on later too.')}

@@ -48,7 +48,7 @@ import { deleteThread, getThread, stopThread, updateThread } from './threads'
 import { toolCallsOf } from './tool-calls'
 import { versionsOf } from './versions'
 import { type ModelInfo, type SidebarProps, type ThreadFilters, ThreadList } from './views/chat-layout'
-import { type ModelPicker, type QuotaNotice, toolsMaxChosen } from './views/composer'
+import { type ModelPicker, type QuotaNotice, type ToolOption, toolsMaxChosen } from './views/composer'
 import { DeleteThreadPage } from './views/delete-thread'
 import { EditMessagePage } from './views/edit-message'
 import { instructionsMaxChars, ThreadPage, type ThreadPageProps } from './views/thread'
@@ -88,16 +88,7 @@ export interface PageModels {
 }
 
 /** A tool of the organization's MCP servers, as a thread's Tools menu offers it. */
-export interface PageTool {
-  /** As thread settings name it: `server/tool`. */
-  id: string
-  server: string
-  name: string
-  title: string | null
-  description: string
-  /** Whether a call waits for the owner's choice (a tool that may change something, on a server not trusted). */
-  asksFirst: boolean
-}
+export type PageTool = ToolOption
 
 /**
  * What the pages need of the organization's MCP servers (src/connectors/), composed in app.ts: the tools it has on,

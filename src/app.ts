@@ -11,6 +11,7 @@ import type { Config } from './config'
 import { toolExecutor } from './connectors/executor'
 import { connectorPages } from './connectors/pages'
 import type { ToolCaller } from './connectors/ports'
+import { pageTools, toolNames } from './connectors/thread-tools'
 import { docs } from './docs'
 import { answerRoutes } from './generation'
 import { createGenerationEngine } from './generation/service'
@@ -117,9 +118,11 @@ export function createApp(deps: AppDeps) {
   const models = { catalogue, models: store.models }
   // The conversation's ModelChoice port (threads/conversation.ts): whether a regenerate's `model` may be used.
   const choice = modelChoice(models)
+  // Which tools a thread's settings may name (models/service.ts ToolNames): the organization's, turned on.
+  const tools = toolNames(store.mcpServers)
   // What the chat pages show of the models (threads/pages.tsx PageModels): threads/ does not import models/, which
   // imports it.
-  const threadModels = { ...models, threads: store.threads }
+  const threadModels = { ...models, threads: store.threads, toolNames: tools }
   const pageModels: PageModels = {
     offered: async (caller) => (await listModels(models, caller.organizationId)).data,
     nameOf: (id) => catalogue.byId.get(id)?.name,
@@ -304,10 +307,11 @@ export function createApp(deps: AppDeps) {
         ...threadsAndFiles,
         idempotency: store.idempotency,
         usage: store.usage,
+        toolCalls: store.toolCalls,
       }),
     )
     .use(usageRoutes({ ...shared, ...bearer, usage: store.usage, currency: catalogue.currency }))
-    .use(modelRoutes({ ...shared, ...bearer, threads: store.threads, models: store.models }))
+    .use(modelRoutes({ ...shared, ...bearer, threads: store.threads, models: store.models, toolNames: tools }))
     .use(attachmentRoutes({ ...shared, ...bearer, ...threadsAndFiles, idempotency: store.idempotency }))
     .use(shareRoutes({ ...shared, ...bearer, ...threadsAndFiles, shares: store.shares }))
     .use(answerRoutes({ ...shared, ...bearer, threads: store.threads, generations: store.generations }))
@@ -319,9 +323,11 @@ export function createApp(deps: AppDeps) {
         ...pages,
         ...threadsAndFiles,
         usage: store.usage,
+        toolCalls: store.toolCalls,
         generations: store.generations,
         model: pageModel,
         models: pageModels,
+        tools: pageTools(store.mcpServers),
         quotas: pageQuotas,
       }),
     )
@@ -336,7 +342,16 @@ export function createApp(deps: AppDeps) {
         registrationRefused: metrics?.refusals('registration'),
       }),
     )
-    .use(mcpRoutes({ ...shared, ...bearer, ...threadsAndFiles, generations: store.generations, models: store.models }))
+    .use(
+      mcpRoutes({
+        ...shared,
+        ...bearer,
+        ...threadsAndFiles,
+        generations: store.generations,
+        models: store.models,
+        toolNames: tools,
+      }),
+    )
     .use(
       settingsPages({
         ...shared,

@@ -95,6 +95,8 @@ describe.concurrent('the tree', () => {
       active: false,
       // What it used (issue 37): the echo responder's counts are estimated; no price, no cost.
       usage: expect.objectContaining({ estimated: true, cost: null, currency: null }),
+      // The tools it called (issue 38): none.
+      tool_calls: [],
     })
     expect((await details(h, owner.token, threadId, messageId)).body).toEqual({
       id: messageId,
@@ -220,10 +222,22 @@ describe.concurrent('the tree', () => {
     expect(json.status).toBe(200)
     expect(json.body.messages).toEqual([
       { ...active[0], parent_id: null, model: null },
-      { ...active[1], parent_id: messageId, model: 'echo', usage: expect.objectContaining({ estimated: true }) },
+      {
+        ...active[1],
+        parent_id: messageId,
+        model: 'echo',
+        usage: expect.objectContaining({ estimated: true }),
+        tool_calls: [],
+      },
     ])
     expect(json.body.other_messages).toEqual([
-      { ...first, parent_id: messageId, model: 'echo', usage: expect.objectContaining({ estimated: true }) },
+      {
+        ...first,
+        parent_id: messageId,
+        model: 'echo',
+        usage: expect.objectContaining({ estimated: true }),
+        tool_calls: [],
+      },
     ])
     const markdown = await h.call('GET', `${base(threadId)}/export?format=markdown`, { token: owner.token })
     expect((markdown.body as string).match(/## Assistant/g)).toHaveLength(1)

@@ -261,7 +261,7 @@ test('thread settings: GET for who sees the thread, PATCH for its owner, 400 for
   const path = `/api/v1/threads/${created.body.thread_id}/settings`
   expect(await h.call('GET', path, { token: colleague.token })).toMatchObject({
     status: 200,
-    body: { model: null, instructions: null },
+    body: { model: null, instructions: null, tools: null },
   })
   const patched = await h.call('PATCH', path, {
     token: owner.token,
@@ -272,10 +272,12 @@ test('thread settings: GET for who sees the thread, PATCH for its owner, 400 for
   expect((await h.call('PATCH', path, { token: owner.token, body: { model: null } })).body).toEqual({
     model: null,
     instructions: 'Answer in French.',
+    tools: null,
   })
   expect((await h.call('PATCH', path, { token: owner.token, body: { instructions: '' } })).body).toEqual({
     model: null,
     instructions: null,
+    tools: null,
   })
   const longest = 'x'.repeat(8000)
   expect((await h.call('PATCH', path, { token: owner.token, body: { instructions: longest } })).body.instructions).toBe(
@@ -312,7 +314,11 @@ test('thread settings: GET for who sees the thread, PATCH for its owner, 400 for
   // A private thread is its owner's alone.
   await h.call('PATCH', `/api/v1/threads/${created.body.thread_id}`, { token: owner.token, body: { is_private: true } })
   expect((await h.call('GET', path, { token: colleague.token })).status).toBe(404)
-  expect((await h.call('GET', path, { token: owner.token })).body).toEqual({ model: 'echo-a', instructions: longest })
+  expect((await h.call('GET', path, { token: owner.token })).body).toEqual({
+    model: 'echo-a',
+    instructions: longest,
+    tools: null,
+  })
   const unknown = `/api/v1/threads/${Bun.randomUUIDv7()}/settings`
   expect((await h.call('GET', unknown, { token: owner.token })).status).toBe(404)
   expect((await h.call('PATCH', unknown, { token: owner.token, body: { model: 'echo-a' } })).status).toBe(404)
@@ -340,12 +346,17 @@ test('a thread’s tools are stored beside its model: null for every tool on, []
   expect(await h.store.models.threadSettings(threadId)).toEqual({ model: 'echo-a', instructions: null, tools: [] })
   expect(await h.store.models.saveThreadSettings(threadId, { tools: null })).toMatchObject({ tools: null })
   expect(await h.store.models.saveThreadSettings(Bun.randomUUIDv7(), { tools: [] })).toBeNull()
-  // The API's settings keep their shape.
+  // The API answers the stored list (test/thread-settings-tools.test.ts checks what it lets in).
   const path = `/api/v1/threads/${threadId}/settings`
-  expect((await h.call('GET', path, { token: owner.token })).body).toEqual({ model: 'echo-a', instructions: null })
+  expect((await h.call('GET', path, { token: owner.token })).body).toEqual({
+    model: 'echo-a',
+    instructions: null,
+    tools: null,
+  })
   expect((await h.call('PATCH', path, { token: owner.token, body: { instructions: 'Be brief.' } })).body).toEqual({
     model: 'echo-a',
     instructions: 'Be brief.',
+    tools: null,
   })
 })
 

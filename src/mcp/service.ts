@@ -20,6 +20,7 @@ import {
   listModels,
   type ModelsDeps,
   modelChoice,
+  type ToolNames,
   threadModel,
   updateThreadSettings,
 } from '../models/service'
@@ -36,6 +37,8 @@ import { requireMessage } from '../threads/visibility'
 import type { McpModel } from './model'
 
 export interface McpDeps extends UploadDeps, AuthDeps, ModelsDeps {
+  /** The tools a thread's settings may name (thread settings are changed with the API's rules). */
+  toolNames: ToolNames
   /** Answers' status, read while a tool waits on one. */
   generations: GenerationRepository
   /** Answers' hub, to wait on them (sending goes through `conversation`). */

@@ -5,6 +5,12 @@ import { integer } from '../shared/responses'
 /** The longest per-thread instructions, in characters (UTF-16 units, as JavaScript counts them). */
 export const instructionsMaxLength = 8000
 
+/** How a thread names a tool: its MCP server's name (connectors/), a slash, and the tool's name on that server. */
+export const toolNamePattern = '^[a-z0-9][a-z0-9-]{0,31}/[A-Za-z0-9_.-]{1,64}$'
+
+/** The most tools a thread's list may name. */
+export const threadToolsMax = 200
+
 export namespace ModelsModel {
   export const model = t.Object(
     {
@@ -36,6 +42,14 @@ export namespace ModelsModel {
         t.String({ description: "The thread's model; null: the organization's default (GET /api/v1/models)." }),
       ),
       instructions: t.Nullable(t.String({ description: "Added to the system prompt for this thread's answers." })),
+      tools: t.Nullable(
+        t.Array(t.String(), {
+          description:
+            'The tools of the organization’s MCP servers this thread’s answers may call, as `server/tool`; null: ' +
+            'every tool the organization has on (those turned on later too); []: none. A listed tool the ' +
+            'organization has since turned off is not offered.',
+        }),
+      ),
     },
     { additionalProperties: false },
   )
@@ -62,12 +76,28 @@ export namespace ModelsModel {
           }),
         ),
       ),
+      tools: t.Optional(
+        t.Nullable(
+          t.Array(t.String({ pattern: toolNamePattern, description: 'A tool as `server/tool`.' }), {
+            maxItems: threadToolsMax,
+            uniqueItems: true,
+            description:
+              `At most ${threadToolsMax} tools as \`server/tool\`, each one the organization has on (400 ` +
+              'otherwise); []: none; null: every tool the organization has on, those turned on later too.',
+          }),
+        ),
+      ),
     },
     {
       additionalProperties: false,
       minProperties: 1,
       description: 'The fields to change; at least one.',
-      examples: [{ model: 'gpt-4o' }, { instructions: 'Answer in French.' }, { model: null }],
+      examples: [
+        { model: 'gpt-4o' },
+        { instructions: 'Answer in French.' },
+        { model: null },
+        { tools: ['docs/search_docs'] },
+      ],
     },
   )
   export type updateThreadSettingsBody = Static<typeof updateThreadSettingsBody>

@@ -23,6 +23,19 @@ export interface ModelsDeps {
   models: ModelRepository
 }
 
+/** What reading and changing a thread's settings needs: the thread's visibility, and the tools a list may name. */
+export interface ThreadSettingsDeps extends ModelsDeps {
+  threads: ThreadRepository
+  /** Which tools an organization has on, to check a thread's list (connectors/, through app.ts). */
+  toolNames: ToolNames
+}
+
+/** The models feature's port to the organization's MCP servers (src/connectors/), which imports this feature. */
+export interface ToolNames {
+  /** Those of `names` (`server/tool`) that are not tools the organization has on, in the order given. */
+  unknown(organizationId: number, names: string[]): Promise<string[]>
+}
+
 /** Whether the organization may use the model: configured, and allowed by its choice. */
 export function modelChoice(deps: ModelsDeps): ModelChoice {
   return {
@@ -79,9 +92,20 @@ export async function listModels(deps: ModelsDeps, organizationId: number): Prom
   return { data: usableModels(deps.catalogue, choice).map((model) => toModel(model, defaultId)) }
 }
 
-/** The settings the API answers with (ModelsModel.threadSettings); the stored `tools` list is not among them. */
-function settingsView({ model, instructions }: ThreadSettings): ModelsModel.threadSettings {
-  return { model, instructions }
+/** The settings the API answers with (ModelsModel.threadSettings). */
+function settingsView({ model, instructions, tools }: ThreadSettings): ModelsModel.threadSettings {
+  return { model, instructions, tools }
+}
+
+/** A refusal naming the tools of a thread's list that the organization does not have on. */
+async function requireToolsOn(deps: ThreadSettingsDeps, organizationId: number, names: string[]): Promise<void> {
+  const unknown = names.length === 0 ? [] : await deps.toolNames.unknown(organizationId, names)
+  if (unknown.length === 0) return
+  const quoted = unknown.map((name) => `"${name}"`).join(', ')
+  throw invalidRequest(
+    `${unknown.length === 1 ? 'The tool' : 'The tools'} ${quoted} ${unknown.length === 1 ? 'is' : 'are'} not on in ` +
+      'your organization',
+  )
 }
 
 export async function getThreadSettings(
@@ -94,11 +118,12 @@ export async function getThreadSettings(
 }
 
 /**
- * PATCH …/settings: the owner's. A model the organization may not use is refused (400); empty instructions are none.
- * The thread's answers use the new model from the next one on (an answer already running keeps its own).
+ * PATCH …/settings: the owner's. A model the organization may not use is refused (400), as is a tool it does not have
+ * on; empty instructions are none. The thread's answers use the new settings from the next one on (an answer already
+ * running keeps its own).
  */
 export async function updateThreadSettings(
-  deps: ModelsDeps & { threads: ThreadRepository },
+  deps: ThreadSettingsDeps,
   caller: Caller,
   threadId: string,
   body: ModelsModel.updateThreadSettingsBody,
@@ -115,6 +140,10 @@ export async function updateThreadSettings(
     patch.model = body.model
   }
   if (body.instructions !== undefined) patch.instructions = body.instructions?.trim() ? body.instructions : null
+  if (body.tools !== undefined) {
+    if (body.tools !== null) await requireToolsOn(deps, caller.organizationId, body.tools)
+    patch.tools = body.tools
+  }
   const saved = await deps.models.saveThreadSettings(threadId, patch)
   // Deleted between the check and the write: as for any thread that is not there.
   if (!saved) throw notFound('Thread')

@@ -3,6 +3,7 @@
 // attachment's description and download path), or Markdown for people to read (the listed path only).
 import type { AttachmentRepository } from '../attachments/repository'
 import type { Caller } from '../auth/model'
+import type { ToolCallRepository } from '../generation/tool-calls.repository'
 import { toIso } from '../shared/time'
 import type { UsageRepository } from '../usage/repository'
 import { answerUsages } from '../usage/service'
@@ -10,13 +11,20 @@ import { type Links, toMessage, toThread } from './links'
 import { attachmentIdsOf } from './messages'
 import type { ThreadsModel } from './model'
 import type { ThreadRepository, TreeMessageRow } from './repository'
+import { toolCallLine, toolCallsOf } from './tool-calls'
 import { requireVisibleThread } from './visibility'
 
 type ThreadExport = ThreadsModel.threadExport
 
 /** The thread as the caller may read it: 404 when it does not exist for them, as for reading it. */
 export async function exportThread(
-  deps: { threads: ThreadRepository; attachments: AttachmentRepository; usage: UsageRepository; links: Links },
+  deps: {
+    threads: ThreadRepository
+    attachments: AttachmentRepository
+    usage: UsageRepository
+    toolCalls: ToolCallRepository
+    links: Links
+  },
   caller: Caller,
   threadId: string,
   now: number,
@@ -24,16 +32,17 @@ export async function exportThread(
   const thread = await requireVisibleThread(deps.threads, caller, threadId)
   // One read of the whole tree, in list order: the active path is exactly what GET …/messages lists.
   const tree = await deps.threads.threadTree(threadId)
-  // Each answer's usage, in one read: kept by answer ID, so a deleted thread's rows are never shown here.
-  const usage = await answerUsages(
-    deps.usage,
-    tree.filter((row) => row.role === 'assistant').map((row) => row.id),
-  )
+  // Each answer's usage and tool calls, one read each: kept by answer ID, so a deleted thread's rows are never shown.
+  const answerIds = tree.filter((row) => row.role === 'assistant').map((row) => row.id)
+  const [usage, toolCalls] = await Promise.all([
+    answerUsages(deps.usage, answerIds),
+    toolCallsOf(deps.toolCalls, answerIds),
+  ])
   const exported = (row: TreeMessageRow): ThreadsModel.exportedMessage => ({
     ...toMessage(row, deps.links),
     parent_id: row.parentId,
     model: row.model,
-    ...(row.role === 'assistant' ? { usage: usage.get(row.id) ?? null } : {}),
+    ...(row.role === 'assistant' ? { usage: usage.get(row.id) ?? null, tool_calls: toolCalls.get(row.id) ?? [] } : {}),
   })
   const messages = tree.filter((row) => row.active).map(exported)
   const others = tree.filter((row) => !row.active).map(exported)
@@ -75,6 +84,10 @@ export function exportMarkdown(exported: ThreadExport): string {
   ]
   for (const message of exported.messages) {
     lines.push('', `## ${roleTitles[message.role]} · ${message.created_at}`, '')
+    // What the answer did before it wrote (its calls come before the text that reads their results), one line each.
+    const calls = message.tool_calls ?? []
+    for (const call of calls) lines.push(`- ${toolCallLine(call)}`)
+    if (calls.length > 0) lines.push('')
     for (const block of message.contents) {
       if (block.type === 'text') lines.push(block.text, '')
       else if (block.type === 'user_get_choice') {

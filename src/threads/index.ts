@@ -5,6 +5,7 @@ import type { AttachmentRepository } from '../attachments/repository'
 import { type AuthDeps, auth, stillAdmitted } from '../auth'
 import { AuthModel } from '../auth/model'
 import type { AnswerEngine } from '../generation/service'
+import type { ToolCallRepository } from '../generation/tool-calls.repository'
 import type { IdempotencyRepository } from '../idempotency/repository'
 import { idempotencyDeps, idempotencyKeyParameter, idempotencyNote, onceForJson } from '../idempotency/service'
 import { jsonBodies, jsonBody, optionalJsonBody } from '../shared/body'
@@ -34,6 +35,8 @@ export interface ThreadsDeps extends AuthDeps {
   idempotency: IdempotencyRepository
   /** What answers used, shown in a message's details and the export (usage/). */
   usage: UsageRepository
+  /** The tools answers called, shown in a message's details and the export (generation/). */
+  toolCalls: ToolCallRepository
   /** Stops answers (sending goes through `conversation`). */
   engine: AnswerEngine
   conversation: Conversation
@@ -155,9 +158,9 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     .get(
       '/:threadId/export',
       async ({ caller, params, query, set }) => {
-        const { threads, attachments, usage, links } = deps
+        const { threads, attachments, usage, toolCalls, links } = deps
         const exported = await exportThread(
-          { threads, attachments, usage, links },
+          { threads, attachments, usage, toolCalls, links },
           caller,
           params.threadId,
           deps.clock.now(),
@@ -180,9 +183,10 @@ export const threadRoutes = (deps: ThreadsDeps) =>
             'every message it lists (oldest first, as `GET …/messages` gives them) and each attached file’s ' +
             'name, type, size and download path: what a program needs to rebuild it. `format=markdown` answers ' +
             '`text/markdown` for people: a heading per message with its role and time, its text as written, ' +
-            'files and choices named. In JSON each assistant message carries its `usage` (as in its details; null ' +
-            'when none was recorded). Both come with `Content-Disposition: attachment`. An addition to the ' +
-            'specification.',
+            'files and choices named, and a line per tool call ("Used search_docs on docs · 320 ms"). In JSON ' +
+            'each assistant message carries its `usage` (as in its details; null when none was recorded) and its ' +
+            '`tool_calls` (as in its details). Both come with `Content-Disposition: attachment`. An addition to ' +
+            'the specification.',
         },
       },
     )
@@ -439,7 +443,7 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     )
     .get(
       '/:threadId/messages/:messageId/details',
-      ({ caller, params }) => messageDetails(deps.threads, deps.usage, caller, params.threadId, params.messageId),
+      ({ caller, params }) => messageDetails(deps, caller, params.threadId, params.messageId),
       {
         scope: 'threads:read',
         params: ThreadsModel.messageParams,
@@ -454,7 +458,10 @@ export const threadRoutes = (deps: ThreadsDeps) =>
             'it is of how many `versions` (oldest first, from 1), and whether it is `active` (on the listed path); ' +
             'for an assistant message, `usage`: its input, output and cached input tokens (`estimated` when the ' +
             'provider reported none), its `cost` in `currency` from the model’s price (null without one), and ' +
-            '`first_token_ms` and `total_ms`; null when none was recorded. For anyone who can read the thread.',
+            '`first_token_ms` and `total_ms`; null when none was recorded; and `tool_calls`: each call it made to ' +
+            'a tool of the organization’s MCP servers, in order, with its arguments, outcome, result (as the model ' +
+            'read it, cut at TOOLS_RESULT_MAX_CHARS), error, duration and who allowed or denied it. For anyone ' +
+            'who can read the thread.',
         },
       },
     )

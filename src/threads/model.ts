@@ -257,6 +257,61 @@ export namespace ThreadsModel {
   )
   export type versionList = Static<typeof versionList>
 
+  /** What an answer's model did with a tool of the organization's MCP servers (generation/tool-calls.repository.ts). */
+  export const toolCall = t.Object(
+    {
+      id: uuid('The call.'),
+      server: t.String({ description: 'The MCP server’s name in the organization (thread settings’ `server/tool`).' }),
+      tool: t.String({ description: 'The tool’s name on that server.' }),
+      arguments: t.Union([t.Record(t.String(), t.Unknown()), t.String()], {
+        description: 'The arguments the model gave: a JSON object, or the text it wrote when that was not one.',
+      }),
+      outcome: t.Union(
+        [
+          t.Literal('ok'),
+          t.Literal('error'),
+          t.Literal('timeout'),
+          t.Literal('denied'),
+          t.Literal('refused'),
+          t.Literal('awaiting_approval'),
+          t.Literal('allowed'),
+          t.Literal('running'),
+          t.Literal('unknown'),
+        ],
+        {
+          description:
+            '`ok`: the tool answered; `error`: it failed, reported an error, or was given arguments it could not ' +
+            'take; `timeout`: no answer in time; `denied`: the thread’s owner said no; `refused`: never called (a ' +
+            'tool the thread is not offered); `awaiting_approval`: waits for the owner’s choice; `allowed`: ' +
+            'allowed, not yet called; `running`: being called by a later answer; `unknown`: the server restarted ' +
+            'while it ran, so whether it took effect is not known (it is never called again).',
+        },
+      ),
+      result: t.Nullable(
+        t.String({
+          description:
+            'What the model was told the tool answered, at most TOOLS_RESULT_MAX_CHARS characters (20,000 by ' +
+            'default) with a note when it was cut; null when the tool gave nothing (not called, or still waiting).',
+        }),
+      ),
+      result_truncated: t.Boolean({ description: 'Whether `result` was cut from a longer one.' }),
+      error: t.Nullable(t.String({ description: 'Why it did not succeed, in a few words; null when it did.' })),
+      duration_ms: t.Nullable(integer({ minimum: 0, description: 'How long the call took; null when not called.' })),
+      round: integer({
+        minimum: 1,
+        description: 'Which of the answer’s requests to the model asked for it (calls of one round ran together).',
+      }),
+      started_at: timestamp('When the model asked for it, ISO 8601 UTC.'),
+      decided_by: t.Nullable(
+        t.String({ description: 'The user message that allowed or denied it; null when it needed no choice.' }),
+      ),
+    },
+    { additionalProperties: false },
+  )
+  export type toolCall = Static<typeof toolCall>
+
+  const toolCalls = (description: string) => t.Optional(t.Array(toolCall, { description }))
+
   export const messageDetails = t.Object(
     {
       id: uuid('The message.'),
@@ -280,6 +335,10 @@ export namespace ThreadsModel {
             'Assistant messages only: what the answer used (tokens, cost, timings); null when none was recorded ' +
             '(answers from before usage was recorded). Absent for other messages.',
         }),
+      ),
+      tool_calls: toolCalls(
+        'Assistant messages only: the tools of the organization’s MCP servers the answer called, in order ([] ' +
+          'when none). Absent for other messages.',
       ),
     },
     { additionalProperties: false },
@@ -320,6 +379,7 @@ export namespace ThreadsModel {
           description: 'Assistant messages only: what the answer used; null when none was recorded.',
         }),
       ),
+      tool_calls: toolCalls('Assistant messages only: the tools the answer called, as in its details.'),
     },
     { additionalProperties: false },
   )

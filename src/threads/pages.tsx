@@ -23,6 +23,7 @@ import { callerFromSession, findSession } from '../auth/sessions'
 import { answerStream } from '../generation'
 import type { GenerationRepository } from '../generation/repository'
 import type { AnswerEngine } from '../generation/service'
+import type { ToolCallRepository } from '../generation/tool-calls.repository'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import type { DomainEvents } from '../shared/events'
 import { isUuid } from '../shared/ids'
@@ -33,7 +34,7 @@ import type { UsageRepository } from '../usage/repository'
 import { clientAssets } from '../web/client-assets'
 import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
-import { field, type PostedForm, trustedForms } from '../web/trusted-form'
+import { field, fieldValues, type PostedForm, trustedForms } from '../web/trusted-form'
 import type { Conversation } from './conversation'
 import { exportResponse, exportThread } from './export'
 import type { ThreadFeed } from './feed'
@@ -44,9 +45,10 @@ import { allMessages, attachmentIdsOf, lastFailure } from './messages'
 import { feedbackTextMaxChars, type ThreadsModel, threadNameMaxLength } from './model'
 import type { ThreadRepository } from './repository'
 import { deleteThread, getThread, stopThread, updateThread } from './threads'
+import { toolCallsOf } from './tool-calls'
 import { versionsOf } from './versions'
 import { type ModelInfo, type SidebarProps, type ThreadFilters, ThreadList } from './views/chat-layout'
-import type { ModelPicker, QuotaNotice } from './views/composer'
+import { type ModelPicker, type QuotaNotice, type ToolOption, toolsMaxChosen } from './views/composer'
 import { DeleteThreadPage } from './views/delete-thread'
 import { EditMessagePage } from './views/edit-message'
 import { instructionsMaxChars, ThreadPage, type ThreadPageProps } from './views/thread'
@@ -64,6 +66,8 @@ export interface OfferedModel {
 export interface ThreadSettings {
   model: string | null
   instructions: string | null
+  /** `server/tool` names; null: every tool the organization has on; []: none. */
+  tools: string[] | null
 }
 
 /**
@@ -79,8 +83,19 @@ export interface PageModels {
   updateSettings(
     caller: Caller,
     threadId: string,
-    changes: { model?: string | null; instructions?: string | null },
+    changes: { model?: string | null; instructions?: string | null; tools?: string[] | null },
   ): Promise<ThreadSettings>
+}
+
+/** A tool of the organization's MCP servers, as a thread's Tools menu offers it. */
+export type PageTool = ToolOption
+
+/**
+ * What the pages need of the organization's MCP servers (src/connectors/), composed in app.ts: the tools it has on,
+ * which a thread's Tools menu offers (a thread's choice is saved through PageModels, with the API's rules).
+ */
+export interface PageTools {
+  offered(caller: Caller): Promise<PageTool[]>
 }
 
 /**
@@ -96,6 +111,8 @@ export interface ThreadPagesDeps extends WebDeps {
   attachments: AttachmentRepository
   /** What answers used, for the export. */
   usage: UsageRepository
+  /** The tools answers called: under each answer, and in the export. */
+  toolCalls: ToolCallRepository
   /** Answers' status, for their streams and to offer a stopped one's retry. */
   generations: GenerationRepository
   log: Logger
@@ -115,6 +132,8 @@ export interface ThreadPagesDeps extends WebDeps {
   model: ModelInfo
   /** The models to choose from and thread settings (src/models/). */
   models: PageModels
+  /** The tools a thread may be given (src/connectors/). */
+  tools: PageTools
   /** The composer's word on monthly budgets (src/quotas/). */
   quotas: PageQuotas
 }
@@ -226,6 +245,7 @@ async function threadPageOnce(
   const modelNames = new Map<string, string>()
   for (const { model } of versions.values()) if (model) modelNames.set(model, deps.models.nameOf(model) ?? model)
   const settings = isOwner ? await deps.models.settings(caller, threadId) : null
+  const toolsOffered = settings ? await deps.tools.offered(caller) : []
   const page = (
     <ThreadPage
       viewer={viewerOf(session)}
@@ -243,7 +263,9 @@ async function threadPageOnce(
       failure={thread.state === 'error' ? await lastFailure(threads, threadId) : null}
       versions={versions}
       modelNames={modelNames}
+      toolCalls={await toolCallsOf(deps.toolCalls, answers)}
       picker={settings ? pickerOf(await deps.models.offered(caller), settings.model) : null}
+      toolsMenu={settings && toolsOffered.length > 0 ? { offered: toolsOffered, chosen: settings.tools } : null}
       instructions={settings?.instructions ?? null}
       quota={isOwner ? await deps.quotas.notice(caller) : null}
       {...extras}
@@ -496,9 +518,9 @@ export const threadPages = (deps: ThreadPagesDeps) =>
         const format = query.format ?? 'json'
         if (format !== 'json' && format !== 'markdown') throw invalidRequest('Choose format=json or format=markdown.')
         const caller = callerFromSession(account.user)
-        const { threads, attachments, usage, links } = deps
+        const { threads, attachments, usage, toolCalls, links } = deps
         const exported = await exportThread(
-          { threads, attachments, usage, links },
+          { threads, attachments, usage, toolCalls, links },
           caller,
           params.threadId,
           deps.clock.now(),
@@ -744,8 +766,9 @@ async function editFromForm(
 }
 
 /**
- * The thread's settings from its page: the composer's model picker (`model`) or the menu's instructions
- * (`instructions`, emptied to none). Refused instructions come back in the open menu with the reason and the text.
+ * The thread's settings from its page: the composer's model picker (`model`), its Tools menu (`tools_choice`: `all`,
+ * `none`, or `some` with the `tools` checked) or the menu's instructions (`instructions`, emptied to none). Refused
+ * instructions come back in the open menu with the reason and the text.
  */
 async function saveSettings(
   deps: ThreadPagesDeps,
@@ -756,10 +779,13 @@ async function saveSettings(
   const caller = callerFromSession(session.user)
   const model = field(form, 'model')
   const instructions = field(form, 'instructions')
-  if (model === undefined && instructions === undefined) throw invalidRequest('Nothing to change.')
+  const tools = toolsChoice(form)
+  if (model === undefined && instructions === undefined && tools === undefined)
+    throw invalidRequest('Nothing to change.')
   const changes = {
     ...(model !== undefined && { model: model === '' ? null : model }),
     ...(instructions !== undefined && { instructions: instructions.trim() === '' ? null : instructions.trim() }),
+    ...(tools !== undefined && { tools }),
   }
   try {
     // The API's bound (UTF-16 units, as its schema counts), checked here since the page's route has no schema.
@@ -776,6 +802,19 @@ async function saveSettings(
     return { status: error.status, page }
   }
   return seeOther(`/threads/${threadId}`)
+}
+
+/** The Tools menu's choice: null for every tool the organization has on, else the tools checked (none: []). */
+function toolsChoice(form: PostedForm): string[] | null | undefined {
+  const choice = field(form, 'tools_choice')
+  if (choice === undefined) return undefined
+  if (choice === 'all') return null
+  if (choice === 'none') return []
+  if (choice !== 'some') throw invalidRequest('Choose all tools, none, or some.')
+  const checked = [...new Set(fieldValues(form, 'tools'))]
+  // The API's bound, checked here since the page's route has no schema; the names are checked by the API's rules.
+  if (checked.length > toolsMaxChosen) throw invalidRequest(`Choose at most ${toolsMaxChosen} tools.`)
+  return checked
 }
 
 /**

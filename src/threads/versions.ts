@@ -4,6 +4,7 @@
 // message's versions and details, the places of a page of messages for the thread page). The writes are the
 // repository's units of work, conditional on the thread's state as sending is.
 import type { Caller } from '../auth/model'
+import type { ToolCallRepository } from '../generation/tool-calls.repository'
 import { conflict, invalidRequest, notFound } from '../shared/errors'
 import type { UsageRepository } from '../usage/repository'
 import { answerUsages } from '../usage/service'
@@ -11,6 +12,7 @@ import { type Links, toMessage } from './links'
 import { attachmentBlocks } from './messages'
 import type { ThreadsModel } from './model'
 import type { ThreadRepository, TreeMessageRow, TreeRefusal, TreeWrite } from './repository'
+import { toolCallsOf } from './tool-calls'
 import { requireOwnedThread, requireVisibleThread } from './visibility'
 
 /** Where a message stands among its versions, for the thread page's `‹ 2/3 ›`. */
@@ -163,11 +165,10 @@ export async function listVersions(
 
 /**
  * A message's place in the tree: its parent, the model that wrote it, which version it is, and whether it is listed;
- * for an answer, what it used (null when none was recorded).
+ * for an answer, what it used (null when none was recorded) and the tools it called.
  */
 export async function messageDetails(
-  threads: ThreadRepository,
-  usage: UsageRepository,
+  { threads, usage, toolCalls }: { threads: ThreadRepository; usage: UsageRepository; toolCalls: ToolCallRepository },
   caller: Caller,
   threadId: string,
   messageId: string,
@@ -185,7 +186,12 @@ export async function messageDetails(
     version: at + 1,
     versions: rows.length,
     active: row.active,
-    ...(row.role === 'assistant' ? { usage: (await answerUsages(usage, [row.id])).get(row.id) ?? null } : {}),
+    ...(row.role === 'assistant'
+      ? {
+          usage: (await answerUsages(usage, [row.id])).get(row.id) ?? null,
+          tool_calls: (await toolCallsOf(toolCalls, [row.id])).get(row.id) ?? [],
+        }
+      : {}),
   }
 }
 

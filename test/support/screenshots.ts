@@ -155,7 +155,12 @@ try {
 }
 
 // `--chat-only` leaves the settings, administration and share-link pictures as they are.
-const pictureTests = ['test/settings-browser.test.ts', 'test/shares-browser.test.ts', 'test/usage-browser.test.ts']
+const pictureTests = [
+  'test/settings-browser.test.ts',
+  'test/shares-browser.test.ts',
+  'test/usage-browser.test.ts',
+  'test/web-tools-browser.test.ts',
+]
 const settings = process.argv.includes('--chat-only')
   ? undefined
   : Bun.spawn(['bun', 'test', '--timeout=120000', ...pictureTests], {

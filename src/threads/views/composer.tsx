@@ -5,7 +5,7 @@ import { escapeHtml, type PropsWithChildren } from '@kitajs/html'
 import { filesPerRequest, imageLimits, pdfLimits, textLimits } from '../../attachments/limits'
 import { CsrfField } from '../../web/components'
 import { PaperclipIcon, SendIcon, StopIcon } from './chat-layout'
-import { acceptedFiles, filesHint } from './parts'
+import { acceptedFiles, filesHint, Icon } from './parts'
 
 /** The composer's model picker: the models on offer, the one chosen, and a note when a removed one fell back. */
 export interface ModelPicker {
@@ -13,6 +13,28 @@ export interface ModelPicker {
   selected: string
   /** Said beside it when the thread's own choice is no longer available and the default answers instead. */
   note?: string
+}
+
+/** The most tools a thread's list may name, as the thread settings' API has it. */
+export const toolsMaxChosen = 200
+
+/** A tool of the organization's MCP servers in the Tools menu. */
+export interface ToolOption {
+  /** As thread settings name it: `server/tool`. */
+  id: string
+  server: string
+  name: string
+  title: string | null
+  description: string
+  /** Whether a call waits for the owner's choice (a tool that may change something, on a server not trusted). */
+  asksFirst: boolean
+}
+
+/** The composer's Tools menu: the tools the organization has on, and the thread's choice among them. */
+export interface ToolsMenu {
+  offered: ToolOption[]
+  /** null: every tool the organization has on (those turned on later too); []: none; else these `server/tool`. */
+  chosen: string[] | null
 }
 
 /** What the composer says of the person's monthly budgets (src/quotas/): a refusal once one is used up, else a notice. */
@@ -38,6 +60,8 @@ export interface ComposerProps {
   picker?: ModelPicker | null
   /** Where the script saves a new choice at once (the thread's settings); a new thread takes it with its first message. */
   pickerAction?: string
+  /** The thread's tools to choose among the organization's, saved to `pickerAction`; absent when it has none. */
+  tools?: ToolsMenu | null
 }
 
 /** A plain select inside the composer's form: without the script it goes with the message; with it, it saves at once. */
@@ -66,6 +90,115 @@ function ModelSelect({ picker, action }: { picker: ModelPicker; action?: string 
         </span>
       ) : null}
     </span>
+  )
+}
+
+export function ToolIcon(): JSX.Element {
+  return (
+    <Icon size={16}>
+      <path d="M14.7 6.3a1 1 0 0 0 0 1.4l1.6 1.6a1 1 0 0 0 1.4 0l3.77-3.77a6 6 0 0 1-7.94 7.94l-6.91 6.91a2.12 2.12 0 0 1-3-3l6.91-6.91a6 6 0 0 1 7.94-7.94l-3.76 3.76z" />
+    </Icon>
+  )
+}
+
+/** The Tools menu's button says what the thread has: all, none, or how many of those on offer. */
+function toolsSummary(menu: ToolsMenu): string {
+  if (menu.chosen === null) return 'All'
+  const chosen = new Set(menu.chosen)
+  const count = menu.offered.filter((tool) => chosen.has(tool.id)).length
+  return count === 0 ? 'None' : `${count} of ${menu.offered.length}`
+}
+
+/** A tool's first sentence or line, short enough for the menu; the whole description is its title. */
+function toolHint(tool: ToolOption): string {
+  const first = (tool.title ?? tool.description).trim().split(/\n|(?<=\.)\s/, 1)[0] ?? ''
+  return first.length > 120 ? `${first.slice(0, 119)}…` : first
+}
+
+/**
+ * The thread's tools: all the organization has on, none, or some of them, by server. Its fields belong to a form of
+ * their own beside the composer's (the `form` attribute), so they never go with a message: without the script Save
+ * posts them to the thread's settings, with it each change is saved at once, as the model picker's.
+ */
+function ToolsChoice({ menu }: { menu: ToolsMenu }): JSX.Element {
+  const mode = menu.chosen === null ? 'all' : menu.chosen.length === 0 ? 'none' : 'some'
+  const chosen = new Set(menu.chosen ?? [])
+  const servers = [...new Set(menu.offered.map((tool) => tool.server))]
+  const choice = (value: string, label: string, hint?: string) => (
+    <div class="check">
+      <input
+        type="radio"
+        id={`tools-${value}`}
+        name="tools_choice"
+        value={value}
+        form="composer-tools"
+        checked={mode === value}
+        aria-describedby={hint ? `tools-${value}-hint` : undefined}
+      />
+      <label for={`tools-${value}`}>
+        <span safe>{label}</span>
+        {hint ? (
+          <span id={`tools-${value}-hint`} class="hint" safe>
+            {hint}
+          </span>
+        ) : null}
+      </label>
+    </div>
+  )
+  return (
+    <details class="composer-options tools-menu">
+      <summary title="The tools this thread's answers may use">
+        <ToolIcon /> Tools<span class="visually-hidden">:</span>{' '}
+        <span class="tools-summary" safe>
+          {toolsSummary(menu)}
+        </span>
+      </summary>
+      <div class="options-panel tools-choice-panel">
+        <fieldset class="tools-fieldset">
+          <legend>Tools this thread's answers may use</legend>
+          {choice('all', 'All tools the organization has on', 'Tools turned on later too.')}
+          {choice('none', 'None')}
+          {choice('some', 'Only these:')}
+          <div class="tools-list">
+            {servers.map((server, serverIndex) => (
+              <fieldset class="tools-server">
+                <legend safe>{server}</legend>
+                {menu.offered
+                  .filter((tool) => tool.server === server)
+                  .map((tool, index) => {
+                    const id = `tool-${serverIndex}-${index}`
+                    return (
+                      <div class="check tool-option">
+                        <input
+                          type="checkbox"
+                          id={id}
+                          name="tools"
+                          value={escapeHtml(tool.id)}
+                          form="composer-tools"
+                          checked={chosen.has(tool.id)}
+                          aria-describedby={`${id}-hint`}
+                        />
+                        <label for={id} title={escapeHtml(tool.description)}>
+                          <span class="tool-name" safe>
+                            {tool.name}
+                          </span>
+                          {tool.asksFirst ? <span class="badge subtle">asks first</span> : null}
+                          <span id={`${id}-hint`} class="hint" safe>
+                            {toolHint(tool)}
+                          </span>
+                        </label>
+                      </div>
+                    )
+                  })}
+              </fieldset>
+            ))}
+          </div>
+        </fieldset>
+        <button type="submit" form="composer-tools" class="tools-save">
+          Save tools
+        </button>
+      </div>
+    </details>
   )
 }
 
@@ -133,6 +266,7 @@ export function Composer(props: PropsWithChildren<ComposerProps>): JSX.Element {
             />
             {props.children}
             {props.picker ? <ModelSelect picker={props.picker} action={props.pickerAction} /> : null}
+            {props.tools && props.pickerAction ? <ToolsChoice menu={props.tools} /> : null}
             <span class="composer-spacer" />
             {props.stopAction ? (
               <button
@@ -160,6 +294,12 @@ export function Composer(props: PropsWithChildren<ComposerProps>): JSX.Element {
           </span>
         </p>
       </form>
+      {/* The Tools menu's fields belong to this form: a form may not hold another, and they never go with a message. */}
+      {props.tools && props.pickerAction ? (
+        <form id="composer-tools" method="post" action={escapeHtml(props.pickerAction)}>
+          <CsrfField token={props.csrf} />
+        </form>
+      ) : null}
     </section>
   )
 }

@@ -7,8 +7,9 @@ import { CsrfField, Time } from '../../web/components'
 import { renderMarkdown } from '../../web/markdown'
 import type { ThreadsModel } from '../model'
 import type { Rating } from '../repository'
+import { toolCallLine } from '../tool-calls'
 import { ChatLayout, type ChatLayoutProps, CopyIcon, TopBar } from './chat-layout'
-import { Composer, type ModelPicker, type QuotaNotice } from './composer'
+import { Composer, type ModelPicker, type QuotaNotice, ToolIcon, type ToolsMenu } from './composer'
 import { EchoNotice, EditIcon, RegenerateIcon, StateBadge, ThumbIcon, threadTitle } from './parts'
 
 /** Where a listed message stands among its versions (versions.ts `versionsOf`), and for an answer its model. */
@@ -43,8 +44,12 @@ export interface ThreadPageProps extends Omit<ChatLayoutProps, 'title'> {
   versions: Map<string, MessageVersion>
   /** Models' display names by ID, for the model named under each answer. */
   modelNames: Map<string, string>
+  /** The tools each answer called, by answer (none: absent). */
+  toolCalls: Map<string, ThreadsModel.toolCall[]>
   /** The composer's model picker; null when there is nothing to choose (one model). */
   picker: ModelPicker | null
+  /** The composer's Tools menu, for the owner when the organization has tools on; null otherwise. */
+  toolsMenu: ToolsMenu | null
   /** The thread's own instructions, for its owner's menu. */
   instructions: string | null
   /** Why the composer's last message was refused, with what was typed. */
@@ -315,6 +320,70 @@ function Regenerate({ questionId, index, props }: { questionId: string; index: n
   )
 }
 
+/** A call's arguments as the model gave them: an object indented as JSON, other text as it was written. */
+function argumentsText(call: ThreadsModel.toolCall): string {
+  return typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments, null, 2)
+}
+
+/** The outcomes whose line already says the call's error. */
+const saysError = new Set<ThreadsModel.toolCall['outcome']>(['error', 'timeout', 'refused'])
+
+/** The outcomes a call's line shows as a problem. */
+const troubled = new Set<ThreadsModel.toolCall['outcome']>(['error', 'timeout', 'refused', 'unknown', 'denied'])
+
+/**
+ * What the answer did with tools, before the text that read their results: one disclosure per call, its line ("Used
+ * search_docs on docs · 320 ms") opening to the arguments and the result the model read, as plain text.
+ */
+function ToolCalls({ message, props }: { message: ThreadsModel.message; props: ThreadPageProps }): JSX.Element {
+  const calls = props.toolCalls.get(message.id)
+  if (!calls || calls.length === 0) return ''
+  return (
+    <ul class="tool-calls" aria-label="Tools the answer used">
+      {calls.map((call) => (
+        <li>
+          <details class={troubled.has(call.outcome) ? 'tool-call troubled' : 'tool-call'} id={`tool-call-${call.id}`}>
+            <summary>
+              <ToolIcon />
+              <span class="tool-call-line" safe>
+                {toolCallLine(call, props.isOwner ? 'your' : 'the owner’s')}
+              </span>
+            </summary>
+            <div class="tool-call-body">
+              {call.error && !saysError.has(call.outcome) ? (
+                <p class="tool-call-note" safe>
+                  {call.error}
+                </p>
+              ) : null}
+              {call.decided_by ? (
+                <p class="tool-call-note">
+                  {call.outcome === 'denied' ? 'Denied' : 'Allowed'} by{' '}
+                  <a href={`#message-${escapeHtml(call.decided_by)}`}>
+                    {props.isOwner ? 'your reply' : 'the owner’s reply'}
+                  </a>
+                  .
+                </p>
+              ) : null}
+              <h4 class="tool-call-heading">Arguments</h4>
+              <pre class="tool-call-text" safe>
+                {argumentsText(call)}
+              </pre>
+              {call.result === null ? null : (
+                <>
+                  <h4 class="tool-call-heading">{call.result_truncated ? 'Result (cut for the model)' : 'Result'}</h4>
+                  <pre class="tool-call-text" safe>
+                    {call.result}
+                  </pre>
+                </>
+              )}
+            </div>
+          </details>
+        </li>
+      ))}
+    </ul>
+  )
+}
+
 /** The model that wrote an answer, by its display name (its ID when the catalogue no longer names it). */
 function AnswerModel({ message, props }: { message: ThreadsModel.message; props: ThreadPageProps }): JSX.Element {
   const model = props.versions.get(message.id)?.model
@@ -350,6 +419,7 @@ function Message({
       {message.role === 'summary' ? (
         <p class="muted summary-note">Stands in for earlier messages; the model reads it as a note.</p>
       ) : null}
+      {message.role === 'assistant' ? <ToolCalls message={message} props={props} /> : null}
       <div class="message-body">
         {message.contents.map((block) => (
           <Block block={block} answerable={answerable} props={props} />
@@ -630,6 +700,7 @@ export function ThreadPage(props: ThreadPageProps): JSX.Element {
           placeholder="Reply"
           picker={props.picker}
           pickerAction={`/threads/${thread.id}/settings`}
+          tools={props.toolsMenu}
         />
       ) : null}
     </ChatLayout>

@@ -82,6 +82,7 @@ function replaceFrom(doc: Document, selector: string): void {
   const current = document.querySelector(selector)
   if (!fresh || !current) return
   keepTyped(current, fresh)
+  keepOpen(current, fresh)
   // Enhanced before it is shown, so the new rendering never flashes plain code or UTC times.
   enhance(fresh)
   current.replaceWith(document.adoptNode(fresh))
@@ -99,6 +100,14 @@ function keepTyped(current: Element, fresh: Element): void {
       ...fresh.querySelectorAll<HTMLInputElement | HTMLTextAreaElement>(`[name="${CSS.escape(field.name)}"]`),
     ].find((candidate) => candidate.form?.getAttribute('action') === action)
     if (twin) twin.value = field.value
+  }
+}
+
+/** A tool call the person opened stays open in the new rendering (an answer that ends swaps the conversation). */
+function keepOpen(current: Element, fresh: Element): void {
+  for (const opened of current.querySelectorAll<HTMLDetailsElement>('details.tool-call[open][id]')) {
+    const twin = fresh.querySelector<HTMLDetailsElement>(`#${CSS.escape(opened.id)}`)
+    if (twin) twin.open = true
   }
 }
 
@@ -514,6 +523,55 @@ async function chooseModel(select: HTMLSelectElement): Promise<void> {
   }
 }
 
+// ---- The composer's Tools menu ----
+
+/** Saves run one after another, each sending the menu as it is when its turn comes. */
+let toolsSaving: Promise<void> = Promise.resolve()
+
+function toolsFields(form: HTMLFormElement): HTMLInputElement[] {
+  return [...form.elements].filter((field): field is HTMLInputElement => field instanceof HTMLInputElement)
+}
+
+/** The menu's button and the announcement say what the thread now has. */
+function toolsInWords(form: HTMLFormElement): { short: string; sentence: string } {
+  const fields = toolsFields(form)
+  const choice = fields.find((field) => field.name === 'tools_choice' && field.checked)?.value
+  const tools = fields.filter((field) => field.name === 'tools')
+  const checked = tools.filter((field) => field.checked).length
+  if (choice === 'all') return { short: 'All', sentence: 'every tool the organization has on' }
+  if (choice === 'none' || checked === 0) return { short: 'None', sentence: 'no tools' }
+  return { short: `${checked} of ${tools.length}`, sentence: `${checked} of ${tools.length} tools` }
+}
+
+/**
+ * The Tools menu saves each change at once as the thread's tools, as the model picker saves its model. Checking a
+ * tool chooses "Only these". A refused change puts the menu back as it was saved: the fields' `defaultChecked`, as
+ * the server rendered them and each save since left them.
+ */
+function chooseTools(form: HTMLFormElement, changed: HTMLInputElement): void {
+  if (changed.name === 'tools') {
+    const some = toolsFields(form).find((field) => field.name === 'tools_choice' && field.value === 'some')
+    if (some) some.checked = true
+  }
+  toolsSaving = toolsSaving.then(async () => {
+    const body = new URLSearchParams(new FormData(form) as unknown as Record<string, string>)
+    let ok = false
+    try {
+      ok = (await fetchPage(form.action, { method: 'POST', body }))?.response.ok === true
+    } catch {}
+    if (ok) {
+      for (const field of toolsFields(form)) field.defaultChecked = field.checked
+      showComposerError(null)
+      announce(`This thread's answers may use ${toolsInWords(form).sentence}.`)
+    } else {
+      for (const field of toolsFields(form)) field.checked = field.defaultChecked
+      showComposerError('The tools could not be saved: try again.')
+    }
+    const summary = document.querySelector('.tools-menu .tools-summary')
+    if (summary) summary.textContent = toolsInWords(form).short
+  })
+}
+
 document.addEventListener('submit', (event) => {
   const form = event.target as HTMLFormElement
   const submitter = (event as SubmitEvent).submitter as HTMLButtonElement | null
@@ -567,6 +625,8 @@ document.addEventListener('change', (event) => {
     addFiles(picked)
   } else if (target instanceof HTMLSelectElement && target.id === 'composer-model') {
     void chooseModel(target)
+  } else if (target instanceof HTMLInputElement && target.form?.id === 'composer-tools') {
+    chooseTools(target.form, target)
   }
 })
 

@@ -206,6 +206,27 @@ for (const provider of providers) {
       approvalId: null,
     })
     expect(call?.durationMs).toBeGreaterThanOrEqual(0)
+    // The answer's details say the same through the API, as the engine recorded it.
+    const details = await s.h.call('GET', `/api/v1/threads/${threadId}/messages/${answer.id}/details`, {
+      token: s.token,
+    })
+    expect(details.status).toBe(200)
+    expect(details.body.tool_calls).toEqual([
+      {
+        id: call?.id,
+        server: 'docs',
+        tool: 'search_docs',
+        arguments: { query: 'tokens' },
+        outcome: 'ok',
+        result: 'Found 2 pages for tokens',
+        result_truncated: false,
+        error: null,
+        duration_ms: call?.durationMs,
+        round: call?.round,
+        started_at: expect.any(String),
+        decided_by: null,
+      },
+    ])
     // The model got the result of its call, and the tool under the name it called.
     expect(s.vendor.toolNames(s.fake.received[0] as Received)).toContain('docs__search_docs')
     expect(told(s.fake.received[1])).toContain('Found 2 pages for tokens')
@@ -242,6 +263,13 @@ for (const provider of providers) {
     expect(s.up.deletes).toBe(1)
     const [ran] = await callsOf(s.h, first.threadId)
     expect(ran).toMatchObject({ status: 'ok', result: 'Deleted 7', decidedBy: allowed.messageId })
+    // The question's details show the call as it ended, and whose reply allowed it.
+    const details = await s.h.call('GET', `/api/v1/threads/${first.threadId}/messages/${question.id}/details`, {
+      token: s.token,
+    })
+    expect(details.body.tool_calls).toMatchObject([
+      { tool: 'delete_page', outcome: 'ok', result: 'Deleted 7', decided_by: allowed.messageId },
+    ])
     // The model's prompt goes on from its call: the result answers it, and the approval itself is left out.
     const request = s.fake.received[1] as Received
     expect(told(request)).toContain('Deleted 7')

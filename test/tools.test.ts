@@ -162,6 +162,59 @@ for (const provider of providers) {
     expect(told(s.fake.received[1])).toContain('denied')
   })
 
+  test(`${provider}: an approval the thread's tools were turned off under ends refused at the reply, which the model answers`, async () => {
+    await using s = await setup(provider)
+    s.fake.reply(s.vendor.calls(['I will delete it.'], [deletePage('call_d1', '7')]))
+    const first = await ask(s.h, s.token, 'Delete page 7')
+    const question = await lastAnswer(s.h, s.token, first.threadId)
+    const settings = `/api/v1/threads/${first.threadId}/settings`
+    expect((await s.h.call('PATCH', settings, { token: s.token, body: { tools: [] } })).status).toBe(200)
+
+    s.fake.reply(s.vendor.text(['I could not: deleting pages is no longer available here.']))
+    const allowed = await ask(s.h, s.token, 'Allow', first.threadId)
+    expect(tokensOf(allowed.events)).toBe('I could not: deleting pages is no longer available here.')
+    expect(await stateOf(s.h, s.token, first.threadId)).toBe('ready')
+    expect(s.up.deletes).toBe(0)
+    const [call] = await callsOf(s.h, first.threadId)
+    // The reply decided nothing: the call ended because the thread no longer offers its tool.
+    expect(call).toMatchObject({
+      status: 'refused',
+      error: 'no longer offered to this thread',
+      decidedBy: null,
+      answerId: question.id,
+    })
+    expect(call?.finishedAt).not.toBeNull()
+    const details = await s.h.call('GET', `/api/v1/threads/${first.threadId}/messages/${question.id}/details`, {
+      token: s.token,
+    })
+    expect(details.body.tool_calls).toMatchObject([
+      { tool: 'delete_page', outcome: 'refused', error: 'no longer offered to this thread', decided_by: null },
+    ])
+    // The model is offered no tool of the server, reads the call and why it was not made as text (no tool defines
+    // it), and answers the person's own words.
+    const request = s.fake.received[1] as Received
+    expect(s.vendor.toolNames(request).filter((name) => name.startsWith('docs__'))).toEqual([])
+    expect(told(request)).toContain('no longer offered to this thread')
+    expect(told(request)).not.toMatch(/"tool_calls"|"tool_use"|"tool_result"/)
+    const last = request.body.messages.at(-1)
+    expect(last.role).toBe('user')
+    expect(JSON.stringify(last)).toContain('Allow')
+
+    // Asked again, the answer finds the call ended and makes the same request.
+    s.fake.reply(s.vendor.text(['Still not available.']))
+    const again = await s.h.call('POST', `/api/v1/threads/${first.threadId}/messages/${allowed.messageId}/regenerate`, {
+      token: s.token,
+    })
+    expect(again.status).toBe(201)
+    await s.h.app.decorator.engine.idle()
+    expect((await lastAnswer(s.h, s.token, first.threadId)).contents).toEqual([
+      { type: 'text', text: 'Still not available.' },
+    ])
+    expect(told(s.fake.received[2])).toBe(told(request))
+    expect(await callsOf(s.h, first.threadId)).toMatchObject([{ status: 'refused', decidedBy: null }])
+    expect(s.up.deletes).toBe(0)
+  })
+
   test(`${provider}: TOOLS_MAX_ROUNDS=2 makes the third request the last, with tool_choice none`, async () => {
     await using s = await setup(provider, { TOOLS_MAX_ROUNDS: 2 })
     s.fake.reply(
@@ -264,6 +317,46 @@ for (const provider of providers) {
     expect(s.fake.received).toHaveLength(1)
   })
 }
+
+test('an approval whose tool an admin turned off ends refused, the model told by its result beside the tools still on', async () => {
+  await using s = await setup('openai')
+  s.fake.reply(s.vendor.calls(['I will delete it.'], [deletePage('call_d1', '7')]))
+  const first = await ask(s.h, s.token, 'Delete page 7')
+  expect(await s.h.store.mcpServers.setToolEnabled(s.server.organizationId, s.server.id, 'delete_page', false)).toBe(
+    true,
+  )
+  s.fake.reply(s.vendor.text(['Deleting pages was turned off.']))
+  const denied = await ask(s.h, s.token, 'Deny', first.threadId)
+  expect(tokensOf(denied.events)).toBe('Deleting pages was turned off.')
+  expect(s.up.deletes).toBe(0)
+  expect(await callsOf(s.h, first.threadId)).toMatchObject([
+    { status: 'refused', error: 'no longer offered to this thread', decidedBy: null },
+  ])
+  // The chain goes on natively, the call answered by its refusal, and the reply follows it as the person's words.
+  const request = s.fake.received[1] as Received
+  expect(s.vendor.toolNames(request)).toContain('docs__search_docs')
+  expect(s.vendor.toolNames(request)).not.toContain('docs__delete_page')
+  const messages: { role: string; content: unknown; tool_calls?: unknown }[] = request.body.messages
+  const result = messages.find((message) => message.role === 'tool')
+  expect(String(result?.content)).toContain('no longer offered to this thread')
+  expect(messages.at(-1)).toMatchObject({ role: 'user', content: 'Deny' })
+})
+
+test('an approval whose thread moved to a model without tools ends refused, and that model answers the reply', async () => {
+  await using s = await setup('openai', {}, { echo: true })
+  s.fake.reply(s.vendor.calls(['I will delete it.'], [deletePage('call_d1', '7')]))
+  const first = await ask(s.h, s.token, 'Delete page 7')
+  const settings = `/api/v1/threads/${first.threadId}/settings`
+  expect((await s.h.call('PATCH', settings, { token: s.token, body: { model: 'echo' } })).status).toBe(200)
+  const allowed = await ask(s.h, s.token, 'Allow', first.threadId)
+  expect(tokensOf(allowed.events)).toBe('You said, in turn 2:\n\n> Allow')
+  expect(await stateOf(s.h, s.token, first.threadId)).toBe('ready')
+  expect(s.up.deletes).toBe(0)
+  expect(s.fake.received).toHaveLength(1)
+  expect(await callsOf(s.h, first.threadId)).toMatchObject([
+    { status: 'refused', error: 'no longer offered to this thread', decidedBy: null },
+  ])
+})
 
 test('an approval answered through MCP answer_choice runs the call and the answer goes on', async () => {
   await using s = await setup('openai')

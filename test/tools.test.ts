@@ -1,171 +1,15 @@
 // Answers that call the tools of an organization's MCP server, end to end: the real worker asks a fake provider
 // (OpenAI and Anthropic alike), the engine hands each round of calls to the executor, and the real MCP client calls a
-// real SDK server on loopback (support/mcp-upstream.ts), which counts what it ran. What the tools did is read from the
+// real SDK server on loopback (support/tools-app.ts), which counts what it ran. What the tools did is read from the
 // tool-call record.
 import { expect, test } from 'bun:test'
-import { asc, eq } from 'drizzle-orm'
-import type { Config } from '../src/config'
-import { createMcpConnections, type McpConnections } from '../src/connectors/client'
 import { approvalBlock } from '../src/connectors/executor'
-import type { ToolCaller } from '../src/connectors/ports'
-import type { McpServerRow } from '../src/connectors/repository'
-import { silentLogger } from '../src/shared/log'
-import { secretBox } from '../src/shared/secret-box'
-import {
-  anthropicText,
-  anthropicToolUse,
-  ask,
-  FakeLlm,
-  messagesOf,
-  openaiText,
-  openaiToolCalls,
-  providerHarness,
-  type Received,
-  type Script,
-  type ScriptedCall,
-  sse,
-  stateOf,
-} from './support/fake-llm'
+import { ask, messagesOf, type Received, stateOf } from './support/fake-llm'
 import { type Harness, listening, tokensOf, until } from './support/helpers'
 import { connect } from './support/mcp-helpers'
-import { type McpUpstream, mcpUpstream } from './support/mcp-upstream'
+import { callsOf, deletePage, type Provider, search, toolsApp as setup, told } from './support/tools-app'
 
-type Provider = 'openai' | 'anthropic'
 const providers: Provider[] = ['openai', 'anthropic']
-
-/** What each vendor's fake streams, what it reports used per request, and how a request forbids tool calls. */
-const vendors = {
-  openai: {
-    calls:
-      (tokens: string[], calls: ScriptedCall[]): Script =>
-      () =>
-        sse(openaiToolCalls(tokens, calls)),
-    text:
-      (tokens: string[]): Script =>
-      () =>
-        sse(openaiText(tokens)),
-    usage: { input: 42, output: 7 },
-    toolsOff: (request: Received) => request.body.tool_choice === 'none',
-    toolNames: (request: Received): string[] =>
-      (request.body.tools ?? []).map((tool: { function: { name: string } }) => tool.function.name),
-  },
-  anthropic: {
-    calls:
-      (tokens: string[], calls: ScriptedCall[]): Script =>
-      () =>
-        sse(anthropicToolUse(tokens, calls)),
-    text:
-      (tokens: string[]): Script =>
-      () =>
-        sse(anthropicText(tokens)),
-    usage: { input: 25, output: 15 },
-    toolsOff: (request: Received) => request.body.tool_choice?.type === 'none',
-    toolNames: (request: Received): string[] => (request.body.tools ?? []).map((tool: { name: string }) => tool.name),
-  },
-}
-
-const search = (id: string, query: string): ScriptedCall => ({
-  id,
-  name: 'docs__search_docs',
-  arguments: JSON.stringify({ query }),
-})
-const deletePage = (id: string, page: string): ScriptedCall => ({
-  id,
-  name: 'docs__delete_page',
-  arguments: JSON.stringify({ page }),
-})
-
-interface Setup extends AsyncDisposable {
-  h: Harness
-  token: string
-  fake: FakeLlm
-  up: McpUpstream
-  server: McpServerRow
-  /** The app's MCP client. */
-  pool: McpConnections
-  vendor: (typeof vendors)[Provider]
-}
-
-/**
- * An app whose answers are written by the real worker against a fake provider, with the real MCP client, and an
- * organization that connected the upstream as `docs` (its tools fetched, so turned on).
- */
-async function setup(provider: Provider, config: Partial<Config> = {}): Promise<Setup> {
-  const fake = new FakeLlm()
-  const up = mcpUpstream()
-  // The client stores what it learns in the app's database, which exists once the app does.
-  let pool: McpConnections | undefined
-  const caller: ToolCaller = {
-    call: (...args) => (pool as McpConnections).call(...args),
-    refresh: (server) => (pool as McpConnections).refresh(server),
-    forget: (serverId) => pool?.forget(serverId),
-  }
-  // The catalogue names the provider the worker runs, so its model is one that is offered tools.
-  const { h } = await providerHarness(
-    provider,
-    fake,
-    {},
-    { toolCaller: caller, config: { LLM_PROVIDER: provider, LLM_MODEL: 'test-model', ...config } },
-  )
-  pool = createMcpConnections({
-    servers: h.store.mcpServers,
-    box: secretBox({}),
-    // Loopback is only reached with the private-network switch on.
-    outbound: { allowPrivateNetworks: true, timeoutMs: 10_000, maxResponseBytes: 1_000_000 },
-    resultMaxChars: 2000,
-    log: silentLogger,
-  })
-  const user = await h.user({ org: 'acme' })
-  const server = await connectUpstream(h, user.id, up)
-  // The first fetch of a server's tools turns them all on.
-  expect(await pool.refresh(server)).toEqual({ status: 'ok', tools: 2, error: null })
-  return {
-    h,
-    token: user.token,
-    fake,
-    up,
-    server,
-    pool,
-    vendor: vendors[provider],
-    async [Symbol.asyncDispose]() {
-      await h[Symbol.asyncDispose]()
-      await pool?.close()
-      await up[Symbol.asyncDispose]()
-      await fake[Symbol.asyncDispose]()
-    },
-  }
-}
-
-/** The upstream connected as `docs` by the user's organization, and its tools fetched. */
-async function connectUpstream(h: Harness, userId: number, up: McpUpstream, trusted = false): Promise<McpServerRow> {
-  const [row] = await h.orm
-    .select({ organizationId: h.tables.users.organizationId })
-    .from(h.tables.users)
-    .where(eq(h.tables.users.id, userId))
-  const server = await h.store.mcpServers.add({
-    id: Bun.randomUUIDv7(),
-    organizationId: (row as { organizationId: number }).organizationId,
-    name: 'docs',
-    url: up.url,
-    auth: 'none',
-    headersSealed: null,
-    headerNames: [],
-    trusted,
-    createdBy: userId,
-    now: Date.now(),
-  })
-  if (!server) throw new Error('server not added')
-  return server
-}
-
-/** The thread's tool calls as recorded, in the order they were asked for (their IDs are UUIDv7). */
-async function callsOf(h: Harness, threadId: string) {
-  return h.orm
-    .select()
-    .from(h.tables.toolCalls)
-    .where(eq(h.tables.toolCalls.threadId, threadId))
-    .orderBy(asc(h.tables.toolCalls.id))
-}
 
 async function lastAnswer(h: Harness, token: string, threadId: string) {
   const messages = await messagesOf(h, token, threadId)
@@ -179,9 +23,6 @@ const approval = (callId: string, question: string) => ({
   question,
   choices: ['Allow', 'Deny'],
 })
-
-/** The request body as text, to find what the model was told. */
-const told = (request: Received | undefined) => JSON.stringify(request?.body)
 
 for (const provider of providers) {
   test(`${provider}: a read-only tool runs at once; the answer goes on, and its usage is both requests'`, async () => {
@@ -321,6 +162,59 @@ for (const provider of providers) {
     expect(told(s.fake.received[1])).toContain('denied')
   })
 
+  test(`${provider}: an approval the thread's tools were turned off under ends refused at the reply, which the model answers`, async () => {
+    await using s = await setup(provider)
+    s.fake.reply(s.vendor.calls(['I will delete it.'], [deletePage('call_d1', '7')]))
+    const first = await ask(s.h, s.token, 'Delete page 7')
+    const question = await lastAnswer(s.h, s.token, first.threadId)
+    const settings = `/api/v1/threads/${first.threadId}/settings`
+    expect((await s.h.call('PATCH', settings, { token: s.token, body: { tools: [] } })).status).toBe(200)
+
+    s.fake.reply(s.vendor.text(['I could not: deleting pages is no longer available here.']))
+    const allowed = await ask(s.h, s.token, 'Allow', first.threadId)
+    expect(tokensOf(allowed.events)).toBe('I could not: deleting pages is no longer available here.')
+    expect(await stateOf(s.h, s.token, first.threadId)).toBe('ready')
+    expect(s.up.deletes).toBe(0)
+    const [call] = await callsOf(s.h, first.threadId)
+    // The reply decided nothing: the call ended because the thread no longer offers its tool.
+    expect(call).toMatchObject({
+      status: 'refused',
+      error: 'no longer offered to this thread',
+      decidedBy: null,
+      answerId: question.id,
+    })
+    expect(call?.finishedAt).not.toBeNull()
+    const details = await s.h.call('GET', `/api/v1/threads/${first.threadId}/messages/${question.id}/details`, {
+      token: s.token,
+    })
+    expect(details.body.tool_calls).toMatchObject([
+      { tool: 'delete_page', outcome: 'refused', error: 'no longer offered to this thread', decided_by: null },
+    ])
+    // The model is offered no tool of the server, reads the call and why it was not made as text (no tool defines
+    // it), and answers the person's own words.
+    const request = s.fake.received[1] as Received
+    expect(s.vendor.toolNames(request).filter((name) => name.startsWith('docs__'))).toEqual([])
+    expect(told(request)).toContain('no longer offered to this thread')
+    expect(told(request)).not.toMatch(/"tool_calls"|"tool_use"|"tool_result"/)
+    const last = request.body.messages.at(-1)
+    expect(last.role).toBe('user')
+    expect(JSON.stringify(last)).toContain('Allow')
+
+    // Asked again, the answer finds the call ended and makes the same request.
+    s.fake.reply(s.vendor.text(['Still not available.']))
+    const again = await s.h.call('POST', `/api/v1/threads/${first.threadId}/messages/${allowed.messageId}/regenerate`, {
+      token: s.token,
+    })
+    expect(again.status).toBe(201)
+    await s.h.app.decorator.engine.idle()
+    expect((await lastAnswer(s.h, s.token, first.threadId)).contents).toEqual([
+      { type: 'text', text: 'Still not available.' },
+    ])
+    expect(told(s.fake.received[2])).toBe(told(request))
+    expect(await callsOf(s.h, first.threadId)).toMatchObject([{ status: 'refused', decidedBy: null }])
+    expect(s.up.deletes).toBe(0)
+  })
+
   test(`${provider}: TOOLS_MAX_ROUNDS=2 makes the third request the last, with tool_choice none`, async () => {
     await using s = await setup(provider, { TOOLS_MAX_ROUNDS: 2 })
     s.fake.reply(
@@ -423,6 +317,46 @@ for (const provider of providers) {
     expect(s.fake.received).toHaveLength(1)
   })
 }
+
+test('an approval whose tool an admin turned off ends refused, the model told by its result beside the tools still on', async () => {
+  await using s = await setup('openai')
+  s.fake.reply(s.vendor.calls(['I will delete it.'], [deletePage('call_d1', '7')]))
+  const first = await ask(s.h, s.token, 'Delete page 7')
+  expect(await s.h.store.mcpServers.setToolEnabled(s.server.organizationId, s.server.id, 'delete_page', false)).toBe(
+    true,
+  )
+  s.fake.reply(s.vendor.text(['Deleting pages was turned off.']))
+  const denied = await ask(s.h, s.token, 'Deny', first.threadId)
+  expect(tokensOf(denied.events)).toBe('Deleting pages was turned off.')
+  expect(s.up.deletes).toBe(0)
+  expect(await callsOf(s.h, first.threadId)).toMatchObject([
+    { status: 'refused', error: 'no longer offered to this thread', decidedBy: null },
+  ])
+  // The chain goes on natively, the call answered by its refusal, and the reply follows it as the person's words.
+  const request = s.fake.received[1] as Received
+  expect(s.vendor.toolNames(request)).toContain('docs__search_docs')
+  expect(s.vendor.toolNames(request)).not.toContain('docs__delete_page')
+  const messages: { role: string; content: unknown; tool_calls?: unknown }[] = request.body.messages
+  const result = messages.find((message) => message.role === 'tool')
+  expect(String(result?.content)).toContain('no longer offered to this thread')
+  expect(messages.at(-1)).toMatchObject({ role: 'user', content: 'Deny' })
+})
+
+test('an approval whose thread moved to a model without tools ends refused, and that model answers the reply', async () => {
+  await using s = await setup('openai', {}, { echo: true })
+  s.fake.reply(s.vendor.calls(['I will delete it.'], [deletePage('call_d1', '7')]))
+  const first = await ask(s.h, s.token, 'Delete page 7')
+  const settings = `/api/v1/threads/${first.threadId}/settings`
+  expect((await s.h.call('PATCH', settings, { token: s.token, body: { model: 'echo' } })).status).toBe(200)
+  const allowed = await ask(s.h, s.token, 'Allow', first.threadId)
+  expect(tokensOf(allowed.events)).toBe('You said, in turn 2:\n\n> Allow')
+  expect(await stateOf(s.h, s.token, first.threadId)).toBe('ready')
+  expect(s.up.deletes).toBe(0)
+  expect(s.fake.received).toHaveLength(1)
+  expect(await callsOf(s.h, first.threadId)).toMatchObject([
+    { status: 'refused', error: 'no longer offered to this thread', decidedBy: null },
+  ])
+})
 
 test('an approval answered through MCP answer_choice runs the call and the answer goes on', async () => {
   await using s = await setup('openai')

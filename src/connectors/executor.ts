@@ -128,6 +128,23 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
+/** The offered tool a recorded call names, if the answer still offers it. */
+function offerOf(offers: Offer[], call: Pick<ToolCallRecord, 'serverId' | 'toolName'>): OfferableTool | undefined {
+  return offers.find(({ offer }) => offer.server.id === call.serverId && offer.tool.name === call.toolName)?.offer
+}
+
+/** How a call ends that waited (for a person, or across a crash) while the thread stopped offering its tool. */
+function noLongerOffered(call: Pick<ToolCallRecord, 'modelName'>): CallEnd {
+  const result = `The call was not made: the tool ${call.modelName} is no longer offered to this thread.`
+  return {
+    status: 'refused',
+    result,
+    resultChars: result.length,
+    error: 'no longer offered to this thread',
+    durationMs: null,
+  }
+}
+
 /** The arguments as a call needs them, or why they cannot be sent. */
 function parseArguments(text: string): { args: Record<string, unknown> } | { problem: string } {
   if (Buffer.byteLength(text) > maxArgumentBytes) return { problem: 'the arguments are larger than 64 KiB' }
@@ -234,7 +251,9 @@ export function toolExecutor(deps: ToolExecutorDeps): AnswerTools {
 
   /**
    * The decided calls of the chain that still have to happen: an allowed one is sent (once: `startCall` moves it from
-   * allowed to running, and only the answer that did so sends it), a denied one gets its result.
+   * allowed to running, and only the answer that did so sends it), a denied one gets its result. A call that waits
+   * for a person while the thread no longer offers its tool (its tools, or its model, changed meanwhile) is refused,
+   * rather than asked about or left waiting: the reply that met it decides nothing and reaches the model as a turn.
    */
   async function carryOut(
     answer: ToolAnswer,
@@ -253,22 +272,15 @@ export function toolExecutor(deps: ToolExecutorDeps): AnswerTools {
         const end: CallEnd = { status: 'denied', result, resultChars: result.length, error: null, durationMs: null }
         if (!(await toolCalls.endCall(call.id, end, fence, now))) throw new LostLease()
       }
+      if (call.status === 'awaiting_approval' && !offerOf(offers, call)) {
+        if (!(await toolCalls.endCall(call.id, noLongerOffered(call), fence, now))) throw new LostLease()
+      }
       if (call.status !== 'allowed') continue
-      const found = offers.find(
-        ({ offer }) => offer.server.id === call.serverId && offer.tool.name === call.toolName,
-      )?.offer
+      const found = offerOf(offers, call)
       // Arguments were checked when the call was recorded; a tool turned off since is not called.
       const parsed = parseArguments(call.arguments)
       if (!found || 'problem' in parsed) {
-        const result = told.notOffered(call.modelName)
-        const end: CallEnd = {
-          status: 'refused',
-          result,
-          resultChars: result.length,
-          error: 'no longer offered',
-          durationMs: null,
-        }
-        if (!(await toolCalls.endCall(call.id, end, fence, now))) throw new LostLease()
+        if (!(await toolCalls.endCall(call.id, noLongerOffered(call), fence, now))) throw new LostLease()
         continue
       }
       if (!(await toolCalls.startCall(call.id, fence, now))) throw new LostLease()
@@ -279,26 +291,30 @@ export function toolExecutor(deps: ToolExecutorDeps): AnswerTools {
 
   return {
     async prepare(answer, history, now, signal = new AbortController().signal) {
-      if (limits.maxRounds === 0 || !deps.supportsTools(answer.model)) return null
-      const [{ tools: allowed }, context] = await Promise.all([
-        deps.settings.threadSettings(answer.threadId),
-        deps.settings.answerSettings(answer.threadId, answer.messageId),
-      ])
-      if (allowed?.length === 0 || !context) return null
-      const offers = await offersOf(context.organizationId, allowed)
-      const runId = await toolCalls.runOf(answer.messageId)
-      if (offers.length === 0 || runId === null) return null
-      const fence = fenceOf(answer)
-
       // A continuation: the question answers the approval the previous answer ended with.
       const at = history.findIndex((message) => message.id === answer.messageId)
       const question = history[at]
       const before = history[at - 1]
       const block = before?.role === 'assistant' ? before.contents.at(-1) : undefined
-      const asked =
-        block?.type === 'user_get_choice' ? await toolCalls.byApproval(answer.threadId, block.tool_use_id) : null
+      const approvalId = block?.type === 'user_get_choice' ? block.tool_use_id : null
+      const toolsOn = limits.maxRounds > 0 && deps.supportsTools(answer.model)
+      if (!toolsOn && approvalId === null) return null
+      const [{ tools: allowed }, context] = await Promise.all([
+        deps.settings.threadSettings(answer.threadId),
+        deps.settings.answerSettings(answer.threadId, answer.messageId),
+      ])
+      if (!context) return null
+      const offers = toolsOn && allowed?.length !== 0 ? await offersOf(context.organizationId, allowed) : []
+      const asked = approvalId === null ? null : await toolCalls.byApproval(answer.threadId, approvalId)
+      // Without tools an answer has no chain to go on with, unless it answers an approval: that call still has to end.
+      if (offers.length === 0 && asked === null) return null
+      const runId = await toolCalls.runOf(answer.messageId)
+      if (runId === null) return null
+      const fence = fenceOf(answer)
+
       const verdict = question ? approvalAnswer(question.contents) : 'other'
-      if (asked?.status === 'awaiting_approval') {
+      // A call whose tool the thread no longer offers is not decided: carryOut refuses it.
+      if (asked?.status === 'awaiting_approval' && offerOf(offers, asked)) {
         // Of racing deciders (a regenerate, another instance) one wins; the others find the decision made and use it.
         await toolCalls.decide(asked.id, verdict === 'allow' ? 'allowed' : 'denied', answer.messageId, now)
       }
@@ -344,7 +360,9 @@ export function toolExecutor(deps: ToolExecutorDeps): AnswerTools {
       const hide = [
         ...new Set(chain.calls.flatMap((call) => (call.answerId && ids.has(call.answerId) ? [call.answerId] : []))),
       ]
-      if (asked && question && verdict !== 'other') hide.push(question.id)
+      // An exact Allow or Deny that decided the call is said by its result; other words reach the model as a turn.
+      const decided = chain.calls.find((call) => call.id === asked?.id)?.decidedBy === answer.messageId
+      if (decided && question && verdict !== 'other') hide.push(question.id)
       const offered: OfferedTool[] = offers.map(({ modelName, offer }) => ({
         name: modelName,
         description: offer.tool.description || offer.tool.title || offer.tool.name,
@@ -354,7 +372,8 @@ export function toolExecutor(deps: ToolExecutorDeps): AnswerTools {
       const lastRound = Math.max(0, ...chain.rounds.map((round) => round.round))
       states.set(answer, {
         organizationId: context.organizationId,
-        allowed,
+        // Nothing offered now is offered in a later round either.
+        allowed: offers.length === 0 ? [] : allowed,
         chainId,
         runId,
         offset: lastRound - rounds.length,

@@ -126,7 +126,9 @@ export function modelGenerator(model: ChatModel, settings: ModelSettings, blobs:
         const room = inputBudget(settings) - promptTokens(messages, system, offeredTokens(offered))
         const fitted = budgetRounds(rounds, room)
         if (rounds.length > 0 && !fitted.fits) toolChoice = 'none'
-        const form = offer ? 'native' : 'text'
+        // Calls are sent as the vendor's own only beside tools that define them: a thread whose tools were all turned
+        // off while a call waited reads the chain as text.
+        const form = offered.length > 0 ? 'native' : 'text'
         const request: ModelRequest = {
           system,
           turns: withRounds(messages, offer ? 'offer' : 'withhold', fitted.rounds, form, tools?.question),

@@ -6,6 +6,7 @@ import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { eq } from 'drizzle-orm'
 import sharp from 'sharp'
 import { imageLimits, maxRequestBytes, pdfLimits, textLimits } from '../src/attachments/limits'
 import { checkFormFiles, discardCheckedFiles, refusalInWords } from '../src/attachments/service'
@@ -704,6 +705,39 @@ describe.concurrent('messages that reference attachments', () => {
       { type: 'image', attachment_id: photo },
       { type: 'image', attachment_id: photo },
     ])
+  })
+
+  test('a sent message queues its files for search; a file already queued or read keeps its row', async () => {
+    await using s = await setup()
+    const [notes, photo, unsent] = (await uploaded(
+      s,
+      { name: 'notes.md', bytes: '# Notes' },
+      { name: 'photo.png', bytes: await png() },
+      { name: 'unsent.txt', bytes: 'never attached' },
+    )) as [string, string, string]
+    const { attachmentTexts } = s.h.tables
+    const queue = async () =>
+      Object.fromEntries(
+        (
+          await s.h.orm.select({ id: attachmentTexts.attachmentId, state: attachmentTexts.state }).from(attachmentTexts)
+        ).map((row) => [row.id, row.state]),
+      )
+    // Uploading alone queues nothing: a file is searched once a message attaches it.
+    expect(await queue()).toEqual({})
+    expect((await send(s, { text: 'see', attachment_ids: [notes, photo] })).status).toBe(201)
+    expect(await queue()).toEqual({ [notes]: 'pending', [photo]: 'pending' })
+    // The file indexer (a later step) reads one; attaching it again neither queues it again nor loses its text.
+    await s.h.orm
+      .update(attachmentTexts)
+      .set({ state: 'indexed', words: 'notes' })
+      .where(eq(attachmentTexts.attachmentId, notes))
+    await s.h.app.decorator.engine.idle()
+    expect((await send(s, { text: 'again', attachment_ids: [notes] })).status).toBe(201)
+    expect(await queue()).toEqual({ [notes]: 'indexed', [photo]: 'pending' })
+    expect(Object.keys(await queue())).not.toContain(unsent)
+    // The rows go with their files when the thread is deleted.
+    expect((await s.h.call('DELETE', `/api/v1/threads/${s.threadId}`, { token: s.owner.token })).status).toBe(204)
+    expect(await queue()).toEqual({})
   })
 
   test('400 naming the ID for an unknown ID, another thread’s file, or an ID listed twice; nothing is sent', async () => {

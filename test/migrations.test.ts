@@ -1,22 +1,32 @@
 // Upgrading a database with data: 0005_update_order.sql numbers existing threads in updated_at order and
 // indexes every thread's name and active messages, so search and the update order work at once; 0007 rebuilds
-// that index without word positions.
+// that index without word positions; 0018 (PostgreSQL: 0013) queues every attached file for search.
 import { Database } from 'bun:sqlite'
 import { expect, test } from 'bun:test'
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { drizzle as pgDrizzle } from 'drizzle-orm/bun-sql'
+import { migrate as pgMigrate } from 'drizzle-orm/bun-sql/migrator'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
+import { onPostgres } from './support/backend'
+import { emptyPostgresDatabase } from './support/postgres'
 
-/** A database in `dir` migrated up to, not including, the migration whose tag starts with `tag`. */
-function migratedBefore(dir: string, tag: string): Database {
+/** A copy in `dir` of a dialect's migrations up to, not including, the one whose tag starts with `tag`. */
+function migrationsBefore(dir: string, dialect: 'sqlite' | 'postgres', tag: string): string {
   const before = join(dir, 'before')
-  cpSync('db/migrations/sqlite', before, { recursive: true })
+  cpSync(`db/migrations/${dialect}`, before, { recursive: true })
   const journalPath = join(before, 'meta/_journal.json')
   const journal = JSON.parse(readFileSync(journalPath, 'utf8'))
   journal.entries = journal.entries.filter((entry: { tag: string }) => entry.tag < tag)
   writeFileSync(journalPath, JSON.stringify(journal))
+  return before
+}
+
+/** A database in `dir` migrated up to, not including, the migration whose tag starts with `tag`. */
+function migratedBefore(dir: string, tag: string): Database {
+  const before = migrationsBefore(dir, 'sqlite', tag)
   const sqlite = new Database(join(dir, 'db.sqlite'), { strict: true })
   migrate(drizzle({ client: sqlite }), { migrationsFolder: before })
   sqlite.run(`insert into organizations (slug, name, created_at) values ('acme', 'Acme', 0)`)
@@ -129,6 +139,113 @@ test('0015 puts existing messages on one path: answers under their question, eac
     ])
     sqlite.close()
   } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+/** Messages written before search read files, attaching files by their blocks (and one file that is gone). */
+const attachingMessages = [
+  [
+    'm1',
+    JSON.stringify([
+      { type: 'text', text: 'see' },
+      { type: 'document', attachment_id: 'f-notes' },
+    ]),
+  ],
+  [
+    'm2',
+    JSON.stringify([
+      { type: 'image', attachment_id: 'f-photo' },
+      { type: 'document', attachment_id: 'f-notes' },
+    ]),
+  ],
+  [
+    'm3',
+    JSON.stringify([
+      { type: 'text', text: 'no file' },
+      { type: 'document', attachment_id: 'f-gone' },
+    ]),
+  ],
+  ['m4', JSON.stringify([{ type: 'text', text: 'nothing attached' }])],
+] as const
+const queuedFiles = [
+  { attachment_id: 'f-notes', state: 'pending', text: null, words: null, indexed_at: null },
+  { attachment_id: 'f-photo', state: 'pending', text: null, words: null, indexed_at: null },
+]
+
+test.skipIf(onPostgres)('0018 queues every file a message attaches for search, once, and makes the vocabulary', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'threadhouse-migrations-'))
+  try {
+    const sqlite = migratedBefore(dir, '0018')
+    sqlite.run(`insert into threads (id, organization_id, owner_id, name, created_at, updated_at)
+      values ('t', 1, 1, 'T', 0, 0)`)
+    for (const [id, filename, kind] of [
+      ['f-notes', 'notes.md', 'document'],
+      ['f-photo', 'photo.png', 'image'],
+      ['f-unsent', 'unsent.txt', 'document'],
+    ]) {
+      sqlite.run(`insert into attachments (id, thread_id, kind, media_type, filename, size_bytes, created_at)
+        values ('${id}', 't', '${kind}', 'text/plain', '${filename}', 1, 0)`)
+    }
+    const message = sqlite.prepare(
+      `insert into messages (id, thread_id, role, contents, text, created_at) values (?, 't', 'user', ?, '', 0)`,
+    )
+    for (const [id, contents] of attachingMessages) message.run(id, contents)
+    migrate(drizzle({ client: sqlite }), { migrationsFolder: 'db/migrations/sqlite' })
+    expect(
+      sqlite
+        .query('select attachment_id, state, text, words, indexed_at from attachment_texts order by attachment_id')
+        .all(),
+    ).toEqual(queuedFiles)
+    expect(sqlite.query('select truncated from attachment_texts').all()).toEqual([{ truncated: 0 }, { truncated: 0 }])
+    // The vocabulary is its key alone: no rowid beside it.
+    sqlite.run(`insert into search_terms (term) values ('lyonnais')`)
+    expect(() => sqlite.query('select rowid from search_terms').all()).toThrow(/no such column: rowid/)
+    sqlite.close()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test.skipIf(!onPostgres)('0013 (PostgreSQL) queues every file a message attaches for search, once', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'threadhouse-migrations-'))
+  const client = new Bun.SQL(await emptyPostgresDatabase(), { max: 1 })
+  try {
+    await pgMigrate(pgDrizzle({ client }), { migrationsFolder: migrationsBefore(dir, 'postgres', '0013') })
+    await client`insert into organizations (slug, name, created_at) values ('acme', 'Acme', 0)`
+    await client`insert into users (sub, organization_id, email, name, role, password_hash, created_at)
+      values ('u', 1, 'a@example.test', 'A', 'owner', '-', 0)`
+    await client`insert into threads (id, organization_id, owner_id, name, created_at, updated_at)
+      values ('t', 1, 1, 'T', 0, 0)`
+    for (const [id, kind] of [
+      ['f-notes', 'document'],
+      ['f-photo', 'image'],
+      ['f-unsent', 'document'],
+    ]) {
+      await client`insert into attachments (id, thread_id, kind, media_type, filename, size_bytes, created_at)
+        values (${id}, 't', ${kind}, 'text/plain', 'file', 1, 0)`
+    }
+    for (const [id, contents] of attachingMessages) {
+      await client`insert into messages (id, thread_id, role, contents, text, created_at)
+        values (${id}, 't', 'user', ${contents}, '', 0)`
+    }
+    await pgMigrate(pgDrizzle({ client }), { migrationsFolder: 'db/migrations/postgres' })
+    expect(
+      await client`select attachment_id, state, text, words, indexed_at from attachment_texts order by attachment_id`,
+    ).toEqual(queuedFiles)
+    // The vocabulary's ranges are prefixes whatever the database's collation: it compares by code point.
+    expect(
+      await client`select collation_name from information_schema.columns where table_name = 'search_terms'`,
+    ).toEqual([{ collation_name: 'C' }])
+    await client`insert into search_terms (term) values ('lyon'), ('Lyon'), ('lyonnais'), ('lyoñ'), ('lyp')`
+    const from = 'lyon'
+    const to = `lyon\u{10ffff}`
+    expect(await client`select term from search_terms where term >= ${from} and term < ${to} order by term`).toEqual([
+      { term: 'lyon' },
+      { term: 'lyonnais' },
+    ])
+  } finally {
+    await client.close()
     rmSync(dir, { recursive: true, force: true })
   }
 })

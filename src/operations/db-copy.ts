@@ -101,8 +101,8 @@ export interface CopiedTable {
 }
 
 /**
- * Every table that holds data, parents before children. The search tables are not copied: their documents are
- * derived from threads and messages and built again on PostgreSQL.
+ * Every table that holds data, parents before children. The search tables are not copied: their documents and
+ * vocabulary (search_terms) are derived from threads, messages and files' text, and built again on PostgreSQL.
  */
 export const copiedTables: CopiedTable[] = [
   { from: lite.organizations, to: pg.organizations, order: ['id'], identity: 'id' },
@@ -128,6 +128,8 @@ export const copiedTables: CopiedTable[] = [
     targetOnly: ['leaseId', 'leasedBy', 'leaseExpiresAt'],
   },
   { from: lite.attachments, to: pg.attachments, order: ['id'] },
+  // Files' text for search goes too, read or still queued: reading it again (PDFs) would cost the server hours.
+  { from: lite.attachmentTexts, to: pg.attachmentTexts, order: ['attachmentId'] },
   { from: lite.webhookEndpoints, to: pg.webhookEndpoints, order: ['id'] },
   { from: lite.webhookDeliveries, to: pg.webhookDeliveries, order: ['id'] },
   { from: lite.webhookAttempts, to: pg.webhookAttempts, order: ['id'], identity: 'id' },

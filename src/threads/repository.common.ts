@@ -115,6 +115,15 @@ export const messageValues = (id: string, input: NewMessageRow, parentId: string
   createdAt,
 })
 
+/**
+ * The rows queuing a message's files for search (`pending` in attachment_texts, the file indexer's queue): inserted
+ * with the message, in its transaction, so a crash loses no file; a file already queued or read keeps its row.
+ */
+export function pendingFileTexts(contents: ContentBlock[]): { attachmentId: string; state: 'pending' }[] {
+  const ids = new Set(contents.flatMap((block) => ('attachment_id' in block ? [block.attachment_id] : [])))
+  return [...ids].map((attachmentId) => ({ attachmentId, state: 'pending' }))
+}
+
 type ThreadField = 'id' | 'name' | 'state' | 'isPrivate' | 'archived' | 'ownerId' | 'createdAt' | 'updatedAt'
 
 /** A ThreadRow's columns, by the row's field names. */

@@ -7,7 +7,7 @@
 // search.pg.ts keeps. The thread by ID and list pages are prepared once per database (src/db/prepared.ts): building
 // their Drizzle query cost more than running it. Searches are planned for their words instead (listThreads).
 import { and, desc, eq, gte, inArray, lt, lte, max, ne, sql } from 'drizzle-orm'
-import { attachments } from '../attachments/attachments.table.pg'
+import { attachments, attachmentTexts } from '../attachments/attachments.table.pg'
 import { users } from '../auth/auth.table.pg'
 import { anyDb } from '../db/dialect'
 import type { PgDb, PgTx as Tx } from '../db/postgres'
@@ -32,6 +32,7 @@ import {
   messagePlaceholders,
   messageValues,
   newThreadRow,
+  pendingFileTexts,
   refusedWrite,
   requeuedGeneration,
   requireActiveUser,
@@ -150,9 +151,10 @@ async function listThreads(db: PgDb, query: ThreadListQuery) {
 
 /**
  * Inserts a message at the end of its thread, or at `placedAt` (a summary takes the place of the messages it
- * replaces), in the caller's transaction, and returns its ID. At the end means at `now`, or just after the thread's
- * newest message if the clock has stepped back, so that messages list in the order they were written. Exported for
- * the answer store (generation), handed to it by the store's composition: it writes its messages in its own unit.
+ * replaces), with its files queued for search, in the caller's transaction, and returns its ID. At the end means at
+ * `now`, or just after the thread's newest message if the clock has stepped back, so that messages list in the order
+ * they were written. Exported for the answer store (generation), handed to it by the store's composition: it writes
+ * its messages in its own unit.
  */
 export async function insertMessageRow(tx: Tx, input: NewMessageRow, now: number): Promise<string> {
   let createdAt = input.placedAt
@@ -173,6 +175,8 @@ export async function insertMessageRow(tx: Tx, input: NewMessageRow, now: number
   ).execute(
     messageValues(id, input, input.parentId !== undefined ? input.parentId : await parentOf(tx, input), createdAt),
   )
+  const files = pendingFileTexts(input.contents)
+  if (files.length > 0) await tx.insert(attachmentTexts).values(files).onConflictDoNothing()
   return id
 }
 

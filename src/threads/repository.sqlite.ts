@@ -4,7 +4,7 @@
 // once per database (src/db/prepared.ts), with their thread rows read from `.values()`, and list pages take the
 // query plans SQLite must be told. Search statements take their FTS5 pieces from search.fts5.ts.
 import { and, between, desc, eq, gte, inArray, lt, max, ne, sql } from 'drizzle-orm'
-import { attachments } from '../attachments/attachments.table'
+import { attachments, attachmentTexts } from '../attachments/attachments.table'
 import { users } from '../auth/auth.table'
 import type { Db } from '../db/client'
 import { anyDb, asTables } from '../db/dialect'
@@ -29,6 +29,7 @@ import {
   messagePlaceholders,
   messageValues,
   newThreadRow,
+  pendingFileTexts,
   refusedWrite,
   requeuedGeneration,
   requireActiveUser,
@@ -205,8 +206,9 @@ function appendedAt(db: Db, threadId: string, now: number): number {
 
 /**
  * Inserts a message at the end of its thread, or at `placedAt` (a summary takes the place of the messages it
- * replaces), and returns its ID. Exported for other features' SQLite units of work that write a message among
- * their own rows (an answer, a compaction): inside their transaction, pass the same `db` (see src/db/prepared.ts).
+ * replaces), with its files queued for search, and returns its ID. Exported for other features' SQLite units of
+ * work that write a message among their own rows (an answer, a compaction): inside their transaction, pass the same
+ * `db` (see src/db/prepared.ts).
  */
 export function insertMessageRow(db: Db, input: NewMessageRow, now: number): string {
   const id = newId()
@@ -218,6 +220,8 @@ export function insertMessageRow(db: Db, input: NewMessageRow, now: number): str
       input.placedAt ?? appendedAt(db, input.threadId, now),
     ),
   )
+  const files = pendingFileTexts(input.contents)
+  if (files.length > 0) db.insert(attachmentTexts).values(files).onConflictDoNothing().run()
   return id
 }
 

@@ -28,6 +28,9 @@ const jsonText = customType<{ data: unknown; driverData: string }>({
   fromDriver: (value) => JSON.parse(value),
 })
 
+/** Text ordered by code point whatever the database's collation: ranges of it are prefixes (search_terms). */
+const codePointText = customType<{ data: string }>({ dataType: () => 'text COLLATE "C"' })
+
 /** A full-text document; written and queried only by the PostgreSQL thread search. */
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })
 
@@ -114,6 +117,14 @@ export const threadSearchOverflow = pgTable(
     index('thread_search_overflow_document_idx').using('gin', t.document),
   ],
 )
+
+/**
+ * Long search tokens ever indexed, which long prefixes expand to (see threads.table.ts). Compared by code point
+ * ("C"), as SQLite's binary collation compares them, so that a prefix's words are one range of the key.
+ */
+export const searchTerms = pgTable('search_terms', {
+  term: codePointText().primaryKey(),
+})
 
 export const messages = pgTable(
   'messages',

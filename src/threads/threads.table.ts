@@ -58,6 +58,15 @@ export const searchPending = sqliteTable('search_pending', {
   indexedKey: integer(),
 })
 
+/**
+ * Every search token of 5+ characters a document has held (search-text.ts, `vocabularyWords`): a query's long prefix
+ * is expanded to the terms in its range here, which both indexes then look up exactly. Only grows: a stale term
+ * expands to nothing (WITHOUT ROWID in the migration: the key is the row).
+ */
+export const searchTerms = sqliteTable('search_terms', {
+  term: text().primaryKey(),
+})
+
 export const messages = sqliteTable(
   'messages',
   {

@@ -2,11 +2,19 @@
 // run's backend and a scripted authorization server on loopback: an expired access token is refreshed once however
 // many requests find it so, two instances refreshing at once keep one pair, a refusal defers to a pair another
 // instance stored, and what cannot be refreshed marks the server `needs_authorization` without any request to the
-// authorization server's registration. The whole browser flow against a real Threadhouse is tools-oauth.test.ts.
+// authorization server's registration. Tokens and registrations go only to the authorization server they came from:
+// an Authorize begun after the resource moved to another one changes nothing the server holds until its code is
+// exchanged. The whole browser flow against a real Threadhouse is tools-oauth.test.ts.
 import { expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import { auth } from '@modelcontextprotocol/sdk/client/auth.js'
-import { NeedsAuthorization, type StoredTokens, storedOAuthProvider } from '../src/connectors/oauth-provider'
+import { beginAuthorization, completeAuthorization } from '../src/connectors/authorization'
+import {
+  NeedsAuthorization,
+  oauthCallbackPath,
+  type StoredTokens,
+  storedOAuthProvider,
+} from '../src/connectors/oauth-provider'
 import { type McpServerRow, sealedFor } from '../src/connectors/repository'
 import { guardedFetch } from '../src/shared/outbound/guarded-fetch'
 import { secretBox } from '../src/shared/secret-box'
@@ -25,21 +33,28 @@ interface TokenRequest {
   answer: (response: Response) => void
 }
 
-/** An authorization server whose token endpoint the test answers, request by request. */
-function authorizationServer() {
+/**
+ * An authorization server whose token endpoint the test answers, request by request; its metadata and dynamic
+ * registration (client `clientId`) answer by themselves.
+ */
+function authorizationServer(clientId = 'client-1') {
   const requests: TokenRequest[] = []
   const paths: string[] = []
   const server = Bun.serve({
     hostname: '127.0.0.1',
     port: 0,
-    async fetch(request) {
-      paths.push(new URL(request.url).pathname)
-      if (new URL(request.url).pathname !== '/token') return new Response('no', { status: 404 })
+    async fetch(request): Promise<Response> {
+      const path = new URL(request.url).pathname
+      paths.push(path)
+      if (path === '/.well-known/oauth-authorization-server') return Response.json(metadataOf(origin))
+      if (path === '/register')
+        return Response.json({ ...((await request.json()) as object), client_id: clientId }, { status: 201 })
+      if (path !== '/token') return new Response('no', { status: 404 })
       const form = new URLSearchParams(await request.text())
       return new Promise<Response>((answer) => requests.push({ form, answer }))
     },
   })
-  const origin = `http://127.0.0.1:${server.port}`
+  const origin: string = `http://127.0.0.1:${server.port}`
   return {
     origin,
     requests,
@@ -48,11 +63,36 @@ function authorizationServer() {
   }
 }
 
+function metadataOf(origin: string) {
+  return {
+    issuer: origin,
+    authorization_endpoint: `${origin}/authorize`,
+    token_endpoint: `${origin}/token`,
+    registration_endpoint: `${origin}/register`,
+    response_types_supported: ['code'],
+    code_challenge_methods_supported: ['S256'],
+  }
+}
+
+/** A remote MCP server's protected-resource metadata (RFC 9728), naming the authorization server `at.origin`. */
+function protectedResource(at: { origin: string }) {
+  const server = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    fetch: (request): Response =>
+      new URL(request.url).pathname === '/.well-known/oauth-protected-resource/mcp'
+        ? Response.json({ resource: url, authorization_servers: [at.origin] })
+        : new Response('no', { status: 404 }),
+  })
+  const url: string = `http://127.0.0.1:${server.port}/mcp`
+  return { url, [Symbol.asyncDispose]: () => server.stop(true) }
+}
+
 function tokenResponse(access: string, refresh: string): Response {
   return Response.json({ access_token: access, token_type: 'bearer', expires_in: 3600, refresh_token: refresh })
 }
 
-async function setUp(as: { origin: string }, registered = true) {
+async function setUp(as: { origin: string }, registered = true, url = 'https://mcp.example.com/mcp') {
   const h = await harness()
   const user = await h.user({ org: 'acme', role: 'owner' })
   const organizationId = ((await h.store.users.findByEmail(user.email)) as { organizationId: number }).organizationId
@@ -62,7 +102,7 @@ async function setUp(as: { origin: string }, registered = true) {
     id,
     organizationId,
     name: 'remote',
-    url: 'https://mcp.example.com/mcp',
+    url,
     auth: 'oauth',
     headersSealed: null,
     headerNames: [],
@@ -73,13 +113,7 @@ async function setUp(as: { origin: string }, registered = true) {
   await servers.saveOAuth(id, {
     discoveryState: {
       authorizationServerUrl: as.origin,
-      authorizationServerMetadata: {
-        issuer: as.origin,
-        authorization_endpoint: `${as.origin}/authorize`,
-        token_endpoint: `${as.origin}/token`,
-        registration_endpoint: `${as.origin}/register`,
-        response_types_supported: ['code'],
-      },
+      authorizationServerMetadata: metadataOf(as.origin),
       resourceMetadata: { resource: server.url, authorization_servers: [as.origin] },
     },
     clientInformationSealed: registered
@@ -106,7 +140,8 @@ async function setUp(as: { origin: string }, registered = true) {
       { kind: 'background', redirectUrl: 'http://127.0.0.1/admin/mcp-servers/oauth/callback' },
     )
   const status = async () => servers.get(organizationId, id)
-  return { h, server, servers, seal, stored, expiredPair, provider, status }
+  const admin = { id: user.id, organizationId }
+  return { h, server, servers, seal, stored, expiredPair, provider, status, admin }
 }
 
 test('an expired token is refreshed once for every request that finds it so, and the new pair is stored', async () => {
@@ -230,4 +265,103 @@ test('after a 401, a refresh that fails for a passing reason fails the request o
   expect(await status()).toMatchObject({ status: 'needs_authorization' })
   expect(await stored()).toBeNull()
   expect(as.paths.filter((path) => path !== '/token')).toEqual([])
+})
+
+test('an Authorize begun after the resource moved to another authorization server changes nothing until consented', async () => {
+  await using first = authorizationServer()
+  await using second = authorizationServer('client-2')
+  await using resource = protectedResource(second)
+  const { h, servers, server, seal, stored, expiredPair, provider, status, admin } = await setUp(
+    first,
+    true,
+    resource.url,
+  )
+  await using _ = h
+  await servers.swapTokens(server.id, null, seal(expiredPair()))
+  const before = await servers.oauth(server.id)
+  const deps = { servers, box, fetch: fetchFn, redirectUrl: `http://127.0.0.1${oauthCallbackPath}` }
+
+  // The admin presses Authorize, is sent to the second server, and goes no further.
+  const abandoned = await beginAuthorization(deps, server, admin.id, Date.now())
+  expect(abandoned.origin).toBe(second.origin)
+  expect(second.paths).toContain('/register')
+  expect(await servers.oauth(server.id)).toEqual(before)
+
+  // The server's own refresh still goes where its tokens came from; the second server sees none.
+  const refreshed = provider().tokens()
+  const request = await until(() => first.requests[0])
+  expect(request.form.get('refresh_token')).toBe('refresh-0')
+  request.answer(tokenResponse('access-1', 'refresh-1'))
+  expect((await refreshed)?.access_token).toBe('access-1')
+  expect(second.requests).toHaveLength(0)
+
+  // The admin completes another Authorize: the second server's discovery, registration and tokens become the server's.
+  const url = await beginAuthorization(deps, server, admin.id, Date.now())
+  const done = completeAuthorization(
+    deps,
+    { state: url.searchParams.get('state') ?? '', code: 'code-2', iss: second.origin },
+    admin,
+    Date.now(),
+  )
+  const exchange = await until(() => second.requests[0])
+  expect(exchange.form.get('grant_type')).toBe('authorization_code')
+  expect(exchange.form.get('client_id')).toBe('client-2')
+  exchange.answer(tokenResponse('access-2', 'refresh-2'))
+  await done
+  const row = await servers.oauth(server.id)
+  expect(row?.discoveryState).toMatchObject({ authorizationServerUrl: second.origin })
+  expect(JSON.parse(box.open(row?.clientInformationSealed ?? '', sealedFor.client(server.id)))).toMatchObject({
+    client_id: 'client-2',
+    issuer: second.origin,
+  })
+  expect(await stored()).toMatchObject({ access_token: 'access-2', issuer: second.origin })
+  expect(await status()).toMatchObject({ status: 'pending' })
+
+  // Its next refresh goes to the second server, with the second registration.
+  await servers.saveOAuth(server.id, {
+    tokensSealed: seal({ ...expiredPair('access-2', 'refresh-2'), issuer: second.origin }),
+  })
+  const again = provider().tokens()
+  const next = await until(() => second.requests[1])
+  expect(Object.fromEntries(next.form)).toMatchObject({ refresh_token: 'refresh-2', client_id: 'client-2' })
+  next.answer(tokenResponse('access-3', 'refresh-3'))
+  expect((await again)?.access_token).toBe('access-3')
+  expect(first.requests).toHaveLength(1)
+})
+
+test('tokens or a registration from another authorization server than the stored discovery are never sent', async () => {
+  await using first = authorizationServer()
+  await using second = authorizationServer('client-2')
+  const { h, servers, server, seal, expiredPair, provider, status } = await setUp(first)
+  await using _ = h
+  // What an earlier version's abandoned Authorize left: the discovery moved, the tokens and registration did not.
+  await servers.swapTokens(server.id, null, seal(expiredPair()))
+  const moved = { authorizationServerUrl: second.origin, authorizationServerMetadata: metadataOf(second.origin) }
+  await servers.saveOAuth(server.id, { discoveryState: moved })
+  await expect(provider().tokens()).rejects.toBeInstanceOf(NeedsAuthorization)
+  expect(await status()).toMatchObject({
+    status: 'needs_authorization',
+    lastError: 'Authorize it again: its authorization server changed.',
+  })
+  // Nor through the SDK's own refresh after a 401.
+  await expect(auth(provider(), { serverUrl: server.url, fetchFn })).rejects.toBeInstanceOf(NeedsAuthorization)
+
+  // Tokens stamped by nobody are refused alike, and so is a registration made elsewhere.
+  const unstamped = { ...expiredPair(), issuer: undefined }
+  await servers.saveOAuth(server.id, {
+    tokensSealed: seal(unstamped),
+    discoveryState: { ...moved, authorizationServerUrl: first.origin },
+  })
+  await expect(provider().tokens()).rejects.toBeInstanceOf(NeedsAuthorization)
+  await servers.saveOAuth(server.id, {
+    tokensSealed: seal(expiredPair()),
+    clientInformationSealed: box.seal(
+      JSON.stringify({ client_id: 'client-2', issuer: second.origin }),
+      sealedFor.client(server.id),
+    ),
+  })
+  await expect(provider().tokens()).rejects.toBeInstanceOf(NeedsAuthorization)
+  expect(await status()).toMatchObject({ lastError: 'Authorize it again: its authorization server changed.' })
+  expect(second.paths).toEqual([])
+  expect(first.paths).toEqual([])
 })

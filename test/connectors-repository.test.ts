@@ -217,6 +217,9 @@ test('an authorization’s callback is taken once, however many arrive at once; 
     serverId: docs.id,
     userId: s.a.userId,
     codeVerifierSealed: 'v1.sealed',
+    // What the flow found comes back as it went in (JSON), with its sealed registration.
+    discoveryState: { authorizationServerUrl: 'https://as.example.com' },
+    clientInformationSealed: 'v1.client',
     createdAt: 1_000,
     expiresAt: 601_000,
   }
@@ -280,6 +283,8 @@ test('removing a server removes its tools, its OAuth state and the authorization
       serverId: server.id,
       userId: s.a.userId,
       codeVerifierSealed: 'v1.x',
+      discoveryState: null,
+      clientInformationSealed: null,
       createdAt: 1,
       expiresAt: 10_000,
     })

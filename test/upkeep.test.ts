@@ -131,6 +131,8 @@ test('an MCP server’s OAuth authorization left half-way in the browser goes on
     serverId: server.id,
     userId: admin.id,
     codeVerifierSealed: 'v1.sealed',
+    discoveryState: null,
+    clientInformationSealed: null,
     createdAt: startedAt,
     expiresAt: startedAt + 10 * minute,
   })

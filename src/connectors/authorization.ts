@@ -1,9 +1,9 @@
 // An admin authorizes Threadhouse at a connected server's authorization server, in the browser: Authorize starts
 // the SDK's auth() (discovery, dynamic registration, PKCE) and sends the admin to the authorization URL it built;
 // the callback takes the flow back by its state (hash lookup, one use, ten minutes, the same admin), exchanges the
-// code, stores the sealed tokens and fetches the tool list with them.
+// code with the flow's own discovery and registration, stores them with the sealed tokens and fetches the tool list.
 import { randomBytes } from 'node:crypto'
-import { auth } from '@modelcontextprotocol/sdk/client/auth.js'
+import { auth, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js'
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
 import { AppError, invalidRequest, notFound } from '../shared/errors'
 import type { SecretBox } from '../shared/secret-box'
@@ -111,13 +111,7 @@ export async function completeAuthorization(
   if (!callback.state) throw invalidRequest('The authorization server sent no state back.')
   const stateHash = hashSecret(callback.state)
   const flow = await deps.servers.takeFlow(stateHash, now)
-  if (!flow) {
-    throw new AppError(
-      400,
-      authorizationRefusals.expired,
-      'This authorization has expired or was already used. Start it again from the server’s page.',
-    )
-  }
+  if (!flow) throw flowExpired()
   if (flow.userId !== admin.id) {
     throw new AppError(
       403,
@@ -135,11 +129,13 @@ export async function completeAuthorization(
       `${server.name}'s authorization server did not authorize Threadhouse (${reasonOf(callback.error)}${description}).`,
     )
   }
-  const discovery = (await deps.servers.oauth(server.id))?.discoveryState as {
-    authorizationServerMetadata?: { issuer?: string; authorization_response_iss_parameter_supported?: boolean }
-  } | null
-  const metadata = discovery?.authorizationServerMetadata
-  // RFC 9207: a response from another authorization server than the one asked (a mix-up) is not taken.
+  // A flow begun before flows kept their discovery cannot be completed: the admin starts again.
+  if (flow.discoveryState === null || flow.clientInformationSealed === null) throw flowExpired()
+  const discovery = flow.discoveryState as OAuthDiscoveryState
+  const metadata = discovery.authorizationServerMetadata as
+    | { issuer?: string; authorization_response_iss_parameter_supported?: boolean }
+    | undefined
+  // RFC 9207: a response from another authorization server than the one this flow asked (a mix-up) is not taken.
   if (
     (callback.iss !== undefined && metadata?.issuer !== undefined && callback.iss !== metadata.issuer) ||
     (callback.iss === undefined && metadata?.authorization_response_iss_parameter_supported === true)
@@ -159,6 +155,8 @@ export async function completeAuthorization(
       redirectUrl: deps.redirectUrl,
       verifier: deps.box.open(flow.codeVerifierSealed, sealedFor.verifier(stateHash)),
       userId: admin.id,
+      discovery,
+      client: JSON.parse(deps.box.open(flow.clientInformationSealed, sealedFor.flowClient(stateHash))),
     },
   )
   try {
@@ -178,6 +176,14 @@ export async function completeAuthorization(
     .refresh(server)
     .catch((error): RefreshOutcome => ({ status: 'error', tools: 0, error: reasonOf(error) }))
   return { server: (await deps.servers.get(admin.organizationId, server.id)) ?? server, refresh }
+}
+
+function flowExpired(): AppError {
+  return new AppError(
+    400,
+    authorizationRefusals.expired,
+    'This authorization has expired or was already used. Start it again from the server’s page.',
+  )
 }
 
 export function secretsMissing(): AppError {

@@ -70,6 +70,8 @@ export const mcpOauthFlows = pgTable(
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
     codeVerifierSealed: text().notNull(),
+    discoveryState: text(),
+    clientInformationSealed: text(),
     createdAt: bigint({ mode: 'number' }).notNull(),
     expiresAt: bigint({ mode: 'number' }).notNull(),
   },

@@ -89,6 +89,13 @@ export const mcpOauthFlows = sqliteTable(
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
     codeVerifierSealed: text().notNull(),
+    /**
+     * Plain JSON: the discovery this flow made, and its sealed registration. They become the server's only with the
+     * tokens they get at the callback, so an abandoned Authorize leaves a working server as it was. Null in flows
+     * begun before these columns (the admin starts again).
+     */
+    discoveryState: text(),
+    clientInformationSealed: text(),
     createdAt: integer().notNull(),
     expiresAt: integer().notNull(),
   },

@@ -10,9 +10,14 @@
 //   fails. An access token past its expiry is refreshed first, once per server at a time in this process, and
 //   stored compare-and-set, since other instances may refresh the same pair (rotating refresh tokens).
 // - `begin`: an admin pressed Authorize. Discovery is done again, a registration kept unless it no longer fits, and
-//   the authorization URL is captured for the browser, with the verifier sealed in a new flow row.
-// - `callback`: the authorization server sent the admin back with a code: it is exchanged with the flow's verifier,
-//   and the tokens replace whatever was stored.
+//   the authorization URL is captured for the browser. What the flow found (discovery, registration) is kept with its
+//   verifier in a new flow row, never on the server's row: a resource's owner may have pointed it at another
+//   authorization server, and nothing the server holds is to change before an admin has consented there.
+// - `callback`: the authorization server sent the admin back with a code: it is exchanged with the flow's verifier and
+//   registration, and the tokens, with the flow's discovery and registration, replace whatever was stored.
+//
+// Tokens and registrations are bound to the authorization server they came from (their `issuer`, which auth()
+// stamps): neither is ever presented to another, so a refresh token never reaches a server its resource moved to.
 import {
   type OAuthClientProvider,
   type OAuthDiscoveryState,
@@ -74,6 +79,16 @@ export interface StoredTokens {
   issuer?: string
 }
 
+/** Why a server whose tokens or registration came from another authorization server than its discovery's waits. */
+export const issuerChanged = 'its authorization server changed'
+
+/** Whether a stored value's `issuer` names this authorization server (auth()'s own rule: a trailing `/` aside). */
+function boundTo(issuer: unknown, authorizationServerUrl: string | undefined): boolean {
+  if (typeof issuer !== 'string' || authorizationServerUrl === undefined) return false
+  const normal = (url: string) => (URL.canParse(url) ? new URL(url).href : url).replace(/\/$/, '')
+  return normal(issuer) === normal(authorizationServerUrl)
+}
+
 /** An access token this close to its expiry is refreshed before it is sent: a request takes time to arrive. */
 export const refreshSkewMs = 30_000
 
@@ -99,7 +114,15 @@ export type ProviderMode =
       expiresAt: number
       capture: (authorizationUrl: URL) => void
     }
-  | { kind: 'callback'; redirectUrl: string; verifier: string; userId: number }
+  | {
+      kind: 'callback'
+      redirectUrl: string
+      verifier: string
+      userId: number
+      /** The flow's discovery and registration: what its code is exchanged with. */
+      discovery: OAuthDiscoveryState
+      client: OAuthClientInformationMixed
+    }
 
 export function storedOAuthProvider(
   server: McpServerRow,
@@ -113,11 +136,18 @@ export function storedOAuthProvider(
   const redirectUrl = mode.redirectUrl ?? oauthCallbackPath
   /** The sealed tokens this provider last read or stored: what a compare-and-set expects to replace. */
   let lastSealed: string | null = null
+  /** What a browser flow found and uses, kept with the flow until its code is exchanged. */
+  const flow: { discovery?: OAuthDiscoveryState; client?: OAuthClientInformationMixed } =
+    mode.kind === 'callback' ? { discovery: mode.discovery, client: mode.client } : {}
 
   const openTokens = (sealed: string) => JSON.parse(box.open(sealed, sealedFor.tokens(server.id))) as StoredTokens
   const sealTokens = (tokens: StoredTokens) => box.seal(JSON.stringify(tokens), sealedFor.tokens(server.id))
   const openClient = (sealed: string) =>
     JSON.parse(box.open(sealed, sealedFor.client(server.id))) as OAuthClientInformationMixed
+  const sealClient = (information: OAuthClientInformationMixed) =>
+    box.seal(JSON.stringify(information), sealedFor.client(server.id))
+  const discoveryOf = (row: { discoveryState: unknown } | null) =>
+    (row?.discoveryState ?? undefined) as OAuthDiscoveryState | undefined
 
   const storedOf = (tokens: OAuthTokens): StoredTokens => ({
     access_token: tokens.access_token,
@@ -170,16 +200,24 @@ export function storedOAuthProvider(
     lastSealed = row.tokensSealed
     const stored = openTokens(row.tokensSealed)
     if (row.tokensSealed !== seen && !expired(stored)) return stored
-    const discovery = row.discoveryState as OAuthDiscoveryState | null
+    const discovery = discoveryOf(row)
     if (!stored.refresh_token) throw await needsAuthorization('its access token expired, with no refresh token')
     if (!discovery?.authorizationServerUrl || row.clientInformationSealed === null) {
       throw await needsAuthorization('its authorization server or registration is not known')
+    }
+    const clientInformation = openClient(row.clientInformationSealed)
+    // The refresh token goes only to the server that issued it, with the registration made there.
+    if (
+      !boundTo(stored.issuer, discovery.authorizationServerUrl) ||
+      !boundTo(clientInformation.issuer, discovery.authorizationServerUrl)
+    ) {
+      throw await needsAuthorization(issuerChanged)
     }
     let next: OAuthTokens
     try {
       next = await refreshAuthorization(discovery.authorizationServerUrl, {
         metadata: discovery.authorizationServerMetadata,
-        clientInformation: openClient(row.clientInformationSealed),
+        clientInformation,
         refreshToken: stored.refresh_token,
         // The same resource indicator (RFC 8707) auth() asked for: the metadata's, as written.
         resource: discovery.resourceMetadata?.resource,
@@ -219,15 +257,28 @@ export function storedOAuthProvider(
     return started
   }
 
-  /** The stored registration, unless it was made for another redirect URI (PUBLIC_URL changed since). */
+  /**
+   * The registration to present: at the callback the flow's; otherwise the stored one, unless it was made at another
+   * authorization server than the one discovered, or (Authorize) for another redirect URI (PUBLIC_URL changed since).
+   */
   const registration = async (): Promise<OAuthClientInformationMixed | undefined> => {
+    if (mode.kind === 'callback') return flow.client
     const row = await servers.oauth(server.id)
     if (!row?.clientInformationSealed) return undefined
     const information = openClient(row.clientInformationSealed)
-    if (mode.kind === 'begin' && 'redirect_uris' in information) {
+    if (mode.kind === 'background') {
+      if (!boundTo(information.issuer, discoveryOf(row)?.authorizationServerUrl)) {
+        throw await needsAuthorization(issuerChanged)
+      }
+      return information
+    }
+    // auth() has saved this flow's discovery (with the flow) before it asks for a registration.
+    if (!boundTo(information.issuer, flow.discovery?.authorizationServerUrl)) return undefined
+    if ('redirect_uris' in information) {
       const uris = information.redirect_uris as string[] | undefined
       if (uris && !uris.includes(redirectUrl)) return undefined
     }
+    flow.client = information
     return information
   }
 
@@ -257,9 +308,11 @@ export function storedOAuthProvider(
     },
 
     async saveClientInformation(information) {
-      await servers.saveOAuth(server.id, {
-        clientInformationSealed: box.seal(JSON.stringify(information), sealedFor.client(server.id)),
-      })
+      if (mode.kind !== 'background') {
+        flow.client = information
+        return
+      }
+      await servers.saveOAuth(server.id, { clientInformationSealed: sealClient(information) })
     },
 
     async tokens() {
@@ -269,15 +322,21 @@ export function storedOAuthProvider(
       if (!row?.tokensSealed) throw await needsAuthorization('it holds no tokens (never authorized, or refused since)')
       lastSealed = row.tokensSealed
       const stored = openTokens(row.tokensSealed)
+      // auth() would post a refresh token stamped by nobody to whichever server it discovered: none is handed out.
+      if (!boundTo(stored.issuer, discoveryOf(row)?.authorizationServerUrl))
+        throw await needsAuthorization(issuerChanged)
       return sent(expired(stored) ? await refreshOnce(row.tokensSealed) : stored)
     },
 
     async saveTokens(tokens) {
       const sealed = sealTokens(storedOf(tokens))
       if (mode.kind === 'callback') {
-        // A new authorization replaces whatever was stored, refreshed or not.
+        // A new authorization replaces whatever was stored, refreshed or not, with the discovery and registration
+        // the code was exchanged with: the server's from now on.
         await servers.saveOAuth(server.id, {
           tokensSealed: sealed,
+          discoveryState: flow.discovery ?? null,
+          clientInformationSealed: flow.client ? sealClient(flow.client) : null,
           authorizedBy: mode.userId,
           authorizedAt: deps.now(),
         })
@@ -309,6 +368,10 @@ export function storedOAuthProvider(
         serverId: server.id,
         userId: mode.userId,
         codeVerifierSealed: box.seal(verifier, sealedFor.verifier(mode.stateHash)),
+        discoveryState: flow.discovery ?? null,
+        clientInformationSealed: flow.client
+          ? box.seal(JSON.stringify(flow.client), sealedFor.flowClient(mode.stateHash))
+          : null,
         createdAt: deps.now(),
         expiresAt: mode.expiresAt,
       })
@@ -321,16 +384,25 @@ export function storedOAuthProvider(
 
     async discoveryState() {
       // Pressing Authorize finds the servers again: a resource may have moved to another authorization server.
-      if (mode.kind === 'begin') return undefined
-      const row = await servers.oauth(server.id)
-      return (row?.discoveryState ?? undefined) as OAuthDiscoveryState | undefined
+      if (mode.kind !== 'background') return flow.discovery
+      return discoveryOf(await servers.oauth(server.id))
     },
 
     async saveDiscoveryState(state) {
+      if (mode.kind !== 'background') {
+        flow.discovery = state
+        return
+      }
       await servers.saveOAuth(server.id, { discoveryState: state })
     },
 
     async invalidateCredentials(scope) {
+      // A browser flow's failures are its own: the server's row is left as it is.
+      if (mode.kind !== 'background') {
+        if (scope === 'all' || scope === 'client') flow.client = undefined
+        if (scope === 'all' || scope === 'discovery') flow.discovery = undefined
+        return
+      }
       if (scope === 'tokens') return clearTokens()
       if (scope === 'discovery') return servers.saveOAuth(server.id, { discoveryState: null })
       if (scope === 'client') return servers.saveOAuth(server.id, { clientInformationSealed: null })

@@ -259,12 +259,12 @@ export function mcpServerRepository(
     },
 
     async startFlow(flow) {
-      await db.insert(mcpOauthFlows).values(flow)
+      await db.insert(mcpOauthFlows).values({ ...flow, discoveryState: jsonText(flow.discoveryState) })
     },
 
     async takeFlow(stateHash, now) {
       const [flow] = await db.delete(mcpOauthFlows).where(eq(mcpOauthFlows.stateHash, stateHash)).returning()
-      return flow && flow.expiresAt > now ? flow : null
+      return flow && flow.expiresAt > now ? { ...flow, discoveryState: json(flow.discoveryState) } : null
     },
 
     async sweepFlows(now) {

@@ -103,6 +103,10 @@ export interface McpOAuthFlow {
   serverId: string
   userId: number
   codeVerifierSealed: string
+  /** The discovery this flow made (public); the server's own is replaced by it only at the callback. */
+  discoveryState: unknown | null
+  /** Sealed JSON of the registration this flow uses, new or reused. */
+  clientInformationSealed: string | null
   createdAt: number
   expiresAt: number
 }
@@ -176,4 +180,5 @@ export const sealedFor = {
   tokens: (serverId: string) => `mcp_server_oauth:${serverId}:tokens`,
   client: (serverId: string) => `mcp_server_oauth:${serverId}:client`,
   verifier: (stateHash: string) => `mcp_oauth_flows:${stateHash}:verifier`,
+  flowClient: (stateHash: string) => `mcp_oauth_flows:${stateHash}:client`,
 }

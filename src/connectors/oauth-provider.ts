@@ -383,7 +383,8 @@ export function storedOAuthProvider(
     },
 
     async discoveryState() {
-      // Pressing Authorize finds the servers again: a resource may have moved to another authorization server.
+      // Pressing Authorize finds the servers again (a resource may have moved to another authorization server); the
+      // callback goes on with what its flow found.
       if (mode.kind !== 'background') return flow.discovery
       return discoveryOf(await servers.oauth(server.id))
     },

@@ -264,7 +264,8 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
           return resultText(result as CallToolResult, deps.resultMaxChars)
         })
       } catch (error) {
-        if (signal.aborted) return failure('the call was cancelled')
+        // The SDK checks the signal before it sends, but nothing tells afterwards whether the request went out.
+        if (signal.aborted) return cancelledWhileRunning()
         return outcomeOf(error, timeoutMs)
       }
     },
@@ -365,6 +366,12 @@ function reporting(fetch: ReturnType<typeof guardedFetch>): ReturnType<typeof gu
 function failure(reason: string): CallOutcome {
   const text = `The tool call failed: ${reason}`
   return { status: 'error', text, chars: text.length, error: reason }
+}
+
+function cancelledWhileRunning(): CallOutcome {
+  const reason = 'cancelled while running; whether it took effect is unknown'
+  const text = `The call was ${reason}.`
+  return { status: 'unknown', text, chars: text.length, error: reason }
 }
 
 function outcomeOf(error: unknown, timeoutMs: number): CallOutcome {

@@ -225,7 +225,8 @@ export function toolExecutor(deps: ToolExecutorDeps): AnswerTools {
       outcome = { status: 'error', text, chars: text.length, error: 'the call could not be made' }
     }
     // Cut short by the answer's deadline rather than by the tool's own timeout or a stop: a timeout all the same.
-    if (timer.aborted && !signal.aborted && outcome.status === 'error') {
+    // A stop, a shutdown or a lost lease leaves the caller's `unknown`: the server may have acted on the call.
+    if (timer.aborted && !signal.aborted && (outcome.status === 'error' || outcome.status === 'unknown')) {
       outcome = { status: 'timeout', text: told.deadline, chars: told.deadline.length, error: 'the answer’s deadline' }
     }
     const ended = clock.now()

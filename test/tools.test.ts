@@ -381,7 +381,7 @@ test('an approval answered through MCP answer_choice runs the call and the answe
   expect((await callsOf(s.h, first.threadId))[0]).toMatchObject({ status: 'ok', result: 'Deleted 9' })
 })
 
-test('the approval question shows compact arguments, cut at 300 characters, and none when there are none', () => {
+test('the approval question shows compact arguments, cut at 1000 characters with how many are left out, and none when there are none', () => {
   const call = { id: '0190a0b0-0000-7000-8000-000000000001', toolName: 'delete_page', serverName: 'docs' }
   expect(approvalBlock({ ...call, arguments: '{ "page" : "7" }' }).question).toBe(
     'Allow delete_page on docs with {"page":"7"}?',
@@ -392,6 +392,11 @@ test('the approval question shows compact arguments, cut at 300 characters, and 
     question: 'Allow delete_page on docs?',
     choices: ['Allow', 'Deny'],
   })
-  const long = approvalBlock({ ...call, arguments: JSON.stringify({ page: 'p'.repeat(500) }) }).question
-  expect(long).toBe(`Allow delete_page on docs with ${`{"page":"${'p'.repeat(500)}"}`.slice(0, 299)}…?`)
+  const whole = `{"page":"${'p'.repeat(500)}"}`
+  expect(approvalBlock({ ...call, arguments: whole }).question).toBe(`Allow delete_page on docs with ${whole}?`)
+  // A padded field cannot push another out of sight unnoticed: the question says how much it does not show.
+  const padded = JSON.stringify({ note: 'x'.repeat(1200), page: '7' })
+  expect(approvalBlock({ ...call, arguments: padded }).question).toBe(
+    `Allow delete_page on docs with ${padded.slice(0, 1000)}… (${padded.length - 1000} more characters: the call's details show them all)?`,
+  )
 })

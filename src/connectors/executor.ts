@@ -50,8 +50,11 @@ export interface ToolExecutorDeps {
 const callsAtOnce = 4
 /** Arguments longer than this (in bytes) are not sent, and only their start is kept. */
 export const maxArgumentBytes = 64 * 1024
-/** The arguments shown in an approval question, as compact JSON. */
-const questionArgumentChars = 300
+/**
+ * The arguments shown in an approval question, as compact JSON. Longer ones are cut with a note saying how much is
+ * left out: the owner must not Allow arguments they were never shown without knowing it.
+ */
+const questionArgumentChars = 1000
 
 const told = {
   notOffered: (name: string) => `The tool ${name} is not available to this answer.`,
@@ -114,7 +117,10 @@ export function approvalBlock(call: Pick<ToolCallRecord, 'id' | 'toolName' | 'se
     const parsed: unknown = JSON.parse(call.arguments === '' ? '{}' : call.arguments)
     shown = isObject(parsed) && Object.keys(parsed).length === 0 ? '' : JSON.stringify(parsed)
   } catch {}
-  if (shown.length > questionArgumentChars) shown = `${shown.slice(0, questionArgumentChars - 1)}…`
+  const hidden = shown.length - questionArgumentChars
+  if (hidden > 0) {
+    shown = `${shown.slice(0, questionArgumentChars)}… (${hidden} more characters: the call's details show them all)`
+  }
   const what = `${call.toolName} on ${call.serverName}`
   return {
     type: 'user_get_choice',

@@ -4,6 +4,7 @@
 // tool-call record.
 import { expect, test } from 'bun:test'
 import { approvalBlock } from '../src/connectors/executor'
+import { newId } from '../src/shared/ids'
 import { ask, messagesOf, type Received, stateOf } from './support/fake-llm'
 import { type Harness, listening, tokensOf, until } from './support/helpers'
 import { connect } from './support/mcp-helpers'
@@ -361,6 +362,29 @@ test('an approval whose thread moved to a model without tools ends refused, and 
   expect(await callsOf(s.h, first.threadId)).toMatchObject([
     { status: 'refused', error: 'no longer offered to this thread', decidedBy: null },
   ])
+})
+
+test('an allowed call whose Allow reply was replaced on the branch is refused, not made', async () => {
+  await using s = await setup('openai')
+  s.fake.reply(s.vendor.calls(['I will delete it.'], [deletePage('call_d1', '7')]))
+  const first = await ask(s.h, s.token, 'Delete page 7')
+  const [asked] = await callsOf(s.h, first.threadId)
+  // What an Allow leaves when its answer is cut short between deciding and sending: the call allowed by a reply that
+  // the owner then edited, so that it is no longer on the thread's branch.
+  const replaced = newId()
+  expect(await s.h.store.toolCalls.decide(asked?.id as string, 'allowed', replaced, s.h.clock.now())).toBe(true)
+  s.fake.reply(s.vendor.text(['I did not delete it.']))
+  const denied = await ask(s.h, s.token, 'Deny', first.threadId)
+  expect(tokensOf(denied.events)).toBe('I did not delete it.')
+  expect(s.up.deletes).toBe(0)
+  expect(s.up.requests.filter((request) => request.rpc === 'tools/call')).toEqual([])
+  expect(await callsOf(s.h, first.threadId)).toMatchObject([
+    { status: 'refused', error: 'the reply that allowed it was replaced', decidedBy: replaced },
+  ])
+  // The model reads why the call was not made, then the reply as the owner's words.
+  const request = s.fake.received[1] as Received
+  expect(told(request)).toContain('the reply that allowed it was replaced')
+  expect(request.body.messages.at(-1)).toMatchObject({ role: 'user', content: 'Deny' })
 })
 
 test('an approval answered through MCP answer_choice runs the call and the answer goes on', async () => {

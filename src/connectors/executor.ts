@@ -151,6 +151,16 @@ function noLongerOffered(call: Pick<ToolCallRecord, 'modelName'>): CallEnd {
   }
 }
 
+/**
+ * How an allowed call ends that was never started (its answer was cut short) once the reply that allowed it is no
+ * longer on the thread's branch: the owner edited it (into a Deny, say), and an Allow they took back is not obeyed.
+ */
+function allowReplaced(): CallEnd {
+  const error = 'the reply that allowed it was replaced'
+  const result = `The call was not made: ${error}.`
+  return { status: 'refused', result, resultChars: result.length, error, durationMs: null }
+}
+
 /** The arguments as a call needs them, or why they cannot be sent. */
 function parseArguments(text: string): { args: Record<string, unknown> } | { problem: string } {
   if (Buffer.byteLength(text) > maxArgumentBytes) return { problem: 'the arguments are larger than 64 KiB' }
@@ -261,6 +271,7 @@ export function toolExecutor(deps: ToolExecutorDeps): AnswerTools {
    * allowed to running, and only the answer that did so sends it), a denied one gets its result. A call that waits
    * for a person while the thread no longer offers its tool (its tools, or its model, changed meanwhile) is refused,
    * rather than asked about or left waiting: the reply that met it decides nothing and reaches the model as a turn.
+   * An allowed call whose deciding reply left the branch (edited after an interrupted answer) is refused too.
    */
   async function carryOut(
     answer: ToolAnswer,
@@ -271,6 +282,10 @@ export function toolExecutor(deps: ToolExecutorDeps): AnswerTools {
     signal: AbortSignal,
   ): Promise<void> {
     const fence = fenceOf(answer)
+    const ids = new Set(history.map((message) => message.id))
+    const oldest = history.find((message) => message.role !== 'summary')?.id
+    // As for rounds (prepare's ofBranch): a reply summarised out of the history is older than all of it.
+    const onBranch = (id: string | null) => id !== null && (ids.has(id) || (oldest !== undefined && id < oldest))
     for (const call of calls) {
       if (call.status === 'denied' && call.finishedAt === null) {
         const decider = history.find((message) => message.id === call.decidedBy)
@@ -283,6 +298,10 @@ export function toolExecutor(deps: ToolExecutorDeps): AnswerTools {
         if (!(await toolCalls.endCall(call.id, noLongerOffered(call), fence, now))) throw new LostLease()
       }
       if (call.status !== 'allowed') continue
+      if (!onBranch(call.decidedBy)) {
+        if (!(await toolCalls.endCall(call.id, allowReplaced(), fence, now))) throw new LostLease()
+        continue
+      }
       const found = offerOf(offers, call)
       // Arguments were checked when the call was recorded; a tool turned off since is not called.
       const parsed = parseArguments(call.arguments)

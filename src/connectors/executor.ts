@@ -8,7 +8,14 @@
 
 import type { ChoiceBlock } from '../generation/providers/choice-tool'
 import type { CallEnd, ToolCallRecord, ToolCallRepository, ToolRoundRecord } from '../generation/tool-calls.repository'
-import { type AnswerTools, approvalAnswer, approvalChoices, type ToolAnswer, type ToolPlan } from '../generation/tools'
+import {
+  type AnswerTools,
+  approvalAnswer,
+  approvalChoices,
+  LostLease,
+  type ToolAnswer,
+  type ToolPlan,
+} from '../generation/tools'
 import type {
   HistoryMessage,
   OfferedTool,
@@ -83,13 +90,6 @@ interface RunState {
   /** Rounds of this run so far (resumed ones included). */
   rounds: number
   deadline: number
-}
-
-/** The lease of the answer is lost (or the answer ended): nothing more may be written for it. */
-class LostLease extends Error {
-  constructor() {
-    super('the answer is no longer held')
-  }
 }
 
 /**

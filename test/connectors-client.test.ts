@@ -202,7 +202,10 @@ test('the caller’s signal ends a call under way, and the server hears of it', 
   const call = s.pool.call(server, 'delete_page', { page: 'Home' }, stop.signal)
   await until(() => s.up.deletes === 1)
   stop.abort(new Error('the answer was cancelled'))
-  expect(await call).toMatchObject({ status: 'error', error: 'the call was cancelled' })
+  expect(await call).toMatchObject({
+    status: 'unknown',
+    error: 'cancelled while running; whether it took effect is unknown',
+  })
   await until(() => s.up.cancelled === 1)
   expect(s.up.requests.filter((request) => request.rpc === 'notifications/cancelled')).toHaveLength(1)
 
@@ -234,13 +237,27 @@ test('a private address is refused with the switch off, and nothing reaches it',
   expect(s.pool.size).toBe(0)
 })
 
-test('a session the server forgot is opened again once; idle clients close and end their session', async () => {
+test('a tool list whose session the server forgot is read again once; a call is not sent again but the next opens a new session', async () => {
   await using s = await setup()
   const server = await s.addServer()
   await s.pool.refresh(server)
   await s.up.forgetSessions()
+  expect((await s.pool.refresh(server)).status).toBe('ok')
+  const opened = () => s.up.requests.filter((request) => request.headers['mcp-session-id'] === undefined)
+  expect(opened()).toHaveLength(2)
+
+  // A call is sent at most once: the 404 is its error, and only the call after it opens a session again.
+  await s.up.forgetSessions()
+  const calls = () => s.up.requests.filter((request) => request.rpc === 'tools/call')
+  const lost = await s.pool.call(server, 'delete_page', { page: 'Home' }, never())
+  expect(lost).toMatchObject({ status: 'error', error: expect.stringContaining('HTTP 404') })
+  expect(calls()).toHaveLength(1)
+  expect(opened()).toHaveLength(2)
+  expect(s.up.deletes).toBe(0)
+  expect(s.pool.size).toBe(0)
   expect((await s.pool.call(server, 'search_docs', { query: 'x' }, never())).status).toBe('ok')
-  expect(s.up.requests.filter((request) => request.headers['mcp-session-id'] === undefined)).toHaveLength(2)
+  expect(calls()).toHaveLength(2)
+  expect(opened()).toHaveLength(3)
 
   await s.pool.closeIdle(Date.now() + 1000)
   expect(s.pool.size).toBe(1)

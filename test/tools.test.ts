@@ -4,6 +4,7 @@
 // tool-call record.
 import { expect, test } from 'bun:test'
 import { approvalBlock } from '../src/connectors/executor'
+import { newId } from '../src/shared/ids'
 import { ask, messagesOf, type Received, stateOf } from './support/fake-llm'
 import { type Harness, listening, tokensOf, until } from './support/helpers'
 import { connect } from './support/mcp-helpers'
@@ -301,7 +302,7 @@ for (const provider of providers) {
     expect(s.up.requests.filter((request) => request.rpc === 'tools/call')).toEqual([])
   })
 
-  test(`${provider}: a stop during a hanging call cancels it at the server, and the thread is ready`, async () => {
+  test(`${provider}: a stop during a hanging call cancels it at the server, records it unknown, and the thread is ready`, async () => {
     await using s = await setup(provider)
     s.up.mode = 'hang'
     s.fake.reply(s.vendor.calls(['Searching.'], [search('call_1', 'forever')]))
@@ -311,8 +312,13 @@ for (const provider of providers) {
     expect((await s.h.call('POST', `/api/v1/threads/${threadId}/stop`, { token: s.token })).status).toBe(202)
     await until(() => s.up.cancelled === 1)
     await until(async () => (await stateOf(s.h, s.token, threadId)) === 'ready')
+    // The request went out: the server may have acted on it, so the call is not said to have failed.
     const [call] = await callsOf(s.h, threadId)
-    expect(call?.status).toBe('error')
+    expect(call).toMatchObject({
+      status: 'unknown',
+      error: 'cancelled while running; whether it took effect is unknown',
+      result: 'The call was cancelled while running; whether it took effect is unknown.',
+    })
     expect(call?.answerId).not.toBeNull()
     expect(s.fake.received).toHaveLength(1)
   })
@@ -358,6 +364,29 @@ test('an approval whose thread moved to a model without tools ends refused, and 
   ])
 })
 
+test('an allowed call whose Allow reply was replaced on the branch is refused, not made', async () => {
+  await using s = await setup('openai')
+  s.fake.reply(s.vendor.calls(['I will delete it.'], [deletePage('call_d1', '7')]))
+  const first = await ask(s.h, s.token, 'Delete page 7')
+  const [asked] = await callsOf(s.h, first.threadId)
+  // What an Allow leaves when its answer is cut short between deciding and sending: the call allowed by a reply that
+  // the owner then edited, so that it is no longer on the thread's branch.
+  const replaced = newId()
+  expect(await s.h.store.toolCalls.decide(asked?.id as string, 'allowed', replaced, s.h.clock.now())).toBe(true)
+  s.fake.reply(s.vendor.text(['I did not delete it.']))
+  const denied = await ask(s.h, s.token, 'Deny', first.threadId)
+  expect(tokensOf(denied.events)).toBe('I did not delete it.')
+  expect(s.up.deletes).toBe(0)
+  expect(s.up.requests.filter((request) => request.rpc === 'tools/call')).toEqual([])
+  expect(await callsOf(s.h, first.threadId)).toMatchObject([
+    { status: 'refused', error: 'the reply that allowed it was replaced', decidedBy: replaced },
+  ])
+  // The model reads why the call was not made, then the reply as the owner's words.
+  const request = s.fake.received[1] as Received
+  expect(told(request)).toContain('the reply that allowed it was replaced')
+  expect(request.body.messages.at(-1)).toMatchObject({ role: 'user', content: 'Deny' })
+})
+
 test('an approval answered through MCP answer_choice runs the call and the answer goes on', async () => {
   await using s = await setup('openai')
   s.fake.reply(s.vendor.calls(['I will delete it.'], [deletePage('call_d1', '9')]))
@@ -376,7 +405,7 @@ test('an approval answered through MCP answer_choice runs the call and the answe
   expect((await callsOf(s.h, first.threadId))[0]).toMatchObject({ status: 'ok', result: 'Deleted 9' })
 })
 
-test('the approval question shows compact arguments, cut at 300 characters, and none when there are none', () => {
+test('the approval question shows compact arguments, cut at 1000 characters with how many are left out, and none when there are none', () => {
   const call = { id: '0190a0b0-0000-7000-8000-000000000001', toolName: 'delete_page', serverName: 'docs' }
   expect(approvalBlock({ ...call, arguments: '{ "page" : "7" }' }).question).toBe(
     'Allow delete_page on docs with {"page":"7"}?',
@@ -387,6 +416,11 @@ test('the approval question shows compact arguments, cut at 300 characters, and 
     question: 'Allow delete_page on docs?',
     choices: ['Allow', 'Deny'],
   })
-  const long = approvalBlock({ ...call, arguments: JSON.stringify({ page: 'p'.repeat(500) }) }).question
-  expect(long).toBe(`Allow delete_page on docs with ${`{"page":"${'p'.repeat(500)}"}`.slice(0, 299)}…?`)
+  const whole = `{"page":"${'p'.repeat(500)}"}`
+  expect(approvalBlock({ ...call, arguments: whole }).question).toBe(`Allow delete_page on docs with ${whole}?`)
+  // A padded field cannot push another out of sight unnoticed: the question says how much it does not show.
+  const padded = JSON.stringify({ note: 'x'.repeat(1200), page: '7' })
+  expect(approvalBlock({ ...call, arguments: padded }).question).toBe(
+    `Allow delete_page on docs with ${padded.slice(0, 1000)}… (${padded.length - 1000} more characters: the call's details show them all)?`,
+  )
 })

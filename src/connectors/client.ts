@@ -211,8 +211,15 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
     )
   }
 
-  /** `work` on the server's client; a session the server no longer knows (404) is opened again, once. */
-  const withClient = async <T>(server: McpServerRow, work: (connection: Connection) => Promise<T>): Promise<T> => {
+  /**
+   * `work` on the server's client. A session the server no longer knows (404) is dropped, so that the next request
+   * opens another; with `again` the work is then done once more on it. A tool call never is: it is sent at most once.
+   */
+  const withClient = async <T>(
+    server: McpServerRow,
+    again: boolean,
+    work: (connection: Connection) => Promise<T>,
+  ): Promise<T> => {
     let reached = false
     const attempt = async (): Promise<T> => {
       const connection = await connect(server)
@@ -232,6 +239,7 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
       if (!(reached && error instanceof StreamableHTTPError && error.code === 404)) throw error
       const stale = entries.get(server.id)
       if (stale) await drop(server.id, stale)
+      if (!again) throw error
       return attempt()
     }
   }
@@ -246,7 +254,7 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
   return {
     async call(server, tool, args, signal) {
       try {
-        return await withClient(server, async (connection) => {
+        return await withClient(server, false, async (connection) => {
           const result = await scoped(signal, (bound) =>
             connection.client.callTool({ name: tool, arguments: args }, undefined, {
               timeout: timeoutMs,
@@ -264,14 +272,15 @@ export function createMcpConnections(deps: McpConnectionsDeps): McpConnections {
           return resultText(result as CallToolResult, deps.resultMaxChars)
         })
       } catch (error) {
-        if (signal.aborted) return failure('the call was cancelled')
+        // The SDK checks the signal before it sends, but nothing tells afterwards whether the request went out.
+        if (signal.aborted) return cancelledWhileRunning()
         return outcomeOf(error, timeoutMs)
       }
     },
 
     async refresh(server) {
       try {
-        const tools = await withClient(server, async (connection) => {
+        const tools = await withClient(server, true, async (connection) => {
           const list = await scoped(undefined, (signal) =>
             discoverTools(connection.client, { timeout: timeoutMs, signal }),
           )
@@ -365,6 +374,12 @@ function reporting(fetch: ReturnType<typeof guardedFetch>): ReturnType<typeof gu
 function failure(reason: string): CallOutcome {
   const text = `The tool call failed: ${reason}`
   return { status: 'error', text, chars: text.length, error: reason }
+}
+
+function cancelledWhileRunning(): CallOutcome {
+  const reason = 'cancelled while running; whether it took effect is unknown'
+  const text = `The call was ${reason}.`
+  return { status: 'unknown', text, chars: text.length, error: reason }
 }
 
 function outcomeOf(error: unknown, timeoutMs: number): CallOutcome {

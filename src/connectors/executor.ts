@@ -8,7 +8,14 @@
 
 import type { ChoiceBlock } from '../generation/providers/choice-tool'
 import type { CallEnd, ToolCallRecord, ToolCallRepository, ToolRoundRecord } from '../generation/tool-calls.repository'
-import { type AnswerTools, approvalAnswer, approvalChoices, type ToolAnswer, type ToolPlan } from '../generation/tools'
+import {
+  type AnswerTools,
+  approvalAnswer,
+  approvalChoices,
+  LostLease,
+  type ToolAnswer,
+  type ToolPlan,
+} from '../generation/tools'
 import type {
   HistoryMessage,
   OfferedTool,
@@ -50,8 +57,11 @@ export interface ToolExecutorDeps {
 const callsAtOnce = 4
 /** Arguments longer than this (in bytes) are not sent, and only their start is kept. */
 export const maxArgumentBytes = 64 * 1024
-/** The arguments shown in an approval question, as compact JSON. */
-const questionArgumentChars = 300
+/**
+ * The arguments shown in an approval question, as compact JSON. Longer ones are cut with a note saying how much is
+ * left out: the owner must not Allow arguments they were never shown without knowing it.
+ */
+const questionArgumentChars = 1000
 
 const told = {
   notOffered: (name: string) => `The tool ${name} is not available to this answer.`,
@@ -82,13 +92,6 @@ interface RunState {
   deadline: number
 }
 
-/** The lease of the answer is lost (or the answer ended): nothing more may be written for it. */
-class LostLease extends Error {
-  constructor() {
-    super('the answer is no longer held')
-  }
-}
-
 /**
  * The name a model calls a tool by: `<server>__<tool>` in the characters both vendors accept, at most 64 of them; a
  * longer name, or one another tool already has once cleaned, ends in a hash of the tool's full name instead.
@@ -114,7 +117,10 @@ export function approvalBlock(call: Pick<ToolCallRecord, 'id' | 'toolName' | 'se
     const parsed: unknown = JSON.parse(call.arguments === '' ? '{}' : call.arguments)
     shown = isObject(parsed) && Object.keys(parsed).length === 0 ? '' : JSON.stringify(parsed)
   } catch {}
-  if (shown.length > questionArgumentChars) shown = `${shown.slice(0, questionArgumentChars - 1)}…`
+  const hidden = shown.length - questionArgumentChars
+  if (hidden > 0) {
+    shown = `${shown.slice(0, questionArgumentChars)}… (${hidden} more characters: the call's details show them all)`
+  }
   const what = `${call.toolName} on ${call.serverName}`
   return {
     type: 'user_get_choice',
@@ -143,6 +149,16 @@ function noLongerOffered(call: Pick<ToolCallRecord, 'modelName'>): CallEnd {
     error: 'no longer offered to this thread',
     durationMs: null,
   }
+}
+
+/**
+ * How an allowed call ends that was never started (its answer was cut short) once the reply that allowed it is no
+ * longer on the thread's branch: the owner edited it (into a Deny, say), and an Allow they took back is not obeyed.
+ */
+function allowReplaced(): CallEnd {
+  const error = 'the reply that allowed it was replaced'
+  const result = `The call was not made: ${error}.`
+  return { status: 'refused', result, resultChars: result.length, error, durationMs: null }
 }
 
 /** The arguments as a call needs them, or why they cannot be sent. */
@@ -225,7 +241,8 @@ export function toolExecutor(deps: ToolExecutorDeps): AnswerTools {
       outcome = { status: 'error', text, chars: text.length, error: 'the call could not be made' }
     }
     // Cut short by the answer's deadline rather than by the tool's own timeout or a stop: a timeout all the same.
-    if (timer.aborted && !signal.aborted && outcome.status === 'error') {
+    // A stop, a shutdown or a lost lease leaves the caller's `unknown`: the server may have acted on the call.
+    if (timer.aborted && !signal.aborted && (outcome.status === 'error' || outcome.status === 'unknown')) {
       outcome = { status: 'timeout', text: told.deadline, chars: told.deadline.length, error: 'the answer’s deadline' }
     }
     const ended = clock.now()
@@ -254,6 +271,7 @@ export function toolExecutor(deps: ToolExecutorDeps): AnswerTools {
    * allowed to running, and only the answer that did so sends it), a denied one gets its result. A call that waits
    * for a person while the thread no longer offers its tool (its tools, or its model, changed meanwhile) is refused,
    * rather than asked about or left waiting: the reply that met it decides nothing and reaches the model as a turn.
+   * An allowed call whose deciding reply left the branch (edited after an interrupted answer) is refused too.
    */
   async function carryOut(
     answer: ToolAnswer,
@@ -264,6 +282,10 @@ export function toolExecutor(deps: ToolExecutorDeps): AnswerTools {
     signal: AbortSignal,
   ): Promise<void> {
     const fence = fenceOf(answer)
+    const ids = new Set(history.map((message) => message.id))
+    const oldest = history.find((message) => message.role !== 'summary')?.id
+    // As for rounds (prepare's ofBranch): a reply summarised out of the history is older than all of it.
+    const onBranch = (id: string | null) => id !== null && (ids.has(id) || (oldest !== undefined && id < oldest))
     for (const call of calls) {
       if (call.status === 'denied' && call.finishedAt === null) {
         const decider = history.find((message) => message.id === call.decidedBy)
@@ -276,6 +298,10 @@ export function toolExecutor(deps: ToolExecutorDeps): AnswerTools {
         if (!(await toolCalls.endCall(call.id, noLongerOffered(call), fence, now))) throw new LostLease()
       }
       if (call.status !== 'allowed') continue
+      if (!onBranch(call.decidedBy)) {
+        if (!(await toolCalls.endCall(call.id, allowReplaced(), fence, now))) throw new LostLease()
+        continue
+      }
       const found = offerOf(offers, call)
       // Arguments were checked when the call was recorded; a tool turned off since is not called.
       const parsed = parseArguments(call.arguments)

@@ -2,9 +2,12 @@
 // Types only, so that the administration pages and the tool executor are written against them on their own.
 import type { McpServerRow, McpServerStatus } from './repository'
 
-/** How one tool call went: failures of the server's making are outcomes, never exceptions. */
+/**
+ * How one tool call went: failures of the server's making are outcomes, never exceptions. `unknown` is a call the
+ * caller's signal cancelled while it ran: its request may have reached the server, which may have acted on it.
+ */
 export interface CallOutcome {
-  status: 'ok' | 'error' | 'timeout'
+  status: 'ok' | 'error' | 'timeout' | 'unknown'
   /** What the model is told (cut to TOOLS_RESULT_MAX_CHARS, with a note when it was). */
   text: string
   /** The full result's length, in characters. */

@@ -17,7 +17,7 @@ import { roundSeparator } from './providers/model'
 import type { AnswerRelay, RelayEvent } from './relay'
 import { RemoteAnswers } from './remote'
 import type { GenerationRecord, GenerationRepository, PendingAnswer } from './repository'
-import type { AnswerTools, ToolPlan } from './tools'
+import { type AnswerTools, LostLease, type ToolPlan } from './tools'
 import type { AnswerModels, GenerationRunner, HistoryMessage, JobHandlers, JobModel } from './types'
 import { type Prices, roundTokens, UsageMeter } from './usage'
 
@@ -241,8 +241,16 @@ export function createGenerationEngine({
         tools: { offered, rounds, final, question },
       })
     } catch (failure) {
-      // A database error ends this answer, and only this one: nothing else awaits its start.
-      log.error('could not start an answer', { messageId: job.messageId, error: String(failure) })
+      // Another instance took the answer over (or it ended) while its tools were prepared: the end below is not stored,
+      // and the answer is followed where it runs, as when a renewal finds the lease lost.
+      if (failure instanceof LostLease) {
+        log.warn('lost the lease on an answer while starting it; another instance generates it', {
+          messageId: job.messageId,
+        })
+      } else {
+        // A database error ends this answer, and only this one: nothing else awaits its start.
+        log.error('could not start an answer', { messageId: job.messageId, error: String(failure) })
+      }
       await settle(job, 'error', 'The response could not be started')
     }
   }

@@ -1,6 +1,7 @@
 // The engine's port to the tools an answer may call: connectors/executor.ts implements it and app.ts hands it to the
-// engine, so generation never imports the feature that connects MCP servers. Types, and the one rule both sides and
-// the answer's history read alike: which words of the thread's owner decide an approval.
+// engine, so generation never imports the feature that connects MCP servers. Types, the error that says a lease was
+// lost, and the one rule both sides and the answer's history read alike: which words of the thread's owner decide an
+// approval.
 import type { ThreadsModel } from '../threads/model'
 import type { ChoiceBlock } from './providers/choice-tool'
 import type { HistoryMessage, JobTools, TokenUsage, ToolCallRequest, ToolRound, ToolRoundReply } from './types'
@@ -38,6 +39,16 @@ export interface AnswerTools {
     input: { round: number; text: string; calls: ToolCallRequest[]; usage?: TokenUsage },
     signal: AbortSignal,
   ): Promise<{ reply: ToolRoundReply; ask?: ChoiceBlock }>
+}
+
+/**
+ * Thrown by `prepare` when the answer's lease is lost (another instance took it over, or it ended): nothing more may
+ * be written for it, and the engine hears it as the lease's loss rather than a failure.
+ */
+export class LostLease extends Error {
+  constructor() {
+    super('the answer is no longer held')
+  }
 }
 
 /** The choices an approval offers, in the order shown. */

@@ -168,7 +168,9 @@ test.concurrent('rate limits and overload are retried within the bound, honourin
 test.concurrent('a stalled stream times out and a dropped one breaks off, both keeping the partial answer', async () => {
   await using fake = new FakeLlm()
   fake.reply(() => new Feed([...anthropicTextStart(), anthropicTextDelta('Waiting')]).response())
-  const { h, token } = await setup(fake, { timeoutMs: 1000 })
+  // Long enough that the first chunk, sent at once, arrives in time however busy this file's other tests keep the
+  // fake upstream (at 1 s a loaded run counted it a stall before the first token, which is retried).
+  const { h, token } = await setup(fake, { timeoutMs: 8000 })
   await using _ = h
   const stalled = await ask(h, token, 'Hi')
   expect(eventsOf(stalled.events)).toEqual([

@@ -371,7 +371,10 @@ export function settingsFor(
     systemPrompt: 'You are a test assistant.',
     maxOutputTokens: 256,
     contextTokens: 100_000,
-    timeoutMs: 10_000,
+    // The product's default (LLM_TIMEOUT_MS): a test that is not about the idle timeout must never meet it. The fake
+    // upstream shares its event loop with every test of its file, and a CI run at load 12 once kept a reply from
+    // the worker for over 10 s, which was retried and took the next test step's scripted reply.
+    timeoutMs: 120_000,
     maxAttempts: 3,
     retryBaseDelayMs: 1,
     ...overrides,

@@ -10,22 +10,7 @@ import { backendEnv, databaseOf, onPostgres } from './support/backend'
 import { FakeLlm, Feed, openaiChunk, openaiText, openaiToolCalls, sse } from './support/fake-llm'
 import { collect, firstRunToken, parseEvents, type ServerProcess, startServer, tokensOf } from './support/helpers'
 import { mcpUpstream } from './support/mcp-upstream'
-import { connectUpstream, toolsEnv } from './support/tools'
-
-const deletePage = { id: 'call_d1', name: 'docs__delete_page', arguments: '{"page":"7"}' }
-
-/** Sends a message to `server` and reads its answer's stream there, to the end. */
-async function send(server: ServerProcess, token: string, text: string, threadId?: string) {
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-  const path = threadId ? `/api/v1/threads/${threadId}/messages` : '/api/v1/threads'
-  const sent = await fetch(`${server.url}${path}`, { method: 'POST', headers, body: JSON.stringify({ text }) })
-  expect(sent.status).toBe(201)
-  const body = (await sent.json()) as { thread_id?: string; message_id: string }
-  const thread = threadId ?? (body.thread_id as string)
-  const stream = `${server.url}/api/v1/threads/${thread}/messages/${body.message_id}/response/stream`
-  const events = await collect(parseEvents(await fetch(stream, { headers })))
-  return { threadId: thread, messageId: body.message_id, events }
-}
+import { connectUpstream, deletePage, send, toolsEnv } from './support/tools'
 
 /** `work` while `server` is paused: it claims nothing meanwhile. */
 async function whilePaused<T>(server: ServerProcess, work: () => Promise<T>): Promise<T> {
@@ -47,12 +32,18 @@ test.skipIf(!onPostgres)('an approval asked on one instance is answered on anoth
   await connectUpstream(env, up, false)
 
   fake.reply(() => sse(openaiToolCalls(['I will delete it.'], [deletePage])))
-  const asked = await whilePaused(b, () => send(a, token, 'Delete page 7'))
+  const asked = await whilePaused(b, async () => {
+    const sent = await send(a.url, token, 'Delete page 7')
+    return { ...sent, events: await sent.stream() }
+  })
   expect(asked.events.at(-1)?.event).toBe('done')
   expect(up.deletes).toBe(0)
 
   fake.reply(() => sse(openaiText(['Page 7 is gone.'])))
-  const allowed = await whilePaused(a, () => send(b, token, 'Allow', asked.threadId))
+  const allowed = await whilePaused(a, async () => {
+    const sent = await send(b.url, token, 'Allow', asked.threadId)
+    return { ...sent, events: await sent.stream() }
+  })
   expect(tokensOf(allowed.events)).toBe('Page 7 is gone.')
   expect(up.deletes).toBe(1)
   expect(JSON.stringify(fake.received[1]?.body)).toContain('Deleted 7')

@@ -8,22 +8,19 @@ import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { backendEnv, databaseOf } from './support/backend'
 import { FakeLlm, openaiText, openaiToolCalls, sse } from './support/fake-llm'
-import { collect, firstRunToken, parseEvents, startServer, tokensOf, until } from './support/helpers'
+import { firstRunToken, startServer, tokensOf, until } from './support/helpers'
 import { mcpUpstream } from './support/mcp-upstream'
-import { connectUpstream, toolsEnv } from './support/tools'
+import { connectUpstream, deletePage, send, toolsEnv } from './support/tools'
 
-const deletePage = { id: 'call_d1', name: 'docs__delete_page', arguments: '{"page":"7"}' }
-
-/** Sends a message (a new thread without `threadId`) and reads its answer's stream to the end. */
-async function send(url: string, token: string, text: string, threadId?: string) {
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-  const path = threadId ? `/api/v1/threads/${threadId}/messages` : '/api/v1/threads'
-  const sent = await fetch(`${url}${path}`, { method: 'POST', headers, body: JSON.stringify({ text }) })
-  expect(sent.status).toBe(201)
-  const body = (await sent.json()) as { thread_id?: string; message_id: string }
-  const thread = threadId ?? (body.thread_id as string)
-  const streamUrl = `${url}/api/v1/threads/${thread}/messages/${body.message_id}/response/stream`
-  return { threadId: thread, messageId: body.message_id, stream: () => fetch(streamUrl, { headers }) }
+/** A folder for one test's server processes, and their environment; the folder goes with the test. */
+async function serverPlace(fake: FakeLlm) {
+  const dir = mkdtempSync(join(tmpdir(), 'threadhouse-tools-restart-'))
+  const env = await backendEnv({
+    ...toolsEnv(fake),
+    DATABASE_PATH: join(dir, 'db.sqlite'),
+    UPLOADS_DIR: join(dir, 'uploads'),
+  })
+  return { env, [Symbol.asyncDispose]: async () => rmSync(dir, { recursive: true, force: true }) }
 }
 
 async function messagesOf(url: string, token: string, threadId: string) {
@@ -36,15 +33,11 @@ async function messagesOf(url: string, token: string, threadId: string) {
 // Each test starts and kills real server processes of its own: they run concurrently.
 
 test.concurrent('a server killed while an approval waits goes on from it after the restart', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'threadhouse-tools-restart-'))
   await using fake = new FakeLlm()
   await using up = mcpUpstream()
-  try {
-    const env = await backendEnv({
-      ...toolsEnv(fake),
-      DATABASE_PATH: join(dir, 'db.sqlite'),
-      UPLOADS_DIR: join(dir, 'uploads'),
-    })
+  await using place = await serverPlace(fake)
+  const { env } = place
+  {
     let token: string
     let threadId: string
     {
@@ -54,7 +47,7 @@ test.concurrent('a server killed while an approval waits goes on from it after t
       fake.reply(() => sse(openaiToolCalls(['I will delete it.'], [deletePage])))
       const asked = await send(first.url, token, 'Delete page 7')
       threadId = asked.threadId
-      const events = await collect(parseEvents(await asked.stream()))
+      const events = await asked.stream()
       expect(events.at(-1)?.event).toBe('done')
       const [, question] = await messagesOf(first.url, token, threadId)
       expect(question?.contents.at(-1)).toMatchObject({ type: 'user_get_choice', choices: ['Allow', 'Deny'] })
@@ -65,28 +58,22 @@ test.concurrent('a server killed while an approval waits goes on from it after t
     await using second = await startServer(env)
     fake.reply(() => sse(openaiText(['Page 7 is gone.'])))
     const allowed = await send(second.url, token, 'Allow', threadId)
-    const events = await collect(parseEvents(await allowed.stream()))
+    const events = await allowed.stream()
     expect(tokensOf(events)).toBe('Page 7 is gone.')
     expect(up.deletes).toBe(1)
     expect(JSON.stringify(fake.received[1]?.body)).toContain('Deleted 7')
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
   }
 })
 
 test.concurrent('a call cut short by a kill is recorded unknown, never sent again, and the answer completes', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'threadhouse-tools-restart-'))
   await using fake = new FakeLlm()
   await using up = mcpUpstream()
-  try {
-    const env = await backendEnv({
-      ...toolsEnv(fake),
-      DATABASE_PATH: join(dir, 'db.sqlite'),
-      UPLOADS_DIR: join(dir, 'uploads'),
-    })
+  await using place = await serverPlace(fake)
+  const { env } = place
+  {
     let token: string
     let threadId: string
-    let messageId: string
+    let sent: Awaited<ReturnType<typeof send>>
     {
       await using first = await startServer(env)
       token = await firstRunToken(first)
@@ -94,9 +81,8 @@ test.concurrent('a call cut short by a kill is recorded unknown, never sent agai
       await connectUpstream(env, up, true)
       up.mode = 'hang'
       fake.reply(() => sse(openaiToolCalls(['Deleting.'], [deletePage])))
-      const sent = await send(first.url, token, 'Delete page 7')
+      sent = await send(first.url, token, 'Delete page 7')
       threadId = sent.threadId
-      messageId = sent.messageId
       await until(() => up.deletes === 1)
       first.process.kill('SIGKILL')
       await first.process.exited
@@ -105,9 +91,7 @@ test.concurrent('a call cut short by a kill is recorded unknown, never sent agai
 
     await using second = await startServer(env)
     fake.reply(() => sse(openaiText(['It may have been deleted; please check.'])))
-    const headers = { authorization: `Bearer ${token}` }
-    const stream = `${second.url}/api/v1/threads/${threadId}/messages/${messageId}/response/stream`
-    const events = await collect(parseEvents(await fetch(stream, { headers })))
+    const events = await sent.stream(second.url)
     expect(events.at(-1)?.event).toBe('done')
     // The round recorded before the kill is the answer's start again; the new text follows it as a new round.
     expect(tokensOf(events)).toBe('Deleting.\n\nIt may have been deleted; please check.')
@@ -121,7 +105,5 @@ test.concurrent('a call cut short by a kill is recorded unknown, never sent agai
       role: 'assistant',
       contents: [{ type: 'text', text: 'Deleting.\n\nIt may have been deleted; please check.' }],
     })
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
   }
 })

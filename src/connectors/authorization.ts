@@ -11,6 +11,7 @@ import { hashSecret } from '../shared/security'
 import { storedOAuthProvider } from './oauth-provider'
 import type { RefreshOutcome, ToolCaller } from './ports'
 import { type McpServerRepository, type McpServerRow, sealedFor } from './repository'
+import { secretsMissing } from './service'
 
 /** How long an admin has between Authorize and the callback; the upkeep sweeps older flows. */
 export const flowLifetimeMs = 10 * 60_000
@@ -52,7 +53,7 @@ export async function beginAuthorization(
   now: number,
 ): Promise<URL> {
   if (server.auth !== 'oauth') throw invalidRequest('This server does not sign in with OAuth.')
-  if (!deps.box.available) throw secretsMissing()
+  if (!deps.box.available) throw secretsMissing('Tokens')
   // 160 random bits; only their hash is stored, so the database alone cannot complete a flow.
   const state = randomBytes(20).toString('base64url')
   let captured: URL | null = null
@@ -183,13 +184,5 @@ function flowExpired(): AppError {
     400,
     authorizationRefusals.expired,
     'This authorization has expired or was already used. Start it again from the server’s page.',
-  )
-}
-
-export function secretsMissing(): AppError {
-  return new AppError(
-    400,
-    'invalid_request',
-    'Tokens are stored encrypted, and this server has no SECRETS_KEY to encrypt them with: ask the operator to set it (see docs/configuration.md).',
   )
 }

@@ -27,6 +27,7 @@ import type {
 import type { ModelRepository } from '../models/repository'
 import { newId } from '../shared/ids'
 import type { Logger } from '../shared/log'
+import { isObject } from '../shared/objects'
 import type { Clock } from '../shared/time'
 import type { ToolCaller } from './ports'
 import type { McpServerRepository, OfferableTool } from './repository'
@@ -128,10 +129,6 @@ export function approvalBlock(call: Pick<ToolCallRecord, 'id' | 'toolName' | 'se
     question: shown === '' ? `Allow ${what}?` : `Allow ${what} with ${shown}?`,
     choices: [...approvalChoices],
   }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** The offered tool a recorded call names, if the answer still offers it. */

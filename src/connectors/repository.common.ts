@@ -4,6 +4,7 @@ import { and, asc, eq, inArray, isNull, lte, notInArray, sql } from 'drizzle-orm
 import type { AnyDb, Unit } from '../db/dialect'
 import type { PgDb } from '../db/postgres'
 import { prepared } from '../db/prepared'
+import { isObject } from '../shared/objects'
 import type * as tables from './connectors.table.pg'
 import {
   type DiscoveredTool,
@@ -27,10 +28,6 @@ function json(text: string | null): unknown {
 
 function jsonText(value: unknown): string | null {
   return value === null || value === undefined ? null : JSON.stringify(value)
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function serverOf(row: ServerRow): McpServerRow {

@@ -167,20 +167,9 @@ export async function addServer(deps: ConnectorsDeps, input: NewServerInput, now
   if (oauth && headerNames.length > 0) {
     throw invalidRequest('A server that signs in with OAuth takes no headers: its tokens come from its authorization.')
   }
-  if (oauth && !deps.box.available) {
-    throw new AppError(
-      400,
-      'invalid_request',
-      'OAuth tokens are stored encrypted, and this server has no SECRETS_KEY to encrypt them with: ask the operator to set it (see docs/configuration.md).',
-    )
-  }
-  if (headerNames.length > 0 && !deps.box.available) {
-    throw new AppError(
-      400,
-      'invalid_request',
-      'Headers are stored encrypted, and this server has no SECRETS_KEY to encrypt them with: ask the operator to set it (see docs/configuration.md), or add the server without headers.',
-    )
-  }
+  if (oauth && !deps.box.available) throw secretsMissing('OAuth tokens')
+  if (headerNames.length > 0 && !deps.box.available)
+    throw secretsMissing('Headers', ', or add the server without headers')
   const existing = await deps.servers.list(input.organizationId)
   if (existing.some((server) => server.name === name)) throw taken(name)
   if (existing.length >= maxServers) {
@@ -296,4 +285,13 @@ export function describeRefresh(outcome: RefreshOutcome | null): string {
   if (outcome === null) return 'its tool list is not fetched yet (press Refresh on its administration page)'
   if (outcome.error !== null) return `its tool list could not be fetched: ${outcome.error}`
   return `it lists ${outcome.tools} ${outcome.tools === 1 ? 'tool' : 'tools'}`
+}
+
+/** What cannot be kept without SECRETS_KEY: the one refusal for headers, OAuth tokens and a begun authorization. */
+export function secretsMissing(what: string, otherwise = ''): AppError {
+  return new AppError(
+    400,
+    'invalid_request',
+    `${what} are stored encrypted, and this server has no SECRETS_KEY to encrypt them with: ask the operator to set it (see docs/configuration.md)${otherwise}.`,
+  )
 }

@@ -7,6 +7,7 @@ import { PaginatedResultSchema } from '@modelcontextprotocol/sdk/types.js'
 import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation'
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv'
 import * as z from 'zod/v4'
+import { isObject } from '../shared/objects'
 import type { DiscoveredTool } from './repository'
 
 export const toolLimits = {
@@ -122,8 +123,4 @@ function checkSchema(
     const why = error instanceof Error ? error.message.slice(0, 200) : 'invalid'
     return { stored: schema, problem: `its ${field} is not a valid JSON Schema: ${why}`, validator: null }
   }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

@@ -328,6 +328,12 @@ test('the Tools menu: only with tools on, showing the thread’s choice, and sav
   expect(refused.status).toBe(400)
   expect(await refused.text()).toContain('The tool &quot;crm/find&quot; is not on in your organization')
   expect(await settings()).toBeNull()
+  // The settings' bound holds for the form as for the API.
+  const many = Array.from({ length: 201 }, (_, index) => `docs/tool_${index}`)
+  const tooMany = await save({ tools_choice: 'some', tools: many })
+  expect(tooMany.status).toBe(400)
+  expect(await tooMany.text()).toContain('Choose at most 200 tools.')
+  expect(await settings()).toBeNull()
   // A member who reads the thread has no composer, and so no menu.
   const colleague = await signedIn(h)
   expect(await (await colleague.browser.get(`/threads/${threadId}`)).text()).not.toContain('tools-menu')

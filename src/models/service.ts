@@ -15,7 +15,7 @@ import {
   organizationDefault,
   usableModels,
 } from './choice'
-import type { ModelsModel } from './model'
+import { type ModelsModel, threadToolsMax } from './model'
 import type { ModelRepository, ThreadSettings } from './repository'
 
 export interface ModelsDeps {
@@ -99,6 +99,8 @@ function settingsView({ model, instructions, tools }: ThreadSettings): ModelsMod
 
 /** A refusal naming the tools of a thread's list that the organization does not have on. */
 async function requireToolsOn(deps: ThreadSettingsDeps, organizationId: number, names: string[]): Promise<void> {
+  // The API's schema says so too; the thread page's form reaches this without one.
+  if (names.length > threadToolsMax) throw invalidRequest(`Choose at most ${threadToolsMax} tools.`)
   const unknown = names.length === 0 ? [] : await deps.toolNames.unknown(organizationId, names)
   if (unknown.length === 0) return
   const quoted = unknown.map((name) => `"${name}"`).join(', ')

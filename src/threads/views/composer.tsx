@@ -15,9 +15,6 @@ export interface ModelPicker {
   note?: string
 }
 
-/** The most tools a thread's list may name, as the thread settings' API has it. */
-export const toolsMaxChosen = 200
-
 /** A tool of the organization's MCP servers in the Tools menu. */
 export interface ToolOption {
   /** As thread settings name it: `server/tool`. */

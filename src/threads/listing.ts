@@ -5,8 +5,8 @@ import type { Caller } from '../auth/model'
 import { invalidRequest } from '../shared/errors'
 import { type Links, toThread } from './links'
 import type { ThreadsModel } from './model'
-import type { ThreadRepository } from './repository'
-import { searchWords } from './search'
+import type { ThreadListQuery, ThreadRepository, ThreadRow } from './repository'
+import { holdsPhrase, parseQuery, searchTokens, type Term } from './search-text'
 
 export const maxPageSize = 200
 
@@ -53,11 +53,11 @@ export async function listThreads(
     // "Updated after `since`" is "after the last update written by then" in the update order.
     seqFrom = (await threads.updateSeqAt(parseSince(query.updated_since))) + 1
   }
-  let words: string[] | undefined
+  let search: Term[] | undefined
   if (query.q !== undefined && query.q.trim() !== '') {
-    const parsed = searchWords(query.q)
+    const parsed = parseQuery(query.q)
     if (parsed === null) return envelope([], limit)
-    words = parsed
+    search = parsed
   }
   let after: { createdAt: number; id: string } | undefined
   if (query.after !== undefined) {
@@ -67,19 +67,65 @@ export async function listThreads(
     else if (descending) seqTo = cursor.updateSeq - 1
     else seqFrom = Math.max(seqFrom, cursor.updateSeq + 1)
   }
-  const rows = await threads.listThreads({
+  const list: ThreadListQuery = {
     viewer: caller,
     sortBy,
     descending,
     owned: query.owned,
     private: query.private,
     archived: query.archived === true,
-    words,
+    search,
     seqFrom,
     seqTo,
     after,
     limit: limit + 1,
-  })
+  }
+  const phrases = (search ?? []).flatMap((term) => (term.kind === 'phrase' ? [term.tokens] : []))
+  const rows = phrases.length === 0 ? await threads.listThreads(list) : await phraseList(threads, list, phrases)
   const page = envelope(rows, limit)
   return { ...page, data: page.data.map((row) => toThread(row, links)) }
+}
+
+/** Candidates read per round of a search with phrases: a page's worth at first, then twice as many each round. */
+const maxCandidates = 4 * maxPageSize
+
+/**
+ * The list of a search with phrases. The indexes hold no positions, so the threads they find hold each phrase's
+ * tokens somewhere; each is kept only if one of its texts (searchSources) holds the phrase, and the list goes on with
+ * later candidates, in the same order, until it has `limit` threads or no candidate is left. Written once here for
+ * both databases (and every caller of the list: the API, the web app, MCP).
+ */
+export async function phraseList(
+  threads: ThreadRepository,
+  query: ThreadListQuery,
+  phrases: string[][],
+): Promise<ThreadRow[]> {
+  const kept: ThreadRow[] = []
+  const seen = new Set<string>()
+  let next = query
+  let size = query.limit
+  for (;;) {
+    const candidates = await threads.listThreads({ ...next, limit: size })
+    const sources = await threads.searchSources(candidates.map((row) => row.id))
+    for (const row of candidates) {
+      // A thread written meanwhile may move to where a later round reads it again.
+      if (seen.has(row.id)) continue
+      seen.add(row.id)
+      const texts = (sources.get(row.id) ?? []).map(({ text }) => searchTokens(text).map(({ token }) => token))
+      if (!phrases.every((phrase) => texts.some((tokens) => holdsPhrase(tokens, phrase)))) continue
+      kept.push(row)
+      if (kept.length === query.limit) return kept
+    }
+    const last = candidates.at(-1)
+    if (candidates.length < size || last === undefined) return kept
+    if (query.sortBy === 'created_at') {
+      next = { ...next, after: { createdAt: last.createdAt, id: last.id } }
+    } else {
+      // The update order's place is the cursor's; a thread deleted meanwhile has none, and the list ends there.
+      const cursor = await threads.listCursor(query.viewer, last.id, 'updated_at')
+      if (!cursor) return kept
+      next = query.descending ? { ...next, seqTo: cursor.updateSeq - 1 } : { ...next, seqFrom: cursor.updateSeq + 1 }
+    }
+    size = Math.min(size * 2, maxCandidates)
+  }
 }

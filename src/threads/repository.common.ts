@@ -20,7 +20,7 @@ import {
   type SQLWrapper,
   sql,
 } from 'drizzle-orm'
-import type { attachments } from '../attachments/attachments.table.pg'
+import type { attachments, attachmentTexts } from '../attachments/attachments.table.pg'
 import type { users } from '../auth/auth.table.pg'
 import type { AnyDb } from '../db/dialect'
 import type { PgDb } from '../db/postgres'
@@ -43,13 +43,19 @@ import type {
   Viewer,
 } from './repository'
 import { searchableText } from './search'
+import type { SnippetSource } from './search-text'
 import type * as threadTables from './threads.table.pg'
 
 /** The tables the threads repository reads, its own and three other features': either dialect's (db/dialect.ts). */
 export type ThreadTables = Pick<
   typeof threadTables,
   'threads' | 'messages' | 'feedback' | 'threadTombstones' | 'threadFeedHorizon'
-> & { users: typeof users; attachments: typeof attachments; generations: typeof generations }
+> & {
+  users: typeof users
+  attachments: typeof attachments
+  attachmentTexts: typeof attachmentTexts
+  generations: typeof generations
+}
 
 /**
  * Columns of either dialect's tables, for the pieces the SQLite units of work and plans use with their own builder
@@ -469,7 +475,13 @@ export type CommonThreadMethods = Pick<
   | 'versions'
   | 'versionsOf'
   | 'threadTree'
+  | 'searchSources'
 >
+
+/** The files a message's blocks attach, in order, each once (as pendingFileTexts reads them). */
+function attachedFiles(contents: ContentBlock[]): string[] {
+  return [...new Set(contents.flatMap((block) => ('attachment_id' in block ? [block.attachment_id] : [])))]
+}
 
 /**
  * Every method that is one statement, on either dialect. Those on the path of every list page, message send and
@@ -478,7 +490,7 @@ export type CommonThreadMethods = Pick<
  * where PostgreSQL would run a statement prepared on the pool outside it.
  */
 export function commonThreadRepository(db: AnyDb, t: ThreadTables): CommonThreadMethods {
-  const { threads, messages, feedback, attachments, generations } = t
+  const { threads, messages, feedback, attachments, attachmentTexts, generations } = t
   const messageRow = messageColumns(t)
   const treeRow = treeColumns(t)
   const asTree = (rows: unknown[]) =>
@@ -618,6 +630,70 @@ export function commonThreadRepository(db: AnyDb, t: ThreadTables): CommonThread
         .from(attachments)
         .where(and(eq(attachments.threadId, threadId), inArray(attachments.id, attachmentIds)))
       return new Map(rows.map(({ id, kind }) => [id, kind]))
+    },
+
+    // Three reads, not one unit: a write between them may show in one and not another, as between two searches.
+    async searchSources(threadIds) {
+      const sources = new Map<string, SnippetSource[]>()
+      if (threadIds.length === 0) return sources
+      const named = await db
+        .select({ id: threads.id, name: threads.name })
+        .from(threads)
+        .where(inArray(threads.id, threadIds))
+      // A message's blocks are read only when they attach a file (few do): the text column is what search reads.
+      const texts = await db
+        .select({
+          id: messages.id,
+          threadId: messages.threadId,
+          text: messages.text,
+          contents: sql<
+            string | null
+          >`case when ${messages.contents} like '%"attachment_id"%' then ${messages.contents} end`,
+        })
+        .from(messages)
+        .where(and(inArray(messages.threadId, threadIds), eq(messages.active, true)))
+        .orderBy(desc(messages.createdAt), desc(messages.id))
+      // Each thread's messages (newest first) and the files they attach, each file under the newest that does.
+      const byThread = new Map<string, SnippetSource[]>()
+      const filesOf = new Map<string, { id: string; messageId: string }[]>()
+      for (const row of texts) {
+        const list = byThread.get(row.threadId) ?? []
+        list.push({ messageId: row.id, attachmentId: null, text: row.text })
+        byThread.set(row.threadId, list)
+        if (row.contents === null) continue
+        const files = filesOf.get(row.threadId) ?? []
+        for (const id of attachedFiles(JSON.parse(row.contents))) {
+          if (!files.some((file) => file.id === id)) files.push({ id, messageId: row.id })
+        }
+        filesOf.set(row.threadId, files)
+      }
+      const fileIds = [...filesOf.values()].flatMap((files) => files.map((file) => file.id))
+      const fileRows =
+        fileIds.length === 0
+          ? []
+          : await db
+              .select({ id: attachments.id, name: attachments.filename, text: attachmentTexts.text })
+              .from(attachments)
+              .leftJoin(
+                attachmentTexts,
+                and(eq(attachmentTexts.attachmentId, attachments.id), eq(attachmentTexts.state, 'indexed')),
+              )
+              .where(inArray(attachments.id, fileIds))
+      const fileRow = new Map(fileRows.map((row) => [row.id, row]))
+      for (const { id, name } of named) {
+        const list = byThread.get(id) ?? []
+        const files = (filesOf.get(id) ?? []).flatMap(({ id: fileId, messageId }) => {
+          const row = fileRow.get(fileId)
+          return row ? [{ ...row, messageId }] : []
+        })
+        for (const file of files) {
+          if (file.text) list.push({ messageId: file.messageId, attachmentId: file.id, text: file.text })
+        }
+        for (const file of files) list.push({ messageId: file.messageId, attachmentId: file.id, text: file.name })
+        if (name) list.push({ messageId: null, attachmentId: null, text: name })
+        sources.set(id, list)
+      }
+      return sources
     },
 
     async pendingMessageId(threadId) {

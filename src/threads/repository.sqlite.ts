@@ -50,7 +50,6 @@ import {
   documentsMatching,
   documentThread,
   flushSearchIndex,
-  ftsQuery,
   inMatches,
   keyMask,
   keyRange,
@@ -59,11 +58,12 @@ import {
   type SearchPlan,
   searchPlan,
   searchTable,
+  termsQuery,
 } from './search.fts5'
 import * as threadTables from './threads.table'
 import { messages, threadFeedHorizon, threads, threadTombstones } from './threads.table'
 
-const tables = asTables<ThreadTables>({ ...threadTables, users, attachments, generations })
+const tables = asTables<ThreadTables>({ ...threadTables, users, attachments, attachmentTexts, generations })
 const threadColumns = threadColumnsOf({ threads, users })
 /** Each column's place in a `.values()` row of `threadColumns`, by its name. */
 const at = Object.fromEntries(Object.keys(threadColumns).map((name, place) => [name, place])) as Record<
@@ -157,10 +157,11 @@ function listThreads(db: Db, query: ThreadListQuery): ThreadRow[] {
   const { viewer, sortBy } = query
   let fts: string | undefined
   let search: ListShape['search']
-  if (query.words !== undefined) {
+  if (query.search !== undefined) {
     // Only the owner's token narrows the index; the other filters are checks on the rows it yields.
     const ownOnly = viewer.sees === 'own' || query.owned === true || query.private === true
-    fts = ownOnly ? ownedBy(ftsQuery(query.words), viewer.userId) : ftsQuery(query.words)
+    const terms = termsQuery(query.search)
+    fts = ownOnly ? ownedBy(terms, viewer.userId) : terms
     // Writes leave documents pending (see search.fts5.ts): a search first brings the index up to date.
     flushSearchIndex(db)
     search = sortBy === 'updated_at' ? 'index' : searchPlan(db, fts, viewer.organizationId)

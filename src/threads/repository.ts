@@ -5,6 +5,7 @@
 // (the columns, the visibility rule, every single statement); repository.sqlite.ts and repository.pg.ts the rest.
 import type { Caller } from '../auth/model'
 import type { ThreadsModel } from './model'
+import type { SnippetSource, Term } from './search-text'
 
 export type ThreadState = ThreadsModel.thread['state']
 export type MessageRole = ThreadsModel.message['role']
@@ -99,11 +100,14 @@ export interface ThreadListQuery {
   /** Whether archived threads are listed too. */
   archived: boolean
   /**
-   * Only threads whose name and active messages together hold every one of these words, as search.ts splits
-   * them. A search sees every write committed before it starts, and lists exactly the threads (and in exactly
-   * the order) that the same query without words would, less those that do not match.
+   * Only threads whose document (search.ts: its name, active messages and their files) holds every one of these
+   * terms (search-text.ts, parseQuery), each in any part of it. The index holds no positions: a phrase matches where
+   * its tokens are all in the document, and the caller checks the phrase itself (searchSources). A search sees every
+   * write committed before it starts, and lists exactly the threads (and in exactly the order) that the same query
+   * without terms would, less those that do not match; only a rebuild a migration left under way hides the threads
+   * it has not reached yet (docs/architecture.md, "Search").
    */
-  words?: string[]
+  search?: Term[]
   /** Only threads whose place in the update order is at least this (0: from the start). */
   seqFrom: number
   /** `updated_at` order only: no thread whose place in the update order is beyond this (absent: no end). */
@@ -220,6 +224,13 @@ export interface ThreadRepository {
 
   /** Up to `limit` threads of the list `query` describes, in its order (see ThreadListQuery). */
   listThreads(query: ThreadListQuery): Promise<ThreadRow[]>
+
+  /**
+   * The texts a search matched each thread by, for phrase checks and snippets, in order of preference: its active
+   * messages newest first, the text of the files they attach (once read), those files' names, and its name. Threads
+   * that are gone are left out. Whoever calls this has already checked the threads' visibility.
+   */
+  searchSources(threadIds: string[]): Promise<Map<string, SnippetSource[]>>
 
   /**
    * Up to `limit` of the thread's active messages, oldest first by (created_at, id), strictly after the message

@@ -1,25 +1,31 @@
 // Thread search on SQLite: an FTS5 index and the SQL that reads it, the only raw SQL of the threads feature,
-// because Drizzle cannot express FTS5 MATCH. The index is created in db/migrations/0005_update_order.sql and keeps
-// no word positions since 0007_search_detail_column.sql; the triggers that mark documents stale are in
-// 0006_deferred_search.sql, and the functions at the end of this file rewrite them. repository.sqlite.ts builds
-// its list statements from the pieces here.
+// because Drizzle cannot express FTS5 MATCH. The index is created in db/migrations/sqlite/0020_search_tokens.sql
+// (its tokenizer, prefixes and why); the triggers that mark documents stale are in 0006_deferred_search.sql, and the
+// functions at the end of this file rewrite them. repository.sqlite.ts builds its list statements from the pieces
+// here.
 //
-// Each thread is one FTS5 document (its name and its active messages) whose rowid is its search key,
-// (organization_id << 40) | (2^40 - 1 - update_seq). An organization's threads are one rowid range,
-// most recently updated first, so a search in the default order reads the matching documents in the
-// order the page needs and stops after one page whatever the terms' frequency. A search must return
-// exactly the threads a plain list would, in the same order: it walks the same update sequence.
+// Each thread is one FTS5 document: its distinct tokens (threadTokens in search.ts), made in JavaScript and joined
+// by spaces, and its owner's token. Its rowid is its search key, (organization_id << 40) | (2^40 - 1 - update_seq).
+// An organization's threads are one rowid range, most recently updated first, so a search in the default order
+// reads the matching documents in the order the page needs and stops after one page whatever the terms' frequency.
+// A search must return exactly the threads a plain list would, in the same order: it walks the same update sequence.
+//
+// A query is the compiled terms of search-text.ts: every group must match (AND), by any of its matches (OR); an exact
+// token is `"token"`, a prefix `"token" *`. Prefixes of 2-4 characters are read from FTS5's own prefix indexes;
+// longer ones FTS5 finds by scanning its terms in the prefix's range, which needs no vocabulary (search_terms is
+// PostgreSQL's; see docs/architecture.md for the measure).
 //
 // The `created_at` order has no such index; two plans serve it, each fast where the other is slow, so
 // the repository counts the matches first (cheaply, up to a bound) and picks one:
 // - few matches: start from the FTS matches, look their threads up and sort them.
 // - many matches: walk the caller's threads in order and probe each one's document.
 import type { Database } from 'bun:sqlite'
-import { asc, eq, type Placeholder, type SQL, sql } from 'drizzle-orm'
+import { type Placeholder, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
-import type { ThreadSearch } from './search'
-import { searchPending, threads } from './threads.table'
+import { type DocumentSource, type ThreadSearch, threadTokens } from './search'
+import { type CompiledQuery, compileTerms, type IndexMatch, type Term } from './search-text'
+import { threads } from './threads.table'
 
 /** Up to this many matching documents the `created_at` search starts from the matches, past it from the threads. */
 export const matchBound = 2000
@@ -27,12 +33,22 @@ export const matchBound = 2000
 /** The low 40 bits of a search key: 2^40 - 1 - update_seq. */
 export const keyMask = 1099511627775
 
-/**
- * An FTS5 query matching every word (from searchWords) in a thread's name or messages, each word quoted so that
- * user input can never be read as FTS5 syntax.
- */
-export function ftsQuery(words: string[]): string {
-  return `body : (${words.map((word) => `"${word}"`).join(' AND ')})`
+/** One match as FTS5 syntax: tokens hold only letters, digits and marks, so quoting them can never be escaped. */
+function ftsMatch(match: IndexMatch): string {
+  return match.kind === 'exact' ? `"${match.token}"` : `"${match.token}" *`
+}
+
+/** An FTS5 query matching the compiled terms in a thread's document (its body). */
+export function ftsQuery(compiled: CompiledQuery): string {
+  const groups = compiled.all.map((group) =>
+    group.length === 1 ? ftsMatch(group[0] as IndexMatch) : `(${group.map(ftsMatch).join(' OR ')})`,
+  )
+  return `body : (${groups.join(' AND ')})`
+}
+
+/** The FTS5 query for parsed terms: FTS5 scans its own terms for long prefixes, so no vocabulary is read. */
+export function termsQuery(terms: readonly Term[]): string {
+  return ftsQuery(compileTerms(terms, new Map()))
 }
 
 /** Adds the owner's token: documents of one user's threads only. */
@@ -91,58 +107,102 @@ export function probeMatches(ftsQuery: Placeholder): SQL {
     (${threads.organizationId} << 40) | (${keyMask} - ${threads.updateSeq}) and thread_search match ${ftsQuery})`
 }
 
-/** The columns of thread `t`'s document: its key, its name and active messages, and its owner's token. */
-export const documentColumns = `(t.organization_id << 40) | (${keyMask} - t.update_seq),
-  coalesce(t.name, '') || char(10) || coalesce((select group_concat(m.text, char(10)) from messages m
-    where m.thread_id = t.id and m.active = 1), ''),
-  'u' || t.owner_id`
+/** The statements that read a thread's sources and write its document, prepared once per database. */
+function documentStatements(sqlite: Database) {
+  return {
+    thread: sqlite.query<{ id: string; name: string | null }, [number]>('select id, name from threads where seq = ?'),
+    texts: sqlite.query<{ text: string }, [string]>('select text from messages where thread_id = ? and active = 1'),
+    // The files the thread's active messages attach (a block's `attachment_id`), each once; `instr` spares the JSON
+    // parse for the messages (most) that attach nothing.
+    files: sqlite.query<{ name: string; words: string | null }, [string]>(
+      `select a.filename as name, x.words from attachments a
+       left join attachment_texts x on x.attachment_id = a.id and x.state = 'indexed'
+       where a.id in (select b.value ->> '$.attachment_id' from messages m, json_each(m.contents) b
+         where m.thread_id = ?1 and m.active = 1 and instr(m.contents, '"attachment_id"') > 0)`,
+    ),
+    write: sqlite.query<unknown, [number, string]>(
+      `insert into thread_search (rowid, body, owner)
+       select (t.organization_id << 40) | (${keyMask} - t.update_seq), ?2, 'u' || t.owner_id from threads t where t.seq = ?1`,
+    ),
+    dropKey: sqlite.query<unknown, [number]>('delete from thread_search where rowid = ?'),
+    dropCurrent: sqlite.query<unknown, [number]>(
+      `delete from thread_search where rowid = (select (organization_id << 40) | (${keyMask} - update_seq)
+       from threads where seq = ?)`,
+    ),
+    pending: sqlite.query<{ threadSeq: number; indexedKey: number | null }, [number]>(
+      'select thread_seq as threadSeq, indexed_key as indexedKey from search_pending order by thread_seq limit ?',
+    ),
+    donePending: sqlite.query<unknown, [number]>('delete from search_pending where thread_seq = ?'),
+    rebuild: sqlite.query<{ threadSeq: number }, [number]>(
+      'select thread_seq as threadSeq from search_rebuild order by thread_seq desc limit ?',
+    ),
+    doneRebuild: sqlite.query<unknown, [number]>('delete from search_rebuild where thread_seq = ?'),
+    rebuilding: sqlite.query<{ n: number }, []>('select count(*) as n from search_rebuild'),
+  }
+}
 
-/**
- * Rewrites every thread's document from its name and active messages: for bulk loads (the benchmark's
- * seed), which write rows with the documents left to one statement. Then merges the index into one segment,
- * as migration 0007 does: a bulk insert leaves dozens, and every search consults each.
- */
-export function rebuildSearchIndex(sqlite: Database): void {
-  sqlite.run(`insert into thread_search (thread_search) values ('delete-all')`)
-  sqlite.run(`insert into thread_search (rowid, body, owner) select ${documentColumns} from threads t`)
-  sqlite.run(`insert into thread_search (thread_search) values ('optimize')`)
-  sqlite.run('delete from search_pending')
+type Statements = ReturnType<typeof documentStatements>
+
+/** Writes thread `seq`'s document under its current key, from its rows as they are now (built in JavaScript). */
+function writeDocument(statements: Statements, seq: number): void {
+  const thread = statements.thread.get(seq)
+  if (!thread) return
+  const source: DocumentSource = {
+    name: thread.name,
+    texts: statements.texts.all(thread.id).map((row) => row.text),
+    files: statements.files.all(thread.id),
+  }
+  statements.write.run(seq, threadTokens(source).join(' '))
 }
 
 /**
  * Rewrites the documents of up to `batch` pending threads (search_pending, filled by the triggers), in one
  * transaction, and returns how many it rewrote. Writes only mark a thread pending, so a message costs a row
- * and the index is rewritten once per thread per batch, not once per write; each document is about a
- * millisecond of work at 1M messages, and a send writes `updated_at` up to four times.
+ * and the index is rewritten once per thread per batch, not once per write; a send writes `updated_at` up to four
+ * times. With a `batch`, the rest of it goes to the threads a migration left to rebuild (search_rebuild), most
+ * recent first; a search's flush (every pending thread, no `batch`) leaves those to the background.
  */
 export function flushSearchIndex(db: Db, batch = -1): number {
-  const statements = prepared(db, 'search:flush', () => ({
-    pending: db
-      .select()
-      .from(searchPending)
-      .orderBy(asc(searchPending.threadSeq))
-      .limit(sql.placeholder('batch'))
-      .prepare(),
-    done: db
-      .delete(searchPending)
-      .where(eq(searchPending.threadSeq, sql.placeholder('threadSeq')))
-      .prepare(),
-    drop: db.$client.query<unknown, [number]>('delete from thread_search where rowid = ?'),
-    write: db.$client.query<unknown, [number]>(
-      `insert into thread_search (rowid, body, owner) select ${documentColumns} from threads t where t.seq = ?`,
-    ),
-  }))
+  const statements = prepared(db, 'search:flush', () => documentStatements(db.$client))
+  const rebuilding = batch > 0 && statements.rebuild.get(1) !== null
   // Searches call this on every request: with nothing pending (the usual case) no transaction is opened.
-  if (statements.pending.get({ batch: 1 }) === undefined) return 0
-  return db.transaction(() => {
-    const rows = statements.pending.all({ batch })
+  if (statements.pending.get(1) === null && !rebuilding) return 0
+  return db.$client.transaction(() => {
+    const rows = statements.pending.all(batch)
     for (const row of rows) {
-      if (row.indexedKey !== null) statements.drop.run(row.indexedKey)
-      statements.write.run(row.threadSeq)
-      statements.done.run({ threadSeq: row.threadSeq })
+      if (row.indexedKey !== null) statements.dropKey.run(row.indexedKey)
+      writeDocument(statements, row.threadSeq)
+      statements.donePending.run(row.threadSeq)
+      statements.doneRebuild.run(row.threadSeq)
     }
-    return rows.length
-  })
+    if (!rebuilding || rows.length >= batch) return rows.length
+    const rebuilt = statements.rebuild.all(batch - rows.length)
+    for (const row of rebuilt) {
+      // Not pending (those went first): the index holds no document for it, or one a write's flush wrote just now.
+      statements.dropCurrent.run(row.threadSeq)
+      writeDocument(statements, row.threadSeq)
+      statements.doneRebuild.run(row.threadSeq)
+    }
+    return rows.length + rebuilt.length
+  })()
+}
+
+/** How many documents are left to rebuild (search_rebuild). */
+export function rebuildingDocuments(db: Db): number {
+  return prepared(db, 'search:flush', () => documentStatements(db.$client)).rebuilding.get()?.n ?? 0
+}
+
+/**
+ * Rewrites every thread's document: for bulk loads (the benchmark's seed), which write rows with the documents left
+ * to this. Then merges the index into one segment: a bulk insert leaves dozens, and every search consults each.
+ */
+export function rebuildSearchIndex(db: Db): void {
+  const sqlite = db.$client
+  sqlite.run(`insert into thread_search (thread_search) values ('delete-all')`)
+  sqlite.run('delete from search_pending')
+  sqlite.run('insert or ignore into search_rebuild (thread_seq) select seq from threads')
+  while (flushSearchIndex(db, 1000) > 0) {}
+  sqlite.run(`insert into thread_search (thread_search) values ('optimize')`)
 }
 
 /** The FTS5 index's upkeep, for the background indexer (see search.ts). */
@@ -150,6 +210,9 @@ export function fts5ThreadSearch(db: Db): ThreadSearch {
   return {
     async flush(batch) {
       return flushSearchIndex(db, batch)
+    },
+    async rebuilding() {
+      return rebuildingDocuments(db)
     },
   }
 }

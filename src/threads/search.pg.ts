@@ -1,8 +1,15 @@
-// Thread search on PostgreSQL: one `tsvector` document per thread in `thread_search` (GIN-indexed), built here from
-// the app's own word splitting so that a search means what it means on SQLite's FTS5 (search.fts5.ts): whole words,
-// every word must match, case and diacritics folded, no stemming, no stop words. Words are folded in JavaScript as
-// FTS5's `unicode61 remove_diacritics 2` folds them, and stored and queried verbatim (`array_to_tsvector` and a
-// quoted `tsquery`), so neither the server's text search parser nor its locale has a say.
+// Thread search on PostgreSQL: one `tsvector` document per thread in `thread_search` (GIN-indexed), holding the
+// tokens of search-text.ts verbatim (`array_to_tsvector` and quoted `tsquery` lexemes), so that a search means what it
+// means on SQLite's FTS5 (search.fts5.ts): neither the server's text search parser nor its locale has a say. Besides
+// its tokens (threadTokens in search.ts), a document holds lexemes no token can equal, which the GIN index answers
+// in the same scan as the words:
+// - each token's first 2-4 characters, marked (`lyo*`): an unquoted word of that length is looked up as one lexeme;
+// - its organization (`~o7`) and owner (`~u42`): the scope of a search;
+// - its recency blocks (`~b7.3.1234`: organization 7's update sequences 1234 * 2^(8+3) up to the next block) at every
+//   level: a search in the update order probes the newest blocks first and stops once a page is full (see
+//   `probeSchedule` and repository.pg.ts).
+// Longer prefixes are expanded to the words of the vocabulary (`search_terms`, kept at each rewrite) that start with
+// them, and only scanned (`:*`, every lexeme in the range) when the vocabulary holds too many.
 //
 // A write of `threads.updated_at` queues its thread in `search_pending` (the trigger in
 // db/migrations/postgres/0001_update_order.sql); `flush` rewrites the queued documents and a search flushes first.
@@ -11,100 +18,103 @@
 //   in flight (its row is share-locked, skipping rows a writer holds): a write that commits later queues it again.
 // - Documents are rewritten from the committed rows and never replaced by an older one (`update_seq` decides).
 // So a document not queued is current, and a search that first rewrites every queued document (waiting for any
-// batch another flush holds) sees every write committed before it started.
-import { and, asc, eq, gt, inArray, lte, max, type Placeholder, type SQL, sql } from 'drizzle-orm'
+// batch another flush holds) sees every write committed before it started. The documents a migration left to
+// rebuild (`search_rebuild`) are the background batches' once the queue is empty; a search never waits for them.
+import { and, asc, desc, eq, gt, inArray, lte, max, type Placeholder, type SQL, sql } from 'drizzle-orm'
+import { attachments, attachmentTexts } from '../attachments/attachments.table.pg'
 import type { PgDb, PgTx as Tx } from '../db/postgres'
 import { prepared } from '../db/prepared'
-import { type ThreadSearch, textWords } from './search'
-import { messages, searchPending, threadSearch, threadSearchOverflow, threads } from './threads.table.pg'
+import { type ThreadSearch, threadTokens } from './search'
+import {
+  type CompiledQuery,
+  compileTerms,
+  expansionLimit,
+  type IndexMatch,
+  indexedPrefixChars,
+  type Term,
+  vocabularyPrefixes,
+  vocabularyRange,
+  vocabularyWords,
+} from './search-text'
+import {
+  messages,
+  searchPending,
+  searchRebuild,
+  searchTerms,
+  threadSearch,
+  threadSearchOverflow,
+  threads,
+  threadUpdateClock,
+} from './threads.table.pg'
 
-/**
- * The combining marks FTS5's remove_diacritics 2 drops inside a word ("e\u0301" is "e"); every other mark, as in
- * the app's word splitting, separates words.
- */
-const droppedMarks = /[\u0300-\u0304\u0306-\u030c\u030f\u0311\u031b\u0323-\u0328\u032d\u032e\u0330\u0331]/gu
-const onlyDroppedMarks = /^[\u0300-\u0304\u0306-\u030c\u030f\u0311\u031b\u0323-\u0328\u032d\u032e\u0330\u0331]+$/u
+/** A token longer than this many bytes is stored and looked up as a hash: a `tsvector` lexeme holds at most 2047. */
+const longTokenBytes = 2047
 
-/** Letters whose case FTS5's Unicode 6.1 tables do not know (cased since, or never folded there): kept as they are. */
-const keptAsIs =
-  /[\u037f\u0528\u052a\u052c\u052e\u13a0-\u13f5\u1c89\u1c90-\u1cba\u1cbd-\u1cbf\u2c2f\ua698\ua69a\ua796\ua798\ua79a\ua79c\ua79e\ua7ab-\ua7ae\ua7b0-\ua7b4\ua7b6\ua7b8\ua7ba\ua7bc\ua7be\ua7c0\ua7c2\ua7c4-\ua7c7\ua7c9\ua7cb\ua7cc\ua7ce\ua7d0\ua7d2\ua7d4\ua7d6\ua7d8\ua7da\ua7dc\ua7f5\u{104b0}-\u{104d3}\u{10570}-\u{1057a}\u{1057c}-\u{1058a}\u{1058c}-\u{10592}\u{10594}\u{10595}\u{10c80}-\u{10cb2}\u{10d50}-\u{10d65}\u{118a0}-\u{118bf}\u{16e40}-\u{16e5f}\u{16ea0}-\u{16eb8}\u{1e900}-\u{1e921}]/u
-
-/** Case foldings FTS5 applies that lower-casing does not (µ is μ, final ς is σ, …), and one it leaves out (ǡ). */
-const folded: Record<string, string> = {
-  µ: 'μ',
-  ſ: 's',
-  ẛ: 's',
-  ς: 'σ',
-  ϐ: 'β',
-  ϑ: 'θ',
-  ϕ: 'φ',
-  ϖ: 'π',
-  ϰ: 'κ',
-  ϱ: 'ρ',
-  ϵ: 'ε',
-  '\u1fbe': 'ι',
-  Ǡ: 'ǡ',
-  ǡ: 'ǡ',
+/** A token as the index holds it: itself, or a hash when too long for a lexeme (`#` is in no token). */
+export function lexeme(token: string): string {
+  if (token.length * 3 <= longTokenBytes || Buffer.byteLength(token) <= longTokenBytes) return token
+  return `#${new Bun.CryptoHasher('sha256').update(token).digest('base64url').slice(0, 22)}`
 }
 
-const foldCache = new Map<string, string>()
+/** The lexeme of a token's indexed prefix: `*` is in no token, so it never equals one. */
+const prefixLexeme = (prefix: string) => `${prefix}*`
 
-/** One character as FTS5 folds it: lower case, and a Latin letter with diacritics as its ASCII letter. */
-function foldCharacter(character: string): string {
-  let result = foldCache.get(character)
-  if (result !== undefined) return result
-  result = folded[character]
-  if (result === undefined) {
-    const lower = keptAsIs.test(character) ? character : character.toLowerCase()
-    // One character stays one (only İ lowers to two, and its letter is i either way).
-    const one = [...lower].length === 1 ? lower : character
-    const parts = one.normalize('NFD')
-    result = parts.charCodeAt(0) < 128 && onlyDroppedMarks.test(parts.slice(1)) ? parts.charAt(0).toLowerCase() : one
+/** Recency blocks: level `k` groups `2^(blockBits + k)` update sequences, for levels 0 to `blockLevels - 1`. */
+const blockBits = 8
+const blockLevels = 16
+/** A search probes at most this many blocks; the rest of its range is one last probe of the whole scope. */
+const maxProbes = 20
+
+const blockSize = (level: number) => 2 ** (blockBits + level)
+const blockLexeme = (organizationId: number, level: number, block: number) => `~b${organizationId}.${level}.${block}`
+const organizationLexeme = (organizationId: number) => `~o${organizationId}`
+const ownerLexeme = (ownerId: number) => `~u${ownerId}`
+
+/** What a document holds besides its tokens: its scope and its recency blocks at every level. */
+function scopeLexemes(thread: { organizationId: number; ownerId: number; updateSeq: number }): string[] {
+  const lexemes = [organizationLexeme(thread.organizationId), ownerLexeme(thread.ownerId)]
+  for (let level = 0; level < blockLevels; level++) {
+    lexemes.push(blockLexeme(thread.organizationId, level, Math.floor(thread.updateSeq / blockSize(level))))
   }
-  // Bounded, whatever text comes in: a text of every character would otherwise keep them all.
-  if (foldCache.size >= 65_536) foldCache.clear()
-  foldCache.set(character, result)
-  return result
+  return lexemes
 }
 
-/** Words longer than this many bytes are stored and queried as a hash: a `tsvector` word holds at most 2047 bytes. */
-const longWordBytes = 64
-
-/** A word (letters and digits only) as the index holds it: folded, and hashed when long. */
-function lexeme(word: string): string {
-  // Most words are ASCII: lower-casing is all FTS5 does to them.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range
-  const folded = /^[\x00-\x7f]*$/.test(word) ? word.toLowerCase() : [...word].map(foldCharacter).join('')
-  if (folded.length * 3 <= longWordBytes || Buffer.byteLength(folded) <= longWordBytes) return folded
-  // `#` is no letter, so a hash never equals a word.
-  return `#${new Bun.CryptoHasher('sha256').update(folded).digest('base64url').slice(0, 22)}`
-}
-
-/** The words a document holds, each once: FTS5 keeps the dropped marks inside the word they sit in. */
-export function documentLexemes(text: string): string[] {
-  return [...new Set(textWords(text.replace(droppedMarks, '')).map(lexeme))]
-}
-
-/** The words of a search (from searchWords), as the index holds them, each once. */
-export function queryLexemes(words: string[]): string[] {
-  return [...new Set(words.map(lexeme))]
+/** A document's lexemes: its scope first (so a split document's first part holds it), then each token and prefix. */
+export function documentLexemes(
+  tokens: string[],
+  thread: { organizationId: number; ownerId: number; updateSeq: number },
+): string[] {
+  const lexemes = new Set(scopeLexemes(thread))
+  for (const token of tokens) {
+    lexemes.add(lexeme(token))
+    let prefix = ''
+    let characters = 0
+    for (const character of token) {
+      prefix += character
+      characters += 1
+      if (characters > indexedPrefixChars) break
+      if (characters >= 2) lexemes.add(prefixLexeme(prefix))
+    }
+  }
+  return [...lexemes]
 }
 
 /**
- * Bytes of distinct words one `tsvector` holds: PostgreSQL's limit is 1 MiB - 1, and past it `array_to_tsvector`
+ * Bytes of distinct lexemes one `tsvector` holds: PostgreSQL's limit is 1 MiB - 1, and past it `array_to_tsvector`
  * silently corrupts the document. A bigger document is split into parts (see `thread_search_overflow`).
  */
 const partBytes = 1_000_000
-/** The word the first part of a split document holds: `#` and four letters, which no word or hash can be. */
+/** The lexeme the first part of a split document holds: `#` and four letters, which no token or hash can be. */
 const splitMarker = '#more'
 
-/** The words split into parts of at most `partBytes` bytes each; a split document's first part holds the marker. */
+/** The lexemes split into parts of at most `partBytes` bytes each; a split document's first part holds the marker. */
 export function documentParts(lexemes: string[]): string[][] {
   const parts: string[][] = [[]]
   let bytes = 0
   for (const word of lexemes) {
-    const size = Buffer.byteLength(word)
-    if (bytes + size > partBytes - splitMarker.length) {
+    // Each lexeme also costs its length and position fields: a few bytes.
+    const size = Buffer.byteLength(word) + 4
+    if (bytes + size > partBytes - splitMarker.length - 4) {
       parts.push([])
       bytes = 0
     }
@@ -116,56 +126,154 @@ export function documentParts(lexemes: string[]): string[][] {
 }
 
 /**
- * A `tsvector` of exactly these words: space-separated text split by `string_to_array`, because words hold no
+ * A `tsvector` of exactly these lexemes: space-separated text split by `string_to_array`, because lexemes hold no
  * spaces and a text parameter is what every driver sends alike. Raw SQL: Drizzle has no full-text functions.
  */
-function vectorOf(words: string[]): SQL {
-  return sql`array_to_tsvector(string_to_array(${words.join(' ')}, ' '))`
+function vectorOf(lexemes: string[]): SQL {
+  return sql`array_to_tsvector(string_to_array(${lexemes.join(' ')}, ' '))`
 }
 
-/** What a search binds for `documentHolding`: the GIN index's query, every word, and the words one by one. */
-export interface SearchTerms {
-  /** Every word, or the marker of a split document: what the GIN index answers. */
+/** A lexeme quoted for `tsquery`: taken as it is, never read as syntax (no token holds a quote or a backslash). */
+const quoted = (lexeme: string) => `'${lexeme}'`
+
+function matchQuery(match: IndexMatch): string {
+  if (match.kind === 'exact') return quoted(lexeme(match.token))
+  if (match.kind === 'indexed-prefix') return quoted(prefixLexeme(match.token))
+  return `${quoted(match.token)}:*`
+}
+
+/** Each group of a compiled query as a `tsquery`: any of its matches. */
+function groupQueries(compiled: CompiledQuery): string[] {
+  return compiled.all.map((group) => `(${group.map(matchQuery).join(' | ')})`)
+}
+
+/** Reads the vocabulary for a query's long prefixes: up to `expansionLimit + 1` words each, so too many shows. */
+export async function readVocabulary(db: PgDb, terms: readonly Term[]): Promise<Map<string, string[]>> {
+  const vocabulary = new Map<string, string[]>()
+  const statement = prepared(db, 'search:vocabulary', () =>
+    db
+      .select({ term: searchTerms.term })
+      .from(searchTerms)
+      .where(sql`${searchTerms.term} >= ${sql.placeholder('from')} and ${searchTerms.term} < ${sql.placeholder('to')}`)
+      .orderBy(asc(searchTerms.term))
+      .limit(expansionLimit + 1)
+      .prepare('search_vocabulary'),
+  )
+  for (const prefix of vocabularyPrefixes(terms)) {
+    const rows = await statement.execute(vocabularyRange(prefix))
+    vocabulary.set(
+      prefix,
+      rows.map((row) => row.term),
+    )
+  }
+  return vocabulary
+}
+
+/** What a search binds: the GIN index's query without its scope, and the groups one by one for split documents. */
+export interface SearchQuery {
+  /** Every group, or the marker of a split document: what the GIN index answers, to be ANDed with a scope. */
   indexed: string
-  every: string
-  /** The words, space-separated, checked one by one across a split document's parts. */
-  each: string
+  /** The groups, each a `tsquery`, one a line (no lexeme holds a line break): checked across a split document's parts. */
+  groups: string
 }
 
-export function searchTerms(words: string[]): SearchTerms {
-  const lexemes = queryLexemes(words)
-  // Quoted, so the words are taken as they are: nothing in them is read as tsquery syntax.
-  const every = lexemes.map((word) => `'${word}'`).join(' & ')
-  return { indexed: `(${every}) | '${splitMarker}'`, every, each: lexemes.join(' ') }
+/** A parsed query as the index is asked it, with the vocabulary read for its long prefixes. */
+export async function searchQuery(db: PgDb, terms: readonly Term[]): Promise<SearchQuery> {
+  const groups = groupQueries(compileTerms(terms, await readVocabulary(db, terms)))
+  return { indexed: `((${groups.join(' & ')}) | ${quoted(splitMarker)})`, groups: groups.join('\n') }
 }
 
 /**
- * Threads whose document holds every word: a condition on `thread_search` joined to the thread. The GIN index
- * answers `words or marker` exactly, so for a document that is not split (it has no overflow rows, and so no
- * marker) the index's answer is the answer: the document itself is never read, where checking it again read and
- * decompressed every match (about 20 µs each; a mid-frequency pair matches thousands of threads at 1M messages).
- * Split documents (rare) are then checked word by word across their parts. The terms are values or placeholders
- * (searchTerms), so a prepared statement serves every search.
+ * Threads whose document holds every group, `query` the `tsquery` the GIN index answers (SearchQuery.indexed with a
+ * scope). For a document that is not split (it has no overflow rows, and so no marker) the index's answer is the
+ * answer: the document itself is never read. Split documents (rare) are then checked group by group across their
+ * parts. `groups` is SearchQuery.groups (a value or placeholder), so a prepared statement serves every search.
  */
-export function documentHolding(terms: { [K in keyof SearchTerms]: string | Placeholder }): SQL {
-  const each = sql`(select ('''' || w || '''')::tsquery as q from unnest(string_to_array(${terms.each}, ' ')) as w)`
+export function documentHolding(query: SQL | Placeholder, groups: SQL | Placeholder): SQL {
+  const each = sql`(select g::tsquery as q from unnest(string_to_array(${groups}, E'\\n')) as g)`
   const split = sql`exists (select 1 from ${threadSearchOverflow} where ${threadSearchOverflow.threadSeq} = ${threadSearch.threadSeq})`
-  return sql`(${threadSearch.document} @@ ${terms.indexed}::tsquery and (not ${split}
+  return sql`(${threadSearch.document} @@ ${query}::tsquery and (not ${split}
     or not exists (select 1 from ${each} as word where not ${threadSearch.document} @@ word.q
       and not exists (select 1 from ${threadSearchOverflow} where ${threadSearchOverflow.threadSeq} = ${threadSearch.threadSeq}
         and ${threadSearchOverflow.document} @@ word.q))))`
 }
 
-/** Threads whose document holds every word (documentHolding with the words' terms bound). */
-export function documentHolds(words: string[]): SQL {
-  return documentHolding(searchTerms(words))
+/** A search's scope as one lexeme: the organization's threads, or also only the owner's. */
+export function scopeQuery(indexed: string, scope: { organizationId: number; ownerId?: number }): string {
+  const owner = scope.ownerId === undefined ? '' : ` & ${quoted(ownerLexeme(scope.ownerId))}`
+  return `${indexed} & ${quoted(organizationLexeme(scope.organizationId))}${owner}`
+}
+
+/** One probe of a search in the update order: a `tsquery` with its block, and the update sequences it covers. */
+export interface Probe {
+  query: string
+  from: number
+  to: number
 }
 
 /**
- * Rewrites the documents of the queued threads `claim` selects and locks, in one transaction; answers how many were
- * claimed and the last of them. Only the threads no write holds leave the queue (see the top of this file).
+ * The probes of a search in the update order over the update sequences `[lo, hi]`, in the page's order: blocks of
+ * the organization, starting at the finest level at the newest (or, ascending, oldest) end and growing one level
+ * each time the next block is aligned to it, so that a word in every thread fills a page from a few hundred
+ * sequences, a rarer one from a few probes more, and `maxProbes` cover any range the benchmark's scale reaches; what
+ * is left is one last probe of the whole scope. The GIN index answers each probe, whose block lexeme makes it cheap
+ * whatever the words' frequency (its scan skips along the rarest lexeme's postings).
  */
-async function rewrite(db: PgDb, claim: (tx: Tx) => Promise<{ seq: number }[]>) {
+export function probeSchedule(
+  indexed: string,
+  scope: { organizationId: number; ownerId?: number },
+  lo: number,
+  hi: number,
+  descending: boolean,
+): Probe[] {
+  const probes: Probe[] = []
+  const scoped = scopeQuery(indexed, scope)
+  let level = 0
+  if (descending) {
+    let end = hi + 1
+    while (end > lo && probes.length < maxProbes) {
+      const size = blockSize(level)
+      const block = Math.floor((end - 1) / size)
+      probes.push({
+        query: `${scoped} & ${quoted(blockLexeme(scope.organizationId, level, block))}`,
+        from: block * size,
+        to: end - 1,
+      })
+      end = block * size
+      if (level < blockLevels - 1 && end % blockSize(level + 1) === 0) level += 1
+    }
+    if (end > lo) probes.push({ query: scoped, from: lo, to: end - 1 })
+  } else {
+    let start = lo
+    while (start <= hi && probes.length < maxProbes) {
+      const size = blockSize(level)
+      const block = Math.floor(start / size)
+      probes.push({
+        query: `${scoped} & ${quoted(blockLexeme(scope.organizationId, level, block))}`,
+        from: start,
+        to: (block + 1) * size - 1,
+      })
+      start = (block + 1) * size
+      if (level < blockLevels - 1 && start % blockSize(level + 1) === 0) level += 1
+    }
+    if (start <= hi) probes.push({ query: scoped, from: start, to: hi })
+  }
+  // Every probe stays within [lo, hi]: the bounds are the statement's too, and these only narrow them.
+  return probes.map((probe) => ({ ...probe, from: Math.max(probe.from, lo), to: Math.min(probe.to, hi) }))
+}
+
+/** Documents of the organization holding every term, in any order: for checks of the index itself (tests). */
+export async function documentHolds(db: PgDb, terms: Term[], organizationId: number): Promise<SQL> {
+  const query = await searchQuery(db, terms)
+  return documentHolding(sql`${scopeQuery(query.indexed, { organizationId })}`, sql`${query.groups}`)
+}
+
+/**
+ * Rewrites the documents of the threads `claim` selects and locks, in one transaction; answers how many were
+ * claimed and the last of them. Only the threads no write holds leave the queue (see the top of this file); a
+ * rewritten thread also leaves the rebuild, unless a rebuild batch holds it (which rewrites it too).
+ */
+async function rewrite(db: PgDb, claim: (tx: Tx) => Promise<{ seq: number }[]>, from: 'pending' | 'rebuild') {
   return db.transaction(async (tx) => {
     const claimed = (await claim(tx)).map((row) => row.seq)
     if (claimed.length === 0) return { count: 0, last: null }
@@ -185,12 +293,26 @@ async function rewrite(db: PgDb, claim: (tx: Tx) => Promise<{ seq: number }[]>) 
       .from(threads)
       .where(inArray(threads.seq, claimed))
       .for('share', { skipLocked: true })
-    // One statement, so each document is one committed state of its thread. A subquery per thread, so that its
-    // messages are always read through their thread's index, whatever the planner knows of the tables.
+    // One statement, so each document is one committed state of its thread. Subqueries per thread, so that its
+    // messages are always read through their thread's index, whatever the planner knows of the tables. A newline
+    // joins texts: it ends a word and a run of characters without spaces alike, as separate texts would.
     const text = tx
-      .select({ text: sql<string>`string_agg(${messages.text}, ' ')` })
+      .select({ text: sql<string>`string_agg(${messages.text}, E'\\n')` })
       .from(messages)
       .where(and(eq(messages.threadId, threads.id), eq(messages.active, true)))
+    // The files its active messages attach (a block's `attachment_id`), each once; `strpos` spares the JSON parse
+    // for the messages (most) that attach nothing.
+    const attached = sql`(select b ->> 'attachment_id' from ${messages}, jsonb_array_elements(${messages.contents}::jsonb) as b
+      where ${messages.threadId} = ${threads.id} and ${messages.active} and strpos(${messages.contents}, '"attachment_id"') > 0)`
+    const files = (column: SQL) =>
+      tx
+        .select({ value: column })
+        .from(attachments)
+        .leftJoin(
+          attachmentTexts,
+          and(eq(attachmentTexts.attachmentId, attachments.id), eq(attachmentTexts.state, 'indexed')),
+        )
+        .where(sql`${attachments.id} in ${attached}`)
     const sources = await tx
       .select({
         seq: threads.seq,
@@ -199,12 +321,29 @@ async function rewrite(db: PgDb, claim: (tx: Tx) => Promise<{ seq: number }[]>) 
         updateSeq: threads.updateSeq,
         name: threads.name,
         text: sql<string | null>`(${text})`,
+        fileNames: sql<string | null>`(${files(sql`string_agg(${attachments.filename}, E'\\n')`)})`,
+        fileWords: sql<string | null>`(${files(sql`string_agg(${attachmentTexts.words}, ' ')`)})`,
       })
       .from(threads)
       .where(inArray(threads.seq, alive))
     const partsOf = new Map<number, string[][]>()
+    const vocabulary = new Set<string>()
     for (const source of sources) {
-      partsOf.set(source.seq, documentParts(documentLexemes(`${source.name ?? ''}\n${source.text ?? ''}`)))
+      const tokens = threadTokens({
+        name: source.name,
+        texts: [source.text ?? ''],
+        files: [{ name: source.fileNames ?? '', words: source.fileWords }],
+      })
+      for (const word of vocabularyWords(tokens)) if (lexeme(word) === word) vocabulary.add(word)
+      partsOf.set(source.seq, documentParts(documentLexemes(tokens, source)))
+    }
+    // The vocabulary first, in one order for every flush (concurrent inserts of the same terms wait on each other in
+    // that order, never in a cycle), before any document row is held. Only grows: a stale term expands to nothing.
+    if (vocabulary.size > 0) {
+      await tx.execute(
+        sql`insert into ${searchTerms} (term) select t from unnest(string_to_array(${[...vocabulary].join(' ')}, ' ')) as t
+          order by t on conflict do nothing`,
+      )
     }
     if (sources.length > 0) {
       const written = await tx
@@ -236,18 +375,30 @@ async function rewrite(db: PgDb, claim: (tx: Tx) => Promise<{ seq: number }[]>) 
         const overflow = rewritten.flatMap((seq) =>
           (partsOf.get(seq) as string[][])
             .slice(1)
-            .map((words, index) => ({ threadSeq: seq, part: index + 1, document: vectorOf(words) })),
+            .map((lexemes, index) => ({ threadSeq: seq, part: index + 1, document: vectorOf(lexemes) })),
         )
         if (overflow.length > 0) await tx.insert(threadSearchOverflow).values(overflow)
       }
     }
-    if (settled.length > 0) {
-      await tx.delete(searchPending).where(
-        inArray(
-          searchPending.threadSeq,
-          settled.map((row) => row.seq),
-        ),
-      )
+    if (from === 'rebuild') {
+      // Rewritten from a committed state: done with, whoever writes to it next (the queue takes that write).
+      await tx.delete(searchRebuild).where(inArray(searchRebuild.threadSeq, claimed))
+    } else {
+      if (settled.length > 0) {
+        await tx.delete(searchPending).where(
+          inArray(
+            searchPending.threadSeq,
+            settled.map((row) => row.seq),
+          ),
+        )
+      }
+      // Never waiting for a rebuild batch, which may be waiting for this unit's documents.
+      if (alive.length > 0) {
+        await tx.execute(
+          sql`delete from ${searchRebuild} where ${searchRebuild.threadSeq} in (select ${searchRebuild.threadSeq}
+            from ${searchRebuild} where ${inArray(searchRebuild.threadSeq, alive)} for update skip locked)`,
+        )
+      }
     }
     return { count: claimed.length, last: claimed.at(-1) as number }
   })
@@ -257,43 +408,79 @@ async function rewrite(db: PgDb, claim: (tx: Tx) => Promise<{ seq: number }[]>) 
 const searchChunk = 32
 
 /**
- * Rewrites up to `batch` queued documents, oldest thread first, skipping those another flush holds; or, without
- * `batch`, every document queued when it starts, waiting for those another flush holds (a search's flush).
+ * Rewrites up to `batch` queued documents, oldest thread first, skipping those another flush holds, then as many
+ * of the documents left to rebuild, newest thread first; or, without `batch`, every document queued when it starts,
+ * waiting for those another flush holds (a search's flush).
  */
 export async function flushPgSearchIndex(db: PgDb, batch?: number): Promise<number> {
   if (batch !== undefined) {
-    const { count } = await rewrite(db, (tx) =>
-      tx
-        .select({ seq: searchPending.threadSeq })
-        .from(searchPending)
-        .orderBy(asc(searchPending.threadSeq))
-        .limit(batch)
-        .for('update', { skipLocked: true }),
+    const { count } = await rewrite(
+      db,
+      (tx) =>
+        tx
+          .select({ seq: searchPending.threadSeq })
+          .from(searchPending)
+          .orderBy(asc(searchPending.threadSeq))
+          .limit(batch)
+          .for('update', { skipLocked: true }),
+      'pending',
     )
-    return count
+    if (count >= batch) return count
+    const rebuilt = await rewrite(
+      db,
+      (tx) =>
+        tx
+          .select({ seq: searchRebuild.threadSeq })
+          .from(searchRebuild)
+          .orderBy(desc(searchRebuild.threadSeq))
+          .limit(batch - count)
+          .for('update', { skipLocked: true }),
+      'rebuild',
+    )
+    return count + rebuilt.count
   }
-  // Searches call this on every request: with nothing queued (the usual case) no transaction is opened.
-  const [queued] = await prepared(db, 'search:queued', () =>
+  return flushQueued(db, (await searchStart(db)).queued)
+}
+
+/**
+ * What a search reads first, in one round trip: the last thread queued for a rewrite (null when none is, the usual
+ * case), and the head of the update order (the last update sequence committed), where its probes start.
+ */
+export async function searchStart(db: PgDb): Promise<{ queued: number | null; head: number }> {
+  const [row] = await prepared(db, 'search:start', () =>
     db
-      .select({ last: max(searchPending.threadSeq) })
-      .from(searchPending)
-      .prepare('search_queued'),
+      .select({
+        queued: sql<number | null>`(${db.select({ last: max(searchPending.threadSeq) }).from(searchPending)})`,
+        head: threadUpdateClock.updateSeq,
+      })
+      .from(threadUpdateClock)
+      .where(eq(threadUpdateClock.id, 1))
+      .prepare('search_start'),
   ).execute()
-  const last = queued?.last
+  return { queued: row?.queued ?? null, head: row?.head ?? 0 }
+}
+
+/**
+ * Rewrites every document queued up to thread `last` (searchStart), waiting for those another flush holds, so
+ * that writes arriving meanwhile cannot keep a search flushing; answers how many it rewrote.
+ */
+export async function flushQueued(db: PgDb, last: number | null): Promise<number> {
   if (last == null) return 0
   let total = 0
   let after = 0
-  // Up to the last thread queued now, so that writes arriving meanwhile cannot keep a search flushing.
   for (;;) {
     const from = after
-    const { count, last: reached } = await rewrite(db, (tx) =>
-      tx
-        .select({ seq: searchPending.threadSeq })
-        .from(searchPending)
-        .where(and(gt(searchPending.threadSeq, from), lte(searchPending.threadSeq, last)))
-        .orderBy(asc(searchPending.threadSeq))
-        .limit(searchChunk)
-        .for('update'),
+    const { count, last: reached } = await rewrite(
+      db,
+      (tx) =>
+        tx
+          .select({ seq: searchPending.threadSeq })
+          .from(searchPending)
+          .where(and(gt(searchPending.threadSeq, from), lte(searchPending.threadSeq, last)))
+          .orderBy(asc(searchPending.threadSeq))
+          .limit(searchChunk)
+          .for('update'),
+      'pending',
     )
     if (reached === null) return total
     total += count
@@ -306,6 +493,10 @@ export function pgThreadSearch(db: PgDb): ThreadSearch {
   return {
     flush(batch) {
       return flushPgSearchIndex(db, batch)
+    },
+    async rebuilding() {
+      const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(searchRebuild)
+      return row?.n ?? 0
     },
   }
 }

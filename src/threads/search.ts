@@ -1,38 +1,44 @@
-// Full-text search of threads: what every implementation shares. A thread's document is its name and its active
-// messages' searchable text; a search matches the threads whose document holds every word of the query. Searching
-// is a filter of the thread list (`words` in ThreadRepository.listThreads), because a search must return exactly
-// the threads a plain list would, in the same order. This contract is the index's upkeep: writes leave documents
-// behind, a search first brings its own up to date, and a background indexer keeps the rest current. The SQLite
-// implementation (FTS5) is search.fts5.ts.
+// Full-text search of threads: what every implementation shares. A thread's document is the distinct tokens
+// (search-text.ts) of its name, its active messages' searchable text and the files those messages attach (each
+// file's name, and its text once the file indexer has read it); a search matches the threads whose document holds
+// every term of the query. Searching is a filter of the thread list (`search` in ThreadRepository.listThreads),
+// because a search must return exactly the threads a plain list would, in the same order. This contract is the
+// index's upkeep: writes leave documents behind, a search first brings its own up to date, and a background indexer
+// keeps the rest current. The implementations are search.fts5.ts (SQLite) and search.pg.ts (PostgreSQL); both index
+// the tokens made here verbatim.
 import type { Logger } from '../shared/log'
 import type { ContentBlock } from './repository'
+import { documentTokens } from './search-text'
 
 export interface ThreadSearch {
   /**
    * Rewrites up to `batch` of the documents that writes left behind (all of them when omitted), oldest first, and
-   * answers how many it rewrote. Cheap when none are behind. Safe beside searches, writes and other flushes.
+   * answers how many it rewrote. Cheap when none are behind. Safe beside searches, writes and other flushes. With
+   * `batch`, once no write is behind, it goes on with the documents a migration left to rebuild (`search_rebuild`),
+   * most recent threads first; a search's flush (no `batch`) never waits for those (see docs/architecture.md).
    */
   flush(batch?: number): Promise<number>
+  /** How many documents a migration left to rebuild: the background indexer reports them while it works. */
+  rebuilding(): Promise<number>
 }
 
-/** A query's words beyond this many are ignored (README, "Search"). */
-const maxWords = 16
-
-/**
- * A word: letters and digits. SQLite's FTS5 tokenizer, on its Unicode 6.1 tables, separates words at 21 characters
- * that later versions call letters (New Tai Lue vowel signs, two Vedic signs), so they separate words here too, for
- * every implementation: a word the index splits would be a phrase, and an index without positions refuses phrases.
- */
-const word = /(?:(?![\u19b0-\u19c0\u19c8\u19c9\u1cf2\u1cf3])[\p{L}\p{N}])+/gu
-
-/** The words a search query asks for (the first 16), or null when the text holds none. */
-export function searchWords(text: string): string[] | null {
-  return text.match(word)?.slice(0, maxWords) ?? null
+/** What a thread's document is made of, as both implementations read it. */
+export interface DocumentSource {
+  name: string | null
+  /** Its active messages' searchable text (the `text` column). */
+  texts: string[]
+  /** The files its active messages attach: each file's name, and its tokens once read (`attachment_texts.words`). */
+  files: { name: string; words: string | null }[]
 }
 
-/** Every word of a text, in order: what a document holds where the index does not split words itself (search.pg.ts). */
-export function textWords(text: string): string[] {
-  return text.match(word) ?? []
+/** A document's distinct tokens: what both indexes hold for a thread (search-text.ts defines a token). */
+export function threadTokens(source: DocumentSource): string[] {
+  const texts = [source.name ?? '', ...source.texts, ...source.files.map((file) => file.name)]
+  const tokens = new Set(documentTokens(texts).split(' '))
+  // A file's words were made by documentTokens too, when the file indexer read it.
+  for (const file of source.files) for (const token of file.words?.split(' ') ?? []) tokens.add(token)
+  tokens.delete('')
+  return [...tokens]
 }
 
 /** The text of the blocks a message holds, which its thread's document takes in. */
@@ -45,14 +51,26 @@ export function searchableText(contents: ContentBlock[]): string {
 
 /**
  * Keeps the index current in the background: every `intervalMs`, rewrites the pending documents in batches,
- * yielding between them so requests are not held up. Searches need not wait for it (they flush first).
+ * yielding between them so requests are not held up. Searches need not wait for it (they flush first). It also
+ * works through a rebuild a migration left (search_rebuild), after the writes, and says when one starts and ends.
  */
 export function startSearchIndexer(search: ThreadSearch, log: Logger, intervalMs = 1000, batch = 16): { stop(): void } {
   let timer: Timer | undefined
   let stopped = false
+  let rebuilding: boolean | undefined
   const run = async () => {
     try {
+      if (rebuilding === undefined) {
+        const left = await search.rebuilding()
+        rebuilding = left > 0
+        if (rebuilding)
+          log.info('search index rebuild started: searches find these threads as it reaches them', { left })
+      }
       while (!stopped && (await search.flush(batch)) === batch) await new Promise((resolve) => setImmediate(resolve))
+      if (rebuilding && !stopped && (await search.rebuilding()) === 0) {
+        rebuilding = false
+        log.info('search index rebuild finished')
+      }
     } catch (error) {
       log.error('search index update failed', { error: String(error) })
     }

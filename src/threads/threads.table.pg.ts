@@ -80,6 +80,18 @@ export const searchPending = pgTable('search_pending', {
   threadSeq: integer().primaryKey(),
 })
 
+/**
+ * Threads whose search document a migration left to rebuild, when what a document holds changed (0015: the tokens
+ * of search-text.ts, files, prefixes and recency blocks): the background indexer rewrites them after the queued
+ * writes, most recent thread first, and searches do not wait for them (search.pg.ts). A thread rewritten for a
+ * write leaves it too.
+ */
+export const searchRebuild = pgTable('search_rebuild', {
+  threadSeq: integer()
+    .primaryKey()
+    .references(() => threads.seq, { onDelete: 'cascade' }),
+})
+
 /** One search document per thread: its name and active messages' text, with what searches filter and sort by. */
 export const threadSearch = pgTable(
   'thread_search',

@@ -59,6 +59,17 @@ export const searchPending = sqliteTable('search_pending', {
 })
 
 /**
+ * Threads whose search document a migration left to rebuild, when what a document holds changed (0020: the tokens
+ * of search-text.ts and files): the background indexer rewrites them after the writes, most recent thread first,
+ * and searches do not wait for them (search.fts5.ts). A thread rewritten for a write leaves it too.
+ */
+export const searchRebuild = sqliteTable('search_rebuild', {
+  threadSeq: integer()
+    .primaryKey()
+    .references(() => threads.seq, { onDelete: 'cascade' }),
+})
+
+/**
  * Every search token of 5+ characters a document has held (search-text.ts, `vocabularyWords`): a query's long prefix
  * is expanded to the terms in its range here, which both indexes then look up exactly. Only grows: a stale term
  * expands to nothing (WITHOUT ROWID in the migration: the key is the row).

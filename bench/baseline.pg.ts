@@ -5,7 +5,18 @@
 // baseline.ts (its SQLite twin). It looks each token up on every request, as a raw server would; Threadhouse keeps
 // a resolved token for a second. There are no streams and no uploads: scenarios 4's streams, 5 and 6 run on
 // SQLite only. Run as `bun bench/baseline.pg.ts` with DATABASE_URL, PORT and PUBLIC_URL.
-import { flushBatch, flushBeforeSearch, pageSql, searchPage, searchTerms, threadColumns } from './search-sql.pg'
+
+import { phrasePage } from './search-sql'
+import {
+  flushBatch,
+  flushBeforeSearch,
+  pageSql,
+  probeParams,
+  probesSql,
+  searchFor,
+  threadColumns,
+  threadTexts,
+} from './search-sql.pg'
 
 // The app's pool size (src/db/postgres.ts).
 const sql = new Bun.SQL(process.env.DATABASE_URL as string, { max: 10 })
@@ -136,29 +147,35 @@ async function list(caller: Caller, url: URL): Promise<Response> {
   const q = url.searchParams.get('q')
   const visible = visibleFor(caller)
   const params: unknown[] = who(caller)
-  let cursor = false
+  let below: number | undefined
   if (after) {
     const [row] = await sql.unsafe<{ seq: string }[]>(
       `select t.update_seq as seq from threads t where t.id = $4 and ${visible}`,
       [...params, after],
     )
     if (!row) return json({ error: 'invalid_request', message: 'after does not name a visible thread' }, 400)
-    cursor = true
-    params.push(Number(row.seq) - 1)
+    below = Number(row.seq) - 1
   }
-  let search = false
+  let rows: ThreadRow[]
   if (q !== null && q.trim() !== '') {
-    const terms = searchTerms(q)
-    if (terms === null) return json({ data: [], first_id: null, last_id: null, has_more: false, limit })
-    await flushBeforeSearch(sql)
-    search = true
-    params.push(...terms)
+    const head = await flushBeforeSearch(sql)
+    const search = await searchFor(sql, q)
+    if (search === null) return json({ data: [], first_id: null, last_id: null, has_more: false, limit })
+    const scope = { organizationId: caller.organizationId, ownerId: caller.own ? caller.userId : undefined }
+    const statement = probesSql(visible)
+    const candidates = (under: number, size: number) =>
+      sql.unsafe<(ThreadRow & { updateSeq: string })[]>(statement, [
+        ...params,
+        ...probeParams(search, scope, Math.min(under, head), size),
+      ])
+    rows =
+      search.phrases.length === 0
+        ? await candidates(below ?? head, limit + 1)
+        : await phrasePage(limit + 1, search.phrases, candidates, (ids) => threadTexts(sql, ids), below ?? head)
+  } else {
+    const statement = pageSql({ visible, next: 4, cursor: below !== undefined })
+    rows = await sql.unsafe<ThreadRow[]>(statement, [...params, ...(below === undefined ? [] : [below]), limit + 1])
   }
-  params.push(limit + 1)
-  const statement = pageSql({ visible, own: caller.own, next: 4, cursor, search })
-  const rows = search
-    ? await searchPage<ThreadRow>(sql, statement, params)
-    : await sql.unsafe<ThreadRow[]>(statement, params)
   const more = rows.length > limit
   const data = (more ? rows.slice(0, limit) : rows).map(thread)
   return json({ data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: more, limit })

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import sharp from 'sharp'
 import { checkBytes } from '../src/attachments/checks'
 import { imageLimits } from '../src/attachments/limits'
-import { ftsQuery, keyMask, searchFlusher, searchSql } from './search-sql'
+import { ftsQuery, keyMask, phrasePage, searchFlusher, searchSql, threadTexts } from './search-sql'
 
 const sqlite = new Database(process.env.DATABASE_PATH ?? 'bench.sqlite', { strict: true })
 sqlite.run('PRAGMA journal_mode = WAL')
@@ -107,7 +107,9 @@ function statements(visible: string) {
        where ${visible} and t.archived = 0 and t.update_seq <= ?5
        order by t.update_seq desc limit ?4`,
     ),
-    search: sqlite.query<ThreadRow, [number, number, number, number, string, number]>(searchSql(columns, visible)),
+    search: sqlite.query<ThreadRow & { updateSeq: number }, [number, number, number, number, string, number]>(
+      searchSql(columns, visible),
+    ),
   }
 }
 const byOrganization = statements('?1 = ?1 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)')
@@ -155,7 +157,9 @@ const upkeep = () => {
 }
 setTimeout(upkeep, 1000)
 
-function list(caller: Caller, url: URL): Response {
+const textsOf = threadTexts(sqlite)
+
+async function list(caller: Caller, url: URL): Promise<Response> {
   const limit = Math.min(Number(url.searchParams.get('limit') ?? 50), 200)
   const after = url.searchParams.get('after')
   const q = url.searchParams.get('q')
@@ -170,9 +174,15 @@ function list(caller: Caller, url: URL): Response {
   let rows: ThreadRow[]
   if (q !== null && q.trim() !== '') {
     flushSearch()
-    const fts = ftsQuery(q)
+    const query = ftsQuery(q)
+    const fts = query && (caller.own ? `${query.fts} AND owner : u${user}` : query.fts)
+    const candidates = (under: number, size: number) => search.all(own, org, user, size, fts as string, under)
     rows =
-      fts === null ? [] : search.all(own, org, user, limit + 1, caller.own ? `${fts} AND owner : u${user}` : fts, below)
+      query === null
+        ? []
+        : query.phrases.length === 0
+          ? candidates(below, limit + 1)
+          : await phrasePage(limit + 1, query.phrases, candidates, textsOf, below)
   } else {
     rows = page.all(own, org, user, limit + 1, below)
   }

@@ -22,8 +22,15 @@ import { listThreads } from '../src/threads/listing'
 import { type PostgresCluster, startPostgres } from '../test/support/postgres'
 import { holdStreams, type Measure, percentile, type Server, sendAndStream, startServer, wrk } from './load'
 import { chart, p99Ratio, type Row, table, throughputRatio } from './report'
-import { ftsQuery, keyMask, searchFlusher, searchSql } from './search-sql'
-import { flushBeforeSearch, pageSql, rewriteDocuments, searchPage, searchTerms } from './search-sql.pg'
+import { ftsQuery, keyMask, phrasePage, searchFlusher, searchSql, threadTexts } from './search-sql'
+import {
+  flushBeforeSearch,
+  threadTexts as pgThreadTexts,
+  probeParams,
+  probesSql,
+  rewriteDocuments,
+  searchFor,
+} from './search-sql.pg'
 import { seed } from './seed'
 import { seedPostgres } from './seed.pg'
 import { checkMs, type Pair, threadRotation, timedUploads, type UploadFile, uploadFiles, uploadLoop } from './uploads'
@@ -131,6 +138,8 @@ const sendFile = file(
   'send.txt',
   owned.slice(256 + 16 * perClient).map((pair) => `${pair.token} ${pair.threadId}`),
 )
+/** The query classes of scenario 3 (seed.ts): word pairs by frequency, prefixes, phrases, runs without spaces. */
+const searchKinds = Object.keys(info.terms) as (keyof typeof info.terms)[]
 const queryFiles = Object.fromEntries(
   Object.entries(info.terms).map(([kind, list]) => [kind, file(`q-${kind}.txt`, list.map(encodeURIComponent))]),
 ) as Record<keyof typeof info.terms, string>
@@ -246,7 +255,7 @@ if (wantsHttp) {
       })
     }
     if (selected.has('3')) {
-      for (const kind of ['common', 'mid', 'rare'] as const) {
+      for (const kind of searchKinds) {
         log(`scenario 3: search, ${kind} term pairs`)
         await both(warm('search.lua', '/', [tokensFile, queryFiles[kind]]), servers, 1)
         rows.push({
@@ -255,7 +264,7 @@ if (wantsHttp) {
           goals: [{ ratio: 0.8, label: 'req/s ≥ 0.8', higherIsBetter: true, value: throughputRatio }],
         })
       }
-      for (const kind of ['common', 'mid', 'rare'] as const) {
+      for (const kind of searchKinds) {
         rows.push(await (onPostgres ? pgSearchSqlRow(kind) : searchSqlRow(kind)))
       }
     }
@@ -416,14 +425,20 @@ async function searchSqlRow(kind: keyof typeof info.terms): Promise<Row> {
   const caller = (await resolvePersonalAccessToken(sqliteStore(db).accessTokens, hashSecret(reader.token), Date.now()))
     ?.caller
   if (!caller) throw new Error('reader token did not resolve')
-  const raw = db.$client.query(
+  const raw = db.$client.query<{ id: string; updateSeq: number }, [number, number, number, number, string, number]>(
     searchSql(columnsSql, '?1 = ?1 and t.organization_id = ?2 and (t.is_private = 0 or t.owner_id = ?3)'),
   )
+  const textsOf = threadTexts(db.$client)
   const threads = sqliteStore(db).threads
   const app = await timeSearches(kind, (q) => listThreads(threads, caller, { q, limit: 50 }, links))
-  const base = await timeSearches(kind, (q) =>
-    raw.all(0, caller.organizationId, caller.userId, 51, ftsQuery(q), keyMask),
-  )
+  const base = await timeSearches(kind, (q) => {
+    const query = ftsQuery(q)
+    if (query === null) return []
+    const candidates = (below: number, size: number) =>
+      raw.all(0, caller.organizationId, caller.userId, size, query.fts, below)
+    if (query.phrases.length === 0) return candidates(keyMask, 51)
+    return phrasePage(51, query.phrases, candidates, textsOf, keyMask)
+  })
   db.$client.close()
   return { scenario: `3 search SQL ${kind} (queries/s)`, app: { ...app, rss: Number.NaN }, base }
 }
@@ -460,17 +475,22 @@ async function pgSearchSqlRow(kind: keyof typeof info.terms): Promise<Row> {
   const reader = readers[0] as (typeof readers)[number]
   const caller = (await resolvePersonalAccessToken(store.accessTokens, hashSecret(reader.token), Date.now()))?.caller
   if (!caller) throw new Error('reader token did not resolve')
-  const statement = pageSql({
-    visible: '$1::int = $1 and t.organization_id = $2 and (t.is_private = false or t.owner_id = $3)',
-    own: false,
-    next: 4,
-    cursor: false,
-    search: true,
-  })
+  const statement = probesSql('$1::int = $1 and t.organization_id = $2 and (t.is_private = false or t.owner_id = $3)')
   const app = await timeSearches(kind, (q) => listThreads(store.threads, caller, { q, limit: 50 }, links))
   const base = await timeSearches(kind, async (q) => {
-    await flushBeforeSearch(raw)
-    return searchPage(raw, statement, [0, caller.organizationId, caller.userId, ...(searchTerms(q) ?? []), 51])
+    const head = await flushBeforeSearch(raw)
+    const search = await searchFor(raw, q)
+    if (search === null) return []
+    const scope = { organizationId: caller.organizationId }
+    const candidates = (below: number, size: number) =>
+      raw.unsafe<{ id: string; updateSeq: string }[]>(statement, [
+        0,
+        caller.organizationId,
+        caller.userId,
+        ...probeParams(search, scope, below, size),
+      ])
+    if (search.phrases.length === 0) return candidates(head, 51)
+    return phrasePage(51, search.phrases, candidates, (ids) => pgThreadTexts(raw, ids), head)
   })
   await db.$client.close()
   await raw.close()

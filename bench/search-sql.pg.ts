@@ -1,10 +1,24 @@
 // The PostgreSQL search and index upkeep the raw baseline (baseline.pg.ts) and the raw-insert reference run, written
 // in plain SQL for Bun.SQL as src/threads/repository.pg.ts and search.pg.ts build them with Drizzle: the same
-// joins, conditions and order over the same indexes, each search planned for its words, and the same document
-// rewrite. The words are the app's own (searchWords, searchTerms, documentLexemes): the baseline must search
-// exactly as it does.
-import { searchWords } from '../src/threads/search'
-import { searchTerms as appSearchTerms, documentLexemes, documentParts } from '../src/threads/search.pg'
+// statements over the same indexes (a search's probes of recency blocks, one statement), the same round trips, and
+// the same document rewrite. Queries and documents are the app's own (parseQuery, searchQueryOf, probeSchedule,
+// threadTokens, documentLexemes): the baseline must search exactly as it does.
+import { threadTokens } from '../src/threads/search'
+import {
+  documentLexemes,
+  documentParts,
+  lexeme,
+  probeSchedule,
+  type SearchQuery,
+  searchQueryOf,
+} from '../src/threads/search.pg'
+import {
+  expansionLimit,
+  parseQuery,
+  vocabularyPrefixes,
+  vocabularyRange,
+  vocabularyWords,
+} from '../src/threads/search-text'
 
 /** A Bun.SQL client, transaction or reserved connection: anything that runs `unsafe`. */
 export type Runner = Pick<Bun.SQL, 'unsafe'>
@@ -12,53 +26,92 @@ export type Runner = Pick<Bun.SQL, 'unsafe'>
 export const threadColumns = `t.id, t.name, t.state, t.is_private as "isPrivate", t.archived, t.owner_id as "ownerId",
   u.sub as "ownerSub", u.name as "ownerName", t.created_at as "createdAt", t.updated_at as "updatedAt"`
 
-/** The parameters a search adds: the query for the GIN index, and the words for split documents. */
-export function searchTerms(q: string): [string, string] | null {
-  const words = searchWords(q)
-  if (words === null) return null
-  const { indexed, each } = appSearchTerms(words)
-  return [indexed, each]
+/** A search as the app asks it: the index's query with the vocabulary read, and the phrases it checks after. */
+export interface PgSearch {
+  query: SearchQuery
+  phrases: string[][]
+}
+
+/** The app's parse and vocabulary reads (readVocabulary) for `q`; null when it holds no word. */
+export async function searchFor(sql: Runner, q: string): Promise<PgSearch | null> {
+  const terms = parseQuery(q)
+  if (terms === null) return null
+  const vocabulary = new Map<string, string[]>()
+  for (const prefix of vocabularyPrefixes(terms)) {
+    const { from, to } = vocabularyRange(prefix)
+    const rows = await sql.unsafe<{ term: string }[]>(
+      'select term from search_terms where term >= $1 and term < $2 order by term limit $3',
+      [from, to, expansionLimit + 1],
+    )
+    vocabulary.set(
+      prefix,
+      rows.map((row) => row.term),
+    )
+  }
+  return {
+    query: searchQueryOf(terms, vocabulary),
+    phrases: terms.flatMap((term) => (term.kind === 'phrase' ? [term.tokens] : [])),
+  }
 }
 
 /**
  * The page of threads `visible` lets the caller see ($2 the organization, $3 the user), most recently updated
- * first; `next` is the next parameter's number. With `search`, only threads whose document holds every word (two
- * parameters: searchTerms), scoped by the document's copy of the organization or, for a caller who sees only their
- * own threads, the owner, as the app's repository does.
+ * first; `next` is the next parameter's number: a cursor's update sequence when `cursor`, then the limit.
  */
-export function pageSql(options: {
-  visible: string
-  own: boolean
-  next: number
-  cursor: boolean
-  search: boolean
-}): string {
+export function pageSql(options: { visible: string; next: number; cursor: boolean }): string {
   let n = options.next
   const conditions = [options.visible, 't.archived = false']
   if (options.cursor) conditions.push(`t.update_seq <= $${n++}`)
-  let join = ''
-  if (options.search) {
-    join = 'join thread_search s on s.thread_seq = t.seq'
-    const [any, each] = [n++, n++]
-    conditions.push(
-      options.own ? 's.owner_id = $3' : 's.organization_id = $2',
-      `s.document @@ $${any}::tsquery and (not exists (select 1 from thread_search_overflow o
-        where o.thread_seq = s.thread_seq) or not exists (
-        select 1 from (select ('''' || w || '''')::tsquery as q from unnest(string_to_array($${each}, ' ')) as w) as word
-        where not s.document @@ word.q and not exists (select 1 from thread_search_overflow o
-          where o.thread_seq = s.thread_seq and o.document @@ word.q)))`,
-    )
-  }
-  return `select ${threadColumns} from threads t join users u on u.id = t.owner_id ${join}
+  return `select ${threadColumns} from threads t join users u on u.id = t.owner_id
     where ${conditions.join(' and ')} order by t.update_seq desc limit $${n}`
 }
 
-/** Runs a search statement planned for its words, as the app's repository does (see listThreads there). */
-export function searchPage<T>(sql: Bun.SQL, statement: string, params: unknown[]): Promise<T[]> {
-  return sql.begin(async (tx) => {
-    await tx`set local plan_cache_mode = force_custom_plan`
-    return tx.unsafe<T[]>(statement, params)
-  })
+/**
+ * The app's search in the update order (probesQuery in repository.pg.ts): $4-$6 the probes' queries and bounds
+ * (probeSchedule), $7 the groups for split documents, $8 the limit.
+ */
+export function probesSql(visible: string): string {
+  return `select "page".* from unnest($4::text[], $5::bigint[], $6::bigint[]) as probe(query, low, high)
+    cross join lateral (select ${threadColumns}, t.update_seq as "updateSeq" from thread_search s
+      join threads t on t.seq = s.thread_seq join users u on u.id = t.owner_id
+      where ${visible} and t.archived = false
+        and (s.document @@ probe.query::tsquery and (not exists (select 1 from thread_search_overflow o
+          where o.thread_seq = s.thread_seq) or not exists (
+          select 1 from (select g::tsquery as q from unnest(string_to_array($7, E'\\n')) as g) as word
+          where not s.document @@ word.q and not exists (select 1 from thread_search_overflow o
+            where o.thread_seq = s.thread_seq and o.document @@ word.q))))
+        and s.update_seq between probe.low and probe.high and t.update_seq = s.update_seq
+      order by t.update_seq desc limit $8) as "page"
+    limit $8`
+}
+
+/** The parameters of probesSql after the caller's three, for a search below update sequence `below`. */
+export function probeParams(
+  search: PgSearch,
+  scope: { organizationId: number; ownerId?: number },
+  below: number,
+  limit: number,
+): unknown[] {
+  const probes = probeSchedule(search.query.indexed, scope, 0, below, true)
+  return [
+    probes.map((probe) => probe.query),
+    probes.map((probe) => probe.from),
+    probes.map((probe) => probe.to),
+    search.query.groups,
+    limit,
+  ]
+}
+
+/** The texts a thread's phrases are checked in (the app's searchSources, less files: the seed attaches none). */
+export async function threadTexts(sql: Runner, ids: string[]): Promise<Map<string, string[]>> {
+  const texts = new Map<string, string[]>(ids.map((id) => [id, []]))
+  const rows = await sql.unsafe<{ threadId: string; text: string }[]>(
+    `select thread_id as "threadId", text from messages where thread_id = any($1::text[]) and active
+     union all select id, name from threads where id = any($1::text[]) and name is not null`,
+    [ids],
+  )
+  for (const row of rows) texts.get(row.threadId)?.push(row.text)
+  return texts
 }
 
 /**
@@ -72,16 +125,51 @@ export async function rewriteDocuments(tx: Runner, seqs: number[]): Promise<void
     [seqs],
   )
   const sources = await tx.unsafe<
-    { seq: number; organizationId: number; ownerId: number; updateSeq: string; name: string | null; text: string }[]
+    {
+      seq: number
+      organizationId: number
+      ownerId: number
+      updateSeq: string
+      name: string | null
+      text: string | null
+      fileNames: string | null
+      fileWords: string | null
+    }[]
   >(
     `select t.seq, t.organization_id as "organizationId", t.owner_id as "ownerId", t.update_seq as "updateSeq",
-       t.name, (select string_agg(m.text, ' ') from messages m where m.thread_id = t.id and m.active) as text
+       t.name, (select string_agg(m.text, E'\\n') from messages m where m.thread_id = t.id and m.active) as text,
+       (select string_agg(a.filename, E'\\n') from attachments a where a.id in (select b ->> 'attachment_id'
+         from messages m, jsonb_array_elements(m.contents::jsonb) as b where m.thread_id = t.id and m.active
+           and strpos(m.contents, '"attachment_id"') > 0)) as "fileNames",
+       (select string_agg(x.words, ' ') from attachments a join attachment_texts x on x.attachment_id = a.id
+         and x.state = 'indexed' where a.id in (select b ->> 'attachment_id'
+         from messages m, jsonb_array_elements(m.contents::jsonb) as b where m.thread_id = t.id and m.active
+           and strpos(m.contents, '"attachment_id"') > 0)) as "fileWords"
      from threads t where t.seq = any($1::int[])`,
     [seqs],
   )
-  const documents = sources.map((source) =>
-    (documentParts(documentLexemes(`${source.name ?? ''}\n${source.text ?? ''}`))[0] as string[]).join(' '),
-  )
+  const vocabulary = new Set<string>()
+  const documents = sources.map((source) => {
+    const tokens = threadTokens({
+      name: source.name,
+      texts: [source.text ?? ''],
+      files: [{ name: source.fileNames ?? '', words: source.fileWords }],
+    })
+    for (const word of vocabularyWords(tokens)) if (lexeme(word) === word) vocabulary.add(word)
+    const thread = {
+      organizationId: source.organizationId,
+      ownerId: source.ownerId,
+      updateSeq: Number(source.updateSeq),
+    }
+    return (documentParts(documentLexemes(tokens, thread))[0] as string[]).join(' ')
+  })
+  if (vocabulary.size > 0) {
+    await tx.unsafe(
+      `insert into search_terms (term) select t from unnest(string_to_array($1, ' ')) as t order by t
+       on conflict do nothing`,
+      [[...vocabulary].join(' ')],
+    )
+  }
   await tx.unsafe(
     `insert into thread_search (thread_seq, organization_id, owner_id, update_seq, document)
      select s, o, w, u, array_to_tsvector(string_to_array(d, ' '))
@@ -101,6 +189,11 @@ export async function rewriteDocuments(tx: Runner, seqs: number[]): Promise<void
   if (settled.length > 0) {
     await tx.unsafe('delete from search_pending where thread_seq = any($1::int[])', [settled.map((row) => row.seq)])
   }
+  await tx.unsafe(
+    `delete from search_rebuild where thread_seq in (select thread_seq from search_rebuild
+     where thread_seq = any($1::int[]) for update skip locked)`,
+    [seqs],
+  )
 }
 
 /**
@@ -121,9 +214,14 @@ export async function flushBatch(sql: Bun.SQL, batch: number): Promise<number> {
   })
 }
 
-/** A search's flush: one read when nothing is queued (the usual case), else every queued document, 32 at a time. */
-export async function flushBeforeSearch(sql: Bun.SQL): Promise<void> {
-  const [queued] = await sql.unsafe<{ last: number | null }[]>('select max(thread_seq) as last from search_pending')
-  if (queued?.last == null) return
-  while ((await flushBatch(sql, 32)) > 0) {}
+/**
+ * A search's start (searchStart and flushQueued): one read of the queue and the update clock's head, then, when
+ * anything is queued (rarely), every queued document, 32 at a time. Answers the head, where the probes start.
+ */
+export async function flushBeforeSearch(sql: Bun.SQL): Promise<number> {
+  const [start] = await sql.unsafe<{ queued: number | null; head: string }[]>(
+    'select (select max(thread_seq) from search_pending) as queued, update_seq as head from thread_update_clock where id = 1',
+  )
+  if (start?.queued != null) while ((await flushBatch(sql, 32)) > 0) {}
+  return Number(start?.head ?? 0)
 }

@@ -6,7 +6,7 @@ import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { sqliteStore } from '../src/store'
 import { rebuildSearchIndex } from '../src/threads/search.fts5'
-import { prng, textOf, vocabulary, zipfSampler } from './words'
+import { cjkText, prng, textOf, vocabulary, zipfSampler } from './words'
 
 export interface SeedUser {
   id: number
@@ -18,8 +18,12 @@ export interface SeedInfo {
   users: SeedUser[]
   threads: number
   messages: number
-  /** Search terms by class, each a two-word query whose words occur together in at least one message. */
-  terms: { common: string[]; mid: string[]; rare: string[] }
+  /**
+   * Search queries by class: two words by frequency (common, mid, rare) whose words occur together in at least one
+   * message; prefixes, alone or after a whole word; quoted phrases of two words that stand together in a message;
+   * and runs of Chinese or Japanese characters (two characters, a word; three or more, a phrase of pairs).
+   */
+  terms: { common: string[]; mid: string[]; rare: string[]; prefix: string[]; phrase: string[]; cjk: string[] }
   seconds: number
 }
 
@@ -27,6 +31,8 @@ const organizationCount = 5
 const userCount = 50
 const vocabularySize = 30_000
 const zipfExponent = 1.05
+/** The share of messages that end with a sentence without spaces. */
+const cjkShare = 0.03
 /** The seeded history ends here, so every run builds the same database. */
 const end = Date.parse('2026-01-01T00:00:00.000Z')
 const span = 2 * 365 * 24 * 3600_000
@@ -161,6 +167,9 @@ export async function seed(path: string, scale: number): Promise<SeedInfo> {
   const turn = new Uint16Array(threadCount)
   const lastUserMessage: (string | undefined)[] = new Array(threadCount)
   const batch = 50_000
+  // A few messages end with a sentence in Chinese or Japanese, drawn from their own generator so that every other
+  // text is what it was before they were added.
+  const cjkRandom = prng(2024)
   for (let from = 0; from < messageCount; from += batch) {
     sqlite.transaction(() => {
       for (let i = from; i < Math.min(from + batch, messageCount); i++) {
@@ -171,7 +180,8 @@ export async function seed(path: string, scale: number): Promise<SeedInfo> {
         turn[t] = (turn[t] as number) + 1
         // Lengths skewed like chat: short questions, longer answers.
         const length = isUser ? 4 + Math.floor(random() ** 2 * 40) : 20 + Math.floor(random() ** 1.5 * 180)
-        const text = textOf(words, length, rank, random)
+        let text = textOf(words, length, rank, random)
+        if (cjkRandom() < cjkShare) text += ` ${cjkText(4 + Math.floor(cjkRandom() * 12), cjkRandom)}`
         const id = Bun.randomUUIDv7('hex', created)
         const threadId = threadIds[t] as string
         insertMessage.run(
@@ -192,7 +202,7 @@ export async function seed(path: string, scale: number): Promise<SeedInfo> {
   }
 
   // Messages were written without touching their threads: the documents are built once, at the end.
-  rebuildSearchIndex(sqlite)
+  rebuildSearchIndex(db)
   const terms = pickTerms(sqlite, words)
   sqlite.run('PRAGMA wal_checkpoint(TRUNCATE)')
   sqlite.close()
@@ -200,8 +210,8 @@ export async function seed(path: string, scale: number): Promise<SeedInfo> {
 }
 
 /**
- * Two-word queries by frequency class. Common pairs come from the head of the distribution; mid and
- * rare pairs are taken from real messages, so each matches at least one message.
+ * Queries by class. Common pairs come from the head of the distribution; mid and rare pairs, prefixes, phrases and
+ * runs without spaces are taken from real messages, so each matches at least one.
  */
 function pickTerms(sqlite: ReturnType<typeof openDatabase>['$client'], words: string[]): SeedInfo['terms'] {
   const rankOf = new Map(words.map((word, index) => [word, index]))
@@ -215,17 +225,54 @@ function pickTerms(sqlite: ReturnType<typeof openDatabase>['$client'], words: st
   const sample = sqlite
     .query<{ text: string }, [number]>('select text from messages where seq % 97 = 0 limit ?')
     .all(5000)
-  const inRange = (low: number, high: number) => {
+  const wordsOf = (text: string) => [...new Set(text.toLowerCase().match(/[a-z]+/g) ?? [])]
+  const inRange = (low: number, high: number, text: string) =>
+    wordsOf(text).filter((word) => {
+      const r = rankOf.get(word)
+      return r !== undefined && r >= low && r < high
+    })
+  const pairs = (low: number, high: number) => {
     const found: string[] = []
     for (const { text } of sample) {
-      const candidates = [...new Set(text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].filter((word) => {
-        const r = rankOf.get(word)
-        return r !== undefined && r >= low && r < high
-      })
+      const candidates = inRange(low, high, text)
       if (candidates.length >= 2) found.push(`${candidates[0]} ${candidates[1]}`)
       if (found.length === 20) break
     }
     return found
   }
-  return { common, mid: inRange(150, 600), rare: inRange(4000, 30_000) }
+  // Prefixes of 2 to 6 letters of mid words (those of 5+ are expanded through the vocabulary on PostgreSQL), alone
+  // or after a whole mid word.
+  const prefix: string[] = []
+  for (const { text } of sample) {
+    const candidates = inRange(150, 600, text).filter((word) => word.length >= 7)
+    const [whole, cut] = candidates
+    if (whole === undefined || cut === undefined) continue
+    const stem = cut.slice(0, 2 + (prefix.length % 5))
+    prefix.push(prefix.length % 2 === 0 ? stem : `${whole} ${stem}`)
+    if (prefix.length === 20) break
+  }
+  // Two words that stand together in a sentence, one of them past the 50 most common.
+  const phrase: string[] = []
+  for (const { text } of sample) {
+    const sentence =
+      text
+        .toLowerCase()
+        .split(/[.?,]/)[0]
+        ?.match(/[a-z]+/g) ?? []
+    const at = sentence.findIndex((word, i) => i > 0 && (rankOf.get(word) ?? 0) >= 50)
+    if (at > 0) phrase.push(`"${sentence[at - 1]} ${sentence[at]}"`)
+    if (phrase.length === 20) break
+  }
+  // Runs of 2 to 4 characters from the sentences without spaces: a pair is a word, a longer run a phrase.
+  const cjk: string[] = []
+  for (const { text } of sqlite
+    .query<{ text: string }, []>(`select text from messages where seq % 13 = 0 and text like '%。' limit 200`)
+    .all()) {
+    const run = text.slice(text.lastIndexOf(' ') + 1, -1)
+    const length = 2 + (cjk.length % 3)
+    const at = Math.floor(random() * Math.max(1, run.length - length))
+    cjk.push(run.slice(at, at + length))
+    if (cjk.length === 20) break
+  }
+  return { common, mid: pairs(150, 600), rare: pairs(4000, 30_000), prefix, phrase, cjk }
 }

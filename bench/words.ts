@@ -93,3 +93,19 @@ export function textOf(words: string[], count: number, rank: () => number, rando
   }
   return out
 }
+
+/** Common words of Chinese and Japanese, which are written without spaces. */
+const cjkWords =
+  `东京 北京 上海 大阪 会议 项目 报告 预算 设计 数据 模型 问题 答案 测试 版本 发布 服务器 客户端 请求 响应 文件
+图片 文档 旅行 酒店 航班 博物馆 咖啡 午饭 晚饭 市场 音乐 电影 故事 历史 科学 健康 睡眠 运动 天气 早上 晚上 明天 昨天 今天
+我们 你们 他们 因为 所以 但是 已经 可以 需要 知道 東京都 会議室 予算案 設計書 旅行記 ありがとう よろしく お願い します 確認
+資料 週末 京都 温泉 新幹線`
+    .split(/\s+/)
+    .filter(Boolean)
+
+/** A sentence of `count` such words, without spaces, ending with a full stop. */
+export function cjkText(count: number, random: () => number): string {
+  let out = ''
+  for (let i = 0; i < count; i++) out += cjkWords[Math.floor(random() * cjkWords.length)]
+  return `${out}。`
+}

@@ -25,7 +25,7 @@ async function keysFor(h: Harness, word: string) {
     const documents = await (h.orm as unknown as PgDb)
       .select({ seq: threadSearch.threadSeq, updateSeq: threadSearch.updateSeq })
       .from(threadSearch)
-      .where(documentHolds([word]))
+      .where(await documentHolds(h.orm as unknown as PgDb, [{ kind: 'word', token: word }]))
       .orderBy(threadSearch.threadSeq)
     const matching = await h.orm
       .select({ seq: threads.seq, updateSeq: threads.updateSeq })

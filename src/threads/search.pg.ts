@@ -32,6 +32,7 @@ import {
   type IndexMatch,
   indexedPrefixChars,
   type Term,
+  type Vocabulary,
   vocabularyPrefixes,
   vocabularyRange,
   vocabularyWords,
@@ -177,10 +178,15 @@ export interface SearchQuery {
   groups: string
 }
 
+/** A parsed query as the index is asked it, given the vocabulary read for its long prefixes (readVocabulary). */
+export function searchQueryOf(terms: readonly Term[], vocabulary: Vocabulary): SearchQuery {
+  const groups = groupQueries(compileTerms(terms, vocabulary))
+  return { indexed: `((${groups.join(' & ')}) | ${quoted(splitMarker)})`, groups: groups.join('\n') }
+}
+
 /** A parsed query as the index is asked it, with the vocabulary read for its long prefixes. */
 export async function searchQuery(db: PgDb, terms: readonly Term[]): Promise<SearchQuery> {
-  const groups = groupQueries(compileTerms(terms, await readVocabulary(db, terms)))
-  return { indexed: `((${groups.join(' & ')}) | ${quoted(splitMarker)})`, groups: groups.join('\n') }
+  return searchQueryOf(terms, await readVocabulary(db, terms))
 }
 
 /**
@@ -262,10 +268,10 @@ export function probeSchedule(
   return probes.map((probe) => ({ ...probe, from: Math.max(probe.from, lo), to: Math.min(probe.to, hi) }))
 }
 
-/** Documents of the organization holding every term, in any order: for checks of the index itself (tests). */
-export async function documentHolds(db: PgDb, terms: Term[], organizationId: number): Promise<SQL> {
+/** Documents holding every term, in any order, in any organization: for checks of the index itself (tests). */
+export async function documentHolds(db: PgDb, terms: Term[]): Promise<SQL> {
   const query = await searchQuery(db, terms)
-  return documentHolding(sql`${scopeQuery(query.indexed, { organizationId })}`, sql`${query.groups}`)
+  return documentHolding(sql`${query.indexed}`, sql`${query.groups}`)
 }
 
 /**

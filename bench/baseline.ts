@@ -174,7 +174,7 @@ async function list(caller: Caller, url: URL): Promise<Response> {
   let rows: ThreadRow[]
   if (q !== null && q.trim() !== '') {
     flushSearch()
-    const query = ftsQuery(q)
+    const query = ftsQuery(sqlite, q)
     const fts = query && (caller.own ? `${query.fts} AND owner : u${user}` : query.fts)
     const candidates = (under: number, size: number) => search.all(own, org, user, size, fts as string, under)
     rows =

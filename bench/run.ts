@@ -432,7 +432,7 @@ async function searchSqlRow(kind: keyof typeof info.terms): Promise<Row> {
   const threads = sqliteStore(db).threads
   const app = await timeSearches(kind, (q) => listThreads(threads, caller, { q, limit: 50 }, links))
   const base = await timeSearches(kind, (q) => {
-    const query = ftsQuery(q)
+    const query = ftsQuery(db.$client, q)
     if (query === null) return []
     const candidates = (below: number, size: number) =>
       raw.all(0, caller.organizationId, caller.userId, size, query.fts, below)

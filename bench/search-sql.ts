@@ -7,16 +7,22 @@
 import type { Database } from 'bun:sqlite'
 import { threadTokens } from '../src/threads/search'
 import { keyMask, termsQuery } from '../src/threads/search.fts5'
-import { holdsPhrase, parseQuery, searchTokens } from '../src/threads/search-text'
+import { parseQuery, phraseMatcher, vocabularyWords } from '../src/threads/search-text'
 
 // The app's own key layout, tokens and query syntax: the baseline must search exactly as it does.
 export { keyMask } from '../src/threads/search.fts5'
 
-/** What the app asks FTS5 for the text `q`, and the phrases it then checks; null when `q` holds no word. */
-export function ftsQuery(q: string): { fts: string; phrases: string[][] } | null {
+/**
+ * What the app asks FTS5 for the text `q` (with the vocabulary read for long prefixes), and the phrases it then
+ * checks; null when `q` holds no word.
+ */
+export function ftsQuery(sqlite: Database, q: string): { fts: string; phrases: string[][] } | null {
   const terms = parseQuery(q)
   if (terms === null) return null
-  return { fts: termsQuery(terms), phrases: terms.flatMap((term) => (term.kind === 'phrase' ? [term.tokens] : [])) }
+  return {
+    fts: termsQuery(sqlite, terms),
+    phrases: terms.flatMap((term) => (term.kind === 'phrase' ? [term.tokens] : [])),
+  }
 }
 
 export function searchSql(columns: string, visible: string): string {
@@ -39,14 +45,15 @@ export async function phrasePage<T extends { id: string; updateSeq: number | str
   texts: (ids: string[]) => Map<string, string[]> | Promise<Map<string, string[]>>,
   below: number,
 ): Promise<T[]> {
+  const holds = phrases.map(phraseMatcher)
   const kept: T[] = []
   let size = limit
   for (;;) {
     const rows = await candidates(below, size)
     const sources = await texts(rows.map((row) => row.id))
     for (const row of rows) {
-      const tokens = (sources.get(row.id) ?? []).map((text) => searchTokens(text).map(({ token }) => token))
-      if (!phrases.every((phrase) => tokens.some((list) => holdsPhrase(list, phrase)))) continue
+      const texts = sources.get(row.id) ?? []
+      if (!holds.every((held) => texts.some(held))) continue
       kept.push(row)
       if (kept.length === limit) return kept
     }
@@ -94,6 +101,7 @@ export function searchFlusher(sqlite: Database): (batch?: number) => number {
      where a.id in (select b.value ->> '$.attachment_id' from messages m, json_each(m.contents) b
        where m.thread_id = ?1 and m.active = 1 and instr(m.contents, '"attachment_id"') > 0)`,
   )
+  const vocabulary = sqlite.query('insert or ignore into search_terms (term) select value from json_each(?)')
   const write = sqlite.query(
     `insert into thread_search (rowid, body, owner)
      select (t.organization_id << 40) | (${keyMask} - t.update_seq), ?2, 'u' || t.owner_id from threads t where t.seq = ?1`,
@@ -110,6 +118,7 @@ export function searchFlusher(sqlite: Database): (batch?: number) => number {
           texts: texts.all(source.id).map((text) => text.text),
           files: files.all(source.id),
         })
+        vocabulary.run(JSON.stringify(vocabularyWords(tokens)))
         write.run(row.threadSeq, tokens.join(' '))
       }
       done.run(row.threadSeq)

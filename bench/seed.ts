@@ -251,7 +251,9 @@ function pickTerms(sqlite: ReturnType<typeof openDatabase>['$client'], words: st
     prefix.push(prefix.length % 2 === 0 ? stem : `${whole} ${stem}`)
     if (prefix.length === 20) break
   }
-  // Two words that stand together in a sentence, one of them past the 50 most common.
+  // Two words that stand together in a sentence, the second past the 150 most common, as a phrase people look for
+  // holds a word that tells it apart. (Two common words rarely side by side, such as "because work", make every
+  // thread holding both a candidate to check: see bench/README.md.)
   const phrase: string[] = []
   for (const { text } of sample) {
     const sentence =
@@ -259,7 +261,7 @@ function pickTerms(sqlite: ReturnType<typeof openDatabase>['$client'], words: st
         .toLowerCase()
         .split(/[.?,]/)[0]
         ?.match(/[a-z]+/g) ?? []
-    const at = sentence.findIndex((word, i) => i > 0 && (rankOf.get(word) ?? 0) >= 50)
+    const at = sentence.findIndex((word, i) => i > 0 && (rankOf.get(word) ?? 0) >= 150)
     if (at > 0) phrase.push(`"${sentence[at - 1]} ${sentence[at]}"`)
     if (phrase.length === 20) break
   }

@@ -1,6 +1,7 @@
 // Upgrading a database with data: 0005_update_order.sql numbers existing threads in updated_at order and
 // indexes every thread's name and active messages, so search and the update order work at once; 0007 rebuilds
-// that index without word positions; 0018 (PostgreSQL: 0013) queues every attached file for search.
+// that index without word positions; 0018 (PostgreSQL: 0013) queues every attached file for search; 0020 (PostgreSQL:
+// 0015) empties the index for search-text.ts's tokens and queues every thread for a rebuild.
 import { Database } from 'bun:sqlite'
 import { expect, test } from 'bun:test'
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -10,6 +11,10 @@ import { drizzle as pgDrizzle } from 'drizzle-orm/bun-sql'
 import { migrate as pgMigrate } from 'drizzle-orm/bun-sql/migrator'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
+import type { PgDb } from '../src/db/postgres'
+import { flushSearchIndex, termsQuery } from '../src/threads/search.fts5'
+import { flushPgSearchIndex, scopeQuery, searchQuery } from '../src/threads/search.pg'
+import { parseQuery, type Term } from '../src/threads/search-text'
 import { onPostgres } from './support/backend'
 import { emptyPostgresDatabase } from './support/postgres'
 
@@ -52,7 +57,8 @@ test('0005 numbers existing threads in updated_at order and indexes their text; 
     message.run('m2', 't-early', 'forgotten umbrella', 0)
     message.run('m3', 't-late', 'museum rain', 1)
 
-    migrate(drizzle({ client: sqlite }), { migrationsFolder: 'db/migrations/sqlite' })
+    // Up to 0020, which rebuilds the index from search-text.ts's tokens (tested below).
+    migrate(drizzle({ client: sqlite }), { migrationsFolder: migrationsBefore(dir, 'sqlite', '0020') })
     const order = sqlite.query('select id from threads order by update_seq').all()
     expect(order).toEqual([{ id: 't-early' }, { id: 't-late' }, { id: 't-tie' }])
     const search = (words: string) =>
@@ -94,7 +100,7 @@ test('0007 rebuilds the index without word positions from the threads as they ar
     sqlite.run(`update threads set updated_at = 200 where id = 't1'`)
     expect(sqlite.query('select count(*) as n from search_pending').get()).toEqual({ n: 1 })
 
-    migrate(drizzle({ client: sqlite }), { migrationsFolder: 'db/migrations/sqlite' })
+    migrate(drizzle({ client: sqlite }), { migrationsFolder: migrationsBefore(dir, 'sqlite', '0020') })
     expect(sqlite.query('select count(*) as n from search_pending').get()).toEqual({ n: 0 })
     const search = (query: string) =>
       sqlite
@@ -249,3 +255,108 @@ test.skipIf(!onPostgres)('0013 (PostgreSQL) queues every file a message attaches
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test.skipIf(onPostgres)(
+  '0020 empties the index for search-text.ts’s tokens and queues every thread for a rebuild',
+  () => {
+    const dir = mkdtempSync(join(tmpdir(), 'threadhouse-migrations-'))
+    try {
+      const sqlite = migratedBefore(dir, '0020')
+      const thread = sqlite.prepare(
+        `insert into threads (id, organization_id, owner_id, name, created_at, updated_at) values (?, 1, 1, ?, 0, ?)`,
+      )
+      const message = sqlite.prepare(
+        `insert into messages (id, thread_id, role, contents, text, created_at) values (?, ?, 'user', '[]', ?, 0)`,
+      )
+      thread.run('t-lyon', 'Lyon trip', 100)
+      thread.run('t-hindi', null, 200)
+      message.run('m1', 't-lyon', 'A museum café')
+      message.run('m2', 't-hindi', 'नमस्ते दुनिया')
+      // Indexed, then written again: pending, with the key of the document the old index holds.
+      sqlite.run('delete from search_pending')
+      sqlite.run(`update threads set updated_at = 300 where id = 't-lyon'`)
+      expect(sqlite.query('select count(*) as n from search_pending where indexed_key is not null').get()).toEqual({
+        n: 1,
+      })
+
+      const db = drizzle({ client: sqlite })
+      migrate(db, { migrationsFolder: 'db/migrations/sqlite' })
+      expect(sqlite.query('select rowid from thread_search').all()).toEqual([])
+      expect(sqlite.query('select thread_seq, indexed_key from search_pending').all()).toEqual([
+        { thread_seq: 1, indexed_key: null },
+      ])
+      expect(sqlite.query('select thread_seq from search_rebuild order by thread_seq').all()).toEqual([
+        { thread_seq: 1 },
+        { thread_seq: 2 },
+      ])
+      // A search's flush rewrites what writes left pending, not the rebuild; the background's batches do the rest.
+      expect(flushSearchIndex(db)).toBe(1)
+      expect(sqlite.query('select thread_seq from search_rebuild').all()).toEqual([{ thread_seq: 2 }])
+      expect(flushSearchIndex(db, 16)).toBe(1)
+      expect(flushSearchIndex(db, 16)).toBe(0)
+      const search = (q: string) =>
+        sqlite
+          .query<{ id: string }, [string]>(
+            `select t.id from thread_search s join threads t on t.update_seq = 1099511627775 - (s.rowid & 1099511627775)
+           where thread_search match ? order by s.rowid`,
+          )
+          .all(termsQuery(sqlite, parseQuery(q) as Term[]))
+          .map((row) => row.id)
+      expect(search('caf museu')).toEqual(['t-lyon'])
+      expect(search('"cafe"')).toEqual(['t-lyon'])
+      // The tokenizer splits only at the spaces search-text.ts writes: a Devanagari word keeps its vowel signs.
+      expect(search('नमस')).toEqual(['t-hindi'])
+      expect(search('"नमस्ते"')).toEqual(['t-hindi'])
+      expect(search('स्ते')).toEqual([])
+      sqlite.close()
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  },
+)
+
+test.skipIf(!onPostgres)(
+  '0015 (PostgreSQL) drops the old documents and queues every thread for a rebuild',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'threadhouse-migrations-'))
+    const client = new Bun.SQL(await emptyPostgresDatabase(), { max: 1 })
+    try {
+      await pgMigrate(pgDrizzle({ client }), { migrationsFolder: migrationsBefore(dir, 'postgres', '0015') })
+      await client`insert into organizations (slug, name, created_at) values ('acme', 'Acme', 0)`
+      await client`insert into users (sub, organization_id, email, name, role, password_hash, created_at)
+      values ('u', 1, 'a@example.test', 'A', 'owner', '-', 0)`
+      await client`insert into threads (id, organization_id, owner_id, name, created_at, updated_at)
+      values ('t-lyon', 1, 1, 'Lyon trip', 0, 100), ('t-tokyo', 1, 1, null, 0, 200)`
+      await client`insert into messages (id, thread_id, role, contents, text, created_at)
+      values ('m1', 't-lyon', 'user', '[]', 'A museum café', 0), ('m2', 't-tokyo', 'user', '[]', '我住在东京都', 0)`
+      // The old indexer's documents: whole words only.
+      await client`insert into thread_search (thread_seq, organization_id, owner_id, update_seq, document)
+      select seq, organization_id, owner_id, update_seq, 'lyon trip museum cafe'::tsvector from threads`
+      await client`delete from search_pending`
+
+      const db = pgDrizzle({ client, casing: 'snake_case' }) as unknown as PgDb
+      await pgMigrate(db, { migrationsFolder: 'db/migrations/postgres' })
+      expect(await client`select count(*)::int as n from thread_search`).toEqual([{ n: 0 }])
+      expect(await client`select thread_seq from search_rebuild order by thread_seq`).toEqual([
+        { thread_seq: 1 },
+        { thread_seq: 2 },
+      ])
+      // A search's flush leaves the rebuild to the background's batches.
+      expect(await flushPgSearchIndex(db)).toBe(0)
+      expect(await flushPgSearchIndex(db, 16)).toBe(2)
+      expect(await client`select count(*)::int as n from search_rebuild`).toEqual([{ n: 0 }])
+      const search = async (q: string) => {
+        const query = await searchQuery(db, parseQuery(q) as Term[])
+        const found = await client`select t.id from thread_search s join threads t on t.seq = s.thread_seq
+        where s.document @@ ${scopeQuery(query.indexed, { organizationId: 1 })}::tsquery order by t.id`
+        return found.map((row: { id: string }) => row.id)
+      }
+      expect(await search('caf museu')).toEqual(['t-lyon'])
+      expect(await search('东京')).toEqual(['t-tokyo'])
+      expect(await search('lyo')).toEqual(['t-lyon'])
+    } finally {
+      await client.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  },
+)

@@ -139,7 +139,7 @@ test.skipIf(onPostgres)(
       'alpha delta',
       'comm',
     ]) {
-      plans.add(searchPlan(h.db, termsQuery(parseQuery(q) as Term[]), 1))
+      plans.add(searchPlan(h.db, termsQuery(h.db.$client, parseQuery(q) as Term[]), 1))
       for (const [sortBy, dir] of [
         ['updated_at', 'desc'],
         ['updated_at', 'asc'],

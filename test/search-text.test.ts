@@ -1,6 +1,7 @@
 // Search text, pure: folding, tokens, the query grammar, compiling terms for the indexes and snippets. No database:
 // the same module feeds both backends, which search-semantics.test.ts checks through the API.
 import { describe, expect, test } from 'bun:test'
+import fc from 'fast-check'
 import {
   buildSnippet,
   compileTerms,
@@ -9,6 +10,7 @@ import {
   holdsPhrase,
   maxQueryWords,
   parseQuery,
+  phraseMatcher,
   type SnippetSource,
   searchTokens,
   snippetLength,
@@ -398,5 +400,33 @@ describe('snippets', () => {
         }
       }
     }
+  })
+})
+
+describe('phrases in a text', () => {
+  test('the check of ASCII text by regular expression answers as the tokens do', () => {
+    const words = ['in', 'lyon', 'weekend', 'a', 'x', '2024', 'lyonnais']
+    const text = fc
+      .array(
+        fc.oneof(
+          fc.constantFrom(...words, 'Lyon', 'IN', 'Week-end', 'café', 'ﬁne'),
+          fc.constantFrom(' ', ', ', '\n', '-', '_', '.', ''),
+        ),
+        {
+          maxLength: 12,
+        },
+      )
+      .map((parts) => parts.join(''))
+    const phrase = fc.array(fc.constantFrom(...words, 'cafe', 'fine', 'end'), { minLength: 1, maxLength: 3 })
+    fc.assert(
+      fc.property(text, phrase, (text, phrase) => {
+        expect(phraseMatcher(phrase)(text)).toBe(holdsPhrase(tokensOf(text), phrase))
+      }),
+      { numRuns: 2000 },
+    )
+    expect(phraseMatcher(['weekend', 'in', 'lyon'])('A weekend in Lyon!')).toBe(true)
+    expect(phraseMatcher(['weekend', 'in', 'lyon'])('A weekend in Lyonnais')).toBe(false)
+    expect(phraseMatcher(['cafe', 'au'])('Café au lait')).toBe(true)
+    expect(phraseMatcher(['東京', '京都'])('我住在东京都, 東京都')).toBe(true)
   })
 })

@@ -83,9 +83,11 @@ export const threadRoutes = (deps: ThreadsDeps) =>
         tags: ['Threads'],
         description:
           'Keyset pagination: pass the previous page’s `last_id` as `after`, with the same `sort_by`, ' +
-          '`sort_dir` and filters. `limit` above 200 is clamped to 200. `q` matches threads whose name and ' +
-          'active messages together contain every word of `q` (the first 16 words; a blank `q` is no filter); ' +
-          'results keep the requested sort order. A token with only ' +
+          '`sort_dir` and filters. `limit` above 200 is clamped to 200. `q` matches threads whose name, active ' +
+          'messages and attached files together hold every word of `q`: a word of 2+ characters also finds the ' +
+          'words starting with it, double quotes ask for a word or phrase exactly, case and accents fold, and ' +
+          'Chinese or Japanese is found by any run of 2+ characters (the first 16 words count; a blank `q` is no ' +
+          'filter); results keep the requested sort order. A token with only ' +
           '`threads:read:own` lists only its user’s own threads.',
       },
     })

@@ -6,7 +6,7 @@ import { invalidRequest } from '../shared/errors'
 import { type Links, toThread } from './links'
 import type { ThreadsModel } from './model'
 import type { ThreadListQuery, ThreadRepository, ThreadRow } from './repository'
-import { holdsPhrase, parseQuery, searchTokens, type Term } from './search-text'
+import { parseQuery, phraseMatcher, type Term } from './search-text'
 
 export const maxPageSize = 200
 
@@ -100,6 +100,7 @@ export async function phraseList(
   query: ThreadListQuery,
   phrases: string[][],
 ): Promise<ThreadRow[]> {
+  const holds = phrases.map(phraseMatcher)
   const kept: ThreadRow[] = []
   const seen = new Set<string>()
   let next = query
@@ -111,8 +112,8 @@ export async function phraseList(
       // A thread written meanwhile may move to where a later round reads it again.
       if (seen.has(row.id)) continue
       seen.add(row.id)
-      const texts = (sources.get(row.id) ?? []).map(({ text }) => searchTokens(text).map(({ token }) => token))
-      if (!phrases.every((phrase) => texts.some((tokens) => holdsPhrase(tokens, phrase)))) continue
+      const texts = (sources.get(row.id) ?? []).map(({ text }) => text)
+      if (!holds.every((held) => texts.some(held))) continue
       kept.push(row)
       if (kept.length === query.limit) return kept
     }

@@ -101,7 +101,9 @@ export namespace ThreadsModel {
     q: t.Optional(
       t.String({
         maxLength: 500,
-        description: 'Full-text search: threads whose name and active messages together contain every word of `q`.',
+        description:
+          'Full-text search: threads whose name, active messages and their files hold every word of `q`, each as a ' +
+          'prefix (`lyo` finds "Lyon") unless quoted (`"mark"`, `"weekend in lyon"` match exactly).',
       }),
     ),
     sort_by: t.Optional(

@@ -632,7 +632,7 @@ export function commonThreadRepository(db: AnyDb, t: ThreadTables): CommonThread
       return new Map(rows.map(({ id, kind }) => [id, kind]))
     },
 
-    // Three reads, not one unit: a write between them may show in one and not another, as between two searches.
+    // Several reads, not one unit: a write between them may show in one and not another, as between two searches.
     async searchSources(threadIds) {
       const sources = new Map<string, SnippetSource[]>()
       if (threadIds.length === 0) return sources
@@ -640,29 +640,44 @@ export function commonThreadRepository(db: AnyDb, t: ThreadTables): CommonThread
         .select({ id: threads.id, name: threads.name })
         .from(threads)
         .where(inArray(threads.id, threadIds))
-      // A message's blocks are read only when they attach a file (few do): the text column is what search reads.
       const texts = await db
-        .select({
-          id: messages.id,
-          threadId: messages.threadId,
-          text: messages.text,
-          contents: sql<
-            string | null
-          >`case when ${messages.contents} like '%"attachment_id"%' then ${messages.contents} end`,
-        })
+        .select({ id: messages.id, threadId: messages.threadId, text: messages.text })
         .from(messages)
         .where(and(inArray(messages.threadId, threadIds), eq(messages.active, true)))
         .orderBy(desc(messages.createdAt), desc(messages.id))
+      // Messages' blocks are read only in threads with files, and only where they attach one: few do, and the
+      // blocks are most of a message's bytes.
+      const withFiles = (
+        await db
+          .selectDistinct({ threadId: attachments.threadId })
+          .from(attachments)
+          .where(inArray(attachments.threadId, threadIds))
+      ).map((row) => row.threadId)
+      const attaching =
+        withFiles.length === 0
+          ? []
+          : await db
+              .select({ id: messages.id, threadId: messages.threadId, contents: messages.contents })
+              .from(messages)
+              .where(
+                and(
+                  inArray(messages.threadId, withFiles),
+                  eq(messages.active, true),
+                  sql`${messages.contents} like '%"attachment_id"%'`,
+                ),
+              )
+              .orderBy(desc(messages.createdAt), desc(messages.id))
       // Each thread's messages (newest first) and the files they attach, each file under the newest that does.
       const byThread = new Map<string, SnippetSource[]>()
-      const filesOf = new Map<string, { id: string; messageId: string }[]>()
       for (const row of texts) {
         const list = byThread.get(row.threadId) ?? []
         list.push({ messageId: row.id, attachmentId: null, text: row.text })
         byThread.set(row.threadId, list)
-        if (row.contents === null) continue
+      }
+      const filesOf = new Map<string, { id: string; messageId: string }[]>()
+      for (const row of attaching) {
         const files = filesOf.get(row.threadId) ?? []
-        for (const id of attachedFiles(JSON.parse(row.contents))) {
+        for (const id of attachedFiles(row.contents as ContentBlock[])) {
           if (!files.some((file) => file.id === id)) files.push({ id, messageId: row.id })
         }
         filesOf.set(row.threadId, files)

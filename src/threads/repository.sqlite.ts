@@ -160,7 +160,7 @@ function listThreads(db: Db, query: ThreadListQuery): ThreadRow[] {
   if (query.search !== undefined) {
     // Only the owner's token narrows the index; the other filters are checks on the rows it yields.
     const ownOnly = viewer.sees === 'own' || query.owned === true || query.private === true
-    const terms = termsQuery(query.search)
+    const terms = termsQuery(db.$client, query.search)
     fts = ownOnly ? ownedBy(terms, viewer.userId) : terms
     // Writes leave documents pending (see search.fts5.ts): a search first brings the index up to date.
     flushSearchIndex(db)

@@ -11,20 +11,31 @@
 // A search must return exactly the threads a plain list would, in the same order: it walks the same update sequence.
 //
 // A query is the compiled terms of search-text.ts: every group must match (AND), by any of its matches (OR); an exact
-// token is `"token"`, a prefix `"token" *`. Prefixes of 2-4 characters are read from FTS5's own prefix indexes;
-// longer ones FTS5 finds by scanning its terms in the prefix's range, which needs no vocabulary (search_terms is
-// PostgreSQL's; see docs/architecture.md for the measure).
+// token is `"token"`, a prefix `"token" *`. Prefixes of 2-4 characters are read from FTS5's own prefix indexes.
+// Longer ones are expanded to the words of the vocabulary (search_terms, kept at each rewrite) that start with them,
+// each looked up exactly: FTS5 reads several terms' lists lazily in key order, but a prefix it must scan itself is
+// merged whole first (a mid-frequency word's prefix took 4-8 ms at 1M messages, against 0.2 ms expanded; see
+// docs/architecture.md). Only a prefix with too many words is left to FTS5's scan.
 //
 // The `created_at` order has no such index; two plans serve it, each fast where the other is slow, so
 // the repository counts the matches first (cheaply, up to a bound) and picks one:
 // - few matches: start from the FTS matches, look their threads up and sort them.
 // - many matches: walk the caller's threads in order and probe each one's document.
-import type { Database } from 'bun:sqlite'
+import type { Database, Statement } from 'bun:sqlite'
 import { type Placeholder, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
 import { type DocumentSource, type ThreadSearch, threadTokens } from './search'
-import { type CompiledQuery, compileTerms, type IndexMatch, type Term } from './search-text'
+import {
+  type CompiledQuery,
+  compileTerms,
+  expansionLimit,
+  type IndexMatch,
+  type Term,
+  vocabularyPrefixes,
+  vocabularyRange,
+  vocabularyWords,
+} from './search-text'
 import { threads } from './threads.table'
 
 /** Up to this many matching documents the `created_at` search starts from the matches, past it from the threads. */
@@ -46,9 +57,26 @@ export function ftsQuery(compiled: CompiledQuery): string {
   return `body : (${groups.join(' AND ')})`
 }
 
-/** The FTS5 query for parsed terms: FTS5 scans its own terms for long prefixes, so no vocabulary is read. */
-export function termsQuery(terms: readonly Term[]): string {
-  return ftsQuery(compileTerms(terms, new Map()))
+const vocabularyReads = new WeakMap<Database, Statement<{ term: string }, [string, string, number]>>()
+
+/** The FTS5 query for parsed terms, with the vocabulary read for their long prefixes. */
+export function termsQuery(sqlite: Database, terms: readonly Term[]): string {
+  let range = vocabularyReads.get(sqlite)
+  if (range === undefined) {
+    range = sqlite.query('select term from search_terms where term >= ? and term < ? order by term limit ?')
+    vocabularyReads.set(sqlite, range)
+  }
+  const vocabulary = new Map<string, string[]>()
+  for (const prefix of vocabularyPrefixes(terms)) {
+    const { from, to } = vocabularyRange(prefix)
+    vocabulary.set(
+      prefix,
+      (range as Statement<{ term: string }, [string, string, number]>)
+        .all(from, to, expansionLimit + 1)
+        .map((row) => row.term),
+    )
+  }
+  return ftsQuery(compileTerms(terms, vocabulary))
 }
 
 /** Adds the owner's token: documents of one user's threads only. */
@@ -120,6 +148,10 @@ function documentStatements(sqlite: Database) {
        where a.id in (select b.value ->> '$.attachment_id' from messages m, json_each(m.contents) b
          where m.thread_id = ?1 and m.active = 1 and instr(m.contents, '"attachment_id"') > 0)`,
     ),
+    // The vocabulary only grows: a stale term expands to nothing.
+    vocabulary: sqlite.query<unknown, [string]>(
+      'insert or ignore into search_terms (term) select value from json_each(?)',
+    ),
     write: sqlite.query<unknown, [number, string]>(
       `insert into thread_search (rowid, body, owner)
        select (t.organization_id << 40) | (${keyMask} - t.update_seq), ?2, 'u' || t.owner_id from threads t where t.seq = ?1`,
@@ -152,7 +184,9 @@ function writeDocument(statements: Statements, seq: number): void {
     texts: statements.texts.all(thread.id).map((row) => row.text),
     files: statements.files.all(thread.id),
   }
-  statements.write.run(seq, threadTokens(source).join(' '))
+  const tokens = threadTokens(source)
+  statements.vocabulary.run(JSON.stringify(vocabularyWords(tokens)))
+  statements.write.run(seq, tokens.join(' '))
 }
 
 /**

@@ -285,7 +285,7 @@ export function phraseMatcher(phrase: readonly string[]): (text: string) => bool
         searchTokens(text).map(({ token }) => token),
         phrase,
       )
-    return expression !== null && expression.test(text.toLowerCase())
+    return expression?.test(text.toLowerCase()) ?? false
   }
 }
 

@@ -56,9 +56,10 @@ import {
   probeSchedule,
   type SearchQuery,
   scopeQuery,
-  searchQuery,
+  searchQueryOf,
   searchStart,
 } from './search.pg'
+import { vocabularyPrefixes } from './search-text'
 import * as threadTables from './threads.table.pg'
 import {
   messages,
@@ -179,10 +180,14 @@ async function listThreads(db: PgDb, query: ThreadListQuery) {
   let head = 0
   if (query.search !== undefined) {
     // Writes leave documents queued (see search.pg.ts): a search first brings every one of them up to date.
-    const start = await searchStart(db)
-    await flushQueued(db, start.queued)
+    let start = await searchStart(db, query.search)
+    // The documents it rewrites may add words to the vocabulary: then it is read again (rarely: writes are flushed
+    // in the background within a second).
+    if ((await flushQueued(db, start.queued)) > 0 && vocabularyPrefixes(query.search).length > 0) {
+      start = await searchStart(db, query.search)
+    }
     head = start.head
-    search = await searchQuery(db, query.search)
+    search = searchQueryOf(query.search, start.vocabulary)
   }
   const shape: ListShape = {
     ...listFiltersOf(query),

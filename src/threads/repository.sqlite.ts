@@ -165,12 +165,13 @@ function listThreads(db: Db, query: ThreadListQuery): ThreadRow[] {
   let fts: string | undefined
   let search: ListShape['search']
   if (query.search !== undefined) {
+    // Writes leave documents pending (see search.fts5.ts): a search first brings the index (and the vocabulary its
+    // long prefixes are read from) up to date.
+    flushSearchIndex(db)
     // Only the owner's token narrows the index; the other filters are checks on the rows it yields.
     const ownOnly = viewer.sees === 'own' || query.owned === true || query.private === true
     const terms = termsQuery(db.$client, query.search)
     fts = ownOnly ? ownedBy(terms, viewer.userId) : terms
-    // Writes leave documents pending (see search.fts5.ts): a search first brings the index up to date.
-    flushSearchIndex(db)
     search = sortBy === 'updated_at' ? 'index' : searchPlan(db, fts, viewer.organizationId)
   }
   const shape: ListShape = {

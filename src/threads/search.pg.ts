@@ -148,28 +148,6 @@ function groupQueries(compiled: CompiledQuery): string[] {
   return compiled.all.map((group) => `(${group.map(matchQuery).join(' | ')})`)
 }
 
-/** Reads the vocabulary for a query's long prefixes: up to `expansionLimit + 1` words each, so too many shows. */
-export async function readVocabulary(db: PgDb, terms: readonly Term[]): Promise<Map<string, string[]>> {
-  const vocabulary = new Map<string, string[]>()
-  const statement = prepared(db, 'search:vocabulary', () =>
-    db
-      .select({ term: searchTerms.term })
-      .from(searchTerms)
-      .where(sql`${searchTerms.term} >= ${sql.placeholder('from')} and ${searchTerms.term} < ${sql.placeholder('to')}`)
-      .orderBy(asc(searchTerms.term))
-      .limit(expansionLimit + 1)
-      .prepare('search_vocabulary'),
-  )
-  for (const prefix of vocabularyPrefixes(terms)) {
-    const rows = await statement.execute(vocabularyRange(prefix))
-    vocabulary.set(
-      prefix,
-      rows.map((row) => row.term),
-    )
-  }
-  return vocabulary
-}
-
 /** What a search binds: the GIN index's query without its scope, and the groups one by one for split documents. */
 export interface SearchQuery {
   /** Every group, or the marker of a split document: what the GIN index answers, to be ANDed with a scope. */
@@ -178,7 +156,7 @@ export interface SearchQuery {
   groups: string
 }
 
-/** A parsed query as the index is asked it, given the vocabulary read for its long prefixes (readVocabulary). */
+/** A parsed query as the index is asked it, given the vocabulary read for its long prefixes (searchStart). */
 export function searchQueryOf(terms: readonly Term[], vocabulary: Vocabulary): SearchQuery {
   const groups = groupQueries(compileTerms(terms, vocabulary))
   return { indexed: `((${groups.join(' & ')}) | ${quoted(splitMarker)})`, groups: groups.join('\n') }
@@ -186,7 +164,7 @@ export function searchQueryOf(terms: readonly Term[], vocabulary: Vocabulary): S
 
 /** A parsed query as the index is asked it, with the vocabulary read for its long prefixes. */
 export async function searchQuery(db: PgDb, terms: readonly Term[]): Promise<SearchQuery> {
-  return searchQueryOf(terms, await readVocabulary(db, terms))
+  return searchQueryOf(terms, (await searchStart(db, terms)).vocabulary)
 }
 
 /**
@@ -219,11 +197,12 @@ export interface Probe {
 
 /**
  * The probes of a search in the update order over the update sequences `[lo, hi]`, in the page's order: blocks of
- * the organization, starting at the finest level at the newest (or, ascending, oldest) end and growing one level
- * each time the next block is aligned to it, so that a word in every thread fills a page from a few hundred
- * sequences, a rarer one from a few probes more, and `maxProbes` cover any range the benchmark's scale reaches; what
- * is left is one last probe of the whole scope. The GIN index answers each probe, whose block lexeme makes it cheap
- * whatever the words' frequency (its scan skips along the rarest lexeme's postings).
+ * the organization, the first of the finest level at the newest (or, ascending, oldest) end, each next one a level
+ * coarser, so that a word in every thread fills a page from a few hundred sequences and each probe reads as far
+ * again as all before it; `maxProbes` reach millions of sequences, and what is left is one last probe of the whole
+ * scope. A coarser block may reach into sequences an earlier probe read: each probe's bounds are the statement's
+ * filter, so no thread comes twice. The GIN index answers each probe, whose block lexeme makes it cheap whatever
+ * the words' frequency (its scan skips along the rarest lexeme's postings).
  */
 export function probeSchedule(
   indexed: string,
@@ -234,38 +213,29 @@ export function probeSchedule(
 ): Probe[] {
   const probes: Probe[] = []
   const scoped = scopeQuery(indexed, scope)
+  const probe = (level: number, block: number, from: number, to: number) =>
+    probes.push({ query: `${scoped} & ${quoted(blockLexeme(scope.organizationId, level, block))}`, from, to })
   let level = 0
   if (descending) {
     let end = hi + 1
-    while (end > lo && probes.length < maxProbes) {
-      const size = blockSize(level)
-      const block = Math.floor((end - 1) / size)
-      probes.push({
-        query: `${scoped} & ${quoted(blockLexeme(scope.organizationId, level, block))}`,
-        from: block * size,
-        to: end - 1,
-      })
-      end = block * size
-      if (level < blockLevels - 1 && end % blockSize(level + 1) === 0) level += 1
+    for (; end > lo && probes.length < maxProbes; level = Math.min(level + 1, blockLevels - 1)) {
+      const block = Math.floor((end - 1) / blockSize(level))
+      const from = Math.max(block * blockSize(level), lo)
+      probe(level, block, from, end - 1)
+      end = from
     }
     if (end > lo) probes.push({ query: scoped, from: lo, to: end - 1 })
   } else {
     let start = lo
-    while (start <= hi && probes.length < maxProbes) {
-      const size = blockSize(level)
-      const block = Math.floor(start / size)
-      probes.push({
-        query: `${scoped} & ${quoted(blockLexeme(scope.organizationId, level, block))}`,
-        from: start,
-        to: (block + 1) * size - 1,
-      })
-      start = (block + 1) * size
-      if (level < blockLevels - 1 && start % blockSize(level + 1) === 0) level += 1
+    for (; start <= hi && probes.length < maxProbes; level = Math.min(level + 1, blockLevels - 1)) {
+      const block = Math.floor(start / blockSize(level))
+      const to = Math.min((block + 1) * blockSize(level) - 1, hi)
+      probe(level, block, start, to)
+      start = to + 1
     }
     if (start <= hi) probes.push({ query: scoped, from: start, to: hi })
   }
-  // Every probe stays within [lo, hi]: the bounds are the statement's too, and these only narrow them.
-  return probes.map((probe) => ({ ...probe, from: Math.max(probe.from, lo), to: Math.min(probe.to, hi) }))
+  return probes
 }
 
 /** Documents holding every term, in any order, in any organization: for checks of the index itself (tests). */
@@ -448,22 +418,44 @@ export async function flushPgSearchIndex(db: PgDb, batch?: number): Promise<numb
   return flushQueued(db, (await searchStart(db)).queued)
 }
 
+/** What a search reads before it asks the index (searchStart). */
+export interface SearchStart {
+  /** The last thread queued for a rewrite, or null when none is (the usual case). */
+  queued: number | null
+  /** The head of the update order (the last update sequence committed), where the probes start. */
+  head: number
+  /** The vocabulary's words for the query's long prefixes, up to `expansionLimit + 1` each, so that too many shows. */
+  vocabulary: Vocabulary
+}
+
 /**
- * What a search reads first, in one round trip: the last thread queued for a rewrite (null when none is, the usual
- * case), and the head of the update order (the last update sequence committed), where its probes start.
+ * What a search reads first, in one round trip: a search's statements are each a round trip to the server, and
+ * reading the queue, the clock and each long prefix's words one by one cost a mid-frequency pair (two long words)
+ * four of them.
  */
-export async function searchStart(db: PgDb): Promise<{ queued: number | null; head: number }> {
+export async function searchStart(db: PgDb, terms: readonly Term[] = []): Promise<SearchStart> {
+  const prefixes = vocabularyPrefixes(terms)
+  const ranges = prefixes.map(vocabularyRange)
+  // Raw SQL for the prefixes' ranges only: Drizzle has no table function with column names.
+  const words = sql`(select coalesce(json_agg(json_build_array(r.i, w.term) order by r.i, w.term), '[]')
+    from unnest(${sql.placeholder('froms')}::text[], ${sql.placeholder('tos')}::text[]) with ordinality as r(low, high, i)
+    cross join lateral (select ${searchTerms.term} from ${searchTerms} where ${searchTerms.term} >= r.low
+      and ${searchTerms.term} < r.high order by ${searchTerms.term} limit ${expansionLimit + 1}) as w)`
   const [row] = await prepared(db, 'search:start', () =>
     db
       .select({
         queued: sql<number | null>`(${db.select({ last: max(searchPending.threadSeq) }).from(searchPending)})`,
         head: threadUpdateClock.updateSeq,
+        words: sql<[number, string][] | string>`${words}`,
       })
       .from(threadUpdateClock)
       .where(eq(threadUpdateClock.id, 1))
       .prepare('search_start'),
-  ).execute()
-  return { queued: row?.queued ?? null, head: row?.head ?? 0 }
+  ).execute({ froms: ranges.map((range) => range.from), tos: ranges.map((range) => range.to) })
+  const vocabulary = new Map<string, string[]>(prefixes.map((prefix) => [prefix, []]))
+  const found = typeof row?.words === 'string' ? (JSON.parse(row.words) as [number, string][]) : (row?.words ?? [])
+  for (const [place, term] of found) vocabulary.get(prefixes[place - 1] as string)?.push(term)
+  return { queued: row?.queued ?? null, head: row?.head ?? 0, vocabulary }
 }
 
 /**

@@ -7,16 +7,7 @@
 // SQLite only. Run as `bun bench/baseline.pg.ts` with DATABASE_URL, PORT and PUBLIC_URL.
 
 import { phrasePage } from './search-sql'
-import {
-  flushBatch,
-  flushBeforeSearch,
-  pageSql,
-  probeParams,
-  probesSql,
-  searchFor,
-  threadColumns,
-  threadTexts,
-} from './search-sql.pg'
+import { flushBatch, pageSql, probeParams, probesSql, startSearch, threadColumns, threadTexts } from './search-sql.pg'
 
 // The app's pool size (src/db/postgres.ts).
 const sql = new Bun.SQL(process.env.DATABASE_URL as string, { max: 10 })
@@ -158,9 +149,9 @@ async function list(caller: Caller, url: URL): Promise<Response> {
   }
   let rows: ThreadRow[]
   if (q !== null && q.trim() !== '') {
-    const head = await flushBeforeSearch(sql)
-    const search = await searchFor(sql, q)
-    if (search === null) return json({ data: [], first_id: null, last_id: null, has_more: false, limit })
+    const started = await startSearch(sql, q)
+    if (started === null) return json({ data: [], first_id: null, last_id: null, has_more: false, limit })
+    const { head, search } = started
     const scope = { organizationId: caller.organizationId, ownerId: caller.own ? caller.userId : undefined }
     const statement = probesSql(visible)
     const candidates = (under: number, size: number) =>

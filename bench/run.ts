@@ -23,14 +23,7 @@ import { type PostgresCluster, startPostgres } from '../test/support/postgres'
 import { holdStreams, type Measure, percentile, type Server, sendAndStream, startServer, wrk } from './load'
 import { chart, p99Ratio, type Row, table, throughputRatio } from './report'
 import { ftsQuery, keyMask, phrasePage, searchFlusher, searchSql, threadTexts } from './search-sql'
-import {
-  flushBeforeSearch,
-  threadTexts as pgThreadTexts,
-  probeParams,
-  probesSql,
-  rewriteDocuments,
-  searchFor,
-} from './search-sql.pg'
+import { threadTexts as pgThreadTexts, probeParams, probesSql, rewriteDocuments, startSearch } from './search-sql.pg'
 import { seed } from './seed'
 import { seedPostgres } from './seed.pg'
 import { checkMs, type Pair, threadRotation, timedUploads, type UploadFile, uploadFiles, uploadLoop } from './uploads'
@@ -478,9 +471,9 @@ async function pgSearchSqlRow(kind: keyof typeof info.terms): Promise<Row> {
   const statement = probesSql('$1::int = $1 and t.organization_id = $2 and (t.is_private = false or t.owner_id = $3)')
   const app = await timeSearches(kind, (q) => listThreads(store.threads, caller, { q, limit: 50 }, links))
   const base = await timeSearches(kind, async (q) => {
-    const head = await flushBeforeSearch(raw)
-    const search = await searchFor(raw, q)
-    if (search === null) return []
+    const started = await startSearch(raw, q)
+    if (started === null) return []
+    const { head, search } = started
     const scope = { organizationId: caller.organizationId }
     const candidates = (below: number, size: number) =>
       raw.unsafe<{ id: string; updateSeq: string }[]>(statement, [

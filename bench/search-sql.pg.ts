@@ -15,6 +15,7 @@ import {
 import {
   expansionLimit,
   parseQuery,
+  type Term,
   vocabularyPrefixes,
   vocabularyRange,
   vocabularyWords,
@@ -32,25 +33,43 @@ export interface PgSearch {
   phrases: string[][]
 }
 
-/** The app's parse and vocabulary reads (readVocabulary) for `q`; null when it holds no word. */
-export async function searchFor(sql: Runner, q: string): Promise<PgSearch | null> {
+/** The app's start of a search for `q` (searchStart in search.pg.ts): one read of the queue, the clock and the words. */
+async function readStart(sql: Runner, terms: Term[]) {
+  const ranges = vocabularyPrefixes(terms).map(vocabularyRange)
+  const [row] = await sql.unsafe<{ queued: number | null; head: string; words: [number, string][] | string }[]>(
+    `select (select max(thread_seq) from search_pending) as queued, update_seq as head,
+       (select coalesce(json_agg(json_build_array(r.i, w.term) order by r.i, w.term), '[]')
+        from unnest($1::text[], $2::text[]) with ordinality as r(low, high, i)
+        cross join lateral (select term from search_terms where term >= r.low and term < r.high order by term
+          limit $3) as w) as words
+     from thread_update_clock where id = 1`,
+    [ranges.map((range) => range.from), ranges.map((range) => range.to), expansionLimit + 1],
+  )
+  const prefixes = vocabularyPrefixes(terms)
+  const vocabulary = new Map<string, string[]>(prefixes.map((prefix) => [prefix, []]))
+  const words = typeof row?.words === 'string' ? (JSON.parse(row.words) as [number, string][]) : (row?.words ?? [])
+  for (const [place, term] of words) vocabulary.get(prefixes[place - 1] as string)?.push(term)
+  return { queued: row?.queued ?? null, head: Number(row?.head ?? 0), vocabulary }
+}
+
+/**
+ * The app's start of a search for `q`: the queue, the clock's head and the vocabulary in one read; then, when anything
+ * is queued (rarely), every queued document, 32 at a time, and the read again. Null when `q` holds no word.
+ */
+export async function startSearch(sql: Bun.SQL, q: string): Promise<{ head: number; search: PgSearch } | null> {
   const terms = parseQuery(q)
   if (terms === null) return null
-  const vocabulary = new Map<string, string[]>()
-  for (const prefix of vocabularyPrefixes(terms)) {
-    const { from, to } = vocabularyRange(prefix)
-    const rows = await sql.unsafe<{ term: string }[]>(
-      'select term from search_terms where term >= $1 and term < $2 order by term limit $3',
-      [from, to, expansionLimit + 1],
-    )
-    vocabulary.set(
-      prefix,
-      rows.map((row) => row.term),
-    )
+  let start = await readStart(sql, terms)
+  if (start.queued !== null) {
+    while ((await flushBatch(sql, 32)) > 0) {}
+    start = await readStart(sql, terms)
   }
   return {
-    query: searchQueryOf(terms, vocabulary),
-    phrases: terms.flatMap((term) => (term.kind === 'phrase' ? [term.tokens] : [])),
+    head: start.head,
+    search: {
+      query: searchQueryOf(terms, start.vocabulary),
+      phrases: terms.flatMap((term) => (term.kind === 'phrase' ? [term.tokens] : [])),
+    },
   }
 }
 
@@ -212,16 +231,4 @@ export async function flushBatch(sql: Bun.SQL, batch: number): Promise<number> {
     )
     return claimed.length
   })
-}
-
-/**
- * A search's start (searchStart and flushQueued): one read of the queue and the update clock's head, then, when
- * anything is queued (rarely), every queued document, 32 at a time. Answers the head, where the probes start.
- */
-export async function flushBeforeSearch(sql: Bun.SQL): Promise<number> {
-  const [start] = await sql.unsafe<{ queued: number | null; head: string }[]>(
-    'select (select max(thread_seq) from search_pending) as queued, update_seq as head from thread_update_clock where id = 1',
-  )
-  if (start?.queued != null) while ((await flushBatch(sql, 32)) > 0) {}
-  return Number(start?.head ?? 0)
 }

@@ -2,7 +2,7 @@
 // (db/migrations/0006_deferred_search.sql; on PostgreSQL, postgres/0001_update_order.sql) and the store's search
 // (search.fts5.ts, search.pg.ts) rewrites pending documents in batches, in the background and before any search. Here: nothing is missed, nothing stale is left.
 import { expect, test } from 'bun:test'
-import { and, count, eq, exists, ilike, or } from 'drizzle-orm'
+import { and, count, eq, exists, ilike, or, sql } from 'drizzle-orm'
 import type { PgDb } from '../src/db/postgres'
 import { silentLogger } from '../src/shared/log'
 import { startSearchIndexer } from '../src/threads/search'
@@ -176,3 +176,46 @@ test.skipIf(!onPostgres)(
     expect((await keysFor(h, 'plum')).indexed).toEqual([])
   },
 )
+
+// A migration that changes what documents hold (0020 on SQLite, 0015 on PostgreSQL) empties the index and queues every
+// thread in search_rebuild: searches go on without waiting, and the background indexer rebuilds after the writes.
+test('a rebuild a migration left runs in the background, after the writes, and searches never wait for it', async () => {
+  await using h = await harness()
+  const owner = await h.user()
+  const ids: string[] = []
+  for (let i = 0; i < 5; i++) {
+    const created = await h.call('POST', '/api/v1/threads', { token: owner.token, body: { name: `Damson ${i}` } })
+    ids.push(created.body.thread_id)
+  }
+  await h.app.decorator.engine.idle()
+  await h.store.search.flush()
+  // What the migrations do.
+  if (onPostgres) {
+    const pg = h.orm as unknown as PgDb
+    await pg.execute(sql`truncate thread_search, thread_search_overflow`)
+    await pg.execute(sql`insert into search_rebuild (thread_seq) select seq from threads`)
+  } else {
+    h.db.$client.run(`insert into thread_search (thread_search) values ('delete-all')`)
+    h.db.$client.run('insert into search_rebuild (thread_seq) select seq from threads')
+  }
+  const search = async (q: string) =>
+    (await h.call('GET', `/api/v1/threads?q=${q}`, { token: owner.token })).body.data.map((t: { id: string }) => t.id)
+  expect(await search('damson')).toEqual([])
+  // A write meanwhile is searchable at once: its flush is the search's.
+  const renamed = ids[0] as string
+  await h.call('PATCH', `/api/v1/threads/${renamed}`, { token: owner.token, body: { name: 'Damson jam' } })
+  expect(await search('damson')).toEqual([renamed])
+  expect(await h.store.search.rebuilding()).toBe(4)
+
+  const logged: string[] = []
+  const log = { ...silentLogger, info: (message: string) => logged.push(message) }
+  const indexer = startSearchIndexer(h.store.search, log, 1, 2)
+  try {
+    await until(async () => logged.includes('search index rebuild finished'))
+  } finally {
+    indexer.stop()
+  }
+  expect(logged[0]).toStartWith('search index rebuild started')
+  expect(await h.store.search.rebuilding()).toBe(0)
+  expect(await search('damson')).toEqual([renamed, ...ids.slice(1).reverse()])
+})

@@ -4,8 +4,9 @@
 // a one-row clock and holds that row until commit (the trigger in db/migrations/postgres/0001_update_order.sql), so
 // sequences commit in order and a reader following them misses nothing; thread writes therefore take turns on the
 // clock, and each writes `updated_at` last and once, keeping its turn short. Search is a filter on the documents
-// search.pg.ts keeps. The thread by ID and list pages are prepared once per database (src/db/prepared.ts): building
-// their Drizzle query cost more than running it. Searches are planned for their words instead (listThreads).
+// search.pg.ts keeps. The thread by ID, list pages and searches in the update order (probes of recency blocks) are
+// prepared once per database (src/db/prepared.ts): building their Drizzle query cost more than running it. Searches by
+// `created_at` are planned for their words instead (listThreads).
 import { and, asc, type Column, desc, eq, gte, inArray, lt, lte, max, ne, sql } from 'drizzle-orm'
 import { attachments, attachmentTexts } from '../attachments/attachments.table.pg'
 import { users } from '../auth/auth.table.pg'

@@ -10,6 +10,7 @@ import {
   desc,
   eq,
   gt,
+  gte,
   inArray,
   isNull,
   lt,
@@ -20,7 +21,7 @@ import {
   type SQLWrapper,
   sql,
 } from 'drizzle-orm'
-import type { attachments } from '../attachments/attachments.table.pg'
+import type { attachments, attachmentTexts } from '../attachments/attachments.table.pg'
 import type { users } from '../auth/auth.table.pg'
 import type { AnyDb } from '../db/dialect'
 import type { PgDb } from '../db/postgres'
@@ -43,13 +44,19 @@ import type {
   Viewer,
 } from './repository'
 import { searchableText } from './search'
+import type { SnippetSource } from './search-text'
 import type * as threadTables from './threads.table.pg'
 
 /** The tables the threads repository reads, its own and three other features': either dialect's (db/dialect.ts). */
 export type ThreadTables = Pick<
   typeof threadTables,
   'threads' | 'messages' | 'feedback' | 'threadTombstones' | 'threadFeedHorizon'
-> & { users: typeof users; attachments: typeof attachments; generations: typeof generations }
+> & {
+  users: typeof users
+  attachments: typeof attachments
+  attachmentTexts: typeof attachmentTexts
+  generations: typeof generations
+}
 
 /**
  * Columns of either dialect's tables, for the pieces the SQLite units of work and plans use with their own builder
@@ -727,5 +734,166 @@ export function commonThreadRepository(db: AnyDb, t: ThreadTables): CommonThread
           .orderBy(asc(messages.createdAt), asc(messages.id)),
       )
     },
+  }
+}
+
+/**
+ * What `searchSources` reads of each thread: a snippet is about 200 characters, and a page of up to 200 threads must
+ * not read whole threads of thousands of messages. Each thread's newest `messages` active messages, whose texts
+ * share `messageChars` (a newer message takes its text first, the one that crosses the limit is cut); the first
+ * `files` files they attach (newest message first, then in the message's order), whose texts share `fileChars`
+ * likewise. A page of 50 threads reads at most about 5 million characters; a match beyond these is still found by
+ * search, and its snippet is then the start of the newest message, marked nowhere.
+ */
+export const searchSourceBounds = { messages: 50, messageChars: 50_000, files: 20, fileChars: 50_000 }
+
+/**
+ * A message's content blocks as rows `j(key, value)` (`key` the block's place in the message) and a block's
+ * attachment ID: the JSON functions are each dialect's own (SQLite's json_each, PostgreSQL's json_array_elements).
+ */
+export interface ContentBlocks {
+  rows: (contents: Column) => SQL
+  attachmentId: SQL
+}
+
+/**
+ * The first of `searchSources`' statements: each thread's name and newest active messages (within the bounds), the
+ * threads in ID order, their messages newest first; a thread without messages is one row without a message.
+ */
+export function newestMessages(db: AnyDb, t: ThreadTables, threadIds: string[]) {
+  const { threads, messages } = t
+  const bounds = searchSourceBounds
+  const newestFirst = sql`${messages.createdAt} desc, ${messages.id} desc`
+  // Each thread's newest messages are those from the creation time of its `messages`-th newest on (ties there may
+  // add a few, which the rank then drops): an index range per thread, however long the thread.
+  const page = db
+    .select({
+      id: threads.id,
+      name: threads.name,
+      since: sql<number>`coalesce((${db
+        .select({ createdAt: messages.createdAt })
+        .from(messages)
+        .where(and(eq(messages.threadId, threads.id), eq(messages.active, true)))
+        .orderBy(desc(messages.createdAt), desc(messages.id))
+        .limit(1)
+        .offset(bounds.messages - 1)}), 0)`.as('since'),
+    })
+    .from(threads)
+    .where(inArray(threads.id, threadIds))
+    // A limit the rows never pass keeps PostgreSQL from merging this into the join, where `since` would be recomputed for
+    // every message of the thread instead of bounding the index range once per thread.
+    .limit(threadIds.length)
+    .as('page')
+  const ranked = db
+    .select({
+      threadId: sql<string>`${page.id}`.as('thread_id'),
+      name: sql<string | null>`${page.name}`.as('thread_name'),
+      messageId: sql<string | null>`${messages.id}`.as('message_id'),
+      text: sql<string | null>`${messages.text}`.as('message_text'),
+      // Files are looked for only in messages that name one; the JSON is read in the database, never here.
+      hasFiles: sql<number>`case when ${messages.contents} like '%"attachment_id"%' then 1 else 0 end`.as('has_files'),
+      rank: sql<number>`row_number() over (partition by ${page.id} order by ${newestFirst})`.as('rank'),
+      before: sql<number>`coalesce(sum(length(${messages.text})) over (partition by ${page.id}
+        order by ${newestFirst} rows between unbounded preceding and 1 preceding), 0)`.as('before'),
+    })
+    .from(page)
+    .leftJoin(
+      messages,
+      and(eq(messages.threadId, page.id), eq(messages.active, true), gte(messages.createdAt, page.since)),
+    )
+    .as('ranked')
+  return db
+    .select({
+      threadId: ranked.threadId,
+      name: ranked.name,
+      messageId: ranked.messageId,
+      text: sql<string | null>`substr(${ranked.text}, 1, cast(${bounds.messageChars} - ${ranked.before} as integer))`,
+      hasFiles: ranked.hasFiles,
+    })
+    .from(ranked)
+    .where(or(isNull(ranked.messageId), and(lte(ranked.rank, bounds.messages), lt(ranked.before, bounds.messageChars))))
+    .orderBy(ranked.threadId, ranked.rank)
+}
+
+/**
+ * `searchSources` (see repository.ts) on either dialect, in two statements: the messages and names, then (only when
+ * some message read attaches files) the files. Raw SQL fragments where Drizzle has no builder: window functions,
+ * which rank each thread's messages and share its character budget out, and the JSON table function.
+ */
+export function searchSourcesReader(db: AnyDb, t: ThreadTables, blocks: ContentBlocks) {
+  const { messages, attachments, attachmentTexts } = t
+  const bounds = searchSourceBounds
+  const newestFirst = sql`${messages.createdAt} desc, ${messages.id} desc`
+  return async function searchSources(threadIds: string[]): Promise<Map<string, SnippetSource[]>> {
+    const found = new Map<string, SnippetSource[]>()
+    if (threadIds.length === 0) return found
+    const rows = await newestMessages(db, t, threadIds)
+    const names = new Map<string, string | null>()
+    const fileSources = new Map<string, { texts: SnippetSource[]; names: SnippetSource[] }>()
+    const withFiles: string[] = []
+    for (const row of rows) {
+      names.set(row.threadId, row.name)
+      const sources = found.get(row.threadId) ?? []
+      found.set(row.threadId, sources)
+      if (row.messageId === null) continue
+      if (row.text) sources.push({ messageId: row.messageId, attachmentId: null, text: row.text })
+      if (Number(row.hasFiles) === 1) withFiles.push(row.messageId)
+    }
+    if (withFiles.length > 0) {
+      const j = sql.raw('j')
+      const fileText = sql`case when ${attachmentTexts.state} = 'indexed' then ${attachmentTexts.text} end`
+      const order = sql`partition by ${messages.threadId} order by ${newestFirst}, ${j}.key`
+      const files = db
+        .select({
+          threadId: sql<string>`${messages.threadId}`.as('thread_id'),
+          messageId: sql<string>`${messages.id}`.as('message_id'),
+          attachmentId: sql<string>`${attachments.id}`.as('attachment_id'),
+          filename: sql<string>`${attachments.filename}`.as('filename'),
+          text: sql<string | null>`${fileText}`.as('file_text'),
+          rank: sql<number>`row_number() over (${order})`.as('rank'),
+          before: sql<number>`coalesce(sum(length(${fileText})) over (${order}
+            rows between unbounded preceding and 1 preceding), 0)`.as('before'),
+        })
+        .from(messages)
+        .innerJoin(blocks.rows(messages.contents), sql`true`)
+        // The thread's own files only: a block cannot name another thread's file, but the check costs nothing.
+        .innerJoin(
+          attachments,
+          and(eq(attachments.id, blocks.attachmentId), eq(attachments.threadId, messages.threadId)),
+        )
+        .leftJoin(attachmentTexts, eq(attachmentTexts.attachmentId, attachments.id))
+        .where(inArray(messages.id, withFiles))
+        .as('files')
+      const fileRows = await db
+        .select({
+          threadId: files.threadId,
+          messageId: files.messageId,
+          attachmentId: files.attachmentId,
+          filename: files.filename,
+          text: sql<string | null>`case when ${files.before} < ${bounds.fileChars}
+            then substr(${files.text}, 1, cast(${bounds.fileChars} - ${files.before} as integer)) end`,
+        })
+        .from(files)
+        .where(lte(files.rank, bounds.files))
+        .orderBy(files.threadId, files.rank)
+      const seen = new Set<string>()
+      for (const row of fileRows) {
+        // A file two messages attach counts once, for the newer.
+        if (seen.has(row.attachmentId)) continue
+        seen.add(row.attachmentId)
+        const ids = { messageId: row.messageId, attachmentId: row.attachmentId }
+        const thread = fileSources.get(row.threadId) ?? { texts: [], names: [] }
+        fileSources.set(row.threadId, thread)
+        if (row.text) thread.texts.push({ ...ids, text: row.text })
+        thread.names.push({ ...ids, text: row.filename })
+      }
+    }
+    for (const [threadId, sources] of found) {
+      const files = fileSources.get(threadId)
+      if (files) sources.push(...files.texts, ...files.names)
+      const name = names.get(threadId)
+      if (name) sources.push({ messageId: null, attachmentId: null, text: name })
+    }
+    return found
   }
 }

@@ -6,7 +6,7 @@
 // clock, and each writes `updated_at` last and once, keeping its turn short. Search is a filter on the documents
 // search.pg.ts keeps. The thread by ID and list pages are prepared once per database (src/db/prepared.ts): building
 // their Drizzle query cost more than running it. Searches are planned for their words instead (listThreads).
-import { and, desc, eq, gte, inArray, lt, lte, max, ne, sql } from 'drizzle-orm'
+import { and, type Column, desc, eq, gte, inArray, lt, lte, max, ne, sql } from 'drizzle-orm'
 import { attachments, attachmentTexts } from '../attachments/attachments.table.pg'
 import { users } from '../auth/auth.table.pg'
 import { anyDb } from '../db/dialect'
@@ -36,6 +36,7 @@ import {
   refusedWrite,
   requeuedGeneration,
   requireActiveUser,
+  searchSourcesReader,
   stateAfterActivate,
   type ThreadTables,
   type TombstoneOf,
@@ -60,7 +61,16 @@ import {
   threadUpdateClock,
 } from './threads.table.pg'
 
-const tables: ThreadTables = { ...threadTables, users, attachments, generations }
+const tables: ThreadTables = { ...threadTables, users, attachments, attachmentTexts, generations }
+
+/**
+ * A message's content blocks as rows (searchSources): json_array_elements numbered, named as SQLite's json_each
+ * names its columns. Contents are JSON kept as text (threads.table.pg.ts), so they are cast here.
+ */
+const contentBlocks = {
+  rows: (contents: Column) => sql`json_array_elements(${contents}::json) with ordinality as j(value, key)`,
+  attachmentId: sql`(j.value ->> 'attachment_id')`,
+}
 const threadColumns = threadColumnsOf(tables)
 
 /** Which statement a list request needs; every value that varies within a shape is a placeholder. */
@@ -278,6 +288,7 @@ async function deactivateAfter(
 export function pgThreadRepository(db: PgDb): ThreadRepository {
   return {
     ...commonThreadRepository(anyDb(db), tables),
+    searchSources: searchSourcesReader(anyDb(db), tables, contentBlocks),
 
     // Prepared on the pool: building the query cost more than running it, on nearly every request.
     async findVisible(viewer, threadId) {

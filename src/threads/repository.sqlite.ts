@@ -3,7 +3,7 @@
 // synchronously inside one. The statements of the hot paths (a thread by ID, list pages, message sends) are prepared
 // once per database (src/db/prepared.ts), with their thread rows read from `.values()`, and list pages take the
 // query plans SQLite must be told. Search statements take their FTS5 pieces from search.fts5.ts.
-import { and, between, desc, eq, gte, inArray, lt, max, ne, sql } from 'drizzle-orm'
+import { and, between, type Column, desc, eq, gte, inArray, lt, max, ne, sql } from 'drizzle-orm'
 import { attachments, attachmentTexts } from '../attachments/attachments.table'
 import { users } from '../auth/auth.table'
 import type { Db } from '../db/client'
@@ -33,6 +33,7 @@ import {
   refusedWrite,
   requeuedGeneration,
   requireActiveUser,
+  searchSourcesReader,
   stateAfterActivate,
   type ThreadTables,
   type TombstoneOf,
@@ -63,7 +64,13 @@ import {
 import * as threadTables from './threads.table'
 import { messages, threadFeedHorizon, threads, threadTombstones } from './threads.table'
 
-const tables = asTables<ThreadTables>({ ...threadTables, users, attachments, generations })
+const tables = asTables<ThreadTables>({ ...threadTables, users, attachments, attachmentTexts, generations })
+
+/** A message's content blocks as rows (searchSources): SQLite's json_each, whose `key` is the block's place. */
+const contentBlocks = {
+  rows: (contents: Column) => sql`json_each(${contents}) as j`,
+  attachmentId: sql`json_extract(j.value, '$.attachment_id')`,
+}
 const threadColumns = threadColumnsOf({ threads, users })
 /** Each column's place in a `.values()` row of `threadColumns`, by its name. */
 const at = Object.fromEntries(Object.keys(threadColumns).map((name, place) => [name, place])) as Record<
@@ -321,6 +328,7 @@ function deactivateAfter(db: Db, threadId: string, from: { createdAt: number; id
 export function sqliteThreadRepository(db: Db): ThreadRepository {
   return {
     ...commonThreadRepository(anyDb(db), tables),
+    searchSources: searchSourcesReader(anyDb(db), tables, contentBlocks),
 
     // Prepared, with its rows read from `.values()` (threadRowOf): the by-id lookup runs on nearly every request.
     async findVisible(viewer, threadId) {

@@ -5,6 +5,7 @@
 // (the columns, the visibility rule, every single statement); repository.sqlite.ts and repository.pg.ts the rest.
 import type { Caller } from '../auth/model'
 import type { ThreadsModel } from './model'
+import type { SnippetSource } from './search-text'
 
 export type ThreadState = ThreadsModel.thread['state']
 export type MessageRole = ThreadsModel.message['role']
@@ -220,6 +221,16 @@ export interface ThreadRepository {
 
   /** Up to `limit` threads of the list `query` describes, in its order (see ThreadListQuery). */
   listThreads(query: ThreadListQuery): Promise<ThreadRow[]>
+
+  /**
+   * What a snippet of each thread may come from (search-text.ts, buildSnippet), in the order it prefers them: the
+   * active messages' text, newest first; the text of the files those messages attach (those read for search); the
+   * files' names; the thread's name. Empty texts are left out. Bounded per thread (`searchSourceBounds`,
+   * repository.common.ts): the newest 50 active messages, whose texts share 50,000 characters, the newer taking
+   * theirs first; the first 20 files they attach, whose texts share another 50,000. Threads that do not exist are
+   * left out; whether the caller may see the others is the caller's to decide. Two statements at most.
+   */
+  searchSources(threadIds: string[]): Promise<Map<string, SnippetSource[]>>
 
   /**
    * Up to `limit` of the thread's active messages, oldest first by (created_at, id), strictly after the message

@@ -2,10 +2,12 @@
 // of the files they attach, those files' names, the thread's name; bounded per thread however long it is. Rows are
 // written directly so a test can hold thousands of characters and files the indexer has read, on either backend.
 import { expect, test } from 'bun:test'
+import type { PgDialect } from 'drizzle-orm/pg-core'
 import type { NewAttachment } from '../src/attachments/repository'
-import { anyDb, asTables } from '../src/db/dialect'
 import type { PgDb } from '../src/db/postgres'
-import { newestMessages, searchSourceBounds, type ThreadTables } from '../src/threads/repository.common'
+import { searchSourceBounds } from '../src/threads/repository.common'
+import { newestMessagesQuery } from '../src/threads/repository.pg'
+import { newestMessagesSql } from '../src/threads/repository.sqlite'
 import { searchableText } from '../src/threads/search'
 import type { SnippetSource } from '../src/threads/search-text'
 import { onPostgres } from './support/backend'
@@ -57,7 +59,13 @@ async function setup() {
     }
     return row.id
   }
-  return { h, thread, message, file, sources: (ids: string[]) => h.store.threads.searchSources(ids) }
+  return {
+    h,
+    thread,
+    message,
+    file,
+    sources: (ids: string[]) => h.store.threads.searchSources(ids),
+  }
 }
 
 const text = (t: string): Block => ({ type: 'text', text: t })
@@ -100,10 +108,10 @@ test('messages newest first, then the files’ texts, their names, the thread’
   expect(await s.sources([])).toEqual(new Map())
 })
 
-test('a long thread gives its newest 50 messages, whose texts share 50,000 characters', async () => {
+test('a long thread gives its newest 50 messages, each up to 20,000 characters, sharing 50,000', async () => {
   const s = await setup()
   await using _ = s.h
-  const { messages: count, messageChars } = searchSourceBounds
+  const { messages: count, messageChars, threadChars } = searchSourceBounds
   const long = await s.thread('Long')
   const ids: string[] = []
   for (let i = 0; i < count + 10; i++) ids.push(await s.message(long, [text(`message ${i}`)]))
@@ -113,7 +121,7 @@ test('a long thread gives its newest 50 messages, whose texts share 50,000 chara
   for (let i = 0; i < count + 2; i++)
     tiedIds.push(await s.message(tied, [text(`tied ${i}`)], { at: i < 5 ? 7 : 8 + i }))
   const wordy = await s.thread('Wordy')
-  const big = 'w'.repeat(messageChars * 0.4)
+  const big = 'w'.repeat(messageChars + 100)
   const wordyIds: string[] = []
   for (let i = 0; i < 4; i++) wordyIds.push(await s.message(wordy, [text(`${i}${big}`)]))
 
@@ -123,11 +131,11 @@ test('a long thread gives its newest 50 messages, whose texts share 50,000 chara
   expect(longSources.slice(0, count).map((source) => source.messageId)).toEqual(ids.slice(10).reverse())
   expect(longSources.at(-1)).toEqual({ messageId: null, attachmentId: null, text: 'Long' })
   expect((found.get(tied) ?? []).slice(0, count).map((source) => source.messageId)).toEqual(tiedIds.slice(2).reverse())
-  // The newest two whole, the third cut where the 50,000 run out, the fourth left out.
+  // Each cut at 20,000; the third where the thread's 50,000 run out; the fourth gives none.
   expect(found.get(wordy)?.map((source) => `${source.messageId}: ${source.text.length}`)).toEqual([
-    `${wordyIds[3]}: ${big.length + 1}`,
-    `${wordyIds[2]}: ${big.length + 1}`,
-    `${wordyIds[1]}: ${messageChars - 2 * (big.length + 1)}`,
+    `${wordyIds[3]}: ${messageChars}`,
+    `${wordyIds[2]}: ${messageChars}`,
+    `${wordyIds[1]}: ${threadChars - 2 * messageChars}`,
     `null: ${'Wordy'.length}`,
   ])
 })
@@ -162,27 +170,34 @@ test('a thread’s first 20 files count, newest message first, and their texts s
   ])
 })
 
-test('each thread’s messages are read from its 50th newest on, by the index: never the whole thread', async () => {
+test('each thread’s messages are read by the index up to the bound: never the whole thread', async () => {
   const s = await setup()
   await using _ = s.h
   const ids = [await s.thread('One'), await s.thread('Two')]
   for (const id of ids) for (let i = 0; i < 100; i++) await s.message(id, [text(`message ${i}`)])
-  const statement = newestMessages(anyDb(s.h.orm), asTables<ThreadTables>(s.h.tables), ids).toSQL()
   if (onPostgres) {
-    // Tables this small are read whole whatever the indexes; the plan shows what a large one would get.
-    const client = (s.h.orm as unknown as PgDb).$client
-    await client`analyze messages`
-    const plan = await client.begin(async (tx) => {
+    const db = s.h.orm as unknown as PgDb
+    // The database's own dialect object, which knows its naming (snake_case) to write the statement's text.
+    const { dialect } = db as unknown as { dialect: PgDialect }
+    const statement = dialect.sqlToQuery(newestMessagesQuery(ids))
+    // Tables this small are read whole whatever the indexes; the plan shows what a large one gets.
+    await db.$client`analyze messages`
+    const plan = await db.$client.begin(async (tx) => {
       await tx`set local enable_seqscan = off`
       return (await tx.unsafe(`explain ${statement.sql}`, statement.params as never[])) as { 'QUERY PLAN': string }[]
     })
-    const text = plan.map((row) => row['QUERY PLAN']).join('\n')
-    expect(text).toMatch(/Index Cond: \(\(thread_id = threads\.id\) AND \(created_at >= \(?COALESCE\(\(SubPlan/)
+    const lines = plan.map((row) => row['QUERY PLAN'].trim())
+    const limit = lines.findIndex((line) => line.startsWith('->  Limit'))
+    expect(limit).toBeGreaterThan(-1)
+    expect(lines[limit + 1]).toStartWith('->  Index Scan Backward using messages_thread_idx on messages')
+    expect(lines[limit + 2]).toBe('Index Cond: (thread_id = threads.id)')
   } else {
     const plan = s.h.db.$client
-      .query<{ detail: string }, never[]>(`explain query plan ${statement.sql}`)
-      .all(...(statement.params as never[]))
+      .query<{ detail: string }, never[]>(`explain query plan ${newestMessagesSql}`)
+      .all(...([JSON.stringify(ids), '%'] as never[]))
       .map((row) => row.detail)
-    expect(plan).toContain('SEARCH messages USING INDEX messages_thread_idx (thread_id=? AND created_at>?) LEFT-JOIN')
+    // From each thread's 50th newest message on, by the index: the range is bounded however long the thread.
+    expect(plan).toContain('SEARCH m USING INDEX messages_thread_idx (thread_id=? AND created_at>?) LEFT-JOIN')
+    expect(plan).toContain('SEARCH messages USING INDEX messages_thread_idx (thread_id=?)')
   }
 })

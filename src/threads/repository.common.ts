@@ -10,7 +10,6 @@ import {
   desc,
   eq,
   gt,
-  gte,
   inArray,
   isNull,
   lt,
@@ -739,13 +738,19 @@ export function commonThreadRepository(db: AnyDb, t: ThreadTables): CommonThread
 
 /**
  * What `searchSources` reads of each thread: a snippet is about 200 characters, and a page of up to 200 threads must
- * not read whole threads of thousands of messages. Each thread's newest `messages` active messages, whose texts
- * share `messageChars` (a newer message takes its text first, the one that crosses the limit is cut); the first
- * `files` files they attach (newest message first, then in the message's order), whose texts share `fileChars`
- * likewise. A page of 50 threads reads at most about 5 million characters; a match beyond these is still found by
- * search, and its snippet is then the start of the newest message, marked nowhere.
+ * not read whole threads of thousands of messages. Each thread's newest `messages` active messages, each up to its
+ * first `messageChars` characters, sharing `threadChars` (a newer message takes its text first, the one that crosses
+ * the limit is cut, later ones give none); the first `files` files they attach (newest message first, then in the
+ * message's order), whose texts share `fileChars` likewise. A match beyond these is still found by search, and its
+ * snippet is then another passage of the thread, or its name, marked nowhere.
  */
-export const searchSourceBounds = { messages: 50, messageChars: 50_000, files: 20, fileChars: 50_000 }
+export const searchSourceBounds = {
+  messages: 50,
+  messageChars: 20_000,
+  threadChars: 50_000,
+  files: 20,
+  fileChars: 50_000,
+}
 
 /**
  * A message's content blocks as rows `j(key, value)` (`key` the block's place in the message) and a block's
@@ -756,88 +761,55 @@ export interface ContentBlocks {
   attachmentId: SQL
 }
 
-/**
- * The first of `searchSources`' statements: each thread's name and newest active messages (within the bounds), the
- * threads in ID order, their messages newest first; a thread without messages is one row without a message.
- */
-export function newestMessages(db: AnyDb, t: ThreadTables, threadIds: string[]) {
-  const { threads, messages } = t
-  const bounds = searchSourceBounds
-  const newestFirst = sql`${messages.createdAt} desc, ${messages.id} desc`
-  // Each thread's newest messages are those from the creation time of its `messages`-th newest on (ties there may
-  // add a few, which the rank then drops): an index range per thread, however long the thread.
-  const page = db
-    .select({
-      id: threads.id,
-      name: threads.name,
-      since: sql<number>`coalesce((${db
-        .select({ createdAt: messages.createdAt })
-        .from(messages)
-        .where(and(eq(messages.threadId, threads.id), eq(messages.active, true)))
-        .orderBy(desc(messages.createdAt), desc(messages.id))
-        .limit(1)
-        .offset(bounds.messages - 1)}), 0)`.as('since'),
-    })
-    .from(threads)
-    .where(inArray(threads.id, threadIds))
-    // A limit the rows never pass keeps PostgreSQL from merging this into the join, where `since` would be recomputed for
-    // every message of the thread instead of bounding the index range once per thread.
-    .limit(threadIds.length)
-    .as('page')
-  const ranked = db
-    .select({
-      threadId: sql<string>`${page.id}`.as('thread_id'),
-      name: sql<string | null>`${page.name}`.as('thread_name'),
-      messageId: sql<string | null>`${messages.id}`.as('message_id'),
-      text: sql<string | null>`${messages.text}`.as('message_text'),
-      // Files are looked for only in messages that name one; the JSON is read in the database, never here.
-      hasFiles: sql<number>`case when ${messages.contents} like '%"attachment_id"%' then 1 else 0 end`.as('has_files'),
-      rank: sql<number>`row_number() over (partition by ${page.id} order by ${newestFirst})`.as('rank'),
-      before: sql<number>`coalesce(sum(length(${messages.text})) over (partition by ${page.id}
-        order by ${newestFirst} rows between unbounded preceding and 1 preceding), 0)`.as('before'),
-    })
-    .from(page)
-    .leftJoin(
-      messages,
-      and(eq(messages.threadId, page.id), eq(messages.active, true), gte(messages.createdAt, page.since)),
-    )
-    .as('ranked')
-  return db
-    .select({
-      threadId: ranked.threadId,
-      name: ranked.name,
-      messageId: ranked.messageId,
-      text: sql<string | null>`substr(${ranked.text}, 1, cast(${bounds.messageChars} - ${ranked.before} as integer))`,
-      hasFiles: ranked.hasFiles,
-    })
-    .from(ranked)
-    .where(or(isNull(ranked.messageId), and(lte(ranked.rank, bounds.messages), lt(ranked.before, bounds.messageChars))))
-    .orderBy(ranked.threadId, ranked.rank)
+/** A message as `searchSources` reads it: `text` already cut where its thread's characters run out. */
+export interface NewestMessage {
+  id: string
+  text: string
+  /** Whether its contents may name a file (`fileBlockPattern`). */
+  hasFiles: boolean
+}
+
+/** Each thread's name and newest active messages, newest first, within `searchSourceBounds`. */
+export interface NewestMessages {
+  /** Each thread found, with its name; threads that do not exist are left out. */
+  names: Map<string, string | null>
+  messages: Map<string, NewestMessage[]>
 }
 
 /**
- * `searchSources` (see repository.ts) on either dialect, in two statements: the messages and names, then (only when
- * some message read attaches files) the files. Raw SQL fragments where Drizzle has no builder: window functions,
- * which rank each thread's messages and share its character budget out, and the JSON table function.
+ * LIKE's pattern for contents that may name a file: only those messages' files are looked for in the database (the
+ * JSON is read there, never here). `_` is LIKE's any character: a superset, which the files statement narrows.
  */
-export function searchSourcesReader(db: AnyDb, t: ThreadTables, blocks: ContentBlocks) {
+export const fileBlockPattern = '%"attachment_id"%'
+
+/**
+ * `searchSources` (see repository.ts) on either dialect: each thread's name and newest messages (`newestMessages`,
+ * each dialect's own), then, only when a message read names a file, the files in one statement. Raw SQL fragments
+ * where Drizzle has no builder: the window functions that rank each thread's files and share its characters out,
+ * and the JSON table function.
+ */
+export function searchSourcesReader(
+  db: AnyDb,
+  t: ThreadTables,
+  blocks: ContentBlocks,
+  newestMessages: (threadIds: string[]) => Promise<NewestMessages>,
+) {
   const { messages, attachments, attachmentTexts } = t
   const bounds = searchSourceBounds
   const newestFirst = sql`${messages.createdAt} desc, ${messages.id} desc`
   return async function searchSources(threadIds: string[]): Promise<Map<string, SnippetSource[]>> {
     const found = new Map<string, SnippetSource[]>()
     if (threadIds.length === 0) return found
-    const rows = await newestMessages(db, t, threadIds)
-    const names = new Map<string, string | null>()
+    const { names, messages: newest } = await newestMessages(threadIds)
     const fileSources = new Map<string, { texts: SnippetSource[]; names: SnippetSource[] }>()
     const withFiles: string[] = []
-    for (const row of rows) {
-      names.set(row.threadId, row.name)
-      const sources = found.get(row.threadId) ?? []
-      found.set(row.threadId, sources)
-      if (row.messageId === null) continue
-      if (row.text) sources.push({ messageId: row.messageId, attachmentId: null, text: row.text })
-      if (Number(row.hasFiles) === 1) withFiles.push(row.messageId)
+    for (const threadId of names.keys()) {
+      const sources: SnippetSource[] = []
+      found.set(threadId, sources)
+      for (const message of newest.get(threadId) ?? []) {
+        if (message.text) sources.push({ messageId: message.id, attachmentId: null, text: message.text })
+        if (message.hasFiles) withFiles.push(message.id)
+      }
     }
     if (withFiles.length > 0) {
       const j = sql.raw('j')

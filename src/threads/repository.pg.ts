@@ -22,6 +22,7 @@ import {
   changeSides,
   childrenOf,
   commonThreadRepository,
+  fileBlockPattern,
   idleSince,
   idleStates,
   type ListFilters,
@@ -31,11 +32,13 @@ import {
   listOrder,
   messagePlaceholders,
   messageValues,
+  type NewestMessages,
   newThreadRow,
   pendingFileTexts,
   refusedWrite,
   requeuedGeneration,
   requireActiveUser,
+  searchSourceBounds,
   searchSourcesReader,
   stateAfterActivate,
   type ThreadTables,
@@ -285,10 +288,55 @@ async function deactivateAfter(
     .where(and(eq(messages.threadId, threadId), eq(messages.active, true), listedAfter(tables, from, inclusive)))
 }
 
+/** searchSources' statement for the page's messages on PostgreSQL (see newestMessages below). */
+export function newestMessagesQuery(threadIds: string[]) {
+  const { messages: count, messageChars, threadChars } = searchSourceBounds
+  const newestFirst = sql`${messages.createdAt} desc, ${messages.id} desc`
+  return sql`
+    select ${threads.id} as thread_id, ${threads.name} as name, m.id as message_id,
+      substr(m.text, 1, greatest(0, least(${messageChars}, ${threadChars} - m.before))::integer) as text, m.has_files
+    from ${threads} left join lateral (
+      select id, text, has_files, rank, before from (
+        select id, text, has_files, row_number() over newest as rank,
+          coalesce(sum(least(length(text), ${messageChars})) over (newest rows between unbounded preceding and 1 preceding), 0)
+            as before
+        from (
+          select ${messages.id} as id, ${messages.text} as text, ${messages.createdAt} as created_at,
+            ${messages.contents} like ${fileBlockPattern} as has_files
+          from ${messages} where ${messages.threadId} = ${threads.id} and ${messages.active}
+          order by ${newestFirst} limit ${count}
+        ) last
+        window newest as (order by created_at desc, id desc)
+      ) ranked where before < ${threadChars} or has_files
+    ) m on true
+    where ${inArray(threads.id, threadIds)}
+    order by ${threads.id}, m.rank`
+}
+
+async function newestMessages(db: PgDb, threadIds: string[]): Promise<NewestMessages> {
+  const rows = await db.execute<{
+    thread_id: string
+    name: string | null
+    message_id: string | null
+    text: string | null
+    has_files: boolean | null
+  }>(newestMessagesQuery(threadIds))
+  const found: NewestMessages = { names: new Map(), messages: new Map() }
+  for (const row of rows) {
+    found.names.set(row.thread_id, row.name)
+    const newest = found.messages.get(row.thread_id) ?? []
+    found.messages.set(row.thread_id, newest)
+    if (row.message_id !== null) {
+      newest.push({ id: row.message_id, text: row.text ?? '', hasFiles: row.has_files === true })
+    }
+  }
+  return found
+}
+
 export function pgThreadRepository(db: PgDb): ThreadRepository {
   return {
     ...commonThreadRepository(anyDb(db), tables),
-    searchSources: searchSourcesReader(anyDb(db), tables, contentBlocks),
+    searchSources: searchSourcesReader(anyDb(db), tables, contentBlocks, (threadIds) => newestMessages(db, threadIds)),
 
     // Prepared on the pool: building the query cost more than running it, on nearly every request.
     async findVisible(viewer, threadId) {

@@ -19,6 +19,7 @@ import {
   changeSides,
   childrenOf,
   commonThreadRepository,
+  fileBlockPattern,
   idleSince,
   idleStates,
   type ListFilters,
@@ -28,11 +29,14 @@ import {
   listOrder,
   messagePlaceholders,
   messageValues,
+  type NewestMessage,
+  type NewestMessages,
   newThreadRow,
   pendingFileTexts,
   refusedWrite,
   requeuedGeneration,
   requireActiveUser,
+  searchSourceBounds,
   searchSourcesReader,
   stateAfterActivate,
   type ThreadTables,
@@ -325,10 +329,69 @@ function deactivateAfter(db: Db, threadId: string, from: { createdAt: number; id
     .run()
 }
 
+/**
+ * searchSources' statement on SQLite (see newestMessages): each thread's name and its active messages from the
+ * creation time of its 50th newest on (an index range per thread, however long the thread), each message's first
+ * `messageChars` characters. The threads' subquery has a limit (one its rows never pass) so that SQLite computes
+ * each thread's start once rather than per message; rows come unordered (a sort of their texts cost more than the rest), newest first
+ * is put back per thread as they are read. Whether a message may name a file is asked only in threads with files:
+ * contents repeat the text, and reading them doubled the statement's cost.
+ */
+export const newestMessagesSql = `select p.id, p.name, m.id, m.created_at, substr(m.text, 1, ${searchSourceBounds.messageChars}),
+    case when p.files then m.contents like ?2 else 0 end
+  from (select t.id, t.name, exists (select 1 from attachments a where a.thread_id = t.id) as files,
+      coalesce((select created_at from messages where thread_id = t.id and active = 1
+        order by created_at desc, id desc limit 1 offset ${searchSourceBounds.messages - 1}), 0) as since
+    from threads t where t.id in (select value from json_each(?1)) limit json_array_length(?1)) p
+  left join messages m on m.thread_id = p.id and m.active = 1 and m.created_at >= p.since`
+
+type NewestRow = [
+  threadId: string,
+  name: string | null,
+  id: string | null,
+  createdAt: number,
+  text: string,
+  files: number,
+]
+
+/**
+ * searchSources' messages on SQLite: one statement for the page, prepared once (the threads' IDs go in as one JSON
+ * array), and the bounds applied here (ties at the 50th newest may add a row or two). Window functions, which would
+ * apply them in the statement, cost more than the statement itself (their sorts), and one statement per thread cost
+ * about 8 µs each: a page's snippets must stay close to the plain search's cost.
+ */
+async function newestMessages(db: Db, threadIds: string[]): Promise<NewestMessages> {
+  const { messages: count, threadChars } = searchSourceBounds
+  const statement = prepared(db, 'threads:search-sources', () =>
+    db.$client.query<NewestRow, [string, string]>(newestMessagesSql),
+  )
+  const rows = new Map<string, NewestRow[]>()
+  const found: NewestMessages = { names: new Map(), messages: new Map() }
+  for (const row of statement.values(JSON.stringify(threadIds), fileBlockPattern) as NewestRow[]) {
+    const [threadId, name, messageId] = row
+    found.names.set(threadId, name)
+    const thread = rows.get(threadId) ?? []
+    rows.set(threadId, thread)
+    if (messageId !== null) thread.push(row)
+  }
+  for (const [threadId, thread] of rows) {
+    thread.sort(([, , a, at], [, , b, bt]) => bt - at || ((b as string) < (a as string) ? -1 : 1))
+    let left = threadChars
+    const newest: NewestMessage[] = []
+    for (const [, , messageId, , text, files] of thread.slice(0, count)) {
+      if (left <= 0 && !files) break
+      newest.push({ id: messageId as string, text: left > 0 ? text.slice(0, left) : '', hasFiles: files === 1 })
+      left -= text.length
+    }
+    found.messages.set(threadId, newest)
+  }
+  return found
+}
+
 export function sqliteThreadRepository(db: Db): ThreadRepository {
   return {
     ...commonThreadRepository(anyDb(db), tables),
-    searchSources: searchSourcesReader(anyDb(db), tables, contentBlocks),
+    searchSources: searchSourcesReader(anyDb(db), tables, contentBlocks, (threadIds) => newestMessages(db, threadIds)),
 
     // Prepared, with its rows read from `.values()` (threadRowOf): the by-id lookup runs on nearly every request.
     async findVisible(viewer, threadId) {

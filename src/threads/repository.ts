@@ -226,9 +226,9 @@ export interface ThreadRepository {
    * What a snippet of each thread may come from (search-text.ts, buildSnippet), in the order it prefers them: the
    * active messages' text, newest first; the text of the files those messages attach (those read for search); the
    * files' names; the thread's name. Empty texts are left out. Bounded per thread (`searchSourceBounds`,
-   * repository.common.ts): the newest 50 active messages, whose texts share 50,000 characters, the newer taking
-   * theirs first; the first 20 files they attach, whose texts share another 50,000. Threads that do not exist are
-   * left out; whether the caller may see the others is the caller's to decide. Two statements at most.
+   * repository.common.ts): the newest 50 active messages, each up to 20,000 characters, sharing 50,000 (the newer
+   * take theirs first); the first 20 files they attach, whose texts share another 50,000. Threads that do not exist
+   * are left out; whether the caller may see the others is the caller's to decide.
    */
   searchSources(threadIds: string[]): Promise<Map<string, SnippetSource[]>>
 

@@ -27,6 +27,8 @@ let dinnerMessages: { id: string; role: string }[] = []
 /** The little of the DOM these page functions touch: the project's TypeScript has no DOM library. */
 interface PageWindow {
   __sameDocument?: boolean
+  /** How many times the page has started reading the sidebar's list. */
+  __lists?: number
   innerHeight: number
 }
 
@@ -120,11 +122,26 @@ async function listed(page: Page, names: string[]): Promise<void> {
 test.concurrent('results come as the person types, each with its passage and the words marked', async () => {
   await using session = await open('/')
   const { page, errors } = session
-  const listRequests: string[] = []
-  page.on('request', (request) => {
-    if (new URL(request.url()).pathname === '/threads/list') listRequests.push(request.url())
+  // The page's timers on a clock the test moves, and its reads of the list counted where they start.
+  await page.clock.install()
+  // Installed, the clock still runs; paused, it moves only when the test moves it.
+  await page.clock.pauseAt(Date.now() + 1000)
+  await page.evaluate(() => {
+    const page = globalThis as unknown as PageWindow & { fetch: (url: unknown, init?: unknown) => Promise<unknown> }
+    const fetch = page.fetch
+    page.__lists = 0
+    page.fetch = (url, init) => {
+      if (String(url).startsWith('/threads/list')) page.__lists = (page.__lists ?? 0) + 1
+      return fetch(url, init)
+    }
   })
-  await page.getByRole('searchbox', { name: 'Search' }).pressSequentially('bouchon', { delay: 20 })
+  const reads = () => page.evaluate(() => (globalThis as unknown as PageWindow).__lists)
+  await page.getByRole('searchbox', { name: 'Search' }).pressSequentially('bouchon')
+  // Nothing is read while keys come, nor until 200 ms after the last; then once, with no Enter and no new page.
+  await page.clock.runFor(199)
+  expect(await reads()).toBe(0)
+  await page.clock.runFor(1)
+  expect(await reads()).toBe(1)
   await listed(page, ['Weekend in Lyon'])
   // The passage starts shortly before the word, so that it shows within the lines the sidebar gives it.
   expect(await results(page)).toEqual([
@@ -134,14 +151,14 @@ test.concurrent('results come as the person types, each with its passage and the
       snippet: '…eat on Saturday? Somewhere with a real [bouchon] menu, near the old town.',
     },
   ])
-  // Typed at 20 ms a key, the words were read once they stopped, not once a key; no Enter, no new page.
-  expect(listRequests.length).toBeLessThanOrEqual(2)
+  expect(await reads()).toBe(1)
   expect(await sameDocument(page)).toBe(true)
   expect(new URL(page.url()).search).toBe('?q=bouchon')
   await expect(page.locator('#thread-status').textContent()).resolves.toBe('1 thread found.')
 
   // Emptied, the search gives the whole list back.
   await page.getByRole('searchbox', { name: 'Search' }).fill('')
+  await page.clock.runFor(200)
   await listed(page, ['Market research', 'Weekend in Lyon', 'Packing for Lyon', 'Q3 report'])
   expect(new URL(page.url()).search).toBe('')
   expect(errors).toEqual([])

@@ -257,6 +257,27 @@ if (wantsHttp) {
           goals: [{ ratio: 0.8, label: 'req/s ≥ 0.8', higherIsBetter: true, value: throughputRatio }],
         })
       }
+      // The snippet endpoint against the plain search, both on Threadhouse, taking turns as two servers do: a
+      // second handle on the same server answers the plain search.
+      const [app] = servers
+      const plain: Server = { ...app, name: 'threadhouse, plain search' }
+      const snippets = (kind: keyof typeof queryFiles) => (server: Server, time: number) =>
+        wrk(server, {
+          script: 'search.lua',
+          path: '/',
+          args: [tokensFile, queryFiles[kind], server === plain ? '/api/v1/threads' : '/api/v1/search'],
+          seconds: time,
+          connections,
+        })
+      for (const kind of searchKinds) {
+        log(`scenario 3: search with snippets, ${kind} term pairs`)
+        await snippets(kind)(app, Math.min(2, seconds))
+        rows.push({
+          scenario: `3 search ${kind} with snippets ÷ without`,
+          ...(await both(snippets(kind), [app, plain])),
+          goals: [{ ratio: 0.5, label: 'req/s ≥ 0.5 (cost ≤ 2×)', higherIsBetter: true, value: throughputRatio }],
+        })
+      }
       for (const kind of searchKinds) {
         rows.push(await (onPostgres ? pgSearchSqlRow(kind) : searchSqlRow(kind)))
       }
@@ -618,7 +639,9 @@ const footer =
   "the servers taking turns in rounds; each HTTP figure of scenarios 1-4 is the median of its server's rounds. " +
   'Latency columns are milliseconds; for scenario 4 they are POST → first `token` event, for scenario 5 the ' +
   'delivery lag. RSS is the peak during the measurement, child processes included (Threadhouse checks uploads ' +
-  'in child processes). "3 search SQL" rows time the search without HTTP.'
+  'in child processes). "3 search SQL" rows time the search without HTTP. "With snippets ÷ without" rows ' +
+  'compare Threadhouse with itself: GET /api/v1/search (each thread with its passage) against the same page of ' +
+  'GET /api/v1/threads?q=.'
 const uploadsFooter =
   'Upload rows: Threadhouse against the raw baseline doing the same checks on its main thread; latency is the ' +
   'whole upload request. "Beside 4 uploads ÷ idle" rows compare one server with itself, wrk -c4: the ratio is ' +

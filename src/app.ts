@@ -43,7 +43,7 @@ import { signin } from './signin/pages'
 import { type BlobStore, blobLocation, openBlobStore } from './storage/blobs'
 import { storageHealth } from './storage/health'
 import type { Store } from './store'
-import { threadFeedRoutes, threadRoutes } from './threads'
+import { searchRoutes, threadFeedRoutes, threadRoutes } from './threads'
 import { createConversation } from './threads/conversation'
 import { ThreadFeed } from './threads/feed'
 import { linksFor } from './threads/links'
@@ -300,6 +300,7 @@ export function createApp(deps: AppDeps) {
     .use(siteRoutes())
     .use(identity({ ...shared, ...bearer }))
     .use(threadFeedRoutes({ ...shared, ...bearer }))
+    .use(searchRoutes({ ...shared, ...bearer, threads: store.threads }))
     .use(
       threadRoutes({
         ...shared,

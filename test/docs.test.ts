@@ -13,6 +13,7 @@ test('OpenAPI describes every API endpoint with schemas, security and tags', asy
     [
       'GET /api/v1/me',
       'GET /api/v1/models',
+      'GET /api/v1/search',
       'GET /api/v1/limits',
       'GET /.well-known/oauth-authorization-server',
       'GET /.well-known/oauth-protected-resource',

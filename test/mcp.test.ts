@@ -262,6 +262,34 @@ test('the API’s visibility: private threads of others and other organizations�
   )
 })
 
+test('search_threads gives each thread with the passage it matched, its message and the words marked', async () => {
+  await using server = await startServer()
+  const ada = await server.member()
+  await using client = await connect(server.origin, ada.token)
+  const named = await ok(client, 'create_thread', { name: 'Lyon notes' })
+  const asked = client.callTool({ name: 'create_thread', arguments: { name: 'Dinner', text: 'Where to eat in Lyon?' } })
+  const job = await server.runner.next()
+  job.handlers.token('Try a bouchon in the old town.')
+  job.handlers.done()
+  const dinner = (await asked).structuredContent as Json
+
+  const found = await ok(client, 'search_threads', { q: 'lyon' })
+  // What it returned before stays: the page and each thread as the API shows it; `match` is added.
+  expect(found).toMatchObject({ has_more: false, limit: 20, first_id: dinner.thread.id, last_id: named.thread_id })
+  expect(found.data.map(({ match, ...thread }: Json) => thread)).toEqual([
+    (await ok(client, 'get_thread', { thread_id: dinner.thread.id })).thread,
+    (await ok(client, 'get_thread', { thread_id: named.thread_id })).thread,
+  ])
+  const question = 'Where to eat in Lyon?'
+  const at = question.indexOf('Lyon')
+  expect(found.data.map((thread: Json) => thread.match)).toEqual([
+    // The answer does not hold the word: the question it answers does.
+    { snippet: question, message_id: dinner.message_id, attachment_id: null, highlights: [[at, at + 4]] },
+    { snippet: 'Lyon notes', message_id: null, attachment_id: null, highlights: [[0, 4]] },
+  ])
+  expect((await ok(client, 'search_threads', { q: '?!' })).data).toEqual([])
+})
+
 test('answer_choice answers the open user_get_choice question, as the web page’s buttons do', async () => {
   await using server = await startServer()
   const ada = await server.member()

@@ -3,6 +3,7 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import {
+  asciiHits,
   buildSnippet,
   compileTerms,
   documentTokens,
@@ -15,6 +16,7 @@ import {
   searchTokens,
   snippetLength,
   type Term,
+  tokenHits,
   vocabularyPrefixes,
   vocabularyRange,
   vocabularyWords,
@@ -428,5 +430,32 @@ describe('phrases in a text', () => {
     expect(phraseMatcher(['weekend', 'in', 'lyon'])('A weekend in Lyonnais')).toBe(false)
     expect(phraseMatcher(['cafe', 'au'])('Café au lait')).toBe(true)
     expect(phraseMatcher(['東京', '京都'])('我住在东京都, 東京都')).toBe(true)
+  })
+})
+
+describe('the ASCII shortcuts', () => {
+  // A fixed seed, as above: ASCII words with shared prefixes, digits, case and punctuation between them.
+  let seed = 7
+  const random = () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31
+    return seed / 2 ** 31
+  }
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T
+  const words = ['mark', 'Markdown', 'MARKER', 'remark', 'mar', 'to', 'tomato', 'x2', '2x', 'it', "it's", 'bookmark']
+  const texts = Array.from({ length: 300 }, () =>
+    Array.from({ length: 1 + Math.floor(random() * 40) }, () => pick(words)).join(pick([' ', ', ', '\n', '-', '. '])),
+  )
+
+  test('an ASCII text has the tokens the Unicode rules give it', () => {
+    // A non-ASCII word at the end takes a text the general way; it adds its one token and moves no other.
+    for (const text of texts) expect(searchTokens(text)).toEqual(searchTokens(`${text} é`).slice(0, -1))
+  })
+
+  test('an ASCII text without phrases is searched directly, with the hits its tokens give', () => {
+    for (const text of texts) {
+      const q = [pick(words), pick(words), `"${pick(words)}"`].join(' ')
+      const terms = (parseQuery(q) ?? []).filter((term) => term.kind !== 'phrase')
+      expect({ q, text, hits: asciiHits(text, terms) }).toEqual({ q, text, hits: tokenHits(text, terms) })
+    }
   })
 })

@@ -124,6 +124,30 @@ describe('the threads list', () => {
     )
   })
 
+  test('a search shows each thread with its passage escaped and the words marked, linked to the message', async () => {
+    await using h = await harness()
+    const { browser, user } = await signedIn(h)
+    const sent = await h.call('POST', '/api/v1/threads', {
+      token: user.token,
+      body: { name: 'Trip', text: `Dinner in Lyon & ${xss} "quoted"` },
+    })
+    await h.app.decorator.engine.idle()
+    const answer = (await h.call('GET', `/api/v1/threads/${sent.body.thread_id}/messages`, { token: user.token })).body
+      .data[1]
+    const page = await (await browser.get('/threads?q=lyon')).text()
+    const passage = /<span class="thread-snippet">(.*?)<\/span>/s.exec(page)?.[1] ?? 'no passage'
+    expect(passage).toBe(
+      'You said, in turn 1: &gt; Dinner in <mark>Lyon</mark> &amp; &lt;img src=x onerror=alert(1)&gt;&lt;script&gt;' +
+        'alert(2)&lt;/script&gt; &quot;quoted&quot;',
+    )
+    expect(page).toContain(`href="/threads/${sent.body.thread_id}?q=lyon#message-${answer.id}"`)
+    // The list alone, as the search as you type reads it, is the same rendering.
+    const list = await (await browser.get(`/threads/list?q=lyon`)).text()
+    expect(list).toContain(passage)
+    // The thread's page keeps the search in its sidebar.
+    expect(await (await browser.get(`/threads/${sent.body.thread_id}?q=lyon`)).text()).toContain(passage)
+  })
+
   test('search, owner, visibility and archived filters, and keyset paging with the filters kept', async () => {
     await using h = await harness({ runner: new ScriptedRunner() })
     const owner = await h.user()
@@ -138,7 +162,9 @@ describe('the threads list', () => {
     })
     await h.call('PATCH', `/api/v1/threads/${secret.body.thread_id}`, { token: user.token, body: { archived: true } })
 
-    const names = (html: string) => [...html.matchAll(/class="thread-name">([^<]+)</g)].map((m) => m[1])
+    // A name that matched the search has its words marked: the name is its text without the marks.
+    const names = (html: string) =>
+      [...html.matchAll(/class="thread-name">(.*?)<\/span>/g)].map((m) => m[1]?.replace(/<\/?mark>/g, ''))
     expect(names(await (await browser.get('/threads?q=lyon')).text())).toEqual(['Theirs lyon'])
     expect(names(await (await browser.get('/threads?q=lyon&archived=true')).text())).toEqual([
       'Secret lyon',

@@ -137,6 +137,27 @@ export namespace McpModel {
     archived: z.boolean().optional().describe('true includes archived threads (default false).'),
   }
   export const threadList = page(thread)
+  /** A found thread: the thread, and the passage it was found by (GET /api/v1/search). */
+  export const searchResults = page(
+    thread.extend({
+      match: z
+        .object({
+          snippet: z
+            .string()
+            .describe('The best passage, at most 200 characters, `…` where it is cut; empty when none is left.'),
+          message_id: z
+            .string()
+            .nullable()
+            .describe('The message it is from (or that attached its file): read it with get_thread. Null: the name.'),
+          attachment_id: z.string().nullable().describe('The file it is from (its text or name), if any.'),
+          highlights: z
+            .array(z.array(z.number().int()).length(2))
+            .describe('`[start, end)` of each matched word in `snippet`, in UTF-16 code units.'),
+        })
+        .describe('Where the thread matched `q`.'),
+    }),
+  )
+  export type searchResults = z.infer<typeof searchResults>
 
   export const getThreadInput = {
     thread_id: threadId,

@@ -29,7 +29,7 @@ import type { Listener, OpenStreams } from '../shared/streams/sse'
 import type { Conversation } from '../threads/conversation'
 import { submitFeedback } from '../threads/feedback'
 import type { Links } from '../threads/links'
-import { listThreads } from '../threads/listing'
+import { searchThreads as findThreads, listThreads } from '../threads/listing'
 import { listMessages } from '../threads/messages'
 import type { ThreadsModel } from '../threads/model'
 import { getThread } from '../threads/threads'
@@ -64,9 +64,13 @@ export async function searchThreads(
   deps: McpDeps,
   caller: Caller,
   input: { q: string; limit?: number; after?: string; archived?: boolean },
-): Promise<ThreadsModel.threadList> {
+): Promise<McpModel.searchResults> {
   const query = { q: input.q, limit: input.limit ?? 20, after: input.after, archived: input.archived }
-  return await listThreads(deps.threads, caller, query, deps.links)
+  const page = await findThreads(deps.threads, caller, query, deps.links)
+  return {
+    ...page,
+    data: page.data.map(({ thread, ...match }) => ({ ...thread, match })),
+  }
 }
 
 export async function listThreadPage(

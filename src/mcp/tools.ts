@@ -194,9 +194,11 @@ export function serverFor(deps: McpDeps, caller: Caller): McpServer {
       description:
         'Full-text search of the threads the person can see: their own and the team’s non-private ones. Finds ' +
         'threads whose name and messages together contain every word of `q`, most recently updated first, one ' +
-        `page at a time (pass \`last_id\` as \`after\` while \`has_more\`). ${readScopeNote}`,
+        `page at a time (pass \`last_id\` as \`after\` while \`has_more\`). Each thread comes with \`match\`: ` +
+        'the passage that matched (from its newest message holding the most of the words, a file it attaches, or ' +
+        `its name) and that message's ID, to read around it with get_thread. ${readScopeNote}`,
       inputSchema: McpModel.searchThreadsInput,
-      outputSchema: McpModel.threadList,
+      outputSchema: McpModel.searchResults,
       annotations: readOnly,
       _meta: meta(['threads:read']),
     },

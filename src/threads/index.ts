@@ -21,7 +21,7 @@ import { exportHeaders, exportMarkdown, exportThread } from './export'
 import { type ThreadFeed, tombstoneKeepMs } from './feed'
 import { submitFeedback } from './feedback'
 import type { Links } from './links'
-import { listThreads } from './listing'
+import { listThreads, searchThreads } from './listing'
 import { listMessages } from './messages'
 import { ThreadsModel } from './model'
 import type { ThreadRepository } from './repository'
@@ -565,3 +565,34 @@ export const threadFeedRoutes = (deps: FeedRouteDeps) =>
       },
     },
   )
+
+export interface SearchRouteDeps extends AuthDeps {
+  threads: ThreadRepository
+  links: Links
+  responses: Responses
+}
+
+/** Search with each thread's best passage (listing.ts, searchThreads): an addition to the specification. */
+export const searchRoutes = (deps: SearchRouteDeps) =>
+  new Elysia({ name: 'thread-search', prefix: '/api/v1/search' })
+    .use(auth(deps))
+    .get('', ({ caller, query }) => searchThreads(deps.threads, caller, query, deps.links), {
+      scope: 'threads:read',
+      query: ThreadsModel.searchQuery,
+      response: deps.responses({ 200: ThreadsModel.searchResults, ...readErrors }),
+      detail: {
+        operationId: 'searchThreads',
+        summary: 'Search threads, with the passage each was found by',
+        tags: ['Threads'],
+        description:
+          'An addition to the specification. The threads `GET /api/v1/threads?q=…` lists, with the same filters, ' +
+          'order, `limit` and `after` (pass the previous page’s `last_id`, a thread ID), each with its best ' +
+          'passage: `snippet`, up to 200 characters from the newest active message holding the most of ' +
+          '`q`’s words (or from a file those messages attach: its text, then its name; or from the thread’s ' +
+          'name), and `highlights`, where the words matched in it. `message_id` opens the thread at that message ' +
+          '(the message’s `app_url` is the thread’s with `#message-{id}`). Passages are read from each thread’s ' +
+          'newest 50 active messages (20,000 characters each, 50,000 in all) and the first 20 files they attach: a ' +
+          'thread found by older text shows another passage, marked nowhere. A `q` without a word finds ' +
+          'nothing. A token with only `threads:read:own` finds only its user’s own threads.',
+      },
+    })

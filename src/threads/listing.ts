@@ -1,12 +1,13 @@
 // Listing threads: keyset pages, filters, `updated_since` and search. A page starts strictly after the `after`
 // thread's current sort key, so pages miss nothing and repeat nothing while threads change (README, "Pagination
-// guarantees"); `updated_at` pages follow the update order, which never reorders on ties or clock steps.
+// guarantees"); `updated_at` pages follow the update order, which never reorders on ties or clock steps. A search
+// with snippets (GET /api/v1/search) is such a page, with each thread's best passage.
 import type { Caller } from '../auth/model'
 import { invalidRequest } from '../shared/errors'
 import { type Links, toThread } from './links'
 import type { ThreadsModel } from './model'
 import type { ThreadListQuery, ThreadRepository, ThreadRow } from './repository'
-import { parseQuery, phraseMatcher, type Term } from './search-text'
+import { buildSnippet, parseQuery, phraseMatcher, type Term } from './search-text'
 
 export const maxPageSize = 200
 
@@ -128,5 +129,36 @@ export async function phraseList(
       next = query.descending ? { ...next, seqTo: cursor.updateSeq - 1 } : { ...next, seqFrom: cursor.updateSeq + 1 }
     }
     size = Math.min(size * 2, maxCandidates)
+  }
+}
+
+/**
+ * A page of the threads `q` finds, as the thread list pages them, each with its best passage for `q`: the page first,
+ * then the passages of its threads only (a bounded read per thread, ThreadRepository.searchSources). A `q` without a
+ * word finds nothing. A thread whose text is gone by the time its passages are read (deleted meanwhile) keeps its
+ * place with an empty snippet, as the page already promised it.
+ */
+export async function searchThreads(
+  threads: ThreadRepository,
+  caller: Caller,
+  query: ThreadsModel.searchQuery,
+  links: Links,
+): Promise<ThreadsModel.searchResults> {
+  const terms = parseQuery(query.q)
+  if (terms === null) return envelope([], clampLimit(query.limit))
+  const page = await listThreads(threads, caller, query, links)
+  const sources = await threads.searchSources(page.data.map((thread) => thread.id))
+  return {
+    ...page,
+    data: page.data.map((thread) => {
+      const best = buildSnippet(sources.get(thread.id) ?? [], terms)
+      return {
+        thread,
+        message_id: best?.messageId ?? null,
+        attachment_id: best?.attachmentId ?? null,
+        snippet: best?.snippet ?? '',
+        highlights: best?.highlights ?? [],
+      }
+    }),
   }
 }

@@ -92,20 +92,13 @@ export namespace ThreadsModel {
     description: 'Page size, default 50. Values above 200 are clamped to 200 (the applied limit is echoed).',
   })
 
-  export const listThreadsQuery = t.Object({
+  /** What a thread list and a search page take alike: the filters, the order and the page. */
+  const listParameters = {
     owned: t.Optional(
       t.Boolean({ description: 'true: only threads the caller owns; false: only threads owned by others.' }),
     ),
     private: t.Optional(t.Boolean({ description: 'true: private threads only; false: public threads only.' })),
     archived: t.Optional(t.Boolean({ default: false, description: 'true includes archived threads.' })),
-    q: t.Optional(
-      t.String({
-        maxLength: 500,
-        description:
-          'Full-text search: threads whose name, active messages and their files hold every word of `q`, each as a ' +
-          'prefix (`lyo` finds "Lyon") unless quoted (`"mark"`, `"weekend in lyon"` match exactly).',
-      }),
-    ),
     sort_by: t.Optional(
       t.Union([t.Literal('updated_at'), t.Literal('created_at')], {
         default: 'updated_at',
@@ -132,8 +125,59 @@ export namespace ThreadsModel {
           'the place, without being shown.',
       ),
     ),
+  }
+
+  export const listThreadsQuery = t.Object({
+    ...listParameters,
+    q: t.Optional(
+      t.String({
+        maxLength: 500,
+        description:
+          'Full-text search: threads whose name, active messages and their files hold every word of `q`, each as a ' +
+          'prefix (`lyo` finds "Lyon") unless quoted (`"mark"`, `"weekend in lyon"` match exactly).',
+      }),
+    ),
   })
   export type listThreadsQuery = Static<typeof listThreadsQuery>
+
+  export const searchQuery = t.Object({
+    ...listParameters,
+    q: t.String({
+      maxLength: 500,
+      description:
+        'What to find, as `q` of the thread list finds it. A `q` without a word (blank, or only punctuation) ' +
+        'finds nothing: an empty page.',
+    }),
+  })
+  export type searchQuery = Static<typeof searchQuery>
+
+  const range = t.Array(integer({ minimum: 0 }), { minItems: 2, maxItems: 2 })
+
+  export const searchHit = t.Object(
+    {
+      thread,
+      message_id: t.Nullable(
+        t.String({
+          description: 'The active message the passage is from (or that attached its file); null: the name.',
+        }),
+      ),
+      attachment_id: t.Nullable(t.String({ description: 'The file the passage is from (its text or its name).' })),
+      snippet: t.String({
+        description:
+          'The best passage, at most 200 characters (UTF-16 code units), cut at word boundaries, `…` where it is ' +
+          'cut, whitespace runs shown as one space. Empty when the thread has no text left to show.',
+      }),
+      highlights: t.Array(range, {
+        description:
+          '`[start, end)` of each match in `snippet`, in UTF-16 code units (what JavaScript strings index), ' +
+          'sorted and not overlapping.',
+      }),
+    },
+    { additionalProperties: false },
+  )
+  export type searchHit = Static<typeof searchHit>
+  export const searchResults = envelope(searchHit)
+  export type searchResults = Static<typeof searchResults>
 
   export const listMessagesQuery = t.Object({
     limit: t.Optional(limit),

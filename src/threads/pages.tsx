@@ -40,7 +40,7 @@ import { exportResponse, exportThread } from './export'
 import type { ThreadFeed } from './feed'
 import { submitFeedback } from './feedback'
 import type { Links } from './links'
-import { listThreads } from './listing'
+import { listThreads, searchThreads } from './listing'
 import { allMessages, attachmentIdsOf, lastFailure } from './messages'
 import { feedbackTextMaxChars, type ThreadsModel, threadNameMaxLength } from './model'
 import type { ThreadRepository } from './repository'
@@ -208,7 +208,10 @@ function pageHref(filters: ThreadFilters, after: string | null): string {
   return query === '' ? '/threads' : `/threads?${query}`
 }
 
-type PageExtras = Pick<ThreadPageProps, 'error' | 'draft' | 'instructionsError' | 'instructionsDraft'>
+type PageExtras = Pick<ThreadPageProps, 'error' | 'draft' | 'instructionsError' | 'instructionsDraft'> & {
+  /** The sidebar's search and filters, as the page's address gives them (a search result keeps its list). */
+  list?: Record<string, string | undefined>
+}
 
 async function threadPage(deps: ThreadPagesDeps, session: PageSession, threadId: string, extras: PageExtras = {}) {
   const caller = callerFromSession(session.user)
@@ -249,7 +252,7 @@ async function threadPageOnce(
   const page = (
     <ThreadPage
       viewer={viewerOf(session)}
-      sidebar={await sidebarOf(deps, session, {}, threadId)}
+      sidebar={await sidebarOf(deps, session, extras.list ?? {}, threadId)}
       assets={await clientAssets()}
       model={deps.model}
       stoppedAnswers={stoppedAnswers(messages, await deps.generations.interrupted(asked))}
@@ -268,7 +271,10 @@ async function threadPageOnce(
       toolsMenu={settings && toolsOffered.length > 0 ? { offered: toolsOffered, chosen: settings.tools } : null}
       instructions={settings?.instructions ?? null}
       quota={isOwner ? await deps.quotas.notice(caller) : null}
-      {...extras}
+      error={extras.error}
+      draft={extras.draft}
+      instructionsError={extras.instructionsError}
+      instructionsDraft={extras.instructionsDraft}
     />
   )
   return { page, consistent: !running || pendingMessageId !== null }
@@ -312,17 +318,29 @@ async function sidebarOf(
     archived: filters.archived,
     limit: 25,
   }
+  // A search lists its threads with the passage each was found by; a list without words, the threads alone.
+  const read = async (from: string | undefined): Promise<Pick<SidebarProps, 'page' | 'matches'>> => {
+    if (apiQuery.q === undefined)
+      return { page: await listThreads(deps.threads, caller, { ...apiQuery, after: from }, deps.links) }
+    const found = await searchThreads(deps.threads, caller, { ...apiQuery, q: apiQuery.q, after: from }, deps.links)
+    return {
+      page: { ...found, data: found.data.map((hit) => hit.thread) },
+      matches: new Map(found.data.map((hit) => [hit.thread.id, hit])),
+    }
+  }
   // A cursor that is no longer visible (its thread was made private) restarts the list rather than failing.
-  let page: ThreadsModel.threadList
+  let listed: Pick<SidebarProps, 'page' | 'matches'>
   try {
-    page = await listThreads(deps.threads, caller, { ...apiQuery, after }, deps.links)
+    listed = await read(after)
   } catch (error) {
     if (!(error instanceof AppError) || after === undefined) throw error
-    page = await listThreads(deps.threads, caller, apiQuery, deps.links)
+    listed = await read(undefined)
   }
+  const { page } = listed
   return {
     filters,
-    page,
+    ...listed,
+    listQuery: filtersQuery(filters).toString(),
     nextHref: page.has_more ? pageHref(filters, page.last_id) : null,
     firstHref: after ? pageHref(filters, null) : null,
     currentId,
@@ -420,10 +438,12 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     .onBeforeHandle(({ set }) => {
       Object.assign(set.headers, threadPageHeaders)
     })
-    // A new conversation: `/` plainly, `/threads` with the sidebar's search and filters in its query.
+    // A new conversation: `/` plainly, `/threads` with the sidebar's search and filters in its query (`/` takes them
+    // too: the search as typed keeps the address it is typed at).
     .get(
       '/',
-      async ({ session, html }) => (session ? html(await newConversationPage(deps, session, {})) : seeOther('/login')),
+      async ({ session, query, html }) =>
+        session ? html(await newConversationPage(deps, session, query)) : seeOther('/login'),
       { session: true, detail: { hide: true } },
     )
     .get(
@@ -448,10 +468,13 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     )
     .get(
       '/threads/:threadId',
-      async ({ session, params, html }) => {
-        if (!session) return seeOther(signInPath(`/threads/${encodeURIComponent(params.threadId)}`))
+      async ({ session, params, query, html, request }) => {
+        if (!session) {
+          const url = new URL(request.url)
+          return seeOther(signInPath(url.pathname + url.search))
+        }
         if (!isUuid(params.threadId)) throw notFound('Thread')
-        return html(await threadPage(deps, session, params.threadId))
+        return html(await threadPage(deps, session, params.threadId, { list: query }))
       },
       { session: true, detail: { hide: true } },
     )

@@ -5,7 +5,7 @@
 // loopback (fake-llm.ts), so the pictures show what the product does with a real model: an answer with a heading, a
 // list, highlighted code and a table. Then the settings, administration, share-link and usage pictures are retaken
 // by their own tests (`UPDATE_SCREENSHOTS=1 bun test test/settings-browser.test.ts test/shares-browser.test.ts
-// test/usage-browser.test.ts`); `--chat-only` skips them. Each PNG is then
+// test/usage-browser.test.ts test/web-search-browser.test.ts`); `--chat-only` skips them. Each PNG is then
 // quantised to 256 colours, which halves it.
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -160,6 +160,7 @@ const pictureTests = [
   'test/shares-browser.test.ts',
   'test/usage-browser.test.ts',
   'test/web-tools-browser.test.ts',
+  'test/web-search-browser.test.ts',
 ]
 const settings = process.argv.includes('--chat-only')
   ? undefined

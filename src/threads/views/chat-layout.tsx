@@ -19,6 +19,10 @@ export interface ThreadFilters {
 export interface SidebarProps {
   filters: ThreadFilters
   page: ThreadsModel.threadList
+  /** For a search, each listed thread's passage that matched, by thread ID. */
+  matches?: Map<string, ThreadsModel.searchHit>
+  /** The filters as a query string ('' for none), which a thread's link keeps so its page shows the same list. */
+  listQuery?: string
   nextHref: string | null
   firstHref: string | null
   /** The open thread, marked in the list. */
@@ -100,23 +104,82 @@ function SearchForm({ filters }: { filters: ThreadFilters }): JSX.Element {
   )
 }
 
-function ThreadItem({ thread, current }: { thread: ThreadsModel.thread; current: boolean }): JSX.Element {
+/**
+ * A snippet with its matches marked: each range a `mark`, the text around them escaped. The ranges are UTF-16 code
+ * units, which JavaScript's own slicing counts, and never split a character (search-text.ts).
+ */
+export function Marked({ text, highlights }: { text: string; highlights: [number, number][] }): JSX.Element {
+  const parts: JSX.Element[] = []
+  let at = 0
+  for (const [start, end] of highlights) {
+    parts.push(escapeHtml(text.slice(at, start)), <mark safe>{text.slice(start, end)}</mark>)
+    at = end
+  }
+  parts.push(escapeHtml(text.slice(at)))
+  return <>{parts}</>
+}
+
+/** Characters of a passage kept before its first match in the sidebar, where three short lines show of it. */
+const leadChars = 40
+
+/**
+ * The passage as the sidebar shows it: starting at most `leadChars` before its first match (at a space, with `…`),
+ * so that the match is within the lines shown; the ranges moved to match.
+ */
+function lead(snippet: string, highlights: [number, number][]): { text: string; highlights: [number, number][] } {
+  const first = highlights[0]?.[0] ?? 0
+  if (first <= leadChars) return { text: snippet, highlights }
+  const space = snippet.indexOf(' ', first - leadChars)
+  let cut = space === -1 || space >= first ? first : space + 1
+  // Nor with the punctuation of a quote or a list: `…> What` reads as `…What`.
+  while (cut < first && /[^\p{L}\p{N}]/u.test(snippet.charAt(cut))) cut += 1
+  return {
+    text: `…${snippet.slice(cut)}`,
+    highlights: highlights.map(([start, end]) => [start - cut + 1, end - cut + 1]),
+  }
+}
+
+function ThreadItem({
+  thread,
+  current,
+  match,
+  listQuery,
+}: {
+  thread: ThreadsModel.thread
+  current: boolean
+  match: ThreadsModel.searchHit | undefined
+  listQuery: string
+}): JSX.Element {
+  // A search result opens its thread at the message it was found in, with the results still beside it.
+  const href =
+    `/threads/${thread.id}${listQuery === '' ? '' : `?${listQuery}`}` +
+    (match?.message_id ? `#message-${match.message_id}` : '')
+  const highlights = (match?.highlights ?? []) as [number, number][]
+  // Found by its name: the name itself is marked, rather than shown twice.
+  const byName =
+    match !== undefined && match.message_id === null && match.attachment_id === null && match.snippet === thread.name
+  const passage = match && match.snippet !== '' && !byName ? lead(match.snippet, highlights) : null
   return (
     <li class="thread-row">
       <a
-        class="thread-link"
-        href={`/threads/${escapeHtml(thread.id)}`}
+        class={match ? 'thread-link found' : 'thread-link'}
+        href={escapeHtml(href)}
         aria-current={current ? 'page' : undefined}
         title={escapeHtml(threadTitle(thread))}
       >
-        <span class="thread-name" safe>
-          {threadTitle(thread)}
+        <span class="thread-name">
+          {byName ? <Marked text={match.snippet} highlights={highlights} /> : escapeHtml(threadTitle(thread))}
         </span>
         <span class="thread-flags">
           {thread.state === 'ready' ? null : <StateBadge state={thread.state} />}
           {thread.is_private ? <span class="badge subtle">Private</span> : null}
           {thread.archived ? <span class="badge subtle">Archived</span> : null}
         </span>
+        {passage ? (
+          <span class="thread-snippet">
+            <Marked text={passage.text} highlights={passage.highlights} />
+          </span>
+        ) : null}
       </a>
     </li>
   )
@@ -126,7 +189,12 @@ export function ThreadList({ sidebar }: { sidebar: SidebarProps }): JSX.Element 
   const { page, filters } = sidebar
   const filtered = filtersActive(filters)
   return (
-    <nav class="thread-nav" aria-labelledby="list-title" data-feed-after={String(sidebar.feedAfter)}>
+    <nav
+      class="thread-nav"
+      aria-labelledby="list-title"
+      data-feed-after={String(sidebar.feedAfter)}
+      data-list-query={escapeHtml(sidebar.listQuery ?? '')}
+    >
       <h2 id="list-title" class="sidebar-heading">
         {filtered ? 'Matching threads' : 'Threads'}
       </h2>
@@ -135,7 +203,12 @@ export function ThreadList({ sidebar }: { sidebar: SidebarProps }): JSX.Element 
       ) : (
         <ul class="thread-list">
           {page.data.map((thread) => (
-            <ThreadItem thread={thread} current={thread.id === sidebar.currentId} />
+            <ThreadItem
+              thread={thread}
+              current={thread.id === sidebar.currentId}
+              match={sidebar.matches?.get(thread.id)}
+              listQuery={sidebar.listQuery ?? ''}
+            />
           ))}
         </ul>
       )}

@@ -15,8 +15,9 @@ import {
 } from './edit'
 import { checkFiles, type Limits } from './files'
 import { highlight, highlightBlocks } from './highlight'
-import { live } from './live'
+import { live, readList } from './live'
 import { closeMenusLikeMenus } from './menus'
+import { searchAsYouType } from './search'
 import { rewriteTimes } from './times'
 
 const markdown = createMarkdown(highlight)
@@ -162,7 +163,11 @@ function swap(doc: Document, url: string): void {
     renderChips()
     showDraft()
   }
-  replaceFrom(doc, '.thread-nav')
+  // The fresh page's list is for its own address's filters; one the person is searching in is read again instead.
+  const listOf = (nav: Element | null) => (nav as HTMLElement | null)?.dataset.listQuery
+  if (listOf(doc.querySelector('.thread-nav')) === listOf(document.querySelector('.thread-nav')))
+    replaceFrom(doc, '.thread-nav')
+  else void readList().catch(() => {})
   document.title = doc.title
   const refocus = focused?.()
   if (refocus && refocus !== document.activeElement) refocus.focus({ preventScroll: true })
@@ -176,7 +181,8 @@ function swap(doc: Document, url: string): void {
 }
 
 async function refresh(): Promise<void> {
-  const page = await fetchPage(location.pathname)
+  // With its query: the sidebar's search and filters are the address's.
+  const page = await fetchPage(location.pathname + location.search)
   if (!page?.response.ok) {
     location.reload()
     return
@@ -758,6 +764,7 @@ function start(): void {
   follow()
   // Changes made elsewhere (another tab, a teammate, the API) come in through the change feed.
   live({ refresh, busy: () => sending || source !== null })
+  searchAsYouType()
   setInterval(() => rewriteTimes(document), 60_000)
 }
 

@@ -23,7 +23,7 @@ function openThread(): string | null {
   return threadPath.exec(location.pathname)?.[1] ?? null
 }
 
-/** The sidebar's list as this page shows it: its filters, or the open thread marked. */
+/** The sidebar's list as this page shows it: its filters (the address's query), and the open thread marked. */
 function listUrl(): string {
   const params = new URLSearchParams(location.search)
   const current = openThread()
@@ -158,13 +158,20 @@ function waitForLeaving(form: HTMLFormElement, then: () => void): void {
   form.addEventListener('focusout', leave)
 }
 
-/** Swaps in the sidebar's list again, keeping focus on the thread link it was on. */
-async function readList(): Promise<void> {
-  const response = await fetch(listUrl(), { credentials: 'same-origin', headers: { accept: 'text/html' } })
-  if (!response.ok) return
-  const fresh = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector('.thread-nav')
+/**
+ * Swaps in the sidebar's list again, keeping focus on the thread link it was on; answers whether it did. A read
+ * that ends after the page's filters changed (the search typed on) is not shown: a newer read shows the list
+ * they ask for, so a slow answer to an earlier search never replaces a later one. `signal` cancels the read.
+ */
+export async function readList(signal?: AbortSignal): Promise<boolean> {
+  const url = listUrl()
+  const response = await fetch(url, { credentials: 'same-origin', headers: { accept: 'text/html' }, signal })
+  if (!response.ok) return false
+  const html = await response.text()
+  if (signal?.aborted || url !== listUrl()) return false
+  const fresh = new DOMParser().parseFromString(html, 'text/html').querySelector('.thread-nav')
   const current = document.querySelector('.thread-nav')
-  if (!fresh || !current) return
+  if (!fresh || !current) return false
   const focused = document.activeElement?.closest('.thread-nav') ? document.activeElement.getAttribute('href') : null
   // The mark stays the one of the last whole page read: this read shows the list alone, not the open thread, and a
   // change to that thread made before it must still read the page.
@@ -173,4 +180,5 @@ async function readList(): Promise<void> {
   current.replaceWith(document.adoptNode(fresh))
   if (focused)
     document.querySelector<HTMLElement>(`.thread-nav a[href="${CSS.escape(focused)}"]`)?.focus({ preventScroll: true })
+  return true
 }

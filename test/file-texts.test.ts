@@ -17,10 +17,12 @@ import {
 } from '../src/attachments/file-texts'
 import { storedPdfText } from '../src/attachments/pdf-text'
 import { createPdfTextExtractor, defaultPdfTextLimits, type PdfTextLimits } from '../src/attachments/text-extractor'
+import { createWorkerRunner } from '../src/generation/runner'
 import { silentLogger } from '../src/shared/log'
+import { openBlobStore } from '../src/storage/blobs'
 import { documentTokens } from '../src/threads/search-text'
 import { backendEnv, databaseOf } from './support/backend'
-import { ask } from './support/fake-llm'
+import { ask, FakeLlm, openaiText, settingsFor, sse } from './support/fake-llm'
 import {
   firstRunToken,
   type Harness,
@@ -32,7 +34,7 @@ import {
   until,
 } from './support/helpers'
 import { nestedForms } from './support/hostile-pdf'
-import { form, png, setup, type Upload, upload } from './support/uploads'
+import { animated, form, jpeg, png, setup, type Upload, upload } from './support/uploads'
 
 const inspector = sharedInspector()
 
@@ -92,7 +94,7 @@ async function searchQueued(s: Setup): Promise<boolean> {
 }
 
 /** The extract processes at the server's priority, and a timeout always marks the file (see pdf-text.test.ts). */
-function extractor(h: Harness, limits: Partial<PdfTextLimits> = {}) {
+function extractor(h: Pick<Harness, 'blobs'>, limits: Partial<PdfTextLimits> = {}) {
   const pdfText = createPdfTextExtractor(
     h.blobs,
     silentLogger,
@@ -125,7 +127,7 @@ const indexed = (text: string, truncated = false) => ({
 })
 
 describe.concurrent('files are read for search', () => {
-  test('text, Markdown, CSV and PDF files are indexed with their words, an image holds none, and the thread is queued for search', async () => {
+  test('text, Markdown, CSV and PDF files are indexed with their words, images hold none, and the thread is queued for search', async () => {
     await using s = await setup({ inspector })
     await using pdfText = extractor(s.h)
     const ids = await uploaded(
@@ -138,7 +140,13 @@ describe.concurrent('files are read for search', () => {
       { name: 'photo.png', bytes: await png() },
     )
     const [notes, plan, budget, report, photo] = ids as [string, string, string, string, string]
-    await send(s, 'What is in these?', ids)
+    const images = await uploaded(
+      s,
+      { name: 'photo.jpg', bytes: await jpeg() },
+      { name: 'loop.gif', bytes: await animated('gif') },
+      { name: 'loop.webp', bytes: await animated('webp') },
+    )
+    await send(s, 'What is in these?', [...ids, ...images])
     await s.h.app.decorator.engine.idle()
     // The answer's own write queued the thread; once written, only reading the files queues it again.
     await s.h.store.search.flush()
@@ -169,19 +177,47 @@ describe.concurrent('files are read for search', () => {
       'in',
       'lyon',
     ])
-    expect(await textRow(s.h, photo)).toEqual({
-      attachmentId: photo,
-      state: 'empty',
-      text: null,
-      words: null,
-      truncated: false,
-      indexedAt: expect.any(Number),
-      attempts: 1,
-      leaseExpiresAt: null,
-    })
+    for (const image of [photo, ...images]) {
+      expect(await textRow(s.h, image)).toEqual({
+        attachmentId: image,
+        state: 'empty',
+        text: null,
+        words: null,
+        truncated: false,
+        indexedAt: expect.any(Number),
+        attempts: 1,
+        leaseExpiresAt: null,
+      })
+    }
     expect(await searchQueued(s)).toBe(true)
     // Read once: nothing is left to take.
     expect(await indexFileTexts(deps(s.h, pdfText))).toBe(0)
+  })
+
+  test('a PDF an answer has read is not read again for search: its remembered text is recorded', async () => {
+    await using fake = new FakeLlm()
+    fake.reply(() => sse(openaiText(['Noted.'])))
+    let shared: ReturnType<typeof extractor> | undefined
+    await using s = await setup({
+      inspector,
+      runner: (blobs) => {
+        shared = extractor({ blobs: openBlobStore(blobs) })
+        return createWorkerRunner(settingsFor('openai', fake), blobs, silentLogger, undefined, shared)
+      },
+    })
+    const pdfText = shared as ReturnType<typeof extractor>
+    await using _ = pdfText
+    const [report] = (await uploaded(s, {
+      name: 'report.pdf',
+      bytes: await pdfSaying('Budget for the Lyon office'),
+    })) as [string]
+    await send(s, 'Summarise', [report])
+    await s.h.app.decorator.engine.idle()
+    expect(JSON.stringify(fake.received[0]?.body)).toContain('Budget for the Lyon office')
+    // Closed, the extractor reads nothing more: what search records is what the answer's reading left.
+    await pdfText.close()
+    await indexAll(deps(s.h, pdfText))
+    expect(await textRow(s.h, report)).toEqual({ attachmentId: report, ...indexed('Budget for the Lyon office') })
   })
 
   test('a long text keeps its first 100,000 characters; invalid bytes become U+FFFD; a file without words is empty', async () => {

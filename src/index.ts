@@ -1,8 +1,10 @@
 // Boot: config → start-up checks (storage, one server per SQLite file) → open the store (SQLite or PostgreSQL) and
-// migrate → createApp → listen → recover queued work → search indexer → first run.
+// migrate → createApp → listen → recover queued work → search and file indexers → first run.
 import { createApp } from './app'
+import { startFileIndexer } from './attachments/file-texts'
 import { createFileInspector } from './attachments/inspector'
 import { sweepStaging, sweepStore } from './attachments/sweep'
+import { createPdfTextExtractor } from './attachments/text-extractor'
 import { firstRun } from './bootstrap'
 import { ConfigError, loadConfig } from './config'
 import { createMcpConnections } from './connectors/client'
@@ -61,13 +63,15 @@ reportSwept(await sweepStaging(config.UPLOADS_DIR))
 const storeIsLocal = blobs.description.kind === 'local'
 if (storeIsLocal) reportSwept(await sweepStore(store.attachments, blobs))
 
-// The worker knows every model's settings (keys included); each answer names the model it is asked of.
-const runner = createWorkerRunner(workerModels(catalogue), blobs.location, log, undefined, {
+// PDFs' text is read in one pool of extract processes, for the answers and for search alike.
+const pdfText = createPdfTextExtractor(blobs, log, {
   processes: config.PDF_TEXT_PROCESSES,
   fileTimeoutMs: config.PDF_TEXT_TIMEOUT_MS,
   messageTimeoutMs: config.PDF_TEXT_MESSAGE_TIMEOUT_MS,
   memoryBytes: config.PDF_TEXT_MEMORY_MB * 1024 * 1024,
 })
+// The worker knows every model's settings (keys included); each answer names the model it is asked of.
+const runner = createWorkerRunner(workerModels(catalogue), blobs.location, log, undefined, pdfText)
 const inspector = createFileInspector(log)
 // Connected MCP servers' headers and tokens are sealed under SECRETS_KEY; their requests follow the webhooks' rule.
 const secrets = secretBox({ current: config.SECRETS_KEY, previous: config.SECRETS_KEY_PREVIOUS?.split(',') })
@@ -116,6 +120,10 @@ await app.decorator.engine.recover()
 await app.decorator.webhooks.start()
 // Search documents that writes left pending (including any a crash left) are rewritten in the background.
 const indexer = startSearchIndexer(store.search, log)
+// Attached files' text is read for search once their answers have ended: those left waiting by a restart at once,
+// the rest as this instance's answers end (and every few seconds, for other instances' answers).
+const files = startFileIndexer({ attachments: store.attachments, blobs, pdfText, clock: systemClock, log })
+app.decorator.events.on('answer.stored', () => files.wake())
 const upkeep = startUpkeep({ store, blobs, clock: systemClock, log })
 // Which stores and which model this process uses, so an operator reading the log knows what they are looking at.
 log.info('database', opened.description)
@@ -134,6 +142,8 @@ async function shutdown(signal: string): Promise<void> {
   // still unfinished then stays queued in the database for the next start.
   const closing = app.server?.stop(false)
   await app.decorator.engine.close(config.SHUTDOWN_GRACE_MS)
+  await files.stop()
+  await pdfText.close()
   await app.decorator.webhooks.stop()
   await inspector.close()
   await toolCaller.close()

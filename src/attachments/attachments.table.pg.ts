@@ -34,6 +34,8 @@ export const attachmentTexts = pgTable(
     words: text(),
     truncated: boolean().notNull().default(false),
     indexedAt: bigint({ mode: 'number' }),
+    attempts: integer().notNull().default(0),
+    leaseExpiresAt: bigint({ mode: 'number' }),
   },
   (t) => [index('attachment_texts_pending_idx').on(t.state).where(sql`${t.state} = 'pending'`)],
 )

@@ -49,6 +49,10 @@ export const attachmentTexts = sqliteTable(
     /** True when the file held more text than is kept. */
     truncated: integer({ mode: 'boolean' }).notNull().default(false),
     indexedAt: integer(),
+    /** Times an indexer has taken the file: a file that ends none of them (a crash, a machine too busy) is given up. */
+    attempts: integer().notNull().default(0),
+    /** Until when the indexer that took the file has it; another instance takes it only after (file-texts.ts). */
+    leaseExpiresAt: integer(),
   },
   (t) => [index('attachment_texts_pending_idx').on(t.state).where(sql`${t.state} = 'pending'`)],
 )

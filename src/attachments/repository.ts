@@ -23,6 +23,21 @@ export interface Attachment {
 /** A file about to be stored in a thread (the thread is named once, beside the files). */
 export type NewAttachment = Omit<Attachment, 'threadId'>
 
+/**
+ * What a file holds for search (the `attachment_texts` row's outcome): its text and distinct search tokens, or
+ * nothing to search (an image, a file without words), or nothing that could be read (a damaged PDF).
+ */
+export type FileText =
+  | { state: 'indexed'; text: string; words: string; truncated: boolean }
+  | { state: 'empty' }
+  | { state: 'unreadable' }
+
+/** A file an indexer has taken to read for search, and how many times it has been taken, this time included. */
+export interface ClaimedFile {
+  attachment: Attachment
+  attempts: number
+}
+
 /** What a counted insert did: stored every file, or none because the thread already held `stored`. */
 export type CountedInsert = { inserted: true } | { inserted: false; stored: number }
 
@@ -46,4 +61,21 @@ export interface AttachmentRepository {
 
   /** Removes these files of the thread; IDs of other threads' files, or of none, are left alone. */
   deleteFromThread(threadId: string, ids: string[]): Promise<void>
+
+  /**
+   * Takes up to `limit` files whose text search is waiting for, oldest first: those still `pending`, not taken by
+   * a claim that lasts beyond `now`, in threads with no answer waiting or running (reading a file never competes
+   * with its own answer). Each is the caller's until `now + leaseMs`, its attempts counted. However many callers
+   * claim at once, on however many instances, no file is taken twice while a claim on it lasts.
+   */
+  claimTexts(limit: number, now: number, leaseMs: number): Promise<ClaimedFile[]>
+
+  /**
+   * Records what the file holds for search, if it is still `pending` (answers whether it was), at `now`. A file
+   * with text queues its thread's search document to be written again, in the same unit: a crash loses neither.
+   */
+  recordText(attachmentId: string, text: FileText, now: number): Promise<boolean>
+
+  /** Gives a claim back as if never taken (attempt uncounted): for a reading stopped by a shutdown. */
+  releaseText(attachmentId: string): Promise<void>
 }

@@ -8,6 +8,7 @@ import {
   createPdfTextExtractor,
   defaultPdfTextLimits,
   type ExtractorOptions,
+  type PdfTextExtractor,
   type PdfTextLimits,
 } from '../attachments/text-extractor'
 import type { Logger } from '../shared/log'
@@ -37,16 +38,22 @@ export function createWorkerRunner(
   log: Logger,
   /** The worker's entry module; tests swap in one that can be made to exit. */
   entry = new URL('./worker.ts', import.meta.url),
-  /** How the text of PDFs is read for models; tests also choose the extract processes' options. */
-  pdfText: PdfTextLimits & ExtractorOptions = defaultPdfTextLimits,
+  /**
+   * How the text of PDFs is read for models: the server's extractor, which reading files for search shares (its
+   * owner closes it), or the limits of one of the runner's own (tests also choose the extract processes' options).
+   */
+  pdfText: PdfTextExtractor | (PdfTextLimits & ExtractorOptions) = defaultPdfTextLimits,
 ): GenerationRunner {
   let worker: Worker | undefined
   const jobs = new Map<string, JobHandlers>()
   const models: WorkerModels = 'models' in settings ? settings.models : { [anyModel]: settings }
-  // The echo responder reads no file: with only echo models, no extract process is ever started.
+  const shared = 'prepare' in pdfText
+  // The echo responder reads no file: with only echo models, no answer waits for a PDF's text.
   const extractor = Object.values(models).every((model) => model.provider === 'echo')
     ? null
-    : createPdfTextExtractor(openBlobStore(blobs), log, pdfText, pdfText)
+    : shared
+      ? pdfText
+      : createPdfTextExtractor(openBlobStore(blobs), log, pdfText, pdfText)
   /** Jobs whose PDFs are being read, not yet handed to the worker: a stop ends the wait. */
   const preparing = new Map<string, { stop: AbortController; handlers: JobHandlers }>()
 
@@ -164,7 +171,9 @@ export function createWorkerRunner(
       closing?.terminate()
       const waiting = [...preparing.values()]
       preparing.clear()
-      await extractor?.close()
+      // A shared extractor stays open for its owner: the answers' waits for it end here.
+      for (const { stop } of waiting) stop.abort()
+      if (!shared) await extractor?.close()
       for (const { handlers } of waiting) handlers.error('The server is shutting down')
       failAll('The server is shutting down')
     },

@@ -250,3 +250,26 @@ export function fts5ThreadSearch(db: Db): ThreadSearch {
     },
   }
 }
+
+/**
+ * Queues the thread's document to be written again without a write to the thread, whose key and place in the lists
+ * stay: for text read after its message was written (a file's, src/attachments/file-texts.ts). In the caller's
+ * transaction. The key it records is the thread's current one: whenever a thread is not queued, its document in
+ * the index is under that key, since every write of the thread queues it.
+ */
+export function queueDocument(db: Db, threadId: string): void {
+  db.insert(searchPending)
+    .select(
+      db
+        .select({
+          threadSeq: threads.seq,
+          indexedKey: sql<number>`(${threads.organizationId} << 40) | (${keyMask} - ${threads.updateSeq})`.as(
+            'indexed_key',
+          ),
+        })
+        .from(threads)
+        .where(eq(threads.id, threadId)),
+    )
+    .onConflictDoNothing()
+    .run()
+}

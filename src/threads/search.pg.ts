@@ -505,3 +505,13 @@ export function pgThreadSearch(db: PgDb): ThreadSearch {
     },
   }
 }
+
+/**
+ * Queues the thread's document to be written again without a write to the thread, whose place in the lists stays:
+ * for text read after its message was written (a file's, src/attachments/file-texts.ts). In the caller's
+ * transaction, which holds the thread's row as a write does (FOR NO KEY UPDATE), so that the queue's rules at the
+ * top of this file hold: a flush that began before it leaves the thread queued, or ends before it.
+ */
+export async function queueDocument(tx: Tx, threadSeq: number): Promise<void> {
+  await tx.insert(searchPending).values({ threadSeq }).onConflictDoNothing()
+}

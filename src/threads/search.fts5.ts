@@ -22,7 +22,7 @@
 // - few matches: start from the FTS matches, look their threads up and sort them.
 // - many matches: walk the caller's threads in order and probe each one's document.
 import type { Database, Statement } from 'bun:sqlite'
-import { type Placeholder, type SQL, sql } from 'drizzle-orm'
+import { eq, type Placeholder, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../db/client'
 import { prepared } from '../db/prepared'
 import { type DocumentSource, type ThreadSearch, threadTokens } from './search'
@@ -36,7 +36,7 @@ import {
   vocabularyRange,
   vocabularyWords,
 } from './search-text'
-import { threads } from './threads.table'
+import { searchPending, threads } from './threads.table'
 
 /** Up to this many matching documents the `created_at` search starts from the matches, past it from the threads. */
 export const matchBound = 2000

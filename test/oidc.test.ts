@@ -3,6 +3,7 @@
 import { expect, test } from 'bun:test'
 import { createUser } from '../src/auth/users'
 import { type Config, ConfigError, loadConfig } from '../src/config'
+import { testOrigin } from './support/audit'
 import { type Harness, harness, ScriptedRunner } from './support/helpers'
 import { Browser, hiddenField, password } from './support/oauth-helpers'
 import { type FakeOidcProvider, startFakeOidcProvider } from './support/oidc-provider'
@@ -22,6 +23,7 @@ async function withProvider(provider: FakeOidcProvider, config: Partial<Config> 
     h.store.users,
     { email: 'ada@example.com', password, organizationSlug: 'default', role: 'member' },
     0,
+    testOrigin,
   )
   return h
 }

@@ -9,7 +9,7 @@
 import { and, desc, eq, gte, inArray, lt, lte, max, ne, sql } from 'drizzle-orm'
 import { attachments, attachmentTexts } from '../attachments/attachments.table.pg'
 import { users } from '../auth/auth.table.pg'
-import { anyDb } from '../db/dialect'
+import { anyDb, type PgAppend } from '../db/dialect'
 import type { PgDb, PgTx as Tx } from '../db/postgres'
 import { inTransaction, prepared } from '../db/prepared'
 import { generations } from '../generation/generations.table.pg'
@@ -275,7 +275,7 @@ async function deactivateAfter(
     .where(and(eq(messages.threadId, threadId), eq(messages.active, true), listedAfter(tables, from, inclusive)))
 }
 
-export function pgThreadRepository(db: PgDb): ThreadRepository {
+export function pgThreadRepository(db: PgDb, append: PgAppend): ThreadRepository {
   return {
     ...commonThreadRepository(anyDb(db), tables),
 
@@ -310,7 +310,7 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
     },
 
     // A unit of work under the thread's row lock.
-    deleteThread(threadId, now, idleBefore) {
+    deleteThread(threadId, now, audit, idleBefore) {
       return db.transaction(async (tx) => {
         // Deleting locks the thread's row first, as every other unit takes it, then cascades to the rest. Uploads
         // to a thread check it under the same lock, so none slips in between the read and the delete; a message
@@ -328,6 +328,7 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
           .where(eq(attachments.threadId, threadId))
         await tx.delete(threads).where(eq(threads.id, threadId))
         await writeTombstone(tx, locked, 'deleted', now)
+        await append(tx, audit)
         return files
       })
     },

@@ -7,7 +7,7 @@ import { and, between, desc, eq, gte, inArray, lt, max, ne, sql } from 'drizzle-
 import { attachments, attachmentTexts } from '../attachments/attachments.table'
 import { users } from '../auth/auth.table'
 import type { Db } from '../db/client'
-import { anyDb, asTables } from '../db/dialect'
+import { anyDb, asTables, type SqliteAppend } from '../db/dialect'
 import { prepared } from '../db/prepared'
 import { generations } from '../generation/generations.table'
 import { newId } from '../shared/ids'
@@ -318,7 +318,7 @@ function deactivateAfter(db: Db, threadId: string, from: { createdAt: number; id
     .run()
 }
 
-export function sqliteThreadRepository(db: Db): ThreadRepository {
+export function sqliteThreadRepository(db: Db, append: SqliteAppend): ThreadRepository {
   return {
     ...commonThreadRepository(anyDb(db), tables),
 
@@ -350,7 +350,7 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
     },
 
     // A unit of work; SQLite's one writer stands for PostgreSQL's row lock.
-    async deleteThread(threadId, now, idleBefore) {
+    async deleteThread(threadId, now, audit, idleBefore) {
       return db.transaction((tx) => {
         // Retention's delete: only a thread still idle and old, judged in this unit (a message sent since keeps it).
         if (idleBefore !== undefined) {
@@ -372,6 +372,7 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
         writeTombstone(tx as unknown as Db, subject, 'deleted', now)
         // Foreign keys cascade to the rest; the search document goes with the trigger on threads.
         tx.delete(threads).where(eq(threads.id, threadId)).run()
+        append(tx as unknown as Db, audit)
         return files
       })
     },

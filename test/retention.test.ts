@@ -6,7 +6,7 @@ import { silentLogger } from '../src/shared/log'
 import { dayMs } from '../src/shared/time'
 import { retentionBatch } from '../src/threads/retention'
 import { startUpkeep } from '../src/upkeep'
-import { testEvent } from './support/audit'
+import { eventsNamed, testEvent } from './support/audit'
 import { type Harness, harness, ManualClock, ManualTimer, ScriptedRunner, sharedInspector } from './support/helpers'
 import { form, png, storedFiles, upload } from './support/uploads'
 
@@ -78,6 +78,14 @@ test('threads idle past the period are deleted with their files; busy, recent an
   await upkeepOnce(h, clock)
 
   expect(await threadIds(h)).toEqual([busy.thread_id, touched.thread_id, elsewhere.thread_id, recent.thread_id].sort())
+  // Each deletion is recorded, by the system, saying why.
+  const deletions = await eventsNamed(h, organizationId, 'thread.deleted')
+  expect(deletions).toHaveLength(retentionBatch + 24 - 3)
+  expect(deletions.map((event) => [event.actorKind, JSON.parse(event.detail)])).toContainEqual([
+    'system',
+    { reason: 'retention', retention_days: 30 },
+  ])
+  expect(deletions.map((event) => event.targetId)).toContain(old.thread_id)
   expect(await storedFiles(h)).toEqual([])
   expect((await h.call('GET', `/api/v1/threads/${old.thread_id}`, { token: owner.token })).status).toBe(404)
   expect(await h.orm.select().from(h.tables.attachments)).toEqual([])

@@ -12,6 +12,7 @@ import { systemClock } from '../src/shared/time'
 import { LocalBlobStore } from '../src/storage/blobs'
 import { type Store, sqliteStore } from '../src/store'
 import { pgStore } from '../src/store/postgres'
+import { testEvent } from '../test/support/audit'
 import { startPostgres } from '../test/support/postgres'
 import { parseEvents } from '../test/support/sse'
 import { benchOwner, percentile } from './micro'
@@ -65,7 +66,7 @@ async function run(label: string, store: Store): Promise<void> {
       isPrivate: false,
       now: Date.now(),
     })
-    await store.threads.deleteThread(threadId, Date.now())
+    await store.threads.deleteThread(threadId, Date.now(), testEvent('thread.deleted'))
   }
   let n = 0
   await measure(`${label}: thread write (rename)`, () =>

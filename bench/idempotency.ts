@@ -17,6 +17,7 @@ import { LocalBlobStore } from '../src/storage/blobs'
 import { type Store, sqliteStore } from '../src/store'
 import { pgStore } from '../src/store/postgres'
 import { sweepRetention } from '../src/threads/retention'
+import { testEvent } from '../test/support/audit'
 import { startPostgres } from '../test/support/postgres'
 import { benchOwner, percentile } from './micro'
 
@@ -77,7 +78,7 @@ async function run(label: string, store: Store): Promise<void> {
   await measure(`${label}: POST /threads, a replay of one key`, () => post('replayed'))
 
   // Retention: the organization keeps threads 30 days; the POSTs' threads are recent and stay.
-  await store.users.setRetention(organizationId, 30)
+  await store.users.setRetention(organizationId, 30, testEvent('settings.retention_changed'))
   const start = performance.now()
   const deleted = await sweepRetention(
     { users: store.users, threads: store.threads, blobs: new LocalBlobStore('/tmp'), log: silentLogger },

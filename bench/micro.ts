@@ -4,6 +4,7 @@
 import type { Scope } from '../src/auth/model'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import type { Store } from '../src/store'
+import { testOrigin, tokenHolder } from '../test/support/audit'
 
 /** The value at percentile `p` of ascending `sorted` (NaN when empty). */
 export function percentile(sorted: number[], p: number): number {
@@ -33,8 +34,9 @@ export async function benchOwner(
   if (typeof created !== 'object') throw new Error(created)
   const token = await createPersonalAccessToken(
     store.accessTokens,
-    { userId: created.id, name: 'bench', scopes },
+    { user: await tokenHolder(store, created.id), name: 'bench', scopes },
     Date.now(),
+    testOrigin,
   )
   const organizationId = (await store.users.findByEmail(email))?.organizationId ?? -1
   return { userId: created.id, organizationId, token }

@@ -8,6 +8,7 @@
 // Prints one JSON line: medians in µs. `BENCH_ITERATIONS` (default 3000) per measure.
 import { UsageMeter } from '../src/generation/usage'
 import { closeShared } from '../test/support/after-run'
+import { testEvent } from '../test/support/audit'
 import { testDatabase } from '../test/support/backend'
 import { postgresCpuSeconds } from './load'
 import { benchOwner, percentile } from './micro'
@@ -19,8 +20,16 @@ await using database = await testDatabase()
 const { store } = database
 const owner = await benchOwner(store, 'team')
 // Budgets set (far from used up), so that the check weighs both: the organization's and the members' default.
-await store.quotas.setOrganizationBudget(owner.organizationId, { tokens: 1e12, costMicros: 1e12 })
-await store.quotas.setMemberDefault(owner.organizationId, { tokens: 1e12, costMicros: null })
+await store.quotas.setOrganizationBudget(
+  owner.organizationId,
+  { tokens: 1e12, costMicros: 1e12 },
+  testEvent('settings.quota_changed'),
+)
+await store.quotas.setMemberDefault(
+  owner.organizationId,
+  { tokens: 1e12, costMicros: null },
+  testEvent('settings.quota_changed'),
+)
 
 async function timed(call: () => Promise<unknown>): Promise<number> {
   const started = Bun.nanoseconds()

@@ -6,6 +6,7 @@ import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { sqliteStore } from '../src/store'
 import { rebuildSearchIndex } from '../src/threads/search.fts5'
+import { testOrigin, tokenHolder } from '../test/support/audit'
 import { cjkText, prng, textOf, vocabulary, zipfSampler } from './words'
 
 export interface SeedUser {
@@ -72,12 +73,14 @@ export async function seed(path: string, scale: number): Promise<SeedInfo> {
       users.push({ id: Number(row.lastInsertRowid), organizationId, token: '' })
     }
   })()
-  const { accessTokens } = sqliteStore(db)
+  const store = sqliteStore(db)
+  const { accessTokens } = store
   for (const user of users) {
     user.token = await createPersonalAccessToken(
       accessTokens,
-      { userId: user.id, name: 'bench', scopes: ['threads:read', 'threads:write'] },
+      { user: await tokenHolder(store, user.id), name: 'bench', scopes: ['threads:read', 'threads:write'] },
       end,
+      testOrigin,
     )
   }
 

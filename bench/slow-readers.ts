@@ -13,6 +13,7 @@ import { join } from 'node:path'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { sqliteStore } from '../src/store'
+import { testOrigin, tokenHolder } from '../test/support/audit'
 import { rssBytes, startServer } from './load'
 
 const seconds = Number(process.env.BENCH_DURATION ?? 90)
@@ -48,7 +49,12 @@ async function seed(): Promise<{ token: string; threads: string[] }[]> {
     )
     if (typeof user !== 'object') throw new Error(user)
     const scopes = ['threads:read' as const, 'threads:write' as const]
-    const token = await createPersonalAccessToken(store.accessTokens, { userId: user.id, name: 'bench', scopes }, 0)
+    const token = await createPersonalAccessToken(
+      store.accessTokens,
+      { user: await tokenHolder(store, user.id), name: 'bench', scopes },
+      0,
+      testOrigin,
+    )
     seeded.push({ token, threads: [] })
   }
   sqlite.$client.close()

@@ -8,6 +8,7 @@
 
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { migratePostgres, openPostgres } from '../src/db/postgres'
+import { systemOrigin } from '../src/shared/audit'
 import { silentLogger } from '../src/shared/log'
 import { systemClock } from '../src/shared/time'
 import { type Store, sqliteStore } from '../src/store'
@@ -16,6 +17,7 @@ import { linksFor } from '../src/threads/links'
 import { createDeliveryWorker } from '../src/webhooks/delivery'
 import { createWebhookEmitter } from '../src/webhooks/events'
 import { createEndpoint, sendTestEvent } from '../src/webhooks/service'
+import { testEvent } from '../test/support/audit'
 import { startPostgres } from '../test/support/postgres'
 import { benchOwner, percentile } from './micro'
 
@@ -62,6 +64,7 @@ async function run(label: string, store: Store, receiverUrl: string): Promise<vo
     { organizationId: busy.organizationId, createdBy: null, url: 'https://hooks.example.com/', events: null },
     { allowPrivateNetworks: false },
     Date.now(),
+    systemOrigin,
   )
   const thread = await store.threads.createThread({
     organizationId: busy.organizationId,
@@ -75,12 +78,13 @@ async function run(label: string, store: Store, receiverUrl: string): Promise<vo
     emitter.answerEnded(thread.threadId, thread.messageId ?? '', 'complete'),
   )
   // Those are never sent: the endpoint goes, with them, before the throughput run.
-  await store.webhooks.deleteEndpoint(busy.organizationId, endpoint.id)
+  await store.webhooks.deleteEndpoint(busy.organizationId, endpoint.id, () => testEvent('webhook.endpoint_removed'))
   const target = await createEndpoint(
     store.webhooks,
     { organizationId: busy.organizationId, createdBy: null, url: receiverUrl, events: null },
     { allowPrivateNetworks: true },
     Date.now(),
+    systemOrigin,
   )
   for (let i = 0; i < deliveries; i++)
     await sendTestEvent(store.webhooks, busy.organizationId, target.endpoint.id, Date.now())

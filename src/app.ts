@@ -6,6 +6,8 @@ import { attachmentRoutes } from './attachments'
 import type { FileInspector } from './attachments/inspector'
 import { maxRequestBytes } from './attachments/limits'
 import { attachmentNames } from './attachments/service'
+import { auditRoutes } from './audit'
+import { auditPages } from './audit/pages'
 import { identity } from './auth'
 import type { Config } from './config'
 import { toolExecutor } from './connectors/executor'
@@ -309,15 +311,17 @@ export function createApp(deps: AppDeps) {
         idempotency: store.idempotency,
         usage: store.usage,
         toolCalls: store.toolCalls,
+        audit: store.audit,
       }),
     )
     .use(usageRoutes({ ...shared, ...bearer, usage: store.usage, currency: catalogue.currency }))
+    .use(auditRoutes({ ...shared, ...bearer, audit: store.audit, users: store.users }))
     .use(modelRoutes({ ...shared, ...bearer, threads: store.threads, models: store.models, toolNames: tools }))
     .use(attachmentRoutes({ ...shared, ...bearer, ...threadsAndFiles, idempotency: store.idempotency }))
     .use(shareRoutes({ ...shared, ...bearer, ...threadsAndFiles, shares: store.shares }))
     .use(answerRoutes({ ...shared, ...bearer, threads: store.threads, generations: store.generations }))
-    .use(signin({ ...shared, ...pages, users: store.users, externalSignIn: oidc?.name ?? null }))
-    .use(oidcSignin({ ...shared, ...pages, users: store.users, oidc }))
+    .use(signin({ ...shared, ...pages, users: store.users, audit: store.audit, externalSignIn: oidc?.name ?? null }))
+    .use(oidcSignin({ ...shared, ...pages, users: store.users, audit: store.audit, oidc }))
     .use(
       threadPages({
         ...shared,
@@ -326,6 +330,7 @@ export function createApp(deps: AppDeps) {
         usage: store.usage,
         toolCalls: store.toolCalls,
         generations: store.generations,
+        audit: store.audit,
         model: pageModel,
         models: pageModels,
         tools: pageTools(store.mcpServers),
@@ -384,6 +389,7 @@ export function createApp(deps: AppDeps) {
         budgets: (caller) => budgetStandings(quotas, caller, deps.clock.now()),
       }),
     )
+    .use(auditPages({ ...shared, ...pages, audit: store.audit, users: store.users }))
     .use(
       webhookPages({
         ...shared,

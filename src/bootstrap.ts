@@ -4,6 +4,7 @@
 import { createPersonalAccessToken } from './auth/personal-access-tokens'
 import { createUser } from './auth/users'
 import type { Config } from './config'
+import { systemOrigin } from './shared/audit'
 import { generateSecret } from './shared/security'
 import type { Clock } from './shared/time'
 import type { Store } from './store'
@@ -30,11 +31,17 @@ async function setUp(
     store.users,
     { email, password, name: 'Owner', organizationSlug: 'default', role: 'owner' },
     clock.now(),
+    systemOrigin,
   )
   const token = await createPersonalAccessToken(
     store.accessTokens,
-    { userId: owner.id, name: 'first run', scopes: ['threads:read', 'threads:write'] },
+    {
+      user: { id: owner.id, organizationId: owner.organizationId, role: 'owner' },
+      name: 'first run',
+      scopes: ['threads:read', 'threads:write'],
+    },
     clock.now(),
+    systemOrigin,
   )
   print('Threadhouse is set up. This is printed once; keep it somewhere safe.')
   print(`Sign in:   ${config.PUBLIC_URL}/login`)

@@ -4,6 +4,7 @@
 // every other command refuses to run without one, so a mistyped DATABASE_PATH never starts an empty one.
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
+import { auditRetentionRange, parseAuditRetentionDays, setAuditRetention, verifyAuditLog } from './audit/service'
 import { isRole } from './auth/members'
 import { roles } from './auth/model'
 import { createPersonalAccessToken, parseScopes } from './auth/personal-access-tokens'
@@ -30,6 +31,7 @@ import {
   setOrganizationBudget,
   viewBudgets,
 } from './quotas/service'
+import { noOrganization, systemOrigin } from './shared/audit'
 import { AppError } from './shared/errors'
 import { secretBox } from './shared/secret-box'
 import { StartupError } from './shared/startup-error'
@@ -175,6 +177,7 @@ const commands: Record<string, Command> = {
           role,
         },
         now,
+        systemOrigin,
       )
       out(`Created user ${values.email?.trim().toLowerCase()} (id ${user.id}, sub ${user.sub}) in ${organizationSlug}`)
     },
@@ -207,9 +210,9 @@ const commands: Record<string, Command> = {
       'The user must choose their own password at the next sign-in. Their personal access tokens and',
       'OAuth grants stay valid; removing them from the organization ends those too.',
     ],
-    async run({ values, out, store }) {
+    async run({ values, out, now, store }) {
       const email = required(values, 'email')
-      const reset = await resetPassword((await store()).users, email)
+      const reset = await resetPassword((await store()).users, email, now)
       if (!reset) throw new UsageError(`No user with email ${email}`)
       out(
         `New one-time password for ${reset.email}, to be replaced at the next sign-in; ` +
@@ -223,7 +226,10 @@ const commands: Record<string, Command> = {
     summary: 'Creates a personal access token for the user and prints it last.',
     options: {
       email: { placeholder: 'E', description: 'the user the token acts for' },
-      scopes: { placeholder: '"S1 S2"', description: 'space-separated: threads:read, threads:read:own, threads:write' },
+      scopes: {
+        placeholder: '"S1 S2"',
+        description: 'space-separated: threads:read, threads:read:own, threads:write, audit:read (owners and admins)',
+      },
       name: { placeholder: 'N', description: 'a label shown in their settings (default: cli)' },
     },
     async run({ values, out, now, store }) {
@@ -234,8 +240,9 @@ const commands: Record<string, Command> = {
       const scopes = parseScopes(required(values, 'scopes'))
       const token = await createPersonalAccessToken(
         accessTokens,
-        { userId: user.id, name: values.name ?? 'cli', scopes },
+        { user, name: values.name ?? 'cli', scopes },
         now,
+        systemOrigin,
       )
       out(`Personal access token for ${user.email} with scopes: ${scopes.join(' ')}`)
       out(token)
@@ -250,7 +257,7 @@ const commands: Record<string, Command> = {
       const email = required(values, 'email')
       const user = await findUserByEmail((await store()).users, email)
       if (!user) throw new UsageError(`No user with email ${email}`)
-      const created = await createRegistrationToken((await store()).oauthClients, user, now)
+      const created = await createRegistrationToken((await store()).oauthClients, user, now, systemOrigin)
       out(
         `Registration token for ${user.email}'s organization: single use, valid until ${toIso(created.expiresAt)}. ` +
           'Send it as "Authorization: Bearer <token>" to POST /oauth/register.',
@@ -285,6 +292,7 @@ const commands: Record<string, Command> = {
         { organizationId, createdBy: null, url, events },
         { allowPrivateNetworks: config.WEBHOOKS_ALLOW_PRIVATE_NETWORKS },
         now,
+        systemOrigin,
       )
       out(
         `Webhook endpoint ${created.endpoint.id} for ${slug}: ${created.endpoint.url} (${events?.join(', ') ?? 'all events'})`,
@@ -345,6 +353,7 @@ const commands: Record<string, Command> = {
         },
         { organizationId, createdBy: null, name, url, headers, trusted: values.trusted === 'true' },
         now,
+        systemOrigin,
       )
       const { server } = added
       const auth = server.headerNames.length > 0 ? `headers ${server.headerNames.join(', ')}` : 'no authentication'
@@ -393,14 +402,14 @@ const commands: Record<string, Command> = {
       name: { placeholder: 'NAME', description: 'the server to remove' },
     },
     details: ['Answers can no longer call its tools; tool calls already made stay in their threads.'],
-    async run({ values, out, store }) {
+    async run({ values, out, now, store }) {
       const slug = required(values, 'org')
       const name = required(values, 'name')
       const { users, mcpServers } = await store()
       const organizationId = await organizationOf(users, slug)
       const server = await mcpServers.byName(organizationId, name)
       if (!server) throw new UsageError(`No MCP server named ${name} in ${slug}`)
-      await removeServer({ servers: mcpServers }, organizationId, server.id)
+      await removeServer({ servers: mcpServers }, organizationId, server.id, now, systemOrigin)
       out(`Removed MCP server ${name} (${server.id}) from ${slug}`)
     },
   },
@@ -453,7 +462,7 @@ const commands: Record<string, Command> = {
       'At least one of --allow and --default. What is not given keeps its value. The default must be among the',
       'allowed models. A thread whose model is no longer allowed is answered by the default.',
     ],
-    async run({ values, config, out, store }) {
+    async run({ values, config, out, now, store }) {
       const slug = required(values, 'org')
       if (values.allow === undefined && values.default === undefined) {
         throw new UsageError('Give --allow, --default or both')
@@ -472,7 +481,7 @@ const commands: Record<string, Command> = {
                 .map((id) => id.trim())
                 .filter((id) => id !== '')
       const defaultModel = values.default === undefined ? stored.defaultModel : values.default.trim() || null
-      await setChoice({ catalogue, models }, organizationId, { allowed, defaultModel })
+      await setChoice({ catalogue, models }, organizationId, { allowed, defaultModel }, now, systemOrigin)
       const view = await viewChoice({ catalogue, models }, organizationId)
       const usable = view.models.filter((model) => model.allowed).map((model) => model.id)
       out(`${slug} may use ${view.allowAll ? 'every configured model' : usable.join(', ')}; default ${view.defaultId}`)
@@ -498,7 +507,7 @@ const commands: Record<string, Command> = {
       "What is not given keeps its value; a member given their own budget starts from each member's.",
       'Budgets run by calendar month in UTC. Over one, answers are refused (429) until the next month.',
     ],
-    async run({ values, out, store }) {
+    async run({ values, out, now, store }) {
       const slug = required(values, 'org')
       const remove = values.remove === 'true'
       const memberDefault = values['member-default'] === 'true'
@@ -517,12 +526,13 @@ const commands: Record<string, Command> = {
       }
       const { users, quotas } = await store()
       const organizationId = await organizationOf(users, slug)
+      const act = { now, origin: systemOrigin }
       if (values.email !== undefined) {
         const user = await findUserByEmail(users, values.email)
         if (!user || user.organizationId !== organizationId) {
           throw new UsageError(`No member ${values.email} in ${slug}`)
         }
-        const budget = await setMemberOverride({ quotas }, organizationId, user.id, remove ? null : change)
+        const budget = await setMemberOverride({ quotas }, organizationId, user.id, remove ? null : change, act)
         out(
           budget === null
             ? `${user.email} has each member's budget of ${slug} again`
@@ -532,11 +542,11 @@ const commands: Record<string, Command> = {
       }
       if (memberDefault) {
         out(
-          `Each member's budget in ${slug}: ${describeBudget(await setMemberDefault({ quotas }, organizationId, change))}`,
+          `Each member's budget in ${slug}: ${describeBudget(await setMemberDefault({ quotas }, organizationId, change, act))}`,
         )
         return
       }
-      out(`${slug}'s budget: ${describeBudget(await setOrganizationBudget({ quotas }, organizationId, change))}`)
+      out(`${slug}'s budget: ${describeBudget(await setOrganizationBudget({ quotas }, organizationId, change, act))}`)
     },
   },
   'quota:show': {
@@ -568,6 +578,69 @@ const commands: Record<string, Command> = {
       for (const override of budgets.overrides) {
         out([field(override.email), ...limits(override), ...(await used(override.userId))].join('\t'))
       }
+    },
+  },
+  'audit:verify': {
+    usage: '[--org SLUG]',
+    summary: "Checks the audit log's hash chains (every organization's, or one); names the first broken event.",
+    options: { org: { placeholder: 'SLUG', description: "only this organization's chain" } },
+    details: [
+      'Reads every kept event in order and checks that each is the next place in its chain, names the hash of',
+      'the one before it and hashes to its own; the last must be the one the chain head names. Prints one line',
+      'per chain (its events, places and the hash of its last event, worth keeping elsewhere: a rewritten chain',
+      'ends in another), then exits 1 naming the first broken event, if any. Chain 0 holds the events of no',
+      'organization (sign-ins by unknown emails, open registrations). Works while the server runs.',
+    ],
+    async run({ values, out, store }) {
+      const { users, audit } = await store()
+      const only = values.org === undefined ? undefined : await organizationOf(users, values.org)
+      const slugs = new Map((await users.organizationSlugs()).map(({ id, slug }) => [id, slug]))
+      const nameOf = (id: number) => (id === noOrganization ? '(no organization)' : (slugs.get(id) ?? `#${id}`))
+      const reports = await verifyAuditLog(audit, only)
+      if (reports.length === 0) out(only === undefined ? 'No audit events yet' : `No audit events in ${values.org}`)
+      let broken: string | null = null
+      for (const report of reports) {
+        const places =
+          report.firstSeq === null ? '' : ` (places ${report.firstSeq}-${report.lastSeq ?? report.firstSeq})`
+        const state = report.broken ? 'BROKEN' : 'ok'
+        out(
+          `${state} ${nameOf(report.organizationId)}: ${plural(report.events, 'event')} checked${places}` +
+            (report.headHash ? `, last hash ${report.headHash}` : ''),
+        )
+        if (report.broken && broken === null) {
+          const event = report.broken.event
+          const which = event
+            ? `event ${event.id} (place ${event.seq}, ${event.action} at ${toIso(event.at)})`
+            : 'its first event'
+          broken = `The audit chain of ${nameOf(report.organizationId)} is broken at ${which}: ${report.broken.reason}`
+        }
+      }
+      if (broken !== null) throw new OperationError(broken)
+    },
+  },
+  'audit:retention': {
+    usage: '--org SLUG [--days N]',
+    summary: 'Shows, or with --days sets, how many days an organization keeps its audit events (default 400).',
+    options: {
+      org: { placeholder: 'SLUG', description: 'the organization' },
+      days: {
+        placeholder: 'N',
+        description: `whole days, from ${auditRetentionRange.min} to ${auditRetentionRange.max}`,
+      },
+    },
+    details: [
+      "Separate from the threads' retention. The hourly upkeep deletes older events; the chain goes on from the",
+      'first event kept. A change is recorded in the log, by the system. Owners and admins set it on',
+      'Administration → Audit too.',
+    ],
+    async run({ values, out, now, store }) {
+      const slug = required(values, 'org')
+      const { users, audit } = await store()
+      const organizationId = await organizationOf(users, slug)
+      if (values.days !== undefined) {
+        await setAuditRetention(audit, organizationId, parseAuditRetentionDays(values.days), now, systemOrigin)
+      }
+      out(`${slug} keeps audit events for ${plural(await audit.retentionOf(organizationId), 'day')}`)
     },
   },
   backup: {

@@ -3,11 +3,13 @@
 // tombstones, MCP servers' expired OAuth authorizations, and on PostgreSQL ended rate-limit windows. Without it every hourly refresh of every connected app
 // would add rows for good. It also removes stored files whose rows were never committed (an upload that failed between storing its files and inserting its rows, a crash on another
 // server sharing the bucket), which would otherwise stay until the next start, and on a long-running server never go.
-// And it deletes threads past their organization's retention period (threads/retention.ts), if it has one.
+// And it deletes threads past their organization's retention period (threads/retention.ts), if it has one, and audit
+// events past theirs (audit/service.ts, 400 days unless an organization chose another), which is separate.
 // Started by src/index.ts; tests call sweepExpired, or start it with their own clock and timer. With several
 // instances on one PostgreSQL database each runs it hourly, but never two at once: a run that finds another
 // instance's under way skips its turn (an advisory lock, store.locks).
 import { sweepOrphans } from './attachments/sweep'
+import { pruneAuditLog } from './audit/service'
 import { idempotencyKeyLifetimeMs } from './idempotency/service'
 import type { Logger } from './shared/log'
 import { type Clock, dayMs } from './shared/time'
@@ -81,12 +83,20 @@ export function startUpkeep({ store, blobs, clock, log, repeat = everyInterval }
       log.error('deleting threads past their retention period failed', { error: String(error) })
     }
   }
+  const audit = async (now: number) => {
+    try {
+      const count = await pruneAuditLog(store.audit, now)
+      if (count > 0) log.info('deleted audit events past their organization’s audit retention period', { count })
+    } catch (error) {
+      log.error('deleting audit events past their retention period failed', { error: String(error) })
+    }
+  }
   let running: Promise<void> | null = null
   const run = (): Promise<void> => {
     if (running) return running
     const now = clock.now()
     const sweeps = async () => {
-      await Promise.all([expired(now), orphans(now), retention(now)])
+      await Promise.all([expired(now), orphans(now), retention(now), audit(now)])
     }
     running = store.locks
       .ifFree('upkeep', sweeps)

@@ -6,6 +6,7 @@ import { expect, test } from 'bun:test'
 import type { Role } from '../src/auth/model'
 import type { NewUserRecord } from '../src/auth/users.repository'
 import type { Store } from '../src/store'
+import { testEvent } from './support/audit'
 import { harness } from './support/helpers'
 
 const now = 1_750_000_000_000
@@ -79,15 +80,17 @@ test('of two owners stepping down at once, one stays owner; the last owner is ne
   const second = await created(store, someone('second@example.com', 'owner'))
   const org = (await store.users.findActiveByEmail('first@example.com'))?.organizationId ?? 0
   const outcomes = await Promise.all([
-    store.users.changeRole(org, first, 'member'),
-    store.users.changeRole(org, second, 'member'),
+    store.users.changeRole(org, first, 'member', () => testEvent('member.role_changed')),
+    store.users.changeRole(org, second, 'member', () => testEvent('member.role_changed')),
   ])
   expect(outcomes.sort()).toEqual(['changed', 'last_owner'])
   const owners = (await store.users.listMembers(org)).filter((member) => member.role === 'owner')
   expect(owners).toHaveLength(1)
   const owner = owners[0]?.id ?? 0
-  expect(await store.users.remove(org, owner, now)).toBe('last_owner')
-  expect(await store.users.changeRole(org + 1, owner, 'member')).toBe('not_found')
+  expect(await store.users.remove(org, owner, now, () => testEvent('member.removed'))).toBe('last_owner')
+  expect(await store.users.changeRole(org + 1, owner, 'member', () => testEvent('member.role_changed'))).toBe(
+    'not_found',
+  )
 })
 
 test('removal ends sessions and tokens together and forgets resolved tokens; one restoration wins', async () => {
@@ -96,24 +99,27 @@ test('removal ends sessions and tokens together and forgets resolved tokens; one
   await created(store, someone('owner@example.com', 'owner'))
   const leaver = await created(store, someone('leaver@example.com', 'member'))
   const org = (await store.users.findActiveByEmail('leaver@example.com'))?.organizationId ?? 0
-  await store.sessions.create({ tokenHash: 'session', userId: leaver, expiresAt: now + day }, now)
+  await store.sessions.create({ tokenHash: 'session', userId: leaver, expiresAt: now + day }, now, () =>
+    testEvent('signin.succeeded'),
+  )
   await store.accessTokens.create(
     { userId: leaver, name: 'cli', tokenHash: 'pat', scopes: ['threads:read'], expiresAt: null },
     now,
+    () => testEvent('token.created'),
   )
   const cached = remembered(store)
 
-  expect(await store.users.remove(org, leaver, now)).toBe('removed')
+  expect(await store.users.remove(org, leaver, now, () => testEvent('member.removed'))).toBe('removed')
   expect(cached()).toBe(false)
-  expect(await store.users.remove(org, leaver, now)).toBe('not_found')
+  expect(await store.users.remove(org, leaver, now, () => testEvent('member.removed'))).toBe('not_found')
   expect(await store.sessions.findByHash('session')).toBeNull()
   expect(await store.accessTokens.findByHash('pat')).toMatchObject({ revokedAt: now, removedAt: now })
   expect(await store.users.findActiveByEmail('leaver@example.com')).toBeNull()
 
   const restoration = { role: 'admin' as const, name: 'Back', passwordHash: 'new hash' }
   const restored = await Promise.all([
-    store.users.restore(leaver, restoration),
-    store.users.restore(leaver, restoration),
+    store.users.restore(leaver, restoration, testEvent('member.added')),
+    store.users.restore(leaver, restoration, testEvent('member.added')),
   ])
   expect(restored.filter((member) => member !== null)).toEqual([
     expect.objectContaining({ id: leaver, role: 'admin', name: 'Back', mustChangePassword: true }),
@@ -129,6 +135,7 @@ test('one revocation wins and forgets resolved tokens; a role change forgets the
   await store.accessTokens.create(
     { userId: member, name: 'laptop', tokenHash: 'pat', scopes: ['threads:read', 'threads:write'], expiresAt: null },
     now,
+    () => testEvent('token.created'),
   )
   const [token] = await store.accessTokens.listActive(member)
   expect(token).toMatchObject({ name: 'laptop', scopes: 'threads:read threads:write', lastUsedAt: null })
@@ -137,12 +144,12 @@ test('one revocation wins and forgets resolved tokens; a role change forgets the
   expect(await store.accessTokens.findByHash('pat')).toMatchObject({ tokenId, userId: member, lastUsedAt: now })
 
   let cached = remembered(store)
-  expect(await store.accessTokens.revoke(owner, tokenId, now)).toBe(false)
+  expect(await store.accessTokens.revoke(owner, tokenId, now, testEvent('token.revoked'))).toBe(false)
   expect(cached()).toBe(store.tokenCache !== null)
   const lookupBegan = store.tokenCache?.epoch
   const revocations = await Promise.all([
-    store.accessTokens.revoke(member, tokenId, now),
-    store.accessTokens.revoke(member, tokenId, now),
+    store.accessTokens.revoke(member, tokenId, now, testEvent('token.revoked')),
+    store.accessTokens.revoke(member, tokenId, now, testEvent('token.revoked')),
   ])
   expect(revocations.sort()).toEqual([false, true])
   expect(cached()).toBe(false)
@@ -151,7 +158,7 @@ test('one revocation wins and forgets resolved tokens; a role change forgets the
   expect(await store.accessTokens.listActive(member)).toEqual([])
 
   cached = remembered(store)
-  expect(await store.users.changeRole(org, member, 'admin')).toBe('changed')
+  expect(await store.users.changeRole(org, member, 'admin', () => testEvent('member.role_changed'))).toBe('changed')
   expect(cached()).toBe(false)
 })
 
@@ -160,12 +167,16 @@ test('password changes keep only the session making them; resets end every sessi
   const store = h.store
   const user = await created(store, { ...someone('person@example.com', 'owner'), mustChangePassword: true })
   for (const tokenHash of ['here', 'elsewhere', 'old']) {
-    await store.sessions.create({ tokenHash, userId: user, expiresAt: tokenHash === 'old' ? now : now + day }, now)
+    await store.sessions.create(
+      { tokenHash, userId: user, expiresAt: tokenHash === 'old' ? now : now + day },
+      now,
+      () => testEvent('signin.succeeded'),
+    )
   }
   await store.sessions.deleteExpired(now)
   expect(await store.sessions.findByHash('old')).toBeNull()
 
-  await store.users.changePassword(user, 'chosen', 'here')
+  await store.users.changePassword(user, 'chosen', 'here', () => testEvent('password.changed'))
   expect(await store.users.passwordHashOf(user)).toBe('chosen')
   expect(await store.sessions.findByHash('elsewhere')).toBeNull()
   expect(await store.sessions.findByHash('here')).toMatchObject({
@@ -173,7 +184,7 @@ test('password changes keep only the session making them; resets end every sessi
     user: { id: user, email: 'person@example.com', mustChangePassword: false, organizationSlug: 'acme' },
   })
 
-  expect(await store.users.resetPassword(user, 'one-time')).toBe(1)
+  expect(await store.users.resetPassword(user, 'one-time', () => testEvent('password.reset'))).toBe(1)
   expect(await store.users.findActiveByEmail('person@example.com')).toMatchObject({
     passwordHash: 'one-time',
     mustChangePassword: true,

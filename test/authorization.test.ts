@@ -9,6 +9,7 @@ import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { createClient, validateClientMetadata } from '../src/oauth/clients'
 import { newTokens } from '../src/oauth/tokens'
 import { hashSecret } from '../src/shared/security'
+import { testEvent, testOrigin, tokenHolder } from './support/audit'
 import { type Harness, harness, ManualClock } from './support/helpers'
 
 type Who = 'owner' | 'member' | 'stranger'
@@ -221,6 +222,7 @@ test('every endpoint × token state × scope set × caller × visibility answers
       ownerId: null,
     },
     clock.now(),
+    testOrigin,
   )
   /** An OAuth access token as the token endpoint issues it, for a grant of these scopes. */
   async function oauthTokenFor(who: Who, scopes: Scope[], state: TokenState): Promise<string> {
@@ -239,7 +241,8 @@ test('every endpoint × token state × scope set × caller × visibility answers
       .returning()
     if (!grant) throw new Error('the grant was not stored')
     await h.orm.insert(oauthAccessTokens).values({ ...tokens.access, grantId: grant.id, createdAt: issuedAt })
-    if (state === 'revoked') await store.oauthGrants.revokeGrant(grant.id, clock.now())
+    if (state === 'revoked')
+      await store.oauthGrants.revokeGrant(grant.id, clock.now(), () => testEvent('oauth.grant_revoked'))
     return payload.access_token
   }
   async function tokenFor(kind: TokenKind, who: Who, scopes: Scope[], state: TokenState): Promise<string | undefined> {
@@ -248,8 +251,14 @@ test('every endpoint × token state × scope set × caller × visibility answers
     if (kind === 'oauth') return oauthTokenFor(who, scopes, state)
     const token = await createPersonalAccessToken(
       h.store.accessTokens,
-      { userId: people[who].id, name: 'matrix', scopes, expiresAt: state === 'expired' ? clock.now() - 1 : null },
+      {
+        user: await tokenHolder(h.store, people[who].id),
+        name: 'matrix',
+        scopes,
+        expiresAt: state === 'expired' ? clock.now() - 1 : null,
+      },
       clock.now(),
+      testOrigin,
     )
     if (state === 'revoked') {
       const { personalAccessTokens } = h.tables

@@ -16,6 +16,7 @@ import { backup, restore } from '../src/operations/backup'
 import { secretBox } from '../src/shared/secret-box'
 import { hashSecret } from '../src/shared/security'
 import { LocalBlobStore } from '../src/storage/blobs'
+import { signInOrigin } from './support/audit'
 import { databaseOf, onPostgres, unmigratedEnv } from './support/backend'
 import { firstRunToken, harness, runToEnd, startServer, until } from './support/helpers'
 
@@ -59,6 +60,8 @@ const commandNames = [
   'models:set',
   'quota:set',
   'quota:show',
+  'audit:verify',
+  'audit:retention',
   'backup',
   'restore',
   'db:copy',
@@ -267,7 +270,7 @@ test.concurrent('user:list shows every user; user:reset-password prints a one-ti
 
   await using db = await databaseOf(shared)
   const store = db.store
-  const before = await signIn(store, 'ops@example.com', 'hunter2hunter2', Date.now())
+  const before = await signIn(store, 'ops@example.com', 'hunter2hunter2', Date.now(), signInOrigin)
   expect(before).not.toBeNull()
   const reset = await cli('user:reset-password', '--email', 'OPS@example.com')
   expect(reset).toMatchObject({ code: 0, stderr: '' })
@@ -278,8 +281,10 @@ test.concurrent('user:list shows every user; user:reset-password prints a one-ti
   expect(password).toMatch(/^[a-z2-7]{4}(-[a-z2-7]{4}){3}$/)
 
   expect(await validateSession(store.sessions, before?.token ?? '', Date.now())).toBeNull()
-  expect(await signIn(store, 'ops@example.com', 'hunter2hunter2', Date.now())).toBeNull()
-  expect(await signIn(store, 'ops@example.com', password, Date.now())).toMatchObject({ mustChangePassword: true })
+  expect(await signIn(store, 'ops@example.com', 'hunter2hunter2', Date.now(), signInOrigin)).toBeNull()
+  expect(await signIn(store, 'ops@example.com', password, Date.now(), signInOrigin)).toMatchObject({
+    mustChangePassword: true,
+  })
   expect((await cli('user:list')).stdout).toContain('\tmust-change-password\n')
 })
 

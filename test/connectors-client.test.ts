@@ -13,6 +13,7 @@ import { checkTool } from '../src/connectors/tool-list'
 import { silentLogger } from '../src/shared/log'
 import type { OutboundRules } from '../src/shared/outbound/guarded-fetch'
 import { secretBox } from '../src/shared/secret-box'
+import { testEvent } from './support/audit'
 import { harness, until } from './support/helpers'
 import { mcpUpstream } from './support/mcp-upstream'
 
@@ -40,18 +41,21 @@ async function setup(outbound: Partial<Omit<OutboundRules, 'userAgent'>> = {}) {
   /** A server with the static headers, at the upstream's URL unless told. */
   const addServer = async (url = up.url): Promise<McpServerRow> => {
     const id = Bun.randomUUIDv7()
-    const added = await servers.add({
-      id,
-      organizationId,
-      name: 'docs',
-      url,
-      auth: 'headers',
-      headersSealed: box.seal(JSON.stringify(staticHeaders), sealedFor.headers(id)),
-      headerNames: Object.keys(staticHeaders),
-      trusted: false,
-      createdBy: user.id,
-      now: Date.now(),
-    })
+    const added = await servers.add(
+      {
+        id,
+        organizationId,
+        name: 'docs',
+        url,
+        auth: 'headers',
+        headersSealed: box.seal(JSON.stringify(staticHeaders), sealedFor.headers(id)),
+        headerNames: Object.keys(staticHeaders),
+        trusted: false,
+        createdBy: user.id,
+        now: Date.now(),
+      },
+      () => testEvent('mcp_server.added'),
+    )
     if (!added) throw new Error('server not added')
     return added
   }

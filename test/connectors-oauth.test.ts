@@ -18,6 +18,7 @@ import {
 import { type McpServerRow, sealedFor } from '../src/connectors/repository'
 import { guardedFetch } from '../src/shared/outbound/guarded-fetch'
 import { secretBox } from '../src/shared/secret-box'
+import { testEvent } from './support/audit'
 import { harness, until } from './support/helpers'
 
 const box = secretBox({ current: randomBytes(32).toString('base64') })
@@ -98,18 +99,21 @@ async function setUp(as: { origin: string }, registered = true, url = 'https://m
   const organizationId = ((await h.store.users.findByEmail(user.email)) as { organizationId: number }).organizationId
   const servers = h.store.mcpServers
   const id = Bun.randomUUIDv7()
-  const server = (await servers.add({
-    id,
-    organizationId,
-    name: 'remote',
-    url,
-    auth: 'oauth',
-    headersSealed: null,
-    headerNames: [],
-    trusted: false,
-    createdBy: user.id,
-    now: Date.now(),
-  })) as McpServerRow
+  const server = (await servers.add(
+    {
+      id,
+      organizationId,
+      name: 'remote',
+      url,
+      auth: 'oauth',
+      headersSealed: null,
+      headerNames: [],
+      trusted: false,
+      createdBy: user.id,
+      now: Date.now(),
+    },
+    () => testEvent('mcp_server.added'),
+  )) as McpServerRow
   await servers.saveOAuth(id, {
     discoveryState: {
       authorizationServerUrl: as.origin,

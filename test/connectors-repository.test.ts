@@ -4,6 +4,7 @@
 import { expect, test } from 'bun:test'
 import { count, eq } from 'drizzle-orm'
 import type { DiscoveredTool, NewMcpServer } from '../src/connectors/repository'
+import { testEvent } from './support/audit'
 import { harness } from './support/helpers'
 
 async function setup() {
@@ -47,12 +48,15 @@ const tool = (name: string, more: Partial<DiscoveredTool> = {}): DiscoveredTool 
 test('a name is the organization’s once; another organization may use it; the row reads back as written', async () => {
   await using s = await setup()
   const docs = s.server(s.a, 'docs', 10)
-  const added = await s.servers.add({
-    ...docs,
-    auth: 'headers',
-    headersSealed: 'v1.abcd1234.iv.body',
-    headerNames: ['Authorization', 'X-Team'],
-  })
+  const added = await s.servers.add(
+    {
+      ...docs,
+      auth: 'headers',
+      headersSealed: 'v1.abcd1234.iv.body',
+      headerNames: ['Authorization', 'X-Team'],
+    },
+    () => testEvent('mcp_server.added'),
+  )
   expect(added).toEqual({
     id: docs.id,
     organizationId: s.a.organizationId,
@@ -70,8 +74,8 @@ test('a name is the organization’s once; another organization may use it; the 
     createdAt: 10,
     updatedAt: 10,
   })
-  expect(await s.servers.add(s.server(s.a, 'docs'))).toBeNull()
-  expect(await s.servers.add(s.server(s.b, 'docs'))).not.toBeNull()
+  expect(await s.servers.add(s.server(s.a, 'docs'), () => testEvent('mcp_server.added'))).toBeNull()
+  expect(await s.servers.add(s.server(s.b, 'docs'), () => testEvent('mcp_server.added'))).not.toBeNull()
   expect(await s.servers.get(s.a.organizationId, docs.id)).toEqual(added)
   expect(await s.servers.byName(s.a.organizationId, 'docs')).toEqual(added)
 
@@ -98,8 +102,8 @@ test('one organization never reaches another’s servers or tools', async () => 
   await using s = await setup()
   const mine = s.server(s.a, 'docs')
   const theirs = s.server(s.b, 'wiki')
-  await s.servers.add(mine)
-  await s.servers.add(theirs)
+  await s.servers.add(mine, () => testEvent('mcp_server.added'))
+  await s.servers.add(theirs, () => testEvent('mcp_server.added'))
   await s.servers.replaceTools(mine.id, [tool('search')], true, 2)
   await s.servers.replaceTools(theirs.id, [tool('lookup')], true, 2)
 
@@ -114,7 +118,7 @@ test('one organization never reaches another’s servers or tools', async () => 
   // Writes through the wrong organization change nothing.
   expect(await s.servers.update(s.a.organizationId, theirs.id, { trusted: true, updatedAt: 3 })).toBe(false)
   expect(await s.servers.setToolEnabled(s.a.organizationId, theirs.id, 'lookup', false)).toBe(false)
-  expect(await s.servers.remove(s.a.organizationId, theirs.id)).toBe(false)
+  expect(await s.servers.remove(s.a.organizationId, theirs.id, () => testEvent('mcp_server.removed'))).toBe(false)
   expect(await s.servers.get(s.b.organizationId, theirs.id)).toMatchObject({ trusted: false })
   expect(await offered(s.b.organizationId)).toEqual(['wiki/lookup'])
 })
@@ -122,7 +126,7 @@ test('one organization never reaches another’s servers or tools', async () => 
 test('a refresh keeps which tools are on, adds new ones as told, drops the gone ones, and stamps the server', async () => {
   await using s = await setup()
   const docs = s.server(s.a, 'docs')
-  await s.servers.add(docs)
+  await s.servers.add(docs, () => testEvent('mcp_server.added'))
   // The first fetch turns every tool on.
   await s.servers.replaceTools(
     docs.id,
@@ -211,7 +215,7 @@ test('a refresh keeps which tools are on, adds new ones as told, drops the gone 
 test('an authorization’s callback is taken once, however many arrive at once; expired ones are swept', async () => {
   await using s = await setup()
   const docs = s.server(s.a, 'docs')
-  await s.servers.add({ ...docs, auth: 'oauth' })
+  await s.servers.add({ ...docs, auth: 'oauth' }, () => testEvent('mcp_server.added'))
   const flow = {
     stateHash: 'hash-1',
     serverId: docs.id,
@@ -242,7 +246,7 @@ test('an authorization’s callback is taken once, however many arrive at once; 
 test('tokens are swapped only from what the writer last read: of racing refreshes one wins', async () => {
   await using s = await setup()
   const docs = s.server(s.a, 'docs')
-  await s.servers.add({ ...docs, auth: 'oauth' })
+  await s.servers.add({ ...docs, auth: 'oauth' }, () => testEvent('mcp_server.added'))
   expect(await s.servers.oauth(docs.id)).toBeNull()
 
   // The first tokens: none stored yet, not even the row.
@@ -275,7 +279,7 @@ test('removing a server removes its tools, its OAuth state and the authorization
   const docs = s.server(s.a, 'docs')
   const kept = s.server(s.a, 'kept')
   for (const server of [docs, kept]) {
-    await s.servers.add({ ...server, auth: 'oauth' })
+    await s.servers.add({ ...server, auth: 'oauth' }, () => testEvent('mcp_server.added'))
     await s.servers.replaceTools(server.id, [tool('search'), tool('fetch')], true, 2)
     await s.servers.swapTokens(server.id, null, `tokens-${server.name}`)
     await s.servers.startFlow({
@@ -289,8 +293,8 @@ test('removing a server removes its tools, its OAuth state and the authorization
       expiresAt: 10_000,
     })
   }
-  expect(await s.servers.remove(s.a.organizationId, docs.id)).toBe(true)
-  expect(await s.servers.remove(s.a.organizationId, docs.id)).toBe(false)
+  expect(await s.servers.remove(s.a.organizationId, docs.id, () => testEvent('mcp_server.removed'))).toBe(true)
+  expect(await s.servers.remove(s.a.organizationId, docs.id, () => testEvent('mcp_server.removed'))).toBe(false)
   const { mcpServerTools, mcpServerOauth, mcpOauthFlows } = s.h.tables
   const left = async (table: typeof mcpServerTools | typeof mcpServerOauth | typeof mcpOauthFlows) =>
     (

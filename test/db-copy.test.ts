@@ -529,6 +529,10 @@ test.concurrent('a SQLite installation moves to PostgreSQL: passwords, tokens, s
     body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: grant.refresh_token, client_id: clientId }),
   })
   expect(refreshed.status).toBe(200)
+  // The audit log came over with its hashes, and the events written since on PostgreSQL chain onto it.
+  const verified = await cli({ DATABASE_URL: target }, 'audit:verify')
+  expect([verified.code, verified.stderr]).toEqual([0, ''])
+  expect(verified.stdout).toMatch(/^ok default: \d+ events checked/m)
 
   // Later writes continue the update order: the newest thread comes first, and updated_since finds only it.
   const newest = before.ownerThreads.body.data[0] as { id: string; updated_at: string }
@@ -621,7 +625,9 @@ test.concurrent('a copy that cannot be whole commits nothing: a missing file is 
   const copied = await cli(env, 'db:copy', '--to', target)
   expect(copied).toMatchObject({ code: 0, stderr: '' })
   expect(copied.stdout).toContain(`  attachment files           1 (5 bytes${bucket ? ', 1 copied' : ''})\n`)
-  expect(await rowCount(target)).toBe(4)
+  // The organization, the user, the thread and its attachment, and the user's creation in the audit log with its
+  // chain's head.
+  expect(await rowCount(target)).toBe(6)
 })
 
 test.concurrent('db:copy refuses a target that is not a PostgreSQL URL, or two that differ, without showing either', async () => {

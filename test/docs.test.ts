@@ -12,6 +12,7 @@ test('OpenAPI describes every API endpoint with schemas, security and tags', asy
   expect(operations.map((o) => o.id).sort()).toEqual(
     [
       'GET /api/v1/me',
+      'GET /api/v1/audit',
       'GET /api/v1/models',
       'GET /api/v1/search',
       'GET /api/v1/limits',

@@ -3,6 +3,7 @@ import { eq } from 'drizzle-orm'
 import { type Actor, changeMemberRole } from '../src/auth/members'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { resolvedTokenLifetimeMs } from '../src/auth/token-cache'
+import { testOrigin, tokenHolder } from './support/audit'
 import { onPostgres } from './support/backend'
 import { harness, ManualClock } from './support/helpers'
 
@@ -55,8 +56,14 @@ test('expired personal access tokens are refused to the millisecond, revoked one
   // Sooner than a resolved token's second in memory ends: the token's own expiry still holds to the millisecond.
   const expiring = await createPersonalAccessToken(
     h.store.accessTokens,
-    { userId: user.id, name: 'short', scopes: ['threads:read'], expiresAt: clock.now() + 300 },
+    {
+      user: await tokenHolder(h.store, user.id),
+      name: 'short',
+      scopes: ['threads:read'],
+      expiresAt: clock.now() + 300,
+    },
     clock.now(),
+    testOrigin,
   )
   expect((await h.call('GET', '/api/v1/me', { token: expiring })).status).toBe(200)
   clock.advance(299)
@@ -94,8 +101,8 @@ test('a resolved token is reused for a second at most; the server’s own change
 
   // A role changed in the admin pages shows at once, at the same instant.
   const organizationId = (await h.store.users.findByEmail(owner.email))?.organizationId ?? 0
-  const actor: Actor = { id: owner.id, role: 'owner', organizationId, organizationSlug: 'default' }
-  await changeMemberRole(h.store.users, actor, user.sub, 'admin')
+  const actor: Actor = { id: owner.id, role: 'owner', organizationId, organizationSlug: 'default', origin: testOrigin }
+  await changeMemberRole(h.store.users, actor, user.sub, 'admin', clock.now())
   expect((await h.call('GET', '/api/v1/me', { token: user.token })).body.role).toBe('admin')
 
   // A change made by hand in SQL, which the server cannot see coming, reaches it within the second; on PostgreSQL,

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import type { DiscoveredTool } from '../src/connectors/repository'
 import { sealedFor } from '../src/connectors/repository'
 import { secretBox } from '../src/shared/secret-box'
+import { testEvent } from './support/audit'
 import { sharedBrowser } from './support/browser'
 import { harness } from './support/helpers'
 import { signedIn } from './support/oauth-helpers'
@@ -40,18 +41,21 @@ test('the MCP server pages lay out in light and dark, without script, and a tool
   const add = async (name: string, url: string, headers: Record<string, string>, trusted: boolean) => {
     const id = crypto.randomUUID()
     const names = Object.keys(headers)
-    const server = await h.store.mcpServers.add({
-      id,
-      organizationId,
-      name,
-      url,
-      auth: names.length > 0 ? 'headers' : 'none',
-      headersSealed: names.length > 0 ? box.seal(JSON.stringify(headers), sealedFor.headers(id)) : null,
-      headerNames: names,
-      trusted,
-      createdBy: admin.user.id,
-      now,
-    })
+    const server = await h.store.mcpServers.add(
+      {
+        id,
+        organizationId,
+        name,
+        url,
+        auth: names.length > 0 ? 'headers' : 'none',
+        headersSealed: names.length > 0 ? box.seal(JSON.stringify(headers), sealedFor.headers(id)) : null,
+        headerNames: names,
+        trusted,
+        createdBy: admin.user.id,
+        now,
+      },
+      () => testEvent('mcp_server.added'),
+    )
     if (!server) throw new Error('not added')
     return server
   }

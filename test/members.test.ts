@@ -6,6 +6,7 @@ import { type Actor, addMember, changeMemberRole, removeMember } from '../src/au
 import { changePassword, generateOneTimePassword } from '../src/auth/passwords'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { signIn } from '../src/auth/sessions'
+import { signInOrigin, testOrigin, tokenHolder } from './support/audit'
 import { type Harness, harness } from './support/helpers'
 import { Browser, password, publicGrant, register, settings, signedIn } from './support/oauth-helpers'
 
@@ -16,7 +17,14 @@ async function actor(h: Harness, id: number): Promise<Actor & { sub: string }> {
   const { users } = h.tables
   const [row] = await h.orm.select().from(users).where(eq(users.id, id))
   if (!row) throw new Error('no such user')
-  return { id: row.id, role: row.role, organizationId: row.organizationId, organizationSlug: 'default', sub: row.sub }
+  return {
+    id: row.id,
+    role: row.role,
+    organizationId: row.organizationId,
+    organizationSlug: 'default',
+    sub: row.sub,
+    origin: testOrigin,
+  }
 }
 
 async function refusal(run: () => unknown): Promise<number> {
@@ -49,20 +57,20 @@ test('role rules: owners do anything, admins never touch or make owners, the las
   expect(
     await refusal(() => addMember(h.store.users, admin, { email: 'b@example.com', name: null, role: 'owner' }, now)),
   ).toBe(403)
-  expect(await refusal(() => changeMemberRole(h.store.users, admin, subOf(owner), 'member'))).toBe(403)
-  expect(await refusal(() => changeMemberRole(h.store.users, admin, subOf(member), 'owner'))).toBe(403)
+  expect(await refusal(() => changeMemberRole(h.store.users, admin, subOf(owner), 'member', now))).toBe(403)
+  expect(await refusal(() => changeMemberRole(h.store.users, admin, subOf(member), 'owner', now))).toBe(403)
   expect(await refusal(() => removeMember(h.store.users, admin, subOf(owner), now))).toBe(403)
-  expect(await refusal(() => changeMemberRole(h.store.users, owner, subOf(owner), 'admin'))).toBe(409)
+  expect(await refusal(() => changeMemberRole(h.store.users, owner, subOf(owner), 'admin', now))).toBe(409)
   expect(await refusal(() => removeMember(h.store.users, owner, subOf(owner), now))).toBe(409)
   expect(await refusal(() => removeMember(h.store.users, admin, subOf(admin), now))).toBe(409)
-  expect((await changeMemberRole(h.store.users, admin, subOf(member), 'admin')).role).toBe('admin')
-  expect((await changeMemberRole(h.store.users, owner, subOf(admin), 'owner')).role).toBe('owner')
+  expect((await changeMemberRole(h.store.users, admin, subOf(member), 'admin', now)).role).toBe('admin')
+  expect((await changeMemberRole(h.store.users, owner, subOf(admin), 'owner', now)).role).toBe('owner')
   // With a second owner, the first may step down, and may then be removed by the other.
-  expect((await changeMemberRole(h.store.users, owner, subOf(owner), 'member')).role).toBe('member')
+  expect((await changeMemberRole(h.store.users, owner, subOf(owner), 'member', now)).role).toBe('member')
   expect((await removeMember(h.store.users, { ...admin, role: 'owner' }, subOf(owner), now)).id).toBe(owner.id)
   // People of other organizations are not found.
   const stranger = await actor(h, (await h.user({ org: 'globex', role: 'owner' })).id)
-  expect(await refusal(() => changeMemberRole(h.store.users, stranger, subOf(member), 'member'))).toBe(404)
+  expect(await refusal(() => changeMemberRole(h.store.users, stranger, subOf(member), 'member', now))).toBe(404)
 })
 
 test('a removed member is locked out of every door, and nobody else is touched', async () => {
@@ -76,15 +84,16 @@ test('a removed member is locked out of every door, and nobody else is touched',
   await removeMember(h.store.users, owner, user.sub, Date.now())
 
   expect((await browser.get('/login?next=/x')).status).toBe(200)
-  expect(await signIn(h.store, user.email, password, Date.now())).toBeNull()
+  expect(await signIn(h.store, user.email, password, Date.now(), signInOrigin)).toBeNull()
   for (const token of [user.token, grant.access_token]) {
     expect((await h.call('GET', '/api/v1/me', { token })).status).toBe(401)
   }
   // A token made afterwards by hand (the CLI) does not work either.
   const late = await createPersonalAccessToken(
     h.store.accessTokens,
-    { userId: user.id, name: 'late', scopes: ['threads:read'] },
+    { user: await tokenHolder(h.store, user.id), name: 'late', scopes: ['threads:read'] },
     Date.now(),
+    testOrigin,
   )
   expect((await h.call('GET', '/api/v1/me', { token: late })).status).toBe(401)
   expect((await h.call('GET', '/api/v1/me', { token: theirs.access_token })).status).toBe(200)
@@ -111,12 +120,18 @@ test('a one-time password keeps the session on the change-password page until it
   expect(json.body.error).toBe('password_change_required')
 
   const row = await h.store.users.findByEmail('new@example.com')
-  await changePassword(h.store.users, {
-    userId: row?.id ?? 0,
-    currentPassword: added.oneTimePassword,
-    newPassword: 'chosen by me',
-    keepSessionToken: browser.cookies.get('threadhouse_session') ?? '',
-  })
+  await changePassword(
+    h.store.users,
+    {
+      userId: row?.id ?? 0,
+      organizationId: row?.organizationId ?? 0,
+      currentPassword: added.oneTimePassword,
+      newPassword: 'chosen by me',
+      keepSessionToken: browser.cookies.get('threadhouse_session') ?? '',
+    },
+    Date.now(),
+    testOrigin,
+  )
   expect((await browser.get('/login?next=/x')).headers.get('location')).toBe('/x')
   expect((await settings(browser, 'GET', '/connected-apps')).status).toBe(200)
 })

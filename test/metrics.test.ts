@@ -7,6 +7,7 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 import { createWorkerRunner } from '../src/generation/runner'
 import { silentLogger } from '../src/shared/log'
 import { createEndpoint } from '../src/webhooks/service'
+import { testOrigin } from './support/audit'
 import { FakeLlm, openaiChunk, openaiDone, openaiError, openaiText, settingsFor, sse } from './support/fake-llm'
 import { type Harness, harness, listening, ScriptedRunner, until } from './support/helpers'
 
@@ -245,12 +246,18 @@ test('webhook deliveries by result and rate-limit refusals by limit', async () =
   const member = await h.store.users.findByEmail(user.email)
   const endpoint = { organizationId: member?.organizationId ?? 0, createdBy: null, events: ['thread.created' as never] }
   const allow = { allowPrivateNetworks: true }
-  await createEndpoint(h.store.webhooks, { ...endpoint, url: `http://127.0.0.1:${receiver.port}/ok` }, allow, 0)
+  await createEndpoint(
+    h.store.webhooks,
+    { ...endpoint, url: `http://127.0.0.1:${receiver.port}/ok` },
+    allow,
+    0,
+    testOrigin,
+  )
   // Nothing listens on the closed port: the attempt fails and is tried again later.
   const closed = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response() })
   const closedUrl = `http://127.0.0.1:${closed.port}/gone`
   await closed.stop(true)
-  await createEndpoint(h.store.webhooks, { ...endpoint, url: closedUrl }, allow, 0)
+  await createEndpoint(h.store.webhooks, { ...endpoint, url: closedUrl }, allow, 0, testOrigin)
   expect((await send(server.url, user.token, '/api/v1/threads', {})).status).toBe(201)
   expect(await h.app.decorator.webhooks.runOnce()).toBe(2)
   // The token's limit is 3 a minute: the fourth and fifth requests are refused.

@@ -10,6 +10,7 @@ import { ConfigError, loadConfig } from '../src/config'
 import { createWorkerRunner } from '../src/generation/runner'
 import { type Catalogue, describeCatalogue, loadCatalogue, workerModels } from '../src/models/catalogue'
 import { silentLogger } from '../src/shared/log'
+import { testEvent, testOrigin } from './support/audit'
 import { ask, FakeLlm, openaiText, sse } from './support/fake-llm'
 import { type Harness, harness, until } from './support/helpers'
 import { signedIn } from './support/oauth-helpers'
@@ -228,20 +229,28 @@ test('GET /api/v1/models: what each organization may use, exactly one default, f
       { id: 'echo-c', name: 'Echo C', provider: 'echo', context_tokens: 2048, default: false },
     ],
   })
-  await h.store.models.setChoice(await organizationId(h, 'acme'), {
-    allowed: ['echo-a', 'echo-c'],
-    defaultModel: 'echo-c',
-  })
+  await h.store.models.setChoice(
+    await organizationId(h, 'acme'),
+    {
+      allowed: ['echo-a', 'echo-c'],
+      defaultModel: 'echo-c',
+    },
+    testEvent('settings.models_changed'),
+  )
   const chosen = (await h.call('GET', '/api/v1/models', { token: acme.token })).body.data
   expect(chosen.map((model: { id: string; default: boolean }) => [model.id, model.default])).toEqual([
     ['echo-a', false],
     ['echo-c', true],
   ])
   // Allowed without its own default: the configuration's is not allowed, so the first it may use is.
-  await h.store.models.setChoice(await organizationId(h, 'acme'), {
-    allowed: ['echo-c', 'echo-a', 'gone'],
-    defaultModel: null,
-  })
+  await h.store.models.setChoice(
+    await organizationId(h, 'acme'),
+    {
+      allowed: ['echo-c', 'echo-a', 'gone'],
+      defaultModel: null,
+    },
+    testEvent('settings.models_changed'),
+  )
   const fallback = (await h.call('GET', '/api/v1/models', { token: acme.token })).body.data
   expect(fallback.map((model: { id: string; default: boolean }) => [model.id, model.default])).toEqual([
     ['echo-a', true],
@@ -297,10 +306,14 @@ test('thread settings: GET for who sees the thread, PATCH for its owner, 400 for
     })
   }
   // Allowed on the server, not in this organization.
-  await h.store.models.setChoice(await organizationId(h, 'default'), {
-    allowed: ['echo-a', 'echo-b'],
-    defaultModel: null,
-  })
+  await h.store.models.setChoice(
+    await organizationId(h, 'default'),
+    {
+      allowed: ['echo-a', 'echo-b'],
+      defaultModel: null,
+    },
+    testEvent('settings.models_changed'),
+  )
   expect((await h.call('PATCH', path, { token: owner.token, body: { model: 'echo-c' } })).status).toBe(400)
   expect((await h.call('PATCH', path, { token: owner.token, body: { model: 'echo-a' } })).status).toBe(200)
   // Others: 403 for a member who sees it, 403 for a token without threads:write, 404 across organizations.
@@ -404,7 +417,11 @@ test('the fake upstream is asked for the thread’s model, else the organization
 
   // The organization's default.
   const organization = await organizationId(h, 'default')
-  await h.store.models.setChoice(organization, { allowed: null, defaultModel: 'smart' })
+  await h.store.models.setChoice(
+    organization,
+    { allowed: null, defaultModel: 'smart' },
+    testEvent('settings.models_changed'),
+  )
   fake.reply(answer('two'))
   const second = await ask(h, user.token, 'Hello again')
   expect(asked()?.model).toBe('vendor-smart')
@@ -423,14 +440,22 @@ test('the fake upstream is asked for the thread’s model, else the organization
   expect(await storedModel(second.threadId)).toBe('fast')
 
   // The thread's model no longer allowed: the organization's default answers, and the answer says so.
-  await h.store.models.setChoice(organization, { allowed: ['smart'], defaultModel: 'smart' })
+  await h.store.models.setChoice(
+    organization,
+    { allowed: ['smart'], defaultModel: 'smart' },
+    testEvent('settings.models_changed'),
+  )
   fake.reply(answer('quatre'))
   const fourth = await ask(h, user.token, 'Still there?', second.threadId)
   expect(asked()?.model).toBe('vendor-smart')
   expect(await storedModel(second.threadId)).toBe('smart')
 
   // A regenerate's model answers that once; the details of the new answer name it.
-  await h.store.models.setChoice(organization, { allowed: null, defaultModel: 'smart' })
+  await h.store.models.setChoice(
+    organization,
+    { allowed: null, defaultModel: 'smart' },
+    testEvent('settings.models_changed'),
+  )
   fake.reply(answer('cinq'))
   const regenerated = await h.call(
     'POST',
@@ -476,6 +501,7 @@ test('answer.completed webhooks name the model that wrote the answer, private th
     },
     { allowPrivateNetworks: true },
     h.clock.now(),
+    testOrigin,
   )
   const created = await h.call('POST', '/api/v1/threads', { token: user.token, body: { is_private: true } })
   await h.call('PATCH', `/api/v1/threads/${created.body.thread_id}/settings`, {

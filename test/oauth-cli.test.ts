@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createUser, findUserByEmail } from '../src/auth/users'
+import { testOrigin } from './support/audit'
 import { databaseOf, migratedEnv } from './support/backend'
 import { runToEnd } from './support/helpers'
 
@@ -18,6 +19,7 @@ test('bun run cli registration-token:create prints a usable token as the last li
     db.store.users,
     { email: 'dev@example.com', password: 'hunter2hunter2', organizationSlug: 'acme', role: 'member' },
     Date.now(),
+    testOrigin,
   )
   const cli = (...args: string[]) => runToEnd(['bun', 'run', 'cli', ...args], env)
   const [made, missing] = await Promise.all([

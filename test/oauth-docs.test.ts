@@ -59,6 +59,7 @@ test('the OAuth security scheme points Swagger UI at this server, with the built
           'threads:read': expect.any(String),
           'threads:read:own': expect.any(String),
           'threads:write': expect.any(String),
+          'audit:read': expect.any(String),
         },
       },
     },
@@ -70,6 +71,8 @@ test('the OAuth security scheme points Swagger UI at this server, with the built
   const init = await (await h.app.handle(new Request(`${base}/swagger/init.js`))).text()
   expect(init).toContain("clientId: 'threadhouse-docs'")
   expect(init).toContain('usePkceWithAuthorizationCodeGrant: true')
+  // Authorize asks for the thread scopes unless the person ticks audit:read too.
+  expect(init).toContain('scopes: ["threads:read","threads:read:own","threads:write"]')
   const redirect = await h.app.handle(new Request(`${base}/swagger/assets/oauth2-redirect.html`))
   expect(redirect.status).toBe(200)
 })

@@ -11,6 +11,7 @@ import { loadConfig } from '../src/config'
 import { migrateDatabase, openDatabase } from '../src/db/client'
 import { silentLogger } from '../src/shared/log'
 import { sqliteStore } from '../src/store'
+import { testOrigin } from './support/audit'
 import { ScriptedRunner } from './support/helpers'
 import { Browser, decide, locationOf, McpClientProvider, password, settings } from './support/oauth-helpers'
 
@@ -30,6 +31,7 @@ async function startServer(): Promise<Server> {
     sqliteStore(db).users,
     { email: 'ada@example.com', password, organizationSlug: 'acme', role: 'member' },
     Date.now(),
+    testOrigin,
   )
   let app: App | undefined
   const server = Bun.serve({

@@ -15,7 +15,7 @@ test('authorization server metadata (RFC 8414) names PUBLIC_URL as issuer and ev
     token_endpoint: `${base}/oauth/token`,
     revocation_endpoint: `${base}/oauth/token/revoke`,
     registration_endpoint: `${base}/oauth/register`,
-    scopes_supported: ['threads:read', 'threads:read:own', 'threads:write'],
+    scopes_supported: ['threads:read', 'threads:read:own', 'threads:write', 'audit:read'],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     grant_types_supported: ['authorization_code', 'refresh_token'],
@@ -32,7 +32,7 @@ test('protected resource metadata (RFC 9728) for the host and for /api/v1', asyn
   await using h = await harness()
   const common = {
     authorization_servers: [base],
-    scopes_supported: ['threads:read', 'threads:read:own', 'threads:write'],
+    scopes_supported: ['threads:read', 'threads:read:own', 'threads:write', 'audit:read'],
     bearer_methods_supported: ['header'],
     resource_name: 'Threadhouse API',
     resource_documentation: `${base}/swagger`,

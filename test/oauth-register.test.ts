@@ -3,6 +3,7 @@
 import { expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { createRegistrationToken } from '../src/oauth/registration'
+import { testOrigin } from './support/audit'
 import { type Harness, harness, ManualClock } from './support/helpers'
 
 test('open registration of a public client answers 201 with every registered field', async () => {
@@ -176,8 +177,14 @@ test('a registration token ties the client to its organization and works once, f
   const clients = h.store.oauthClients
   const member = await h.user({ org: 'acme' })
   const issue = async () =>
-    (await createRegistrationToken(clients, { id: member.id, organizationId: await orgOf(h, member.id) }, clock.now()))
-      .token
+    (
+      await createRegistrationToken(
+        clients,
+        { id: member.id, organizationId: await orgOf(h, member.id) },
+        clock.now(),
+        testOrigin,
+      )
+    ).token
   const token = await issue()
   expect(token).toMatch(/^thrg_[a-z2-7]{39}$/)
   const body = { client_name: 'Team tool', redirect_uris: ['https://tool.example/cb'] }
@@ -222,6 +229,7 @@ test('with OAUTH_OPEN_REGISTRATION=false only registration tokens work', async (
     h.store.oauthClients,
     { id: member.id, organizationId: await orgOf(h, member.id) },
     Date.now(),
+    testOrigin,
   )
   const withToken = await h.call('POST', '/oauth/register', { body, headers: { authorization: `Bearer ${token}` } })
   expect(withToken.status).toBe(201)

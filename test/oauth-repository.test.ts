@@ -6,6 +6,7 @@ import { expect, test } from 'bun:test'
 import type { NewClient } from '../src/oauth/clients.repository'
 import type { NewTokens } from '../src/oauth/grants.repository'
 import type { Store } from '../src/store'
+import { testEvent } from './support/audit'
 import { type Harness, harness } from './support/helpers'
 
 const now = 1_750_000_000_000
@@ -60,7 +61,7 @@ async function approvedCode(store: Store, clientId: number, userId: number, code
     createdAt: now,
     expiresAt: now + minute,
   }
-  expect(await store.oauthGrants.createAuthorizationCode(code, null)).toBe(true)
+  expect(await store.oauthGrants.createAuthorizationCode(code, null, () => testEvent('oauth.consent_given'))).toBe(true)
   const stored = await store.oauthGrants.findAuthorizationCode(codeHash)
   if (!stored) throw new Error('the code was not stored')
   return stored.id
@@ -70,12 +71,16 @@ test('of two exchanges of one code, exactly one wins, and the loser revokes what
   await using h = await harness()
   const store = h.store
   const user = await person(h)
-  const client = await store.oauthClients.create(clientNamed('racer', user.organizationId))
+  const client = await store.oauthClients.create(clientNamed('racer', user.organizationId), () =>
+    testEvent('oauth.client_registered'),
+  )
   const codeId = await approvedCode(store, client.id, user.id, 'code-race')
   const grant = { clientId: client.id, userId: user.id, scopes: 'threads:read', resource: null }
   const results = await Promise.all(
     ['a', 'b'].map((name) =>
-      store.oauthGrants.redeemAuthorizationCode({ codeId, grant, tokens: tokens(name, now), now }),
+      store.oauthGrants.redeemAuthorizationCode({ codeId, grant, tokens: tokens(name, now), now }, () =>
+        testEvent('oauth.grant_revoked'),
+      ),
     ),
   )
   expect(results.filter((result) => result !== null)).toHaveLength(1)
@@ -88,22 +93,30 @@ test('a refresh token rotates within the grace window, and presented after it re
   await using h = await harness()
   const store = h.store
   const user = await person(h)
-  const client = await store.oauthClients.create(clientNamed('refresher', user.organizationId))
+  const client = await store.oauthClients.create(clientNamed('refresher', user.organizationId), () =>
+    testEvent('oauth.client_registered'),
+  )
   const codeId = await approvedCode(store, client.id, user.id, 'code-refresh')
   const grant = { clientId: client.id, userId: user.id, scopes: 'threads:read', resource: null }
-  const redeemed = await store.oauthGrants.redeemAuthorizationCode({ codeId, grant, tokens: tokens('first', now), now })
+  const redeemed = await store.oauthGrants.redeemAuthorizationCode(
+    { codeId, grant, tokens: tokens('first', now), now },
+    () => testEvent('oauth.grant_revoked'),
+  )
   if (!redeemed) throw new Error('the code was not redeemed')
   const stored = await store.oauthGrants.findRefreshToken('refresh-first')
   if (!stored) throw new Error('the refresh token was not stored')
   const rotate = (name: string, at: number) =>
-    store.oauthGrants.rotateRefreshToken({
-      tokenId: stored.id,
-      grantId: redeemed.grantId,
-      clientId: client.id,
-      tokens: tokens(name, at),
-      now: at,
-      reuseGraceMs: minute,
-    })
+    store.oauthGrants.rotateRefreshToken(
+      {
+        tokenId: stored.id,
+        grantId: redeemed.grantId,
+        clientId: client.id,
+        tokens: tokens(name, at),
+        now: at,
+        reuseGraceMs: minute,
+      },
+      () => testEvent('oauth.grant_revoked'),
+    )
 
   // One after the other, so that which use is the first is known: on PostgreSQL two at once take turns in either order.
   expect([await rotate('second', now + 1000), await rotate('third', now + 2000)]).toEqual(['rotated', 'rotated'])
@@ -122,18 +135,23 @@ test('a registration token registers exactly one client, in its issuer’s organ
   const store = h.store
   const issuer = await person(h, 'acme')
   const issue = (tokenHash: string) =>
-    store.oauthClients.createRegistrationToken({
-      tokenHash,
-      userId: issuer.id,
-      organizationId: issuer.organizationId,
-      createdAt: now,
-      expiresAt: now + 60 * minute,
-    })
+    store.oauthClients.createRegistrationToken(
+      {
+        tokenHash,
+        userId: issuer.id,
+        organizationId: issuer.organizationId,
+        createdAt: now,
+        expiresAt: now + 60 * minute,
+      },
+      () => testEvent('oauth.registration_token_created'),
+    )
   await issue('registration-race')
   expect(await store.oauthClients.registrationTokenUsable('registration-race', now)).toBe(true)
   const registered = await Promise.all(
     ['one', 'two'].map((name) =>
-      store.oauthClients.registerWithToken('registration-race', clientNamed(name, null), now),
+      store.oauthClients.registerWithToken('registration-race', clientNamed(name, null), now, () =>
+        testEvent('oauth.client_registered'),
+      ),
     ),
   )
   const stored = registered.filter((client) => client !== null)
@@ -143,7 +161,12 @@ test('a registration token registers exactly one client, in its issuer’s organ
 
   await issue('registration-expiring')
   expect(
-    await store.oauthClients.registerWithToken('registration-expiring', clientNamed('late', null), now + 60 * minute),
+    await store.oauthClients.registerWithToken(
+      'registration-expiring',
+      clientNamed('late', null),
+      now + 60 * minute,
+      () => testEvent('oauth.client_registered'),
+    ),
   ).toBeNull()
   expect(await store.oauthClients.findByClientId('thcl_late')).toBeNull()
 })
@@ -152,7 +175,9 @@ test('the first organization to approve an unclaimed client keeps it', async () 
   await using h = await harness()
   const store = h.store
   const [first, second] = [await person(h, 'first'), await person(h, 'second')]
-  const client = await store.oauthClients.create(clientNamed('unclaimed', null))
+  const client = await store.oauthClients.create(clientNamed('unclaimed', null), () =>
+    testEvent('oauth.client_registered'),
+  )
   const approve = (user: { id: number; organizationId: number }, codeHash: string) =>
     store.oauthGrants.createAuthorizationCode(
       {
@@ -167,6 +192,7 @@ test('the first organization to approve an unclaimed client keeps it', async () 
         expiresAt: now + minute,
       },
       user.organizationId,
+      () => testEvent('oauth.consent_given'),
     )
   // At once: on PostgreSQL either may take the client first; exactly one does, and only its code is stored.
   const results = await Promise.all([approve(first, 'code-first'), approve(second, 'code-second')])

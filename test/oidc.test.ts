@@ -3,6 +3,8 @@
 import { expect, test } from 'bun:test'
 import { createUser } from '../src/auth/users'
 import { type Config, ConfigError, loadConfig } from '../src/config'
+import { noOrganization } from '../src/shared/audit'
+import { eventsNamed, eventsOf, testOrigin } from './support/audit'
 import { type Harness, harness, ScriptedRunner } from './support/helpers'
 import { Browser, hiddenField, password } from './support/oauth-helpers'
 import { type FakeOidcProvider, startFakeOidcProvider } from './support/oidc-provider'
@@ -22,6 +24,7 @@ async function withProvider(provider: FakeOidcProvider, config: Partial<Config> 
     h.store.users,
     { email: 'ada@example.com', password, organizationSlug: 'default', role: 'member' },
     0,
+    testOrigin,
   )
   return h
 }
@@ -55,6 +58,11 @@ test('the sign-in page offers the provider; a verified email opens a session and
   expect(request?.get('redirect_uri')).toBe('http://threadhouse.test/login/oidc/callback')
   expect(request?.get('state')?.length).toBeGreaterThan(20)
   expect(request?.get('nonce')?.length).toBeGreaterThan(20)
+  // Recorded as any sign-in, saying how.
+  const ada = await h.store.users.findByEmail('ada@example.com')
+  const [signedIn] = await eventsNamed(h, ada?.organizationId ?? 0, 'signin.succeeded')
+  expect(signedIn).toMatchObject({ actorKind: 'session', actorUserId: ada?.id, targetId: String(ada?.id) })
+  expect(JSON.parse(signedIn?.detail ?? '{}')).toMatchObject({ method: 'oidc' })
 })
 
 test('a sign-in form locked by the attempt limit still offers the provider', async () => {
@@ -94,6 +102,13 @@ test('unknown and unverified emails are refused, and nobody is created', async (
   expect(unverified.status).toBe(403)
   expect(await unverified.text()).toContain('Example ID has not verified your email address ada@example.com.')
   expect(await h.orm.select().from(h.tables.sessions)).toEqual([])
+  // Both refusals are recorded in no organization's log, without the emails the provider gave.
+  const refusals = await eventsOf(h, noOrganization)
+  expect(refusals.map((event) => [event.action, event.outcome, JSON.parse(event.detail)])).toEqual([
+    ['signin.failed', 'failure', { method: 'oidc', reason: 'refused_403' }],
+    ['signin.failed', 'failure', { method: 'oidc', reason: 'refused_403' }],
+  ])
+  expect(JSON.stringify(refusals)).not.toContain('stranger@example.com')
 })
 
 test('a wrong state, a replayed nonce, a forged signature or a refusal at the provider opens no session', async () => {

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { and, eq } from 'drizzle-orm'
+import { testEvent } from './support/audit'
 import { databaseOf, migratedEnv } from './support/backend'
 import {
   type Harness,
@@ -83,7 +84,11 @@ test('over a budget, create-with-text, send, regenerate and edit are 429 quota_e
   const threadCount = async () => (await h.call('GET', '/api/v1/threads', { token: user.token })).body.data.length
 
   // Each member's budget: 1,000 tokens a month, used up.
-  await h.store.quotas.setMemberDefault(organization, { tokens: 1000, costMicros: null })
+  await h.store.quotas.setMemberDefault(
+    organization,
+    { tokens: 1000, costMicros: null },
+    testEvent('settings.quota_changed'),
+  )
   await spent(h, organization, user.id, { tokens: 1000 })
   await spent(h, organization, 0, { tokens: 1000 })
   const message =
@@ -117,8 +122,16 @@ test('over a budget, create-with-text, send, regenerate and edit are 429 quota_e
   expect((await h.call('POST', '/api/v1/threads', { token: user.token, body: { name: 'Empty' } })).status).toBe(201)
 
   // The organization's budget, used up by everyone together, is named as the organization's, in cost this time.
-  await h.store.quotas.setMemberDefault(organization, { tokens: null, costMicros: null })
-  await h.store.quotas.setOrganizationBudget(organization, { tokens: null, costMicros: 25_000_000 })
+  await h.store.quotas.setMemberDefault(
+    organization,
+    { tokens: null, costMicros: null },
+    testEvent('settings.quota_changed'),
+  )
+  await h.store.quotas.setOrganizationBudget(
+    organization,
+    { tokens: null, costMicros: 25_000_000 },
+    testEvent('settings.quota_changed'),
+  )
   await spent(h, organization, 0, { tokens: 1000, costMicros: 25_000_001 })
   const over = await attempts.send()
   expect(over.status).toBe(429)
@@ -151,15 +164,23 @@ test('a member’s own budget replaces the default for them, in tokens or cost, 
   const organization = await organizationOf(h)
   const send = (user: TestUser) =>
     h.call('POST', '/api/v1/threads', { token: user.token, body: { text: 'Hi' } }).then((reply) => reply.status)
-  await h.store.quotas.setMemberDefault(organization, { tokens: 100, costMicros: null })
-  await h.store.quotas.setMemberOverride(exempt.id, { tokens: null, costMicros: 2_000_000 })
+  await h.store.quotas.setMemberDefault(
+    organization,
+    { tokens: 100, costMicros: null },
+    testEvent('settings.quota_changed'),
+  )
+  await h.store.quotas.setMemberOverride(
+    exempt.id,
+    { tokens: null, costMicros: 2_000_000 },
+    testEvent('settings.quota_changed'),
+  )
   for (const user of [limited, exempt]) await spent(h, organization, user.id, { tokens: 150, costMicros: 1_000_000 })
   expect(await send(limited)).toBe(429)
   expect(await send(exempt)).toBe(201)
   await spent(h, organization, exempt.id, { tokens: 150, costMicros: 2_000_000 })
   expect(await send(exempt)).toBe(429)
   // Removed, the override gives way to the default again.
-  await h.store.quotas.setMemberOverride(exempt.id, null)
+  await h.store.quotas.setMemberOverride(exempt.id, null, testEvent('settings.quota_changed'))
   // The answer to the one send allowed has been counted by now; the totals are then set as the test wants them.
   await h.app.decorator.engine.idle()
   await spent(h, organization, 0, { tokens: 0 })
@@ -180,7 +201,11 @@ test('an answer already running is not cut off when the budget runs out under it
   await using h = await harness({ clock, runner })
   const user = await h.user()
   const organization = await organizationOf(h)
-  await h.store.quotas.setOrganizationBudget(organization, { tokens: 1000, costMicros: null })
+  await h.store.quotas.setOrganizationBudget(
+    organization,
+    { tokens: 1000, costMicros: null },
+    testEvent('settings.quota_changed'),
+  )
   const created = await h.call('POST', '/api/v1/threads', { token: user.token, body: { text: 'Write at length' } })
   expect(created.status).toBe(201)
   const job = await runner.started(created.body.message_id)
@@ -216,7 +241,11 @@ test('the composer: a notice from 80% of a budget naming it and the reset date, 
     expect(response.status).toBe(200)
     return response.text()
   }
-  await h.store.quotas.setMemberDefault(organization, { tokens: 1000, costMicros: null })
+  await h.store.quotas.setMemberDefault(
+    organization,
+    { tokens: 1000, costMicros: null },
+    testEvent('settings.quota_changed'),
+  )
   await spent(h, organization, user.id, { tokens: 799 })
   expect(await page()).not.toContain('id="composer-quota"')
   await spent(h, organization, user.id, { tokens: 850 })
@@ -224,7 +253,11 @@ test('the composer: a notice from 80% of a budget naming it and the reset date, 
   expect(await page()).toContain(`<p id="composer-quota" class="notice composer-quota">${near}</p>`)
   expect(await page('/')).toContain(near)
   // The organization's budget nearer its end is the one named.
-  await h.store.quotas.setOrganizationBudget(organization, { tokens: null, costMicros: 10_000_000 })
+  await h.store.quotas.setOrganizationBudget(
+    organization,
+    { tokens: null, costMicros: 10_000_000 },
+    testEvent('settings.quota_changed'),
+  )
   await spent(h, organization, 0, { tokens: 850, costMicros: 9_500_000 })
   expect(await page()).toContain('Your organization&#x27;s monthly cost budget is 95% used (9.50 of 10.00).')
 
@@ -262,8 +295,16 @@ test('settings → usage: a member sees each budget that applies to them, how mu
     return response.text()
   }
   expect(await page()).toContain('No monthly budget limits your answers.')
-  await h.store.quotas.setMemberDefault(organization, { tokens: 1000, costMicros: null })
-  await h.store.quotas.setOrganizationBudget(organization, { tokens: null, costMicros: 10_000_000 })
+  await h.store.quotas.setMemberDefault(
+    organization,
+    { tokens: 1000, costMicros: null },
+    testEvent('settings.quota_changed'),
+  )
+  await h.store.quotas.setOrganizationBudget(
+    organization,
+    { tokens: null, costMicros: 10_000_000 },
+    testEvent('settings.quota_changed'),
+  )
   await spent(h, organization, user.id, { tokens: 250 })
   await spent(h, organization, 0, { tokens: 900, costMicros: 9_990_000 })
   const html = await page()
@@ -281,7 +322,11 @@ test('MCP send_message over a budget is a tool error with the same sentence; not
   const user = await h.user()
   const organization = await organizationOf(h)
   const thread = await threadWithAnswer(h, runner, user)
-  await h.store.quotas.setOrganizationBudget(organization, { tokens: 500, costMicros: null })
+  await h.store.quotas.setOrganizationBudget(
+    organization,
+    { tokens: 500, costMicros: null },
+    testEvent('settings.quota_changed'),
+  )
   await spent(h, organization, 0, { tokens: 500 })
   const call = async (name: string, args: Record<string, unknown>) => {
     const response = await h.app.handle(

@@ -4,6 +4,7 @@ import { expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { type JsonBounds, JsonShapeScan, maxJsonDepth } from '../src/shared/body'
+import { testOrigin, tokenHolder } from './support/audit'
 import {
   collect,
   type Harness,
@@ -200,8 +201,9 @@ test('open streams are limited per person, whatever their tokens, and per proces
   const owner = await h.user()
   const second = await createPersonalAccessToken(
     h.store.accessTokens,
-    { userId: owner.id, name: 'second', scopes: ['threads:read'] },
+    { user: await tokenHolder(h.store, owner.id), name: 'second', scopes: ['threads:read'] },
     0,
+    testOrigin,
   )
   const { thread_id, message_id } = (
     await h.call('POST', '/api/v1/threads', { token: owner.token, body: { text: 'go' } })

@@ -6,6 +6,7 @@ import { silentLogger } from '../src/shared/log'
 import { dayMs } from '../src/shared/time'
 import { retentionBatch } from '../src/threads/retention'
 import { startUpkeep } from '../src/upkeep'
+import { eventsNamed, testEvent } from './support/audit'
 import { type Harness, harness, ManualClock, ManualTimer, ScriptedRunner, sharedInspector } from './support/helpers'
 import { form, png, storedFiles, upload } from './support/uploads'
 
@@ -63,8 +64,8 @@ test('threads idle past the period are deleted with their files; busy, recent an
   await upkeepOnce(h, clock)
   expect(await threadIds(h)).toHaveLength(retentionBatch + 24)
 
-  await h.store.users.setRetention(organizationId, 30)
-  await h.store.users.setRetention(await organizationOf(h, outsider.id), null)
+  await h.store.users.setRetention(organizationId, 30, testEvent('settings.retention_changed'))
+  await h.store.users.setRetention(await organizationOf(h, outsider.id), null, testEvent('settings.retention_changed'))
   clock.advance(29 * day)
   // Old, but updated a day before the sweep.
   const renamed = await h.call('PATCH', `/api/v1/threads/${touched.thread_id}`, {
@@ -77,6 +78,14 @@ test('threads idle past the period are deleted with their files; busy, recent an
   await upkeepOnce(h, clock)
 
   expect(await threadIds(h)).toEqual([busy.thread_id, touched.thread_id, elsewhere.thread_id, recent.thread_id].sort())
+  // Each deletion is recorded, by the system, saying why.
+  const deletions = await eventsNamed(h, organizationId, 'thread.deleted')
+  expect(deletions).toHaveLength(retentionBatch + 24 - 3)
+  expect(deletions.map((event) => [event.actorKind, JSON.parse(event.detail)])).toContainEqual([
+    'system',
+    { reason: 'retention', retention_days: 30 },
+  ])
+  expect(deletions.map((event) => event.targetId)).toContain(old.thread_id)
   expect(await storedFiles(h)).toEqual([])
   expect((await h.call('GET', `/api/v1/threads/${old.thread_id}`, { token: owner.token })).status).toBe(404)
   expect(await h.orm.select().from(h.tables.attachments)).toEqual([])
@@ -97,6 +106,6 @@ test('a thread updated after it was listed is kept: the deletion checks again', 
   const before = clock.now() - 5 * day
   expect(await h.store.threads.staleThreads(organizationId, before, 10)).toEqual([thread_id])
   await h.call('PATCH', `/api/v1/threads/${thread_id}`, { token: owner.token, body: { name: 'in use' } })
-  expect(await h.store.threads.deleteThread(thread_id, clock.now(), before)).toBeNull()
+  expect(await h.store.threads.deleteThread(thread_id, clock.now(), testEvent('thread.deleted'), before)).toBeNull()
   expect(await threadIds(h)).toEqual([thread_id])
 })

@@ -8,6 +8,7 @@ import { eq } from 'drizzle-orm'
 import { removeMember } from '../src/auth/members'
 import { themeScript } from '../src/web/client-assets'
 import { pageHeaders } from '../src/web/index'
+import { testEvent, testOrigin } from './support/audit'
 import { type Harness, harness, publicUrl, sharedInspector, type TestUser } from './support/helpers'
 import { form, png, upload } from './support/uploads'
 
@@ -240,17 +241,17 @@ describe.concurrent('share links', () => {
     const path = pathOf((await share(w)).body.url)
     const organizationId = (await h.store.users.findByEmail(owner.email))?.organizationId ?? 0
 
-    await h.store.shares.setSharing(organizationId, false)
+    await h.store.shares.setSharing(organizationId, false, testEvent('settings.sharing_changed'))
     expect((await page(h, path)).status).toBe(404)
     expect(await share(w)).toMatchObject({ status: 403, body: { error: 'sharing_disabled' } })
     // Turned back on, the links made before answer again (revoking is what ends a link for good).
-    await h.store.shares.setSharing(organizationId, true)
+    await h.store.shares.setSharing(organizationId, true, testEvent('settings.sharing_changed'))
     expect((await page(h, path)).status).toBe(200)
 
     const admin = await h.user({ role: 'owner' })
     await removeMember(
       h.store.users,
-      { id: admin.id, role: 'owner', organizationId, organizationSlug: 'default' },
+      { id: admin.id, role: 'owner', organizationId, organizationSlug: 'default', origin: testOrigin },
       owner.sub,
       h.clock.now(),
     )
@@ -357,16 +358,19 @@ describe.concurrent('share links', () => {
     await using w = await world()
     const { h, owner } = w
     const organizationId = (await h.store.users.findByEmail(owner.email))?.organizationId ?? 0
-    const stored = await h.store.shares.create({
-      id: Bun.randomUUIDv7(),
-      threadId: Bun.randomUUIDv7(),
-      organizationId,
-      createdBy: owner.id,
-      tokenHash: 'a'.repeat(64),
-      includeFiles: false,
-      snapshot: { name: null, ownerName: null, messages: [], files: [] },
-      now: h.clock.now(),
-    })
+    const stored = await h.store.shares.create(
+      {
+        id: Bun.randomUUIDv7(),
+        threadId: Bun.randomUUIDv7(),
+        organizationId,
+        createdBy: owner.id,
+        tokenHash: 'a'.repeat(64),
+        includeFiles: false,
+        snapshot: { name: null, ownerName: null, messages: [], files: [] },
+        now: h.clock.now(),
+      },
+      testEvent('thread.shared'),
+    )
     expect(stored).toBe(false)
     expect(await h.orm.select().from(h.tables.shares)).toEqual([])
   })

@@ -11,6 +11,7 @@ import { silentLogger } from '../src/shared/log'
 import { feedAccessCheckMs, tombstoneKeepMs } from '../src/threads/feed'
 import { sweepExpired } from '../src/upkeep'
 import { cookieNames } from '../src/web/index'
+import { testEvent, testOrigin } from './support/audit'
 import {
   type Harness,
   harness,
@@ -380,7 +381,7 @@ test('an open feed ends once its token no longer admits it, checked every ten se
   expect((await feed.next()).event).toBe('ready')
   const [token] = await h.store.accessTokens.listActive(reader.id)
   if (!token) throw new Error('no token')
-  expect(await h.store.accessTokens.revoke(reader.id, token.id, clock.now())).toBe(true)
+  expect(await h.store.accessTokens.revoke(reader.id, token.id, clock.now(), testEvent('token.revoked'))).toBe(true)
   // Not yet looked at again: the feed still runs, and tells of a change.
   clock.advance(feedAccessCheckMs - 1)
   const owner = await h.user()
@@ -475,7 +476,9 @@ test('the pages’ feed takes the session cookie, starts where the sidebar was r
   expect((await next()).event).toBe('ready')
 
   // Signed out elsewhere: the next look at the session ends the feed.
-  await invalidateSession(h.store.sessions, browser.cookies.get(cookieNames(publicUrl).session) ?? '')
+  const signedOut = { id: user.id, organizationId: 0 }
+  const cookie = browser.cookies.get(cookieNames(publicUrl).session) ?? ''
+  await invalidateSession(h.store.sessions, cookie, signedOut, clock.now(), testOrigin)
   clock.advance(feedAccessCheckMs)
   await poll(h)
   const ended = await next()

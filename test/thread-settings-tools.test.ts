@@ -3,6 +3,7 @@
 // on a server turned off, or another organization's) is 400 naming it, and nothing is stored.
 import { expect, test } from 'bun:test'
 import type { DiscoveredTool } from '../src/connectors/repository'
+import { testEvent } from './support/audit'
 import { type Harness, harness, type TestUser } from './support/helpers'
 
 function tool(name: string, readOnly: boolean, problem: string | null = null): DiscoveredTool {
@@ -21,18 +22,21 @@ function tool(name: string, readOnly: boolean, problem: string | null = null): D
 async function server(h: Harness, user: TestUser, name: string, tools: DiscoveredTool[]) {
   const organizationId = (await h.store.users.findByEmail(user.email))?.organizationId as number
   const now = h.clock.now()
-  const added = await h.store.mcpServers.add({
-    id: Bun.randomUUIDv7(),
-    organizationId,
-    name,
-    url: `https://${name}.example.com/mcp`,
-    auth: 'none',
-    headersSealed: null,
-    headerNames: [],
-    trusted: false,
-    createdBy: user.id,
-    now,
-  })
+  const added = await h.store.mcpServers.add(
+    {
+      id: Bun.randomUUIDv7(),
+      organizationId,
+      name,
+      url: `https://${name}.example.com/mcp`,
+      auth: 'none',
+      headersSealed: null,
+      headerNames: [],
+      trusted: false,
+      createdBy: user.id,
+      now,
+    },
+    () => testEvent('mcp_server.added'),
+  )
   if (!added) throw new Error(`${name} not added`)
   await h.store.mcpServers.replaceTools(added.id, tools, true, now)
   return { ...added, organizationId }

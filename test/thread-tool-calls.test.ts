@@ -6,6 +6,7 @@ import { expect, test } from 'bun:test'
 import type { DiscoveredTool } from '../src/connectors/repository'
 import type { ToolCallRecord } from '../src/generation/tool-calls.repository'
 import type { ThreadsModel } from '../src/threads/model'
+import { testEvent } from './support/audit'
 import { type Harness, harness, ScriptedRunner, type TestUser } from './support/helpers'
 import { signedIn } from './support/oauth-helpers'
 import { answerWithTools, seedTime } from './support/tool-calls'
@@ -215,18 +216,21 @@ function tool(name: string, readOnly: boolean): DiscoveredTool {
 
 async function docsServer(h: Harness, user: TestUser) {
   const organizationId = (await h.store.users.findByEmail(user.email))?.organizationId as number
-  const server = await h.store.mcpServers.add({
-    id: Bun.randomUUIDv7(),
-    organizationId,
-    name: 'docs',
-    url: 'https://docs.example.com/mcp',
-    auth: 'none',
-    headersSealed: null,
-    headerNames: [],
-    trusted: false,
-    createdBy: user.id,
-    now: h.clock.now(),
-  })
+  const server = await h.store.mcpServers.add(
+    {
+      id: Bun.randomUUIDv7(),
+      organizationId,
+      name: 'docs',
+      url: 'https://docs.example.com/mcp',
+      auth: 'none',
+      headersSealed: null,
+      headerNames: [],
+      trusted: false,
+      createdBy: user.id,
+      now: h.clock.now(),
+    },
+    () => testEvent('mcp_server.added'),
+  )
   if (!server) throw new Error('not added')
   await h.store.mcpServers.replaceTools(server.id, [tool('search_docs', true), tool('delete_page', false)], true, 1)
   return server

@@ -6,6 +6,7 @@ import type { SQLiteTable } from 'drizzle-orm/sqlite-core'
 import { createRegistrationToken } from '../src/oauth/registration'
 import { silentLogger } from '../src/shared/log'
 import { startUpkeep, sweepExpired } from '../src/upkeep'
+import { testEvent, testOrigin } from './support/audit'
 import { type Harness, harness, ManualClock, until } from './support/helpers'
 import { approve, postOAuth, publicGrant, register, signedIn } from './support/oauth-helpers'
 
@@ -48,7 +49,7 @@ async function everything(h: Harness, clock: ManualClock) {
   await approve(browser, { clientId: client.client_id })
   const member = await h.store.users.findByEmail(user.email)
   if (member?.id !== user.id) throw new Error('the signed-in user is missing')
-  await createRegistrationToken(h.store.oauthClients, member, clock.now())
+  await createRegistrationToken(h.store.oauthClients, member, clock.now(), testOrigin)
   return { browser, user, live, refreshed, refresh }
 }
 
@@ -125,7 +126,7 @@ test('an MCP server’s OAuth authorization left half-way in the browser goes on
     createdBy: admin.id,
     now: clock.now(),
   }
-  await h.store.mcpServers.add(server)
+  await h.store.mcpServers.add(server, () => testEvent('mcp_server.added'))
   const flow = (stateHash: string, startedAt: number) => ({
     stateHash,
     serverId: server.id,

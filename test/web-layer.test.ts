@@ -4,6 +4,7 @@
 // them, is the one HTML error page while the API keeps its JSON.
 import { expect, test } from 'bun:test'
 import { createEndpoint } from '../src/webhooks/service'
+import { testEvent, testOrigin } from './support/audit'
 import { type Harness, harness } from './support/helpers'
 import { Browser, hiddenField, settings, signedIn } from './support/oauth-helpers'
 import { expectErrorPageHeaders } from './support/web-helpers'
@@ -55,20 +56,24 @@ async function world(h: Harness): Promise<World> {
     },
     { allowPrivateNetworks: false },
     h.clock.now(),
+    testOrigin,
   )
   // An MCP server with a tool, for Administration → MCP servers' routes.
-  const server = await h.store.mcpServers.add({
-    id: crypto.randomUUID(),
-    organizationId: organization?.organizationId ?? 0,
-    name: 'docs',
-    url: 'https://mcp.example/mcp',
-    auth: 'none',
-    headersSealed: null,
-    headerNames: [],
-    trusted: false,
-    createdBy: null,
-    now: h.clock.now(),
-  })
+  const server = await h.store.mcpServers.add(
+    {
+      id: crypto.randomUUID(),
+      organizationId: organization?.organizationId ?? 0,
+      name: 'docs',
+      url: 'https://mcp.example/mcp',
+      auth: 'none',
+      headersSealed: null,
+      headerNames: [],
+      trusted: false,
+      createdBy: null,
+      now: h.clock.now(),
+    },
+    () => testEvent('mcp_server.added'),
+  )
   if (!server) throw new Error('no MCP server')
   await h.store.mcpServers.replaceTools(
     server.id,

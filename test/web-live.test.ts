@@ -10,6 +10,7 @@ import type { EventSourceMessage } from 'eventsource-parser'
 import type { Page, Request } from 'playwright-core'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { createUser } from '../src/auth/users'
+import { testOrigin, tokenHolder } from './support/audit'
 import { backendEnv, databaseOf } from './support/backend'
 import { type BrowserSession, type SignedIn, sharedBrowser } from './support/browser'
 import { firstRunToken, parseEvents, type ServerProcess, startServerAtOwnUrl } from './support/helpers'
@@ -54,11 +55,12 @@ beforeAll(async () => {
   graceToken = await firstRunToken(server)
   await using db = await databaseOf(env)
   const other = { email: ada, password, name: 'Ada', organizationSlug: 'elsewhere', role: 'owner' } as const
-  const { id } = await createUser(db.store.users, other, Date.now())
+  const { id } = await createUser(db.store.users, other, Date.now(), testOrigin)
   adaToken = await createPersonalAccessToken(
     db.store.accessTokens,
-    { userId: id, name: 'test', scopes: ['threads:read', 'threads:write'] },
+    { user: await tokenHolder(db.store, id), name: 'test', scopes: ['threads:read', 'threads:write'] },
     Date.now(),
+    testOrigin,
   )
   for (const email of [grace, ada]) {
     signedInStates.set(email, await browser.signIn(server.url, email, password))

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import { createSession } from '../src/auth/sessions'
 import { cookieNames } from '../src/web'
+import { signInOrigin, tokenHolder } from './support/audit'
 import { type BrowserSession, sharedBrowser } from './support/browser'
 import { Feed, openaiChunk, openaiText } from './support/fake-llm'
 import { listening, publicUrl } from './support/helpers'
@@ -23,7 +24,13 @@ const callsMade = (s: ToolsApp) => s.up.requests.filter((request) => request.rpc
 
 /** A browser signed in as the app's user, on a desktop screen in the light scheme. */
 async function signedInPage(s: ToolsApp, origin: string): Promise<BrowserSession> {
-  const { token } = await createSession(s.h.store.sessions, s.user.id, s.h.clock.now())
+  const { token } = await createSession(
+    s.h.store.sessions,
+    await tokenHolder(s.h.store, s.user.id),
+    s.h.clock.now(),
+    signInOrigin,
+    'password',
+  )
   const session = await sharedBrowser().open(origin)
   await session.context.addCookies([{ name: cookieNames(publicUrl).session, value: token, url: origin }])
   await session.page.setViewportSize({ width: 1280, height: 900 })

@@ -8,6 +8,7 @@ import { expect, test } from 'bun:test'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { DiscoveredTool } from '../src/connectors/repository'
+import { testEvent } from './support/audit'
 import { sharedBrowser } from './support/browser'
 import { type Harness, harness, listening, ScriptedRunner, type TestUser, until } from './support/helpers'
 import { signedIn } from './support/oauth-helpers'
@@ -30,18 +31,21 @@ function tool(name: string, description: string, readOnly: boolean): DiscoveredT
 async function servers(h: Harness, user: TestUser): Promise<void> {
   const organizationId = (await h.store.users.findByEmail(user.email))?.organizationId as number
   const add = async (name: string, tools: DiscoveredTool[], trusted: boolean) => {
-    const server = await h.store.mcpServers.add({
-      id: Bun.randomUUIDv7(),
-      organizationId,
-      name,
-      url: `https://${name}.example.com/mcp`,
-      auth: 'none',
-      headersSealed: null,
-      headerNames: [],
-      trusted,
-      createdBy: user.id,
-      now: h.clock.now(),
-    })
+    const server = await h.store.mcpServers.add(
+      {
+        id: Bun.randomUUIDv7(),
+        organizationId,
+        name,
+        url: `https://${name}.example.com/mcp`,
+        auth: 'none',
+        headersSealed: null,
+        headerNames: [],
+        trusted,
+        createdBy: user.id,
+        now: h.clock.now(),
+      },
+      () => testEvent('mcp_server.added'),
+    )
     if (!server) throw new Error(`${name} not added`)
     await h.store.mcpServers.replaceTools(server.id, tools, true, h.clock.now())
   }

@@ -60,6 +60,7 @@ test('settings and administration pages render hostile values as text', async ()
   }
   const member = {
     id: 2,
+    organizationId: 1,
     sub: evil,
     email: evil,
     name: evil,

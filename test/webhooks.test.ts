@@ -16,6 +16,7 @@ import { createDeliveryWorker, defaultRetryPolicy, retryDelay } from '../src/web
 import type { WebhookPayload } from '../src/webhooks/events'
 import { WebhooksModel } from '../src/webhooks/model'
 import { createEndpoint, sendTestEvent } from '../src/webhooks/service'
+import { testOrigin } from './support/audit'
 import { databaseOf, migratedEnv } from './support/backend'
 import {
   type Harness,
@@ -46,6 +47,7 @@ async function endpointFor(h: Harness, email: string, url: string, events: Webho
     { organizationId, createdBy: null, url, events: events as never },
     { allowPrivateNetworks: true },
     h.clock.now(),
+    testOrigin,
   )
   return { ...created, organizationId }
 }
@@ -288,6 +290,7 @@ test('SSRF: private, loopback and other non-public addresses are refused when wr
       { organizationId, createdBy: null, url, events: null },
       { allowPrivateNetworks: false },
       h.clock.now(),
+      testOrigin,
     )
     await expect(attempt).rejects.toBeInstanceOf(AppError)
   }
@@ -299,6 +302,7 @@ test('SSRF: private, loopback and other non-public addresses are refused when wr
       { organizationId, createdBy: null, url, events: null },
       { allowPrivateNetworks: false },
       h.clock.now(),
+      testOrigin,
     )
   }
   expect(['8.8.8.8', '2606:4700::1'].map(isPublicAddress)).toEqual([true, true])
@@ -325,6 +329,7 @@ test('SSRF at delivery: every DNS answer is judged, and the request goes to the 
         { organizationId, createdBy: null, url, events: null },
         { allowPrivateNetworks: false },
         h.clock.now(),
+        testOrigin,
       )
     }
     await h.call('POST', '/api/v1/threads', { token: user.token, body: { name: 'to localhost' } })
@@ -342,6 +347,7 @@ test('SSRF at delivery: every DNS answer is judged, and the request goes to the 
       { organizationId, createdBy: null, url: `http://rebinding.example.com:${receiver.port}/hooks`, events: null },
       { allowPrivateNetworks: false },
       h.clock.now(),
+      testOrigin,
     )
     await h.call('POST', '/api/v1/threads', { token: user.token, body: { name: 'rebinding' } })
     expect(await h.app.decorator.webhooks.runOnce()).toBe(1)

@@ -34,9 +34,9 @@ import {
 } from '../quotas/service'
 import { AdminRegistrationPage } from '../settings/views/registration'
 import { type AppError, invalidRequest } from '../shared/errors'
-import { parseRetentionDays } from '../threads/retention'
+import { parseRetentionDays, setRetention } from '../threads/retention'
 import { account, noticeFor, refusalOf } from '../web/account'
-import { type PageSession, pageHeaders, type WebDeps } from '../web/index'
+import { type PageSession, pageHeaders, pageOrigin, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { field, fieldValues } from '../web/trusted-form'
 import { AdminClientPage, AdminClientsPage, DeleteClientPage } from './views/clients'
@@ -55,9 +55,9 @@ export const adminNotices: Record<string, string> = {
   'quota-removed': "The member's own budget was removed: they have each member's budget again.",
 }
 
-function actorOf(admin: PageSession): Actor {
+function actorOf(admin: PageSession, request: Request): Actor {
   const { id, role, organizationId, organizationSlug } = admin.user
-  return { id, role, organizationId, organizationSlug }
+  return { id, role, organizationId, organizationSlug, origin: pageOrigin(request, admin) }
 }
 
 export interface AdminDeps extends WebDeps {
@@ -115,21 +115,27 @@ export const adminPages = (deps: AdminDeps) => {
   }
 
   /** A posted budget form: the organization's, the default per member, or one member's (or its removal). */
-  async function saveBudget(admin: PageSession, entered: QuotaFormValues, remove: boolean): Promise<string> {
+  async function saveBudget(
+    admin: PageSession,
+    entered: QuotaFormValues,
+    remove: boolean,
+    request: Request,
+  ): Promise<string> {
     const organizationId = admin.user.organizationId
+    const act = { now: now(), origin: pageOrigin(request, admin) }
     if (entered.scope === 'member') {
       const member = await findMember(deps.users, organizationId, entered.member ?? '')
       if (remove) {
-        await setMemberOverride(deps, organizationId, member.id, null)
+        await setMemberOverride(deps, organizationId, member.id, null, act)
         return 'quota-removed'
       }
       const change = { tokens: parseTokens(entered.tokens), costMicros: parseCost(entered.cost) }
-      await setMemberOverride(deps, organizationId, member.id, change)
+      await setMemberOverride(deps, organizationId, member.id, change, act)
       return 'quota-saved'
     }
     const change = { tokens: parseTokens(entered.tokens), costMicros: parseCost(entered.cost) }
-    if (entered.scope === 'organization') await setOrganizationBudget(deps, organizationId, change)
-    else await setMemberDefault(deps, organizationId, change)
+    if (entered.scope === 'organization') await setOrganizationBudget(deps, organizationId, change, act)
+    else await setMemberDefault(deps, organizationId, change, act)
     return 'quota-saved'
   }
 
@@ -171,11 +177,13 @@ export const adminPages = (deps: AdminDeps) => {
     )
     .post(
       '/admin/clients/:clientId/secret',
-      async ({ admin, params, html, set }) => {
+      async ({ admin, params, request, html, set }) => {
         let rotated: { rotatedSecret?: string; error?: string }
         try {
+          const origin = pageOrigin(request, admin)
+          const organizationId = admin.user.organizationId
           rotated = {
-            rotatedSecret: (await rotateClientSecret(deps.oauthClients, admin.user.organizationId, params.clientId))
+            rotatedSecret: (await rotateClientSecret(deps.oauthClients, organizationId, params.clientId, now(), origin))
               .client_secret,
           }
         } catch (error) {
@@ -199,8 +207,9 @@ export const adminPages = (deps: AdminDeps) => {
     )
     .post(
       '/admin/clients/:clientId/delete',
-      async ({ admin, params, redirect }) => {
-        await deleteOrganizationClient(deps.oauthClients, admin.user.organizationId, params.clientId)
+      async ({ admin, params, request, redirect }) => {
+        const origin = pageOrigin(request, admin)
+        await deleteOrganizationClient(deps.oauthClients, admin.user.organizationId, params.clientId, now(), origin)
         return redirect('/admin/clients?notice=client-deleted', 303)
       },
       { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
@@ -216,7 +225,7 @@ export const adminPages = (deps: AdminDeps) => {
     )
     .post(
       '/admin/members',
-      async ({ admin, form, html, set }) => {
+      async ({ admin, form, request, html, set }) => {
         const role = field(form, 'role') ?? ''
         const values: MemberFormValues = {
           email: (field(form, 'email') ?? '').trim(),
@@ -225,7 +234,7 @@ export const adminPages = (deps: AdminDeps) => {
         }
         try {
           if (!isRole(role)) throw invalidRole()
-          const added = await addMember(deps.users, actorOf(admin), values, now())
+          const added = await addMember(deps.users, actorOf(admin, request), values, now())
           return html(await membersPage(admin, { added }))
         } catch (error) {
           const refusal = refusalOf(error)
@@ -237,12 +246,12 @@ export const adminPages = (deps: AdminDeps) => {
     )
     .post(
       '/admin/members/:sub/role',
-      async ({ admin, params, form, html, redirect, set }) => {
+      async ({ admin, params, form, request, html, redirect, set }) => {
         const role = field(form, 'role') ?? ''
         let changed: { id: number; role: Role }
         try {
           if (!isRole(role)) throw invalidRole()
-          changed = await changeMemberRole(deps.users, actorOf(admin), params.sub, role)
+          changed = await changeMemberRole(deps.users, actorOf(admin, request), params.sub, role, now())
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
@@ -264,9 +273,9 @@ export const adminPages = (deps: AdminDeps) => {
     )
     .post(
       '/admin/members/:sub/remove',
-      async ({ admin, params, html, redirect, set }) => {
+      async ({ admin, params, request, html, redirect, set }) => {
         try {
-          await removeMember(deps.users, actorOf(admin), params.sub, now())
+          await removeMember(deps.users, actorOf(admin, request), params.sub, now())
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
@@ -282,8 +291,8 @@ export const adminPages = (deps: AdminDeps) => {
     })
     .post(
       '/admin/registration-token',
-      async ({ admin, html }) => {
-        const created = await createRegistrationToken(deps.oauthClients, admin.user, now())
+      async ({ admin, request, html }) => {
+        const created = await createRegistrationToken(deps.oauthClients, admin.user, now(), pageOrigin(request, admin))
         return html(<AdminRegistrationPage viewer={viewerOf(admin)} created={created} />)
       },
       { organizationAdmin: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
@@ -302,10 +311,12 @@ export const adminPages = (deps: AdminDeps) => {
     )
     .post(
       '/admin/retention',
-      async ({ admin, form, html, redirect, set }) => {
+      async ({ admin, form, request, html, redirect, set }) => {
         const entered = field(form, 'days') ?? ''
         try {
-          await deps.users.setRetention(admin.user.organizationId, parseRetentionDays(entered))
+          const organizationId = admin.user.organizationId
+          const days = parseRetentionDays(entered)
+          await setRetention(deps.users, organizationId, days, now(), pageOrigin(request, admin))
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
@@ -330,17 +341,23 @@ export const adminPages = (deps: AdminDeps) => {
     )
     .post(
       '/admin/models',
-      async ({ admin, form, html, redirect, set }) => {
+      async ({ admin, form, request, html, redirect, set }) => {
         const entered: ModelsFormValues = {
           allowAll: field(form, 'scope') !== 'some',
           allowed: fieldValues(form, 'allowed'),
           defaultModel: field(form, 'default') ?? '',
         }
         try {
-          await setChoice(deps, admin.user.organizationId, {
-            allowed: entered.allowAll ? null : entered.allowed,
-            defaultModel: entered.defaultModel === '' ? null : entered.defaultModel,
-          })
+          await setChoice(
+            deps,
+            admin.user.organizationId,
+            {
+              allowed: entered.allowAll ? null : entered.allowed,
+              defaultModel: entered.defaultModel === '' ? null : entered.defaultModel,
+            },
+            now(),
+            pageOrigin(request, admin),
+          )
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
@@ -359,7 +376,7 @@ export const adminPages = (deps: AdminDeps) => {
     )
     .post(
       quotasPath,
-      async ({ admin, form, html, redirect, set }) => {
+      async ({ admin, form, request, html, redirect, set }) => {
         const scope = field(form, 'scope') ?? ''
         const entered: QuotaFormValues = {
           scope: isQuotaScope(scope) ? scope : 'organization',
@@ -371,7 +388,7 @@ export const adminPages = (deps: AdminDeps) => {
         try {
           if (!isQuotaScope(scope)) throw invalidRequest('Choose which budget to set.')
           if (scope === 'member' && !entered.member) throw invalidRequest('Choose a member.')
-          notice = await saveBudget(admin, entered, field(form, 'remove') === 'true')
+          notice = await saveBudget(admin, entered, field(form, 'remove') === 'true', request)
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status

@@ -1,5 +1,6 @@
 // Turning the user row behind any kind of bearer token (a personal access token, an OAuth access token) into the
 // Caller every API route receives.
+import { type AuditOrigin, credentialActor, requestOrigin } from '../shared/audit'
 import { type Caller, isScope, type Scope } from './model'
 import type { CallerRow } from './tokens.repository'
 
@@ -39,4 +40,9 @@ export function callerOf(row: CallerRow, credential: string): Caller {
     scopes: granted.scopes,
     sees: granted.sees,
   }
+}
+
+/** Who acts through the API, and from where: the caller's person and credential, for the audit log. */
+export function callerOrigin(request: Request, caller: Pick<Caller, 'credential' | 'userId'>): AuditOrigin {
+  return requestOrigin(request, credentialActor(caller.credential, caller.userId))
 }

@@ -9,6 +9,7 @@
 // - Removal keeps the user row (their threads need an owner) and ends every way in: sessions, personal access
 //   tokens, OAuth grants, unexchanged authorization codes and unused registration tokens. Their threads stay
 //   as they were: public ones readable by the organization, private ones by nobody, none writable.
+import { type AuditEntry, type AuditFacts, type AuditOrigin, auditEntry, target } from '../shared/audit'
 import { conflict, forbidden, invalidRequest, notFound } from '../shared/errors'
 import { hashPassword } from '../shared/security'
 import { type Role, roles } from './model'
@@ -18,12 +19,18 @@ import type { Member, UserRepository } from './users.repository'
 
 export type { Member } from './users.repository'
 
-/** Who is acting: the signed-in owner or admin. */
+/** Who is acting: the signed-in owner or admin, and the request, for the audit log. */
 export interface Actor {
   id: number
   role: Role
   organizationId: number
   organizationSlug: string
+  origin: AuditOrigin
+}
+
+/** The event of an act by `actor` on a member, in their organization. */
+function memberEvent(actor: Actor, now: number, facts: Omit<AuditFacts, 'organizationId'>): AuditEntry {
+  return auditEntry(actor.origin, now, { organizationId: actor.organizationId, ...facts })
 }
 
 export function isRole(value: string): value is Role {
@@ -103,17 +110,22 @@ async function restoreRemoved(
   actor: Actor,
   input: NewMember,
   password: string,
+  now: number,
 ): Promise<Member | null> {
   const email = normalizedEmail(input.email)
   const existing = await users.findByEmail(email)
   if (!existing) return null
   const taken = () => conflict(`A user with email ${email} already exists`)
   if (existing.removedAt === null || existing.organizationId !== actor.organizationId) throw taken()
-  const restored = await users.restore(existing.id, {
-    role: input.role,
-    name: normalizedName(input.name),
-    passwordHash: await hashPassword(password),
-  })
+  const restored = await users.restore(
+    existing.id,
+    { role: input.role, name: normalizedName(input.name), passwordHash: await hashPassword(password) },
+    memberEvent(actor, now, {
+      action: 'member.added',
+      target: target('user', existing.id),
+      detail: { email, role: input.role, restored: true },
+    }),
+  )
   // Restored by someone else meanwhile: present now, like any other member.
   if (!restored) throw taken()
   return restored
@@ -135,7 +147,7 @@ export async function addMember(
   requireManager(actor)
   requireMayGrant(actor, input.role)
   const oneTimePassword = generateOneTimePassword()
-  const restored = await restoreRemoved(users, actor, input, oneTimePassword)
+  const restored = await restoreRemoved(users, actor, input, oneTimePassword, now)
   if (restored) return { member: restored, oneTimePassword }
   const created = await createUser(
     users,
@@ -148,30 +160,49 @@ export async function addMember(
       mustChangePassword: true,
     },
     now,
+    actor.origin,
   )
   return { member: await findMemberById(users, created.id), oneTimePassword }
 }
 
-export async function changeMemberRole(users: UserRepository, actor: Actor, sub: string, role: Role): Promise<Member> {
+export async function changeMemberRole(
+  users: UserRepository,
+  actor: Actor,
+  sub: string,
+  role: Role,
+  now: number,
+): Promise<Member> {
   requireManager(actor)
-  const target = await findMember(users, actor.organizationId, sub)
-  requireMayManage(actor, target)
+  const member = await findMember(users, actor.organizationId, sub)
+  requireMayManage(actor, member)
   requireMayGrant(actor, role)
-  if (target.role === role) return target
-  const outcome = await users.changeRole(actor.organizationId, target.id, role)
+  if (member.role === role) return member
+  const outcome = await users.changeRole(actor.organizationId, member.id, role, (previous) =>
+    memberEvent(actor, now, {
+      action: 'member.role_changed',
+      target: target('user', member.id),
+      detail: { from: previous, to: role },
+    }),
+  )
   if (outcome === 'not_found') throw notFound('Member')
   if (outcome === 'last_owner') throw lastOwner()
-  return { ...target, role }
+  return { ...member, role }
 }
 
 /** Removes a member and, in the same unit of work, every session, token, grant and pending code they hold. */
 export async function removeMember(users: UserRepository, actor: Actor, sub: string, now: number): Promise<Member> {
   requireManager(actor)
-  const target = await findMember(users, actor.organizationId, sub)
-  if (target.id === actor.id) throw conflict('You cannot remove yourself; ask another owner or admin')
-  requireMayManage(actor, target)
-  const outcome = await users.remove(actor.organizationId, target.id, now)
+  const member = await findMember(users, actor.organizationId, sub)
+  if (member.id === actor.id) throw conflict('You cannot remove yourself; ask another owner or admin')
+  requireMayManage(actor, member)
+  const outcome = await users.remove(actor.organizationId, member.id, now, (role) =>
+    memberEvent(actor, now, {
+      action: 'member.removed',
+      target: target('user', member.id),
+      detail: { email: member.email, role },
+    }),
+  )
   if (outcome === 'not_found') throw notFound('Member')
   if (outcome === 'last_owner') throw lastOwner()
-  return target
+  return member
 }

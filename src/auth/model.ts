@@ -6,7 +6,7 @@ import { integer } from '../shared/responses'
 export const roles = ['owner', 'admin', 'member'] as const
 export type Role = (typeof roles)[number]
 
-export const scopes = ['threads:read', 'threads:read:own', 'threads:write'] as const
+export const scopes = ['threads:read', 'threads:read:own', 'threads:write', 'audit:read'] as const
 export type Scope = (typeof scopes)[number]
 
 export function isScope(value: string): value is Scope {

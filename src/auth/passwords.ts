@@ -1,6 +1,7 @@
 // Passwords people choose and the one-time passwords admins hand out: generating a one-time password, and
 // changing a password (which also ends the person's other sessions and clears the must-change flag).
 import { encodeBase32LowerCaseNoPadding } from '@oslojs/encoding'
+import { type AuditOrigin, auditEntry, target } from '../shared/audit'
 import { invalidRequest } from '../shared/errors'
 import { hashPassword, hashSecret, verifyPassword } from '../shared/security'
 import type { UserRepository } from './users.repository'
@@ -21,14 +22,23 @@ export function generateOneTimePassword(): string {
 
 export interface PasswordChange {
   userId: number
+  organizationId: number
   currentPassword: string
   newPassword: string
   /** The session making the change stays signed in; every other one ends. */
   keepSessionToken: string
 }
 
-/** Replaces the person's password once the current one is proven; throws a readable 400 otherwise. */
-export async function changePassword(users: UserRepository, change: PasswordChange): Promise<void> {
+/**
+ * Replaces the person's password once the current one is proven, and records it; throws a readable 400 otherwise
+ * (a wrong current password is refused, not recorded: the change's attempts share sign-in's limits).
+ */
+export async function changePassword(
+  users: UserRepository,
+  change: PasswordChange,
+  now: number,
+  origin: AuditOrigin,
+): Promise<void> {
   const currentHash = await users.passwordHashOf(change.userId)
   if (currentHash === null || !(await verifyPassword(change.currentPassword, currentHash))) {
     throw invalidRequest('The current password is not correct.')
@@ -43,5 +53,16 @@ export async function changePassword(users: UserRepository, change: PasswordChan
     throw invalidRequest('The new password must differ from the current one.')
   }
   // Anyone else holding the old password (the admin who set a one-time one, a thief) is signed out.
-  await users.changePassword(change.userId, await hashPassword(change.newPassword), hashSecret(change.keepSessionToken))
+  await users.changePassword(
+    change.userId,
+    await hashPassword(change.newPassword),
+    hashSecret(change.keepSessionToken),
+    (endedSessions) =>
+      auditEntry(origin, now, {
+        organizationId: change.organizationId,
+        action: 'password.changed',
+        target: target('user', change.userId),
+        detail: { ended_sessions: endedSessions },
+      }),
+  )
 }

@@ -1,10 +1,13 @@
 // Personal access tokens: the `thp_` secrets people create in their settings (or the operator with the CLI),
 // listed and revoked there, and resolved to their caller on API requests the token cache misses (on PostgreSQL, all).
+// Creating and revoking one are recorded in the audit log, never the token itself.
+import { type AuditOrigin, auditEntry, target } from '../shared/audit'
 import { AppError } from '../shared/errors'
 import { generateSecret, hashSecret } from '../shared/security'
-import { lastUsedResolutionMs } from '../shared/time'
+import { lastUsedResolutionMs, toIso } from '../shared/time'
 import { callerOf } from './callers'
-import { isScope, type ResolvedToken, type Scope } from './model'
+import { isOrganizationAdmin } from './members'
+import { isScope, type ResolvedToken, type Role, type Scope } from './model'
 import type { AccessTokenRepository } from './tokens.repository'
 
 export const personalAccessTokenPrefix = 'thp_'
@@ -17,29 +20,59 @@ export function parseScopes(value: string): Scope[] {
   return [...new Set(parts)] as Scope[]
 }
 
+/** Scopes only owners and admins may put in a token: reading the organization's audit log. */
+export const adminOnlyScopes: readonly Scope[] = ['audit:read']
+
+/** Whether someone of `role` may hold a personal access token with `scope`. */
+export function mayHoldScope(role: Role, scope: Scope): boolean {
+  return isOrganizationAdmin(role) || !adminOnlyScopes.includes(scope)
+}
+
+/** The person a token is for, as its creation needs them: who, where, and whether they may hold its scopes. */
+export interface TokenHolder {
+  id: number
+  organizationId: number
+  role: Role
+}
+
 export interface NewPersonalAccessToken {
-  userId: number
+  user: TokenHolder
   name: string
   scopes: Scope[]
   expiresAt?: number | null
 }
 
-/** Creates a token and returns it; this is the only time the token itself exists outside the caller. */
+/**
+ * Creates a token and returns it; this is the only time the token itself exists outside the caller. A member asking
+ * for a scope only owners and admins may hold is refused (403).
+ */
 export async function createPersonalAccessToken(
   tokens: AccessTokenRepository,
   input: NewPersonalAccessToken,
   now: number,
+  origin: AuditOrigin,
 ): Promise<string> {
+  const refused = input.scopes.filter((scope) => !mayHoldScope(input.user.role, scope))
+  if (refused.length > 0) {
+    throw new AppError(403, 'forbidden', `Only organization owners and admins can hold ${refused.join(', ')}`)
+  }
   const token = generateSecret(personalAccessTokenPrefix)
+  const expiresAt = input.expiresAt ?? null
   await tokens.create(
-    {
-      userId: input.userId,
-      name: input.name,
-      tokenHash: hashSecret(token),
-      scopes: input.scopes,
-      expiresAt: input.expiresAt ?? null,
-    },
+    { userId: input.user.id, name: input.name, tokenHash: hashSecret(token), scopes: input.scopes, expiresAt },
     now,
+    (tokenId) =>
+      auditEntry(origin, now, {
+        organizationId: input.user.organizationId,
+        action: 'token.created',
+        target: target('personal_access_token', tokenId),
+        detail: {
+          name: input.name,
+          scopes: input.scopes,
+          expires_at: expiresAt === null ? null : toIso(expiresAt),
+          user_id: input.user.id,
+        },
+      }),
   )
   return token
 }
@@ -66,11 +99,21 @@ export async function listPersonalAccessTokens(
 /** Revokes one of the person's own tokens; false when they hold no such token (someone else's, or revoked). */
 export function revokePersonalAccessToken(
   tokens: AccessTokenRepository,
-  userId: number,
+  user: { id: number; organizationId: number },
   tokenId: number,
   now: number,
+  origin: AuditOrigin,
 ): Promise<boolean> {
-  return tokens.revoke(userId, tokenId, now)
+  return tokens.revoke(
+    user.id,
+    tokenId,
+    now,
+    auditEntry(origin, now, {
+      organizationId: user.organizationId,
+      action: 'token.revoked',
+      target: target('personal_access_token', tokenId),
+    }),
+  )
 }
 
 /**

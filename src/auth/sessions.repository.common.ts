@@ -1,17 +1,28 @@
 // Browser sessions on either database (sessions.repository.ts): each method is one statement. Ending sessions
 // together with a password change or a removal happens in the users repositories, inside those units of work.
 import { and, eq, isNull, lte } from 'drizzle-orm'
-import type { AnyDb } from '../db/dialect'
+import type { AnyDb, Audited } from '../db/dialect'
 import type * as authTables from './auth.table.pg'
 import type { SessionRepository } from './sessions.repository'
 import type * as sessionTables from './sessions.table.pg'
 
 export type SessionTables = Pick<typeof authTables, 'organizations' | 'users'> & typeof sessionTables
 
-export function sessionRepository(db: AnyDb, { sessions, users, organizations }: SessionTables): SessionRepository {
+export function sessionRepository(
+  db: AnyDb,
+  { sessions, users, organizations }: SessionTables,
+  audited: Audited,
+): SessionRepository {
   return {
-    async create({ tokenHash, userId, expiresAt }, now) {
-      await db.insert(sessions).values({ tokenHash, userId, createdAt: now, expiresAt })
+    async create({ tokenHash, userId, expiresAt }, now, audit) {
+      const [row] = await audited<{ id: number }>(
+        (tx) => [
+          tx.insert(sessions).values({ tokenHash, userId, createdAt: now, expiresAt }).returning({ id: sessions.id }),
+        ],
+        ([created]) => (created ? audit(created.id) : null),
+      )
+      if (!row) throw new Error('the session was not stored')
+      return row.id
     },
 
     async findByHash(tokenHash) {
@@ -21,6 +32,7 @@ export function sessionRepository(db: AnyDb, { sessions, users, organizations }:
           expiresAt: sessions.expiresAt,
           user: {
             id: users.id,
+            sessionId: sessions.id,
             sub: users.sub,
             email: users.email,
             name: users.name,
@@ -45,8 +57,11 @@ export function sessionRepository(db: AnyDb, { sessions, users, organizations }:
       await db.delete(sessions).where(eq(sessions.id, sessionId))
     },
 
-    async deleteByHash(tokenHash) {
-      await db.delete(sessions).where(eq(sessions.tokenHash, tokenHash))
+    async deleteByHash(tokenHash, audit) {
+      await audited(
+        (tx) => [tx.delete(sessions).where(eq(sessions.tokenHash, tokenHash)).returning({ id: sessions.id })],
+        (rows) => (rows.length > 0 ? audit : null),
+      )
     },
 
     async deleteExpired(now) {

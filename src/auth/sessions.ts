@@ -1,4 +1,15 @@
-// Browser sessions: a random cookie value, stored only as its SHA-256, that expires after 30 days unused.
+// Browser sessions: a random cookie value, stored only as its SHA-256, that expires after 30 days unused. Opening one
+// (a sign-in) and ending one (a sign-out) are recorded in the audit log in the same transaction; a refused sign-in
+// writes nothing else, so its event is written alone (docs/audit.md, "Failed sign-ins").
+import {
+  type AuditLog,
+  type AuditOrigin,
+  anonymousActor,
+  auditEntry,
+  noOrganization,
+  sessionActor,
+  target,
+} from '../shared/audit'
 import { generateSecret, hashPassword, hashSecret, verifyPassword } from '../shared/security'
 import { dayMs } from '../shared/time'
 import type { Caller } from './model'
@@ -25,11 +36,51 @@ export interface NewSession {
   expiresAt: number
 }
 
-export async function createSession(sessions: SessionRepository, userId: number, now: number): Promise<NewSession> {
+/** How a person proved who they are. */
+export type SignInMethod = 'password' | 'oidc'
+
+/** Opens a session for the person and records the sign-in, made through `method`, with it. */
+export async function createSession(
+  sessions: SessionRepository,
+  user: { id: number; organizationId: number },
+  now: number,
+  origin: AuditOrigin,
+  method: SignInMethod,
+): Promise<NewSession> {
   const token = generateSecret(sessionTokenPrefix)
   const expiresAt = now + sessionLifetimeMs
-  await sessions.create({ tokenHash: hashSecret(token), userId, expiresAt }, now)
+  await sessions.create({ tokenHash: hashSecret(token), userId: user.id, expiresAt }, now, (sessionId) =>
+    auditEntry({ ...origin, actor: sessionActor(sessionId, user.id) }, now, {
+      organizationId: user.organizationId,
+      action: 'signin.succeeded',
+      target: target('user', user.id),
+      detail: { method, session_id: String(sessionId) },
+    }),
+  )
   return { token, expiresAt }
+}
+
+/**
+ * Records a refused sign-in. One of a current member (a wrong password) joins their organization's log, naming them.
+ * One by an email nobody current uses joins the log of no organization, and the email is not kept: it may be a
+ * password typed in the wrong field, and it is nobody's business. Both write one event, so neither answer is slower.
+ */
+export function recordSignInFailure(
+  audit: AuditLog,
+  user: { id: number; organizationId: number } | null,
+  now: number,
+  origin: AuditOrigin,
+  detail: { method: SignInMethod; reason: string },
+): Promise<void> {
+  return audit.append(
+    auditEntry({ ...origin, actor: anonymousActor }, now, {
+      organizationId: user?.organizationId ?? noOrganization,
+      action: 'signin.failed',
+      outcome: 'failure',
+      target: user ? target('user', user.id) : null,
+      detail,
+    }),
+  )
 }
 
 /** The session a cookie names, if it is one and has not expired; read only (an error page renews nothing). */
@@ -57,8 +108,22 @@ export async function validateSession(
   return { user: row.user, expiresAt, renewed: true }
 }
 
-export function invalidateSession(sessions: SessionRepository, token: string): Promise<void> {
-  return sessions.deleteByHash(hashSecret(token))
+/** Signs out: ends the session the cookie names and records it, when there was one. */
+export function invalidateSession(
+  sessions: SessionRepository,
+  token: string,
+  user: Pick<SessionUser, 'id' | 'organizationId'>,
+  now: number,
+  origin: AuditOrigin,
+): Promise<void> {
+  return sessions.deleteByHash(
+    hashSecret(token),
+    auditEntry(origin, now, {
+      organizationId: user.organizationId,
+      action: 'signout',
+      target: target('user', user.id),
+    }),
+  )
 }
 
 /** What a successful sign-in opens, and whether the person must first replace a one-time password. */
@@ -74,17 +139,26 @@ function hashForUnknownUser(): Promise<string> {
   return dummyHash
 }
 
-/** Checks the credentials and opens a session, or returns null when either is wrong or the person was removed. */
+/**
+ * Checks the credentials and opens a session, or returns null when either is wrong or the person was removed. Either
+ * way the attempt is recorded (`origin` is the request's; its actor is nobody until the session opens).
+ */
 export async function signIn(
-  repositories: { users: UserRepository; sessions: SessionRepository },
+  repositories: { users: UserRepository; sessions: SessionRepository; audit: AuditLog },
   email: string,
   password: string,
   now: number,
+  origin: AuditOrigin,
 ): Promise<SignedIn | null> {
   const user = await findUserByEmail(repositories.users, email)
   const matches = await verifyPassword(password, user?.passwordHash ?? (await hashForUnknownUser()))
-  if (!user || !matches) return null
-  return { ...(await createSession(repositories.sessions, user.id, now)), mustChangePassword: user.mustChangePassword }
+  if (!user || !matches) {
+    const reason = user ? 'wrong_password' : 'unknown_email'
+    await recordSignInFailure(repositories.audit, user, now, origin, { method: 'password', reason })
+    return null
+  }
+  const session = await createSession(repositories.sessions, user, now, origin, 'password')
+  return { ...session, mustChangePassword: user.mustChangePassword }
 }
 
 /**
@@ -93,7 +167,7 @@ export async function signIn(
  */
 export function callerFromSession(user: SessionUser): Caller {
   return {
-    credential: `session:${user.id}`,
+    credential: `session:${user.sessionId}`,
     userId: user.id,
     sub: user.sub,
     name: user.name,

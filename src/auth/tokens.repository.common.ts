@@ -4,7 +4,7 @@
 // The by-hash lookup itself is prepared by each database's own repository (tokens.repository.sqlite.ts, .pg.ts).
 import { and, desc, eq, isNull, sql } from 'drizzle-orm'
 import type { AnyPgColumn, PgSelect } from 'drizzle-orm/pg-core'
-import type { AnyDb } from '../db/dialect'
+import type { AnyDb, Audited } from '../db/dialect'
 import type * as authTables from './auth.table.pg'
 import type { AccessTokenRepository } from './tokens.repository'
 
@@ -14,6 +14,11 @@ export type TokenTables = typeof authTables
 /** What a store does after a write that may change what a valid token resolves to (SQLite: empty its token cache). */
 export interface TokenChanges {
   afterTokenChange?: () => void
+}
+
+/** How a repository records its acts in the audit log: the dialect's transaction runner (db/dialect.ts). */
+export interface Audits {
+  audited: Audited
 }
 
 /** The user and organization columns every kind of bearer token resolves to (tokens.repository.ts, CallerRow). */
@@ -62,18 +67,28 @@ export function personalAccessTokenLookup(db: AnyDb, t: TokenTables) {
 export function accessTokenRepository(
   db: AnyDb,
   { personalAccessTokens }: TokenTables,
-  { afterTokenChange }: TokenChanges = {},
+  { afterTokenChange, audited }: TokenChanges & Audits,
 ): Omit<AccessTokenRepository, 'findByHash'> {
   return {
-    async create(token, now) {
-      await db.insert(personalAccessTokens).values({
-        userId: token.userId,
-        name: token.name,
-        tokenHash: token.tokenHash,
-        scopes: token.scopes.join(' '),
-        createdAt: now,
-        expiresAt: token.expiresAt,
-      })
+    async create(token, now, audit) {
+      const [row] = await audited<{ id: number }>(
+        (tx) => [
+          tx
+            .insert(personalAccessTokens)
+            .values({
+              userId: token.userId,
+              name: token.name,
+              tokenHash: token.tokenHash,
+              scopes: token.scopes.join(' '),
+              createdAt: now,
+              expiresAt: token.expiresAt,
+            })
+            .returning({ id: personalAccessTokens.id }),
+        ],
+        ([created]) => (created ? audit(created.id) : null),
+      )
+      if (!row) throw new Error('the token was not stored')
+      return row.id
     },
 
     async listActive(userId) {
@@ -91,18 +106,23 @@ export function accessTokenRepository(
         .orderBy(desc(personalAccessTokens.createdAt), desc(personalAccessTokens.id))
     },
 
-    async revoke(userId, tokenId, now) {
-      const revoked = await db
-        .update(personalAccessTokens)
-        .set({ revokedAt: now })
-        .where(
-          and(
-            eq(personalAccessTokens.id, tokenId),
-            eq(personalAccessTokens.userId, userId),
-            isNull(personalAccessTokens.revokedAt),
-          ),
-        )
-        .returning({ id: personalAccessTokens.id })
+    async revoke(userId, tokenId, now, audit) {
+      const revoked = await audited(
+        (tx) => [
+          tx
+            .update(personalAccessTokens)
+            .set({ revokedAt: now })
+            .where(
+              and(
+                eq(personalAccessTokens.id, tokenId),
+                eq(personalAccessTokens.userId, userId),
+                isNull(personalAccessTokens.revokedAt),
+              ),
+            )
+            .returning({ id: personalAccessTokens.id }),
+        ],
+        (rows) => (rows.length > 0 ? audit : null),
+      )
       if (revoked.length === 0) return false
       afterTokenChange?.()
       return true

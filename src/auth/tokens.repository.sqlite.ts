@@ -2,7 +2,7 @@
 // empty the token cache after a revocation, and the by-hash lookup every cache miss of the bearer guard runs, which
 // differs here because bun:sqlite prepares a statement per database without a name and reads its rows as arrays.
 import type { Db } from '../db/client'
-import { anyDb, asTables } from '../db/dialect'
+import { anyDb, asTables, type SqliteAppend, sqliteAudited } from '../db/dialect'
 import { sqliteLookup } from '../db/prepared'
 import * as tables from './auth.table'
 import { forgetResolvedTokens } from './token-cache'
@@ -14,13 +14,16 @@ import {
   type TokenTables,
 } from './tokens.repository.common'
 
-export function sqliteAccessTokenRepository(db: Db): AccessTokenRepository {
+export function sqliteAccessTokenRepository(db: Db, audit: SqliteAppend): AccessTokenRepository {
   const t = asTables<TokenTables>(tables)
   const findByHash = sqliteLookup<PersonalAccessTokenLookup>(db, 'pat:lookup', personalAccessTokenFields(t), () =>
     personalAccessTokenLookup(anyDb(db), t),
   )
   return {
-    ...accessTokenRepository(anyDb(db), t, { afterTokenChange: () => forgetResolvedTokens(db) }),
+    ...accessTokenRepository(anyDb(db), t, {
+      afterTokenChange: () => forgetResolvedTokens(db),
+      audited: sqliteAudited(db, audit),
+    }),
     async findByHash(tokenHash) {
       return findByHash(tokenHash)
     },

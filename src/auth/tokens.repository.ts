@@ -2,6 +2,7 @@
 // sessions.repository.ts): creating, listing and revoking them, and the lookup behind every API request that
 // does not find its token in memory (token-cache.ts; on PostgreSQL, every API request). Tokens are known only by their
 // SHA-256 hash.
+import type { AuditEntry } from '../shared/audit'
 import type { Role, Scope } from './model'
 
 export interface NewPersonalAccessTokenRecord {
@@ -47,16 +48,18 @@ export interface PersonalAccessTokenLookup extends CallerRow {
 }
 
 export interface AccessTokenRepository {
-  create(token: NewPersonalAccessTokenRecord, now: number): Promise<void>
+  /** Stores the token and, in the same transaction, the event `audit` makes of its ID; answers the ID. */
+  create(token: NewPersonalAccessTokenRecord, now: number, audit: (tokenId: number) => AuditEntry): Promise<number>
 
   /** The user's tokens that are not revoked (expired ones included), newest first. */
   listActive(userId: number): Promise<PersonalAccessTokenRecord[]>
 
   /**
    * Revokes one of the user's tokens; false when they hold no such unrevoked token. A conditional update: of
-   * concurrent revocations exactly one answers true. Resolved tokens are forgotten after a revocation.
+   * concurrent revocations exactly one answers true, and only it records `audit`. Resolved tokens are forgotten after a
+   * revocation.
    */
-  revoke(userId: number, tokenId: number, now: number): Promise<boolean>
+  revoke(userId: number, tokenId: number, now: number, audit: AuditEntry): Promise<boolean>
 
   /**
    * The token with this hash and its user, in whatever state, or null. Runs on every request the cache misses, which

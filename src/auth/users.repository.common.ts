@@ -4,7 +4,7 @@
 // users.repository.sqlite.ts and users.repository.pg.ts.
 import { and, asc, eq, isNotNull, isNull, type SQL } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
-import type { AnyDb } from '../db/dialect'
+import type { AnyDb, Audited } from '../db/dialect'
 import type * as oauthTables from '../oauth/oauth.table.pg'
 import type * as authTables from './auth.table.pg'
 import type * as sessionTables from './sessions.table.pg'
@@ -17,6 +17,8 @@ export type RemovalTables = typeof authTables &
   Pick<typeof oauthTables, 'oauthAuthorizationCodes' | 'oauthGrants' | 'oauthRegistrationTokens'>
 
 export interface UserDialect extends TokenChanges {
+  /** Runs a write with the audit event it records, in one transaction (db/dialect.ts). */
+  audited: Audited
   /**
    * Text ordered byte by byte, as listings order emails and slugs: SQLite's default, while a PostgreSQL database
    * created with a language's collation (en_US.UTF-8 is common) would skip dots and dashes in emails.
@@ -29,6 +31,7 @@ export function memberColumns({ users }: UserTables) {
   return {
     id: users.id,
     sub: users.sub,
+    organizationId: users.organizationId,
     email: users.email,
     name: users.name,
     role: users.role,
@@ -82,7 +85,7 @@ export function removalStatements(tx: Pick<AnyDb, 'update' | 'delete'>, t: Remov
 export function userRepository(
   db: AnyDb,
   t: UserTables,
-  { bytewise = (column) => column, afterTokenChange }: UserDialect = {},
+  { bytewise = (column) => column, afterTokenChange, audited }: UserDialect,
 ): Omit<UserRepository, 'create' | 'changeRole' | 'remove' | 'changePassword' | 'resetPassword'> {
   const { users, organizations } = t
   const member = memberColumns(t)
@@ -95,8 +98,17 @@ export function userRepository(
       return row?.days ?? null
     },
 
-    async setRetention(organizationId, days) {
-      await db.update(organizations).set({ retentionDays: days }).where(eq(organizations.id, organizationId))
+    async setRetention(organizationId, days, audit) {
+      await audited(
+        (tx) => [
+          tx
+            .update(organizations)
+            .set({ retentionDays: days })
+            .where(eq(organizations.id, organizationId))
+            .returning({ id: organizations.id }),
+        ],
+        (rows) => (rows.length > 0 ? audit : null),
+      )
     },
 
     async retentionPeriods() {
@@ -115,6 +127,13 @@ export function userRepository(
     async organizationIdBySlug(slug) {
       const [row] = await db.select({ id: organizations.id }).from(organizations).where(eq(organizations.slug, slug))
       return row?.id ?? null
+    },
+
+    async organizationSlugs() {
+      return db
+        .select({ id: organizations.id, slug: organizations.slug })
+        .from(organizations)
+        .orderBy(asc(organizations.id))
     },
 
     async findByEmail(email) {
@@ -172,14 +191,19 @@ export function userRepository(
       return row ?? null
     },
 
-    async restore(userId, { role, name, passwordHash }) {
+    async restore(userId, { role, name, passwordHash }, audit) {
       // A conditional update: of racing restorations the first takes the row, the others (waiting for it on
       // PostgreSQL) then find the user no longer removed, so they update nothing.
-      const [restored] = await db
-        .update(users)
-        .set({ role, name, passwordHash, mustChangePassword: true, removedAt: null })
-        .where(and(eq(users.id, userId), isNotNull(users.removedAt)))
-        .returning(member)
+      const [restored] = await audited<Member>(
+        (tx) => [
+          tx
+            .update(users)
+            .set({ role, name, passwordHash, mustChangePassword: true, removedAt: null })
+            .where(and(eq(users.id, userId), isNotNull(users.removedAt)))
+            .returning(member),
+        ],
+        (rows) => (rows.length > 0 ? audit : null),
+      )
       if (!restored) return null
       afterTokenChange?.()
       return restored satisfies Member

@@ -4,7 +4,7 @@
 // racing creations, and every change that can take an owner away first locks the organization's row, so changes to
 // one organization's owners take turns and each counts the owners the one before it left.
 import { and, count, eq, ne, sql, TransactionRollbackError } from 'drizzle-orm'
-import { anyDb } from '../db/dialect'
+import { anyDb, type PgAppend, pgAudited } from '../db/dialect'
 import type { PgDb, PgTx as Tx } from '../db/postgres'
 import * as oauthTables from '../oauth/oauth.table.pg'
 import * as tables from './auth.table.pg'
@@ -47,14 +47,17 @@ async function currentRole(tx: Tx, organizationId: number, userId: number): Prom
   return row?.role ?? null
 }
 
-export function pgUserRepository(db: PgDb): UserRepository {
+export function pgUserRepository(db: PgDb, audit: PgAppend): UserRepository {
   return {
     // Text ordered byte by byte, as SQLite orders it (raw SQL: Drizzle's query builder has no COLLATE).
-    ...userRepository(anyDb(db), tables, { bytewise: (column) => sql`${column} collate "C"` }),
+    ...userRepository(anyDb(db), tables, {
+      bytewise: (column) => sql`${column} collate "C"`,
+      audited: pgAudited(db, audit),
+    }),
 
-    async create(user, now) {
+    async create(user, now, entry) {
       try {
-        return await db.transaction(async (tx): Promise<{ id: number } | UserRefusal> => {
+        return await db.transaction(async (tx): Promise<{ id: number; organizationId: number } | UserRefusal> => {
           // The common case answered before anything is written; a creation racing this one is caught below.
           const [taken] = await tx.select({ id: users.id }).from(users).where(eq(users.email, user.email))
           if (taken) return 'email_taken'
@@ -97,7 +100,9 @@ export function pgUserRepository(db: PgDb): UserRepository {
             })
             .onConflictDoNothing({ target: users.email })
             .returning({ id: users.id })
-          return created ?? tx.rollback()
+          if (!created) return tx.rollback()
+          if (entry) await audit(tx, entry({ id: created.id, organizationId }))
+          return { id: created.id, organizationId }
         })
       } catch (error) {
         if (error instanceof TransactionRollbackError) return 'email_taken'
@@ -105,7 +110,7 @@ export function pgUserRepository(db: PgDb): UserRepository {
       }
     },
 
-    async changeRole(organizationId, userId, role) {
+    async changeRole(organizationId, userId, role, entry) {
       const outcome = await db.transaction(async (tx): Promise<RoleChange> => {
         if (!(await lockedOrganization(tx, organizationId))) return 'not_found'
         const current = await currentRole(tx, organizationId, userId)
@@ -114,34 +119,41 @@ export function pgUserRepository(db: PgDb): UserRepository {
           return 'last_owner'
         }
         await tx.update(users).set({ role }).where(eq(users.id, userId))
+        await audit(tx, entry(current))
         return 'changed'
       })
       return outcome
     },
 
-    async remove(organizationId, userId, now) {
+    async remove(organizationId, userId, now, entry) {
       const outcome = await db.transaction(async (tx): Promise<MemberRemoval> => {
         if (!(await lockedOrganization(tx, organizationId))) return 'not_found'
         const current = await currentRole(tx, organizationId, userId)
         if (current === null) return 'not_found'
         if (current === 'owner' && (await activeOwners(tx, organizationId)) <= 1) return 'last_owner'
         for (const statement of removalStatements(tx, removalTables, userId, now)) await statement
+        await audit(tx, entry(current))
         return 'removed'
       })
       return outcome
     },
 
-    async changePassword(userId, passwordHash, keepSessionHash) {
+    async changePassword(userId, passwordHash, keepSessionHash, entry) {
       await db.transaction(async (tx) => {
         await tx.update(users).set({ passwordHash, mustChangePassword: false }).where(eq(users.id, userId))
-        await tx.delete(sessions).where(and(eq(sessions.userId, userId), ne(sessions.tokenHash, keepSessionHash)))
+        const ended = await tx
+          .delete(sessions)
+          .where(and(eq(sessions.userId, userId), ne(sessions.tokenHash, keepSessionHash)))
+          .returning({ id: sessions.id })
+        await audit(tx, entry(ended.length))
       })
     },
 
-    async resetPassword(userId, passwordHash) {
+    async resetPassword(userId, passwordHash, entry) {
       return db.transaction(async (tx) => {
         await tx.update(users).set({ passwordHash, mustChangePassword: true }).where(eq(users.id, userId))
         const ended = await tx.delete(sessions).where(eq(sessions.userId, userId)).returning({ id: sessions.id })
+        await audit(tx, entry(ended.length))
         return ended.length
       })
     },

@@ -10,7 +10,7 @@ import { guardedFetch, type OutboundRules } from '../shared/outbound/guarded-fet
 import type { SecretBox } from '../shared/secret-box'
 import { account, noticeFor, refusalOf } from '../web/account'
 import { PageError } from '../web/errors'
-import { consentPageHeaders, type PageSession, pageHeaders, type WebDeps } from '../web/index'
+import { consentPageHeaders, type PageSession, pageHeaders, pageOrigin, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { field, type PostedForm } from '../web/trusted-form'
 import {
@@ -199,7 +199,7 @@ export const connectorPages = (deps: ConnectorPagesDeps) => {
     )
     .post(
       serversPath,
-      async ({ admin, form, html, redirect, set }) => {
+      async ({ admin, form, request, html, redirect, set }) => {
         const headerLines = field(form, 'headers') ?? ''
         const values: ServerFormValues = {
           name: (field(form, 'name') ?? '').trim(),
@@ -221,6 +221,7 @@ export const connectorPages = (deps: ConnectorPagesDeps) => {
               trusted: values.trusted,
             },
             deps.clock.now(),
+            pageOrigin(request, admin),
           )
           deps.log.info('mcp server added', { serverId: added.server.id, by: admin.user.id })
           return redirect(`${serverPath(added.server.id)}?notice=${values.oauth ? 'added-oauth' : 'added'}`, 303)
@@ -315,8 +316,9 @@ export const connectorPages = (deps: ConnectorPagesDeps) => {
     )
     .post(
       `${serversPath}/:serverId/delete`,
-      async ({ admin, params, redirect }) => {
-        await removeServer(service, orgOf(admin), params.serverId).catch(missing)
+      async ({ admin, params, request, redirect }) => {
+        const origin = pageOrigin(request, admin)
+        await removeServer(service, orgOf(admin), params.serverId, deps.clock.now(), origin).catch(missing)
         deps.log.info('mcp server removed', { serverId: params.serverId, by: admin.user.id })
         return redirect(`${serversPath}?notice=deleted`, 303)
       },

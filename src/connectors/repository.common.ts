@@ -1,7 +1,7 @@
 // The connected MCP servers on either database (repository.ts): every method is one statement, the same on both
 // dialects (db/dialect.ts), but for the tool list, whose statements run as one unit (the dialect's `Unit`).
 import { and, asc, eq, inArray, isNull, lte, notInArray, sql } from 'drizzle-orm'
-import type { AnyDb, Unit } from '../db/dialect'
+import type { AnyDb, Audited, Unit } from '../db/dialect'
 import type { PgDb } from '../db/postgres'
 import { prepared } from '../db/prepared'
 import { isObject } from '../shared/objects'
@@ -56,6 +56,7 @@ export function mcpServerRepository(
   db: AnyDb,
   { mcpServers, mcpServerTools, mcpServerOauth, mcpOauthFlows }: ConnectorTables,
   unit: Unit,
+  audited: Audited,
 ): McpServerRepository {
   const ofOrganization = (organizationId: number, id: string) =>
     and(eq(mcpServers.id, id), eq(mcpServers.organizationId, organizationId))
@@ -80,12 +81,17 @@ export function mcpServerRepository(
     )
 
   return {
-    async add({ headerNames, now, ...row }) {
-      const [added] = await db
-        .insert(mcpServers)
-        .values({ ...row, headerNames: JSON.stringify(headerNames), createdAt: now, updatedAt: now })
-        .onConflictDoNothing({ target: [mcpServers.organizationId, mcpServers.name] })
-        .returning()
+    async add({ headerNames, now, ...row }, audit) {
+      const [added] = await audited<typeof mcpServers.$inferSelect>(
+        (tx) => [
+          tx
+            .insert(mcpServers)
+            .values({ ...row, headerNames: JSON.stringify(headerNames), createdAt: now, updatedAt: now })
+            .onConflictDoNothing({ target: [mcpServers.organizationId, mcpServers.name] })
+            .returning(),
+        ],
+        ([stored]) => (stored ? audit(serverOf(stored)) : null),
+      )
       return added ? serverOf(added) : null
     },
 
@@ -119,8 +125,17 @@ export function mcpServerRepository(
     },
 
     // Its tools, OAuth state and flows go by their foreign keys' cascade.
-    remove(organizationId, id) {
-      return changed(db.delete(mcpServers).where(ofOrganization(organizationId, id)).returning({ id: mcpServers.id }))
+    async remove(organizationId, id, audit) {
+      const removed = await audited<{ name: string; url: string }>(
+        (tx) => [
+          tx
+            .delete(mcpServers)
+            .where(ofOrganization(organizationId, id))
+            .returning({ name: mcpServers.name, url: mcpServers.url }),
+        ],
+        ([server]) => (server ? audit(server) : null),
+      )
+      return removed.length > 0
     },
 
     async replaceTools(serverId, tools, whenNew, now) {

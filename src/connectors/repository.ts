@@ -2,6 +2,7 @@
 // and the authorizations under way. Every method is one statement or one unit, the same on both dialects
 // (repository.common.ts). Secrets are handed in and read back sealed (shared/secret-box.ts): this layer never sees
 // them in the clear.
+import type { AuditEntry } from '../shared/audit'
 
 export type McpServerAuth = 'none' | 'headers' | 'oauth'
 export type McpServerStatus = 'pending' | 'ok' | 'needs_authorization' | 'error'
@@ -117,8 +118,8 @@ export function readOnlyOf(annotations: Record<string, unknown> | null): boolean
 }
 
 export interface McpServerRepository {
-  /** Null: the name is taken in the organization. */
-  add(row: NewMcpServer): Promise<McpServerRow | null>
+  /** Null: the name is taken in the organization. The event `audit` makes of the server is recorded with it. */
+  add(row: NewMcpServer, audit: (server: McpServerRow) => AuditEntry): Promise<McpServerRow | null>
 
   /** The organization's servers, by name. */
   list(organizationId: number): Promise<McpServerRow[]>
@@ -130,8 +131,15 @@ export interface McpServerRepository {
   /** Whether the organization's server was there to change. */
   update(organizationId: number, id: string, patch: McpServerPatch): Promise<boolean>
 
-  /** Removes the server with its tools, OAuth state and flows; whether it was the organization's. */
-  remove(organizationId: number, id: string): Promise<boolean>
+  /**
+   * Removes the server with its tools, OAuth state and flows, recording the event `audit` makes of its name and URL;
+   * whether it was the organization's.
+   */
+  remove(
+    organizationId: number,
+    id: string,
+    audit: (server: { name: string; url: string }) => AuditEntry,
+  ): Promise<boolean>
 
   /**
    * The server's tool list as just fetched, in one unit: tools still listed keep `enabled` (and when they were first

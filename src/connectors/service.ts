@@ -3,11 +3,13 @@
 // off, and removing it. The administration pages and the CLI call these; who may is their business (owners and admins
 // of the organization, or the operator). A server that signs in with OAuth is added here waiting for its authorization,
 // which needs a browser (authorization.ts): only the administration page adds one.
+
 import { accessTokenPrefix } from '../auth/access-tokens'
 import { personalAccessTokenPrefix } from '../auth/personal-access-tokens'
 import { sessionTokenPrefix } from '../auth/sessions'
 import { clientSecretPrefix } from '../oauth/clients'
 import { authorizationCodePrefix, refreshTokenPrefix, registrationTokenPrefix } from '../oauth/tokens'
+import { type AuditOrigin, auditEntry, target, urlOrigin } from '../shared/audit'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
 import { checkEndpointUrl } from '../shared/outbound/addresses'
@@ -159,7 +161,12 @@ function failedRefresh(error: unknown): RefreshOutcome {
  * list (a failure there is reported, not fatal: the server is kept, and its page says why). A server with `oauth`
  * waits for its authorization (`needs_authorization`): its tools are fetched once an admin has authorized it.
  */
-export async function addServer(deps: ConnectorsDeps, input: NewServerInput, now: number): Promise<AddedServer> {
+export async function addServer(
+  deps: ConnectorsDeps,
+  input: NewServerInput,
+  now: number,
+  origin: AuditOrigin,
+): Promise<AddedServer> {
   const name = checkServerName(input.name)
   const url = checkEndpointUrl(input.url.trim(), deps.allowPrivateNetworks)
   const headerNames = Object.keys(input.headers)
@@ -176,18 +183,35 @@ export async function addServer(deps: ConnectorsDeps, input: NewServerInput, now
     throw conflict(`An organization can connect at most ${maxServers} MCP servers.`)
   }
   const id = newId()
-  const server = await deps.servers.add({
-    id,
-    organizationId: input.organizationId,
-    name,
-    url: url.href,
-    auth: oauth ? 'oauth' : headerNames.length > 0 ? 'headers' : 'none',
-    headersSealed: headerNames.length > 0 ? deps.box.seal(JSON.stringify(input.headers), sealedFor.headers(id)) : null,
-    headerNames,
-    trusted: input.trusted,
-    createdBy: input.createdBy,
-    now,
-  })
+  const server = await deps.servers.add(
+    {
+      id,
+      organizationId: input.organizationId,
+      name,
+      url: url.href,
+      auth: oauth ? 'oauth' : headerNames.length > 0 ? 'headers' : 'none',
+      headersSealed:
+        headerNames.length > 0 ? deps.box.seal(JSON.stringify(input.headers), sealedFor.headers(id)) : null,
+      headerNames,
+      trusted: input.trusted,
+      createdBy: input.createdBy,
+      now,
+    },
+    (added) =>
+      auditEntry(origin, now, {
+        organizationId: input.organizationId,
+        action: 'mcp_server.added',
+        target: target('mcp_server', added.id),
+        // Header names only, never their values; the URL's origin only.
+        detail: {
+          name,
+          url_origin: urlOrigin(added.url),
+          auth: added.auth,
+          header_names: headerNames,
+          trusted: added.trusted,
+        },
+      }),
+  )
   // Another admin added the same name in between.
   if (!server) throw taken(name)
   if (oauth) {
@@ -233,13 +257,23 @@ export async function serverWithTools(
   return { server, tools: await servers.tools(server.id) }
 }
 
-/** Removes the server with its tools and secrets; its pooled connection, if any, is dropped. */
+/** Removes the server with its tools and secrets, and records it; its pooled connection, if any, is dropped. */
 export async function removeServer(
   deps: Pick<ConnectorsDeps, 'servers' | 'caller'>,
   organizationId: number,
   serverId: string,
+  now: number,
+  origin: AuditOrigin,
 ): Promise<void> {
-  if (!(await deps.servers.remove(organizationId, serverId))) throw notFound('MCP server')
+  const removed = await deps.servers.remove(organizationId, serverId, (server) =>
+    auditEntry(origin, now, {
+      organizationId,
+      action: 'mcp_server.removed',
+      target: target('mcp_server', serverId),
+      detail: { name: server.name, url_origin: urlOrigin(server.url) },
+    }),
+  )
+  if (!removed) throw notFound('MCP server')
   deps.caller?.forget(serverId)
 }
 

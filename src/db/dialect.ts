@@ -6,8 +6,9 @@
 // (epoch milliseconds as numbers, flags as booleans). Both test suites run every neutral method on both backends:
 // that, not the compiler, is what keeps a dialect-only call out of these modules.
 import type { BunSQLDatabase } from 'drizzle-orm/bun-sql'
+import type { AuditEntry } from '../shared/audit'
 import type { Db } from './client'
-import type { PgDb } from './postgres'
+import type { PgDb, PgTx } from './postgres'
 
 /** A database of either dialect, as the neutral modules see it. */
 export type AnyDb = BunSQLDatabase
@@ -52,5 +53,50 @@ export function pgUnit(db: PgDb): Unit {
   return (build) =>
     db.transaction(async (tx) => {
       for (const statement of build(anyDb(tx as unknown as PgDb))) await statement
+    })
+}
+
+/**
+ * Writes one audit event inside the act's own transaction, on its connection (src/audit/ fills it; the store hands it
+ * to each repository whose acts are recorded): synchronously on SQLite, whose transactions cannot await.
+ */
+export type SqliteAppend = (tx: Db, entry: AuditEntry) => void
+export type PgAppend = (tx: PgTx, entry: AuditEntry) => Promise<void>
+
+/**
+ * Runs the statements `build` makes, in order, and the audit event `entry` makes of the last one's rows (its
+ * `.returning()`), in one transaction: how a neutral module records an act without a twin per dialect. `entry`
+ * answers null when the rows say nothing happened (nothing revoked, nothing found): then nothing is recorded.
+ */
+export type Audited = <Row>(
+  build: (tx: AnyDb) => readonly unknown[],
+  entry: (rows: Row[]) => AuditEntry | null,
+) => Promise<Row[]>
+
+/** SQLite's: the statements, the last one's rows and the event, synchronously inside one `db.transaction`. */
+export function sqliteAudited(db: Db, append: SqliteAppend): Audited {
+  return async <Row>(build: (tx: AnyDb) => readonly unknown[], entry: (rows: Row[]) => AuditEntry | null) =>
+    db.transaction((tx) => {
+      const statements = build(anyDb(tx as unknown as Db))
+      let rows: Row[] = []
+      statements.forEach((statement, index) => {
+        if (index < statements.length - 1) (statement as { run(): void }).run()
+        else rows = (statement as { all(): Row[] }).all()
+      })
+      const event = entry(rows)
+      if (event) append(tx as unknown as Db, event)
+      return rows
+    })
+}
+
+/** PostgreSQL's: the statements awaited one after another, then the event, inside one transaction. */
+export function pgAudited(db: PgDb, append: PgAppend): Audited {
+  return <Row>(build: (tx: AnyDb) => readonly unknown[], entry: (rows: Row[]) => AuditEntry | null) =>
+    db.transaction(async (tx) => {
+      let rows: Row[] = []
+      for (const statement of build(anyDb(tx as unknown as PgDb))) rows = (await statement) as Row[]
+      const event = entry(rows)
+      if (event) await append(tx, event)
+      return rows
     })
 }

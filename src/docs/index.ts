@@ -5,8 +5,7 @@ import { Elysia } from 'elysia'
 // The package's main module evaluates the whole browser bundle (several MB of heap, a quarter of a
 // second at start-up); absolute-path only says where the files are.
 import getAbsoluteFSPath from 'swagger-ui-dist/absolute-path'
-import { scopes } from '../auth/model'
-import { docsClientId } from '../oauth/clients'
+import { defaultClientScopes, docsClientId } from '../oauth/clients'
 import { scopeDescriptions } from '../oauth/model'
 import { webhookDocumentation } from '../webhooks/model'
 import { appRoutes, buildDocument, type OpenAPIDocument } from './openapi'
@@ -46,7 +45,7 @@ const init = `window.ui = SwaggerUIBundle({
   oauth2RedirectUrl: location.origin + '/swagger/assets/oauth2-redirect.html',
   persistAuthorization: true,
 });
-window.ui.initOAuth({ clientId: '${docsClientId}', usePkceWithAuthorizationCodeGrant: true, scopes: ${JSON.stringify(scopes)} });`
+window.ui.initOAuth({ clientId: '${docsClientId}', usePkceWithAuthorizationCodeGrant: true, scopes: ${JSON.stringify(defaultClientScopes)} });`
 
 export const description = `Persistent AI conversations (threads) and the OAuth 2.0 authorization server that guards them.
 
@@ -83,6 +82,7 @@ const documentation = (publicUrl: string) => ({
     { name: 'Attachments', description: 'Files uploaded to a thread, for messages to show and use' },
     { name: 'Share links', description: 'Read-only snapshots of a thread, for anyone holding the link' },
     { name: 'Usage', description: 'Tokens and cost of answers, by day, member, model or thread' },
+    { name: 'Audit', description: 'Security-relevant acts of the organization, hash-chained (owners and admins)' },
     { name: 'Identity', description: 'Who the token belongs to' },
     { name: 'OAuth', description: 'OAuth 2.0 authorization server (outside /api/v1)' },
     {
@@ -99,7 +99,8 @@ const documentation = (publicUrl: string) => ({
         type: 'http',
         scheme: 'bearer',
         description:
-          'Personal access token or OAuth access token. Scopes: threads:read, threads:read:own, threads:write.',
+          'Personal access token or OAuth access token. Scopes: threads:read, threads:read:own, threads:write, ' +
+          'audit:read (owners and admins).',
       },
       oauth2: {
         type: 'oauth2',

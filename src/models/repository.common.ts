@@ -3,7 +3,7 @@
 // generations: generation), which the composition hands in.
 import { and, eq, sql } from 'drizzle-orm'
 import type { organizations } from '../auth/auth.table.pg'
-import type { AnyDb } from '../db/dialect'
+import type { AnyDb, Audited } from '../db/dialect'
 import type { generations } from '../generation/generations.table.pg'
 import type { threadSettings, threads } from '../threads/threads.table.pg'
 import { allowedFromColumn, allowedToColumn, type ModelRepository } from './repository'
@@ -19,6 +19,7 @@ export interface ModelTables {
 export function modelRepository(
   db: AnyDb,
   { organizations, threads, threadSettings, generations }: ModelTables,
+  audited: Audited,
 ): ModelRepository {
   const settingsColumns = {
     model: threadSettings.model,
@@ -38,11 +39,17 @@ export function modelRepository(
       return { allowed: allowedFromColumn(row?.allowed ?? null), defaultModel: row?.defaultModel ?? null }
     },
 
-    async setChoice(organizationId, choice) {
-      await db
-        .update(organizations)
-        .set({ allowedModels: allowedToColumn(choice.allowed), defaultModel: choice.defaultModel })
-        .where(eq(organizations.id, organizationId))
+    async setChoice(organizationId, choice, audit) {
+      await audited(
+        (tx) => [
+          tx
+            .update(organizations)
+            .set({ allowedModels: allowedToColumn(choice.allowed), defaultModel: choice.defaultModel })
+            .where(eq(organizations.id, organizationId))
+            .returning({ id: organizations.id }),
+        ],
+        (rows) => (rows.length > 0 ? audit : null),
+      )
     },
 
     async threadSettings(threadId) {

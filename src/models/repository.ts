@@ -1,5 +1,6 @@
 // The models feature's storage contract: an organization's choice of models, a thread's own settings, and what an
 // answer's model is resolved from. Every method is one statement (repository.common.ts, both dialects).
+import type { AuditEntry } from '../shared/audit'
 import type { OrganizationChoice } from './choice'
 
 /** A thread's settings: absent row = all null. */
@@ -23,8 +24,8 @@ export interface ModelRepository {
   /** The organization's stored choice; null allows every configured model, with the configuration's default. */
   choice(organizationId: number): Promise<OrganizationChoice>
 
-  /** Replaces the organization's choice (checked by the caller against the catalogue). */
-  setChoice(organizationId: number, choice: OrganizationChoice): Promise<void>
+  /** Replaces the organization's choice (checked by the caller against the catalogue), recording `audit` with it. */
+  setChoice(organizationId: number, choice: OrganizationChoice, audit: AuditEntry): Promise<void>
 
   /** The thread's settings (all null when it has none). */
   threadSettings(threadId: string): Promise<ThreadSettings>

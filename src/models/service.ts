@@ -1,7 +1,9 @@
 // What the models feature does, over the catalogue (fixed at start-up) and its repository: the models a caller's
 // organization may use, a thread's settings, an organization's choice, and an answer's model as it is prepared.
+
 import type { Caller } from '../auth/model'
 import type { AnswerModels } from '../generation/types'
+import { type AuditOrigin, auditEntry, target } from '../shared/audit'
 import { invalidRequest, notFound } from '../shared/errors'
 import type { ModelChoice } from '../threads/conversation'
 import type { ThreadRepository } from '../threads/repository'
@@ -184,8 +186,24 @@ export async function viewChoice(deps: ModelsDeps, organizationId: number): Prom
  * Stores an owner's or admin's choice (the caller checks the role): `allowed` null allows every configured model,
  * and a default must be among the allowed. Throws a 400 AppError naming what is wrong.
  */
-export async function setChoice(deps: ModelsDeps, organizationId: number, choice: OrganizationChoice): Promise<void> {
+export async function setChoice(
+  deps: ModelsDeps,
+  organizationId: number,
+  choice: OrganizationChoice,
+  now: number,
+  origin: AuditOrigin,
+): Promise<void> {
   const problem = choiceProblem(deps.catalogue, choice)
   if (problem) throw invalidRequest(problem)
-  await deps.models.setChoice(organizationId, choice)
+  await deps.models.setChoice(
+    organizationId,
+    choice,
+    auditEntry(origin, now, {
+      organizationId,
+      action: 'settings.models_changed',
+      target: target('organization', organizationId),
+      // Null: every configured model is allowed; a null default follows the server's.
+      detail: { allowed: choice.allowed, default_model: choice.defaultModel },
+    }),
+  )
 }

@@ -2,7 +2,9 @@
 // the person's organization may use the client, and the person's decision: approval issues a single-use code,
 // denial answers access_denied.
 import type { Scope } from '../auth/model'
+import { mayHoldScope } from '../auth/personal-access-tokens'
 import type { SessionUser } from '../auth/sessions'
+import { type AuditOrigin, auditEntry, target } from '../shared/audit'
 import { generateSecret, hashSecret } from '../shared/security'
 import { type AuthorizationEndpoint, authorizationChecks } from './checks'
 import type { AuthorizationRequest } from './checks/types'
@@ -95,13 +97,29 @@ export function organizationMayUse(client: Client, user: SessionUser): 'member' 
 
 export type ApprovalResult = { kind: 'redirect'; location: string } | { kind: 'other-organization' }
 
-/** Approval: claims an unclaimed client for the approver's organization, then issues a single-use code. */
+/**
+ * The scopes a person's approval grants of those asked: all but what their role may not hold (a member's consent never
+ * carries `audit:read`, as their own tokens cannot). RFC 6749 §3.3 lets the server grant less; the token response's
+ * `scope` says what was granted.
+ */
+export function grantableScopes(asked: readonly Scope[], user: Pick<SessionUser, 'role'>): Scope[] {
+  return asked.filter((scope) => mayHoldScope(user.role, scope))
+}
+
+/**
+ * Approval: claims an unclaimed client for the approver's organization, then issues a single-use code, recording the
+ * consent with it.
+ */
 export async function approveAuthorization(
   deps: OAuthDeps,
   request: ValidAuthorizationRequest,
   user: SessionUser,
+  origin: AuditOrigin,
 ): Promise<ApprovalResult> {
   const now = deps.clock.now()
+  const scopes = grantableScopes(request.scopes, user)
+  // Nothing asked for is theirs to give: as if they had denied it.
+  if (scopes.length === 0) return { kind: 'redirect', location: denyAuthorizationLocation(deps, request) }
   const code = generateSecret(authorizationCodePrefix)
   const { client } = request
   const approved = await deps.oauthGrants.createAuthorizationCode(
@@ -110,13 +128,25 @@ export async function approveAuthorization(
       clientId: client.id,
       userId: user.id,
       redirectUri: request.redirectUri,
-      scopes: request.scopes.join(' '),
+      scopes: scopes.join(' '),
       codeChallenge: request.codeChallenge,
       resource: request.resource,
       createdAt: now,
       expiresAt: now + authorizationCodeLifetimeMs,
     },
     client.origin === 'builtin' ? null : user.organizationId,
+    (claimed) =>
+      auditEntry(origin, now, {
+        organizationId: user.organizationId,
+        action: 'oauth.consent_given',
+        target: target('oauth_client', client.clientId),
+        detail: {
+          client_name: client.name,
+          scopes,
+          resource: request.resource,
+          claimed_for_organization: claimed,
+        },
+      }),
   )
   if (!approved) return { kind: 'other-organization' }
   return {

@@ -1,5 +1,6 @@
 // Client authentication at the token and revocation endpoints (RFC 6749 §2.3): which client is calling, proven
 // by the method it registered.
+import type { AuditOrigin } from '../shared/audit'
 import { nulMessage } from '../shared/nul'
 import { hashSecret, secretsEqual } from '../shared/security'
 import { acceptedAuthMethods, findClient, isPublic } from './clients'
@@ -11,6 +12,8 @@ export interface ClientRequest {
   form: URLSearchParams
   /** The Authorization header, if any. */
   authorization: string | null
+  /** The request's address and user agent for the audit log; its actor becomes the client once authenticated. */
+  origin: AuditOrigin
 }
 
 function formDecode(value: string): string {

@@ -4,6 +4,7 @@
 import { and, desc, eq, getTableColumns, gt, isNull, type SQL } from 'drizzle-orm'
 import type * as authTables from '../auth/auth.table.pg'
 import { isScope } from '../auth/model'
+import type { Audits } from '../auth/tokens.repository.common'
 import type { AnyDb } from '../db/dialect'
 import type { Client, ClientRepository, ManagedClient, NewClient } from './clients.repository'
 import type * as oauthTables from './oauth.table.pg'
@@ -76,6 +77,7 @@ export function clientInOrganization({ oauthClients }: ClientTables, organizatio
 export function clientRepository(
   db: AnyDb,
   t: ClientTables,
+  { audited }: Audits,
 ): Omit<ClientRepository, 'registerWithToken' | 'deleteInOrganization'> {
   const { oauthClients, oauthRegistrationTokens, users } = t
 
@@ -109,14 +111,20 @@ export function clientRepository(
       return found
     },
 
-    async create(client) {
-      const [row] = await db.insert(oauthClients).values(valuesOf(client)).returning()
+    async create(client, audit) {
+      const [row] = await audited<ClientRow>(
+        (tx) => [tx.insert(oauthClients).values(valuesOf(client)).returning()],
+        ([stored]) => (stored ? audit(toClient(stored)) : null),
+      )
       if (!row) throw new Error(`the client ${client.clientId} could not be stored`)
       return toClient(row)
     },
 
-    async createRegistrationToken(token) {
-      await db.insert(oauthRegistrationTokens).values(token)
+    async createRegistrationToken(token, audit) {
+      await audited<{ id: number }>(
+        (tx) => [tx.insert(oauthRegistrationTokens).values(token).returning({ id: oauthRegistrationTokens.id })],
+        ([stored]) => (stored ? audit(stored.id) : null),
+      )
     },
 
     async registrationTokenUsable(tokenHash, now) {
@@ -140,8 +148,13 @@ export function clientRepository(
       return client ?? null
     },
 
-    async replaceSecret(id, secretHash) {
-      await db.update(oauthClients).set({ secretHash }).where(eq(oauthClients.id, id))
+    async replaceSecret(id, secretHash, audit) {
+      await audited(
+        (tx) => [
+          tx.update(oauthClients).set({ secretHash }).where(eq(oauthClients.id, id)).returning({ id: oauthClients.id }),
+        ],
+        (rows) => (rows.length > 0 ? audit : null),
+      )
     },
   }
 }

@@ -5,7 +5,7 @@
 // consumption back; a client is deleted in the lock order the token endpoint takes.
 import { eq } from 'drizzle-orm'
 import * as authTables from '../auth/auth.table.pg'
-import { anyDb } from '../db/dialect'
+import { anyDb, type PgAppend, pgAudited } from '../db/dialect'
 import type { PgDb } from '../db/postgres'
 import type { ClientRepository } from './clients.repository'
 import {
@@ -21,11 +21,11 @@ import * as oauthTables from './oauth.table.pg'
 const t: ClientTables = { ...authTables, ...oauthTables }
 const { oauthAuthorizationCodes, oauthClients, oauthGrants, oauthRegistrationTokens } = oauthTables
 
-export function pgClientRepository(db: PgDb): ClientRepository {
+export function pgClientRepository(db: PgDb, append: PgAppend): ClientRepository {
   return {
-    ...clientRepository(anyDb(db), t),
+    ...clientRepository(anyDb(db), t, { audited: pgAudited(db, append) }),
 
-    registerWithToken(tokenHash, client, now) {
+    registerWithToken(tokenHash, client, now, audit) {
       return db.transaction(async (tx) => {
         // Consumed together with the insert, so a failed registration does not burn the token. A second registration
         // racing on the token waits on this row lock, then re-checks `used_at` and matches nothing.
@@ -33,16 +33,22 @@ export function pgClientRepository(db: PgDb): ClientRepository {
           .update(oauthRegistrationTokens)
           .set({ usedAt: now })
           .where(usableToken(t, tokenHash, now))
-          .returning({ userId: oauthRegistrationTokens.userId, organizationId: oauthRegistrationTokens.organizationId })
+          .returning({
+            id: oauthRegistrationTokens.id,
+            userId: oauthRegistrationTokens.userId,
+            organizationId: oauthRegistrationTokens.organizationId,
+          })
         if (!issuer) return null
         const values = valuesOf({ ...client, organizationId: issuer.organizationId, ownerId: issuer.userId })
         const [row] = await tx.insert(oauthClients).values(values).returning()
         if (!row) throw new Error(`the client ${client.clientId} could not be stored`)
-        return toClient(row)
+        const stored = toClient(row)
+        await append(tx, audit(stored, issuer.id))
+        return stored
       })
     },
 
-    async deleteInOrganization(organizationId, clientId) {
+    async deleteInOrganization(organizationId, clientId, audit) {
       const deleted = await db.transaction(async (tx) => {
         const [client] = await tx
           .select({ id: oauthClients.id })
@@ -59,6 +65,7 @@ export function pgClientRepository(db: PgDb): ClientRepository {
           .delete(oauthClients)
           .where(eq(oauthClients.id, client.id))
           .returning({ id: oauthClients.id })
+        if (removed) await append(tx, audit)
         return removed !== undefined
       })
       return deleted

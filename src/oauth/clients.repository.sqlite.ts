@@ -6,7 +6,7 @@
 import * as authTables from '../auth/auth.table'
 import { forgetResolvedTokens } from '../auth/token-cache'
 import type { Db } from '../db/client'
-import { anyDb, asTables } from '../db/dialect'
+import { anyDb, asTables, type SqliteAppend, sqliteAudited } from '../db/dialect'
 import type { ClientRepository } from './clients.repository'
 import {
   type ClientTables,
@@ -21,31 +21,41 @@ import * as oauthTables from './oauth.table'
 const t = asTables<ClientTables>({ ...authTables, ...oauthTables })
 const { oauthClients, oauthRegistrationTokens } = oauthTables
 
-export function sqliteClientRepository(db: Db): ClientRepository {
+export function sqliteClientRepository(db: Db, append: SqliteAppend): ClientRepository {
   return {
-    ...clientRepository(anyDb(db), t),
+    ...clientRepository(anyDb(db), t, { audited: sqliteAudited(db, append) }),
 
-    async registerWithToken(tokenHash, client, now) {
+    async registerWithToken(tokenHash, client, now, audit) {
       return db.transaction((tx) => {
         // Consumed together with the insert, so a failed registration does not burn the token.
         const issuer = tx
           .update(oauthRegistrationTokens)
           .set({ usedAt: now })
           .where(usableToken(t, tokenHash, now))
-          .returning({ userId: oauthRegistrationTokens.userId, organizationId: oauthRegistrationTokens.organizationId })
+          .returning({
+            id: oauthRegistrationTokens.id,
+            userId: oauthRegistrationTokens.userId,
+            organizationId: oauthRegistrationTokens.organizationId,
+          })
           .get()
         if (!issuer) return null
         const values = valuesOf({ ...client, organizationId: issuer.organizationId, ownerId: issuer.userId })
-        return toClient(tx.insert(oauthClients).values(values).returning().get())
+        const stored = toClient(tx.insert(oauthClients).values(values).returning().get())
+        append(tx as unknown as Db, audit(stored, issuer.id))
+        return stored
       })
     },
 
-    async deleteInOrganization(organizationId, clientId) {
-      const deleted = db
-        .delete(oauthClients)
-        .where(clientInOrganization(t, organizationId, clientId))
-        .returning({ id: oauthClients.id })
-        .get()
+    async deleteInOrganization(organizationId, clientId, audit) {
+      const deleted = db.transaction((tx) => {
+        const row = tx
+          .delete(oauthClients)
+          .where(clientInOrganization(t, organizationId, clientId))
+          .returning({ id: oauthClients.id })
+          .get()
+        if (row) append(tx as unknown as Db, audit)
+        return row
+      })
       if (!deleted) return false
       forgetResolvedTokens(db)
       return true

@@ -2,6 +2,7 @@
 // organization (one of two contracts of this folder; grants.repository.ts holds codes, grants and tokens).
 // Plain data in and out, so that SQLite and PostgreSQL can both implement it.
 import type { Scope } from '../auth/model'
+import type { AuditEntry } from '../shared/audit'
 
 /** How a client came to exist; only `builtin` and `settings` clients have names Threadhouse vouches for. */
 export const clientOrigins = ['builtin', 'settings', 'token_registration', 'open_registration'] as const
@@ -63,9 +64,10 @@ export interface ClientRepository {
    * tokens reference). An insert that does nothing when the client_id exists, so concurrent first uses store one row.
    */
   findOrCreate(client: NewClient): Promise<Client>
-  create(client: NewClient): Promise<Client>
-  /** Stores a registration token (its hash only). */
-  createRegistrationToken(token: NewRegistrationToken): Promise<void>
+  /** Stores a client, recording the event `audit` makes of it in the same transaction. */
+  create(client: NewClient, audit: (client: Client) => AuditEntry): Promise<Client>
+  /** Stores a registration token (its hash only), recording the event `audit` makes of its ID with it. */
+  createRegistrationToken(token: NewRegistrationToken, audit: (tokenId: number) => AuditEntry): Promise<void>
   /** Whether a registration token with this hash exists, is unused and has not expired at `now`. */
   registrationTokenUsable(tokenHash: string, now: number): Promise<boolean>
   /**
@@ -73,12 +75,13 @@ export interface ClientRepository {
    * organization, owned by its issuer, in one unit of work. Single use: the token is consumed by a conditional
    * update (unused and unexpired at `now`), so of two registrations racing on one token exactly one stores a
    * client; and a registration that fails to store leaves the token usable. Null, storing nothing, when the token
-   * is unknown, expired or already used.
+   * is unknown, expired or already used. The event `audit` makes of the client and the token is recorded with them.
    */
   registerWithToken(
     tokenHash: string,
     client: Omit<NewClient, 'organizationId' | 'ownerId'>,
     now: number,
+    audit: (client: Client, tokenId: number) => AuditEntry,
   ): Promise<Client | null>
   /** The organization's clients, newest first. */
   listInOrganization(organizationId: number): Promise<ManagedClient[]>
@@ -86,11 +89,11 @@ export interface ClientRepository {
   listOwned(userId: number, organizationId: number): Promise<ManagedClient[]>
   /** One client of this organization; null for other organizations' clients, unclaimed ones and unknown ones. */
   findInOrganization(organizationId: number, clientId: string): Promise<ManagedClient | null>
-  /** Replaces a client's secret (its hash): the old one stops working at once. */
-  replaceSecret(id: number, secretHash: string): Promise<void>
+  /** Replaces a client's secret (its hash): the old one stops working at once. Records `audit` with it. */
+  replaceSecret(id: number, secretHash: string, audit: AuditEntry): Promise<void>
   /**
    * Deletes a client of this organization, and with it every code, grant and token it had, so all of its tokens
-   * stop working at once. False when the organization has no such client.
+   * stop working at once, recording `audit`. False when the organization has no such client (nothing recorded).
    */
-  deleteInOrganization(organizationId: number, clientId: string): Promise<boolean>
+  deleteInOrganization(organizationId: number, clientId: string, audit: AuditEntry): Promise<boolean>
 }

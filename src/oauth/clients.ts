@@ -1,6 +1,7 @@
 // OAuth clients: lookup (including the built-in Swagger UI client), redirect URI rules, RFC 7591 metadata
 // validation and creation. Registration and settings both build clients with `clientToStore`.
 import { scopes as allScopes, isScope, type Scope } from '../auth/model'
+import { type AuditEntry, type AuditOrigin, auditEntry, noOrganization, target } from '../shared/audit'
 import { generateSecret, hashSecret } from '../shared/security'
 import { withoutImpliedScopes } from './checks/scope'
 import {
@@ -245,9 +246,15 @@ function redirectUrisOf(body: Record<string, unknown>, authMethod: ClientAuthMet
   return [...new Set(value)]
 }
 
+/**
+ * What a client registered without `scope` may ask for: every scope but reading the audit log, which a client must
+ * name at registration to ask for it at all.
+ */
+export const defaultClientScopes: readonly Scope[] = allScopes.filter((scope) => scope !== 'audit:read')
+
 function scopesOf(body: Record<string, unknown>): Scope[] {
   const value = withoutImpliedScopes(stringField(body, 'scope') ?? '')
-  if (value === '') return [...allScopes]
+  if (value === '') return [...defaultClientScopes]
   const requested = value.split(' ')
   const unknown = requested.filter((scope) => !isScope(scope))
   if (unknown.length > 0) {
@@ -349,14 +356,33 @@ export function clientToStore(input: ClientRegistration, now: number): { client:
   return { client, secret }
 }
 
-/** Stores a client; the secret (confidential clients only) is returned this once and kept only as a hash. */
+/** The event of a client's registration, however it came (settings, a registration token, open registration). */
+export function clientRegistered(origin: AuditOrigin, now: number, client: Client): AuditEntry {
+  return auditEntry(origin, now, {
+    organizationId: client.organizationId ?? noOrganization,
+    action: 'oauth.client_registered',
+    target: target('oauth_client', client.clientId),
+    detail: {
+      client_name: client.name,
+      registered_via: client.origin,
+      token_endpoint_auth_method: client.authMethod,
+      scopes: client.scopes,
+    },
+  })
+}
+
+/**
+ * Stores a client and records it; the secret (confidential clients only) is returned this once and kept only as a
+ * hash.
+ */
 export async function createClient(
   clients: ClientRepository,
   input: ClientRegistration,
   now: number,
+  origin: AuditOrigin,
 ): Promise<{ client: Client; secret: string | null }> {
   const { client, secret } = clientToStore(input, now)
-  return { client: await clients.create(client), secret }
+  return { client: await clients.create(client, (stored) => clientRegistered(origin, now, stored)), secret }
 }
 
 /** The RFC 7591 §3.2.1 view of a client: every registered field, without the secret. */

@@ -2,11 +2,11 @@
 // each database prepares its own way), the shared conditions, and every method that is a single statement or a few
 // independent ones. The units of work the token endpoint's guarantees rest on (consent, code exchange, refresh
 // rotation, the upkeep's sweep) differ by database and stay in grants.repository.sqlite.ts and grants.repository.pg.ts.
-import { and, eq, gt, isNotNull, isNull, lte, or, type SQL } from 'drizzle-orm'
+import { and, eq, gt, isNotNull, isNull, lte, or, type SQL, sql } from 'drizzle-orm'
 import type * as authTables from '../auth/auth.table.pg'
-import { callerColumns, type TokenChanges, withCaller } from '../auth/tokens.repository.common'
+import { type Audits, callerColumns, type TokenChanges, withCaller } from '../auth/tokens.repository.common'
 import type { AnyDb } from '../db/dialect'
-import type { GrantRepository } from './grants.repository'
+import type { GrantRepository, RevokedGrant } from './grants.repository'
 import type * as oauthTables from './oauth.table.pg'
 
 export type GrantTables = Pick<typeof authTables, 'organizations' | 'users'> & typeof oauthTables
@@ -43,6 +43,24 @@ export function unrevokedGrant({ oauthGrants }: GrantTables, grantId: number): S
   return and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAt))
 }
 
+/** What a revocation returns of a grant for its audit event: the grant, its person and their organization. */
+export function revokedGrantColumns({ oauthGrants, users }: GrantTables) {
+  return {
+    id: oauthGrants.id,
+    userId: oauthGrants.userId,
+    organizationId: sql<number>`(select ${users.organizationId} from ${users} where ${users.id} = ${oauthGrants.userId})`,
+  }
+}
+
+/** Revokes the grant unless it is revoked already, returning it for its audit event (none: nothing was revoked). */
+export function revokeStatement(tx: AnyDb, t: GrantTables, grantId: number, now: number) {
+  return tx
+    .update(t.oauthGrants)
+    .set({ revokedAt: now })
+    .where(unrevokedGrant(t, grantId))
+    .returning(revokedGrantColumns(t))
+}
+
 /** The code unless it is spent: the condition an exchange spends it under, so exactly one exchange wins. */
 export function unusedCode({ oauthAuthorizationCodes }: GrantTables, codeId: number): SQL | undefined {
   return and(eq(oauthAuthorizationCodes.id, codeId), isNull(oauthAuthorizationCodes.usedAt))
@@ -71,19 +89,18 @@ export function expiredStatements(tx: Pick<AnyDb, 'delete'>, t: GrantTables, now
 export function grantRepository(
   db: AnyDb,
   t: GrantTables,
-  { afterTokenChange }: TokenChanges = {},
+  { afterTokenChange, audited }: TokenChanges & Audits,
 ): Omit<
   GrantRepository,
   'createAuthorizationCode' | 'redeemAuthorizationCode' | 'rotateRefreshToken' | 'findAccessToken' | 'deleteExpired'
 > {
   const { oauthAccessTokens, oauthAuthorizationCodes, oauthClients, oauthGrants, oauthRefreshTokens } = t
 
-  async function revokeGrant(grantId: number, now: number): Promise<void> {
-    const revoked = await db
-      .update(oauthGrants)
-      .set({ revokedAt: now })
-      .where(unrevokedGrant(t, grantId))
-      .returning({ id: oauthGrants.id })
+  const revokeGrant: GrantRepository['revokeGrant'] = async (grantId, now, audit) => {
+    const revoked = await audited<RevokedGrant>(
+      (tx) => [revokeStatement(tx, t, grantId, now)],
+      ([grant]) => (grant ? audit(grant) : null),
+    )
     if (revoked.length > 0) afterTokenChange?.()
   }
 
@@ -127,13 +144,13 @@ export function grantRepository(
 
     revokeGrant,
 
-    async revokeRefreshTokenGrant(tokenHash, clientId, now) {
+    async revokeRefreshTokenGrant(tokenHash, clientId, now, audit) {
       const [found] = await db
         .select({ grantId: oauthGrants.id, clientId: oauthGrants.clientId })
         .from(oauthRefreshTokens)
         .innerJoin(oauthGrants, eq(oauthGrants.id, oauthRefreshTokens.grantId))
         .where(eq(oauthRefreshTokens.tokenHash, tokenHash))
-      if (found?.clientId === clientId) await revokeGrant(found.grantId, now)
+      if (found?.clientId === clientId) await revokeGrant(found.grantId, now, audit)
     },
 
     async revokeAccessToken(tokenHash, clientId, now) {
@@ -173,17 +190,24 @@ export function grantRepository(
         .orderBy(oauthGrants.createdAt, oauthGrants.id)
     },
 
-    async revokeForUserAndClient(userId, clientId, now) {
+    async revokeForUserAndClient(userId, clientId, now, audit) {
       const [client] = await db
         .select({ id: oauthClients.id })
         .from(oauthClients)
         .where(eq(oauthClients.clientId, clientId))
       if (!client) return 0
-      const revoked = await db
-        .update(oauthGrants)
-        .set({ revokedAt: now })
-        .where(and(eq(oauthGrants.clientId, client.id), eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt)))
-        .returning({ id: oauthGrants.id })
+      const revoked = await audited(
+        (tx) => [
+          tx
+            .update(oauthGrants)
+            .set({ revokedAt: now })
+            .where(
+              and(eq(oauthGrants.clientId, client.id), eq(oauthGrants.userId, userId), isNull(oauthGrants.revokedAt)),
+            )
+            .returning({ id: oauthGrants.id }),
+        ],
+        (rows) => (rows.length > 0 ? audit(rows.length) : null),
+      )
       if (revoked.length > 0) afterTokenChange?.()
       return revoked.length
     },

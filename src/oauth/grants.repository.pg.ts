@@ -8,15 +8,15 @@
 // request reads what these writes committed, on every instance.
 import { and, eq, inArray, isNull } from 'drizzle-orm'
 import * as authTables from '../auth/auth.table.pg'
-import { anyDb } from '../db/dialect'
-import type { PgDb } from '../db/postgres'
-import type { GrantRepository, NewTokens } from './grants.repository'
+import { anyDb, type PgAppend, pgAudited } from '../db/dialect'
+import type { PgDb, PgTx } from '../db/postgres'
+import type { GrantAudit, GrantRepository, NewTokens } from './grants.repository'
 import {
   accessTokenLookup,
   expiredStatements,
   type GrantTables,
   grantRepository,
-  unrevokedGrant,
+  revokeStatement,
   unusedCode,
 } from './grants.repository.common'
 import * as oauthTables from './oauth.table.pg'
@@ -37,34 +37,34 @@ async function markClientUsed(tx: Runner, clientId: number, now: number): Promis
   await tx.update(oauthClients).set({ lastUsedAt: now }).where(eq(oauthClients.id, clientId))
 }
 
-/** Revokes a grant unless it already was; whether it did. The caller clears the token cache after committing. */
-async function revoke(tx: Runner, grantId: number, now: number): Promise<boolean> {
-  const revoked = await tx
-    .update(oauthGrants)
-    .set({ revokedAt: now })
-    .where(unrevokedGrant(t, grantId))
-    .returning({ id: oauthGrants.id })
-  return revoked.length > 0
-}
+export function pgGrantRepository(db: PgDb, append: PgAppend): GrantRepository {
+  /** Revokes a grant unless it already was, recording `audit`; whether it did. */
+  const revoke = async (tx: PgTx, grantId: number, now: number, audit: GrantAudit): Promise<boolean> => {
+    const [revoked] = await revokeStatement(anyDb(tx as unknown as PgDb), t, grantId, now)
+    if (revoked) await append(tx, audit(revoked))
+    return revoked !== undefined
+  }
 
-export function pgGrantRepository(db: PgDb): GrantRepository {
   // Every API request with an OAuth access token runs this (PostgreSQL keeps no token in memory): built once, it
   // costs about half the time of a query built anew each call (bench/shared-state.ts).
   const accessTokenByHash = accessTokenLookup(anyDb(db), t).prepare('oauth_access_token_by_hash')
 
   return {
-    ...grantRepository(anyDb(db), t),
+    ...grantRepository(anyDb(db), t, { audited: pgAudited(db, append) }),
 
-    createAuthorizationCode(code, forOrganization) {
+    createAuthorizationCode(code, forOrganization, audit) {
       return db.transaction(async (tx) => {
+        let claimed = false
         if (forOrganization !== null) {
           // The first approval wins even when two organizations approve at the same moment: the second UPDATE waits
           // for the first one's row lock, re-checks `organization_id IS NULL` once it commits, and matches nothing;
           // the read that follows then sees the committed owner.
-          await tx
+          const claiming = await tx
             .update(oauthClients)
             .set({ organizationId: forOrganization })
             .where(and(eq(oauthClients.id, code.clientId), isNull(oauthClients.organizationId)))
+            .returning({ id: oauthClients.id })
+          claimed = claiming.length > 0
           const [owner] = await tx
             .select({ organizationId: oauthClients.organizationId })
             .from(oauthClients)
@@ -72,11 +72,12 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
           if (owner?.organizationId !== forOrganization) return false
         }
         await tx.insert(oauthAuthorizationCodes).values(code)
+        await append(tx, audit(claimed))
         return true
       })
     },
 
-    async redeemAuthorizationCode({ codeId, grant, tokens, now }) {
+    async redeemAuthorizationCode({ codeId, grant, tokens, now }, audit) {
       const redeemed = await db.transaction(async (tx) => {
         // Exactly one exchange spends the code: a concurrent one waits for this row lock, re-checks `used_at` once
         // this transaction commits, and matches nothing.
@@ -92,7 +93,7 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
             .select({ grantId: oauthAuthorizationCodes.grantId })
             .from(oauthAuthorizationCodes)
             .where(eq(oauthAuthorizationCodes.id, codeId))
-          if (first?.grantId != null) await revoke(tx, first.grantId, now)
+          if (first?.grantId != null) await revoke(tx, first.grantId, now, audit)
           return null
         }
         const [created] = await tx
@@ -111,7 +112,7 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
       return redeemed
     },
 
-    async rotateRefreshToken({ tokenId, grantId, clientId, tokens, now, reuseGraceMs }) {
+    async rotateRefreshToken({ tokenId, grantId, clientId, tokens, now, reuseGraceMs }, audit) {
       const result = await db.transaction(async (tx) => {
         // Rotations of one grant take turns on its row (each of them updates it anyway), and so does a revocation
         // or a deletion of the grant. The token's state is read only once the lock is held, by a statement of its
@@ -138,7 +139,7 @@ export function pgGrantRepository(db: PgDb): GrantRepository {
           .where(eq(oauthRefreshTokens.id, tokenId))
         if (!current) return 'revoked'
         if (current.usedAt !== null && now - current.usedAt > reuseGraceMs) {
-          await revoke(tx, grantId, now)
+          await revoke(tx, grantId, now, audit)
           return 'reused'
         }
         // A token reused within the grace window keeps its first use time, so the window never slides.

@@ -8,16 +8,16 @@ import type { StoredAccessToken } from '../auth/access-tokens'
 import * as authTables from '../auth/auth.table'
 import { forgetResolvedTokens } from '../auth/token-cache'
 import type { Db } from '../db/client'
-import { type AnyDb, anyDb, asTables, runInTransaction } from '../db/dialect'
+import { type AnyDb, anyDb, asTables, runInTransaction, type SqliteAppend, sqliteAudited } from '../db/dialect'
 import { sqliteLookup } from '../db/prepared'
-import type { GrantRepository, NewTokens } from './grants.repository'
+import type { GrantAudit, GrantRepository, NewTokens, RevokedGrant } from './grants.repository'
 import {
   accessTokenFields,
   accessTokenLookup,
   expiredStatements,
   type GrantTables,
   grantRepository,
-  unrevokedGrant,
+  revokeStatement,
   unusedCode,
 } from './grants.repository.common'
 import * as oauthTables from './oauth.table'
@@ -45,34 +45,37 @@ function markClientUsed(tx: Runner, clientId: number, now: number): void {
   tx.update(oauthClients).set({ lastUsedAt: now }).where(eq(oauthClients.id, clientId)).run()
 }
 
-/** Revokes a grant unless it already was; whether it did. The caller clears the token cache after committing. */
-function revoke(tx: Runner, grantId: number, now: number): boolean {
-  const revoked = tx
-    .update(oauthGrants)
-    .set({ revokedAt: now })
-    .where(unrevokedGrant(t, grantId))
-    .returning({ id: oauthGrants.id })
-    .get()
-  return revoked !== undefined
-}
-
-export function sqliteGrantRepository(db: Db): GrantRepository {
+export function sqliteGrantRepository(db: Db, append: SqliteAppend): GrantRepository {
+  /**
+   * Revokes a grant unless it already was, recording `audit`; whether it did. The caller clears the token cache after
+   * committing.
+   */
+  const revoke = (tx: Runner, grantId: number, now: number, audit: GrantAudit): boolean => {
+    const on = anyDb(tx as Db)
+    const revoked = (revokeStatement(on, t, grantId, now) as unknown as { get(): RevokedGrant | undefined }).get()
+    if (revoked) append(tx as Db, audit(revoked))
+    return revoked !== undefined
+  }
   const forget = () => forgetResolvedTokens(db)
   const findAccessToken = sqliteLookup<StoredAccessToken>(db, 'oauth:lookup', accessTokenFields(t), () =>
     accessTokenLookup(anyDb(db), t),
   )
 
   return {
-    ...grantRepository(anyDb(db), t, { afterTokenChange: forget }),
+    ...grantRepository(anyDb(db), t, { afterTokenChange: forget, audited: sqliteAudited(db, append) }),
 
-    async createAuthorizationCode(code, forOrganization) {
+    async createAuthorizationCode(code, forOrganization, audit) {
       return db.transaction((tx) => {
+        let claimed = false
         if (forOrganization !== null) {
           // The first approval wins even when two organizations approve at the same moment: only one UPDATE matches.
-          tx.update(oauthClients)
-            .set({ organizationId: forOrganization })
-            .where(and(eq(oauthClients.id, code.clientId), isNull(oauthClients.organizationId)))
-            .run()
+          claimed =
+            tx
+              .update(oauthClients)
+              .set({ organizationId: forOrganization })
+              .where(and(eq(oauthClients.id, code.clientId), isNull(oauthClients.organizationId)))
+              .returning({ id: oauthClients.id })
+              .all().length > 0
           const owner = tx
             .select({ organizationId: oauthClients.organizationId })
             .from(oauthClients)
@@ -81,11 +84,12 @@ export function sqliteGrantRepository(db: Db): GrantRepository {
           if (owner?.organizationId !== forOrganization) return false
         }
         tx.insert(oauthAuthorizationCodes).values(code).run()
+        append(tx as unknown as Db, audit(claimed))
         return true
       })
     },
 
-    async redeemAuthorizationCode({ codeId, grant, tokens, now }) {
+    async redeemAuthorizationCode({ codeId, grant, tokens, now }, audit) {
       let replayed = false
       const redeemed = db.transaction((tx) => {
         const unused = tx
@@ -100,7 +104,7 @@ export function sqliteGrantRepository(db: Db): GrantRepository {
             .from(oauthAuthorizationCodes)
             .where(eq(oauthAuthorizationCodes.id, codeId))
             .get()
-          if (first?.grantId != null) replayed = revoke(tx, first.grantId, now)
+          if (first?.grantId != null) replayed = revoke(tx, first.grantId, now, audit)
           return null
         }
         const created = tx
@@ -120,7 +124,7 @@ export function sqliteGrantRepository(db: Db): GrantRepository {
       return redeemed
     },
 
-    async rotateRefreshToken({ tokenId, grantId, clientId, tokens, now, reuseGraceMs }) {
+    async rotateRefreshToken({ tokenId, grantId, clientId, tokens, now, reuseGraceMs }, audit) {
       let revoked = false
       const result = db.transaction((tx) => {
         const current = tx
@@ -131,7 +135,7 @@ export function sqliteGrantRepository(db: Db): GrantRepository {
           .get()
         if (!current || current.grantRevokedAt !== null) return 'revoked'
         if (current.usedAt !== null && now - current.usedAt > reuseGraceMs) {
-          revoked = revoke(tx, grantId, now)
+          revoked = revoke(tx, grantId, now, audit)
           return 'reused'
         }
         // A token reused within the grace window keeps its first use time, so the window never slides.

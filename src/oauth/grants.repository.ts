@@ -5,6 +5,7 @@
 // single methods, so that they hold under concurrency on every backend. Timestamps are epoch ms; scopes are
 // space-separated, as they were approved.
 import type { StoredAccessToken } from '../auth/access-tokens'
+import type { AuditEntry } from '../shared/audit'
 import type { ClientOrigin } from './clients.repository'
 
 export interface NewAuthorizationCode {
@@ -81,24 +82,39 @@ export interface UserGrant {
   lastUsedAt: number | null
 }
 
+/** A grant a revocation took back, and whose: what its audit event names. */
+export interface RevokedGrant {
+  id: number
+  userId: number
+  organizationId: number
+}
+
+/** The audit event of a grant's revocation, recorded in the revocation's own transaction. */
+export type GrantAudit = (revoked: RevokedGrant) => AuditEntry
+
 export interface GrantRepository {
   /**
    * Consent: stores a single-use authorization code. With `forOrganization`, the client must belong to that
    * organization: an unclaimed client (openly registered, never approved) is claimed for it first, by a conditional
    * update on the unclaimed client, so the first approval wins even when two organizations approve at once. False,
    * storing nothing, when the client belongs to another organization. The built-in client, which serves every
-   * organization, passes null.
+   * organization, passes null. The consent's event, which `audit` makes knowing whether this approval claimed the
+   * client, is recorded with the code.
    */
-  createAuthorizationCode(code: NewAuthorizationCode, forOrganization: number | null): Promise<boolean>
+  createAuthorizationCode(
+    code: NewAuthorizationCode,
+    forOrganization: number | null,
+    audit: (claimed: boolean) => AuditEntry,
+  ): Promise<boolean>
   /** The code with this hash, used or not. */
   findAuthorizationCode(codeHash: string): Promise<StoredAuthorizationCode | null>
   /**
    * Exchanges an unused code for a new grant and its first tokens, and marks the client used. Exactly one caller
    * wins: the code is marked used by a conditional update on the unused code. A caller that finds it used (another
    * exchange won meanwhile) gets null, and the grant the winner created is revoked with every token under it, as
-   * RFC 6749 §4.1.2 asks of a code presented twice.
+   * RFC 6749 §4.1.2 asks of a code presented twice, recording `audit`.
    */
-  redeemAuthorizationCode(redemption: CodeRedemption): Promise<{ grantId: number } | null>
+  redeemAuthorizationCode(redemption: CodeRedemption, audit: GrantAudit): Promise<{ grantId: number } | null>
   /** A refresh token with its grant, for the checks the token endpoint makes before rotating it. */
   findRefreshToken(tokenHash: string): Promise<StoredRefreshToken | null>
   /**
@@ -107,14 +123,23 @@ export interface GrantRepository {
    * here, decided against the token's state at that moment: a token first used more than `reuseGraceMs` ago (one
    * already rotated, presented again) revokes its grant and every token under it and issues nothing (`reused`); a
    * revoked grant issues nothing (`revoked`). Rotations within the grace window all succeed: clients refresh
-   * concurrently from one stored token.
+   * concurrently from one stored token. A revocation for reuse records `audit`.
    */
-  rotateRefreshToken(rotation: RefreshRotation): Promise<RotationResult>
-  /** Revokes a grant and with it every access and refresh token issued under it; revoking twice changes nothing. */
-  revokeGrant(grantId: number, now: number): Promise<void>
-  /** RFC 7009: revokes the grant of the refresh token with this hash, if that token was issued to this client. */
-  revokeRefreshTokenGrant(tokenHash: string, clientId: number, now: number): Promise<void>
-  /** RFC 7009: revokes the access token with this hash (that token only), if it was issued to this client. */
+  rotateRefreshToken(rotation: RefreshRotation, audit: GrantAudit): Promise<RotationResult>
+  /**
+   * Revokes a grant and with it every access and refresh token issued under it, recording `audit`; revoking twice
+   * changes (and records) nothing.
+   */
+  revokeGrant(grantId: number, now: number, audit: GrantAudit): Promise<void>
+  /**
+   * RFC 7009: revokes the grant of the refresh token with this hash, if that token was issued to this client,
+   * recording `audit` when it was not revoked already.
+   */
+  revokeRefreshTokenGrant(tokenHash: string, clientId: number, now: number, audit: GrantAudit): Promise<void>
+  /**
+   * RFC 7009: revokes the access token with this hash (that token only), if it was issued to this client. Not
+   * recorded: the grant, which the audit log follows, lives on, and its next refresh issues another.
+   */
   revokeAccessToken(tokenHash: string, clientId: number, now: number): Promise<void>
   /** The access token with this hash and who it acts for, whatever its state; the lookup behind every OAuth call. */
   findAccessToken(tokenHash: string): Promise<StoredAccessToken | null>
@@ -122,8 +147,16 @@ export interface GrantRepository {
   markUsed(grantId: number, clientId: number, now: number): Promise<void>
   /** This person's grants that are neither revoked nor expired at `now`, oldest first. */
   listLiveForUser(userId: number, now: number): Promise<UserGrant[]>
-  /** Revokes every grant this person gave the client with this client_id; how many it revoked. */
-  revokeForUserAndClient(userId: number, clientId: string, now: number): Promise<number>
+  /**
+   * Revokes every grant this person gave the client with this client_id; how many it revoked. When it revoked any,
+   * the event `audit` makes of their number is recorded with them.
+   */
+  revokeForUserAndClient(
+    userId: number,
+    clientId: string,
+    now: number,
+    audit: (revoked: number) => AuditEntry,
+  ): Promise<number>
   /**
    * Deletes what can no longer be used, in one unit of work: revoked and expired grants with everything issued
    * under them, expired unused codes, expired tokens, and spent or expired registration tokens. A token is kept

@@ -5,6 +5,7 @@
 
 import { Elysia, t } from 'elysia'
 import { AuthModel } from '../auth/model'
+import { anonymousActor, requestOrigin } from '../shared/audit'
 import { readJson } from '../shared/body'
 import type { ErrorSurface } from '../shared/error-plugin'
 import { readForm } from '../shared/forms'
@@ -14,7 +15,7 @@ import { type Limit, type Limiter, type Refused, sharedLimiter } from '../shared
 import type { RateLimitRepository } from '../shared/rate-limit.repository'
 import type { Responses } from '../shared/responses'
 import { dayMs } from '../shared/time'
-import { consentPageHeaders, type PageSession, seeOther, signInPath, type WebDeps } from '../web/index'
+import { consentPageHeaders, type PageSession, pageOrigin, seeOther, signInPath, type WebDeps } from '../web/index'
 import { field, trustedForms } from '../web/trusted-form'
 import {
   type AuthorizationCheckResult,
@@ -253,7 +254,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
         if (decision === 'deny') return seeOther(denyAuthorizationLocation(deps, checked.request))
         if (decision !== 'approve')
           throw unacceptableRequest(new InvalidRequest('decision must be "approve" or "deny"'))
-        const approved = await approveAuthorization(deps, checked.request, session.user)
+        const approved = await approveAuthorization(deps, checked.request, session.user, pageOrigin(request, session))
         if (approved.kind === 'redirect') return seeOther(approved.location)
         throw otherOrganization(denyAuthorizationLocation(deps, checked.request), checked.request)
       },
@@ -292,7 +293,11 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           await limitByAddress(deps.authLimiter, 'token', request)
           const form = await readForm(request)
           if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
-          const payload = await exchangeToken(deps, { form, authorization: request.headers.get('authorization') })
+          const payload = await exchangeToken(deps, {
+            form,
+            authorization: request.headers.get('authorization'),
+            origin: requestOrigin(request, anonymousActor),
+          })
           return json(payload, 200, noStore)
         } catch (error) {
           return oauthFailure(error)
@@ -338,7 +343,11 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
           await limitByAddress(deps.authLimiter, 'token', request)
           const form = await readForm(request)
           if (!form) throw new InvalidRequest('The body must be application/x-www-form-urlencoded')
-          await revokeToken(deps, { form, authorization: request.headers.get('authorization') })
+          await revokeToken(deps, {
+            form,
+            authorization: request.headers.get('authorization'),
+            origin: requestOrigin(request, anonymousActor),
+          })
           return new Response(null, { status: 200, headers: { ...cors, ...noStore } })
         } catch (error) {
           return oauthFailure(error)
@@ -386,7 +395,7 @@ export const oauthRoutes = (deps: OAuthRoutesDeps) => {
             const message = 'Client metadata may not contain the NUL character (U+0000)'
             throw where ? new InvalidRedirectUri(message) : new InvalidClientMetadata(message)
           }
-          const registered = await registerClient(deps, { body, ...access })
+          const registered = await registerClient(deps, { body, ...access }, requestOrigin(request, anonymousActor))
           return json(registered, 201, noStore)
         } catch (error) {
           return oauthFailure(error)

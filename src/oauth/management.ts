@@ -1,6 +1,7 @@
 // The service behind the settings screens: a person's connected apps, the clients members create, registration
 // tokens, and an organization admin's view of its OAuth clients. Plain arguments in, JSON-ready objects out.
 import type { SessionUser } from '../auth/sessions'
+import { type AuditOrigin, auditEntry, target } from '../shared/audit'
 import { AppError, conflict, notFound } from '../shared/errors'
 import { generateSecret, hashSecret } from '../shared/security'
 import { toIso } from '../shared/time'
@@ -49,14 +50,23 @@ export async function listConnectedApps(
   }))
 }
 
-/** Revokes every grant this person gave the app; other people's grants to the same app are untouched. */
+/** Revokes every grant this person gave the app, and records it; other people's grants to the same app are untouched. */
 export async function revokeConnectedApp(
   grants: GrantRepository,
-  userId: number,
+  user: Pick<SessionUser, 'id' | 'organizationId'>,
   clientId: string,
   now: number,
+  origin: AuditOrigin,
 ): Promise<void> {
-  if ((await grants.revokeForUserAndClient(userId, clientId, now)) === 0) throw notFound('Connected app')
+  const revoked = await grants.revokeForUserAndClient(user.id, clientId, now, (count) =>
+    auditEntry(origin, now, {
+      organizationId: user.organizationId,
+      action: 'oauth.app_revoked',
+      target: target('oauth_client', clientId),
+      detail: { grants: count },
+    }),
+  )
+  if (revoked === 0) throw notFound('Connected app')
 }
 
 /** Settings turn the registration rules' OAuth errors into the API's `{ error, message }` form. */
@@ -75,6 +85,7 @@ export async function createConfidentialClient(
   user: SessionUser,
   body: unknown,
   now: number,
+  origin: AuditOrigin,
 ): Promise<OAuthModel.registered> {
   const metadata = asAppError(() => validateClientMetadata(body))
   if (metadata.authMethod === 'none') {
@@ -88,6 +99,7 @@ export async function createConfidentialClient(
     clients,
     { metadata, origin: 'settings', organizationId: user.organizationId, ownerId: user.id },
     now,
+    origin,
   )
   return { ...clientInformation(created.client), client_secret: created.secret ?? '', client_secret_expires_at: 0 }
 }
@@ -151,26 +163,53 @@ export async function getOrganizationClient(
   }
 }
 
-/** A new secret for a confidential client; the old one stops working at once. Tokens already issued stay valid. */
+/**
+ * A new secret for a confidential client, recorded (never the secret); the old one stops working at once. Tokens
+ * already issued stay valid.
+ */
 export async function rotateClientSecret(
   clients: ClientRepository,
   organizationId: number,
   clientId: string,
+  now: number,
+  origin: AuditOrigin,
 ): Promise<OAuthModel.rotatedSecret> {
   const client = await organizationClient(clients, organizationId, clientId)
   if (isPublic(client)) {
     throw conflict('Public clients have no secret to rotate')
   }
   const secret = generateSecret(clientSecretPrefix)
-  await clients.replaceSecret(client.id, hashSecret(secret))
+  await clients.replaceSecret(
+    client.id,
+    hashSecret(secret),
+    auditEntry(origin, now, {
+      organizationId,
+      action: 'oauth.client_secret_rotated',
+      target: target('oauth_client', client.clientId),
+      detail: { client_name: client.name },
+    }),
+  )
   return { client_id: client.clientId, client_secret: secret }
 }
 
-/** Deleting a client deletes its codes, grants and tokens with it, so all of them stop at once. */
+/** Deleting a client deletes its codes, grants and tokens with it, so all of them stop at once; it is recorded. */
 export async function deleteOrganizationClient(
   clients: ClientRepository,
   organizationId: number,
   clientId: string,
+  now: number,
+  origin: AuditOrigin,
 ): Promise<void> {
-  if (!(await clients.deleteInOrganization(organizationId, clientId))) throw notFound('OAuth client')
+  const client = await organizationClient(clients, organizationId, clientId)
+  const deleted = await clients.deleteInOrganization(
+    organizationId,
+    clientId,
+    auditEntry(origin, now, {
+      organizationId,
+      action: 'oauth.client_deleted',
+      target: target('oauth_client', clientId),
+      detail: { client_name: client.name },
+    }),
+  )
+  if (!deleted) throw notFound('OAuth client')
 }

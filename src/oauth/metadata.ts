@@ -38,6 +38,10 @@ export function protectedResourceMetadata(
     scopes_supported: [...scopes],
     bearer_methods_supported: ['header' as const],
   }
-  if (path === '/mcp') return { ...common, resource_name: 'Threadhouse MCP server' }
+  // The MCP server's tools read and write threads; the audit log is read through /api/v1 alone.
+  if (path === '/mcp') {
+    const threadScopes = scopes.filter((scope) => scope !== 'audit:read')
+    return { ...common, scopes_supported: threadScopes, resource_name: 'Threadhouse MCP server' }
+  }
   return { ...common, resource_name: 'Threadhouse API', resource_documentation: `${publicUrl}/swagger` }
 }

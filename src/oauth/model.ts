@@ -8,6 +8,8 @@ export const scopeDescriptions: Record<Scope, string> = {
   'threads:read': 'Read every conversation you can see in your organization, including its messages and AI responses',
   'threads:read:own': 'Read only the conversations you own',
   'threads:write': 'Start conversations, upload files, send messages and rate AI responses as you',
+  'audit:read':
+    "Read your organization's audit log: who signed in, changed members, tokens, apps and settings, and from where (owners and admins only)",
 }
 
 const url = (description: string) => t.String({ format: 'uri', description })

@@ -4,7 +4,7 @@
 import { PageError } from '../web/errors'
 import type { PageSession } from '../web/index'
 import { viewerOf } from '../web/layout'
-import { organizationMayUse, type ValidAuthorizationRequest } from './authorization'
+import { grantableScopes, organizationMayUse, type ValidAuthorizationRequest } from './authorization'
 import { isLoopbackRedirect, isVerified } from './clients'
 import type { Client } from './clients.repository'
 import type { OAuthError } from './errors'
@@ -49,6 +49,7 @@ export function otherOrganization(returnTo: string, request: ValidAuthorizationR
 
 export function consentPage(request: ValidAuthorizationRequest, session: PageSession, action: string): JSX.Element {
   const { client } = request
+  const grantable = grantableScopes(request.scopes, session.user)
   return (
     <ConsentPage
       viewer={viewerOf(session)}
@@ -59,7 +60,12 @@ export function consentPage(request: ValidAuthorizationRequest, session: PageSes
       logoUri={client.logoUri}
       links={clientLinks(client)}
       redirectTarget={describeRedirect(request.redirectUri)}
-      scopes={request.scopes.map((scope) => ({ scope, description: scopeDescriptions[scope] }))}
+      scopes={request.scopes.map((scope) => ({
+        scope,
+        description: grantable.includes(scope)
+          ? scopeDescriptions[scope]
+          : `${scopeDescriptions[scope]}. Not granted: only owners and admins of your organization may give it.`,
+      }))}
       claimsForOrganization={
         organizationMayUse(client, session.user) === 'unclaimed' ? session.user.organizationSlug : null
       }

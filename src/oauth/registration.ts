@@ -1,7 +1,9 @@
 // Dynamic client registration (RFC 7591), and the single-use registration tokens members hand out so that a
 // client registers straight into their organization.
+import { type AuditOrigin, auditEntry, target } from '../shared/audit'
 import { generateSecret, hashSecret } from '../shared/security'
-import { clientInformation, clientToStore, validateClientMetadata } from './clients'
+import { toIso } from '../shared/time'
+import { clientInformation, clientRegistered, clientToStore, validateClientMetadata } from './clients'
 import type { ClientRepository } from './clients.repository'
 import type { OAuthDeps } from './deps'
 import { InvalidToken } from './errors'
@@ -16,20 +18,25 @@ export interface RegistrationRequest {
   openRegistration: boolean
 }
 
+/** Makes a single-use registration token for the person's organization and records it (never the token itself). */
 export async function createRegistrationToken(
   clients: ClientRepository,
   user: { id: number; organizationId: number },
   now: number,
+  origin: AuditOrigin,
 ): Promise<{ token: string; expiresAt: number }> {
   const token = generateSecret(registrationTokenPrefix)
   const expiresAt = now + registrationTokenLifetimeMs
-  await clients.createRegistrationToken({
-    tokenHash: hashSecret(token),
-    userId: user.id,
-    organizationId: user.organizationId,
-    createdAt: now,
-    expiresAt,
-  })
+  await clients.createRegistrationToken(
+    { tokenHash: hashSecret(token), userId: user.id, organizationId: user.organizationId, createdAt: now, expiresAt },
+    (tokenId) =>
+      auditEntry(origin, now, {
+        organizationId: user.organizationId,
+        action: 'oauth.registration_token_created',
+        target: target('registration_token', tokenId),
+        detail: { issued_to: user.id, expires_at: toIso(expiresAt) },
+      }),
+  )
   return { token, expiresAt }
 }
 
@@ -66,8 +73,15 @@ export async function requireRegistrationAccess(
   }
 }
 
-/** Registers a client and returns the RFC 7591 §3.2.1 response body (the secret appears here only). */
-export async function registerClient(deps: OAuthDeps, request: RegistrationRequest): Promise<OAuthModel.registered> {
+/**
+ * Registers a client and returns the RFC 7591 §3.2.1 response body (the secret appears here only). Recorded in the
+ * token's organization, by the token; an open registration in no organization's log, by nobody (`from`'s actor).
+ */
+export async function registerClient(
+  deps: OAuthDeps,
+  request: RegistrationRequest,
+  from: AuditOrigin,
+): Promise<OAuthModel.registered> {
   await requireRegistrationAccess(deps, request)
   const now = deps.clock.now()
   const token = bearerOf(request.authorization)
@@ -77,7 +91,15 @@ export async function registerClient(deps: OAuthDeps, request: RegistrationReque
   const { client, secret } = clientToStore({ metadata, origin, organizationId: null, ownerId: null }, now)
   // A token is consumed as the client is stored, and its organization and issuer become the client's.
   const stored =
-    token === null ? await clients.create(client) : await clients.registerWithToken(hashSecret(token), client, now)
+    token === null
+      ? await clients.create(client, (created) => clientRegistered(from, now, created))
+      : await clients.registerWithToken(hashSecret(token), client, now, (created, tokenId) =>
+          clientRegistered(
+            { ...from, actor: { kind: 'registration_token', id: String(tokenId), userId: created.ownerId } },
+            now,
+            created,
+          ),
+        )
   if (!stored) throw unusableToken()
   const body = clientInformation(stored)
   if (secret === null) return body

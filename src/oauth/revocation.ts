@@ -1,6 +1,8 @@
 // Token revocation (RFC 7009): a client takes back a token it was issued.
 import { accessTokenPrefix } from '../auth/access-tokens'
+import { clientActor } from '../shared/audit'
 import { hashSecret } from '../shared/security'
+import { grantRevoked } from './audit'
 import { refuseRepeatedParameters } from './checks/parameters'
 import { authenticateClient, type ClientRequest } from './client-authentication'
 import type { OAuthDeps } from './deps'
@@ -18,6 +20,9 @@ export async function revokeToken(deps: OAuthDeps, request: ClientRequest): Prom
   if (!token) throw new InvalidRequest('token is required')
   const now = deps.clock.now()
   const grants = deps.oauthGrants
-  if (token.startsWith(refreshTokenPrefix)) await grants.revokeRefreshTokenGrant(hashSecret(token), client.id, now)
-  else if (token.startsWith(accessTokenPrefix)) await grants.revokeAccessToken(hashSecret(token), client.id, now)
+  if (token.startsWith(refreshTokenPrefix)) {
+    const origin = { ...request.origin, actor: clientActor(client.clientId) }
+    const audit = grantRevoked(origin, now, 'client_request', client.clientId)
+    await grants.revokeRefreshTokenGrant(hashSecret(token), client.id, now, audit)
+  } else if (token.startsWith(accessTokenPrefix)) await grants.revokeAccessToken(hashSecret(token), client.id, now)
 }

@@ -7,7 +7,7 @@ import { AuthModel } from '../auth/model'
 import { jsonBody } from '../shared/body'
 import { noContent, type Responses } from '../shared/responses'
 import { toIso } from '../shared/time'
-import type { WebDeps } from '../web/index'
+import { pageOrigin, type WebDeps } from '../web/index'
 import { trustedForms } from '../web/trusted-form'
 import type { OAuthDeps } from './deps'
 import {
@@ -73,8 +73,9 @@ export const oauthSettings = (deps: WebDeps & OAuthDeps & { responses: Responses
     })
     .delete(
       '/connected-apps/:clientId',
-      async ({ account, params, set }) => {
-        await revokeConnectedApp(deps.oauthGrants, account.user.id, params.clientId, deps.clock.now())
+      async ({ account, params, request, set }) => {
+        const origin = pageOrigin(request, account)
+        await revokeConnectedApp(deps.oauthGrants, account.user, params.clientId, deps.clock.now(), origin)
         set.status = 204
       },
       {
@@ -95,8 +96,12 @@ export const oauthSettings = (deps: WebDeps & OAuthDeps & { responses: Responses
     )
     .post(
       '/oauth-clients',
-      async ({ account, body, status }) => {
-        return status(201, await createConfidentialClient(deps.oauthClients, account.user, body, deps.clock.now()))
+      async ({ account, body, request, status }) => {
+        const origin = pageOrigin(request, account)
+        return status(
+          201,
+          await createConfidentialClient(deps.oauthClients, account.user, body, deps.clock.now(), origin),
+        )
       },
       {
         account: true,
@@ -117,8 +122,9 @@ export const oauthSettings = (deps: WebDeps & OAuthDeps & { responses: Responses
     )
     .post(
       '/registration-tokens',
-      async ({ account, status }) => {
-        const created = await createRegistrationToken(deps.oauthClients, account.user, deps.clock.now())
+      async ({ account, request, status }) => {
+        const origin = pageOrigin(request, account)
+        const created = await createRegistrationToken(deps.oauthClients, account.user, deps.clock.now(), origin)
         return status(201, { registration_token: created.token, expires_at: toIso(created.expiresAt) })
       },
       {
@@ -177,9 +183,16 @@ export const oauthSettings = (deps: WebDeps & OAuthDeps & { responses: Responses
     )
     .post(
       '/oauth-clients/:clientId/secret',
-      ({ account, params }) => {
+      ({ account, params, request }) => {
         requireOrganizationAdmin(account.user.role, 'manage OAuth clients')
-        return rotateClientSecret(deps.oauthClients, account.user.organizationId, params.clientId)
+        const origin = pageOrigin(request, account)
+        return rotateClientSecret(
+          deps.oauthClients,
+          account.user.organizationId,
+          params.clientId,
+          deps.clock.now(),
+          origin,
+        )
       },
       {
         account: true,
@@ -198,9 +211,16 @@ export const oauthSettings = (deps: WebDeps & OAuthDeps & { responses: Responses
     )
     .delete(
       '/oauth-clients/:clientId',
-      async ({ account, params, set }) => {
+      async ({ account, params, request, set }) => {
         requireOrganizationAdmin(account.user.role, 'manage OAuth clients')
-        await deleteOrganizationClient(deps.oauthClients, account.user.organizationId, params.clientId)
+        const origin = pageOrigin(request, account)
+        await deleteOrganizationClient(
+          deps.oauthClients,
+          account.user.organizationId,
+          params.clientId,
+          deps.clock.now(),
+          origin,
+        )
         set.status = 204
       },
       {

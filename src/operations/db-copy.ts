@@ -18,6 +18,8 @@ import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core'
 import * as liteAttachments from '../attachments/attachments.table'
 import * as pgAttachments from '../attachments/attachments.table.pg'
 import { attachmentIdOf, originalKey, resizedKey } from '../attachments/keys'
+import * as liteAudit from '../audit/audit.table'
+import * as pgAudit from '../audit/audit.table.pg'
 import * as liteAuth from '../auth/auth.table'
 import * as pgAuth from '../auth/auth.table.pg'
 import * as liteSessions from '../auth/sessions.table'
@@ -56,6 +58,7 @@ import { eachInTurn, fromStore, storeName } from './store-files'
 /** Each side's tables, by the names the SQLite and PostgreSQL table files of every feature share. */
 const lite = {
   ...liteAttachments,
+  ...liteAudit,
   ...liteAuth,
   ...liteSessions,
   ...liteConnectors,
@@ -71,6 +74,7 @@ const lite = {
 }
 const pg = {
   ...pgAttachments,
+  ...pgAudit,
   ...pgAuth,
   ...pgSessions,
   ...pgConnectors,
@@ -147,6 +151,9 @@ export const copiedTables: CopiedTable[] = [
   { from: lite.mcpServerOauth, to: pg.mcpServerOauth, order: ['serverId'] },
   { from: lite.toolRounds, to: pg.toolRounds, order: ['chainId', 'round'] },
   { from: lite.toolCalls, to: pg.toolCalls, order: ['id'] },
+  // The audit log goes as it is, IDs and hashes included, so its chains verify the same on PostgreSQL.
+  { from: lite.auditChains, to: pg.auditChains, order: ['organizationId'] },
+  { from: lite.auditEvents, to: pg.auditEvents, order: ['organizationId', 'seq'] },
 ]
 
 /**

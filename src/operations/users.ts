@@ -4,6 +4,7 @@ import type { Role } from '../auth/model'
 import { generateOneTimePassword } from '../auth/passwords'
 import { findUserByEmail } from '../auth/users'
 import type { UserRepository } from '../auth/users.repository'
+import { auditEntry, systemOrigin, target } from '../shared/audit'
 import { hashPassword } from '../shared/security'
 
 export type UserStatus = 'active' | 'must-change-password' | 'removed'
@@ -38,10 +39,17 @@ export interface PasswordReset {
  * when no active user has that email. Personal access tokens and OAuth grants are not passwords and stay valid
  * (removing the member ends those).
  */
-export async function resetPassword(users: UserRepository, email: string): Promise<PasswordReset | null> {
+export async function resetPassword(users: UserRepository, email: string, now: number): Promise<PasswordReset | null> {
   const user = await findUserByEmail(users, email)
   if (!user) return null
   const oneTimePassword = generateOneTimePassword()
-  const endedSessions = await users.resetPassword(user.id, await hashPassword(oneTimePassword))
+  const endedSessions = await users.resetPassword(user.id, await hashPassword(oneTimePassword), (ended) =>
+    auditEntry(systemOrigin, now, {
+      organizationId: user.organizationId,
+      action: 'password.reset',
+      target: target('user', user.id),
+      detail: { ended_sessions: ended },
+    }),
+  )
   return { email: user.email, oneTimePassword, endedSessions }
 }

@@ -5,7 +5,7 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { alias } from 'drizzle-orm/pg-core'
 import type { organizations, users } from '../auth/auth.table.pg'
-import type { AnyDb } from '../db/dialect'
+import type { AnyDb, Audited } from '../db/dialect'
 import type { PgDb } from '../db/postgres'
 import { prepared } from '../db/prepared'
 import type { UsageRepository } from '../usage/repository'
@@ -28,6 +28,7 @@ export function quotaRepository(
   db: AnyDb,
   { organizations, users, memberQuotas, usageTotals }: QuotaTables,
   usage: Pick<UsageRepository, 'monthTotals'>,
+  audited: Audited,
 ): QuotaRepository {
   // Every send runs the standing read: built and prepared once (on first use: the SQLite store may be built before
   // its migrations have run), then only bound, as the hot reads of threads/repository.common.ts are.
@@ -141,30 +142,46 @@ export function quotaRepository(
       }
     },
 
-    async setOrganizationBudget(organizationId, budget) {
-      await db
-        .update(organizations)
-        .set({ quotaTokens: budget.tokens, quotaCostMicros: budget.costMicros })
-        .where(eq(organizations.id, organizationId))
+    async setOrganizationBudget(organizationId, budget, audit) {
+      await audited(
+        (tx) => [
+          tx
+            .update(organizations)
+            .set({ quotaTokens: budget.tokens, quotaCostMicros: budget.costMicros })
+            .where(eq(organizations.id, organizationId))
+            .returning({ id: organizations.id }),
+        ],
+        (rows) => (rows.length > 0 ? audit : null),
+      )
     },
 
-    async setMemberDefault(organizationId, budget) {
-      await db
-        .update(organizations)
-        .set({ memberQuotaTokens: budget.tokens, memberQuotaCostMicros: budget.costMicros })
-        .where(eq(organizations.id, organizationId))
+    async setMemberDefault(organizationId, budget, audit) {
+      await audited(
+        (tx) => [
+          tx
+            .update(organizations)
+            .set({ memberQuotaTokens: budget.tokens, memberQuotaCostMicros: budget.costMicros })
+            .where(eq(organizations.id, organizationId))
+            .returning({ id: organizations.id }),
+        ],
+        (rows) => (rows.length > 0 ? audit : null),
+      )
     },
 
-    async setMemberOverride(userId, budget) {
-      if (budget === null) {
-        await db.delete(memberQuotas).where(eq(memberQuotas.userId, userId))
-        return
-      }
-      const values = { tokens: budget.tokens, costMicros: budget.costMicros }
-      await db
-        .insert(memberQuotas)
-        .values({ userId, ...values })
-        .onConflictDoUpdate({ target: memberQuotas.userId, set: values })
+    async setMemberOverride(userId, budget, audit) {
+      const values = budget && { tokens: budget.tokens, costMicros: budget.costMicros }
+      await audited(
+        (tx) => [
+          values === null
+            ? tx.delete(memberQuotas).where(eq(memberQuotas.userId, userId)).returning({ userId: memberQuotas.userId })
+            : tx
+                .insert(memberQuotas)
+                .values({ userId, ...values })
+                .onConflictDoUpdate({ target: memberQuotas.userId, set: values })
+                .returning({ userId: memberQuotas.userId }),
+        ],
+        (rows) => (rows.length > 0 ? audit : null),
+      )
     },
 
     // One indexed read of both rows, the usage feature's.

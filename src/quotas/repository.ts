@@ -1,6 +1,7 @@
 // The quotas feature's storage contract: monthly budgets (the organization's, its default per member, and members'
 // overrides) and the month's totals they are checked against. Every method is one statement (repository.common.ts,
 // both dialects).
+import type { AuditEntry } from '../shared/audit'
 
 /** A monthly budget: tokens (input + output), cost in millionths of the models' currency, or both; null: no limit. */
 export interface Budget {
@@ -56,12 +57,13 @@ export interface QuotaRepository {
     period: string,
   ): Promise<{ budgets: CallerBudgets; totals: MonthTotals }>
 
-  setOrganizationBudget(organizationId: number, budget: Budget): Promise<void>
+  /** Each setter records `audit` in its own transaction when it changed a row. */
+  setOrganizationBudget(organizationId: number, budget: Budget, audit: AuditEntry): Promise<void>
 
-  setMemberDefault(organizationId: number, budget: Budget): Promise<void>
+  setMemberDefault(organizationId: number, budget: Budget, audit: AuditEntry): Promise<void>
 
   /** Stores a member's override (the caller checks they are of the organization); null removes it. */
-  setMemberOverride(userId: number, budget: Budget | null): Promise<void>
+  setMemberOverride(userId: number, budget: Budget | null, audit: AuditEntry): Promise<void>
 
   /**
    * The month's totals (`period` YYYY-MM, UTC) of the organization (usage_totals' user 0) and of the member: one

@@ -2,7 +2,9 @@
 // set by owners and admins (administration page, `quota:set`), and the check before an answer starts (the
 // conversation's QuotaCheck port, threads/conversation.ts). A month is the calendar month in UTC; what it has used is
 // usage_totals' row for it (written by the usage feature when each answer ends), so every instance counts the same.
+
 import type { Caller } from '../auth/model'
+import { type AuditEntry, type AuditOrigin, auditEntry, target } from '../shared/audit'
 import { AppError, invalidRequest } from '../shared/errors'
 import type { QuotaCheck } from '../threads/conversation'
 import { formatCost, formatTokens } from '../usage/price'
@@ -205,13 +207,45 @@ function changed(stored: Budget, change: BudgetChange): Budget {
   }
 }
 
+/** Who changes a budget, when, and from where: for the audit log. */
+export interface BudgetAct {
+  now: number
+  origin: AuditOrigin
+}
+
+/** The event of a budget's change: `budget` is its new value, null when a member's own was removed. */
+function budgetChanged(
+  act: BudgetAct,
+  organizationId: number,
+  scope: 'organization' | 'member_default' | 'member',
+  budget: Budget | null,
+  userId?: number,
+): AuditEntry {
+  return auditEntry(act.origin, act.now, {
+    organizationId,
+    action: 'settings.quota_changed',
+    target: userId === undefined ? target('organization', organizationId) : target('user', userId),
+    detail: {
+      budget: scope,
+      removed: budget === null,
+      tokens: budget?.tokens ?? null,
+      cost_micros: budget?.costMicros ?? null,
+    },
+  })
+}
+
 export async function setOrganizationBudget(
   deps: QuotasDeps,
   organizationId: number,
   change: BudgetChange,
+  act: BudgetAct,
 ): Promise<Budget> {
   const budget = changed((await deps.quotas.budgets(organizationId)).organization, change)
-  await deps.quotas.setOrganizationBudget(organizationId, budget)
+  await deps.quotas.setOrganizationBudget(
+    organizationId,
+    budget,
+    budgetChanged(act, organizationId, 'organization', budget),
+  )
   return budget
 }
 
@@ -219,9 +253,14 @@ export async function setMemberDefault(
   deps: QuotasDeps,
   organizationId: number,
   change: BudgetChange,
+  act: BudgetAct,
 ): Promise<Budget> {
   const budget = changed((await deps.quotas.budgets(organizationId)).memberDefault, change)
-  await deps.quotas.setMemberDefault(organizationId, budget)
+  await deps.quotas.setMemberDefault(
+    organizationId,
+    budget,
+    budgetChanged(act, organizationId, 'member_default', budget),
+  )
   return budget
 }
 
@@ -235,15 +274,16 @@ export async function setMemberOverride(
   organizationId: number,
   userId: number,
   change: BudgetChange | null,
+  act: BudgetAct,
 ): Promise<Budget | null> {
   if (change === null) {
-    await deps.quotas.setMemberOverride(userId, null)
+    await deps.quotas.setMemberOverride(userId, null, budgetChanged(act, organizationId, 'member', null, userId))
     return null
   }
   const budgets = await deps.quotas.budgets(organizationId)
   const stored = budgets.overrides.find((override) => override.userId === userId) ?? budgets.memberDefault
   const budget = changed(stored, change)
-  await deps.quotas.setMemberOverride(userId, budget)
+  await deps.quotas.setMemberOverride(userId, budget, budgetChanged(act, organizationId, 'member', budget, userId))
   return budget
 }
 

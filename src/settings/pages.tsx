@@ -23,7 +23,7 @@ import { clientIpOf } from '../shared/http'
 import type { Limiter } from '../shared/rate-limit'
 import { dayMs } from '../shared/time'
 import { account, noticeFor, refusalOf } from '../web/account'
-import { type PageSession, pageHeaders, safeNextPath, type WebDeps } from '../web/index'
+import { type PageSession, pageHeaders, pageOrigin, safeNextPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { field, fieldValues, type PostedForm } from '../web/trusted-form'
 import { AppsPage } from './views/apps'
@@ -123,33 +123,37 @@ export const settingsPages = (deps: SettingsDeps) => {
     )
     .post(
       '/settings/tokens',
-      async ({ member, form, html, set }) => {
+      async ({ member, form, request, html, set }) => {
         const { values, error } = parseTokenForm(form)
         if (error) {
           set.status = 400
           return html(await tokensPage(member, { error, form: values }))
         }
-        const token = await createPersonalAccessToken(
-          deps.accessTokens,
-          {
-            userId: member.user.id,
-            name: values.name,
-            scopes: values.scopes,
-            expiresAt: expiryOf(values, now()),
-          },
-          now(),
-        )
+        let token: string
+        try {
+          token = await createPersonalAccessToken(
+            deps.accessTokens,
+            { user: member.user, name: values.name, scopes: values.scopes, expiresAt: expiryOf(values, now()) },
+            now(),
+            pageOrigin(request, member),
+          )
+        } catch (error) {
+          // A member choosing a scope only owners and admins may hold (the form does not offer it to them).
+          const refusal = refusalOf(error)
+          set.status = refusal.status
+          return html(await tokensPage(member, { error: refusal.message, form: values }))
+        }
         return html(await tokensPage(member, { created: { name: values.name, token } }))
       },
       { member: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
     )
     .post(
       '/settings/tokens/:id/revoke',
-      async ({ member, params, html, redirect, set }) => {
+      async ({ member, params, request, html, redirect, set }) => {
         const id = Number(params.id)
         if (
           !Number.isSafeInteger(id) ||
-          !(await revokePersonalAccessToken(deps.accessTokens, member.user.id, id, now()))
+          !(await revokePersonalAccessToken(deps.accessTokens, member.user, id, now(), pageOrigin(request, member)))
         ) {
           set.status = 404
           return html(await tokensPage(member, { error: 'That token does not exist or was already revoked.' }))
@@ -169,9 +173,9 @@ export const settingsPages = (deps: SettingsDeps) => {
     )
     .post(
       '/settings/apps/:clientId/revoke',
-      async ({ member, params, html, redirect, set }) => {
+      async ({ member, params, request, html, redirect, set }) => {
         try {
-          await revokeConnectedApp(deps.oauthGrants, member.user.id, params.clientId, now())
+          await revokeConnectedApp(deps.oauthGrants, member.user, params.clientId, now(), pageOrigin(request, member))
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status
@@ -187,7 +191,7 @@ export const settingsPages = (deps: SettingsDeps) => {
     })
     .post(
       '/settings/clients',
-      async ({ member, form, html, set }) => {
+      async ({ member, form, request, html, set }) => {
         const values: ClientFormValues = {
           name: field(form, 'client_name') ?? '',
           redirectUris: field(form, 'redirect_uris') ?? '',
@@ -198,6 +202,7 @@ export const settingsPages = (deps: SettingsDeps) => {
             member.user,
             { client_name: values.name, redirect_uris: redirectUrisOf(values.redirectUris) },
             now(),
+            pageOrigin(request, member),
           )
           return html(
             await clientsPage(member, {
@@ -226,8 +231,13 @@ export const settingsPages = (deps: SettingsDeps) => {
     )
     .post(
       '/settings/registration-token',
-      async ({ member, html }) => {
-        const created = await createRegistrationToken(deps.oauthClients, member.user, now())
+      async ({ member, request, html }) => {
+        const created = await createRegistrationToken(
+          deps.oauthClients,
+          member.user,
+          now(),
+          pageOrigin(request, member),
+        )
         return html(<SettingsRegistrationPage viewer={viewerOf(member)} created={created} />)
       },
       { member: true, trustedForm: 'form', parse: 'none', detail: { hide: true } },
@@ -264,12 +274,18 @@ export const settingsPages = (deps: SettingsDeps) => {
           return html(page(`Too many attempts. Wait ${retryAfter} seconds, then try again.`))
         }
         try {
-          await changePassword(deps.users, {
-            userId: member.user.id,
-            currentPassword: field(form, 'current_password') ?? '',
-            newPassword,
-            keepSessionToken: member.token,
-          })
+          await changePassword(
+            deps.users,
+            {
+              userId: member.user.id,
+              organizationId: member.user.organizationId,
+              currentPassword: field(form, 'current_password') ?? '',
+              newPassword,
+              keepSessionToken: member.token,
+            },
+            now(),
+            pageOrigin(request, member),
+          )
         } catch (error) {
           const refusal = refusalOf(error)
           set.status = refusal.status

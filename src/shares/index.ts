@@ -1,7 +1,9 @@
 // The share links API under a thread: HTTP in, HTTP out; behaviour lives in service.ts. The pages (the shared
 // thread itself, its files, the confirmation, settings and administration) are in pages.tsx.
+
 import { Elysia, t } from 'elysia'
 import { type AuthDeps, auth } from '../auth'
+import { callerOrigin } from '../auth/callers'
 import { AuthModel } from '../auth/model'
 import { jsonBodies, jsonBody } from '../shared/body'
 import { noContent, type Responses } from '../shared/responses'
@@ -31,8 +33,11 @@ export const shareRoutes = (deps: ShareRoutesDeps) => {
     .use(jsonBodies)
     .post(
       '',
-      async ({ caller, params, body, status }) =>
-        status(201, await createShare(shares, caller, params.threadId, body, deps.clock.now())),
+      async ({ caller, params, body, request, status }) =>
+        status(
+          201,
+          await createShare(shares, caller, params.threadId, body, deps.clock.now(), callerOrigin(request, caller)),
+        ),
       {
         scope: 'threads:write',
         params: ThreadsModel.threadParams,
@@ -66,8 +71,9 @@ export const shareRoutes = (deps: ShareRoutesDeps) => {
     })
     .delete(
       '/:shareId',
-      async ({ caller, params, set }) => {
-        await revokeShare(shares, caller, params.threadId, params.shareId)
+      async ({ caller, params, request, set }) => {
+        const origin = callerOrigin(request, caller)
+        await revokeShare(shares, caller, params.threadId, params.shareId, deps.clock.now(), origin)
         set.status = 204
       },
       {

@@ -13,11 +13,11 @@ import type { Links } from '../threads/links'
 import { requireOwnedThread } from '../threads/visibility'
 import { account, noticeFor } from '../web/account'
 import { PageError } from '../web/errors'
-import { type PageSession, pageHeaders, type WebDeps } from '../web/index'
+import { type PageSession, pageHeaders, pageOrigin, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { field } from '../web/trusted-form'
 import { shareDeps } from './index'
-import { createShare, openShare, type ShareDeps, sharedFile, sharePath } from './service'
+import { createShare, openShare, revokeShareIn, type ShareDeps, setSharing, sharedFile, sharePath } from './service'
 import { AdminSharesPage, SettingsSharesPage, SharedThreadPage, ShareThreadPage } from './views/shares'
 
 export interface SharePagesDeps extends WebDeps, ShareDeps {
@@ -126,10 +126,11 @@ export const sharePages = (deps: SharePagesDeps) => {
     )
     .post(
       '/threads/:threadId/share',
-      async ({ member, params, form, html }) => {
+      async ({ member, params, form, request, html }) => {
         const { caller, thread } = await threadShare(member, params.threadId)
         const includeFiles = field(form, 'include_files') === 'true'
-        const created = await createShare(shares, caller, thread.id, { include_files: includeFiles }, now())
+        const body = { include_files: includeFiles }
+        const created = await createShare(shares, caller, thread.id, body, now(), pageOrigin(request, member))
         return html(
           <ShareThreadPage
             viewer={viewerOf(member)}
@@ -150,8 +151,10 @@ export const sharePages = (deps: SharePagesDeps) => {
     )
     .post(
       '/settings/shares/:shareId/revoke',
-      async ({ member, params, redirect }) => {
-        if (!isUuid(params.shareId) || !(await deps.shares.revoke({ createdBy: member.user.id }, params.shareId)))
+      async ({ member, params, request, redirect }) => {
+        const scope = { createdBy: member.user.id }
+        const origin = pageOrigin(request, member)
+        if (!isUuid(params.shareId) || !(await revokeShareIn(deps.shares, scope, params.shareId, now(), origin)))
           throw shareNotFound('/settings/shares')
         return redirect('/settings/shares?notice=share-revoked', 303)
       },
@@ -166,18 +169,19 @@ export const sharePages = (deps: SharePagesDeps) => {
     )
     .post(
       '/admin/shares',
-      async ({ admin, form, redirect }) => {
+      async ({ admin, form, request, redirect }) => {
         const enabled = field(form, 'enabled') === 'true'
-        await deps.shares.setSharing(admin.user.organizationId, enabled)
+        await setSharing(deps.shares, admin.user.organizationId, enabled, now(), pageOrigin(request, admin))
         return redirect(`/admin/shares?notice=${enabled ? 'sharing-on' : 'sharing-off'}`, 303)
       },
       adminFormOptions,
     )
     .post(
       '/admin/shares/:shareId/revoke',
-      async ({ admin, params, redirect }) => {
-        const organizationId = admin.user.organizationId
-        if (!isUuid(params.shareId) || !(await deps.shares.revoke({ organizationId }, params.shareId)))
+      async ({ admin, params, request, redirect }) => {
+        const scope = { organizationId: admin.user.organizationId }
+        const origin = pageOrigin(request, admin)
+        if (!isUuid(params.shareId) || !(await revokeShareIn(deps.shares, scope, params.shareId, now(), origin)))
           throw shareNotFound('/admin/shares')
         return redirect('/admin/shares?notice=share-revoked', 303)
       },

@@ -2,7 +2,7 @@
 // (db/dialect.ts).
 import { and, desc, eq, isNull } from 'drizzle-orm'
 import type { organizations, users } from '../auth/auth.table.pg'
-import type { AnyDb } from '../db/dialect'
+import type { AnyDb, Audited } from '../db/dialect'
 import type { threads } from '../threads/threads.table.pg'
 import { type ShareRepository, type ShareScope, snapshotFromColumn, snapshotToColumn } from './repository'
 import type { shares as sharesTable } from './shares.table.pg'
@@ -15,26 +15,38 @@ export interface ShareTables {
   threads: typeof threads
 }
 
-export function shareRepository(db: AnyDb, { shares, organizations, users, threads }: ShareTables): ShareRepository {
+export function shareRepository(
+  db: AnyDb,
+  { shares, organizations, users, threads }: ShareTables,
+  audited: Audited,
+): ShareRepository {
   const within = (scope: ShareScope) => {
     if ('threadId' in scope) return eq(shares.threadId, scope.threadId)
     if ('createdBy' in scope) return eq(shares.createdBy, scope.createdBy)
     return eq(shares.organizationId, scope.organizationId)
   }
   return {
-    async create(share) {
+    async create(share, audit) {
       try {
-        await db.insert(shares).values({
-          id: share.id,
-          threadId: share.threadId,
-          organizationId: share.organizationId,
-          createdBy: share.createdBy,
-          tokenHash: share.tokenHash,
-          includeFiles: share.includeFiles,
-          threadName: share.snapshot.name,
-          snapshot: snapshotToColumn(share.snapshot),
-          createdAt: share.now,
-        })
+        await audited(
+          (tx) => [
+            tx
+              .insert(shares)
+              .values({
+                id: share.id,
+                threadId: share.threadId,
+                organizationId: share.organizationId,
+                createdBy: share.createdBy,
+                tokenHash: share.tokenHash,
+                includeFiles: share.includeFiles,
+                threadName: share.snapshot.name,
+                snapshot: snapshotToColumn(share.snapshot),
+                createdAt: share.now,
+              })
+              .returning({ id: shares.id }),
+          ],
+          () => audit,
+        )
       } catch (error) {
         // The thread's foreign key: deleted since its snapshot was read. Anything else is a failure.
         const [thread] = await db.select({ id: threads.id }).from(threads).where(eq(threads.id, share.threadId))
@@ -66,11 +78,16 @@ export function shareRepository(db: AnyDb, { shares, organizations, users, threa
       }))
     },
 
-    async revoke(scope, shareId) {
-      const deleted = await db
-        .delete(shares)
-        .where(and(eq(shares.id, shareId), within(scope)))
-        .returning({ id: shares.id })
+    async revoke(scope, shareId, audit) {
+      const deleted = await audited<{ threadId: string; organizationId: number }>(
+        (tx) => [
+          tx
+            .delete(shares)
+            .where(and(eq(shares.id, shareId), within(scope)))
+            .returning({ threadId: shares.threadId, organizationId: shares.organizationId }),
+        ],
+        ([share]) => (share ? audit(share) : null),
+      )
       return deleted.length > 0
     },
 
@@ -99,8 +116,17 @@ export function shareRepository(db: AnyDb, { shares, organizations, users, threa
       return row?.enabled ?? false
     },
 
-    async setSharing(organizationId, enabled) {
-      await db.update(organizations).set({ sharingEnabled: enabled }).where(eq(organizations.id, organizationId))
+    async setSharing(organizationId, enabled, audit) {
+      await audited(
+        (tx) => [
+          tx
+            .update(organizations)
+            .set({ sharingEnabled: enabled })
+            .where(eq(organizations.id, organizationId))
+            .returning({ id: organizations.id }),
+        ],
+        (rows) => (rows.length > 0 ? audit : null),
+      )
     },
   }
 }

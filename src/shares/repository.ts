@@ -1,7 +1,9 @@
 // The storage contract of share links. A link's row holds its thread's snapshot (the messages as they were when it
 // was made), so reading a link never reads the thread's messages. Each method is one statement, written once for both
 // dialects (repository.common.ts).
+
 import type { AttachmentKind } from '../attachments/repository'
+import type { AuditEntry } from '../shared/audit'
 import type { ThreadsModel } from '../threads/model'
 
 /** A shared thread as it was at share time, stored as JSON in the link's row. */
@@ -55,19 +57,30 @@ export interface OpenShare {
 export type ShareScope = { threadId: string } | { createdBy: number } | { organizationId: number }
 
 export interface ShareRepository {
-  /** Stores the link; false when its thread was deleted since the snapshot was read (nothing is stored). */
-  create(share: NewShare): Promise<boolean>
+  /**
+   * Stores the link with its audit event; false when its thread was deleted since the snapshot was read (nothing is
+   * stored or recorded).
+   */
+  create(share: NewShare, audit: AuditEntry): Promise<boolean>
   /** Newest first. */
   list(scope: ShareScope): Promise<ShareSummary[]>
-  /** Deletes the link when it is within `scope`; whether there was one. From then on its token answers nothing. */
-  revoke(scope: ShareScope, shareId: string): Promise<boolean>
+  /**
+   * Deletes the link when it is within `scope`, recording the event `audit` makes of its thread and organization;
+   * whether there was one. From then on its token answers nothing.
+   */
+  revoke(
+    scope: ShareScope,
+    shareId: string,
+    audit: (share: { threadId: string; organizationId: number }) => AuditEntry,
+  ): Promise<boolean>
   /**
    * The link a token's hash names, read in one statement with what decides whether it still answers: null when
    * there is none (revoked, or its thread deleted), its organization has turned sharing off, or its maker was removed.
    */
   open(tokenHash: string): Promise<OpenShare | null>
   sharingEnabled(organizationId: number): Promise<boolean>
-  setSharing(organizationId: number, enabled: boolean): Promise<void>
+  /** Turns sharing on or off for the organization, recording `audit` with it. */
+  setSharing(organizationId: number, enabled: boolean, audit: AuditEntry): Promise<void>
 }
 
 export function snapshotToColumn(snapshot: Snapshot): string {

@@ -7,6 +7,7 @@ import { originalKey } from '../attachments/keys'
 import type { AttachmentRepository } from '../attachments/repository'
 import type { StoredFile } from '../attachments/service'
 import type { Caller } from '../auth/model'
+import { type AuditOrigin, auditEntry, target } from '../shared/audit'
 import { AppError, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
 import { generateSecret, hashSecret } from '../shared/security'
@@ -16,7 +17,7 @@ import { allMessages, attachmentIdsOf } from '../threads/messages'
 import type { ThreadRepository } from '../threads/repository'
 import { requireOwnedThread } from '../threads/visibility'
 import type { SharesModel } from './model'
-import type { OpenShare, ShareRepository, ShareSummary, Snapshot } from './repository'
+import type { OpenShare, ShareRepository, ShareScope, ShareSummary, Snapshot } from './repository'
 
 /** Recognisable in a leaked URL or log line, as `thp_` is for personal access tokens. */
 export const shareTokenPrefix = 'ths_'
@@ -66,22 +67,31 @@ export async function createShare(
   threadId: string,
   body: SharesModel.createShareBody,
   now: number,
+  origin: AuditOrigin,
 ): Promise<SharesModel.createdShare> {
   const includeFiles = body.include_files ?? false
   const snapshot = await snapshotOf(deps, caller, threadId, includeFiles)
   if (!(await deps.shares.sharingEnabled(caller.organizationId))) throw sharingOff()
   const token = generateSecret(shareTokenPrefix)
   const id = newId()
-  const stored = await deps.shares.create({
-    id,
-    threadId,
-    organizationId: caller.organizationId,
-    createdBy: caller.userId,
-    tokenHash: hashSecret(token),
-    includeFiles,
-    snapshot,
-    now,
-  })
+  const stored = await deps.shares.create(
+    {
+      id,
+      threadId,
+      organizationId: caller.organizationId,
+      createdBy: caller.userId,
+      tokenHash: hashSecret(token),
+      includeFiles,
+      snapshot,
+      now,
+    },
+    auditEntry(origin, now, {
+      organizationId: caller.organizationId,
+      action: 'thread.shared',
+      target: target('thread', threadId),
+      detail: { share_id: id, include_files: includeFiles },
+    }),
+  )
   if (!stored) throw notFound('Thread')
   return { id, url: `${deps.publicUrl}${sharePath(token)}`, created_at: toIso(now), include_files: includeFiles }
 }
@@ -96,10 +106,64 @@ export async function listShares(deps: ShareDeps, caller: Caller, threadId: stri
   return { data: (await deps.shares.list({ threadId })).map(toShare) }
 }
 
+/** The event of a link's revocation, with the link's thread and organization. */
+function shareRevoked(origin: AuditOrigin, now: number, shareId: string) {
+  return (share: { threadId: string; organizationId: number }) =>
+    auditEntry(origin, now, {
+      organizationId: share.organizationId,
+      action: 'thread.share_revoked',
+      target: target('thread', share.threadId),
+      detail: { share_id: shareId },
+    })
+}
+
 /** Revokes one of the thread's links: owner only; 404 for a link that is not the thread's (or already revoked). */
-export async function revokeShare(deps: ShareDeps, caller: Caller, threadId: string, shareId: string): Promise<void> {
+export async function revokeShare(
+  deps: ShareDeps,
+  caller: Caller,
+  threadId: string,
+  shareId: string,
+  now: number,
+  origin: AuditOrigin,
+): Promise<void> {
   await requireOwnedThread(deps.threads, caller, threadId, 'revoke its links')
-  if (!(await deps.shares.revoke({ threadId }, shareId))) throw notFound('Share link')
+  if (!(await deps.shares.revoke({ threadId }, shareId, shareRevoked(origin, now, shareId)))) {
+    throw notFound('Share link')
+  }
+}
+
+/**
+ * Revokes a link within `scope` (its maker's own, or any of an organization's for its owners and admins; the caller
+ * decides the scope); whether there was one.
+ */
+export function revokeShareIn(
+  shares: ShareRepository,
+  scope: ShareScope,
+  shareId: string,
+  now: number,
+  origin: AuditOrigin,
+): Promise<boolean> {
+  return shares.revoke(scope, shareId, shareRevoked(origin, now, shareId))
+}
+
+/** Turns sharing on or off for the organization (owners and admins; the caller checks), and records it. */
+export function setSharing(
+  shares: ShareRepository,
+  organizationId: number,
+  enabled: boolean,
+  now: number,
+  origin: AuditOrigin,
+): Promise<void> {
+  return shares.setSharing(
+    organizationId,
+    enabled,
+    auditEntry(origin, now, {
+      organizationId,
+      action: 'settings.sharing_changed',
+      target: target('organization', organizationId),
+      detail: { enabled },
+    }),
+  )
 }
 
 /** The link a token opens, or 404 however it stopped (or never) answering: the reason is nobody's business. */

@@ -3,8 +3,9 @@
 
 import { decodeBase64urlIgnorePadding, encodeBase64urlNoPadding } from '@oslojs/encoding'
 import { type Cookie, Elysia } from 'elysia'
-import { createSession } from '../auth/sessions'
+import { createSession, recordSignInFailure } from '../auth/sessions'
 import type { UserRepository } from '../auth/users.repository'
+import { type AuditLog, anonymousActor, requestOrigin } from '../shared/audit'
 import { secretsEqual } from '../shared/security'
 import { PageError } from '../web/errors'
 import {
@@ -29,6 +30,8 @@ import {
 
 export interface OidcSigninDeps extends WebDeps {
   users: UserRepository
+  /** Where a refused sign-in is recorded: it writes nothing else. */
+  audit: AuditLog
   oidc: OidcSettings | null
 }
 
@@ -70,7 +73,7 @@ async function completeSignIn(
   client: OidcClient,
   query: Record<string, string | undefined>,
   pending: PendingSignIn | null,
-): Promise<{ userId: number; next: string }> {
+): Promise<{ user: { id: number; organizationId: number }; next: string }> {
   if (!pending || !query.state || !secretsEqual(pending.state, query.state)) {
     throw new OidcRefusal(400, 'This sign-in has expired or was not started here. Start again from the sign-in page.')
   }
@@ -78,7 +81,7 @@ async function completeSignIn(
     throw new OidcRefusal(400, `${client.name} did not sign you in (${query.error ?? 'no code was returned'}).`)
   }
   const identity = await client.finish(query.code, pending)
-  return { userId: (await userForIdentity(deps.users, identity, client.name)).id, next: pending.next }
+  return { user: await userForIdentity(deps.users, identity, client.name), next: pending.next }
 }
 
 export const oidcSignin = (deps: OidcSigninDeps) => {
@@ -118,20 +121,27 @@ export const oidcSignin = (deps: OidcSigninDeps) => {
     )
     .get(
       oidcCallbackPath,
-      async ({ query, cookie, redirect }) => {
+      async ({ query, cookie, request, redirect }) => {
         const pendingCookie = cookie[name]
         const pending = decodePending(pendingCookie?.value)
         if (pendingCookie) clearCookie(pendingCookie, deps.publicUrl)
         if (!client) throw notConfigured()
+        const origin = requestOrigin(request, anonymousActor)
         try {
           const signedIn = await completeSignIn(deps, client, query, pending)
-          const session = await createSession(deps.sessions, signedIn.userId, deps.clock.now())
+          const session = await createSession(deps.sessions, signedIn.user, deps.clock.now(), origin, 'oidc')
           const sessionCookie = cookie[sessionName]
           if (sessionCookie) setSessionCookie(sessionCookie, deps.publicUrl, session.token, session.expiresAt)
           // Checked again on the way out: the value came back through a cookie.
           return redirect(safeNextPath(signedIn.next, deps.publicUrl), 303)
         } catch (error) {
           if (!(error instanceof OidcRefusal)) throw error
+          // Nobody was matched to a user (that is what refuses it), so it belongs to no organization. The reason is
+          // the status alone: the person's words may hold their email.
+          await recordSignInFailure(deps.audit, null, deps.clock.now(), origin, {
+            method: 'oidc',
+            reason: `refused_${error.status}`,
+          })
           throw refused(error.status, error.reason)
         }
       },

@@ -172,7 +172,7 @@ export async function userForIdentity(
   users: UserRepository,
   identity: OidcIdentity,
   providerName: string,
-): Promise<{ id: number }> {
+): Promise<{ id: number; organizationId: number }> {
   const user = await findUserByEmail(users, identity.email)
   if (!user) {
     throw new OidcRefusal(
@@ -180,5 +180,5 @@ export async function userForIdentity(
       `No Threadhouse account uses ${identity.email}. Ask an administrator to add you, then sign in with ${providerName} again.`,
     )
   }
-  return { id: user.id }
+  return { id: user.id, organizationId: user.organizationId }
 }

@@ -4,6 +4,7 @@ import { Elysia } from 'elysia'
 import { signInRetryAfter } from '../auth/attempts'
 import { invalidateSession, signIn } from '../auth/sessions'
 import type { UserRepository } from '../auth/users.repository'
+import { type AuditLog, anonymousActor, requestOrigin } from '../shared/audit'
 import { clientIpOf, requestIdOf } from '../shared/http'
 import type { Logger } from '../shared/log'
 import type { Limiter } from '../shared/rate-limit'
@@ -13,6 +14,7 @@ import {
   clearCookie,
   cookieNames,
   pageHeaders,
+  pageOrigin,
   safeNextPath,
   setSessionCookie,
   usesHttps,
@@ -23,6 +25,8 @@ import { LoginPage } from './views/login'
 
 export interface SigninDeps extends WebDeps {
   users: UserRepository
+  /** Where a refused sign-in is recorded: it writes nothing else. */
+  audit: AuditLog
   log: Logger
   /** The OpenID Connect provider's name, when sign-in through it is configured (see oidc-pages.tsx). */
   externalSignIn: string | null
@@ -85,7 +89,8 @@ export const signin = (deps: SigninDeps) => {
             />,
           )
         }
-        const opened = await signIn(deps, email, field(form, 'password') ?? '', deps.clock.now())
+        const origin = requestOrigin(request, anonymousActor)
+        const opened = await signIn(deps, email, field(form, 'password') ?? '', deps.clock.now(), origin)
         if (!opened) {
           // An operator watching for password guessing needs these; the password itself is never logged.
           deps.log.warn('sign-in failed', { requestId: requestIdOf(request), email, ip: clientIpOf(request) })
@@ -111,9 +116,15 @@ export const signin = (deps: SigninDeps) => {
     )
     .post(
       '/logout',
-      async ({ session, cookie, redirect }) => {
+      async ({ session, cookie, request, redirect }) => {
         if (!session) return redirect('/login', 303)
-        await invalidateSession(deps.sessions, session.token)
+        await invalidateSession(
+          deps.sessions,
+          session.token,
+          session.user,
+          deps.clock.now(),
+          pageOrigin(request, session),
+        )
         const ended = cookie[names.session]
         if (ended) clearCookie(ended, deps.publicUrl)
         return redirect('/login', 303)

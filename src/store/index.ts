@@ -4,6 +4,8 @@
 import { filesForModel } from '../attachments/keys'
 import type { AttachmentRepository } from '../attachments/repository'
 import { sqliteAttachmentRepository } from '../attachments/repository.sqlite'
+import type { AuditRepository } from '../audit/repository'
+import { sqliteAppend, sqliteAuditRepository } from '../audit/repository.sqlite'
 import * as authTables from '../auth/auth.table'
 import type { SessionRepository } from '../auth/sessions.repository'
 import { sessionRepository } from '../auth/sessions.repository.common'
@@ -17,7 +19,7 @@ import * as connectorTables from '../connectors/connectors.table'
 import type { McpServerRepository } from '../connectors/repository'
 import { mcpServerRepository } from '../connectors/repository.common'
 import type { Db } from '../db/client'
-import { anyDb, asTables, sqliteUnit } from '../db/dialect'
+import { anyDb, asTables, sqliteAudited, sqliteUnit } from '../db/dialect'
 import type { LockName } from '../db/postgres'
 import { prepared } from '../db/prepared'
 import { generations as generationsTable } from '../generation/generations.table'
@@ -111,6 +113,11 @@ export interface Store {
   quotas: QuotaRepository
   /** What answers used: the rows the generation repository's `finish` writes, their sums and monthly totals. */
   usage: UsageRepository
+  /**
+   * The audit log (src/audit/): its reads, retention, and appending alone for acts that write nothing else. Acts that
+   * write append through their own repositories, which the store builds with the log's appender.
+   */
+  audit: AuditRepository
   /** The MCP servers organizations connect, their tools and OAuth state (src/connectors/). */
   mcpServers: McpServerRepository
   /** What the tools did in answers: rounds of calls and each call (generation/tool-calls.repository.ts). */
@@ -121,6 +128,8 @@ export interface Store {
 /** Every repository over one open SQLite database. */
 export function sqliteStore(db: Db): Store {
   const attachments = sqliteAttachmentRepository(db)
+  // Every recorded act's repository writes its event through this, inside its own transaction.
+  const audited = sqliteAudited(db, sqliteAppend)
   const usage = asTables<UsageTables>(usageTables)
   const usageStore = usageRepository(anyDb(db), usage)
   return {
@@ -129,8 +138,8 @@ export function sqliteStore(db: Db): Store {
       db.$client.query('select 1').get()
     },
     attachments,
-    oauthClients: sqliteClientRepository(db),
-    oauthGrants: sqliteGrantRepository(db),
+    oauthClients: sqliteClientRepository(db, sqliteAppend),
+    oauthGrants: sqliteGrantRepository(db, sqliteAppend),
     // Answers are threads' messages and name attachments' files: their features' own code, handed in.
     generations: sqliteGenerationRepository(db, {
       insertMessage: insertMessageRow,
@@ -146,22 +155,24 @@ export function sqliteStore(db: Db): Store {
     }),
     idempotency: idempotencyRepository(anyDb(db), asTables(idempotencyTables)),
     relay: null,
-    threads: sqliteThreadRepository(db),
+    threads: sqliteThreadRepository(db, sqliteAppend),
     search: fts5ThreadSearch(db),
-    users: sqliteUserRepository(db),
-    accessTokens: sqliteAccessTokenRepository(db),
-    sessions: sessionRepository(anyDb(db), asTables({ ...authTables, ...sessionTables })),
+    users: sqliteUserRepository(db, sqliteAppend),
+    accessTokens: sqliteAccessTokenRepository(db, sqliteAppend),
+    sessions: sessionRepository(anyDb(db), asTables({ ...authTables, ...sessionTables }), audited),
     tokenCache: tokenCacheOf(db),
     rateLimits: null,
     serverKeys: processKeys(),
-    webhooks: sqliteWebhookRepository(db),
+    webhooks: sqliteWebhookRepository(db, sqliteAppend),
     shares: shareRepository(
       anyDb(db),
       asTables({ shares: sharesTable, organizations: authTables.organizations, users: authTables.users, threads }),
+      audited,
     ),
     models: modelRepository(
       anyDb(db),
       asTables({ organizations: authTables.organizations, threads, threadSettings, generations: generationsTable }),
+      audited,
     ),
     quotas: quotaRepository(
       anyDb(db),
@@ -172,9 +183,11 @@ export function sqliteStore(db: Db): Store {
         usageTotals: usageTables.usageTotals,
       }),
       usageStore,
+      audited,
     ),
     usage: usageStore,
-    mcpServers: mcpServerRepository(anyDb(db), asTables(connectorTables), sqliteUnit(db)),
+    audit: sqliteAuditRepository(db),
+    mcpServers: mcpServerRepository(anyDb(db), asTables(connectorTables), sqliteUnit(db), audited),
     toolCalls: sqliteToolCallRepository(db),
     locks: processLocks,
   }

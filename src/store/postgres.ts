@@ -5,6 +5,7 @@
 import { sql } from 'drizzle-orm'
 import { filesForModel } from '../attachments/keys'
 import { pgAttachmentRepository } from '../attachments/repository.pg'
+import { pgAppend, pgAuditRepository } from '../audit/repository.pg'
 import * as authTables from '../auth/auth.table.pg'
 import { sessionRepository } from '../auth/sessions.repository.common'
 import * as sessionTables from '../auth/sessions.table.pg'
@@ -12,7 +13,7 @@ import { pgAccessTokenRepository } from '../auth/tokens.repository.pg'
 import { pgUserRepository } from '../auth/users.repository.pg'
 import * as connectorTables from '../connectors/connectors.table.pg'
 import { mcpServerRepository } from '../connectors/repository.common'
-import { anyDb, pgUnit } from '../db/dialect'
+import { anyDb, pgAudited, pgUnit } from '../db/dialect'
 import { type PgDb, withAdvisoryLock } from '../db/postgres'
 import { generations } from '../generation/generations.table.pg'
 import { pgAnswerRelay } from '../generation/relay.pg'
@@ -40,14 +41,16 @@ import type { Store } from '.'
 export function pgStore(db: PgDb): Store {
   const attachments = pgAttachmentRepository(db)
   const usageStore = usageRepository(anyDb(db), usageTables)
+  // Every recorded act's repository writes its event through this, inside its own transaction.
+  const audited = pgAudited(db, pgAppend)
   return {
     dialect: 'postgres',
     async ping() {
       await db.execute(sql`select 1`)
     },
     attachments,
-    oauthClients: pgClientRepository(db),
-    oauthGrants: pgGrantRepository(db),
+    oauthClients: pgClientRepository(db, pgAppend),
+    oauthGrants: pgGrantRepository(db, pgAppend),
     // Answers are threads' messages and name attachments' files: their features' own code, handed in.
     generations: pgGenerationRepository(db, {
       insertMessage: insertMessageRow,
@@ -64,28 +67,26 @@ export function pgStore(db: PgDb): Store {
     }),
     idempotency: idempotencyRepository(anyDb(db), idempotencyTables),
     relay: pgAnswerRelay(db),
-    threads: pgThreadRepository(db),
+    threads: pgThreadRepository(db, pgAppend),
     search: pgThreadSearch(db),
-    users: pgUserRepository(db),
-    accessTokens: pgAccessTokenRepository(db),
-    sessions: sessionRepository(anyDb(db), { ...authTables, ...sessionTables }),
+    users: pgUserRepository(db, pgAppend),
+    accessTokens: pgAccessTokenRepository(db, pgAppend),
+    sessions: sessionRepository(anyDb(db), { ...authTables, ...sessionTables }, audited),
     // Every request reads its token from the database: a revocation on any instance applies at the next request.
     tokenCache: null,
     rateLimits: pgRateLimitRepository(db),
     serverKeys: pgServerKeyRepository(db),
-    webhooks: pgWebhookRepository(db),
-    shares: shareRepository(anyDb(db), {
-      shares,
-      organizations: authTables.organizations,
-      users: authTables.users,
-      threads,
-    }),
-    models: modelRepository(anyDb(db), {
-      organizations: authTables.organizations,
-      threads,
-      threadSettings,
-      generations,
-    }),
+    webhooks: pgWebhookRepository(db, pgAppend),
+    shares: shareRepository(
+      anyDb(db),
+      { shares, organizations: authTables.organizations, users: authTables.users, threads },
+      audited,
+    ),
+    models: modelRepository(
+      anyDb(db),
+      { organizations: authTables.organizations, threads, threadSettings, generations },
+      audited,
+    ),
     quotas: quotaRepository(
       anyDb(db),
       {
@@ -95,9 +96,11 @@ export function pgStore(db: PgDb): Store {
         usageTotals: usageTables.usageTotals,
       },
       usageStore,
+      audited,
     ),
     usage: usageStore,
-    mcpServers: mcpServerRepository(anyDb(db), connectorTables, pgUnit(db)),
+    audit: pgAuditRepository(db),
+    mcpServers: mcpServerRepository(anyDb(db), connectorTables, pgUnit(db), audited),
     toolCalls: pgToolCallRepository(db),
     locks: {
       async inTurn(name, task) {

@@ -1,9 +1,11 @@
 // A thread as one document to keep or move elsewhere: JSON with everything needed to rebuild it (the thread, every
 // message the API lists, every other version in the thread's tree, each with its parent and model, and each
 // attachment's description and download path), or Markdown for people to read (the listed path only).
+
 import type { AttachmentRepository } from '../attachments/repository'
 import type { Caller } from '../auth/model'
 import type { ToolCallRepository } from '../generation/tool-calls.repository'
+import { type AuditLog, type AuditOrigin, auditEntry, target } from '../shared/audit'
 import { toIso } from '../shared/time'
 import type { UsageRepository } from '../usage/repository'
 import { answerUsages } from '../usage/service'
@@ -16,7 +18,11 @@ import { requireVisibleThread } from './visibility'
 
 type ThreadExport = ThreadsModel.threadExport
 
-/** The thread as the caller may read it: 404 when it does not exist for them, as for reading it. */
+/**
+ * The thread as the caller may read it: 404 when it does not exist for them, as for reading it. An export writes
+ * nothing else, so its audit event is written on its own, once the export is built and before it is answered: an
+ * export the log does not show never leaves the server.
+ */
 export async function exportThread(
   deps: {
     threads: ThreadRepository
@@ -24,10 +30,12 @@ export async function exportThread(
     usage: UsageRepository
     toolCalls: ToolCallRepository
     links: Links
+    audit: AuditLog
   },
   caller: Caller,
   threadId: string,
   now: number,
+  act: { origin: AuditOrigin; format: 'json' | 'markdown' },
 ): Promise<ThreadExport> {
   const thread = await requireVisibleThread(deps.threads, caller, threadId)
   // One read of the whole tree, in list order: the active path is exactly what GET …/messages lists.
@@ -48,6 +56,14 @@ export async function exportThread(
   const others = tree.filter((row) => !row.active).map(exported)
   const ids = [...new Set(tree.flatMap((row) => attachmentIdsOf(row.contents)))]
   const files = ids.length === 0 ? [] : await deps.attachments.listByIds(ids)
+  await deps.audit.append(
+    auditEntry(act.origin, now, {
+      organizationId: caller.organizationId,
+      action: 'thread.exported',
+      target: target('thread', threadId),
+      detail: { format: act.format, owner_id: thread.ownerId },
+    }),
+  )
   return {
     format: 'threadhouse.thread.v1',
     exported_at: toIso(now),

@@ -1,13 +1,16 @@
 // Threads, messages and feedback routes: HTTP in, HTTP out; behaviour lives in the services beside this file.
+
 import { Elysia, t } from 'elysia'
 import { attachmentsPerMessage } from '../attachments/limits'
 import type { AttachmentRepository } from '../attachments/repository'
 import { type AuthDeps, auth, stillAdmitted } from '../auth'
+import { callerOrigin } from '../auth/callers'
 import { AuthModel } from '../auth/model'
 import type { AnswerEngine } from '../generation/service'
 import type { ToolCallRepository } from '../generation/tool-calls.repository'
 import type { IdempotencyRepository } from '../idempotency/repository'
 import { idempotencyDeps, idempotencyKeyParameter, idempotencyNote, onceForJson } from '../idempotency/service'
+import type { AuditLog } from '../shared/audit'
 import { jsonBodies, jsonBody, optionalJsonBody } from '../shared/body'
 import type { DomainEvents } from '../shared/events'
 import { noContent, type Responses } from '../shared/responses'
@@ -44,6 +47,8 @@ export interface ThreadsDeps extends AuthDeps {
   blobs: BlobStore
   links: Links
   responses: Responses
+  /** Where exports are recorded (they write nothing else); deletions are recorded by the thread repository. */
+  audit: AuditLog
 }
 
 const error = AuthModel.error
@@ -159,15 +164,16 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     )
     .get(
       '/:threadId/export',
-      async ({ caller, params, query, set }) => {
-        const { threads, attachments, usage, toolCalls, links } = deps
+      async ({ caller, params, query, request, set }) => {
+        const { threads, attachments, usage, toolCalls, links, audit } = deps
+        const format = query.format ?? 'json'
         const exported = await exportThread(
-          { threads, attachments, usage, toolCalls, links },
+          { threads, attachments, usage, toolCalls, links, audit },
           caller,
           params.threadId,
           deps.clock.now(),
+          { origin: callerOrigin(request, caller), format },
         )
-        const format = query.format ?? 'json'
         Object.assign(set.headers, exportHeaders(format, params.threadId))
         return format === 'markdown' ? exportMarkdown(exported) : exported
       },
@@ -194,9 +200,10 @@ export const threadRoutes = (deps: ThreadsDeps) =>
     )
     .delete(
       '/:threadId',
-      async ({ caller, params, set }) => {
+      async ({ caller, params, request, set }) => {
         const { threads, engine, events, blobs, log } = deps
-        await deleteThread({ threads, engine, events, blobs, log }, caller, params.threadId, deps.clock.now())
+        const origin = callerOrigin(request, caller)
+        await deleteThread({ threads, engine, events, blobs, log }, caller, params.threadId, deps.clock.now(), origin)
         set.status = 204
       },
       {

@@ -2,6 +2,7 @@
 // redirects (303) without JavaScript; the chat script (src/web/client/) makes the same posts without reloading.
 // The signed-in person acts as a Caller with threads:read and threads:write, so visibility and owner rules are the
 // API's own.
+
 import { Elysia } from 'elysia'
 import { attachmentResponse } from '../attachments/download'
 import type { FileInspector } from '../attachments/inspector'
@@ -24,6 +25,7 @@ import { answerStream } from '../generation'
 import type { GenerationRepository } from '../generation/repository'
 import type { AnswerEngine } from '../generation/service'
 import type { ToolCallRepository } from '../generation/tool-calls.repository'
+import type { AuditLog } from '../shared/audit'
 import { AppError, conflict, invalidRequest, notFound } from '../shared/errors'
 import type { DomainEvents } from '../shared/events'
 import { isUuid } from '../shared/ids'
@@ -32,7 +34,7 @@ import { type Heartbeats, type OpenStreams, sseResponse } from '../shared/stream
 import type { BlobStore } from '../storage/blobs'
 import type { UsageRepository } from '../usage/repository'
 import { clientAssets } from '../web/client-assets'
-import { type PageSession, pageHeaders, seeOther, signInPath, type WebDeps } from '../web/index'
+import { type PageSession, pageHeaders, pageOrigin, seeOther, signInPath, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { field, fieldValues, type PostedForm, trustedForms } from '../web/trusted-form'
 import type { Conversation } from './conversation'
@@ -108,6 +110,8 @@ export interface PageQuotas {
 
 export interface ThreadPagesDeps extends WebDeps {
   threads: ThreadRepository
+  /** Where exports are recorded (they write nothing else); deletions are recorded by the thread repository. */
+  audit: AuditLog
   attachments: AttachmentRepository
   /** What answers used, for the export. */
   usage: UsageRepository
@@ -480,7 +484,7 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     )
     .post(
       '/threads/:threadId/:action',
-      async ({ session, params, form, html, set }) => {
+      async ({ session, params, form, request, html, set }) => {
         const { threadId, action } = params
         const back = `/threads/${encodeURIComponent(threadId)}`
         const outcome = await runForm(session, form, back, async (form, signedIn) => {
@@ -500,7 +504,8 @@ export const threadPages = (deps: ThreadPagesDeps) =>
             case 'delete': {
               // Reached from the confirmation page (GET of the same path); the API's deletion, owner only.
               const { threads, engine, events, blobs, log } = deps
-              await deleteThread({ threads, engine, events, blobs, log }, caller, threadId, deps.clock.now())
+              const origin = pageOrigin(request, signedIn)
+              await deleteThread({ threads, engine, events, blobs, log }, caller, threadId, deps.clock.now(), origin)
               return seeOther('/')
             }
             case 'continue': {
@@ -536,17 +541,18 @@ export const threadPages = (deps: ThreadPagesDeps) =>
     )
     .get(
       '/threads/:threadId/export',
-      async ({ account, params, query }) => {
+      async ({ account, params, query, request }) => {
         if (!isUuid(params.threadId)) throw notFound('Thread')
         const format = query.format ?? 'json'
         if (format !== 'json' && format !== 'markdown') throw invalidRequest('Choose format=json or format=markdown.')
         const caller = callerFromSession(account.user)
-        const { threads, attachments, usage, toolCalls, links } = deps
+        const { threads, attachments, usage, toolCalls, links, audit } = deps
         const exported = await exportThread(
-          { threads, attachments, usage, toolCalls, links },
+          { threads, attachments, usage, toolCalls, links, audit },
           caller,
           params.threadId,
           deps.clock.now(),
+          { origin: pageOrigin(request, account), format },
         )
         return exportResponse(exported, format, params.threadId)
       },

@@ -10,7 +10,7 @@
 import { and, asc, type Column, desc, eq, gte, inArray, lt, lte, max, ne, sql } from 'drizzle-orm'
 import { attachments, attachmentTexts } from '../attachments/attachments.table.pg'
 import { users } from '../auth/auth.table.pg'
-import { anyDb } from '../db/dialect'
+import { anyDb, type PgAppend } from '../db/dialect'
 import type { PgDb, PgTx as Tx } from '../db/postgres'
 import { inTransaction, prepared } from '../db/prepared'
 import { generations } from '../generation/generations.table.pg'
@@ -409,7 +409,7 @@ async function newestMessages(db: PgDb, threadIds: string[]): Promise<NewestMess
   return found
 }
 
-export function pgThreadRepository(db: PgDb): ThreadRepository {
+export function pgThreadRepository(db: PgDb, append: PgAppend): ThreadRepository {
   return {
     ...commonThreadRepository(anyDb(db), tables),
     searchSources: searchSourcesReader(anyDb(db), tables, contentBlocks, (threadIds) => newestMessages(db, threadIds)),
@@ -445,7 +445,7 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
     },
 
     // A unit of work under the thread's row lock.
-    deleteThread(threadId, now, idleBefore) {
+    deleteThread(threadId, now, audit, idleBefore) {
       return db.transaction(async (tx) => {
         // Deleting locks the thread's row first, as every other unit takes it, then cascades to the rest. Uploads
         // to a thread check it under the same lock, so none slips in between the read and the delete; a message
@@ -463,6 +463,7 @@ export function pgThreadRepository(db: PgDb): ThreadRepository {
           .where(eq(attachments.threadId, threadId))
         await tx.delete(threads).where(eq(threads.id, threadId))
         await writeTombstone(tx, locked, 'deleted', now)
+        await append(tx, audit)
         return files
       })
     },

@@ -7,7 +7,7 @@ import { and, between, type Column, desc, eq, gte, inArray, lt, max, ne, sql } f
 import { attachments, attachmentTexts } from '../attachments/attachments.table'
 import { users } from '../auth/auth.table'
 import type { Db } from '../db/client'
-import { anyDb, asTables } from '../db/dialect'
+import { anyDb, asTables, type SqliteAppend } from '../db/dialect'
 import { prepared } from '../db/prepared'
 import { generations } from '../generation/generations.table'
 import { newId } from '../shared/ids'
@@ -390,7 +390,7 @@ async function newestMessages(db: Db, threadIds: string[]): Promise<NewestMessag
   return found
 }
 
-export function sqliteThreadRepository(db: Db): ThreadRepository {
+export function sqliteThreadRepository(db: Db, append: SqliteAppend): ThreadRepository {
   return {
     ...commonThreadRepository(anyDb(db), tables),
     searchSources: searchSourcesReader(anyDb(db), tables, contentBlocks, (threadIds) => newestMessages(db, threadIds)),
@@ -423,7 +423,7 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
     },
 
     // A unit of work; SQLite's one writer stands for PostgreSQL's row lock.
-    async deleteThread(threadId, now, idleBefore) {
+    async deleteThread(threadId, now, audit, idleBefore) {
       return db.transaction((tx) => {
         // Retention's delete: only a thread still idle and old, judged in this unit (a message sent since keeps it).
         if (idleBefore !== undefined) {
@@ -445,6 +445,7 @@ export function sqliteThreadRepository(db: Db): ThreadRepository {
         writeTombstone(tx as unknown as Db, subject, 'deleted', now)
         // Foreign keys cascade to the rest; the search document goes with the trigger on threads.
         tx.delete(threads).where(eq(threads.id, threadId)).run()
+        append(tx as unknown as Db, audit)
         return files
       })
     },

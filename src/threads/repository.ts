@@ -3,7 +3,9 @@
 // one unit of work: where it must be atomic, its guarantee is written here and holds however many callers race,
 // on a pooled database under READ COMMITTED as on SQLite. repository.common.ts implements what both dialects share
 // (the columns, the visibility rule, every single statement); repository.sqlite.ts and repository.pg.ts the rest.
+
 import type { Caller } from '../auth/model'
+import type { AuditEntry } from '../shared/audit'
 import type { ThreadsModel } from './model'
 import type { SnippetSource, Term } from './search-text'
 
@@ -184,9 +186,14 @@ export interface ThreadRepository {
    * answers, its search document) and writes its `deleted` tombstone at the next place in the update order, in one
    * unit. Returns the attachments it had, whose files the caller removes; null when there was no such thread. With
    * `idleBefore`, only if the thread is still idle (`ready` or `error`) and last updated before that time, judged in
-   * the same unit: a message sent meanwhile keeps it (retention).
+   * the same unit: a message sent meanwhile keeps it (retention). `audit` is recorded in the unit when it deleted.
    */
-  deleteThread(threadId: string, now: number, idleBefore?: number): Promise<{ id: string; resized: boolean }[] | null>
+  deleteThread(
+    threadId: string,
+    now: number,
+    audit: AuditEntry,
+    idleBefore?: number,
+  ): Promise<{ id: string; resized: boolean }[] | null>
 
   /**
    * The changes at places in (after, upTo], in update order, at most `limit`, read in one statement (so none that

@@ -3,6 +3,7 @@
 // then files), in batches. A thread with an answer queued or running is skipped, never stopped: it is in use, and its
 // answer will update it anyway.
 import type { UserRepository } from '../auth/users.repository'
+import { type AuditOrigin, auditEntry, systemOrigin, target } from '../shared/audit'
 import { invalidRequest } from '../shared/errors'
 import type { Logger } from '../shared/log'
 import { dayMs } from '../shared/time'
@@ -29,6 +30,26 @@ export function parseRetentionDays(value: string): number | null {
   return days
 }
 
+/** Sets (days) or turns off (null) the organization's retention period, and records it. */
+export function setRetention(
+  users: Pick<UserRepository, 'setRetention'>,
+  organizationId: number,
+  days: number | null,
+  now: number,
+  origin: AuditOrigin,
+): Promise<void> {
+  return users.setRetention(
+    organizationId,
+    days,
+    auditEntry(origin, now, {
+      organizationId,
+      action: 'settings.retention_changed',
+      target: target('organization', organizationId),
+      detail: { days },
+    }),
+  )
+}
+
 export interface RetentionDeps {
   users: Pick<UserRepository, 'retentionPeriods'>
   threads: ThreadRepository
@@ -50,7 +71,13 @@ export async function sweepRetention(deps: RetentionDeps, now: number): Promise<
       batch = await deps.threads.staleThreads(organizationId, before, retentionBatch)
       let progressed = false
       for (const threadId of batch) {
-        const files = await deps.threads.deleteThread(threadId, now, before)
+        const audit = auditEntry(systemOrigin, now, {
+          organizationId,
+          action: 'thread.deleted',
+          target: target('thread', threadId),
+          detail: { reason: 'retention', retention_days: days },
+        })
+        const files = await deps.threads.deleteThread(threadId, now, audit, before)
         if (files === null) continue // updated or busy since it was listed
         progressed = true
         deleted += 1

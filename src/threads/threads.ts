@@ -1,6 +1,8 @@
 // Threads themselves: starting one, reading it, changing it, stopping its answer and deleting it.
+
 import { keysOf } from '../attachments/keys'
 import type { Caller } from '../auth/model'
+import { type AuditOrigin, auditEntry, target } from '../shared/audit'
 import { conflict, notFound } from '../shared/errors'
 import type { DomainEvents } from '../shared/events'
 import type { Logger } from '../shared/log'
@@ -107,10 +109,17 @@ export async function deleteThread(
   caller: Caller,
   threadId: string,
   now: number,
+  origin: AuditOrigin,
 ): Promise<void> {
-  await requireOwnedThread(deps.threads, caller, threadId, 'delete it')
+  const thread = await requireOwnedThread(deps.threads, caller, threadId, 'delete it')
   await deps.engine.interrupt(threadId)
-  const files = await deps.threads.deleteThread(threadId, now)
+  const audit = auditEntry(origin, now, {
+    organizationId: caller.organizationId,
+    action: 'thread.deleted',
+    target: target('thread', threadId),
+    detail: { owner_id: caller.userId, private: thread.isPrivate, reason: 'owner' },
+  })
+  const files = await deps.threads.deleteThread(threadId, now, audit)
   if (files === null) throw notFound('Thread')
   await deps.events.emit({ type: 'thread.deleted', threadId })
   await removeFiles(deps, threadId, files)

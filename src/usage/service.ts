@@ -2,8 +2,9 @@
 // range's rules, grouping and CSV). Other features read usage through UsageRepository (repository.ts): `aggregate`
 // for sums and `monthTotals` for a month's running totals (quotas).
 import type { Caller } from '../auth/model'
+import { csvField } from '../shared/csv'
 import { forbidden, invalidRequest } from '../shared/errors'
-import { dayMs } from '../shared/time'
+import { dateOnly, dayMs, parseInstant } from '../shared/time'
 import { maxRangeDays, type UsageModel } from './model'
 import { fromMicros } from './price'
 import type { AnswerUsage, UsageAggregate, UsageGroup, UsageRepository } from './repository'
@@ -31,18 +32,6 @@ export async function answerUsages(
   return new Map([...rows].map(([id, row]) => [id, toAnswerUsage(row)]))
 }
 
-const dateOnly = /^\d{4}-\d{2}-\d{2}$/
-
-/** Epoch ms of an ISO 8601 date (midnight UTC) or date-time; 400 for one that names no real day. */
-function instant(value: string, name: string): number {
-  const ms = Date.parse(dateOnly.test(value) ? `${value}T00:00:00Z` : value)
-  const day = value.slice(0, 10)
-  if (Number.isNaN(ms) || new Date(`${day}T00:00:00Z`).toISOString().slice(0, 10) !== day) {
-    throw invalidRequest(`${name} is not a valid ISO 8601 date`)
-  }
-  return ms
-}
-
 export interface UsageRange {
   from: string
   to: string
@@ -60,8 +49,8 @@ export function usageRange(query: Pick<UsageModel.usageQuery, 'from' | 'to'>, no
   const today = new Date(now).toISOString().slice(0, 10)
   const from = query.from ?? `${today.slice(0, 7)}-01`
   const to = query.to ?? today
-  const fromMs = instant(from, 'from')
-  const toMs = instant(to, 'to') + (dateOnly.test(to) ? dayMs : 0)
+  const fromMs = parseInstant(from, 'from')
+  const toMs = parseInstant(to, 'to') + (dateOnly.test(to) ? dayMs : 0)
   if (fromMs > toMs || (fromMs === toMs && !dateOnly.test(to))) throw invalidRequest('from must not be after to')
   if (toMs - fromMs > maxRangeDays * dayMs) {
     throw invalidRequest(`The range is longer than ${maxRangeDays} days`)
@@ -165,12 +154,6 @@ export async function usageOverview(
 }
 
 const csvColumns = ['key', 'answers', 'input_tokens', 'output_tokens', 'cost'] as const
-
-/** RFC 4180: a field holding a comma, quote or line break is quoted, its quotes doubled. */
-function csvField(value: string | number | null): string {
-  const text = value === null ? '' : String(value)
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
-}
 
 /** The report as CSV (RFC 4180, CRLF line ends): a header row, then one line per row; an unpriced cost is empty. */
 export function usageCsv(report: UsageModel.usageList): string {

@@ -24,6 +24,7 @@ export const adminSections: NavItem[] = [
   { href: '/admin/usage', label: 'Usage' },
   { href: '/admin/quotas', label: 'Usage limits' },
   { href: '/admin/shares', label: 'Sharing' },
+  { href: '/admin/audit', label: 'Audit' },
 ]
 
 export interface FrameProps {

@@ -5,6 +5,7 @@ import { html } from '@elysiajs/html'
 import { type Cookie, Elysia } from 'elysia'
 import { type SessionUser, validateSession } from '../auth/sessions'
 import type { SessionRepository } from '../auth/sessions.repository'
+import { type AuditOrigin, requestOrigin, sessionActor } from '../shared/audit'
 import { callerChecked, jsonBodies } from '../shared/body'
 import { AppError } from '../shared/errors'
 import type { ServerKeyRepository } from '../shared/server-keys.repository'
@@ -24,6 +25,11 @@ export interface PageSession {
   user: SessionUser
   token: string
   csrf: string
+}
+
+/** Who acts on a signed-in page, and from where: the session's person, for the audit log. */
+export function pageOrigin(request: Request, session: { user: Pick<SessionUser, 'id' | 'sessionId'> }): AuditOrigin {
+  return requestOrigin(request, sessionActor(session.user.sessionId, session.user.id))
 }
 
 /**

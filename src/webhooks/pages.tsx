@@ -6,7 +6,7 @@ import { Elysia } from 'elysia'
 import type { Logger } from '../shared/log'
 import { account, noticeFor, refusalOf } from '../web/account'
 import { PageError } from '../web/errors'
-import { type PageSession, pageHeaders, type WebDeps } from '../web/index'
+import { type PageSession, pageHeaders, pageOrigin, type WebDeps } from '../web/index'
 import { viewerOf } from '../web/layout'
 import { field, fieldValues } from '../web/trusted-form'
 import type { WebhookRepository } from './repository'
@@ -65,22 +65,24 @@ export const webhookPages = (deps: WebhookPagesDeps) => {
 
   /** One endpoint action: CSRF-checked, then back to the list with a notice, or the refusal on the page. */
   const action =
-    (run: (admin: PageSession, endpointId: string) => Promise<void>, notice: string) =>
+    (run: (admin: PageSession, endpointId: string, request: Request) => Promise<void>, notice: string) =>
     async ({
       admin,
       params,
+      request,
       html,
       redirect,
       set,
     }: {
       admin: PageSession
       params: { endpointId: string }
+      request: Request
       html: (value: JSX.Element) => unknown
       redirect: (url: string, status: 303) => unknown
       set: { status?: number | string }
     }) => {
       try {
-        await run(admin, params.endpointId)
+        await run(admin, params.endpointId, request)
       } catch (error) {
         const refusal = refusalOf(error)
         if (refusal.status === 404) throw notFound()
@@ -106,7 +108,7 @@ export const webhookPages = (deps: WebhookPagesDeps) => {
     )
     .post(
       '/admin/webhooks',
-      async ({ admin, form, html, set }) => {
+      async ({ admin, form, request, html, set }) => {
         const values: WebhookFormValues = {
           url: (field(form, 'url') ?? '').trim(),
           events: fieldValues(form, 'events'),
@@ -122,6 +124,7 @@ export const webhookPages = (deps: WebhookPagesDeps) => {
             },
             { allowPrivateNetworks: deps.allowPrivateNetworks },
             deps.clock.now(),
+            pageOrigin(request, admin),
           )
           deps.log.info('webhook endpoint added', { endpointId: created.endpoint.id, by: admin.user.id })
           return html(await page(admin, { created }))
@@ -163,7 +166,11 @@ export const webhookPages = (deps: WebhookPagesDeps) => {
     )
     .post(
       '/admin/webhooks/:endpointId/delete',
-      action((admin, id) => deleteEndpoint(deps.webhooks, orgOf(admin), id), 'deleted'),
+      action(
+        (admin, id, request) =>
+          deleteEndpoint(deps.webhooks, orgOf(admin), id, deps.clock.now(), pageOrigin(request, admin)),
+        'deleted',
+      ),
       options,
     )
 }

@@ -3,7 +3,7 @@
 // transactions are synchronous, PostgreSQL's awaited) or tuned: the claim, the outcome, turning an endpoint off, and
 // the prepared lookup every thread event makes.
 import { and, asc, desc, eq, inArray, lt, lte, or, sql } from 'drizzle-orm'
-import type { AnyDb } from '../db/dialect'
+import type { AnyDb, Audited } from '../db/dialect'
 import type { AttemptOutcome, EndpointRow, ThreadTargets, WebhookRepository } from './repository'
 import type * as tables from './webhooks.table.pg'
 
@@ -124,15 +124,20 @@ export function webhookClauses({ webhookEndpoints, webhookDeliveries }: Tables) 
 
 type Transactional = 'setEnabled' | 'threadTargets' | 'claimDue' | 'recordAttempt' | 'releaseAbandoned'
 
-export function webhookRepository(db: AnyDb, t: Tables): Omit<WebhookRepository, Transactional> {
+export function webhookRepository(db: AnyDb, t: Tables, audited: Audited): Omit<WebhookRepository, Transactional> {
   const { webhookEndpoints, webhookDeliveries, webhookAttempts } = t
   const { ofOrganization } = webhookClauses(t)
   return {
-    async createEndpoint({ id, organizationId, url, secret, events, createdBy, now }) {
-      const [row] = await db
-        .insert(webhookEndpoints)
-        .values({ id, organizationId, url, secret, events: eventsToColumn(events), createdBy, createdAt: now })
-        .returning()
+    async createEndpoint({ id, organizationId, url, secret, events, createdBy, now }, audit) {
+      const [row] = await audited<Row>(
+        (tx) => [
+          tx
+            .insert(webhookEndpoints)
+            .values({ id, organizationId, url, secret, events: eventsToColumn(events), createdBy, createdAt: now })
+            .returning(),
+        ],
+        ([stored]) => (stored ? audit(endpointOf(stored)) : null),
+      )
       if (!row) throw new Error('the endpoint was not stored')
       return endpointOf(row)
     },
@@ -151,11 +156,16 @@ export function webhookRepository(db: AnyDb, t: Tables): Omit<WebhookRepository,
       return row ? endpointOf(row) : null
     },
 
-    async deleteEndpoint(organizationId, endpointId) {
-      const gone = await db
-        .delete(webhookEndpoints)
-        .where(ofOrganization(organizationId, endpointId))
-        .returning({ id: webhookEndpoints.id })
+    async deleteEndpoint(organizationId, endpointId, audit) {
+      const gone = await audited<{ url: string }>(
+        (tx) => [
+          tx
+            .delete(webhookEndpoints)
+            .where(ofOrganization(organizationId, endpointId))
+            .returning({ url: webhookEndpoints.url }),
+        ],
+        ([endpoint]) => (endpoint ? audit(endpoint.url) : null),
+      )
       return gone.length > 0
     },
 

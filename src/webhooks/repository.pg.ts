@@ -3,7 +3,7 @@
 // write conditional on the lease, so a worker whose lease expired mid-attempt records nothing. Only the units of
 // work and the prepared target lookup live here; the rest is repository.common.ts.
 import { and, asc, eq, inArray, sql } from 'drizzle-orm'
-import { anyDb } from '../db/dialect'
+import { anyDb, type PgAppend, pgAudited } from '../db/dialect'
 import type { PgDb, PgTx as Tx } from '../db/postgres'
 import { prepared } from '../db/prepared'
 import { threads } from '../threads/threads.table.pg'
@@ -37,9 +37,9 @@ async function recordStreak(tx: Tx, outcome: AttemptOutcome): Promise<void> {
   await cancelPending(tx, outcome.endpointId, outcome.at)
 }
 
-export function pgWebhookRepository(db: PgDb): WebhookRepository {
+export function pgWebhookRepository(db: PgDb, append: PgAppend): WebhookRepository {
   return {
-    ...webhookRepository(anyDb(db), tables),
+    ...webhookRepository(anyDb(db), tables, pgAudited(db, append)),
 
     // The change and the cancelling of the endpoint's queue: one unit.
     async setEnabled(organizationId, endpointId, change, now) {

@@ -3,7 +3,7 @@
 // statements) and the prepared target lookup; the rest is repository.common.ts.
 import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import type { Db } from '../db/client'
-import { anyDb, asTables } from '../db/dialect'
+import { anyDb, asTables, type SqliteAppend, sqliteAudited } from '../db/dialect'
 import { prepared } from '../db/prepared'
 import { threads } from '../threads/threads.table'
 import type { AttemptOutcome, WebhookRepository } from './repository'
@@ -13,7 +13,7 @@ import * as tables from './webhooks.table'
 const { webhookAttempts, webhookDeliveries, webhookEndpoints } = tables
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
-export function sqliteWebhookRepository(db: Db): WebhookRepository {
+export function sqliteWebhookRepository(db: Db, append: SqliteAppend): WebhookRepository {
   const clauses = webhookClauses(asTables(tables))
 
   function cancelPending(tx: Tx, endpointId: string, now: number): void {
@@ -41,7 +41,7 @@ export function sqliteWebhookRepository(db: Db): WebhookRepository {
   }
 
   return {
-    ...webhookRepository(anyDb(db), asTables(tables)),
+    ...webhookRepository(anyDb(db), asTables(tables), sqliteAudited(db, append)),
 
     // The change and the cancelling of the endpoint's queue: one unit.
     async setEnabled(organizationId, endpointId, change, now) {

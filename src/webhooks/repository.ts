@@ -2,6 +2,7 @@
 // of attempts. Each method is one unit of work. Where several instances share the database (PostgreSQL) they all run
 // a delivery worker: a delivery being sent is leased, so exactly one worker sends it at a time, and only the lease's
 // holder records how the attempt went (a worker that lost its lease to expiry writes nothing).
+import type { AuditEntry } from '../shared/audit'
 
 export type DeliveryStatus = 'pending' | 'sending' | 'delivered' | 'failed' | 'cancelled'
 
@@ -90,7 +91,8 @@ export interface AttemptRow {
 }
 
 export interface WebhookRepository {
-  createEndpoint(endpoint: NewEndpoint): Promise<EndpointRow>
+  /** Stores the endpoint, recording the event `audit` makes of it in the same transaction. */
+  createEndpoint(endpoint: NewEndpoint, audit: (endpoint: EndpointRow) => AuditEntry): Promise<EndpointRow>
   /** The organization's endpoints, oldest first. */
   listEndpoints(organizationId: number): Promise<EndpointRow[]>
   /** The endpoint, if it is this organization's. */
@@ -105,8 +107,11 @@ export interface WebhookRepository {
     change: { enabled: true } | { enabled: false; reason: string },
     now: number,
   ): Promise<boolean>
-  /** Deletes the endpoint with its deliveries and attempts. False when there is no such endpoint. */
-  deleteEndpoint(organizationId: number, endpointId: string): Promise<boolean>
+  /**
+   * Deletes the endpoint with its deliveries and attempts, recording the event `audit` makes of its URL. False when
+   * there is no such endpoint (nothing recorded).
+   */
+  deleteEndpoint(organizationId: number, endpointId: string, audit: (url: string) => AuditEntry): Promise<boolean>
 
   /**
    * The thread's organization and state, with that organization's enabled endpoints (only its own: an event never

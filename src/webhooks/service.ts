@@ -1,6 +1,7 @@
 // Administering an organization's webhook endpoints: adding one (its secret shown once), turning it off and on,
 // sending it a test event, deleting it, and reading what was sent. Admin pages and the CLI call these; who may is
 // their business (owners and admins of the organization).
+import { type AuditOrigin, auditEntry, target, urlOrigin } from '../shared/audit'
 import { AppError, notFound } from '../shared/errors'
 import { newId } from '../shared/ids'
 import { checkEndpointUrl } from '../shared/outbound/addresses'
@@ -36,27 +37,37 @@ export interface NewEndpointInput {
   events: WebhookEventType[] | null
 }
 
-/** Adds an endpoint; the secret is in the answer only, once. */
+/** Adds an endpoint and records it (its URL's origin only); the secret is in the answer only, once. */
 export async function createEndpoint(
   webhooks: WebhookRepository,
   input: NewEndpointInput,
   options: { allowPrivateNetworks: boolean },
   now: number,
+  origin: AuditOrigin,
 ): Promise<{ endpoint: EndpointRow; secret: string }> {
   const url = checkEndpointUrl(input.url.trim(), options.allowPrivateNetworks)
   if ((await webhooks.listEndpoints(input.organizationId)).length >= maxEndpoints) {
     throw new AppError(409, 'conflict', `An organization can have at most ${maxEndpoints} webhook endpoints.`)
   }
   const secret = generateWebhookSecret()
-  const endpoint = await webhooks.createEndpoint({
-    id: newId(),
-    organizationId: input.organizationId,
-    url: url.href,
-    secret,
-    events: input.events,
-    createdBy: input.createdBy,
-    now,
-  })
+  const endpoint = await webhooks.createEndpoint(
+    {
+      id: newId(),
+      organizationId: input.organizationId,
+      url: url.href,
+      secret,
+      events: input.events,
+      createdBy: input.createdBy,
+      now,
+    },
+    (stored) =>
+      auditEntry(origin, now, {
+        organizationId: input.organizationId,
+        action: 'webhook.endpoint_added',
+        target: target('webhook_endpoint', stored.id),
+        detail: { url_origin: urlOrigin(stored.url), events: stored.events ?? ['*'] },
+      }),
+  )
   return { endpoint, secret }
 }
 
@@ -94,12 +105,23 @@ export async function enableEndpoint(
   }
 }
 
+/** Deletes an endpoint with its deliveries, and records it. */
 export async function deleteEndpoint(
   webhooks: WebhookRepository,
   organizationId: number,
   endpointId: string,
+  now: number,
+  origin: AuditOrigin,
 ): Promise<void> {
-  if (!(await webhooks.deleteEndpoint(organizationId, endpointId))) throw notFound('Webhook endpoint')
+  const deleted = await webhooks.deleteEndpoint(organizationId, endpointId, (url) =>
+    auditEntry(origin, now, {
+      organizationId,
+      action: 'webhook.endpoint_removed',
+      target: target('webhook_endpoint', endpointId),
+      detail: { url_origin: urlOrigin(url) },
+    }),
+  )
+  if (!deleted) throw notFound('Webhook endpoint')
 }
 
 /** Queues a `webhook.test` event for one enabled endpoint, whatever its filter; the delivery ID. */

@@ -18,6 +18,7 @@ import { Heartbeats } from '../../src/shared/streams/sse'
 import type { Clock } from '../../src/shared/time'
 import { type BlobLocation, type BlobStore, LocalBlobStore } from '../../src/storage/blobs'
 import type { Store } from '../../src/store'
+import { testOrigin, tokenHolder } from './audit'
 import { backendEnv, type Tables, testBucket, testDatabase } from './backend'
 import { parseEvents } from './sse'
 
@@ -346,8 +347,9 @@ export async function harness(
       )
       const token = await createPersonalAccessToken(
         store.accessTokens,
-        { userId: created.id, name: 'test', scopes },
+        { user: await tokenHolder(store, created.id), name: 'test', scopes },
         clock.now(),
+        testOrigin,
       )
       return { id: created.id, sub: created.sub, email, token }
     },

@@ -16,6 +16,7 @@ import type { GenerationRunner, HistoryMessage, JobHandlers, JobModel } from '..
 import type { Catalogue } from '../../src/models/catalogue'
 import { silentLogger } from '../../src/shared/log'
 import { sqliteStore } from '../../src/store'
+import { testOrigin, tokenHolder } from './audit'
 import { Browser, password } from './oauth-helpers'
 
 export interface Job {
@@ -111,11 +112,17 @@ export async function startServer(
       const email = `mcp${members}@example.com`
       const now = Date.now()
       const store = sqliteStore(db)
-      const user = await createUser(store.users, { email, password, organizationSlug: org, role: 'member' }, now)
+      const user = await createUser(
+        store.users,
+        { email, password, organizationSlug: org, role: 'member' },
+        now,
+        testOrigin,
+      )
       const token = await createPersonalAccessToken(
         store.accessTokens,
-        { userId: user.id, name: 'mcp test', scopes },
+        { user: await tokenHolder(store, user.id), name: 'mcp test', scopes },
         now,
+        testOrigin,
       )
       return { id: user.id, email, token }
     },

@@ -10,6 +10,7 @@ import { sha256 } from '@oslojs/crypto/sha2'
 import { encodeBase64urlNoPadding } from '@oslojs/encoding'
 import { createSession } from '../../src/auth/sessions'
 import { cookieNames } from '../../src/web'
+import { signInOrigin, tokenHolder } from './audit'
 import type { Harness } from './helpers'
 
 export const password = 'correct horse battery'
@@ -227,7 +228,13 @@ export async function signedIn(
 ): Promise<{ browser: Browser; user: Awaited<ReturnType<Harness['user']>> }> {
   const user = await h.user(options)
   const browser = Browser.inProcess(h)
-  const { token } = await createSession(h.store.sessions, user.id, h.clock.now())
+  const { token } = await createSession(
+    h.store.sessions,
+    await tokenHolder(h.store, user.id),
+    h.clock.now(),
+    signInOrigin,
+    'password',
+  )
   browser.cookies.set(cookieNames(browser.origin).session, token)
   return { browser, user }
 }

@@ -1,5 +1,6 @@
 // Every PostgreSQL table, re-exported from the feature that owns it: tables.ts's twin for PostgreSQL runs.
 export * from '../../src/attachments/attachments.table.pg'
+export * from '../../src/audit/audit.table.pg'
 export * from '../../src/auth/auth.table.pg'
 export * from '../../src/auth/sessions.table.pg'
 export * from '../../src/connectors/connectors.table.pg'

@@ -1,6 +1,7 @@
 // Every SQLite table, re-exported from the feature that owns it, for tests that set up or inspect rows directly
 // (`h.tables`, support/backend.ts). The server has no such list: each feature imports its own tables.
 export * from '../../src/attachments/attachments.table'
+export * from '../../src/audit/audit.table'
 export * from '../../src/auth/auth.table'
 export * from '../../src/auth/sessions.table'
 export * from '../../src/connectors/connectors.table'

@@ -11,6 +11,7 @@ import type { McpServerRow } from '../../src/connectors/repository'
 import { createWorkerRunner } from '../../src/generation/runner'
 import { silentLogger } from '../../src/shared/log'
 import { secretBox } from '../../src/shared/secret-box'
+import { testEvent } from './audit'
 import {
   anthropicText,
   anthropicToolUse,
@@ -169,18 +170,21 @@ async function connectUpstream(h: Harness, userId: number, up: McpUpstream): Pro
     .select({ organizationId: h.tables.users.organizationId })
     .from(h.tables.users)
     .where(eq(h.tables.users.id, userId))
-  const server = await h.store.mcpServers.add({
-    id: Bun.randomUUIDv7(),
-    organizationId: (row as { organizationId: number }).organizationId,
-    name: 'docs',
-    url: up.url,
-    auth: 'none',
-    headersSealed: null,
-    headerNames: [],
-    trusted: false,
-    createdBy: userId,
-    now: Date.now(),
-  })
+  const server = await h.store.mcpServers.add(
+    {
+      id: Bun.randomUUIDv7(),
+      organizationId: (row as { organizationId: number }).organizationId,
+      name: 'docs',
+      url: up.url,
+      auth: 'none',
+      headersSealed: null,
+      headerNames: [],
+      trusted: false,
+      createdBy: userId,
+      now: Date.now(),
+    },
+    () => testEvent('mcp_server.added'),
+  )
   if (!server) throw new Error('server not added')
   return server
 }

@@ -4,6 +4,7 @@
 import { expect } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import type { McpServerRow } from '../../src/connectors/repository'
+import { testEvent } from './audit'
 import { databaseOf } from './backend'
 import { type FakeLlm, testApiKey } from './fake-llm'
 import { collect, parseEvents } from './helpers'
@@ -32,18 +33,21 @@ export async function connectUpstream(env: Record<string, string>, up: McpUpstre
     .from(db.tables.users)
     .where(eq(db.tables.users.email, ownerEmail))
   if (!owner) throw new Error('no owner')
-  const server = (await db.store.mcpServers.add({
-    id: Bun.randomUUIDv7(),
-    organizationId: owner.organizationId,
-    name: 'docs',
-    url: up.url,
-    auth: 'none',
-    headersSealed: null,
-    headerNames: [],
-    trusted,
-    createdBy: owner.id,
-    now: Date.now(),
-  })) as McpServerRow
+  const server = (await db.store.mcpServers.add(
+    {
+      id: Bun.randomUUIDv7(),
+      organizationId: owner.organizationId,
+      name: 'docs',
+      url: up.url,
+      auth: 'none',
+      headersSealed: null,
+      headerNames: [],
+      trusted,
+      createdBy: owner.id,
+      now: Date.now(),
+    },
+    () => testEvent('mcp_server.added'),
+  )) as McpServerRow
   const tool = (name: string, readOnlyHint: boolean) => ({
     name,
     title: null,

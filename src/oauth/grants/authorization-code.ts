@@ -1,6 +1,8 @@
 // The authorization code grant at the token endpoint (RFC 6749 §4.1.3): a single-use code, bound to its client,
 // redirect URI, PKCE challenge and resource, becomes a grant and its first tokens.
+import type { AuditOrigin } from '../../shared/audit'
 import { hashSecret } from '../../shared/security'
+import { grantRevoked } from '../audit'
 import { codeExchangeChecks } from '../checks'
 import { narrowedAudience } from '../checks/resource'
 import { parseScopeParameter } from '../checks/scope'
@@ -18,6 +20,7 @@ export async function exchangeAuthorizationCode(
   deps: OAuthDeps,
   client: Client,
   form: URLSearchParams,
+  origin: AuditOrigin,
 ): Promise<TokenPayload> {
   requireGrantType(client, 'authorization_code')
   const code = form.get('code')
@@ -26,22 +29,26 @@ export async function exchangeAuthorizationCode(
   const now = deps.clock.now()
   const grants = deps.oauthGrants
   const stored = await grants.findAuthorizationCode(hashSecret(code))
+  const replayed = grantRevoked(origin, now, 'code_reused', client.clientId)
   if (!stored) throw new InvalidGrant('The authorization code is invalid')
   if (stored.usedAt !== null) {
     // RFC 6749 §4.1.2: a code used twice was stolen or leaked; revoke everything its first use issued.
-    if (stored.grantId !== null) await grants.revokeGrant(stored.grantId, now)
+    if (stored.grantId !== null) await grants.revokeGrant(stored.grantId, now, replayed)
     throw alreadyUsed()
   }
   for (const check of codeExchangeChecks) check({ code: stored, client, params: form, publicUrl: deps.publicUrl, now })
   // The checks above accepted the request's `resource`: this is the audience they allow.
   const resource = narrowedAudience(stored.resource, form, deps.publicUrl)
   const issued = newTokens({ scopes: parseScopeParameter(stored.scopes), resource, grantTypes: client.grantTypes }, now)
-  const redeemed = await grants.redeemAuthorizationCode({
-    codeId: stored.id,
-    grant: { clientId: client.id, userId: stored.userId, scopes: stored.scopes, resource },
-    tokens: issued.tokens,
-    now,
-  })
+  const redeemed = await grants.redeemAuthorizationCode(
+    {
+      codeId: stored.id,
+      grant: { clientId: client.id, userId: stored.userId, scopes: stored.scopes, resource },
+      tokens: issued.tokens,
+      now,
+    },
+    replayed,
+  )
   // Another exchange of the same code won meanwhile: this one is its replay.
   if (!redeemed) throw alreadyUsed()
   return issued.payload

@@ -1,5 +1,6 @@
 // The token endpoint (RFC 6749 §3.2): the client authenticates, then the grant it names runs, each in its own
 // file beside this one.
+import { clientActor } from '../../shared/audit'
 import { refuseRepeatedParameters } from '../checks/parameters'
 import { authenticateClient, type ClientRequest } from '../client-authentication'
 import type { OAuthDeps } from '../deps'
@@ -16,7 +17,8 @@ export async function exchangeToken(deps: OAuthDeps, request: ClientRequest): Pr
     throw new UnsupportedGrantType(`grant_type "${grantType}" is not supported`)
   }
   const client = await authenticateClient(deps, request)
+  const origin = { ...request.origin, actor: clientActor(client.clientId) }
   return grantType === 'authorization_code'
-    ? exchangeAuthorizationCode(deps, client, request.form)
-    : refreshAccessToken(deps, client, request.form)
+    ? exchangeAuthorizationCode(deps, client, request.form, origin)
+    : refreshAccessToken(deps, client, request.form, origin)
 }

@@ -1,7 +1,9 @@
 // The refresh token grant at the token endpoint (RFC 6749 §6): refresh tokens rotate on every use, and a rotated
 // one presented again revokes its whole grant (RFC 9700 §4.14.2). A refresh may narrow the scope or the resource,
 // never widen them.
+import type { AuditOrigin } from '../../shared/audit'
 import { hashSecret } from '../../shared/security'
+import { grantRevoked } from '../audit'
 import { narrowedAudience } from '../checks/resource'
 import { parseScopeParameter, withoutImpliedScopes } from '../checks/scope'
 import { requireGrantType } from '../clients'
@@ -28,6 +30,7 @@ export async function refreshAccessToken(
   deps: OAuthDeps,
   client: Client,
   form: URLSearchParams,
+  origin: AuditOrigin,
 ): Promise<TokenPayload> {
   requireGrantType(client, 'refresh_token')
   const token = form.get('refresh_token')
@@ -37,9 +40,10 @@ export async function refreshAccessToken(
   const stored = await grants.findRefreshToken(hashSecret(token))
   if (!stored || stored.clientId !== client.id) throw new InvalidGrant('The refresh token is invalid')
   if (stored.revokedAt !== null) throw revoked()
+  const reuse = grantRevoked(origin, now, 'refresh_token_reused', client.clientId)
   if (stored.usedAt !== null && now - stored.usedAt > refreshReuseGraceMs) {
     // Rotation makes reuse a theft signal (RFC 9700 §4.14.2): whoever holds the family, nobody keeps it.
-    await grants.revokeGrant(stored.grantId, now)
+    await grants.revokeGrant(stored.grantId, now, reuse)
     throw reused()
   }
   if (stored.expiresAt <= now) throw new InvalidGrant('The refresh token has expired')
@@ -54,14 +58,17 @@ export async function refreshAccessToken(
   }
   const issued = newTokens({ scopes, resource, grantTypes: client.grantTypes }, now)
   // Decided again as the token is rotated, against its state at that moment.
-  const rotation = await grants.rotateRefreshToken({
-    tokenId: stored.id,
-    grantId: stored.grantId,
-    clientId: client.id,
-    tokens: issued.tokens,
-    now,
-    reuseGraceMs: refreshReuseGraceMs,
-  })
+  const rotation = await grants.rotateRefreshToken(
+    {
+      tokenId: stored.id,
+      grantId: stored.grantId,
+      clientId: client.id,
+      tokens: issued.tokens,
+      now,
+      reuseGraceMs: refreshReuseGraceMs,
+    },
+    reuse,
+  )
   if (rotation === 'revoked') throw revoked()
   if (rotation === 'reused') throw reused()
   return issued.payload

@@ -2,7 +2,7 @@
 // the ones that still exist, revoke them.
 import { escapeHtml } from '@kitajs/html'
 import { type Scope, scopes } from '../../auth/model'
-import type { PersonalAccessTokenSummary } from '../../auth/personal-access-tokens'
+import { adminOnlyScopes, type PersonalAccessTokenSummary } from '../../auth/personal-access-tokens'
 import { scopeDescriptions } from '../../oauth/model'
 import { CsrfField, ErrorAlert, Notice, OneTimeSecret, TableRegion, Time } from '../../web/components'
 import { SettingsFrame } from '../../web/frame'
@@ -56,23 +56,25 @@ function CreateTokenForm({ viewer, form }: { viewer: Viewer; form: TokenFormValu
       </div>
       <fieldset>
         <legend>Scopes</legend>
-        {scopes.map((scope) => (
-          <div class="check">
-            <input
-              id={escapeHtml(`scope-${scope}`)}
-              name="scope"
-              type="checkbox"
-              value={escapeHtml(scope)}
-              checked={form.scopes.includes(scope)}
-            />
-            <label for={escapeHtml(`scope-${scope}`)}>
-              <code>{scope}</code>{' '}
-              <span class="muted" safe>
-                {scopeDescriptions[scope]}
-              </span>
-            </label>
-          </div>
-        ))}
+        {scopes
+          .filter((scope) => viewer.isAdmin || !adminOnlyScopes.includes(scope))
+          .map((scope) => (
+            <div class="check">
+              <input
+                id={escapeHtml(`scope-${scope}`)}
+                name="scope"
+                type="checkbox"
+                value={escapeHtml(scope)}
+                checked={form.scopes.includes(scope)}
+              />
+              <label for={escapeHtml(`scope-${scope}`)}>
+                <code>{scope}</code>{' '}
+                <span class="muted" safe>
+                  {scopeDescriptions[scope]}
+                </span>
+              </label>
+            </div>
+          ))}
       </fieldset>
       <div class="field">
         <label for="token-expiry">Expires after</label>

@@ -87,6 +87,15 @@ export function startUpkeep({ store, blobs, clock, log, repeat = everyInterval }
     try {
       const count = await pruneAuditLog(store.audit, now)
       if (count > 0) log.info('deleted audit events past their organization’s audit retention period', { count })
+      // Rewriting a chain's head to drop its newest events is one UPDATE that the chain cannot show; these lines,
+      // wherever the logs are kept, are the copy of each head outside the database that does (docs/audit.md).
+      for (const head of await store.audit.heads()) {
+        log.info('audit chain head', {
+          organization_id: head.organizationId,
+          last_seq: head.lastSeq,
+          last_hash: head.lastHash,
+        })
+      }
     } catch (error) {
       log.error('deleting audit events past their retention period failed', { error: String(error) })
     }

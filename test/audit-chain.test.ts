@@ -6,13 +6,13 @@ import { afterAll, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { and, eq } from 'drizzle-orm'
+import { and, eq, lt } from 'drizzle-orm'
 import { eventHash } from '../src/audit/chain'
 import { setAuditRetention, verifyAuditLog } from '../src/audit/service'
 import { createPersonalAccessToken } from '../src/auth/personal-access-tokens'
 import { createUser } from '../src/auth/users'
 import { auditEntry, noOrganization, systemOrigin, target } from '../src/shared/audit'
-import { silentLogger } from '../src/shared/log'
+import { createLogger } from '../src/shared/log'
 import { dayMs } from '../src/shared/time'
 import { LocalBlobStore } from '../src/storage/blobs'
 import type { Store } from '../src/store'
@@ -136,6 +136,23 @@ test('a removed event, a rewritten one, a lost newest one and a missing head are
   expect(await verify()).toMatchObject({ event: { seq: 9 }, reason: expect.stringContaining('head') })
   await db.orm.insert(auditEvents).values(events[9] as never)
 
+  // The oldest events removed and the head's anchor set past them, as if retention had: no audit.pruned says so.
+  await db.orm.delete(auditEvents).where(and(eq(auditEvents.organizationId, ids.acme), lt(auditEvents.seq, 4)))
+  await db.orm
+    .update(auditChains)
+    .set({ prunedSeq: 3, prunedHash: events[2]?.hash })
+    .where(eq(auditChains.organizationId, ids.acme))
+  expect(await verify()).toMatchObject({
+    event: { id: events[3]?.id, seq: 4 },
+    reason: expect.stringContaining('no kept audit.pruned event records'),
+  })
+  await db.orm
+    .update(auditChains)
+    .set({ prunedSeq: 0, prunedHash: '0'.repeat(64) })
+    .where(eq(auditChains.organizationId, ids.acme))
+  for (const event of events.slice(0, 3)) await db.orm.insert(auditEvents).values(event as never)
+  expect(await verify()).toBeNull()
+
   // The head itself removed: every event of that chain is headless.
   await db.orm.delete(auditChains).where(eq(auditChains.organizationId, ids.acme))
   expect(await verify()).toMatchObject({ event: { seq: 1 }, reason: "its organization's chain head is missing" })
@@ -218,11 +235,12 @@ test('the upkeep deletes events past their retention, separately from threads, a
   clock.advance(15 * dayMs)
 
   const timer = new ManualTimer()
+  const logged: { msg: string; organization_id?: number; last_seq?: number; last_hash?: string }[] = []
   const upkeep = startUpkeep({
     store: h.store,
     blobs: new LocalBlobStore(h.uploadsDir),
     clock,
-    log: silentLogger,
+    log: createLogger('info', (line) => logged.push(JSON.parse(line))),
     repeat: timer.repeat,
   })
   try {
@@ -236,7 +254,22 @@ test('the upkeep deletes events past their retention, separately from threads, a
     [12, 'signout'],
     [13, 'audit.pruned'],
   ])
-  expect(JSON.parse(kept[1]?.detail ?? '{}')).toEqual({ deleted: 11, through_seq: 11, retention_days: 30 })
+  const deletedLast = await h.store.audit.head(ids.acme)
+  expect(JSON.parse(kept[1]?.detail ?? '{}')).toEqual({
+    deleted: 11,
+    through_seq: 11,
+    through_hash: deletedLast?.prunedHash,
+    retention_days: 30,
+  })
+  // Each chain's head is logged, so that a copy of it exists outside the database.
+  expect(
+    logged.filter((line) => line.msg === 'audit chain head').map((line) => [line.organization_id, line.last_seq]),
+  ).toEqual([
+    [noOrganization, 1],
+    [ids.acme, 13],
+    [ids.globex, 1],
+  ])
+  expect(logged.find((line) => line.organization_id === ids.acme)?.last_hash).toBe(kept[1]?.hash)
   // globex and the events of no organization keep the default 400 days: nothing of theirs went.
   expect(await eventsOf(h, ids.globex)).toHaveLength(1)
   expect(await eventsNamed(h, noOrganization, 'signin.failed')).toHaveLength(1)

@@ -56,7 +56,7 @@ export function pgAuditRepository(db: PgDb): AuditRepository {
         const [deletion, anchor] = pruneStatements(on, t, organizationId, through)
         const deleted = (await deletion).length
         await anchor
-        await pgAppend(tx, entry(deleted, through.seq))
+        await pgAppend(tx, entry(deleted, through))
         return deleted
       })
     },

@@ -56,7 +56,7 @@ export function sqliteAuditRepository(db: Db): AuditRepository {
         const [deletion, anchor] = pruneStatements(on, t, organizationId, through)
         const deleted = sync(deletion).all().length
         sync(anchor).run()
-        sqliteAppend(tx as unknown as Db, entry(deleted, through.seq))
+        sqliteAppend(tx as unknown as Db, entry(deleted, through))
         return deleted
       })
     },

@@ -53,12 +53,12 @@ export interface AuditRepository {
 
   /**
    * Deletes the chain's oldest events, through the last one older than `before`, and moves the kept part's anchor to
-   * that event's place and hash, recording `entry(count, throughSeq)` (audit.pruned) in the same transaction. The
-   * number of events deleted (0: nothing was old enough, nothing recorded).
+   * that event's place and hash, recording `entry(count, through)` (audit.pruned, which names that anchor) in the
+   * same transaction. The number of events deleted (0: nothing was old enough, nothing recorded).
    */
   prune(
     organizationId: number,
     before: number,
-    entry: (deleted: number, throughSeq: number) => AuditEntry,
+    entry: (deleted: number, through: { seq: number; hash: string }) => AuditEntry,
   ): Promise<number>
 }

@@ -291,12 +291,12 @@ export function setAuditRetention(
 export async function pruneAuditLog(audit: AuditRepository, now: number): Promise<number> {
   let deleted = 0
   for (const { organizationId, days } of await audit.retentionPeriods()) {
-    deleted += await audit.prune(organizationId, now - days * dayMs, (count, throughSeq) =>
+    deleted += await audit.prune(organizationId, now - days * dayMs, (count, through) =>
       auditEntry(systemOrigin, now, {
         organizationId,
         action: 'audit.pruned',
         target: target('organization', organizationId),
-        detail: { deleted: count, through_seq: throughSeq, retention_days: days },
+        detail: { deleted: count, through_seq: through.seq, through_hash: through.hash, retention_days: days },
       }),
     )
   }
@@ -353,6 +353,32 @@ function describe(found: Break): BrokenEvent {
   }
 }
 
+/**
+ * Whether the anchor is one retention left. The head's pruned place and hash are a row anyone who can write the
+ * database edits in one statement, so they prove nothing alone: every prune records, after deleting, `audit.pruned`
+ * naming them, and the newest such event (chained, so not forged without rewriting the chain from there) must.
+ */
+async function anchorRecorded(audit: AuditRepository, anchor: ChainHead): Promise<boolean> {
+  if (anchor.prunedSeq === 0) return true
+  const [record] = await audit.list(anchor.organizationId, { actions: ['audit.pruned'] }, { limit: 1 })
+  if (!record || record.seq <= anchor.prunedSeq) return false
+  const detail = JSON.parse(record.detail) as { through_seq?: unknown; through_hash?: unknown }
+  return detail.through_seq === anchor.prunedSeq && detail.through_hash === anchor.prunedHash
+}
+
+/** The anchor the chain is checked from, once its prune is on record; a prune since it was read moves it, once. */
+async function checkedAnchor(audit: AuditRepository, head: ChainHead): Promise<ChainHead | BrokenEvent> {
+  if (await anchorRecorded(audit, head)) return head
+  const latest = await audit.head(head.organizationId)
+  if (latest && latest.prunedSeq !== head.prunedSeq && (await anchorRecorded(audit, latest))) return latest
+  const anchor = latest ?? head
+  const [first] = await audit.readChain(head.organizationId, anchor.prunedSeq, 1)
+  return {
+    event: first ? pick(first) : null,
+    reason: `no kept audit.pruned event records that retention deleted the events through place ${anchor.prunedSeq}: they were removed by hand`,
+  }
+}
+
 /** Checks one chain from its kept part's anchor to its head, reading in batches while the server may be writing. */
 async function verifyChain(audit: AuditRepository, head: ChainHead): Promise<ChainReport> {
   const report = (check: ChainCheck, broken: BrokenEvent | null, first: number | null): ChainReport => ({
@@ -363,7 +389,9 @@ async function verifyChain(audit: AuditRepository, head: ChainHead): Promise<Cha
     headHash: check.last?.hash ?? null,
     broken,
   })
-  let anchor = head
+  const checked = await checkedAnchor(audit, head)
+  if (!('organizationId' in checked)) return report(new ChainCheck(head), checked, checked.event?.seq ?? null)
+  let anchor = checked
   let check = new ChainCheck(anchor)
   let first: number | null = null
   let waited = false
@@ -391,7 +419,9 @@ async function verifyChain(audit: AuditRepository, head: ChainHead): Promise<Cha
     if (found.kind === 'missing_before' && check.count === 0 && anchor === head) {
       const latest = await audit.head(head.organizationId)
       if (latest && latest.prunedSeq !== anchor.prunedSeq) {
-        anchor = latest
+        const moved = await checkedAnchor(audit, latest)
+        if (!('organizationId' in moved)) return report(check, moved, moved.event?.seq ?? null)
+        anchor = moved
         check = new ChainCheck(anchor)
         first = null
         continue

@@ -371,3 +371,29 @@ test('offline_access is granted implicitly: MCP clients that add it are served, 
     expect(location.searchParams.get('error')).toBe('invalid_scope')
   }
 })
+
+test('a scope the client did not register for is left out, not refused, unless nothing else was asked', async () => {
+  await using h = await harness()
+  // Registered without `scope`, as every client before the audit log: it asks for all the metadata advertises.
+  const client = await register(h)
+  const advertised: string[] = (await h.call('GET', '/.well-known/oauth-authorization-server')).body.scopes_supported
+  expect(advertised).toContain('audit:read')
+  const { browser } = await signedIn(h, { role: 'owner' })
+  const page = await browser.get(request(client.client_id, { scope: advertised.join(' ') }))
+  expect(page.status).toBe(200)
+  expect(await page.text()).not.toContain('audit log')
+  const { code, verifier } = await approve(browser, { clientId: client.client_id, scope: advertised.join(' ') })
+  const tokens = await postOAuth(h, '/oauth/token', {
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: 'http://127.0.0.1:53682/callback',
+    client_id: client.client_id,
+    code_verifier: verifier ?? '',
+  })
+  expect(tokens.body.scope).toBe('threads:read threads:read:own threads:write')
+  // Asking only for what it did not register for, or for a scope that does not exist, is still refused.
+  for (const scope of ['audit:read', 'threads:read audit:write']) {
+    const location = locationOf(await browser.get(request(client.client_id, { scope })))
+    expect(location.searchParams.get('error')).toBe('invalid_scope')
+  }
+})

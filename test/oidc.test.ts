@@ -123,6 +123,10 @@ test('a wrong state, a replayed nonce, a forged signature or a refusal at the pr
   const forged = await victim.get(callback ?? '')
   expect(forged.status).toBe(400)
   expect(await forged.text()).toContain('This sign-in has expired or was not started here.')
+  // Nor a bare request without any flow: none of these is recorded, or anyone could fill the log.
+  expect((await Browser.inProcess(h).get('/login/oidc/callback')).status).toBe(400)
+  expect((await Browser.inProcess(h).get('/login/oidc/callback?state=x&code=y')).status).toBe(400)
+  expect(await eventsNamed(h, noOrganization, 'signin.failed')).toEqual([])
 
   provider.misbehaviour = { wrongNonce: true }
   const replayed = await roundTrip(Browser.inProcess(h))

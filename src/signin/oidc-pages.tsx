@@ -67,16 +67,21 @@ function notConfigured(): PageError {
   })
 }
 
-/** Checks what came back against what left (state, in constant time), then asks the provider who it is. */
+/** Whether what came back is the sign-in this browser started (state, compared in constant time). */
+function startedHere(
+  query: Record<string, string | undefined>,
+  pending: PendingSignIn | null,
+): pending is PendingSignIn {
+  return pending !== null && !!query.state && secretsEqual(pending.state, query.state)
+}
+
+/** Asks the provider who came back from a sign-in this browser started. */
 async function completeSignIn(
   deps: OidcSigninDeps,
   client: OidcClient,
   query: Record<string, string | undefined>,
-  pending: PendingSignIn | null,
+  pending: PendingSignIn,
 ): Promise<{ user: { id: number; organizationId: number }; next: string }> {
-  if (!pending || !query.state || !secretsEqual(pending.state, query.state)) {
-    throw new OidcRefusal(400, 'This sign-in has expired or was not started here. Start again from the sign-in page.')
-  }
   if (query.error || !query.code) {
     throw new OidcRefusal(400, `${client.name} did not sign you in (${query.error ?? 'no code was returned'}).`)
   }
@@ -126,6 +131,10 @@ export const oidcSignin = (deps: OidcSigninDeps) => {
         const pending = decodePending(pendingCookie?.value)
         if (pendingCookie) clearCookie(pendingCookie, deps.publicUrl)
         if (!client) throw notConfigured()
+        // Not recorded: anyone can send a request here, and what was not started here is no sign-in attempt.
+        if (!startedHere(query, pending)) {
+          throw refused(400, 'This sign-in has expired or was not started here. Start again from the sign-in page.')
+        }
         const origin = requestOrigin(request, anonymousActor)
         try {
           const signedIn = await completeSignIn(deps, client, query, pending)
@@ -136,8 +145,8 @@ export const oidcSignin = (deps: OidcSigninDeps) => {
           return redirect(safeNextPath(signedIn.next, deps.publicUrl), 303)
         } catch (error) {
           if (!(error instanceof OidcRefusal)) throw error
-          // Nobody was matched to a user (that is what refuses it), so it belongs to no organization. The reason is
-          // the status alone: the person's words may hold their email.
+          // A sign-in this browser started, yet nobody was matched to a user (that is what refuses it), so it belongs
+          // to no organization. The reason is the status alone: the person's words may hold their email.
           await recordSignInFailure(deps.audit, null, deps.clock.now(), origin, {
             method: 'oidc',
             reason: `refused_${error.status}`,

@@ -76,6 +76,15 @@ test('sign-ins, sign-outs and passwords: who, from where, and nothing of a stran
   expect(await everything(h)).not.toContain('not-the-password')
   expect(await h.orm.select().from(h.tables.organizations)).toEqual(organizationsBefore)
 
+  // A removed member's attempt, even with their old password: their former organization's log, saying so.
+  const removed = await h.user({ role: 'member' })
+  await h.orm.update(h.tables.users).set({ removedAt: h.clock.now() }).where(eq(h.tables.users.id, removed.id))
+  expect((await browser.signIn(removed.email, testPassword)).status).toBe(401)
+  const removedEvents = await eventsNamed(h, organizationId, 'signin.failed')
+  expect(removedEvents.at(-1)).toMatchObject({ targetKind: 'user', targetId: String(removed.id) })
+  expect(JSON.parse(removedEvents.at(-1)?.detail ?? '{}')).toEqual({ method: 'password', reason: 'removed' })
+  expect(await eventsOf(h, noOrganization)).toHaveLength(1)
+
   // The right password: the event names the session it opened, as the session's own acts will.
   expect((await browser.signIn(user.email, testPassword)).status).toBe(303)
   const session = await sessionIdOf(h, user.id)

@@ -14,7 +14,7 @@ import { generateSecret, hashPassword, hashSecret, verifyPassword } from '../sha
 import { dayMs } from '../shared/time'
 import type { Caller } from './model'
 import type { SessionRepository, SessionUser } from './sessions.repository'
-import { findUserByEmail } from './users'
+import { normalizedEmail } from './users'
 import type { UserRepository } from './users.repository'
 
 export type { SessionUser } from './sessions.repository'
@@ -150,11 +150,14 @@ export async function signIn(
   now: number,
   origin: AuditOrigin,
 ): Promise<SignedIn | null> {
-  const user = await findUserByEmail(repositories.users, email)
+  // A removed member is looked up too, so that their attempt goes to their former organization's log; it is checked
+  // against the stand-in hash like an unknown email's, and one event is written either way, so both take as long.
+  const found = await repositories.users.findByEmail(normalizedEmail(email))
+  const user = found && found.removedAt === null ? found : null
   const matches = await verifyPassword(password, user?.passwordHash ?? (await hashForUnknownUser()))
   if (!user || !matches) {
-    const reason = user ? 'wrong_password' : 'unknown_email'
-    await recordSignInFailure(repositories.audit, user, now, origin, { method: 'password', reason })
+    const reason = user ? 'wrong_password' : found ? 'removed' : 'unknown_email'
+    await recordSignInFailure(repositories.audit, found, now, origin, { method: 'password', reason })
     return null
   }
   const session = await createSession(repositories.sessions, user, now, origin, 'password')

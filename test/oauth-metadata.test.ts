@@ -1,6 +1,8 @@
 // Discovery: RFC 8414 authorization server metadata, RFC 9728 protected resource metadata, and the API's 401
 // challenge that points MCP clients at them.
 import { expect, test } from 'bun:test'
+import { adminOnlyScopes, scopes } from '../src/auth/model'
+import { defaultClientScopes } from '../src/oauth/clients'
 import { harness } from './support/helpers'
 
 const base = 'http://threadhouse.test'
@@ -77,4 +79,13 @@ test('browser clients on other origins may call discovery and the token endpoint
     expect(response.headers.get('access-control-allow-origin')).toBe('*')
     expect(response.headers.get('access-control-allow-headers')).toContain('Authorization')
   }
+})
+
+test('the admin-only scopes, named once, are left out of the MCP server metadata and of unregistered clients', async () => {
+  await using h = await harness()
+  expect(adminOnlyScopes).toEqual(['audit:read'])
+  const threadScopes = scopes.filter((scope) => !adminOnlyScopes.includes(scope))
+  const mcp = await h.call('GET', '/.well-known/oauth-protected-resource/mcp')
+  expect(mcp.body.scopes_supported).toEqual(threadScopes)
+  expect(defaultClientScopes).toEqual(threadScopes)
 })

@@ -9,6 +9,12 @@ export type Role = (typeof roles)[number]
 export const scopes = ['threads:read', 'threads:read:own', 'threads:write', 'audit:read'] as const
 export type Scope = (typeof scopes)[number]
 
+/**
+ * Scopes only owners and admins may hold: reading the organization's audit log. Tokens and consents of members leave
+ * them out, clients registered without `scope` are not registered for them, and the MCP server does not offer them.
+ */
+export const adminOnlyScopes: readonly Scope[] = ['audit:read']
+
 export function isScope(value: string): value is Scope {
   return (scopes as readonly string[]).includes(value)
 }

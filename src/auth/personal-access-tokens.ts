@@ -7,7 +7,7 @@ import { generateSecret, hashSecret } from '../shared/security'
 import { lastUsedResolutionMs, toIso } from '../shared/time'
 import { callerOf } from './callers'
 import { isOrganizationAdmin } from './members'
-import { isScope, type ResolvedToken, type Role, type Scope } from './model'
+import { adminOnlyScopes, isScope, type ResolvedToken, type Role, type Scope } from './model'
 import type { AccessTokenRepository } from './tokens.repository'
 
 export const personalAccessTokenPrefix = 'thp_'
@@ -19,9 +19,6 @@ export function parseScopes(value: string): Scope[] {
   if (parts.length === 0) throw new AppError(400, 'invalid_scope', 'At least one scope is required')
   return [...new Set(parts)] as Scope[]
 }
-
-/** Scopes only owners and admins may put in a token: reading the organization's audit log. */
-export const adminOnlyScopes: readonly Scope[] = ['audit:read']
 
 /** Whether someone of `role` may hold a personal access token with `scope`. */
 export function mayHoldScope(role: Role, scope: Scope): boolean {

@@ -1,6 +1,6 @@
 // OAuth clients: lookup (including the built-in Swagger UI client), redirect URI rules, RFC 7591 metadata
 // validation and creation. Registration and settings both build clients with `clientToStore`.
-import { scopes as allScopes, isScope, type Scope } from '../auth/model'
+import { adminOnlyScopes, scopes as allScopes, isScope, type Scope } from '../auth/model'
 import { type AuditEntry, type AuditOrigin, auditEntry, noOrganization, target } from '../shared/audit'
 import { generateSecret, hashSecret } from '../shared/security'
 import { withoutImpliedScopes } from './checks/scope'
@@ -247,10 +247,10 @@ function redirectUrisOf(body: Record<string, unknown>, authMethod: ClientAuthMet
 }
 
 /**
- * What a client registered without `scope` may ask for: every scope but reading the audit log, which a client must
- * name at registration to ask for it at all.
+ * What a client registered without `scope` may ask for: every scope but the admin-only ones (reading the audit log),
+ * which a client must name at registration to ask for them at all.
  */
-export const defaultClientScopes: readonly Scope[] = allScopes.filter((scope) => scope !== 'audit:read')
+export const defaultClientScopes: readonly Scope[] = allScopes.filter((scope) => !adminOnlyScopes.includes(scope))
 
 function scopesOf(body: Record<string, unknown>): Scope[] {
   const value = withoutImpliedScopes(stringField(body, 'scope') ?? '')

@@ -1,5 +1,5 @@
 // Discovery documents: RFC 8414 authorization server metadata and RFC 9728 protected resource metadata.
-import { scopes } from '../auth/model'
+import { adminOnlyScopes, scopes } from '../auth/model'
 import type { ProtectedResource } from '../auth/resources'
 import { clientAuthMethods } from './clients.repository'
 import type { OAuthModel } from './model'
@@ -40,7 +40,7 @@ export function protectedResourceMetadata(
   }
   // The MCP server's tools read and write threads; the audit log is read through /api/v1 alone.
   if (path === '/mcp') {
-    const threadScopes = scopes.filter((scope) => scope !== 'audit:read')
+    const threadScopes = scopes.filter((scope) => !adminOnlyScopes.includes(scope))
     return { ...common, scopes_supported: threadScopes, resource_name: 'Threadhouse MCP server' }
   }
   return { ...common, resource_name: 'Threadhouse API', resource_documentation: `${publicUrl}/swagger` }

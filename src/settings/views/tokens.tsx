@@ -1,8 +1,8 @@
 // Settings → API tokens: create a personal access token with chosen scopes and expiry (shown once), list
 // the ones that still exist, revoke them.
 import { escapeHtml } from '@kitajs/html'
-import { type Scope, scopes } from '../../auth/model'
-import { adminOnlyScopes, type PersonalAccessTokenSummary } from '../../auth/personal-access-tokens'
+import { adminOnlyScopes, type Scope, scopes } from '../../auth/model'
+import type { PersonalAccessTokenSummary } from '../../auth/personal-access-tokens'
 import { scopeDescriptions } from '../../oauth/model'
 import { CsrfField, ErrorAlert, Notice, OneTimeSecret, TableRegion, Time } from '../../web/components'
 import { SettingsFrame } from '../../web/frame'

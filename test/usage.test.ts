@@ -9,6 +9,7 @@ import { createWorkerRunner } from '../src/generation/runner'
 import { loadCatalogue, workerModels } from '../src/models/catalogue'
 import { silentLogger } from '../src/shared/log'
 import { periodOf } from '../src/usage/period'
+import { usageCsv } from '../src/usage/service'
 import { anthropicText, ask, FakeLlm, openaiText, providerHarness, sse } from './support/fake-llm'
 import { type Harness, harness } from './support/helpers'
 
@@ -236,4 +237,18 @@ test('GET /usage: each grouping, the organization for owners only, CSV, defaults
   expect((await h.call('GET', '/api/v1/usage', { token: writer.token })).status).toBe(403)
   const ownReader = await h.user({ scopes: ['threads:read:own'] })
   expect((await h.call('GET', '/api/v1/usage', { token: ownReader.token })).status).toBe(200)
+})
+
+test('a usage CSV key a spreadsheet would read as a formula is led by an apostrophe', () => {
+  const row = { answers: 1, input_tokens: 2, output_tokens: 3, cost: null }
+  const csv = usageCsv({
+    data: [
+      { key: '=HYPERLINK("http://x","y")', ...row },
+      { key: 'ada@example.com', ...row },
+    ],
+    from: '2026-12-01',
+    to: '2026-12-31',
+    currency: null,
+  })
+  expect(csv.split('\r\n').slice(1, 3)).toEqual(['"\'=HYPERLINK(""http://x"",""y"")",1,2,3,', 'ada@example.com,1,2,3,'])
 })

@@ -2,7 +2,7 @@
 // range's rules, grouping and CSV). Other features read usage through UsageRepository (repository.ts): `aggregate`
 // for sums and `monthTotals` for a month's running totals (quotas).
 import type { Caller } from '../auth/model'
-import { csvField } from '../shared/csv'
+import { csvField, csvText } from '../shared/csv'
 import { forbidden, invalidRequest } from '../shared/errors'
 import { dateOnly, dayMs, parseInstant } from '../shared/time'
 import { maxRangeDays, type UsageModel } from './model'
@@ -155,8 +155,13 @@ export async function usageOverview(
 
 const csvColumns = ['key', 'answers', 'input_tokens', 'output_tokens', 'cost'] as const
 
-/** The report as CSV (RFC 4180, CRLF line ends): a header row, then one line per row; an unpriced cost is empty. */
+/**
+ * The report as CSV (RFC 4180, CRLF line ends): a header row, then one line per row; an unpriced cost is empty. A key
+ * is text people chose (an email, a model's ID), so one a spreadsheet would read as a formula is neutralised.
+ */
 export function usageCsv(report: UsageModel.usageList): string {
-  const lines = [csvColumns.join(','), ...report.data.map((row) => csvColumns.map((c) => csvField(row[c])).join(','))]
+  const field = (row: UsageModel.usageList['data'][number], column: (typeof csvColumns)[number]) =>
+    column === 'key' ? csvText(String(row.key)) : csvField(row[column])
+  const lines = [csvColumns.join(','), ...report.data.map((row) => csvColumns.map((c) => field(row, c)).join(','))]
   return `${lines.join('\r\n')}\r\n`
 }

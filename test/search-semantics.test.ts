@@ -116,6 +116,11 @@ describe('search semantics', () => {
     await seed('Their secret Lyon', ['Lyon'], { owner: 'mate', isPrivate: true })
     await seed('Archived Lyon', ['Lyon, long ago'], { archived: true })
     await seed('Split phrase', ['a long weekend', 'in Lyon'])
+    // Past the 50 newest messages snippets read: a phrase in the oldest is still found.
+    await seed('Long thread', [
+      'a zebra crossing downtown',
+      ...Array.from({ length: 60 }, (_, i) => `filler note ${i}`),
+    ])
     await seed('Many words', [
       'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa',
     ])
@@ -133,6 +138,8 @@ describe('search semantics', () => {
     expect(await names('"weekend in lyon"')).toEqual(['Lyon trip'])
     expect(await names('"in lyon"')).toEqual(['Lyon trip', 'Reverse', 'Split phrase'])
     expect(await names('“weekend in Lyon”')).toEqual(['Lyon trip'])
+    expect(await names('"zebra crossing"')).toEqual(['Long thread'])
+    expect(await names('"crossing zebra"')).toEqual([])
   })
 
   test('case, diacritics and normal forms fold both ways', async () => {

@@ -7,7 +7,9 @@ import { invalidRequest } from '../shared/errors'
 import { type Links, toThread } from './links'
 import type { ThreadsModel } from './model'
 import type { ThreadListQuery, ThreadRepository, ThreadRow } from './repository'
-import { buildSnippet, parseQuery, phraseMatcher, type Term } from './search-text'
+import { searchSourceBounds } from './repository.common'
+import { searchableText } from './search'
+import { buildSnippet, parseQuery, phraseMatcher, type SnippetSource, type Term } from './search-text'
 
 export const maxPageSize = 200
 
@@ -87,6 +89,15 @@ export async function listThreads(
   return { ...page, data: page.data.map((row) => toThread(row, links)) }
 }
 
+/** Whether searchSources cut a thread's messages (searchSourceBounds): too many, one too long, or too much in all. */
+function leftOut(sources: SnippetSource[]): boolean {
+  const messages = sources.filter((source) => source.messageId !== null && source.attachmentId === null)
+  const { messages: count, messageChars, threadChars } = searchSourceBounds
+  let chars = 0
+  for (const { text } of messages) chars += text.length
+  return messages.length >= count || chars >= threadChars || messages.some(({ text }) => text.length >= messageChars)
+}
+
 /** Candidates read per round of a search with phrases: a page's worth at first, then twice as many each round. */
 const maxCandidates = 4 * maxPageSize
 
@@ -113,8 +124,15 @@ export async function phraseList(
       // A thread written meanwhile may move to where a later round reads it again.
       if (seen.has(row.id)) continue
       seen.add(row.id)
-      const texts = (sources.get(row.id) ?? []).map(({ text }) => text)
-      if (!holds.every((held) => texts.some(held))) continue
+      const bounded = sources.get(row.id) ?? []
+      const texts = bounded.map(({ text }) => text)
+      if (!holds.every((held) => texts.some(held))) {
+        // The bounded read left older or longer messages out: a phrase may stand there, so read them all. Only long
+        // threads pay for this, and only when the newest part of them does not decide.
+        if (!leftOut(bounded)) continue
+        const all = (await threads.activeMessages(row.id)).map((message) => searchableText(message.contents))
+        if (!holds.every((held) => texts.some(held) || all.some(held))) continue
+      }
       kept.push(row)
       if (kept.length === query.limit) return kept
     }

@@ -7,9 +7,15 @@ import { invalidRequest } from '../shared/errors'
 import { type Links, toThread } from './links'
 import type { ThreadsModel } from './model'
 import type { ThreadListQuery, ThreadRepository, ThreadRow } from './repository'
-import { searchSourceBounds } from './repository.common'
 import { searchableText } from './search'
-import { buildSnippet, parseQuery, phraseMatcher, type SnippetSource, type Term } from './search-text'
+import {
+  buildSnippet,
+  parseQuery,
+  phraseMatcher,
+  type SnippetSource,
+  searchSourceBounds,
+  type Term,
+} from './search-text'
 
 export const maxPageSize = 200
 

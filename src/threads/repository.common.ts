@@ -43,7 +43,7 @@ import type {
   Viewer,
 } from './repository'
 import { searchableText } from './search'
-import type { SnippetSource } from './search-text'
+import { type SnippetSource, searchSourceBounds } from './search-text'
 import type * as threadTables from './threads.table.pg'
 
 /** The tables the threads repository reads, its own and three other features': either dialect's (db/dialect.ts). */
@@ -734,22 +734,6 @@ export function commonThreadRepository(db: AnyDb, t: ThreadTables): CommonThread
       )
     },
   }
-}
-
-/**
- * What `searchSources` reads of each thread: a snippet is about 200 characters, and a page of up to 200 threads must
- * not read whole threads of thousands of messages. Each thread's newest `messages` active messages, each up to its
- * first `messageChars` characters, sharing `threadChars` (a newer message takes its text first, the one that crosses
- * the limit is cut, later ones give none); the first `files` files they attach (newest message first, then in the
- * message's order), whose texts share `fileChars` likewise. A match beyond these is still found by search, and its
- * snippet is then another passage of the thread, or its name, marked nowhere.
- */
-export const searchSourceBounds = {
-  messages: 50,
-  messageChars: 20_000,
-  threadChars: 50_000,
-  files: 20,
-  fileChars: 50_000,
 }
 
 /**

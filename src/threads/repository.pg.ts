@@ -39,7 +39,6 @@ import {
   refusedWrite,
   requeuedGeneration,
   requireActiveUser,
-  searchSourceBounds,
   searchSourcesReader,
   stateAfterActivate,
   type ThreadTables,
@@ -63,7 +62,7 @@ import {
   searchQueryOf,
   searchStart,
 } from './search.pg'
-import { vocabularyPrefixes } from './search-text'
+import { searchSourceBounds, vocabularyPrefixes } from './search-text'
 import * as threadTables from './threads.table.pg'
 import {
   messages,

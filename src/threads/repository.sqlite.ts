@@ -36,7 +36,6 @@ import {
   refusedWrite,
   requeuedGeneration,
   requireActiveUser,
-  searchSourceBounds,
   searchSourcesReader,
   stateAfterActivate,
   type ThreadTables,
@@ -65,6 +64,7 @@ import {
   searchTable,
   termsQuery,
 } from './search.fts5'
+import { searchSourceBounds } from './search-text'
 import * as threadTables from './threads.table'
 import { messages, threadFeedHorizon, threads, threadTombstones } from './threads.table'
 

@@ -387,6 +387,22 @@ export interface SnippetSource {
   text: string
 }
 
+/**
+ * What `searchSources` reads of each thread: a snippet is about 200 characters, and a page of up to 200 threads must
+ * not read whole threads of thousands of messages. Each thread's newest `messages` active messages, each up to its
+ * first `messageChars` characters, sharing `threadChars` (a newer message takes its text first, the one that crosses
+ * the limit is cut, later ones give none); the first `files` files they attach (newest message first, then in the
+ * message's order), whose texts share `fileChars` likewise. A match beyond these is still found by search, and its
+ * snippet is then another passage of the thread, or its name, marked nowhere.
+ */
+export const searchSourceBounds = {
+  messages: 50,
+  messageChars: 20_000,
+  threadChars: 50_000,
+  files: 20,
+  fileChars: 50_000,
+}
+
 export interface Snippet {
   messageId: string | null
   attachmentId: string | null
